@@ -1,0 +1,40 @@
+"""quicsm: infer the congestion-control state machine of QUIC implementations from traces.
+
+The public API is imported lazily so that ``import quicsm`` stays cheap::
+
+    import quicsm
+    transitions = quicsm.read_transitions(["traces/"])
+    model = quicsm.infer(transitions)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    "QuicsmError": "quicsm.errors",
+    "QlogError": "quicsm.errors",
+    "CANONICAL_STATES": "quicsm.states",
+    "STATE_DTYPE": "quicsm.states",
+    "read_transitions": "quicsm.read",
+    "scan_transitions": "quicsm.read",
+    "read_metrics": "quicsm.read",
+    "infer": "quicsm.infer",
+    "Model": "quicsm.model",
+    "diff": "quicsm.diff",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'quicsm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

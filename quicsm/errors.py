@@ -1,0 +1,53 @@
+"""One error base for everything quicsm raises on purpose.
+
+The CLI turns any :class:`QuicsmError` into ``Error: <message>`` and exit code 1.
+Anything else escaping the library is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class QuicsmError(Exception):
+    """Base class of every error quicsm raises deliberately."""
+
+
+class InputError(QuicsmError):
+    """Bad input that is not tied to a record: a missing path, an unknown format, bad options."""
+
+
+class QlogError(QuicsmError):
+    """A record of an input file is not what was expected.
+
+    The message always names the file, the record (1-based) and/or line, and what was expected::
+
+        x.sqlog: record 1842 (line 1843): expected an object with "time" and "name", got an array
+    """
+
+    def __init__(
+        self,
+        file: str,
+        expected: str,
+        *,
+        record: int | None = None,
+        line: int | None = None,
+        got: str | None = None,
+    ) -> None:
+        self.file = file
+        self.record = record
+        self.line = line
+        self.expected = expected
+        self.got = got
+        where = []
+        if record is not None:
+            where.append(f"record {record}")
+        if line is not None:
+            where.append(f"(line {line})" if record is not None else f"line {line}")
+        loc = " ".join(where)
+        msg = f"{file}: {loc + ': ' if loc else ''}expected {expected}"
+        if got is not None:
+            msg += f", got {got}"
+        super().__init__(msg)
+
+
+class ModelError(QuicsmError):
+    """Inference or statistics could not run on the given transitions."""
