@@ -1,0 +1,3 @@
+from quicsm.cli import main
+
+main()

@@ -1,0 +1,46 @@
+"""The ``quicsm`` command line: a thin layer over the library.
+
+Each subcommand lives in its own module under :mod:`quicsm.cli` and makes one library call.
+Commands are loaded lazily from :data:`COMMANDS`, so ``quicsm --help`` stays fast. Every
+:class:`quicsm.errors.QuicsmError` becomes ``Error: <message>`` on stderr and exit code 1;
+anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+from quicsm import __version__
+from quicsm.errors import QuicsmError
+
+#: command name -> "module:attribute" of its click command
+COMMANDS: dict[str, str] = {}
+
+
+class _Group(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except QuicsmError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="quicsm")
+def main() -> None:
+    """Infer the congestion-control state machine of QUIC implementations from qlog traces,
+    and explain what changed between versions, devices and networks."""
