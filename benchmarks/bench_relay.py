@@ -1,0 +1,157 @@
+"""Relay throughput and accuracy: rate achieved, delay and loss realised vs configured.
+
+Runs the real relay process (``python -m quicsm.lab.relay``) on 127.0.0.1 and pushes paced UDP
+datagrams through it, one direction (client -> server), from a sender thread to a receiver
+thread in this process. Each case prints what was configured and what was realised, plus the
+relay's CPU use (share of one core, from /proc) so you can see it is not the bottleneck::
+
+    .venv/bin/python benchmarks/bench_relay.py            # all cases, ~40 s
+    .venv/bin/python benchmarks/bench_relay.py --quick    # shorter runs
+
+Results are also written as JSON to ``benchmarks/results/bench_relay.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+PAYLOAD = 1350  # bytes per datagram, a full QUIC packet
+HEADER = struct.Struct("!Id")  # sequence number, send time
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+
+
+def run_case(
+    name: str, up: dict[str, Any], *, offered_mbit: float, seconds: float, seed: int = 1
+) -> dict[str, Any]:
+    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    sink.bind(("127.0.0.1", 0))
+    sink.settimeout(0.2)
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = Path(tmp) / "relay.json"
+        cfg.write_text(json.dumps({"up": up, "down": {}}))
+        stats = Path(tmp) / "stats.json"
+        relay = subprocess.Popen(
+            [sys.executable, "-m", "quicsm.lab.relay", "--target",
+             f"127.0.0.1:{sink.getsockname()[1]}", "--config", str(cfg), "--seed", str(seed),
+             "--stats", str(stats)],
+            stdout=subprocess.PIPE, text=True,
+        )
+        try:
+            assert relay.stdout is not None
+            line = relay.stdout.readline().split()
+            host, port = line[1].rsplit(":", 1)
+            received: list[tuple[int, float, float]] = []
+            done = threading.Event()
+
+            def receive() -> None:
+                while not done.is_set():
+                    try:
+                        data = sink.recv(65535)
+                    except TimeoutError:
+                        continue
+                    seq, sent = HEADER.unpack_from(data)
+                    received.append((seq, sent, time.monotonic()))
+
+            rx = threading.Thread(target=receive)
+            rx.start()
+            tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            pad = bytes(PAYLOAD - HEADER.size)
+            gap = PAYLOAD * 8 / (offered_mbit * 1e6)
+            n = int(seconds / gap)
+            cpu0 = _cpu_seconds(relay.pid)
+            t0 = time.monotonic()
+            for seq in range(n):
+                target = t0 + seq * gap
+                while (now := time.monotonic()) < target:
+                    if target - now > 0.001:
+                        time.sleep(target - now - 0.0005)
+                tx.sendto(HEADER.pack(seq, now) + pad, (host, int(port)))
+            t_send = time.monotonic() - t0
+            time.sleep(0.5 + up.get("delay_ms", 0) / 1e3 + up.get("jitter_ms", 0) / 1e3)
+            cpu = _cpu_seconds(relay.pid) - cpu0
+            wall = time.monotonic() - t0
+            done.set()
+            rx.join()
+        finally:
+            relay.terminate()
+            relay.wait(timeout=10)
+        counters = json.loads(stats.read_text())["up"]
+    delays = [(r - s) * 1e3 for _, s, r in received]
+    seqs = [q for q, _, _ in received]
+    reordered = sum(1 for a, b in zip(seqs, seqs[1:], strict=False) if b < a)
+    span = received[-1][2] - received[0][2] if len(received) > 1 else float("nan")
+    return {
+        "case": name,
+        "config": up,
+        "offered_mbit": offered_mbit,
+        "offered_pps": round(n / t_send),
+        "sent": n,
+        "received": len(received),
+        "loss_realised": 1 - len(received) / n,
+        "rate_achieved_mbit": len(received) * PAYLOAD * 8 / span / 1e6,
+        "delay_mean_ms": statistics.fmean(delays) if delays else float("nan"),
+        "delay_p50_ms": statistics.median(delays) if delays else float("nan"),
+        "delay_stdev_ms": statistics.pstdev(delays) if delays else float("nan"),
+        "reordered_seen": reordered,
+        "relay_counters": counters,
+        "relay_cpu_share": cpu / wall,
+    }
+
+
+CASES: list[tuple[str, dict[str, Any], float]] = [
+    ("passthrough 100 Mbit/s offered", {}, 100.0),
+    ("passthrough 200 Mbit/s offered", {}, 200.0),
+    ("rate 100 Mbit/s, offered 120", {"rate_mbit": 100, "queue_packets": 200}, 120.0),
+    ("rate 10 Mbit/s, offered 15", {"rate_mbit": 10, "queue_packets": 100}, 15.0),
+    ("delay 50 ms", {"delay_ms": 50}, 50.0),
+    ("delay 56 ms jitter 10 ms", {"delay_ms": 56, "jitter_ms": 10}, 50.0),
+    ("loss 1%", {"loss": 0.01}, 50.0),
+    ("gilbert p=0.01 r=0.3 (mean 3.2%)", {"gilbert": {"p": 0.01, "r": 0.3}}, 50.0),
+    (
+        "rate 50-150 Mbit/s every 1 s, offered 160",
+        {"rate_schedule": {"kind": "uniform", "low_mbit": 50, "high_mbit": 150,
+                           "interval_s": 1.0}, "queue_packets": 300},
+        160.0,
+    ),
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="1 s per case instead of 3 s")
+    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/bench_relay.json"))
+    args = ap.parse_args()
+    seconds = 1.0 if args.quick else 3.0
+    results = []
+    print(f"{'case':44} {'pps':>6} {'Mbit/s':>7} {'loss':>7} {'delay ms':>9} {'sd':>5} "
+          f"{'reord':>6} {'relay cpu':>9}")
+    for name, up, offered in CASES:
+        r = run_case(name, up, offered_mbit=offered, seconds=seconds)
+        results.append(r)
+        print(f"{name:44} {r['offered_pps']:6d} {r['rate_achieved_mbit']:7.1f} "
+              f"{r['loss_realised']:7.2%} {r['delay_mean_ms']:9.2f} {r['delay_stdev_ms']:5.2f} "
+              f"{r['reordered_seen']:6d} {r['relay_cpu_share']:9.0%}", flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
