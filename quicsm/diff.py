@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import orjson
 import polars as pl
 
 from quicsm import significance as sig
@@ -154,9 +153,9 @@ def _keyed(df: pl.DataFrame) -> pl.DataFrame:
     if df.height == 0:
         return df
     return df.with_columns(
-        pl.concat_str(
-            [pl.col("file").fill_null(""), pl.lit(_KEY_SEP), pl.col("trace")]
-        ).alias("trace")
+        pl.concat_str([pl.col("file").fill_null(""), pl.lit(_KEY_SEP), pl.col("trace")]).alias(
+            "trace"
+        )
     )
 
 
@@ -371,7 +370,12 @@ def _dwell_medians(df: pl.DataFrame) -> pl.DataFrame:
 
     if df.height == 0:
         return pl.DataFrame(
-            schema={"trace": pl.String, "state": pl.String, "median": pl.Float64, "visits": pl.UInt32}
+            schema={
+                "trace": pl.String,
+                "state": pl.String,
+                "median": pl.Float64,
+                "visits": pl.UInt32,
+            }
         )
     return (
         dwell_times(df)
@@ -390,9 +394,7 @@ def _dwell(a: pl.DataFrame, b: pl.DataFrame, *, alpha: float, min_n: int) -> pl.
         res = sig.mann_whitney(xa, xb, min_n=min_n)
         med_a = float(np.median(xa)) if xa.size else math.nan
         med_b = float(np.median(xb)) if xb.size else math.nan
-        ratio = (
-            med_b / med_a if xa.size and xb.size and med_a > 0 and med_b > 0 else math.nan
-        )
+        ratio = med_b / med_a if xa.size and xb.size and med_a > 0 and med_b > 0 else math.nan
         rows.append(
             {
                 "state": state,
@@ -448,8 +450,10 @@ def _invariants(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
         )
         frames.append(only.with_columns(pl.lit(tag).alias("holds_in")))
     out = pl.concat(frames) if frames else _empty_invariants()
-    return out.select(list(_INVARIANTS_SCHEMA)).cast(_INVARIANTS_SCHEMA).sort(
-        ["holds_in", "kind", "a", "b"]
+    return (
+        out.select(list(_INVARIANTS_SCHEMA))
+        .cast(_INVARIANTS_SCHEMA)  # type: ignore[arg-type]
+        .sort(["holds_in", "kind", "a", "b"])
     )
 
 

@@ -31,7 +31,9 @@ def _clean(v: Any) -> Any:
 
 
 def _records(df: pl.DataFrame, columns: list[str]) -> list[dict[str, Any]]:
-    return [{k: _clean(v) for k, v in row.items()} for row in df.select(columns).iter_rows(named=True)]
+    return [
+        {k: _clean(v) for k, v in row.items()} for row in df.select(columns).iter_rows(named=True)
+    ]
 
 
 def to_dict(d: DiffResult) -> dict[str, Any]:
@@ -215,7 +217,9 @@ def _presence_lines(d: DiffResult) -> list[str]:
     for side, holds, breaks in (("a", a, b), ("b", b, a)):
         inv = d.invariants.filter(pl.col("holds_in") == side)
         names = [f"{r['a']} {r['kind']} {r['b']}" for r in inv.iter_rows(named=True)]
-        lines.append(f"invariants holding in {holds} but broken in {breaks}: {', '.join(names) or 'none'}")
+        lines.append(
+            f"invariants holding in {holds} but broken in {breaks}: {', '.join(names) or 'none'}"
+        )
     return lines
 
 
@@ -231,7 +235,9 @@ def to_table(d: DiffResult) -> str:
         out.append("  " + "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
         out.append("  " + "  ".join("-" * w for w in widths))
         for r in rows:
-            out.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+            out.append(
+                "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+            )
     out += ["", "Invariants and presence:"]
     out += [f"  - {s}" for s in _presence_lines(d)]
     return "\n".join(out) + "\n"

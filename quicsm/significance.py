@@ -98,9 +98,7 @@ def welch(
     if se2 <= 0.0:
         if diff == 0.0:
             return WelchResult(0.0, 0.0, 0.0, TestResult("welch", 1.0, 0.0, "no variance"))
-        return WelchResult(
-            diff, diff, diff, TestResult("welch", None, note="no variance: no test")
-        )
+        return WelchResult(diff, diff, diff, TestResult("welch", None, note="no variance: no test"))
     se = math.sqrt(se2)
     df = se2**2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1))
     t = diff / se

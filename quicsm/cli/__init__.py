@@ -17,7 +17,9 @@ from quicsm import __version__
 from quicsm.errors import QuicsmError
 
 #: command name -> "module:attribute" of its click command
-COMMANDS: dict[str, str] = {}
+COMMANDS: dict[str, str] = {
+    "diff": "quicsm.cli.diff:diff_command",
+}
 
 
 class _Group(click.Group):

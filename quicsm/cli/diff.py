@@ -1,0 +1,97 @@
+"""``quicsm diff``: what changed between two groups of traces, and is it significant?"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+
+from quicsm.cli.group_options import GroupCommand, comparisons, group_options
+
+#: exit status of ``--fail-on-significant`` when something differs significantly
+EXIT_SIGNIFICANT = 3
+
+
+@click.command("diff", cls=GroupCommand)
+@group_options
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.01,
+    show_default=True,
+    help="Significance level after Holm correction.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "md"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of the permutation tests."
+)
+@click.option(
+    "--fail-on-significant",
+    is_flag=True,
+    help=f"Exit with status {EXIT_SIGNIFICANT} if anything differs significantly "
+    "(for CI regression gates).",
+)
+def diff_command(
+    paths: Sequence[str],
+    vs_paths: Sequence[str],
+    by_label: str | None,
+    where: Sequence[str],
+    baseline: str | None,
+    lenient: bool,
+    alpha: float,
+    fmt: str,
+    seed: int,
+    fail_on_significant: bool,
+) -> None:
+    """Compare group B with group A: time in state, transition probabilities, dwell times and
+    invariants, each with a significance test (see docs/diff.md).
+
+    \b
+    quicsm diff traces/v1/ --vs traces/v2/
+    quicsm diff traces/*.qlog --by version --where scenario=jitter --format md
+    """
+    from quicsm.diff import diff
+    from quicsm.diff_format import to_dict
+
+    comps = comparisons(
+        paths=paths,
+        vs_paths=vs_paths,
+        by_label=by_label,
+        where=where,
+        baseline=baseline,
+        lenient=lenient,
+    )
+    results = []
+    for comp in comps:
+        for note in comp.notes:
+            click.echo(f"note: {note}", err=True)
+        results.append(
+            diff(
+                comp.a.transitions,
+                comp.b.transitions,
+                alpha=alpha,
+                seed=seed,
+                names=(comp.a.name, comp.b.name),
+            )
+        )
+    if fmt == "json":
+        import orjson
+
+        if len(results) == 1:
+            click.echo(results[0].to_json(), nl=False)
+        else:
+            doc = {"comparisons": [to_dict(r) for r in results]}
+            click.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
+    else:
+        text = [r.to_markdown() if fmt == "md" else r.to_table() for r in results]
+        click.echo("\n".join(text), nl=False)
+    if fail_on_significant and any(r.any_significant for r in results):
+        sys.exit(EXIT_SIGNIFICANT)

@@ -1,0 +1,104 @@
+"""Options shared by ``quicsm diff`` and ``quicsm report``: how the two groups are formed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import click
+
+from quicsm.errors import InputError
+from quicsm.grouping import Comparison, compare_by_label, compare_paths, parse_where
+
+
+class GroupCommand(click.Command):
+    """A command whose ``--vs`` takes every following path: ``A1 A2 --vs B1 B2``.
+
+    Click options take one value each, so ``--vs B1 B2`` is rewritten to ``--vs B1 --vs B2``
+    (up to the next option) before parsing.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        out: list[str] = []
+        in_vs = False
+        for arg in args:
+            if arg == "--vs":
+                in_vs = True
+                continue
+            if arg.startswith("-"):
+                in_vs = False
+                out.append(arg)
+            elif in_vs:
+                out += ["--vs", arg]
+            else:
+                out.append(arg)
+        if in_vs and (not out or out[-2:-1] != ["--vs"]):
+            out.append("--vs")  # a dangling --vs: let click report the missing value
+        return super().parse_args(ctx, out)
+
+
+def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a command with PATHS, --vs, --by, --where, --baseline, --lenient."""
+    options = [
+        click.argument("paths", nargs=-1, required=True),
+        click.option(
+            "--vs",
+            "vs_paths",
+            multiple=True,
+            metavar="PATH...",
+            help="Paths of group B; the PATHS before it are group A.",
+        ),
+        click.option(
+            "--by",
+            "by_label",
+            metavar="LABEL",
+            help="Form groups by this label (run.json field, trace label, title, code_version, "
+            "vantage).",
+        ),
+        click.option(
+            "--where",
+            "where",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Keep only traces whose label KEY equals VALUE (repeatable).",
+        ),
+        click.option(
+            "--baseline",
+            metavar="VALUE",
+            help="With --by and more than two values: compare every value with this one "
+            "(default: each value with the previous one in natural order).",
+        ),
+        click.option(
+            "--lenient",
+            is_flag=True,
+            help="Skip unreadable records and files (reported) instead of stopping.",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def comparisons(
+    *,
+    paths: Sequence[str],
+    vs_paths: Sequence[str],
+    by_label: str | None,
+    where: Sequence[str],
+    baseline: str | None,
+    lenient: bool,
+) -> list[Comparison]:
+    """Turn the group options into comparisons (one, or several with ``--by``)."""
+    conditions = parse_where(where)
+    on_error = "skip" if lenient else "raise"
+    if vs_paths and by_label:
+        raise InputError("give either --vs (two path groups) or --by LABEL, not both")
+    if vs_paths:
+        if baseline is not None:
+            raise InputError("--baseline only applies with --by")
+        return [compare_paths(paths, vs_paths, where=conditions, on_error=on_error)]
+    if by_label:
+        return compare_by_label(
+            paths, by_label, where=conditions, baseline=baseline, on_error=on_error
+        )
+    raise InputError("say how to form the two groups: A_PATH... --vs B_PATH..., or --by LABEL")
