@@ -1,0 +1,292 @@
+"""Run a scenario plan: relay + server + client per run, qlogs and ``run.json`` per run.
+
+For every scenario, repetition and stack (stacks interleaved within a round, back to back as in
+the paper's methodology) the runner
+
+1. starts the stack's server on 127.0.0.1 and waits for ``ready``;
+2. starts the relay (``python -m quicsm.lab.relay``) in front of it with the scenario's
+   impairments and a seed derived from (plan seed, scenario, repetition) — the same for every
+   stack, so stacks meet the same random losses and jitter;
+3. runs the client against the relay under the device profile's CPU limit;
+4. stops everything (process groups; also on Ctrl-C) and writes
+   ``<out>/<stack>/<version>/<scenario>/run-<n>/{server,client}.(s)qlog`` and ``run.json``.
+
+``run.json`` is one flat JSON object of scalar labels (``stack``, ``version``, ``scenario``,
+``device``, ``network.down.loss``, ``relay.down.dropped_loss``, ``status``, ``reason``...):
+readers use every field as a label. A failed run is written with ``status = "failed"`` and
+its ``reason``; it is never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from quicsm.lab.device import CpuLimiter
+from quicsm.lab.link import link_config_to_dict
+from quicsm.lab.procs import Child, stop_all
+from quicsm.lab.scenario import Plan, Scenario
+from quicsm.lab.stacks import Stack, select_stacks
+
+Labels = dict[str, Any]
+
+LOOPBACK = "127.0.0.1"
+SERVER_READY_TIMEOUT_S = 20.0
+RELAY_READY_TIMEOUT_S = 10.0
+QLOG_SUFFIXES = (".sqlog", ".qlog")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSpec:
+    """One run to do."""
+
+    stack: Stack
+    scenario: Scenario
+    run: int
+    seed: int
+
+    def directory(self, out_dir: Path) -> Path:
+        return (out_dir / self.stack.stack / self.stack.version / self.scenario.name
+                / f"run-{self.run}")
+
+
+def run_seed(plan_seed: int, scenario: str, run: int) -> int:
+    """Seed of one run's relay: stable, independent of the stack."""
+    return zlib.crc32(f"{plan_seed}:{scenario}:{run}".encode()) & 0x7FFFFFFF
+
+
+def plan_runs(plan: Plan, stacks: list[Stack], *, only: tuple[str, ...] = ()) -> list[RunSpec]:
+    """Every run of the plan, in execution order (scenario, repetition, stack); ``only``
+    further restricts the stacks ("quic-go" or "quic-go@v0.48.2")."""
+    specs: list[RunSpec] = []
+    for scenario in plan.scenarios:
+        chosen = select_stacks(stacks, scenario.stacks, where=f"{scenario.source}: {scenario.name}")
+        if only:
+            chosen = [s for s in chosen if any(s.matches(o) for o in only)]
+        for n in range(1, scenario.repetitions + 1):
+            seed = run_seed(plan.seed, scenario.name, n)
+            specs.extend(RunSpec(stack=s, scenario=scenario, run=n, seed=seed) for s in chosen)
+    return specs
+
+
+def _free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind((LOOPBACK, 0))
+        return int(s.getsockname()[1])
+
+
+def _collect_qlogs(qlog_dir: Path, run_dir: Path, role: str) -> list[str]:
+    """Move the qlog files of one endpoint to ``<role>.<ext>`` (``<role>-2.<ext>``, ...)."""
+    if not qlog_dir.is_dir():
+        return []
+    found = sorted(p for p in qlog_dir.rglob("*") if p.is_file() and p.suffix in QLOG_SUFFIXES)
+    names = []
+    for i, src in enumerate(found):
+        name = f"{role}{src.suffix}" if i == 0 else f"{role}-{i + 1}{src.suffix}"
+        shutil.move(str(src), run_dir / name)
+        names.append(name)
+    shutil.rmtree(qlog_dir, ignore_errors=True)
+    return names
+
+
+def _last_json_line(lines: list[str]) -> dict[str, Any] | None:
+    for line in reversed(lines):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return value
+    return None
+
+
+def _flat(d: dict[str, Any], prefix: str) -> Labels:
+    out: Labels = {}
+    for key, value in d.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}.{key}"))
+        else:
+            out[f"{prefix}.{key}"] = value
+    return out
+
+
+def execute(spec: RunSpec, *, out_dir: Path) -> Labels:
+    """Do one run and write its directory; returns the run.json labels (never raises for a
+    failing stack: the failure is the run's ``status``/``reason``)."""
+    scenario, stack = spec.scenario, spec.stack
+    run_dir = spec.directory(out_dir)
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    labels: Labels = {
+        "stack": stack.stack,
+        "version": stack.version,
+        "patch": stack.patch,
+        **scenario.labels(),
+        "run": spec.run,
+        "seed": spec.seed,
+        "status": "failed",
+        "reason": None,
+    }
+    env = {**os.environ, **stack.env, **scenario.env, "PYTHONUNBUFFERED": "1"}
+    children: list[Child] = []
+    limiter: CpuLimiter | None = None
+    started = time.monotonic()
+    relay_stats = run_dir / "relay.json"
+    try:
+        limiter = CpuLimiter(scenario.device, name=f"{os.getpid()}-{spec.seed}-{spec.run}")
+        labels["device.mechanism"] = limiter.mechanism
+        server_port = _free_udp_port()
+        server = Child(
+            [*stack.server, "server", "--listen", f"{LOOPBACK}:{server_port}",
+             "--qlog-dir", str(run_dir / "server-qlog")],
+            env=env, stderr_path=run_dir / "server.log",
+        )
+        children.append(server)
+        if server.wait_line(lambda s: s.strip() == "ready", timeout_s=SERVER_READY_TIMEOUT_S) \
+                is None:
+            raise _RunFailed(f"server not ready within {SERVER_READY_TIMEOUT_S:.0f} s"
+                             f" (exit {server.proc.poll()}): {server.stderr_tail()}")
+        relay_cfg = run_dir / "relay-config.json"
+        relay_cfg.write_text(json.dumps({"up": link_config_to_dict(scenario.up),
+                                         "down": link_config_to_dict(scenario.down)}))
+        relay = Child(
+            [sys.executable, "-m", "quicsm.lab.relay", "--listen", f"{LOOPBACK}:0",
+             "--target", f"{LOOPBACK}:{server_port}", "--config", str(relay_cfg),
+             "--seed", str(spec.seed), "--stats", str(relay_stats)],
+            env=env, stderr_path=run_dir / "relay.log",
+        )
+        children.append(relay)
+        ready = relay.wait_line(lambda s: s.startswith("ready "), timeout_s=RELAY_READY_TIMEOUT_S)
+        if ready is None:
+            raise _RunFailed(f"relay not ready: {relay.stderr_tail()}")
+        relay_addr = ready.split()[1]
+        wl = scenario.workload
+        client = Child(
+            limiter.wrap([*stack.client, "client", "--connect", relay_addr,
+                          "--objects", str(wl.objects), "--object-size", str(wl.object_size),
+                          "--qlog-dir", str(run_dir / "client-qlog"),
+                          "--parallel", str(wl.parallel)]),
+            env=env, stderr_path=run_dir / "client.log",
+        )
+        children.append(client)
+        limiter.attach(client.pid)
+        code = client.wait(timeout_s=scenario.timeout_s)
+        if code is None:
+            raise _RunFailed(f"client did not finish within {scenario.timeout_s:g} s")
+        result = _last_json_line(client.lines)
+        if result is None:
+            raise _RunFailed(f"client exited with code {code} without a JSON result line: "
+                             f"{client.stderr_tail()}")
+        completion_ms = result.get("completion_ms")
+        nbytes = result.get("bytes")
+        labels["bytes"] = nbytes
+        labels["completion_ms"] = completion_ms
+        if isinstance(completion_ms, int | float) and isinstance(nbytes, int) \
+                and completion_ms > 0:
+            labels["throughput_mbit"] = round(nbytes * 8 / completion_ms / 1e3, 3)
+        if not result.get("ok"):
+            raise _RunFailed(f"client reported failure: {result.get('error')}")
+        if code != 0:
+            raise _RunFailed(f"client exited with code {code}: {client.stderr_tail()}")
+        if nbytes != wl.transfer_bytes:
+            raise _RunFailed(f"client received {nbytes} bytes, expected {wl.transfer_bytes}")
+        labels["status"] = "ok"
+    except _RunFailed as exc:
+        labels["reason"] = str(exc)
+    except (OSError, ValueError) as exc:
+        labels["reason"] = f"{type(exc).__name__}: {exc}"
+    except KeyboardInterrupt:
+        labels["reason"] = "interrupted"
+        raise
+    finally:
+        # the client first (it may be duty-cycled), then the relay (writes its counters on
+        # SIGTERM), then the server (closes its qlog)
+        for child in reversed(children):
+            child.stop()
+        if limiter is not None:
+            limiter.close()
+        labels["wall_s"] = round(time.monotonic() - started, 3)
+        _finish(run_dir, labels, relay_stats)
+    return labels
+
+
+class _RunFailed(Exception):
+    pass
+
+
+def _finish(run_dir: Path, labels: Labels, relay_stats: Path) -> None:
+    if relay_stats.exists():
+        with suppress(ValueError):
+            labels.update(_flat(json.loads(relay_stats.read_text()), "relay"))
+    server_files = _collect_qlogs(run_dir / "server-qlog", run_dir, "server")
+    client_files = _collect_qlogs(run_dir / "client-qlog", run_dir, "client")
+    labels["files.server"] = ",".join(server_files)
+    labels["files.client"] = ",".join(client_files)
+    if labels["status"] == "ok" and not server_files:
+        labels["status"], labels["reason"] = "failed", "server wrote no qlog file"
+    elif labels["status"] == "ok" and not client_files:
+        labels["status"], labels["reason"] = "failed", "client wrote no qlog file"
+    (run_dir / "run.json").write_text(json.dumps(labels, indent=1, sort_keys=True) + "\n")
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C so every ``finally`` runs and children are stopped."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_plan(
+    plan: Plan,
+    stacks: list[Stack],
+    *,
+    out_dir: Path,
+    only: tuple[str, ...] = (),
+    on_start: Callable[[RunSpec, int, int], None] | None = None,
+    on_done: Callable[[RunSpec, Labels], None] | None = None,
+) -> list[Labels]:
+    """Execute every run of ``plan``; returns the run.json labels of each, in order.
+
+    ``on_start(spec, index, total)`` / ``on_done(spec, labels)`` report progress. On Ctrl-C
+    (or SIGTERM) the current run is recorded as failed ("interrupted"), every child is
+    stopped and KeyboardInterrupt propagates.
+    """
+    specs = plan_runs(plan, stacks, only=only)
+    results: list[Labels] = []
+    with _sigterm_as_interrupt():
+        try:
+            for i, spec in enumerate(specs):
+                if on_start is not None:
+                    on_start(spec, i, len(specs))
+                labels = execute(spec, out_dir=out_dir)
+                results.append(labels)
+                if on_done is not None:
+                    on_done(spec, labels)
+        finally:
+            stop_all()
+    return results

@@ -1,0 +1,99 @@
+"""The instrumented stacks the lab can run, as listed in ``build/stacks.json``.
+
+``instrumentation-patches/build.sh`` writes that file: a list of objects
+``{"stack", "version", "server": [argv...], "client": [argv...], "env": {...}}`` (optionally
+``"patch"``). Every program speaks the same command line (``server --listen HOST:PORT
+--qlog-dir DIR`` / ``client --connect HOST:PORT --objects N --object-size BYTES --qlog-dir DIR
+[--parallel P]``). Relative paths in argv are resolved against the file's directory.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from quicsm.errors import InputError
+
+DEFAULT_STACKS_FILE = Path("build/stacks.json")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stack:
+    """One built stack at one version."""
+
+    stack: str
+    version: str
+    server: tuple[str, ...]
+    client: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    patch: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.stack}@{self.version}"
+
+    def matches(self, selector: str) -> bool:
+        """``"quic-go"`` matches every version, ``"quic-go@v0.48.2"`` one."""
+        name, _, version = selector.partition("@")
+        return name == self.stack and (not version or version == self.version)
+
+
+def _argv(value: object, base: Path, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(a, str) for a in value):
+        raise InputError(f"{where}: expected a non-empty list of strings")
+    first = Path(value[0])
+    if not first.is_absolute() and (base / first).exists():
+        value = [str((base / first).resolve()), *value[1:]]
+    return tuple(value)
+
+
+def load_stacks(path: str | Path = DEFAULT_STACKS_FILE) -> list[Stack]:
+    """Read the stacks file; errors name the file and the entry."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(
+            f"{path}: no built stacks (run instrumentation-patches/build.sh first)"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: expected a JSON list of stacks: {exc}") from None
+    if not isinstance(raw, list):
+        raise InputError(f"{path}: expected a JSON list of stacks, got {type(raw).__name__}")
+    stacks = []
+    for i, entry in enumerate(raw):
+        where = f"{path}: entry {i + 1}"
+        if not isinstance(entry, dict):
+            raise InputError(f"{where}: expected an object")
+        for key in ("stack", "version"):
+            if not isinstance(entry.get(key), str) or not entry[key]:
+                raise InputError(f"{where}: expected a string {key!r}")
+        env = entry.get("env") or {}
+        if not isinstance(env, dict):
+            raise InputError(f"{where}: expected 'env' to be an object")
+        stacks.append(
+            Stack(
+                stack=entry["stack"],
+                version=entry["version"],
+                server=_argv(entry.get("server"), path.parent, f"{where}.server"),
+                client=_argv(entry.get("client"), path.parent, f"{where}.client"),
+                env={str(k): str(v) for k, v in env.items()},
+                patch=str(entry.get("patch", "")),
+            )
+        )
+    return stacks
+
+
+def select_stacks(stacks: list[Stack], selectors: tuple[str, ...], *, where: str) -> list[Stack]:
+    """The stacks matching any selector (all if none); an unmatched selector is an error."""
+    if not selectors:
+        return list(stacks)
+    chosen: list[Stack] = []
+    for sel in selectors:
+        found = [s for s in stacks if s.matches(sel)]
+        if not found:
+            known = ", ".join(s.key for s in stacks) or "none"
+            raise InputError(f"{where}: stack {sel!r} is not built (built: {known})")
+        chosen.extend(s for s in found if s not in chosen)
+    return chosen
