@@ -18,6 +18,7 @@ from quicsm.errors import QuicsmError
 
 #: command name -> "module:attribute" of its click command
 COMMANDS: dict[str, str] = {
+    "lab": "quicsm.cli.lab:lab",
     "diff": "quicsm.cli.diff:diff_command",
 }
 
