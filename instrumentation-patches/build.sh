@@ -110,7 +110,7 @@ build_aioquic() {
 want() { [[ -z "$only" || "$1" == *"$only"* ]]; }
 want quic-go && build_quicgo v0.48.2
 want quic-go && build_quicgo v0.65.0
-# want aioquic && build_aioquic 1.7.2  # enabled once its patch lands
+want aioquic && build_aioquic 1.7.2
 
 {
   echo "["

@@ -1,0 +1,242 @@
+"""quicsm lab program for aioquic: an HTTP/3 server answering ``GET /<n>`` with n bytes, and a
+client fetching a page of objects and printing one JSON line.
+
+    python lab.py server --listen HOST:PORT --qlog-dir DIR
+    python lab.py client --connect HOST:PORT --objects N --object-size BYTES --qlog-dir DIR \
+        [--parallel P]
+
+Runs in the virtualenv that ``build.sh`` installs the patched aioquic into. The certificate is a
+throw-away self-signed one made at start-up; nothing is written but the qlog files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from aioquic.asyncio import QuicConnectionProtocol, connect, serve
+from aioquic.h3.connection import H3_ALPN, H3Connection
+from aioquic.h3.events import DataReceived, H3Event, HeadersReceived
+from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.events import ProtocolNegotiated, QuicEvent
+from aioquic.quic.logger import QuicFileLogger
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+# Flow-control windows large enough that the receiver does not cap the sender on the lab's
+# links (aioquic's defaults are 1 MB, which would make every long transfer receiver-limited).
+FLOW_WINDOW = 32 * 1024 * 1024
+CHUNK = bytes((ord("a") + i % 26) for i in range(64 * 1024))
+
+
+def host_port(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def configuration(*, is_client: bool, qlog_dir: str, cc: str) -> QuicConfiguration:
+    os.makedirs(qlog_dir, exist_ok=True)
+    config = QuicConfiguration(
+        is_client=is_client,
+        alpn_protocols=H3_ALPN,
+        quic_logger=QuicFileLogger(qlog_dir),
+        congestion_control_algorithm=cc,
+        max_data=FLOW_WINDOW,
+        max_stream_data=FLOW_WINDOW,
+        idle_timeout=30.0,
+    )
+    if not is_client:
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "quicsm-lab")])
+        now = datetime.datetime.now(datetime.UTC)
+        config.certificate = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .sign(key, hashes.SHA256())
+        )
+        config.private_key = key
+    else:
+        config.verify_mode = 0  # ssl.CERT_NONE: the lab certificate is self-signed
+    return config
+
+
+# ---------------------------------------------------------------- server
+
+
+class ObjectServer(QuicConnectionProtocol):
+    live: set[ObjectServer] = set()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._http: H3Connection | None = None
+        ObjectServer.live.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        ObjectServer.live.discard(self)
+        super().connection_lost(exc)
+
+    def quic_event_received(self, event: QuicEvent) -> None:
+        if isinstance(event, ProtocolNegotiated) and event.alpn_protocol in H3_ALPN:
+            self._http = H3Connection(self._quic)
+        if self._http is not None:
+            for h3_event in self._http.handle_event(event):
+                self._on_http(h3_event)
+
+    def _on_http(self, event: H3Event) -> None:
+        if not isinstance(event, HeadersReceived) or self._http is None:
+            return
+        headers = dict(event.headers)
+        path = headers.get(b":path", b"/").decode()[1:]
+        if headers.get(b":method") != b"GET" or not path.isdigit():
+            self._http.send_headers(event.stream_id, [(b":status", b"400")], end_stream=True)
+        else:
+            size = int(path)
+            self._http.send_headers(
+                event.stream_id,
+                [(b":status", b"200"), (b"content-length", str(size).encode())],
+                end_stream=size == 0,
+            )
+            while size > 0:
+                n = min(size, len(CHUNK))
+                size -= n
+                self._http.send_data(event.stream_id, CHUNK[:n], end_stream=size == 0)
+        self.transmit()
+
+
+async def run_server(args: argparse.Namespace) -> None:
+    host, port = args.listen
+    config = configuration(is_client=False, qlog_dir=args.qlog_dir, cc=args.congestion_control)
+    server = await serve(host, port, configuration=config, create_protocol=ObjectServer)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print("ready", flush=True)
+    await stop.wait()
+    # Close live connections so that their qlog traces are written before exiting.
+    live = list(ObjectServer.live)
+    for proto in live:
+        proto.close()
+    if live:
+        await asyncio.wait([asyncio.ensure_future(p.wait_closed()) for p in live], timeout=2.0)
+    server.close()
+
+
+# ---------------------------------------------------------------- client
+
+
+class ObjectClient(QuicConnectionProtocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._http = H3Connection(self._quic)
+        self._pending: dict[int, tuple[asyncio.Future[tuple[int, int]], list[int]]] = {}
+
+    def quic_event_received(self, event: QuicEvent) -> None:
+        for h3_event in self._http.handle_event(event):
+            entry = self._pending.get(getattr(h3_event, "stream_id", -1))
+            if entry is None:
+                continue
+            future, state = entry  # state = [status, bytes received]
+            if isinstance(h3_event, HeadersReceived):
+                state[0] = int(dict(h3_event.headers).get(b":status", b"0"))
+            elif isinstance(h3_event, DataReceived):
+                state[1] += len(h3_event.data)
+            if getattr(h3_event, "stream_ended", False) and not future.done():
+                future.set_result((state[0], state[1]))
+                del self._pending[h3_event.stream_id]
+
+    async def get(self, authority: str, path: str) -> tuple[int, int]:
+        stream_id = self._quic.get_next_available_stream_id()
+        future: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
+        self._pending[stream_id] = (future, [0, 0])
+        self._http.send_headers(
+            stream_id,
+            [
+                (b":method", b"GET"),
+                (b":scheme", b"https"),
+                (b":authority", authority.encode()),
+                (b":path", path.encode()),
+            ],
+            end_stream=True,
+        )
+        self.transmit()
+        return await future
+
+
+async def fetch_page(args: argparse.Namespace) -> tuple[int, str | None]:
+    host, port = args.connect
+    config = configuration(is_client=True, qlog_dir=args.qlog_dir, cc=args.congestion_control)
+    total = 0
+    async with connect(host, port, configuration=config, create_protocol=ObjectClient) as proto:
+        assert isinstance(proto, ObjectClient)
+        limit = asyncio.Semaphore(args.parallel)
+        authority = f"{host}:{port}"
+
+        async def one() -> None:
+            nonlocal total
+            async with limit:
+                status, n = await proto.get(authority, f"/{args.object_size}")
+            total += n
+            if status != 200 or n != args.object_size:
+                raise RuntimeError(f"GET /{args.object_size}: status {status}, {n} bytes")
+
+        await asyncio.gather(*(one() for _ in range(args.objects)))
+    return total, None
+
+
+async def run_client(args: argparse.Namespace) -> None:
+    start = time.perf_counter()
+    total, error = 0, None
+    try:
+        total, error = await asyncio.wait_for(fetch_page(args), timeout=args.timeout)
+    except Exception as exc:  # reported in the JSON line, not raised
+        error = f"{type(exc).__name__}: {exc}"
+    elapsed_ms = (time.perf_counter() - start) * 1000
+    result = {
+        "ok": error is None,
+        "bytes": total,
+        "completion_ms": round(elapsed_ms, 3),
+        "error": error,
+    }
+    print(json.dumps(result), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lab.py", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="role", required=True)
+    srv = sub.add_parser("server")
+    srv.add_argument("--listen", type=host_port, required=True)
+    cli = sub.add_parser("client")
+    cli.add_argument("--connect", type=host_port, required=True)
+    cli.add_argument("--objects", type=int, default=1)
+    cli.add_argument("--object-size", type=int, default=1 << 20)
+    cli.add_argument("--parallel", type=int, default=1)
+    cli.add_argument("--timeout", type=float, default=120.0)
+    for p in (srv, cli):
+        p.add_argument("--qlog-dir", required=True)
+        p.add_argument("--congestion-control", default="cubic", choices=["cubic", "reno"])
+    args = parser.parse_args(argv)
+    if args.role == "client" and (args.objects < 1 or args.parallel < 1 or args.object_size < 0):
+        parser.error("--objects and --parallel must be >= 1 and --object-size >= 0")
+    asyncio.run(run_server(args) if args.role == "server" else run_client(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
