@@ -1,0 +1,202 @@
+"""The few qlog events that matter for congestion state, in one normalised form.
+
+Names drift across drafts (draft-ietf-quic-qlog-quic-events): ``recovery:metrics_updated``
+(draft-02, 0.3, 0.4) became ``quic:recovery_metrics_updated``; ``recovery:loss_timer_updated``
+became ``quic:timer_updated``; draft-00/01 producers wrote upper-case categories such as
+``RECOVERY`` or ``METRIC_UPDATE``. We therefore classify an event by the lower-cased part of its
+name after the last ``:``. Field names drift too (``cwnd`` in marx-00 and aioquic,
+``congestion_window`` later, ``current_cwnd`` in mvfst): :data:`METRIC_FIELDS` lists them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from quicsm.qlog.problems import RecordProblem, describe
+
+# event kinds
+STATE = "state"
+METRICS = "metrics"
+LOST = "packet_lost"
+TIMER = "timer"
+SPURIOUS = "spurious_loss"
+MVFST_METRIC = "mvfst_metric"
+
+#: event name (after the last ":", lower case) -> kind
+EVENT_KINDS: Final[dict[str, str]] = {
+    "congestion_state_updated": STATE,
+    "metrics_updated": METRICS,
+    "recovery_metrics_updated": METRICS,
+    "metric_update": METRICS,
+    "packet_lost": LOST,
+    "loss_timer_updated": TIMER,
+    "timer_updated": TIMER,
+    "spurious_loss": SPURIOUS,
+    # mvfst (draft-00 arrays): one event carrying cwnd, bytes in flight and the CC state
+    "congestion_metric_update": MVFST_METRIC,
+}
+
+#: byte strings whose presence makes a JSON-SEQ/NDJSON record worth decoding
+STATE_NEEDLES: Final[tuple[bytes, ...]] = (b"congestion_state_updated", b"congestion_metric_update")
+DERIVE_NEEDLES: Final[tuple[bytes, ...]] = (
+    b"metrics_updated",
+    b"metric_update",
+    b"packet_lost",
+    b"timer_updated",
+    b"spurious_loss",
+)
+
+#: normalised metric -> accepted field names, first match wins
+METRIC_FIELDS: Final[dict[str, tuple[str, ...]]] = {
+    "cwnd_bytes": ("congestion_window", "cwnd", "current_cwnd"),
+    "bytes_in_flight": ("bytes_in_flight", "inflight_bytes"),
+    "ssthresh_bytes": ("ssthresh", "slow_start_threshold"),
+    "smoothed_rtt_ms": ("smoothed_rtt", "srtt"),
+    "min_rtt_ms": ("min_rtt", "rtt_min"),
+    "latest_rtt_ms": ("latest_rtt",),
+    "pto_count": ("pto_count",),
+}
+#: metrics expressed in the trace's time unit (draft-00/01 ``time_units``)
+RTT_METRICS: Final[frozenset[str]] = frozenset({"smoothed_rtt_ms", "min_rtt_ms", "latest_rtt_ms"})
+#: application-limited flags: picoquic ``app_limited``, quiche ``cf_app_limited``
+APP_LIMITED_FIELDS: Final[tuple[str, ...]] = (
+    "app_limited",
+    "cf_app_limited",
+    "application_limited",
+)
+
+
+def event_kind(name: str) -> str | None:
+    """The kind of an event name such as ``quic:congestion_state_updated``, or ``None``."""
+    return EVENT_KINDS.get(name.rpartition(":")[2].lower())
+
+
+@dataclass
+class StateEvent:
+    time: float
+    new: str
+    old: str | None
+    trigger: str | None
+
+
+@dataclass
+class MetricEvent:
+    time: float
+    event: str  # "metrics" | "packet_lost" | "pto" | "spurious_loss"
+    values: dict[str, float] = field(default_factory=dict)
+    app_limited: bool | None = None
+    trigger: str | None = None
+
+
+def as_number(value: object, offset: int | None, what: str, *, where: str | None = None) -> float:
+    """A JSON number (or a numeric string, as some draft-00 producers wrote) as a float."""
+    if isinstance(value, bool):
+        raise RecordProblem(offset, f"a number for {what}", describe(value), where=where)
+    if isinstance(value, int | float):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            raise RecordProblem(
+                offset, f"a number for {what}", describe(value), where=where
+            ) from None
+    else:
+        raise RecordProblem(offset, f"a number for {what}", describe(value), where=where)
+    if not math.isfinite(number):
+        raise RecordProblem(offset, f"a finite number for {what}", describe(value), where=where)
+    return number
+
+
+def _text(value: object, offset: int | None, what: str, where: str | None) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise RecordProblem(offset, f"a string for {what}", describe(value), where=where)
+
+
+def _optional_text(value: object, offset: int | None, what: str, where: str | None) -> str | None:
+    return None if value is None else _text(value, offset, what, where)
+
+
+def state_event(
+    time: float, data: object, offset: int | None, *, where: str | None = None
+) -> StateEvent:
+    """``congestion_state_updated``: ``{? old, new, ? trigger}`` (quic-events draft)."""
+    if not isinstance(data, dict):
+        raise RecordProblem(offset, 'a "data" object', describe(data), where=where)
+    if "new" not in data:
+        raise RecordProblem(offset, 'congestion_state_updated data with "new"', "none", where=where)
+    return StateEvent(
+        time,
+        _text(data["new"], offset, '"new"', where),
+        _optional_text(data.get("old"), offset, '"old"', where),
+        _optional_text(data.get("trigger"), offset, '"trigger"', where),
+    )
+
+
+def metric_values(
+    data: dict[str, Any], offset: int | None, *, rtt_scale: float, where: str | None = None
+) -> dict[str, float]:
+    values: dict[str, float] = {}
+    for metric, names in METRIC_FIELDS.items():
+        for name in names:
+            if name in data and data[name] is not None:
+                value = as_number(data[name], offset, f'"{name}"', where=where)
+                values[metric] = value * rtt_scale if metric in RTT_METRICS else value
+                break
+    return values
+
+
+def _app_limited(data: dict[str, Any]) -> bool | None:
+    for name in APP_LIMITED_FIELDS:
+        if name in data:
+            value = data[name]
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, int | float):
+                return value != 0
+    return None
+
+
+def metric_event(
+    kind: str,
+    time: float,
+    data: object,
+    offset: int | None,
+    *,
+    rtt_scale: float,
+    where: str | None = None,
+) -> tuple[MetricEvent | None, StateEvent | None]:
+    """Normalise a metrics / loss / timer event; mvfst's metric update also yields its state."""
+    if not isinstance(data, dict):
+        raise RecordProblem(offset, 'a "data" object', describe(data), where=where)
+    trigger = data.get("trigger")
+    trigger = trigger if isinstance(trigger, str) else None
+    if kind == METRICS:
+        values = metric_values(data, offset, rtt_scale=rtt_scale, where=where)
+        return MetricEvent(time, "metrics", values, _app_limited(data), trigger), None
+    if kind == LOST:
+        return MetricEvent(time, "packet_lost", trigger=trigger), None
+    if kind == SPURIOUS:
+        return MetricEvent(time, "spurious_loss"), None
+    if kind == TIMER:
+        # RFC 9002 section 6.2: a PTO fires when the "pto" timer expires
+        timer_type = data.get("timer_type")
+        event_type = data.get("event_type")
+        if timer_type == "pto" and event_type == "expired":
+            return MetricEvent(time, "pto"), None
+        return None, None
+    if kind == MVFST_METRIC:
+        values = metric_values(data, offset, rtt_scale=rtt_scale, where=where)
+        event = data.get("congestion_event")
+        event = event if isinstance(event, str) else None
+        metric = MetricEvent(time, "metrics", values, None, event)
+        state = data.get("state")
+        if isinstance(state, str) and state:
+            return metric, StateEvent(time, state, None, event)
+        return metric, None
+    return None, None

@@ -1,0 +1,349 @@
+"""Sans-I/O scanner for record-per-line qlog: JSON-SEQ (RFC 7464) and NDJSON.
+
+Feed it bytes in any chunking with :meth:`SeqScanner.feed`, then call :meth:`SeqScanner.close`;
+it never opens a file. Results do not depend on how the input was chunked.
+
+Speed comes from *not* decoding records that cannot matter. Within each block the scanner uses
+``bytes.find`` (C speed) to locate:
+
+- header candidates: records containing ``"trace"`` (every JSON-SEQ/NDJSON header has a ``trace``
+  member, main schema section "JSON-SEQ serialization"); each header starts a new trace;
+- records containing a congestion-relevant event name (:data:`quicsm.qlog.events.STATE_NEEDLES`,
+  and :data:`~quicsm.qlog.events.DERIVE_NEEDLES` when metrics are wanted or the trace has no
+  explicit state events yet);
+- the first and the last record of each trace (their times give the trace's span).
+
+Only those records are decoded and validated; every other record is checked for framing only
+(it lies between two separators). ``full=True`` decodes and validates every record instead
+(used by ``quicsm inspect`` and for ``delta`` time formats, where every time is needed).
+
+RFC 7464 section 2.3: consecutive separators denote no record, and a final record without its
+trailing LF may be truncated: a last record that does not decode is reported as truncation, and
+every complete record before it is kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES
+from quicsm.qlog.problems import RecordProblem, describe
+from quicsm.qlog.trace import TraceBuilder, TraceData, is_header, object_event
+
+RS = b"\x1e"
+LF = b"\n"
+_HEADER_NEEDLE = b'"trace"'
+
+
+class SeqScanner:
+    """Splits a JSON-SEQ (``sep=RS``) or NDJSON (``sep=LF``) stream into traces."""
+
+    def __init__(
+        self,
+        *,
+        sep: bytes = RS,
+        want_metrics: bool = False,
+        full: bool = False,
+        count: bool = False,
+        lenient: bool = False,
+    ) -> None:
+        if sep not in (RS, LF):
+            raise ValueError("sep must be RS or LF")
+        self.sep = sep
+        self.serialization = "JSON-SEQ" if sep == RS else "NDJSON"
+        self.want_metrics = want_metrics
+        self.full = full
+        self.count = count or full
+        self.lenient = lenient
+        self.traces: list[TraceData] = []
+        self.problems: list[RecordProblem] = []
+        #: stream offset of a final record that did not decode (the file was cut there)
+        self.truncated_at: int | None = None
+        self._carry = b""
+        self._carry_offset = 0
+        self._fed = 0
+        self._seen_sep = sep == LF  # NDJSON has no preamble: its first line is a record
+        self._trace: TraceBuilder | None = None
+        self._last: tuple[bytes, int] | None = None  # last event record of the current trace
+        self._closed = False
+        self._reported: set[int] = set()  # offsets of records already reported
+
+    # -- public ---------------------------------------------------------------------------------
+    def feed(self, data: bytes) -> None:
+        if self._closed:
+            raise ValueError("feed() after close()")
+        if not data:
+            return
+        base = self._fed
+        self._fed += len(data)
+        sep = self.sep
+        first = data.find(sep)
+        if first == -1:
+            self._carry += data
+            return
+        # the record that straddled the previous block boundary (or the JSON-SEQ preamble)
+        head = self._carry + data[:first]
+        if self._seen_sep:
+            self._records_of(sep + head + sep, self._carry_offset - 1)
+        else:
+            self._preamble(head, self._carry_offset)
+            self._seen_sep = True
+        last = data.rfind(sep)
+        if last > first:
+            self._region(data, first, last, base)
+        self._carry = data[last + 1 :]
+        self._carry_offset = base + last + 1
+
+    def close(self) -> list[TraceData]:
+        """Finish: the final record may be truncated. Returns every trace read."""
+        if self._closed:
+            return self.traces
+        self._closed = True
+        tail = self._carry
+        self._carry = b""
+        if not self._seen_sep:
+            self._preamble(tail, self._carry_offset)
+        elif tail.strip():
+            try:
+                orjson.loads(tail)
+            except orjson.JSONDecodeError:
+                if self.sep == LF or not tail.endswith(b"\n"):
+                    self.truncated_at = self._carry_offset
+                    tail = b""
+            if tail:
+                self._records_of(self.sep + tail + self.sep, self._carry_offset - 1)
+        self._finish_trace()
+        return self.traces
+
+    # -- internals ------------------------------------------------------------------------------
+    def _preamble(self, head: bytes, offset: int) -> None:
+        stripped = head.lstrip()
+        if stripped:
+            where = offset + len(head) - len(stripped)
+            self._problem(
+                RecordProblem(
+                    where,
+                    "a record separator (0x1E) before each JSON-SEQ record",
+                    _got_bytes(stripped),
+                )
+            )
+
+    def _problem(self, problem: RecordProblem) -> None:
+        if problem.offset is not None:
+            if problem.offset in self._reported:
+                return
+            self._reported.add(problem.offset)
+        if not self.lenient:
+            raise problem
+        self.problems.append(problem)
+
+    def _decode(self, buf: bytes, start: int, end: int, base: int) -> Any:
+        """Decode record content ``buf[start:end]``; ``RecordProblem`` if it is not JSON."""
+        try:
+            return orjson.loads(buf[start:end])
+        except orjson.JSONDecodeError:
+            raise RecordProblem(base + start, "a JSON text", _got_bytes(buf[start:end])) from None
+
+    def _records_of(self, buf: bytes, base: int) -> None:
+        """``buf`` = sep + content + sep (one record, built around a block boundary)."""
+        self._region(buf, 0, len(buf) - 1, base)
+
+    def _region(self, buf: bytes, a: int, b: int, base: int) -> None:
+        """Records between the separators at ``buf[a]`` and ``buf[b]``: split at headers."""
+        sep = self.sep
+        pos = a
+        if self._trace is None:
+            first = self._start_first_trace(buf, a, b, base)
+            if first is None:
+                return
+            pos = first
+        if self.full:
+            self._full_region(buf, pos, b, base)
+            return
+        hit = buf.find(_HEADER_NEEDLE, pos, b)
+        while hit != -1:
+            rs = buf.rfind(sep, pos, hit)
+            re_ = buf.find(sep, hit, b + 1)
+            try:
+                obj = self._decode(buf, rs + 1, re_, base)
+            except RecordProblem as problem:
+                obj = None
+                self._problem(problem)
+            if is_header(obj):
+                self._segment(buf, pos, rs, base)
+                self._new_trace(obj, base + rs + 1)
+                pos = re_
+            hit = buf.find(_HEADER_NEEDLE, max(re_, hit + 1), b)
+        self._segment(buf, pos, b, base)
+
+    def _start_first_trace(self, buf: bytes, a: int, b: int, base: int) -> int | None:
+        """The stream's first record must be a header; returns where its events begin."""
+        sep = self.sep
+        pos = a
+        while pos < b:
+            nxt = buf.find(sep, pos + 1, b + 1)
+            if buf[pos + 1 : nxt].strip():
+                try:
+                    obj = self._decode(buf, pos + 1, nxt, base)
+                except RecordProblem as problem:
+                    self._problem(problem)
+                    pos = nxt
+                    continue
+                if is_header(obj):
+                    self._new_trace(obj, base + pos + 1)
+                    return nxt
+                self._problem(
+                    RecordProblem(
+                        base + pos + 1, 'a qlog header record (with "trace") first', describe(obj)
+                    )
+                )
+                self._new_trace({}, base + pos + 1)
+                return pos
+            pos = nxt
+        return None
+
+    def _new_trace(self, header: dict[str, Any], offset: int) -> None:
+        self._finish_trace()
+        trace = header.get("trace")
+        if not isinstance(trace, dict):
+            traces = header.get("traces")
+            trace = (
+                traces[0]
+                if isinstance(traces, list) and traces and isinstance(traces[0], dict)
+                else {}
+            )
+        self._trace = TraceBuilder(
+            len(self.traces),
+            header,
+            trace,
+            self.serialization,
+            want_metrics=self.want_metrics,
+            full=self.full,
+        )
+        self._last = None
+
+    def _finish_trace(self) -> None:
+        trace = self._trace
+        if trace is None:
+            return
+        if self._last is not None and not (self.full or trace.delta):
+            record, offset = self._last
+            try:
+                obj = orjson.loads(record)
+                _, raw_time, _ = object_event(obj, offset)
+                trace.last_time = trace.event_time(raw_time, offset)
+            except orjson.JSONDecodeError:
+                self._problem(RecordProblem(offset, "a JSON text", _got_bytes(record)))
+            except RecordProblem as problem:
+                self._problem(problem)
+        if not (self.want_metrics or self.full) and trace.states:
+            # metrics decoded before the first explicit state are not needed: drop them so the
+            # result does not depend on how the input was chunked
+            trace.metrics.clear()
+        self.traces.append(trace.finish())
+        self._trace = None
+        self._last = None
+
+    def _event(self, trace: TraceBuilder, obj: Any, offset: int) -> None:
+        name, raw_time, data = object_event(obj, offset)
+        t = trace.event_time(raw_time, offset)
+        trace.observe(t)
+        trace.add(name, t, data, offset)
+
+    def _full_region(self, buf: bytes, pos: int, b: int, base: int) -> None:
+        """Decode every record (inspect, and traces with delta times)."""
+        sep = self.sep
+        while pos < b:
+            nxt = buf.find(sep, pos + 1, b + 1)
+            start, end = pos + 1, nxt
+            pos = nxt
+            if not buf[start:end].strip():
+                continue
+            try:
+                obj = self._decode(buf, start, end, base)
+                if is_header(obj):
+                    self._new_trace(obj, base + start)
+                    continue
+                trace = self._trace
+                assert trace is not None
+                trace.n_events += 1
+                self._event(trace, obj, base + start)
+            except RecordProblem as problem:
+                self._problem(problem)
+
+    def _decode_hits(
+        self,
+        trace: TraceBuilder,
+        buf: bytes,
+        s: int,
+        e: int,
+        base: int,
+        needles: tuple[bytes, ...],
+        done: set[int],
+    ) -> None:
+        sep = self.sep
+        starts: dict[int, int] = {}
+        for needle in needles:
+            hit = buf.find(needle, s, e)
+            while hit != -1:
+                rs = buf.rfind(sep, s, hit)
+                if rs not in starts:
+                    starts[rs] = buf.find(sep, hit, e + 1)
+                hit = buf.find(needle, starts[rs], e)
+        for rs in sorted(starts):
+            if rs in done:
+                continue
+            done.add(rs)
+            offset = base + rs + 1
+            try:
+                obj = self._decode(buf, rs + 1, starts[rs], base)
+                name, raw_time, data = object_event(obj, offset)
+                trace.add(name, trace.event_time(raw_time, offset), data, offset)
+            except RecordProblem as problem:
+                self._problem(problem)
+
+    def _segment(self, buf: bytes, s: int, e: int, base: int) -> None:
+        """Event records of the current trace between separators at ``s`` and ``e``."""
+        trace = self._trace
+        if trace is None or s >= e:
+            return
+        if trace.delta:
+            self._full_region(buf, s, e, base)
+            return
+        sep = self.sep
+        if self.count:
+            trace.n_events += buf.count(sep, s, e) - buf.count(sep + sep, s, e + 1)
+        # the trace's first event gives its start time
+        if trace.first_time is None:
+            pos = s
+            while pos < e and trace.first_time is None:
+                nxt = buf.find(sep, pos + 1, e + 1)
+                if buf[pos + 1 : nxt].strip():
+                    try:
+                        obj = self._decode(buf, pos + 1, nxt, base)
+                        _, raw_time, _ = object_event(obj, base + pos + 1)
+                        trace.observe(trace.event_time(raw_time, base + pos + 1))
+                    except RecordProblem as problem:
+                        self._problem(problem)
+                pos = nxt
+        # the records worth decoding, in file order: state events first; the events states are
+        # derived from only while the trace has shown no explicit state (or metrics are wanted)
+        done: set[int] = set()
+        self._decode_hits(trace, buf, s, e, base, STATE_NEEDLES, done)
+        if self.want_metrics or not trace.states:
+            self._decode_hits(trace, buf, s, e, base, DERIVE_NEEDLES, done)
+        # remember the last record: its time ends the trace
+        end = e
+        while end > s:
+            rs = buf.rfind(sep, s, end)
+            if buf[rs + 1 : end].strip():
+                self._last = (buf[rs + 1 : end], base + rs + 1)
+                break
+            end = rs
+
+
+def _got_bytes(data: bytes) -> str:
+    text = data.strip()[:40].decode("utf-8", "replace")
+    return f"{text!r}" if text else "nothing"

@@ -1,0 +1,211 @@
+"""One qlog trace as the readers see it: its header fields and its congestion-relevant events.
+
+:class:`TraceBuilder` is fed decoded events by every serialization's parser and produces a
+:class:`TraceData`. Times are kept in milliseconds on the trace's own clock; the reader subtracts
+the first event's time so that every trace starts at 0 ms.
+
+Time handling (qlog main schema, "time_format" / draft-00 "time_units"):
+
+- ``time_units: "us"`` (draft-00/01 ``configuration``) scales every time, and the RTT metrics,
+  by 1/1000; everything later is milliseconds;
+- ``time_format`` ``delta`` (draft-02/0.3) and ``relative_to_previous_event`` (main schema)
+  make each time relative to the previous event, so such traces are summed as they are read;
+- ``absolute``, ``relative`` and ``relative_to_epoch`` times are used as they are: only
+  differences from the first event matter.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from quicsm.qlog.events import (
+    MVFST_METRIC,
+    STATE,
+    MetricEvent,
+    StateEvent,
+    as_number,
+    event_kind,
+    metric_event,
+    state_event,
+)
+from quicsm.qlog.problems import RecordProblem, describe
+
+DELTA_FORMATS = frozenset({"delta", "relative_to_previous_event"})
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _scalar_labels(value: object) -> dict[str, Any]:
+    return {
+        str(k): v
+        for k, v in _dict(value).items()
+        if v is None or isinstance(v, str | int | float | bool)
+    }
+
+
+def is_header(obj: object) -> bool:
+    """A qlog file/trace header record (JSON-SEQ or NDJSON), not an event."""
+    if not isinstance(obj, dict) or "name" in obj:
+        return False
+    return any(k in obj for k in ("trace", "traces", "qlog_version", "file_schema", "qlog_format"))
+
+
+def version_of(top: dict[str, Any]) -> str:
+    """How the header names its qlog version (``0.3``, ``file_schema+0.3`` for quic-go's hybrid)."""
+    version = top.get("qlog_version")
+    version = str(version) if isinstance(version, str | int | float) else None
+    if "file_schema" in top:
+        return "file_schema" + (f"+{version}" if version else "")
+    return version or "unknown"
+
+
+@dataclass
+class TraceData:
+    """Everything the readers keep of one trace."""
+
+    index: int
+    format: str
+    vantage: str
+    title: str | None
+    code_version: str | None
+    labels: dict[str, Any]
+    cc_algorithm: str | None
+    first_time: float | None
+    last_time: float | None
+    n_events: int | None
+    states: list[StateEvent]
+    metrics: list[MetricEvent]
+    event_counts: Counter[str] | None = None
+    problems: list[RecordProblem] = field(default_factory=list)
+
+    @property
+    def duration_ms(self) -> float:
+        if self.first_time is None or self.last_time is None:
+            return 0.0
+        return max(0.0, self.last_time - self.first_time)
+
+
+class TraceBuilder:
+    """Accumulates one trace's events; knows its header's time conventions."""
+
+    def __init__(
+        self,
+        index: int,
+        top: dict[str, Any],
+        trace: dict[str, Any],
+        serialization: str,
+        *,
+        want_metrics: bool,
+        full: bool,
+    ) -> None:
+        self.index = index
+        common = _dict(trace.get("common_fields"))
+        configuration = _dict(trace.get("configuration"))
+        vantage = _dict(trace.get("vantage_point")).get("type")
+        vantage = vantage.lower() if isinstance(vantage, str) else "unknown"
+        self.vantage = vantage if vantage in ("client", "server") else "unknown"
+        title = trace.get("title", top.get("title"))
+        self.title = title if isinstance(title, str) else None
+        code_version = top.get("code_version", trace.get("code_version"))
+        self.code_version = code_version if isinstance(code_version, str) else None
+        self.labels = _scalar_labels(trace.get("quicsm_labels"))
+        cc = None
+        for source in (self.labels, configuration, common, trace):
+            for key in ("cc_algorithm", "congestion_control", "cc_algo", "cc"):
+                if isinstance(source.get(key), str):
+                    cc = source[key]
+                    break
+            if cc:
+                break
+        self.cc_algorithm: str | None = cc
+        time_format = common.get("time_format", trace.get("time_format"))
+        self.delta = isinstance(time_format, str) and time_format in DELTA_FORMATS
+        units = configuration.get("time_units", common.get("time_units"))
+        self.scale = 0.001 if units == "us" else 1.0
+        self.format = f"{serialization} {version_of(top)}"
+        self.want_metrics = want_metrics
+        self.full = full
+        self.first_time: float | None = None
+        self.last_time: float | None = None
+        self._previous = 0.0
+        self.n_events = 0
+        self.counts: Counter[str] | None = Counter() if full else None
+        self.states: list[StateEvent] = []
+        self.metrics: list[MetricEvent] = []
+        self.problems: list[RecordProblem] = []
+
+    def event_time(self, raw: object, offset: int | None, *, where: str | None = None) -> float:
+        """Milliseconds on the trace clock; delta formats are summed in reading order."""
+        t = as_number(raw, offset, '"time"', where=where) * self.scale
+        if self.delta:
+            t += self._previous
+            self._previous = t
+        return t
+
+    def observe(self, t: float) -> None:
+        if self.first_time is None:
+            self.first_time = t
+        self.last_time = t
+
+    def add(
+        self, name: str, t: float, data: object, offset: int | None, *, where: str | None = None
+    ) -> None:
+        """An event whose name and time are known; keep it if it is congestion-relevant."""
+        if self.counts is not None:
+            self.counts[name] += 1
+        kind = event_kind(name)
+        if kind is None:
+            return
+        if kind == STATE:
+            self.states.append(state_event(t, data, offset, where=where))
+            return
+        metric, state = metric_event(kind, t, data, offset, rtt_scale=self.scale, where=where)
+        if state is not None and kind == MVFST_METRIC:
+            self.states.append(state)
+        if metric is not None:
+            self.metrics.append(metric)
+
+    def finish(self) -> TraceData:
+        return TraceData(
+            index=self.index,
+            format=self.format,
+            vantage=self.vantage,
+            title=self.title,
+            code_version=self.code_version,
+            labels=self.labels,
+            cc_algorithm=self.cc_algorithm,
+            first_time=self.first_time,
+            last_time=self.last_time,
+            n_events=self.n_events,
+            states=self.states,
+            metrics=self.metrics,
+            event_counts=self.counts,
+            problems=self.problems,
+        )
+
+
+def object_event(
+    obj: object, offset: int | None, *, where: str | None = None
+) -> tuple[str, object, object]:
+    """``(name, raw time, data)`` of a draft-02+ event object ``{time, name, data}``.
+
+    Older objects with separate ``category`` and ``event`` members are accepted too.
+    """
+    if isinstance(obj, dict) and "time" in obj:
+        name = obj.get("name")
+        if name is None and isinstance(obj.get("event"), str):
+            category = obj.get("category")
+            name = f"{category}:{obj['event']}" if isinstance(category, str) else obj["event"]
+        if isinstance(name, str):
+            return name, obj["time"], obj.get("data", {})
+        if name is not None:
+            raise RecordProblem(offset, 'a string "name"', describe(name), where=where)
+    got = describe(obj)
+    if isinstance(obj, dict):
+        missing = [k for k in ("time", "name") if k not in obj]
+        got = "an object without " + " and ".join(f'"{k}"' for k in missing)
+    raise RecordProblem(offset, 'an object with "time" and "name"', got, where=where)
