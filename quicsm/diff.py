@@ -57,7 +57,7 @@ class DiffResult:
     sources: pl.DataFrame
     edges: pl.DataFrame
     dwell: pl.DataFrame
-    invariants: pl.DataFrame  # kind, a, b, support, holds_in ("a" | "b")
+    invariants: pl.DataFrame  # kind, a, b, holds_in ("a" | "b"), violations_a/_b, p_value, ...
     presence: dict[str, list[str]]
     alpha: float
     names: tuple[str, str]
@@ -70,7 +70,7 @@ class DiffResult:
     # -- conclusions ------------------------------------------------------------------------
     @property
     def any_significant(self) -> bool:
-        frames = (self.states, self.sources, self.edges, self.dwell)
+        frames = (self.states, self.sources, self.edges, self.dwell, self.invariants)
         return any(f.height and bool(f["significant"].any()) for f in frames)
 
     def findings(self) -> list[Finding]:
@@ -88,10 +88,10 @@ class DiffResult:
 
         return to_json(self)
 
-    def to_markdown(self) -> str:
+    def to_markdown(self, *, heading: str = "##") -> str:
         from quicsm.diff_format import to_markdown
 
-        return to_markdown(self)
+        return to_markdown(self, heading=heading)
 
     def to_table(self) -> str:
         from quicsm.diff_format import to_table
@@ -123,7 +123,7 @@ def diff(
         a, b, alpha=alpha, min_n=min_n, permutations=permutations, seed=seed
     )
     dwell = _dwell(a, b, alpha=alpha, min_n=min_n)
-    inv = _invariants(a, b) if invariants else _empty_invariants()
+    inv = _invariants(a, b, alpha=alpha, min_n=min_n) if invariants else _empty_invariants()
     presence = _presence(a, b, edges)
     return DiffResult(
         states=states,
@@ -434,8 +434,9 @@ def _mine(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _invariants(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
-    """Invariants mined in one group that the other group breaks.
+def _invariants(a: pl.DataFrame, b: pl.DataFrame, *, alpha: float, min_n: int) -> pl.DataFrame:
+    """Invariants mined in one group that the other group breaks, with how many traces of
+    each group violate them and Fisher's exact test on those trace counts (Holm-corrected).
 
     Only invariants over states both groups visit are compared: an invariant about a state that
     one group never enters is reported as that state's absence, not as a broken invariant.
@@ -443,18 +444,63 @@ def _invariants(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
     ia, ib = _mine(a), _mine(b)
     both = set(_state_names(a)) & set(_state_names(b))
     keys = ["kind", "a", "b"]
-    frames = []
+    seq_a, seq_b = _sequences(a), _sequences(b)
+    rows: list[dict[str, Any]] = []
     for mine, other, tag in ((ia, ib, "a"), (ib, ia, "b")):
         only = mine.join(other.select(keys), on=keys, how="anti").filter(
             pl.col("a").is_in(sorted(both)) & pl.col("b").is_in(sorted(both))
         )
-        frames.append(only.with_columns(pl.lit(tag).alias("holds_in")))
-    out = pl.concat(frames) if frames else _empty_invariants()
-    return (
-        out.select(list(_INVARIANTS_SCHEMA))
-        .cast(_INVARIANTS_SCHEMA)  # type: ignore[arg-type]
-        .sort(["holds_in", "kind", "a", "b"])
+        for kind, x, y, support in only.select(*keys, "support").iter_rows():
+            va = sum(_violates(kind, x, y, s) for s in seq_a)
+            vb = sum(_violates(kind, x, y, s) for s in seq_b)
+            res = sig.fisher_traces(va, len(seq_a), vb, len(seq_b), min_n=min_n)
+            rows.append(
+                {
+                    "kind": kind,
+                    "a": x,
+                    "b": y,
+                    "support": support,
+                    "holds_in": tag,
+                    "violations_a": va,
+                    "violations_b": vb,
+                    # share of the breaking group's traces that break it
+                    "effect": (vb / len(seq_b) if tag == "a" else va / len(seq_a)),
+                    "p_unadjusted": res.p_value,
+                    "test": res.test,
+                    "note": res.note,
+                }
+            )
+    return _finish(rows, _INVARIANTS_SCHEMA, alpha=alpha, effect="effect", key=keys)
+
+
+def _sequences(df: pl.DataFrame) -> list[list[str]]:
+    """The state sequence of every trace (time order)."""
+    if df.height == 0:
+        return []
+    seqs = (
+        df.sort("trace", "time_ms", maintain_order=True)
+        .group_by("trace", maintain_order=True)
+        .agg(pl.col("state").cast(pl.String))
     )
+    return [list(s) for s in seqs["state"].to_list()]
+
+
+def _violates(kind: str, a: str, b: str, seq: Sequence[str]) -> bool:
+    """Does one trace break the invariant (Synoptic's definitions, over the whole trace)?"""
+    if kind == "AlwaysFollowedBy":  # every a is followed, later, by some b
+        if a not in seq:
+            return False
+        last_a = len(seq) - 1 - seq[::-1].index(a)
+        return b not in seq[last_a + 1 :]
+    if kind == "NeverFollowedBy":  # no a is followed, later, by b
+        if a not in seq:
+            return False
+        return b in seq[seq.index(a) + 1 :]
+    if kind == "AlwaysPrecedes":  # every b has some a before it
+        if b not in seq:
+            return False
+        return a not in seq[: seq.index(b)]
+    raise InputError(f"unknown invariant kind {kind!r}")
 
 
 def _presence(a: pl.DataFrame, b: pl.DataFrame, edges: pl.DataFrame) -> dict[str, list[str]]:
@@ -465,7 +511,7 @@ def _presence(a: pl.DataFrame, b: pl.DataFrame, edges: pl.DataFrame) -> dict[str
     set_ea, set_eb = set(ea), set(eb)
 
     def fmt(es: Iterable[tuple[str, str]]) -> list[str]:
-        return [f"{s} -> {t}" for s, t in sorted(es, key=lambda e: (order(e[0]), order(e[1])))]
+        return [f"{s} → {t}" for s, t in sorted(es, key=lambda e: (order(e[0]), order(e[1])))]
 
     return {
         "states_only_a": sorted(sa - sb, key=order),
@@ -578,8 +624,16 @@ _INVARIANTS_SCHEMA: dict[str, pl.DataType] = {
     "kind": _S,
     "a": _S,
     "b": _S,
-    "support": _I,
     "holds_in": _S,
+    "violations_a": _I,
+    "violations_b": _I,
+    "effect": _F,
+    "p_value": _F,
+    "significant": _B,
+    "support": _I,
+    "p_unadjusted": _F,
+    "test": _S,
+    "note": _S,
 }
 
 
@@ -672,14 +726,19 @@ def _findings(d: DiffResult) -> list[Finding]:
                     frac,
                 )
             )
-    for r in d.invariants.iter_rows(named=True):
-        holds, breaks = (na, nb) if r["holds_in"] == "a" else (nb, na)
+    for r in d.invariants.filter(pl.col("significant")).iter_rows(named=True):
+        if r["holds_in"] == "a":
+            holds, breaks, k, n_hold, n_break = na, nb, r["violations_b"], d.n_a, d.n_b
+        else:
+            holds, breaks, k, n_hold, n_break = nb, na, r["violations_a"], d.n_b, d.n_a
         out.append(
             Finding(
                 "invariant",
                 f"{r['a']} {r['kind']} {r['b']}",
-                f"“{r['a']} {r['kind']} {r['b']}” holds in {holds} but not in {breaks}",
-                0.0,
+                f"“{r['a']} {r['kind']} {r['b']}” holds in all {n_hold} traces of {holds}, "
+                f"broken in {k} of {n_break} of {breaks} ({sig.format_p(r['p_value'])})",
+                r["effect"],
+                r["p_value"],
             )
         )
     kinds = {"state": 0, "edge": 1, "source": 2, "dwell": 3, "presence": 4, "invariant": 5}

@@ -7,6 +7,7 @@ The JSON layout is documented in ``docs/diff.md``.
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -37,11 +38,9 @@ def _records(df: pl.DataFrame, columns: list[str]) -> list[dict[str, Any]]:
 
 
 def to_dict(d: DiffResult) -> dict[str, Any]:
+    cols = [c for c in d.invariants.columns if c != "holds_in"]
     inv = {
-        side: [
-            {"kind": r["kind"], "a": r["a"], "b": r["b"], "support": r["support"]}
-            for r in d.invariants.filter(pl.col("holds_in") == side[-1]).iter_rows(named=True)
-        ]
+        side: _records(d.invariants.filter(pl.col("holds_in") == side[-1]), cols)
         for side in ("only_a", "only_b")
     }
     return {
@@ -183,7 +182,14 @@ def _header(d: DiffResult) -> str:
     return f"{b} vs {a}: n = {d.n_a} vs {d.n_b} traces, α = {d.alpha:g} (differences are {b} − {a})"
 
 
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+_ENTITY = re.compile(r"&(?=#?\w+;)")
+
+
 def _md_cell(s: str) -> str:
+    """Table-safe and inert Markdown: pipes escaped; anything that could start an HTML tag
+    or entity is escaped, so text from traces shows as text."""
+    s = _TAG_START.sub("&lt;", _ENTITY.sub("&amp;", s))
     return s.replace("|", "\\|").replace("\n", " ")
 
 
@@ -216,7 +222,13 @@ def _presence_lines(d: DiffResult) -> list[str]:
         lines.append(f"{label}: {', '.join(d.presence[key]) or 'none'}")
     for side, holds, breaks in (("a", a, b), ("b", b, a)):
         inv = d.invariants.filter(pl.col("holds_in") == side)
-        names = [f"{r['a']} {r['kind']} {r['b']}" for r in inv.iter_rows(named=True)]
+        col = "violations_b" if side == "a" else "violations_a"
+        n = d.n_b if side == "a" else d.n_a
+        names = [
+            f"{r['a']} {r['kind']} {r['b']} (broken in {r[col]}/{n}, "
+            f"{format_p(r['p_value'], note=r['note'])})"
+            for r in inv.iter_rows(named=True)
+        ]
         lines.append(
             f"invariants holding in {holds} but broken in {breaks}: {', '.join(names) or 'none'}"
         )

@@ -20,12 +20,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 import polars as pl
 
 from quicsm.errors import InputError
+
+OnError = Literal["raise", "skip"]
 
 #: trace-table columns that also serve as labels
 _BUILTIN_LABELS = ("vantage", "title", "code_version", "format")
@@ -39,6 +41,8 @@ class Group:
     transitions: pl.DataFrame
     traces: pl.DataFrame  # file, trace, labels (String: JSON object)
     paths: list[str] = field(default_factory=list)
+    #: congestion metrics (:data:`quicsm.frames.METRICS_SCHEMA`); None = read from the files
+    metrics: pl.DataFrame | None = None
 
     @property
     def n_traces(self) -> int:
@@ -112,7 +116,7 @@ def _matches(labels: Mapping[str, Any], where: Mapping[str, str]) -> bool:
 
 
 def _load(
-    paths: Sequence[str], *, where: Mapping[str, str], on_error: str
+    paths: Sequence[str], *, where: Mapping[str, str], on_error: OnError
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Transitions and labelled traces under ``paths``, filtered by ``where``."""
     from quicsm.read import read_traces, read_transitions
@@ -150,7 +154,7 @@ def compare_paths(
     b_paths: Sequence[str],
     *,
     where: Mapping[str, str] | None = None,
-    on_error: str = "raise",
+    on_error: OnError = "raise",
     names: tuple[str, str] | None = None,
 ) -> Comparison:
     """Group A = traces under ``a_paths``, group B = traces under ``b_paths``."""
@@ -179,7 +183,7 @@ def compare_by_label(
     *,
     where: Mapping[str, str] | None = None,
     baseline: str | None = None,
-    on_error: str = "raise",
+    on_error: OnError = "raise",
 ) -> list[Comparison]:
     """One comparison per pair of label values: consecutive in natural order, or each value
     against ``baseline``."""
@@ -218,3 +222,31 @@ def compare_by_label(
 
     groups = {v: group(v) for v in distinct}
     return [Comparison(groups[x], groups[y], label=label, notes=list(notes)) for x, y in pairs]
+
+
+def group_from_frame(
+    name: str,
+    transitions: pl.DataFrame,
+    *,
+    labels: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+    metrics: pl.DataFrame | None = None,
+) -> Group:
+    """A group made from an in-memory transitions frame (and optional per-trace labels keyed
+    by ``(file, trace)``), for library use without files."""
+    keys = (
+        transitions.select(
+            pl.col("file").cast(pl.String).fill_null(""), pl.col("trace").cast(pl.String)
+        )
+        .unique()
+        .sort("file", "trace")
+    )
+    labels = labels or {}
+    texts = [
+        orjson.dumps(dict(labels.get((f, t), {})), option=orjson.OPT_SORT_KEYS).decode()
+        for f, t in keys.iter_rows()
+    ]
+    traces = keys.with_columns(pl.Series("labels", texts, dtype=pl.String))
+    from quicsm.frames import normalize_transitions
+
+    tr = normalize_transitions(transitions).with_columns(pl.col("file").fill_null(""))
+    return Group(name, tr, traces, [], metrics)

@@ -238,6 +238,16 @@ def mann_whitney(
     return TestResult("mann-whitney", float(res.pvalue), float(res.statistic))
 
 
+def fisher_traces(k_a: int, n_a: int, k_b: int, n_b: int, *, min_n: int = MIN_N) -> TestResult:
+    """Fisher's exact test: do ``k_a`` of ``n_a`` traces and ``k_b`` of ``n_b`` traces differ in
+    the share having some property (e.g. breaking an invariant)?"""
+    note = too_few(n_a, n_b, min_n=min_n)
+    if note:
+        return TestResult("fisher", None, note=note)
+    res = sps.fisher_exact([[k_a, n_a - k_a], [k_b, n_b - k_b]], alternative="two-sided")
+    return TestResult("fisher", float(res.pvalue), float(res.statistic))
+
+
 def wilson(successes: int, n: int, *, level: float = 0.95) -> tuple[float, float]:
     """Wilson score interval of a proportion (``(nan, nan)`` when ``n == 0``)."""
     if n <= 0:

@@ -20,6 +20,7 @@ from quicsm.errors import QuicsmError
 COMMANDS: dict[str, str] = {
     "lab": "quicsm.cli.lab:lab",
     "diff": "quicsm.cli.diff:diff_command",
+    "report": "quicsm.cli.report:report_command",
 }
 
 

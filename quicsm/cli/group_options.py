@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from quicsm.errors import InputError
-from quicsm.grouping import Comparison, compare_by_label, compare_paths, parse_where
+from quicsm.grouping import Comparison, OnError, compare_by_label, compare_paths, parse_where
 
 
 class GroupCommand(click.Command):
@@ -90,7 +90,7 @@ def comparisons(
 ) -> list[Comparison]:
     """Turn the group options into comparisons (one, or several with ``--by``)."""
     conditions = parse_where(where)
-    on_error = "skip" if lenient else "raise"
+    on_error: OnError = "skip" if lenient else "raise"
     if vs_paths and by_label:
         raise InputError("give either --vs (two path groups) or --by LABEL, not both")
     if vs_paths:

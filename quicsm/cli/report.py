@@ -1,0 +1,141 @@
+"""``quicsm report``: the version-to-version comparison report as one HTML file (or Markdown)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from quicsm.cli.group_options import GroupCommand, comparisons, group_options
+from quicsm.errors import InputError
+
+
+def _generated_at() -> str:
+    """Now, or SOURCE_DATE_EPOCH when set (reproducible output)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    when = (
+        datetime.fromtimestamp(int(epoch), UTC) if epoch and epoch.isdigit() else datetime.now(UTC)
+    )
+    return when.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _matrix(text: str | None) -> tuple[str, str | None] | None:
+    if not text:
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) > 2 or not all(parts):
+        raise InputError(f"--matrix {text!r}: expected ROW_LABEL or ROW_LABEL,COLUMN_LABEL")
+    return (parts[0], parts[1] if len(parts) == 2 else None)
+
+
+def _metric(text: str | None) -> str | None:
+    if text and text.startswith("state:"):
+        from quicsm.states import CANONICAL_STATES
+
+        state = text.split(":", 1)[1]
+        if state not in CANONICAL_STATES:
+            raise InputError(
+                f"--metric {text!r}: unknown state; expected one of {', '.join(CANONICAL_STATES)}"
+            )
+    return text
+
+
+@click.command("report", cls=GroupCommand)
+@group_options
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="File to write.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["html", "md"]),
+    default=None,
+    help="Output format (default: from the file suffix, .md = Markdown, else HTML).",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.01,
+    show_default=True,
+    help="Significance level after Holm correction.",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of the permutation tests."
+)
+@click.option(
+    "--matrix",
+    "matrix",
+    metavar="ROW[,COL]",
+    help="Labels spanning the scenario heatmap (default: chosen from the labels).",
+)
+@click.option(
+    "--metric",
+    metavar="NAME",
+    help="Heatmap metric: a numeric label such as completion_ms, or state:NAME for a "
+    "state's time share (default: completion_ms if present, else the state that "
+    "changed most).",
+)
+@click.option("--title", help="Report title (default: 'B vs A').")
+def report_command(
+    paths: Sequence[str],
+    vs_paths: Sequence[str],
+    by_label: str | None,
+    where: Sequence[str],
+    baseline: str | None,
+    lenient: bool,
+    output: Path,
+    fmt: str | None,
+    alpha: float,
+    seed: int,
+    matrix: str | None,
+    metric: str | None,
+    title: str | None,
+) -> None:
+    """Write a self-contained comparison report of group B against group A: what changed
+    (ranked), the state machines side by side and their diff, time in state and dwell times,
+    the congestion window of a representative trace, a scenario heatmap, and the methods.
+
+    \b
+    quicsm report traces/v1/ --vs traces/v2/ -o report.html
+    quicsm report traces/*.qlog --by version -o report.md
+    """
+    from quicsm.report import build_report
+
+    comps = comparisons(
+        paths=paths,
+        vs_paths=vs_paths,
+        by_label=by_label,
+        where=where,
+        baseline=baseline,
+        lenient=lenient,
+    )
+    for comp in comps:
+        for note in comp.notes:
+            click.echo(f"note: {note}", err=True)
+    if fmt is None:
+        fmt = "md" if output.suffix.lower() in (".md", ".markdown") else "html"
+    text = build_report(
+        comps,
+        fmt=fmt,
+        alpha=alpha,
+        seed=seed,
+        matrix=_matrix(matrix),
+        metric=_metric(metric),
+        title=title,
+        generated_at=_generated_at(),
+        command=shlex.join(["quicsm", *sys.argv[1:]]) if sys.argv[1:2] == ["report"] else None,
+    )
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{output}: cannot write the report: {exc.strerror}") from None
+    click.echo(f"wrote {output}", err=True)

@@ -1,0 +1,64 @@
+"""The version-to-version comparison report (``quicsm report``): a self-contained HTML page or
+Markdown text built from the same groups as ``quicsm diff``.
+
+Sections: 1 what changed (ranked sentences), 2 side-by-side state machines and a diff graph,
+3 time in state and dwell times, 4 congestion window of a representative trace per group,
+5 a scenario-matrix heatmap, 6 methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from quicsm.errors import InputError
+from quicsm.grouping import Comparison
+
+__all__ = ["build_report", "write_report"]
+
+FORMATS = ("html", "md")
+
+
+def build_report(
+    comparisons: Sequence[Comparison],
+    *,
+    fmt: str = "html",
+    alpha: float = 0.01,
+    seed: int = 0,
+    permutations: int = 4999,
+    matrix: tuple[str, str | None] | None = None,
+    metric: str | None = None,
+    title: str | None = None,
+    generated_at: str | None = None,
+    command: str | None = None,
+) -> str:
+    """The report text. ``generated_at`` and ``command`` are shown in Methods when given (pass
+    them in; the report never reads the clock, so the same inputs give the same bytes)."""
+    from quicsm.report.html import render_html
+    from quicsm.report.markdown import render_markdown
+    from quicsm.report.sections import build_views
+
+    if fmt not in FORMATS:
+        raise InputError(f"report format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if not comparisons:
+        raise InputError("nothing to compare")
+    views = build_views(
+        comparisons,
+        alpha=alpha,
+        seed=seed,
+        permutations=permutations,
+        matrix=matrix,
+        metric=metric,
+    )
+    render = render_html if fmt == "html" else render_markdown
+    return render(views, alpha=alpha, title=title, generated_at=generated_at, command=command)
+
+
+def write_report(path: str | Path, comparisons: Sequence[Comparison], **options: object) -> Path:
+    """Write :func:`build_report` output to ``path`` (format from ``fmt=`` or the suffix)."""
+    path = Path(path)
+    if "fmt" not in options:
+        options["fmt"] = "md" if path.suffix.lower() in (".md", ".markdown") else "html"
+    text = build_report(comparisons, **options)  # type: ignore[arg-type]
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -1,0 +1,349 @@
+"""The self-contained HTML comparison report: one file, inline CSS and SVG, no scripts and no
+external references (a Content-Security-Policy forbids every fetch), readable from disk.
+
+Every string that comes from a trace or the command line passes through :func:`svg.esc`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import polars as pl
+
+from quicsm import __version__
+from quicsm import significance as sig
+from quicsm.report import fsm, svg
+from quicsm.report.methods import methods_items
+from quicsm.report.sections import ComparisonView
+
+esc = svg.esc
+
+_CSS = """
+:root { --ink:#1d2330; --muted:#5b6475; --rule:#dde2ea; --a:#4e79a7; --b:#f28e2b; }
+* { box-sizing: border-box; }
+body { margin:0; background:#f5f7fa; color:var(--ink);
+  font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif; }
+header { background:#1d2330; color:#fff; padding:22px 32px; }
+header h1 { margin:0 0 4px; font-size:22px; font-weight:600; }
+header p { margin:0; color:#c9d1de; font-size:13px; }
+main { max-width:1120px; margin:0 auto; padding:8px 24px 48px; }
+nav { font-size:13px; margin:14px 0; color:var(--muted); }
+nav a { color:var(--a); margin-right:14px; }
+section.comparison > h2 { font-size:20px; margin:28px 0 8px; padding-bottom:6px;
+  border-bottom:2px solid var(--ink); }
+.card { background:#fff; border:1px solid var(--rule); border-radius:8px; padding:16px 20px;
+  margin:14px 0; }
+.card > h3 { margin:0 0 10px; font-size:16px; }
+.card > h3 .num { color:var(--muted); font-weight:400; margin-right:6px; }
+ol.findings { margin:0; padding-left:22px; }
+ol.findings li { margin:4px 0; }
+ol.findings li.state { font-weight:600; }
+.quiet { color:var(--muted); font-size:13px; }
+.groups { display:flex; gap:24px; flex-wrap:wrap; font-size:13px; margin-bottom:10px; }
+.swatch { display:inline-block; width:11px; height:11px; border-radius:2px; margin-right:5px;
+  vertical-align:-1px; }
+.pair { display:flex; gap:16px; flex-wrap:wrap; align-items:flex-start; }
+.pair figure { flex:1 1 460px; margin:0; min-width:0; }
+figure { margin:8px 0; }
+figcaption { font-size:13px; color:var(--muted); margin-top:4px; overflow-wrap:anywhere; }
+svg { max-width:100%; height:auto; }
+svg.fsm { display:block; margin:0 auto; }
+table { border-collapse:collapse; font-size:13px; margin:8px 0; width:100%; }
+th, td { border-bottom:1px solid var(--rule); padding:4px 8px; text-align:left;
+  vertical-align:top; }
+th { background:#f0f3f7; font-weight:600; }
+td.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
+tr.sig td { background:#fff4e5; }
+details { margin:8px 0; }
+summary { cursor:pointer; color:var(--a); font-size:14px; }
+ul.files { font-size:12px; font-family:ui-monospace,monospace; max-height:260px; overflow:auto;
+  overflow-wrap:anywhere; }
+.legend { font-size:12px; color:var(--muted); }
+.legend b.up { color:#c0392b; } .legend b.down { color:#2962b0; }
+"""
+
+
+def render_html(
+    views: Sequence[ComparisonView],
+    *,
+    alpha: float,
+    title: str | None = None,
+    generated_at: str | None = None,
+    command: str | None = None,
+) -> str:
+    heading = title or (views[0].title if len(views) == 1 else "version-to-version comparison")
+    sub = [f"quicsm {__version__}"]
+    if generated_at:
+        sub.append(f"generated {generated_at}")
+    sub.append(f"α = {alpha:g}")
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; img-src data:\">",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>quicsm report: {esc(heading)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<header><h1>quicsm report: {esc(heading)}</h1><p>{esc(' · '.join(sub))}</p></header>",
+        "<main>",
+    ]
+    if len(views) > 1:
+        links = "".join(f'<a href="#cmp{i}">{esc(v.title)}</a>' for i, v in enumerate(views))
+        parts.append(f'<nav>Comparisons: {links}<a href="#methods">Methods</a></nav>')
+    for i, view in enumerate(views):
+        parts.append(_comparison(view, i, alpha=alpha))
+    parts.append(_methods(views, alpha=alpha, generated_at=generated_at, command=command))
+    parts.append("</main></body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _card(number: int, title: str, body: str) -> str:
+    return f'<div class="card"><h3><span class="num">{number}.</span>{esc(title)}</h3>{body}</div>'
+
+
+def _comparison(view: ComparisonView, index: int, *, alpha: float) -> str:
+    r = view.result
+    a, b = r.names
+    groups = (
+        '<div class="groups">'
+        + "".join(
+            f'<span><span class="swatch" style="background:{c}"></span><b>{esc(g.name)}</b> '
+            f"— {_plural(g.n_traces, 'trace')}, {_plural(len(g.files), 'file')}</span>"
+            for g, c in zip(view.groups, svg.GROUP_COLOURS, strict=True)
+        )
+        + "</div>"
+    )
+    out = [f'<section class="comparison" id="cmp{index}"><h2>{esc(view.title)}</h2>', groups]
+    out.append(_card(1, "What changed", _summary(view, alpha=alpha)))
+    out.append(_card(2, "State machines", _fsms(view)))
+    out.append(_card(3, "Time in state and dwell times", _time_in_state(view)))
+    out.append(_card(4, "Congestion window of a representative trace", _series(view)))
+    out.append(_card(5, "Scenario matrix", _matrix(view, a=a, b=b)))
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _summary(view: ComparisonView, *, alpha: float) -> str:
+    findings = view.result.findings()
+    parts: list[str] = []
+    if findings:
+        parts.append('<ol class="findings">')
+        parts += [f'<li class="{f.kind}">{esc(f.sentence)}</li>' for f in findings]
+        parts.append("</ol>")
+    else:
+        parts.append(f"<p>Nothing differs significantly at α = {alpha:g}.</p>")
+    untested = view.result.states.filter(pl.col("p_value").is_null())
+    if untested.height:
+        reasons = sorted({str(n) for n in untested["note"].to_list()})
+        parts.append(
+            f'<p class="quiet">Time in state not tested for {untested.height} state(s): '
+            f"{esc('; '.join(reasons))}.</p>"
+        )
+    for note in view.notes:
+        parts.append(f'<p class="quiet">{esc(note)}</p>')
+    parts.append(
+        '<p class="quiet">Differences are B − A; p-values are Holm-corrected within each '
+        "family (states, transitions, dwell times). Details in the tables below and in Methods.</p>"
+    )
+    return "\n".join(parts)
+
+
+def _fsms(view: ComparisonView) -> str:
+    r = view.result
+    figs = []
+    for g, (frac_col, prob_col, count_col) in enumerate(
+        (("a_fraction", "a_probability", "a_count"), ("b_fraction", "b_probability", "b_count"))
+    ):
+        fractions = {
+            s: f
+            for s, f, n in r.states.select("state", frac_col, "n_a" if g == 0 else "n_b")
+            .sort("state")
+            .iter_rows()
+            if n and f == f and (f > 0 or s == "Init")
+        }
+        edges = [
+            (s, t, p)
+            for s, t, p, c in r.edges.select("source", "target", prob_col, count_col).iter_rows()
+            if c and p == p
+        ]
+        drawing = fsm.render_svg(fsm.fsm_dot(_ordered(fractions), edges))
+        name = view.groups[g].name
+        figs.append(
+            f"<figure>{drawing}<figcaption><b>{esc(name)}</b> ({view.groups[g].n_traces} traces): "
+            "share of time in red, transition probabilities in black</figcaption></figure>"
+        )
+    states = [s for s in r.states["state"].to_list()]
+    diff_svg = fsm.render_svg(fsm.diff_dot(r.edges, r.presence, _order_states(states)))
+    legend = (
+        '<p class="legend">Diff graph: <b class="up">red</b> edges became more likely in B, '
+        '<b class="down">blue</b> less likely (labels in percentage points; * = significant, '
+        "faint = not significant); dashed edges and nodes exist in one group only.</p>"
+    )
+    return (
+        f'<div class="pair">{figs[0]}{figs[1]}</div>'
+        f"<figure>{diff_svg}<figcaption>Diff graph: {esc(view.title)}</figcaption></figure>"
+        + legend
+        + _tables(view)
+    )
+
+
+def _order_states(states: list[str]) -> list[str]:
+    from quicsm.states import CANONICAL_STATES
+
+    rank = {s: i for i, s in enumerate(CANONICAL_STATES)}
+    return sorted(states, key=lambda s: (rank.get(s, len(rank)), s))
+
+
+def _ordered(fractions: dict[str, float]) -> dict[str, float]:
+    return {s: fractions[s] for s in _order_states(list(fractions))}
+
+
+def _num(x: float | None, fmt: str) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return format(x, fmt)
+
+
+def _tables(view: ComparisonView) -> str:
+    r = view.result
+    a, b = (esc(n) for n in r.names)
+    rows = []
+    for e in r.edges.iter_rows(named=True):
+        if e["source"] in ("INITIAL",):
+            continue
+        cls = ' class="sig"' if e["significant"] else ""
+        rows.append(
+            f"<tr{cls}><td>{esc(e['source'])} → {esc(e['target'])}</td>"
+            f'<td class="num">{_num(e["a_probability"], ".3f")} ({e["a_count"]})</td>'
+            f'<td class="num">{_num(e["b_probability"], ".3f")} ({e["b_count"]})</td>'
+            f'<td class="num">{_num(e["difference"], "+.3f")}</td><td>{esc(e["test"])}</td>'
+            f"<td>{esc(sig.format_p(e['p_value'], note=e['note']))}</td></tr>"
+        )
+    src_rows = []
+    for s in r.sources.iter_rows(named=True):
+        cls = ' class="sig"' if s["significant"] else ""
+        src_rows.append(
+            f'<tr{cls}><td>{esc(s["source"])}</td><td class="num">{s["a_count"]}</td>'
+            f'<td class="num">{s["b_count"]}</td><td class="num">{_num(s["effect"], ".3f")}</td>'
+            f"<td>{esc(s['test'])}</td>"
+            f"<td>{esc(sig.format_p(s['p_value'], note=s['note']))}</td></tr>"
+        )
+    return (
+        "<details><summary>Transition tables (ranked by effect size)</summary>"
+        "<table><tr><th>source state</th><th>exits in A</th><th>exits in B</th>"
+        "<th>total variation</th><th>test</th><th>p (Holm)</th></tr>"
+        + "".join(src_rows)
+        + "</table>"
+        f"<table><tr><th>transition</th><th>{a}</th><th>{b}</th><th>difference</th>"
+        "<th>test</th><th>p (Holm)</th></tr>" + "".join(rows) + "</table></details>"
+    )
+
+
+def _time_in_state(view: ComparisonView) -> str:
+    r = view.result
+    bars = []
+    for s in r.states.iter_rows(named=True):
+        note = sig.format_p(s["p_value"], note=s["note"])
+        if s["significant"]:
+            note += f"  {100 * s['difference']:+.1f} pp"
+        bars.append(
+            svg.Bar(
+                label=s["state"],
+                values=(s["a_fraction"], s["b_fraction"]),
+                lows=(s["a_ci_low"], s["b_ci_low"]),
+                highs=(s["a_ci_high"], s["b_ci_high"]),
+                note=note,
+                significant=bool(s["significant"]),
+            )
+        )
+    boxes = []
+    for d in r.dwell.iter_rows(named=True):
+        q = view.dwell_quantiles.get(d["state"], (None, None))
+        note = sig.format_p(d["p_value"], note=d["note"])
+        if d["log2_ratio"] == d["log2_ratio"] and d["log2_ratio"] is not None:
+            note += f"  ×{2 ** d['log2_ratio']:.2f}"
+        boxes.append(
+            svg.Box(d["state"], q, (d["a_visits"], d["b_visits"]), note, bool(d["significant"]))
+        )
+    return (
+        svg.time_in_state_bars(bars, names=r.names)
+        + '<p class="quiet">Mean of per-trace time shares with 95% confidence intervals; '
+        "ranked by the size of the difference; Welch's t-test, Holm-corrected.</p>"
+        + svg.dwell_boxes(boxes, names=r.names)
+        + '<p class="quiet">Dwell time of each visit: whiskers p10–p90, box p25–p75, line '
+        "median (log scale). Test: Mann-Whitney U on each trace's median dwell, "
+        "Holm-corrected; the ratio is B's median over A's.</p>"
+    )
+
+
+def _series(view: ComparisonView) -> str:
+    figs = []
+    for g in view.groups:
+        if g.representative is None:
+            figs.append(f"<figure><p>{esc(g.name)}: {esc(g.series_note)}</p></figure>")
+            continue
+        file, trace = g.representative
+        chart = ""
+        if g.series is not None and g.series.times_ms:
+            chart = svg.congestion_chart(g.series, title=g.name)
+        caption = f"<b>{esc(g.name)}</b>: trace {esc(trace)} of {esc(file)}"
+        if g.series_note:
+            caption += f" — {esc(g.series_note)}"
+        figs.append(f"<figure>{chart}<figcaption>{caption}</figcaption></figure>")
+    return (
+        "".join(figs)
+        + '<p class="quiet">The representative trace of a group is the one whose time-in-state '
+        "profile is closest (L1 distance) to the group's mean profile. Coloured bands: the "
+        "state at each moment; × at the bottom: packets declared lost; ▼ at the top: probe "
+        "timeouts (RFC 9002 §6.2).</p>"
+    )
+
+
+def _matrix(view: ComparisonView, *, a: str, b: str) -> str:
+    m = view.matrix
+    if m is None:
+        return f'<p class="quiet">{esc(view.matrix_note)}</p>'
+    what = (
+        f"time share of {m.metric.split(':', 1)[1]}" if m.metric.startswith("state:") else m.metric
+    )
+    chart = svg.heatmap(
+        m.rows,
+        m.cols,
+        m.cells,
+        row_label=m.row_label,
+        col_label=m.col_label or "",
+        title=f"{what}: % difference of {b} from {a}",
+    )
+    return chart + (
+        f'<p class="legend">Each cell: (mean in {esc(b)} − mean in {esc(a)}) / mean in {esc(a)}. '
+        '<b class="up">Red</b>: lower in B, <b class="down">blue</b>: higher in B (for '
+        "completion time, red means B is faster, as in the paper's Fig. 6); white: not "
+        "significant after Holm correction over the cells, or too few traces. The last numbers "
+        "are the traces in A/B.</p>"
+    )
+
+
+def _methods(
+    views: Sequence[ComparisonView],
+    *,
+    alpha: float,
+    generated_at: str | None,
+    command: str | None,
+) -> str:
+    items = methods_items(views, alpha=alpha, generated_at=generated_at, command=command)
+    lis = "".join(f"<li><b>{esc(k)}</b>: {esc(v)}</li>" for k, v in items)
+    files: list[str] = []
+    for v in views:
+        for g in v.groups:
+            files += [f"{g.name}: {f}" for f in g.files]
+    file_list = "".join(f"<li>{esc(f)}</li>" for f in sorted(set(files)))
+    return (
+        f'<div class="card" id="methods"><h3><span class="num">6.</span>Methods</h3>'
+        f"<ul>{lis}</ul><details><summary>Input files ({len(set(files))})</summary>"
+        f'<ul class="files">{file_list}</ul></details></div>'
+    )
