@@ -51,7 +51,7 @@ def _html_escape(text: str) -> str:
 def model_to_dot(model: Model, *, title: str | None = None) -> str:
     """The model as DOT text (see the module docstring). ``title`` overrides the caption."""
     nodes = model.node_fractions()
-    split = model.states_with_several_nodes()
+    split = set(model.states_with_several_nodes())
     caption = title
     if caption is None:
         caption = (
@@ -60,7 +60,7 @@ def model_to_dot(model: Model, *, title: str | None = None) -> str:
             "black = transition probability"
         )
         if split:
-            caption += " (a state drawn as several nodes shows its total on each)"
+            caption += "; (x) = total of a state drawn as several nodes"
     lines = [
         "digraph quicsm {",
         f"  graph [fontname={_quote(FONT)}, fontsize=11, labelloc=b, nodesep=0.35, ranksep=0.45,"
@@ -76,9 +76,12 @@ def model_to_dot(model: Model, *, title: str | None = None) -> str:
         elif state == TERMINAL:
             attrs = f"label={_quote(TERMINAL)}, shape=diamond"
         else:
+            frac = _fmt(row["fraction"])
+            if state in split:
+                frac = f"({frac})"
             label = (
                 f"<{_html_escape(state)}<BR/>"
-                f'<FONT COLOR="{FRACTION_COLOR}" POINT-SIZE="11">{_fmt(row["fraction"])}</FONT>>'
+                f'<FONT COLOR="{FRACTION_COLOR}" POINT-SIZE="11">{frac}</FONT>>'
             )
             attrs = f"label={label}"
         lines.append(f"  n{row['id']} [{attrs}];")

@@ -1,0 +1,246 @@
+"""``quicsm infer``: traces in, a Fig. 13-style state machine and its statistics out.
+
+One library call per step: :func:`quicsm.read.read_transitions`, :func:`quicsm.infer.infer`,
+:meth:`quicsm.model.Model.render`; :mod:`quicsm.outputs` writes the files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+import polars as pl
+
+from quicsm.infer import ALGORITHMS
+from quicsm.outputs import state_table, write_outputs
+from quicsm.render import RENDER_FORMATS
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
+
+    from quicsm.model import Model
+
+FORMATS = (*RENDER_FORMATS, "dot", "json")
+#: show a progress bar when the inputs are at least this large in total (bytes) ...
+PROGRESS_MIN_BYTES = 32 * 1024 * 1024
+#: ... or this many files.
+PROGRESS_MIN_FILES = 16
+
+
+@click.command("infer")
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "-o",
+    "--output",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("quicsm-out"),
+    show_default=True,
+    help="Directory to write model.json, model.dot, the diagram, stats.csv and transitions.csv.",
+)
+@click.option(
+    "--algorithm",
+    type=click.Choice(ALGORITHMS),
+    default="synoptic",
+    show_default=True,
+    help="synoptic (refinement + k-tails coarsening), ktails, or observed (one node per state, "
+    "as in the paper's Fig. 13).",
+)
+@click.option(
+    "-k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="k-tails depth."
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of the algorithm's choices."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="svg",
+    show_default=True,
+    help="Format of the diagram (dot and json write no rendered image).",
+)
+@click.option(
+    "--lenient", is_flag=True, help="Skip unreadable records/files and report what was skipped."
+)
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors and warnings.")
+def infer_command(
+    paths: Sequence[str],
+    out_dir: Path,
+    algorithm: str,
+    k: int,
+    seed: int,
+    fmt: str,
+    lenient: bool,
+    quiet: bool,
+) -> None:
+    """Infer the congestion-control state machine of qlog traces (or of a transitions table in
+    CSV/Parquet) and write it with its statistics into a directory.
+
+    \b
+    quicsm infer traces/*.qlog -o out
+    quicsm infer run/server.sqlog --algorithm observed --format png
+    """
+    from rich.console import Console
+
+    from quicsm.infer import infer
+
+    err = Console(stderr=True)
+    files = _expand(paths)
+    with _progress(files, quiet=quiet, console=err) as progress:
+        transitions = _read(files, lenient=lenient, progress=progress, console=err)
+        progress.stage("inferring the model")
+        model = infer(transitions, algorithm=algorithm, k=k, seed=seed)
+        progress.stage("writing outputs")
+        written = write_outputs(model, out_dir, fmt=fmt)
+    if not quiet:
+        _print_summary(model, written, console=Console())
+
+
+def _print_summary(model: Model, written: list[Path], *, console: Console) -> None:
+    from rich.table import Table
+
+    s = model.stats
+    console.print(
+        f"{s.traces} trace{'s' * (s.traces != 1)}, {s.visits} state entries, "
+        f"{s.duration_ms / 1000:.3f} s; {model.algorithm} model: {model.nodes.height} nodes, "
+        f"{model.edges.height} edges, {model.invariants.height} invariants",
+        highlight=False,
+    )
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name in (
+        "state",
+        "time",
+        "seconds",
+        "traces",
+        "visits",
+        "nodes",
+        "dwell median ms",
+        "p10–p90 ms",
+    ):
+        table.add_column(name, justify="left" if name == "state" else "right")
+    for row in state_table(model).iter_rows(named=True):
+        table.add_row(
+            row["state"],
+            _pct(row["fraction"]),
+            f"{row['seconds']:.3f}",
+            str(row["traces"]),
+            str(row["visits"]),
+            str(row["nodes"]),
+            _num(row["dwell_median_ms"]),
+            f"{_num(row['dwell_p10_ms'])}–{_num(row['dwell_p90_ms'])}",
+        )
+    console.print(table)
+    console.print("wrote " + ", ".join(str(p) for p in written), highlight=False)
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x: float | None) -> str:
+    return "–" if x is None else f"{x:.1f}"
+
+
+def _expand(paths: Sequence[str]) -> list[Path]:
+    from quicsm.paths import expand_paths
+
+    return list(expand_paths(list(paths)))
+
+
+def _read(
+    files: list[Path], *, lenient: bool, progress: _Progress, console: object
+) -> pl.DataFrame:
+    from quicsm.read import read_transitions
+
+    on_error = "skip" if lenient else "raise"
+    frames = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for batch in progress.batches(files):
+            frames.append(read_transitions([str(f) for f in batch], on_error=on_error))
+    for w in caught:
+        click.echo(f"warning: {w.message}", err=True)
+    return pl.concat(frames) if frames else pl.DataFrame()
+
+
+class _Progress:
+    """A rich progress bar over input files and stages, or nothing at all."""
+
+    def __init__(self, files: list[Path], *, enabled: bool, console: object) -> None:
+        self.enabled = enabled
+        self._bar: Progress | None = None
+        self._stage: TaskID | None = None
+        self._sizes = [_size(f) for f in files] if enabled else []
+        if enabled:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                DownloadColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            assert isinstance(console, Console)
+            self._bar = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                DownloadColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
+            )
+
+    def batches(self, files: list[Path]) -> Iterator[list[Path]]:
+        if self._bar is None:
+            if files:
+                yield files
+            return
+        task = self._bar.add_task("reading traces", total=sum(self._sizes))
+        for f, size in zip(files, self._sizes, strict=True):
+            yield [f]
+            self._bar.advance(task, size)
+
+    def stage(self, description: str) -> None:
+        if self._bar is None:
+            return
+        if self._stage is not None:
+            self._bar.remove_task(self._stage)
+        self._stage = self._bar.add_task(description, total=None)
+
+    def __enter__(self) -> _Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+@contextlib.contextmanager
+def _progress(files: list[Path], *, quiet: bool, console: object) -> Iterator[_Progress]:
+    from rich.console import Console
+
+    assert isinstance(console, Console)
+    long_input = len(files) >= PROGRESS_MIN_FILES or (
+        sum(_size(f) for f in files) >= PROGRESS_MIN_BYTES
+    )
+    enabled = not quiet and long_input and console.is_terminal
+    with _Progress(files, enabled=enabled, console=console) as progress:
+        yield progress
