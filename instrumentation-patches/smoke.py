@@ -6,6 +6,7 @@ returns the congestion states the server's qlog recorded. Used by ``tests/test_p
 ``scripts/make_fixtures``; the lab proper (``quicsm lab``) has its own impairment relay.
 
     python instrumentation-patches/smoke.py [STACK[@VERSION]] ...   # prints states per stack
+    python instrumentation-patches/smoke.py --fixtures DIR          # writes real qlog fixtures
 """
 
 from __future__ import annotations
@@ -208,11 +209,76 @@ def run_smoke(
     )
 
 
+PAPER_STATES = frozenset(
+    {
+        "Init",
+        "SlowStart",
+        "CongestionAvoidance",
+        "CongestionAvoidanceMaxed",
+        "ApplicationLimited",
+        "RetransmissionTimeout",
+        "Recovery",
+        "TailLossProbe",
+    }
+)
+
+
+def write_fixtures(stack: dict[str, Any], outdir: Path, *, attempts: int = 5) -> Path:
+    """Small real traces for reader tests: outdir/<stack>-<version>/{server,client}.* + run.json.
+
+    One 300 kB object with the window capped at 40 packets and one 400 ms blackout: enough for
+    every paper state to occur. The server trace is zstd-compressed, the client trace gzip-
+    compressed (readers detect both by magic bytes).
+    """
+    import gzip
+
+    import zstandard
+
+    params = {"objects": 1, "object_size": 300_000, "max_cwnd_packets": 40}
+    blackout = {"after": 80, "ms": 400.0}
+    for _ in range(attempts):
+        with tempfile.TemporaryDirectory() as tmp:
+            res = run_smoke(stack, Path(tmp), blackout=Blackout(**blackout), **params)  # type: ignore[arg-type]
+            if not (res.client["ok"] and PAPER_STATES.issubset(res.states)):
+                continue
+            dest = outdir / f"{stack['stack']}-{stack['version']}"
+            dest.mkdir(parents=True, exist_ok=True)
+            for old in dest.iterdir():
+                old.unlink()
+            (server,), (client,) = res.server_qlogs, res.client_qlogs
+            zst = zstandard.ZstdCompressor(level=19).compress(server.read_bytes())
+            (dest / f"server{server.suffix}.zst").write_bytes(zst)
+            gz = gzip.compress(client.read_bytes(), compresslevel=9, mtime=0)
+            (dest / f"client{client.suffix}.gz").write_bytes(gz)
+            run = {
+                "stack": stack["stack"],
+                "version": stack["version"],
+                "patch": stack["patch"],
+                "scenario": "loopback-blackout",
+                "device": "desktop",
+                **params,
+                "blackout_after_datagrams": blackout["after"],
+                "blackout_ms": blackout["ms"],
+                "relay_dropped": res.dropped,
+                "ok": res.client["ok"],
+                "bytes": res.client["bytes"],
+                "completion_ms": res.client["completion_ms"],
+            }
+            (dest / "run.json").write_text(json.dumps(run, indent=2) + "\n")
+            return dest
+    raise RuntimeError(f"{stack['stack']} {stack['version']}: no run showed all eight states")
+
+
 def main(argv: list[str]) -> int:
     stacks = load_stacks()
     if not stacks:
         print("no build/stacks.json: run instrumentation-patches/build.sh first", file=sys.stderr)
         return 1
+    if argv[:1] == ["--fixtures"]:
+        outdir = Path(argv[1])
+        for stack in stacks:
+            print(f"wrote {write_fixtures(stack, outdir)}")
+        return 0
     wanted = argv or [f"{s['stack']}@{s['version']}" for s in stacks]
     for stack in stacks:
         name = f"{stack['stack']}@{stack['version']}"
