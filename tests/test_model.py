@@ -1,0 +1,245 @@
+"""The Model and its views: JSON (golden + round trip), DOT (golden), networkx, rendering."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from quicsm.errors import ModelError, QuicsmError
+from quicsm.frames import normalize_transitions
+from quicsm.infer import infer
+from quicsm.model import JSON_SCHEMA, Model, renumber
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("QUICSM_UPDATE_GOLDEN") == "1"
+
+#: six hand-written connections in the spirit of the paper's Fig. 13 (times in ms)
+FIG13_TRACES: dict[str, list[tuple[float, str]]] = {
+    "desktop-1": [(0, "SlowStart"), (40, "CongestionAvoidance"), (400, "Recovery"),
+                  (430, "CongestionAvoidance"), (900, "ApplicationLimited")],
+    "desktop-2": [(0, "SlowStart"), (35, "CongestionAvoidance"), (300, "TailLossProbe"),
+                  (310, "Recovery"), (350, "CongestionAvoidance")],
+    "desktop-3": [(0, "SlowStart"), (50, "Recovery"), (80, "CongestionAvoidance"),
+                  (700, "CongestionAvoidanceMaxed"), (760, "CongestionAvoidance")],
+    "mobile-1": [(0, "SlowStart"), (60, "ApplicationLimited"), (500, "CongestionAvoidance"),
+                 (560, "ApplicationLimited")],
+    "mobile-2": [(0, "SlowStart"), (45, "ApplicationLimited"), (800, "SlowStart"),
+                 (830, "RetransmissionTimeout"), (1100, "SlowStart")],
+    "mobile-3": [(0, "SlowStart"), (70, "CongestionAvoidance"), (200, "Recovery"),
+                 (260, "ApplicationLimited")],
+}  # fmt: skip
+FIG13_ENDS = {t: 1000.0 + 100 * i for i, t in enumerate(FIG13_TRACES)}
+FIG13_ENDS["mobile-2"] = 1200.0
+
+
+def fig13_transitions() -> pl.DataFrame:
+    rows = [
+        {"trace": t, "time_ms": float(ms), "state": s, "end_ms": FIG13_ENDS[t]}
+        for t, events in FIG13_TRACES.items()
+        for ms, s in events
+    ]
+    return normalize_transitions(pl.DataFrame(rows))
+
+
+@pytest.fixture(scope="module")
+def model() -> Model:
+    return infer(fig13_transitions(), algorithm="observed")
+
+
+def _golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if UPDATE:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"missing golden file {path.name}: run with QUICSM_UPDATE_GOLDEN=1"
+    assert text == path.read_text(encoding="utf-8"), (
+        f"{path.name} changed; if intended, regenerate with QUICSM_UPDATE_GOLDEN=1 and review"
+    )
+
+
+# -- golden files -----------------------------------------------------------------------------
+
+
+def test_dot_matches_golden(model: Model) -> None:
+    _golden("fig13_observed.dot", model.to_dot())
+
+
+def test_json_matches_golden(model: Model) -> None:
+    _golden("fig13_observed.json", model.to_json())
+
+
+# -- JSON -------------------------------------------------------------------------------------
+
+
+def test_json_has_the_documented_layout(model: Model) -> None:
+    data = orjson.loads(model.to_json())
+    assert data["schema"] == JSON_SCHEMA
+    assert list(data) == [
+        "schema", "algorithm", "k", "seed", "traces", "visits", "duration_seconds", "nodes",
+        "edges", "invariants", "time_in_state", "transition_probabilities", "dwell",
+    ]  # fmt: skip
+    assert data["nodes"][0] == {"id": 0, "state": "INITIAL", "events": 6}
+    assert data["nodes"][1] == {"id": 1, "state": "TERMINAL", "events": 6}
+    assert set(data["edges"][0]) == {"source", "target", "count", "probability"}
+    assert {i["kind"] for i in data["invariants"]} <= {
+        "AlwaysFollowedBy",
+        "NeverFollowedBy",
+        "AlwaysPrecedes",
+    }
+    assert set(data["invariants"][0]) == {"kind", "a", "b", "support"}
+    tis = {r["state"]: r for r in data["time_in_state"]}
+    assert set(tis["SlowStart"]) >= {"state", "fraction", "seconds"}
+    assert sum(r["fraction"] for r in data["time_in_state"]) == pytest.approx(1.0)
+    # the two SlowStart visits of mobile-2 after Init: 45 + 30 + 100 ms, plus 35..70 ms
+    assert tis["SlowStart"]["seconds"] == pytest.approx(
+        (40 + 35 + 50 + 60 + 45 + 70 + 30 + 100) / 1000
+    )
+
+
+def test_json_round_trips(model: Model) -> None:
+    text = model.to_json()
+    again = Model.from_json(text)
+    assert again.to_json() == text
+    assert again.to_dot() == model.to_dot()
+    assert Model.from_json(text.encode()).to_json() == text
+
+
+def test_json_is_byte_identical_across_runs() -> None:
+    a = infer(fig13_transitions(), algorithm="observed", seed=7).to_json()
+    b = infer(fig13_transitions(), algorithm="observed", seed=7).to_json()
+    assert a == b
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", "not valid JSON"),
+        ("[]", "expected a model.json object, got list"),
+        ('{"schema": "other/9"}', "expected schema 'quicsm-model/1', got 'other/9'"),
+        ('{"schema": "quicsm-model/1", "nodes": []}', "model.json lacks"),
+    ],
+)
+def test_bad_json_is_a_clear_error(text: str, message: str) -> None:
+    with pytest.raises(ModelError, match=message):
+        Model.from_json(text)
+
+
+def test_json_with_wrong_types_is_a_clear_error(model: Model) -> None:
+    data = orjson.loads(model.to_json())
+    data["nodes"][2]["events"] = "many"
+    with pytest.raises(ModelError, match="does not match its schema"):
+        Model.from_json(orjson.dumps(data))
+
+
+# -- other views ------------------------------------------------------------------------------
+
+
+def test_networkx_view(model: Model) -> None:
+    g = model.to_networkx()
+    assert g.number_of_nodes() == model.nodes.height
+    assert g.number_of_edges() == model.edges.height
+    assert g.nodes[0]["state"] == "INITIAL" and g.nodes[1]["state"] == "TERMINAL"
+    for n in g.nodes:
+        out = [d["probability"] for _, _, d in g.out_edges(n, data=True)]
+        if n != 1:
+            assert sum(out) == pytest.approx(1.0)
+        else:
+            assert out == []
+    slow = next(n for n, d in g.nodes(data=True) if d["state"] == "SlowStart")
+    assert g.nodes[slow]["fraction"] == pytest.approx(model.stats.fraction_of("SlowStart"))
+    assert g.graph["algorithm"] == "observed"
+
+
+def test_dot_is_fig13_style(model: Model) -> None:
+    dot = model.to_dot()
+    assert 'n0 [label="INITIAL", shape=box];' in dot
+    assert 'n1 [label="TERMINAL", shape=diamond];' in dot
+    assert '<FONT COLOR="red" POINT-SIZE="11">' in dot
+    frac = model.stats.fraction_of("ApplicationLimited")
+    assert frac is not None and f"ApplicationLimited<BR/>" in dot
+    assert f">{frac:.2f}</FONT>" in dot
+    assert 'n0 -> n2 [label="1.00"];' in dot
+
+
+@pytest.mark.parametrize(
+    ("fmt", "magic"), [("svg", b"<svg"), ("png", b"\x89PNG"), ("pdf", b"%PDF")]
+)
+def test_render_uses_graphviz(model: Model, fmt: str, magic: bytes) -> None:
+    out = model.render(fmt)
+    assert magic in out[:512]
+    if fmt == "svg":
+        assert b"CongestionAvoidance" in out and b'fill="red"' in out
+
+
+def test_render_rejects_unknown_format(model: Model) -> None:
+    with pytest.raises(QuicsmError, match="choose one of svg, png, pdf"):
+        model.render("gif")
+
+
+def test_missing_dot_is_a_clear_error(model: Model, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(QuicsmError, match=r"needs Graphviz's `dot` program"):
+        model.render("svg")
+    assert model._repr_svg_() is None
+
+
+def test_repr_svg_for_jupyter(model: Model) -> None:
+    svg = model._repr_svg_()
+    assert svg is not None and "<svg" in svg
+
+
+def test_split_states_are_marked() -> None:
+    m = infer(fig13_transitions(), algorithm="observed")
+    nodes = pl.concat([m.nodes, pl.DataFrame({"id": [99], "state": ["SlowStart"], "events": [1]})])
+    two = Model(nodes=nodes, edges=m.edges, stats=m.stats)
+    dot = two.to_dot()
+    frac = m.stats.fraction_of("SlowStart")
+    assert f">({frac:.2f})</FONT>" in dot
+    assert "(x) = total of a state drawn as several nodes" in dot
+
+
+# -- tables and ids ---------------------------------------------------------------------------
+
+
+def test_bad_tables_are_rejected() -> None:
+    with pytest.raises(ModelError, match="do not match their schemas"):
+        Model(nodes=pl.DataFrame({"id": ["x"]}), edges=pl.DataFrame())
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.permutations(list(range(12))))
+def test_renumber_gives_stable_ids_whatever_the_input_ids(perm: list[int]) -> None:
+    m = infer(fig13_transitions(), algorithm="observed")
+    old = m.nodes["id"].to_list()
+    mapping = dict(zip(old, perm[: len(old)], strict=True))
+    nodes = m.nodes.with_columns(pl.col("id").replace_strict(mapping)).sample(
+        fraction=1.0, shuffle=True, seed=perm[0]
+    )
+    edges = m.edges.with_columns(
+        pl.col("source").replace_strict(mapping), pl.col("target").replace_strict(mapping)
+    )
+    n2, e2 = renumber(nodes, edges)
+    assert n2.equals(m.nodes)
+    assert e2.equals(m.edges)
+
+
+def test_renumber_needs_one_initial_and_terminal() -> None:
+    nodes = pl.DataFrame({"id": [0, 1], "state": ["INITIAL", "Init"], "events": [1, 1]})
+    with pytest.raises(ModelError, match="exactly one TERMINAL node, got 0"):
+        renumber(
+            nodes,
+            pl.DataFrame(
+                schema={
+                    "source": pl.Int64,
+                    "target": pl.Int64,
+                    "count": pl.Int64,
+                    "probability": pl.Float64,
+                }
+            ),
+        )
