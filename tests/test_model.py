@@ -162,7 +162,7 @@ def test_dot_is_fig13_style(model: Model) -> None:
     assert 'n1 [label="TERMINAL", shape=diamond];' in dot
     assert '<FONT COLOR="red" POINT-SIZE="11">' in dot
     frac = model.stats.fraction_of("ApplicationLimited")
-    assert frac is not None and f"ApplicationLimited<BR/>" in dot
+    assert frac is not None and "ApplicationLimited<BR/>" in dot
     assert f">{frac:.2f}</FONT>" in dot
     assert 'n0 -> n2 [label="1.00"];' in dot
 
