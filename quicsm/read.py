@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 import polars as pl
@@ -49,7 +49,12 @@ __all__ = [
     "trace_id",
 ]
 
-OnError = Literal["raise", "skip"]
+#: "raise" (strict, the default) or "skip" (lenient); checked at run time
+OnError = str
+
+#: times are rounded to the microsecond: float64 epoch milliseconds (about 1.7e12) carry only
+#: about 0.2 microseconds of precision, and no producer logs finer than that
+TIME_DECIMALS = 3
 
 TRACES_SCHEMA: dict[str, pl.DataType] = {
     "file": pl.String(),
@@ -169,13 +174,13 @@ def _transition_rows(
     file = str(loaded.path)
     tid = trace_id(file, trace.index)
     start = trace.first_time if trace.first_time is not None else 0.0
-    end = trace.duration_ms
+    end = round(trace.duration_ms, TIME_DECIMALS)
 
     def add(time: float, state: str, raw: str | None, trigger: str | None, source: str) -> None:
         rows["file"].append(file)
         rows["trace"].append(tid)
         rows["vantage"].append(trace.vantage)
-        rows["time_ms"].append(time)
+        rows["time_ms"].append(round(time, TIME_DECIMALS))
         rows["state"].append(state)
         rows["raw_state"].append(raw)
         rows["trigger"].append(trigger)
@@ -287,7 +292,7 @@ def read_metrics(
                 rows["file"].append(file)
                 rows["trace"].append(tid)
                 rows["vantage"].append(trace.vantage)
-                rows["time_ms"].append(event.time - start)
+                rows["time_ms"].append(round(event.time - start, TIME_DECIMALS))
                 rows["event"].append(event.event)
                 for column in _METRIC_COLUMNS:
                     value = event.values.get(column)
@@ -357,7 +362,7 @@ def read_traces(
             rows["title"].append(t.title)
             rows["code_version"].append(t.code_version)
             rows["n_events"].append(t.n_events)
-            rows["duration_ms"].append(t.duration_ms)
+            rows["duration_ms"].append(round(t.duration_ms, TIME_DECIMALS))
             rows["labels"].append(orjson.dumps(labels, option=orjson.OPT_SORT_KEYS).decode())
     frame = pl.DataFrame(
         {

@@ -122,7 +122,10 @@ def read_table(
         if state == UNKNOWN and name != UNKNOWN:
             diagnostics.unknown_state(name)
         states.append(state)
-    raw_state = good["raw_state"] if "raw_state" in good.columns else good["state"]
+    # the raw name is always kept: the given raw_state, else the state as written
+    raw_state = (
+        good["raw_state"].fill_null(good["state"]) if "raw_state" in good.columns else good["state"]
+    )
     columns = {
         "file": good["file"] if "file" in good.columns else pl.Series([str(path)] * good.height),
         "trace": good["trace"],

@@ -179,6 +179,7 @@ def read_qlog(
     count: bool = False,
     lenient: bool = False,
     block_size: int = BLOCK_SIZE,
+    max_problems: int = MAX_REASONS,
 ) -> FileRead:
     """Read one qlog file (any serialization, compressed or not) into traces.
 
@@ -236,5 +237,5 @@ def read_qlog(
         cut = f"{path}: the {source.compression} stream ends early; every complete record was kept"
         result.truncated = cut if result.truncated is None else f"{result.truncated}; {cut}"
     result.skipped = len(problems)
-    result.problems = [to_error(path, p, source, sep) for p in problems[:MAX_REASONS]]
+    result.problems = [to_error(path, p, source, sep) for p in problems[:max_problems]]
     return result

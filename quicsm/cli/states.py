@@ -1,0 +1,64 @@
+"""``quicsm states``: print the transitions frame of qlog files or transition tables."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import click
+import polars as pl
+
+from quicsm.cli.report_warnings import print_warnings
+from quicsm.qlog.problems import Diagnostics, QuicsmWarning
+from quicsm.read import read_transitions
+
+
+def _table(frame: pl.DataFrame) -> str:
+    """A plain fixed-width table of every row (deterministic, no truncation)."""
+    columns = frame.columns
+    cells = [
+        ["" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v) for v in row]
+        for row in frame.iter_rows()
+    ]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return "\n".join(lines) + "\n"
+
+
+@click.command("states")
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "jsonl"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--lenient",
+    is_flag=True,
+    help="Skip bad records and unreadable files; report how many on stderr.",
+)
+def states(paths: tuple[str, ...], fmt: str, lenient: bool) -> None:
+    """Print one row per congestion state entered, per trace, for PATHS.
+
+    PATHS are qlog files (JSON, JSON-SEQ, NDJSON, any qlog draft, optionally gzip or zstd
+    compressed), transition tables (CSV/Parquet), directories (searched recursively) and glob
+    patterns (** matches any number of directories).
+    """
+    diagnostics = Diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        frame = read_transitions(
+            list(paths), on_error="skip" if lenient else "raise", diagnostics=diagnostics
+        )
+    print_warnings(diagnostics)
+    frame = frame.with_columns(pl.col(pl.Enum).cast(pl.String))
+    if fmt == "csv":
+        sys.stdout.write(frame.write_csv())
+    elif fmt == "jsonl":
+        sys.stdout.write(frame.write_ndjson())
+    else:
+        sys.stdout.write(_table(frame))
