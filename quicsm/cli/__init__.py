@@ -21,6 +21,8 @@ COMMANDS: dict[str, str] = {
     "lab": "quicsm.cli.lab:lab",
     "diff": "quicsm.cli.diff:diff_command",
     "report": "quicsm.cli.report:report_command",
+    "states": "quicsm.cli.states:states",
+    "inspect": "quicsm.cli.inspect:inspect",
 }
 
 
