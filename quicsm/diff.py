@@ -73,6 +73,20 @@ class DiffResult:
         frames = (self.states, self.sources, self.edges, self.dwell, self.invariants)
         return any(f.height and bool(f["significant"].any()) for f in frames)
 
+    def untested(self) -> tuple[int, int]:
+        """(tests not run, tests in total) over states, sources, edges, dwell, invariants."""
+        frames = (self.states, self.sources, self.edges, self.dwell, self.invariants)
+        total = sum(f.height for f in frames)
+        return sum(f["p_value"].null_count() for f in frames), total
+
+    def untested_reasons(self) -> list[str]:
+        """The distinct reasons tests were not run, e.g. ``["n=2 < 3: no test"]``."""
+        frames = (self.states, self.sources, self.edges, self.dwell, self.invariants)
+        reasons = {
+            str(n) for f in frames for n in f.filter(pl.col("p_value").is_null())["note"].to_list()
+        }
+        return sorted(reasons)
+
     def findings(self) -> list[Finding]:
         """Significant changes and one-sided states/edges/invariants, ranked, as sentences."""
         return _findings(self)

@@ -171,15 +171,22 @@ def _tables(d: DiffResult) -> list[tuple[str, list[str], list[list[str]]]]:
 
 
 def _summary_lines(d: DiffResult) -> list[str]:
-    findings = d.findings()
-    if not findings:
-        return [f"Nothing differs significantly at α = {d.alpha:g}."]
-    return [f.sentence for f in findings]
+    lines = [f.sentence for f in d.findings()]
+    if not lines:
+        lines = [f"Nothing differs significantly at α = {d.alpha:g}."]
+    untested, total = d.untested()
+    if untested:
+        reasons = ", ".join(d.untested_reasons())
+        lines.append(f"{untested} of {total} tests not run ({reasons}).")
+    return lines
 
 
 def _header(d: DiffResult) -> str:
     a, b = d.names
-    return f"{b} vs {a}: n = {d.n_a} vs {d.n_b} traces, α = {d.alpha:g} (differences are {b} − {a})"
+    return (
+        f"A = {a} ({d.n_a} traces), B = {b} ({d.n_b} traces); α = {d.alpha:g}; "
+        "differences are B − A"
+    )
 
 
 _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")

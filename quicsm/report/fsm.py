@@ -1,9 +1,8 @@
-"""State-machine drawings of the report: one FSM per group in the style of the paper's Fig. 13
-(time-in-state share in red under each state, transition probabilities in black on the edges),
-and a diff graph whose edges are coloured by the change in probability.
+"""The diff graph of the report (edges coloured by the change in probability), and inlining
+Graphviz SVG. The per-group state machines are :func:`quicsm.render.model_to_dot` drawings.
 
-Graphs are written as DOT and laid out by Graphviz ``dot`` into SVG, which is inlined. Node
-names are canonical state names only; nothing from a trace reaches the DOT text.
+Graphs are laid out by Graphviz ``dot`` into SVG, which is inlined. Node names are canonical
+state names only; nothing from a trace reaches the DOT text.
 """
 
 from __future__ import annotations
@@ -20,34 +19,6 @@ _HIDDEN = {"INITIAL", "TERMINAL"}
 
 def _node_id(state: str) -> str:
     return '"' + state.replace('"', "") + '"'
-
-
-def fsm_dot(
-    fractions: Mapping[str, float],
-    edges: list[tuple[str, str, float]],
-    *,
-    min_probability: float = 0.01,
-) -> str:
-    """Fig. 13 style: ``fractions`` state -> share of time, ``edges`` (source, target, prob)."""
-    lines = [
-        "digraph fsm {",
-        '  graph [rankdir=TB, nodesep=0.35, ranksep=0.45, bgcolor="transparent", '
-        'fontname="Helvetica"];',
-        '  node [shape=ellipse, fontname="Helvetica", fontsize=11, style=filled, '
-        'fillcolor="#ffffff", color="#444444"];',
-        '  edge [fontname="Helvetica", fontsize=9, color="#555555", arrowsize=0.6];',
-    ]
-    for state in fractions:
-        frac = fractions[state]
-        label = f'<{state}<BR/><FONT COLOR="#c0392b" POINT-SIZE="10">{100 * frac:.1f}%</FONT>>'
-        lines.append(f"  {_node_id(state)} [label={label}];")
-    for s, t, p in edges:
-        if s in _HIDDEN or t in _HIDDEN or p < min_probability:
-            continue
-        width = 0.6 + 2.4 * p
-        lines.append(f'  {_node_id(s)} -> {_node_id(t)} [label="{p:.2f}", penwidth={width:.2f}];')
-    lines.append("}")
-    return "\n".join(lines) + "\n"
 
 
 def diff_dot(edges: pl.DataFrame, presence: Mapping[str, list[str]], states: list[str]) -> str:

@@ -156,26 +156,12 @@ def _summary(view: ComparisonView, *, alpha: float) -> str:
 def _fsms(view: ComparisonView) -> str:
     r = view.result
     figs = []
-    for g, (frac_col, prob_col, count_col) in enumerate(
-        (("a_fraction", "a_probability", "a_count"), ("b_fraction", "b_probability", "b_count"))
-    ):
-        fractions = {
-            s: f
-            for s, f, n in r.states.select("state", frac_col, "n_a" if g == 0 else "n_b")
-            .sort("state")
-            .iter_rows()
-            if n and f == f and (f > 0 or s == "Init")
-        }
-        edges = [
-            (s, t, p)
-            for s, t, p, c in r.edges.select("source", "target", prob_col, count_col).iter_rows()
-            if c and p == p
-        ]
-        drawing = fsm.render_svg(fsm.fsm_dot(_ordered(fractions), edges))
-        name = view.groups[g].name
+    for group in view.groups:
+        drawing = fsm.render_svg(group.fsm_dot) if group.fsm_dot else "<p>No states.</p>"
         figs.append(
-            f"<figure>{drawing}<figcaption><b>{esc(name)}</b> ({view.groups[g].n_traces} traces): "
-            "share of time in red, transition probabilities in black</figcaption></figure>"
+            f"<figure>{drawing}<figcaption><b>{esc(group.name)}</b> "
+            f"({_plural(group.n_traces, 'trace')}): observed model; share of time in red, "
+            "transition probabilities in black</figcaption></figure>"
         )
     states = [s for s in r.states["state"].to_list()]
     diff_svg = fsm.render_svg(fsm.diff_dot(r.edges, r.presence, _order_states(states)))
@@ -197,10 +183,6 @@ def _order_states(states: list[str]) -> list[str]:
 
     rank = {s: i for i, s in enumerate(CANONICAL_STATES)}
     return sorted(states, key=lambda s: (rank.get(s, len(rank)), s))
-
-
-def _ordered(fractions: dict[str, float]) -> dict[str, float]:
-    return {s: fractions[s] for s in _order_states(list(fractions))}
 
 
 def _num(x: float | None, fmt: str) -> str:

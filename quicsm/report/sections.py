@@ -59,6 +59,7 @@ class GroupView:
     representative: tuple[str, str] | None  # (file, trace)
     series: svg.Series | None
     series_note: str
+    fsm_dot: str  # the group's observed model in the paper's Fig. 13 style ("" if no states)
 
 
 @dataclass
@@ -157,8 +158,20 @@ def _fractions(group: Group) -> pl.DataFrame:
 
 
 def representative_trace(group: Group) -> tuple[str, str] | None:
-    """The trace whose time-in-state profile is closest (L1) to its group's mean profile."""
+    """The trace whose time-in-state profile is closest (L1) to its group's mean profile.
+
+    When the group holds server traces, only those are candidates: in the lab the server sends
+    the data, so its congestion window is the one that matters.
+    """
     fr = _fractions(group)
+    if "vantage" in group.transitions.columns:
+        servers = (
+            group.transitions.filter(pl.col("vantage").cast(pl.String) == "server")
+            .select(pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String))
+            .unique()
+        )
+        if servers.height:
+            fr = fr.join(servers, on=["file", "trace"], how="semi")
     if fr.height == 0:
         return None
     wide = fr.pivot(on="state", index=["key", "file", "trace"], values="fraction").fill_null(0.0)
@@ -176,7 +189,17 @@ def _group_view(group: Group) -> GroupView:
     series, note = (None, "no trace with states")
     if rep is not None:
         series, note = _series(group, rep)
-    return GroupView(group.name, group.n_traces, files, rep, series, note)
+    return GroupView(group.name, group.n_traces, files, rep, series, note, _fsm_dot(group))
+
+
+def _fsm_dot(group: Group) -> str:
+    from quicsm.infer import infer
+    from quicsm.render import model_to_dot
+
+    if group.transitions.height == 0:
+        return ""
+    model = infer(_keyed(group.transitions), algorithm="observed")
+    return model_to_dot(model, title="")
 
 
 def _series(group: Group, rep: tuple[str, str]) -> tuple[svg.Series | None, str]:

@@ -239,9 +239,9 @@ class Series:
 
 def _bytes_label(b: float) -> str:
     if b >= 1e6:
-        return f"{b / 1e6:.1f} MB"
+        return f"{b / 1e6:.3g} MB"
     if b >= 1e3:
-        return f"{b / 1e3:.0f} kB"
+        return f"{b / 1e3:.3g} kB"
     return f"{b:.0f} B"
 
 
