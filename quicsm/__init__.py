@@ -29,6 +29,11 @@ _EXPORTS: dict[str, str] = {
     "expand_paths": "quicsm.paths",
     "infer": "quicsm.infer",
     "Model": "quicsm.model",
+    **dict.fromkeys(
+        ("Stats", "compute_stats", "time_in_state", "time_in_state_summary", "transition_counts",
+         "transition_probabilities", "dwell_times", "dwell_summary"),
+        "quicsm.stats",
+    ),  # fmt: skip
     "diff": "quicsm.diff",
 }
 

@@ -19,6 +19,7 @@ from quicsm.errors import QuicsmError
 #: command name -> "module:attribute" of its click command
 COMMANDS: dict[str, str] = {
     "lab": "quicsm.cli.lab:lab",
+    "infer": "quicsm.cli.infer:infer_command",
     "diff": "quicsm.cli.diff:diff_command",
     "report": "quicsm.cli.report:report_command",
     "states": "quicsm.cli.states:states",

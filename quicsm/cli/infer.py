@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 import polars as pl
 
+from quicsm.errors import InputError
 from quicsm.infer import ALGORITHMS
 from quicsm.outputs import state_table, write_outputs
 from quicsm.render import RENDER_FORMATS
@@ -111,19 +112,12 @@ def _print_summary(model: Model, written: list[Path], *, console: Console) -> No
         f"{s.duration_ms / 1000:.3f} s; {model.algorithm} model: {model.nodes.height} nodes, "
         f"{model.edges.height} edges, {model.invariants.height} invariants",
         highlight=False,
+        soft_wrap=True,
     )
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for name in (
-        "state",
-        "time",
-        "seconds",
-        "traces",
-        "visits",
-        "nodes",
-        "dwell median ms",
-        "p10–p90 ms",
-    ):
-        table.add_column(name, justify="left" if name == "state" else "right")
+    table.add_column("state", no_wrap=True)
+    for name in ("time", "seconds", "traces", "visits", "nodes", "dwell p50 ms", "p10–p90 ms"):
+        table.add_column(name, justify="right", no_wrap=True)
     for row in state_table(model).iter_rows(named=True):
         table.add_row(
             row["state"],
@@ -136,7 +130,7 @@ def _print_summary(model: Model, written: list[Path], *, console: Console) -> No
             f"{_num(row['dwell_p10_ms'])}–{_num(row['dwell_p90_ms'])}",
         )
     console.print(table)
-    console.print("wrote " + ", ".join(str(p) for p in written), highlight=False)
+    console.print("wrote " + ", ".join(str(p) for p in written), highlight=False, soft_wrap=True)
 
 
 def _pct(x: float | None) -> str:
@@ -156,17 +150,28 @@ def _expand(paths: Sequence[str]) -> list[Path]:
 def _read(
     files: list[Path], *, lenient: bool, progress: _Progress, console: object
 ) -> pl.DataFrame:
+    """Read every file (one call per file when a progress bar is shown); report what the
+    readers noted (skipped records, truncation, unknown states) once, on stderr."""
+    from quicsm.qlog.problems import Diagnostics, QuicsmWarning
     from quicsm.read import read_transitions
 
     on_error = "skip" if lenient else "raise"
+    diag = Diagnostics()
     frames = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for batch in progress.batches(files):
-            frames.append(read_transitions([str(f) for f in batch], on_error=on_error))
+            frames.append(
+                read_transitions([str(f) for f in batch], on_error=on_error, diagnostics=diag)
+            )
+    for line in diag.messages():
+        click.echo(f"warning: {line}", err=True)
     for w in caught:
-        click.echo(f"warning: {w.message}", err=True)
-    return pl.concat(frames) if frames else pl.DataFrame()
+        if not issubclass(w.category, QuicsmWarning):
+            click.echo(f"warning: {w.message}", err=True)
+    if not frames:
+        raise InputError("no input files to read")
+    return pl.concat(frames) if len(frames) > 1 else frames[0]
 
 
 class _Progress:
