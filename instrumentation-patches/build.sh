@@ -31,6 +31,7 @@ apply_patch() {
   fi
 }
 
+command -v patch >/dev/null || die "the 'patch' program is needed (Debian package: patch)"
 entries=()
 
 # ------------------------------------------------------------------ quic-go (Go module proxy)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -175,3 +176,21 @@ def test_reorder_threshold_knob(tmp_path: Path) -> None:
         if e["name"].endswith("recovery_parameters_set")
     ]
     assert params and params[0]["reordering_threshold"] == 7, json.dumps(params)
+
+
+def test_build_fails_loudly_when_a_patch_no_longer_applies(tmp_path: Path) -> None:
+    """A patch whose context no longer matches upstream stops build.sh with a clear error."""
+    _require_stacks()
+    copy = tmp_path / "instrumentation-patches"
+    shutil.copytree(PATCHES, copy)
+    patch = copy / "aioquic" / "1.7.2.patch"
+    text = patch.read_text()
+    assert "\n-K_PACKET_THRESHOLD = 3\n" in text
+    patch.write_text(text.replace("\n-K_PACKET_THRESHOLD = 3\n", "\n-K_PACKET_THRESHOLD = 4\n"))
+    out = subprocess.run(
+        [str(copy / "build.sh"), "aioquic"], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode != 0
+    assert "FAILED" in out.stderr
+    assert "ERROR: patch aioquic/1.7.2.patch no longer applies" in out.stderr
+    assert not (tmp_path / "build" / "stacks.json").exists()
