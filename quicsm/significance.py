@@ -204,6 +204,10 @@ def _permutation(
     """
     n = units.shape[0]
     m = min(n_a, n - n_a)
+    # a canonical order of the traces that does not depend on which group came first (equal
+    # rows are interchangeable), so that the random splits - and the p-value - are the same
+    # for (A, B) and (B, A)
+    units = units[np.lexsort(units.T[::-1])]
     totals = units.sum(axis=0)
     splits = math.comb(n, m)
     eps = 1e-9 * max(1.0, abs(observed))

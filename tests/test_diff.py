@@ -1,0 +1,209 @@
+"""quicsm.diff: properties (diff(A, A) is empty, swapping A and B flips every sign) and
+statistical checks on synthetic groups with a known difference."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+import pytest
+from diff_helpers import frame, patterned_traces
+from hypothesis import HealthCheck, given, settings
+from transitions_strategies import frame_of, raw_traces
+
+import quicsm
+from quicsm.diff import DiffResult, diff
+from quicsm.errors import InputError
+from quicsm.synthetic import Profile, generate_transitions
+
+FAST = {"permutations": 199}
+FRAMES = ("states", "sources", "edges", "dwell", "invariants")
+
+
+def _same_group(df: pl.DataFrame) -> DiffResult:
+    return diff(df, df.clone(), **FAST)  # type: ignore[arg-type]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw_traces(max_traces=6, max_len=8))
+def test_diff_of_a_group_with_itself_reports_nothing(traces: list) -> None:  # type: ignore[type-arg]
+    result = _same_group(frame_of(traces))
+    assert not result.any_significant
+    assert result.findings() == []
+    assert all(d == 0.0 for d in result.states["difference"].drop_nans().to_list())
+    assert all(d == 0.0 for d in result.edges["difference"].drop_nans().to_list())
+    assert result.invariants.height == 0
+    assert all(v == [] for v in result.presence.values())
+    for name in FRAMES:
+        p = getattr(result, name)["p_value"].drop_nulls()
+        assert (p >= 0.999999).all(), name
+
+
+def _by_key(df: pl.DataFrame, key: list[str]) -> dict[tuple[str, ...], dict]:  # type: ignore[type-arg]
+    return {tuple(r[k] for k in key): r for r in df.iter_rows(named=True)}
+
+
+def _close(x: float | None, y: float | None) -> bool:
+    if x is None or y is None:
+        return x is None and y is None
+    if math.isnan(x) or math.isnan(y):
+        return math.isnan(x) and math.isnan(y)
+    return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def assert_mirrored(ab: DiffResult, ba: DiffResult) -> None:
+    """Every signed quantity flips, every p-value and verdict stays."""
+    for name, key, signed, swapped in (
+        ("states", ["state"], ["difference"], [("a_fraction", "b_fraction"), ("n_a", "n_b")]),
+        (
+            "edges",
+            ["source", "target"],
+            ["difference"],
+            [("a_probability", "b_probability"), ("a_count", "b_count")],
+        ),
+        ("sources", ["source"], [], [("a_count", "b_count"), ("n_a", "n_b")]),
+        ("dwell", ["state"], ["log2_ratio"], [("a_median_ms", "b_median_ms")]),
+    ):
+        x, y = _by_key(getattr(ab, name), key), _by_key(getattr(ba, name), key)
+        assert x.keys() == y.keys(), name
+        for k, r in x.items():
+            s = y[k]
+            for col in signed:
+                assert _close(r[col], None if s[col] is None else -s[col]), (name, k, col)
+            for c1, c2 in swapped:
+                assert _close(r[c1], s[c2]), (name, k, c1)
+            assert _close(r["p_value"], s["p_value"]), (name, k)
+            assert r["significant"] == s["significant"], (name, k)
+            if name == "states" and r["p_value"] is not None:
+                assert _close(r["ci_low"], -s["ci_high"]) and _close(r["ci_high"], -s["ci_low"])
+    flip = {"a": "b", "b": "a"}
+    inv_ab = {
+        (r["kind"], r["a"], r["b"], r["holds_in"]) for r in ab.invariants.iter_rows(named=True)
+    }
+    inv_ba = {
+        (r["kind"], r["a"], r["b"], flip[r["holds_in"]])
+        for r in ba.invariants.iter_rows(named=True)
+    }
+    assert inv_ab == inv_ba
+    assert ab.presence["states_only_a"] == ba.presence["states_only_b"]
+    assert ab.presence["edges_only_b"] == ba.presence["edges_only_a"]
+    assert ab.any_significant == ba.any_significant
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw_traces(max_traces=7, max_len=8), raw_traces(max_traces=7, max_len=8))
+def test_swapping_groups_flips_every_sign(a: list, b: list) -> None:  # type: ignore[type-arg]
+    fa, fb = frame_of(a), frame_of(b)
+    assert_mirrored(diff(fa, fb, **FAST), diff(fb, fa, **FAST))  # type: ignore[arg-type]
+
+
+def test_swapping_groups_flips_every_sign_with_sampled_permutations() -> None:
+    fa = generate_transitions(14, seed=1)
+    fb = generate_transitions(17, seed=2)
+    assert_mirrored(diff(fa, fb, permutations=299), diff(fb, fa, permutations=299))
+
+
+def test_changed_transition_is_flagged_and_unchanged_ones_are_not() -> None:
+    base = Profile()
+    changed = base.with_transition("Recovery", "CongestionAvoidance", 0.5)
+    a = generate_transitions(60, seed=11, profile=base)
+    b = generate_transitions(60, seed=12, profile=changed)
+    r = diff(a, b, permutations=999)
+    edge = r.edges.filter(
+        (pl.col("source") == "Recovery") & (pl.col("target") == "CongestionAvoidance")
+    ).row(0, named=True)
+    assert edge["significant"] and edge["difference"] < -0.2
+    assert r.sources.filter(pl.col("source") == "Recovery")["significant"].item()
+    # exits of states whose behaviour did not change (and that have no hidden phase mixing
+    # with changed ones) stay non-significant, and no dwell time moved
+    unchanged = [
+        "SlowStart",
+        "CongestionAvoidance",
+        "CongestionAvoidanceMaxed",
+        "ApplicationLimited",
+    ]
+    assert not r.edges.filter(pl.col("source").is_in(unchanged))["significant"].any()
+    assert not r.sources.filter(pl.col("source").is_in(unchanged))["significant"].any()
+    assert not r.dwell["significant"].any()
+    # the headline names the changed edge
+    assert any("Recovery → CongestionAvoidance" in f.sentence for f in r.findings())
+
+
+def test_changed_dwell_time_is_flagged_and_unchanged_ones_are_not() -> None:
+    base = Profile()
+    slower = base.with_dwell("Recovery", 240.0)  # 60 ms by default
+    a = generate_transitions(40, seed=21, profile=base)
+    b = generate_transitions(40, seed=22, profile=slower)
+    r = diff(a, b, permutations=999)
+    rec = r.dwell.filter(pl.col("state") == "Recovery").row(0, named=True)
+    assert rec["significant"] and rec["log2_ratio"] > 1.0
+    assert not r.dwell.filter(pl.col("state") != "Recovery")["significant"].any()
+    assert not r.edges["significant"].any()
+    assert not r.sources["significant"].any()
+    share = r.states.filter(pl.col("state") == "Recovery").row(0, named=True)
+    assert share["significant"] and share["difference"] > 0
+    # ranked by effect size: the changed state has the largest time-share difference
+    assert r.states["state"][0] == "Recovery"
+
+
+def test_false_positive_rate_on_identical_profiles_is_small() -> None:
+    """Two groups drawn from the same profile: a repetition with any significant finding is a
+    false positive. Every family is Holm-corrected at alpha = 0.01, so the rate per repetition
+    should stay around a few percent; 30 repetitions with more than 4 such runs would mean the
+    tests are miscalibrated (binomial tail probability < 0.5% at a true rate of 5%)."""
+    runs = 30
+    bad = 0
+    for rep in range(runs):
+        a = generate_transitions(12, seed=1000 + 2 * rep)
+        b = generate_transitions(12, seed=1001 + 2 * rep)
+        if diff(a, b, permutations=499).any_significant:
+            bad += 1
+    assert bad <= 4
+
+
+def test_too_few_traces_gives_no_p_value_and_says_why() -> None:
+    a = frame(patterned_traces(2, prefix="a", app_ms=30), file="a.sqlog")
+    b = frame(patterned_traces(5, prefix="b", app_ms=300), file="b.sqlog")
+    r = diff(a, b)
+    assert r.states["p_value"].null_count() == r.states.height
+    assert set(r.states["note"].to_list()) == {"n=2 < 3: no test"}
+    assert not r.any_significant
+    assert "n=2 < 3: no test" in r.to_table()
+    assert "28 of 28 tests not run (n=1 < 3: no test, n=2 < 3: no test)" in r.to_markdown()
+
+
+def test_states_ranked_by_effect_size_and_sentence_format() -> None:
+    a = frame(patterned_traces(8, prefix="a", app_ms=30), file="a.sqlog")
+    b = frame(patterned_traces(8, prefix="b", app_ms=400), file="b.sqlog")
+    r = diff(a, b, names=("v1", "v2"))
+    diffs = [abs(d) for d in r.states["difference"].to_list()]
+    assert diffs == sorted(diffs, reverse=True)
+    top = r.findings()[0]
+    assert top.kind == "state" and top.subject == "ApplicationLimited"
+    assert top.sentence.startswith("ApplicationLimited: ")
+    assert "→" in top.sentence and "of time (p < 0.001, n = 8 vs 8)" in top.sentence
+
+
+def test_states_only_in_one_group_are_reported() -> None:
+    a = frame(patterned_traces(6, prefix="a", app_ms=30, tlp=False), file="a.sqlog")
+    b = frame(patterned_traces(6, prefix="b", app_ms=30, tlp=True), file="b.sqlog")
+    r = diff(a, b)
+    assert r.presence["states_only_b"] == ["TailLossProbe"]
+    assert "TailLossProbe → Recovery" in r.presence["edges_only_b"]
+    assert any(f.kind == "presence" and f.subject == "TailLossProbe" for f in r.findings())
+
+
+def test_bad_options_are_clean_errors() -> None:
+    a = generate_transitions(3, seed=1)
+    with pytest.raises(InputError, match="alpha must be between 0 and 1"):
+        diff(a, a, alpha=1.5)
+    with pytest.raises(InputError, match="transitions frames"):
+        diff(a, "not a frame")  # type: ignore[arg-type]
+
+
+def test_public_name_is_callable_even_after_the_module_is_imported() -> None:
+    import quicsm.diff as module
+
+    a = generate_transitions(4, seed=1)
+    assert isinstance(quicsm.diff(a, a), DiffResult)
+    assert isinstance(module(a, a), DiffResult)

@@ -1,0 +1,136 @@
+"""The statistical tests behind quicsm diff: agreement with scipy, Holm, and refusing to answer
+when there is too little data."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+from quicsm import significance as sig
+
+
+def test_welch_matches_scipy_and_orients_b_minus_a() -> None:
+    a = [0.1, 0.2, 0.15, 0.12, 0.18]
+    b = [0.5, 0.55, 0.61, 0.4, 0.52, 0.47]
+    w = sig.welch(a, b)
+    ref = sps.ttest_ind(b, a, equal_var=False)
+    assert w.result.p_value == pytest.approx(ref.pvalue, rel=1e-12)
+    assert w.difference == pytest.approx(np.mean(b) - np.mean(a))
+    assert w.ci_low < w.difference < w.ci_high
+    ci = ref.confidence_interval(0.95)
+    assert (w.ci_low, w.ci_high) == pytest.approx((ci.low, ci.high), rel=1e-9)
+
+
+def test_too_few_traces_is_said_plainly() -> None:
+    w = sig.welch([0.1, 0.2], [0.5, 0.6, 0.7])
+    assert w.result.p_value is None
+    assert w.result.note == "n=2 < 3: no test"
+    assert math.isnan(w.ci_low)
+    assert sig.mann_whitney([1, 2, 3], [4]).note == "n=1 < 3: no test"
+    counts = np.array([[3, 1], [2, 2]])
+    assert sig.contingency_test(counts, counts).note == "n=2 < 3: no test"
+    assert sig.fisher_traces(0, 2, 1, 5).p_value is None
+
+
+def test_welch_without_variance() -> None:
+    same = sig.welch([0.0] * 4, [0.0] * 5)
+    assert same.result.p_value == 1.0 and same.difference == 0.0
+    differ = sig.welch([0.2] * 4, [0.3] * 5)
+    assert differ.result.p_value is None
+    assert differ.result.note == "no variance: no test"
+
+
+def test_holm_known_values() -> None:
+    # m = 4: sorted p 0.01, 0.02, 0.03, 0.5 -> 0.04, 0.06, 0.06 (monotone), 0.5
+    adjusted = sig.holm([0.03, None, 0.01, 0.5, 0.02])
+    assert adjusted == pytest.approx([0.06, None, 0.04, 0.5, 0.06])  # type: ignore[arg-type]
+    assert sig.holm([0.9, 0.8]) == [1.0, 1.0]
+    assert sig.holm([]) == []
+
+
+@given(st.lists(st.one_of(st.none(), st.floats(0, 1)), max_size=12))
+def test_holm_never_lowers_a_p_value_and_keeps_order(ps: list[float | None]) -> None:
+    adjusted = sig.holm(ps)
+    for p, q in zip(ps, adjusted, strict=True):
+        assert (p is None) == (q is None)
+        if p is not None and q is not None:
+            assert p <= q <= 1.0
+    tested = [(p, q) for p, q in zip(ps, adjusted, strict=True) if p is not None]
+    for p1, q1 in tested:
+        for p2, q2 in tested:
+            if p1 < p2:
+                assert q1 <= q2  # type: ignore[operator]
+
+
+def test_g_test_used_for_large_counts_and_matches_scipy() -> None:
+    a = np.array([[30, 10, 10]] * 4)
+    b = np.array([[10, 30, 10]] * 4)
+    res = sig.contingency_test(a, b)
+    assert res.test == "g-test"
+    table = np.vstack([a.sum(0), b.sum(0)])
+    ref = sps.chi2_contingency(table, lambda_="log-likelihood", correction=False)
+    assert res.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+
+
+def test_permutation_used_for_small_counts_exact_when_few_splits() -> None:
+    a = np.array([[1, 0], [1, 0], [1, 0]])
+    b = np.array([[0, 1], [0, 1], [0, 1]])
+    res = sig.contingency_test(a, b)
+    # 3 vs 3 traces: 20 splits, the observed one and its mirror are the most extreme
+    assert res.test == "permutation (exact)"
+    assert res.p_value == pytest.approx(2 / 20)
+
+
+def test_permutation_sampled_when_many_splits_and_symmetric() -> None:
+    rng = np.random.default_rng(1)
+    a = rng.poisson(0.6, size=(15, 3))
+    b = rng.poisson([0.2, 0.9, 0.6], size=(11, 3))
+    res = sig.contingency_test(a, b, permutations=999, seed=3)
+    assert res.test == "permutation"
+    assert 1 / 1000 <= res.p_value <= 1.0  # type: ignore[operator]
+    swapped = sig.contingency_test(b, a, permutations=999, seed=3)
+    assert swapped.p_value == res.p_value
+
+
+def test_identical_single_outcome() -> None:
+    a = np.array([[2, 0]] * 3)
+    res = sig.contingency_test(a, a)
+    assert res.p_value == 1.0 and res.test == "identical"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 4), min_size=3, max_size=3), min_size=3, max_size=7),
+    st.lists(st.lists(st.integers(0, 4), min_size=3, max_size=3), min_size=3, max_size=7),
+)
+def test_contingency_p_value_in_range_and_symmetric(a: list[list[int]], b: list[list[int]]) -> None:
+    ra = sig.contingency_test(np.array(a), np.array(b), permutations=199)
+    rb = sig.contingency_test(np.array(b), np.array(a), permutations=199)
+    assert (ra.p_value is None) == (rb.p_value is None)
+    if ra.p_value is not None:
+        assert 0.0 < ra.p_value <= 1.0
+        assert ra.p_value == pytest.approx(rb.p_value, abs=1e-12)
+
+
+def test_mann_whitney_and_fisher_match_scipy() -> None:
+    a, b = [1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0, 9.0]
+    ref = sps.mannwhitneyu(a, b, alternative="two-sided")
+    assert sig.mann_whitney(a, b).p_value == pytest.approx(ref.pvalue)
+    assert sig.mann_whitney([1.0] * 3, [1.0] * 3).p_value == 1.0
+    assert sig.fisher_traces(0, 10, 7, 10).p_value == pytest.approx(
+        sps.fisher_exact([[0, 10], [7, 3]]).pvalue
+    )
+
+
+def test_wilson_and_format() -> None:
+    lo, hi = sig.wilson(0, 10)
+    assert lo == 0.0 and 0.2 < hi < 0.35
+    assert all(math.isnan(x) for x in sig.wilson(0, 0))
+    assert sig.format_p(0.0004) == "p < 0.001"
+    assert sig.format_p(0.0123) == "p = 0.012"
+    assert sig.format_p(None, note="n=2 < 3: no test") == "n=2 < 3: no test"
