@@ -24,6 +24,7 @@ from quicsm.stats import (
     transition_probabilities,
     wilson_interval,
 )
+from quicsm.synthetic import Profile, generate_transitions
 
 
 def _example() -> pl.DataFrame:
@@ -210,6 +211,43 @@ def test_single_trace_falls_back_to_plain_wilson() -> None:
         (pl.col("source") == "CongestionAvoidance") & (pl.col("target") == "Recovery")
     ).row(0, named=True)
     assert (row["ci_low"], row["ci_high"]) == pytest.approx(_wilson(0.5, 2))
+
+
+def test_intervals_keep_their_level_when_traces_differ() -> None:
+    # Half the traces come from a network where SlowStart -> Recovery has probability 0.1, half
+    # from one where it is 0.6; RTOs bring traces back to SlowStart, so a trace contributes
+    # several correlated transitions. The cluster-robust interval keeps ~95 % coverage of the
+    # pooled probability; plain Wilson over all transitions does not.
+    base = (
+        Profile()
+        .with_transition("Recovery", "RetransmissionTimeout", 0.35)
+        .with_transition("CongestionAvoidance", "Recovery", 0.7)
+    )
+    low = base.with_transition("SlowStart", "Recovery", 0.1)
+    high = base.with_transition("SlowStart", "Recovery", 0.6)
+
+    def mixture(n: int, seed: int) -> pl.DataFrame:
+        return pl.concat(
+            [
+                generate_transitions(n, seed=seed, profile=low),
+                generate_transitions(n, seed=seed + 1_000_000, profile=high),
+            ]
+        )
+
+    def edge(df: pl.DataFrame) -> pl.DataFrame:
+        tp = transition_probabilities(df).filter(pl.col("source") == "SlowStart")
+        n = float(tp["count"].sum())
+        return tp.filter(pl.col("target") == "Recovery").with_columns(pl.lit(n).alias("n"))
+
+    truth = edge(mixture(5000, 7))["probability"].item()
+    reps, robust, plain = 150, 0, 0
+    for rep in range(reps):
+        row = edge(mixture(10, 1000 + rep)).row(0, named=True)
+        robust += row["ci_low"] <= truth <= row["ci_high"]
+        lo, hi = _wilson(row["probability"], row["n"])
+        plain += lo <= truth <= hi
+    assert robust / reps >= 0.92, robust / reps
+    assert plain < robust
 
 
 # -- errors -----------------------------------------------------------------------------------

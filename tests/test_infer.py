@@ -1,0 +1,140 @@
+"""quicsm.infer: every algorithm gives a Model that accepts its traces, satisfies the mined
+invariants, has outgoing probabilities summing to 1, and does not depend on trace order."""
+
+from __future__ import annotations
+
+import random
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transitions_strategies import frame_of, raw_traces
+
+from quicsm.errors import ModelError
+from quicsm.infer import ALGORITHMS, infer
+from quicsm.model import Model
+from quicsm.stats import transition_probabilities
+from quicsm.synoptic import EventLog
+from quicsm.synoptic.verify import rejected_traces, violated_invariants
+from quicsm.synthetic import generate_transitions
+
+
+def _check_model(model: Model, df: pl.DataFrame) -> None:
+    log = EventLog.from_transitions(df)
+    assert rejected_traces(model.nodes, model.edges, log) == []
+    if model.algorithm == "synoptic":  # ktails and the observed chain over-generalise
+        broken = violated_invariants(model.nodes, model.edges, model.invariants, log.labels)
+        assert broken.height == 0, broken
+    out = model.edges.group_by("source").agg(pl.col("probability").sum())
+    assert out["probability"].to_list() == pytest.approx([1.0] * out.height)
+    assert 1 not in out["source"].to_list()  # TERMINAL has no successors
+    n_traces = df["trace"].n_unique()
+    assert model.nodes.filter(pl.col("id") < 2)["events"].to_list() == [n_traces, n_traces]
+    assert model.nodes["state"][:2].to_list() == ["INITIAL", "TERMINAL"]
+    assert model.nodes["id"].to_list() == list(range(model.nodes.height))
+    # events of state nodes add up to the visits of the state
+    events = model.nodes.filter(pl.col("id") >= 2).group_by("state").agg(pl.col("events").sum())
+    visits = df.group_by(pl.col("state").cast(pl.String)).len()
+    assert dict(events.iter_rows()) == dict(visits.iter_rows())
+
+
+@pytest.fixture(scope="module")
+def synthetic() -> pl.DataFrame:
+    return generate_transitions(300, seed=11)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_each_algorithm_on_synthetic_traces(algorithm: str, synthetic: pl.DataFrame) -> None:
+    model = infer(synthetic, algorithm=algorithm)
+    assert model.algorithm == algorithm
+    _check_model(model, synthetic)
+    assert model.stats.traces == 300
+    assert model.invariants.height > 0
+
+
+def test_observed_model_is_the_first_order_chain(synthetic: pl.DataFrame) -> None:
+    model = infer(synthetic, algorithm="observed")
+    # one node per state observed
+    states = synthetic["state"].cast(pl.String).unique().to_list()
+    assert sorted(model.nodes["state"].to_list()[2:]) == sorted(states)
+    # its edges are exactly the transition table of the statistics
+    names = dict(model.nodes.select("id", "state").iter_rows())
+    edges = {
+        (names[s], names[t]): (c, p)
+        for s, t, c, p in model.edges.select("source", "target", "count", "probability").iter_rows()
+    }
+    tp = transition_probabilities(synthetic).with_columns(
+        pl.col("source", "target").cast(pl.String)
+    )
+    table = {
+        (s, t): (c, p)
+        for s, t, c, p in tp.select("source", "target", "count", "probability").iter_rows()
+    }
+    assert edges == table
+
+
+def test_synoptic_splits_states_that_the_observed_model_merges(synthetic: pl.DataFrame) -> None:
+    # the synthetic profile has a hidden "tail" phase: refinement must tell it apart
+    syn = infer(synthetic, algorithm="synoptic")
+    obs = infer(synthetic, algorithm="observed")
+    assert syn.nodes.height > obs.nodes.height
+    assert syn.states_with_several_nodes() != []
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_same_seed_same_bytes_and_trace_order_does_not_matter(
+    algorithm: str, synthetic: pl.DataFrame
+) -> None:
+    keep = synthetic["trace"].unique().sort()[:80].implode()
+    small = synthetic.filter(pl.col("trace").is_in(keep))
+    a = infer(small, algorithm=algorithm, seed=3).to_json()
+    assert infer(small, algorithm=algorithm, seed=3).to_json() == a
+    shuffled = small.sample(fraction=1.0, shuffle=True, seed=5)  # rows and traces shuffled
+    assert infer(shuffled, algorithm=algorithm, seed=3).to_json() == a
+
+
+@settings(max_examples=40, deadline=None)
+@given(raw_traces(max_traces=5, max_len=6), st.sampled_from(ALGORITHMS), st.integers(0, 3))
+def test_properties_on_random_logs(traces: list, algorithm: str, seed: int) -> None:
+    df = frame_of(traces)
+    model = infer(df, algorithm=algorithm, seed=seed)
+    _check_model(model, df)
+    shuffled = list(traces)
+    random.Random(seed).shuffle(shuffled)
+    assert infer(frame_of(shuffled), algorithm=algorithm, seed=seed).to_json() == model.to_json()
+
+
+def test_k_reaches_ktails(synthetic: pl.DataFrame) -> None:
+    k1 = infer(synthetic, algorithm="ktails", k=1)
+    k2 = infer(synthetic, algorithm="ktails", k=2)
+    assert k2.k == 2 and k2.nodes.height >= k1.nodes.height
+
+
+def test_lazy_input_is_accepted(synthetic: pl.DataFrame) -> None:
+    assert (
+        infer(synthetic.lazy(), algorithm="observed").to_json()
+        == infer(synthetic, algorithm="observed").to_json()
+    )
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+def test_unknown_algorithm_lists_the_choices(synthetic: pl.DataFrame) -> None:
+    with pytest.raises(
+        ModelError, match=r"unknown algorithm 'perfume'; valid choices: synoptic, ktails, observed"
+    ):
+        infer(synthetic, algorithm="perfume")
+
+
+@pytest.mark.parametrize("k", [0, -1, 1.5, True])
+def test_bad_k_is_an_error(k: object, synthetic: pl.DataFrame) -> None:
+    with pytest.raises(ModelError, match="k must be a positive integer"):
+        infer(synthetic, k=k)  # type: ignore[arg-type]
+
+
+def test_empty_input_is_an_error() -> None:
+    empty = pl.DataFrame(schema={"trace": pl.String, "time_ms": pl.Float64, "state": pl.String})
+    with pytest.raises(ModelError, match="no transitions to infer a model from"):
+        infer(empty)
