@@ -69,6 +69,8 @@ class SeqScanner:
         self._last: tuple[bytes, int] | None = None  # last event record of the current trace
         self._closed = False
         self._reported: set[int] = set()  # offsets of records already reported
+        #: records to derive states from, kept undecoded until the trace shows it logs no state
+        self._pending: list[tuple[bytes, int]] = []
 
     # -- public ---------------------------------------------------------------------------------
     def feed(self, data: bytes) -> None:
@@ -238,10 +240,10 @@ class SeqScanner:
                 self._problem(RecordProblem(offset, "a JSON text", _got_bytes(record)))
             except RecordProblem as problem:
                 self._problem(problem)
-        if not (self.want_metrics or self.full) and trace.states:
-            # metrics decoded before the first explicit state are not needed: drop them so the
-            # result does not depend on how the input was chunked
-            trace.metrics.clear()
+        if not trace.states:
+            for record, offset in self._pending:
+                self._decode_event(trace, record, offset)
+        self._pending.clear()
         self.traces.append(trace.finish())
         self._trace = None
         self._last = None
@@ -282,6 +284,8 @@ class SeqScanner:
         base: int,
         needles: tuple[bytes, ...],
         done: set[int],
+        *,
+        defer: bool = False,
     ) -> None:
         sep = self.sep
         starts: dict[int, int] = {}
@@ -297,12 +301,18 @@ class SeqScanner:
                 continue
             done.add(rs)
             offset = base + rs + 1
-            try:
-                obj = self._decode(buf, rs + 1, starts[rs], base)
-                name, raw_time, data = object_event(obj, offset)
-                trace.add(name, trace.event_time(raw_time, offset), data, offset)
-            except RecordProblem as problem:
-                self._problem(problem)
+            if defer:
+                self._pending.append((buf[rs + 1 : starts[rs]], offset))
+                continue
+            self._decode_event(trace, buf[rs + 1 : starts[rs]], offset)
+
+    def _decode_event(self, trace: TraceBuilder, record: bytes, offset: int) -> None:
+        try:
+            obj = self._decode(record, 0, len(record), offset)
+            name, raw_time, data = object_event(obj, offset)
+            trace.add(name, trace.event_time(raw_time, offset), data, offset)
+        except RecordProblem as problem:
+            self._problem(problem)
 
     def _segment(self, buf: bytes, s: int, e: int, base: int) -> None:
         """Event records of the current trace between separators at ``s`` and ``e``."""
@@ -333,7 +343,11 @@ class SeqScanner:
         done: set[int] = set()
         self._decode_hits(trace, buf, s, e, base, STATE_NEEDLES, done)
         if self.want_metrics or not trace.states:
-            self._decode_hits(trace, buf, s, e, base, DERIVE_NEEDLES, done)
+            # without explicit states so far, the events states are derived from are kept
+            # undecoded until the trace ends: decoded only if the trace never logs a state
+            self._decode_hits(
+                trace, buf, s, e, base, DERIVE_NEEDLES, done, defer=not self.want_metrics
+            )
         # remember the last record: its time ends the trace
         end = e
         while end > s:

@@ -13,7 +13,6 @@ Formats are told apart by their bytes, never by file names (section "Formats" of
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -74,29 +73,44 @@ class _Decompressed:
     def blocks(self) -> Iterator[bytes]:
         try:
             with self.path.open("rb") as raw:
-                stream = self._open(raw)
-                while True:
-                    try:
-                        block = stream.read(self.block_size)
-                    except EOFError:
-                        self.cut_short = True
-                        return
-                    if not block:
-                        return
-                    yield block
+                if self.compression is None:
+                    while block := raw.read(self.block_size):
+                        yield block
+                else:
+                    yield from self._decompress(raw)
         except (OSError, zlib.error, zstandard.ZstdError) as exc:
             if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError):
                 raise InputError(f"{self.path}: cannot read: {exc.strerror}") from None
             raise QlogError(
-                str(self.path), f"a readable {self.compression or 'file'} stream", got=str(exc)
+                str(self.path), f"a readable {self.compression} stream", got=str(exc)
             ) from None
 
-    def _open(self, raw: BinaryIO) -> Any:
+    def _decompressor(self) -> Any:
         if self.compression == "gzip":
-            return gzip.GzipFile(fileobj=raw)
-        if self.compression == "zstd":
-            return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-        return raw
+            return zlib.decompressobj(wbits=31)
+        return zstandard.ZstdDecompressor().decompressobj()
+
+    def _decompress(self, raw: BinaryIO) -> Iterator[bytes]:
+        """Decompress frame after frame (concatenated gzip members / zstd frames); output
+        already produced is kept when the compressed stream stops mid-frame."""
+        d = self._decompressor()
+        started = False
+        read_size = max(1 << 16, self.block_size // 8)
+        while chunk := raw.read(read_size):
+            data = chunk
+            while data:
+                started = True
+                out = d.decompress(data)
+                if out:
+                    yield out
+                if d.eof:
+                    data = d.unused_data
+                    d = self._decompressor()
+                    started = False
+                else:
+                    data = b""
+        if started and not d.eof:
+            self.cut_short = True
 
 
 def detect(head: bytes) -> str | None:
@@ -189,7 +203,11 @@ def read_qlog(
     """
     source = _Decompressed(path, block_size=block_size)
     blocks = source.blocks()
-    head = next(blocks, b"")
+    head = b""
+    for block in blocks:  # enough of the start to tell the format
+        head += block
+        if len(head) >= 1 << 16:
+            break
     kind = detect(head)
     result = FileRead(path, kind or "unknown", source.compression)
     if kind in (CSV, PARQUET):
