@@ -100,7 +100,10 @@ def infer_command(
         progress.stage("writing outputs")
         written = write_outputs(model, out_dir, fmt=fmt)
     if not quiet:
-        _print_summary(model, written, console=Console())
+        out = Console()
+        if not out.is_terminal:
+            out = Console(width=max(out.width, 100))
+        _print_summary(model, written, console=out)
 
 
 def _print_summary(model: Model, written: list[Path], *, console: Console) -> None:
@@ -114,9 +117,9 @@ def _print_summary(model: Model, written: list[Path], *, console: Console) -> No
         highlight=False,
         soft_wrap=True,
     )
-    table = Table(box=None, pad_edge=False, header_style="bold")
+    table = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0), header_style="bold")
     table.add_column("state", no_wrap=True)
-    for name in ("time", "seconds", "traces", "visits", "nodes", "dwell p50 ms", "p10–p90 ms"):
+    for name in ("time", "sec", "traces", "visits", "nodes", "median ms", "p10–p90 ms"):
         table.add_column(name, justify="right", no_wrap=True)
     for row in state_table(model).iter_rows(named=True):
         table.add_row(
@@ -126,8 +129,8 @@ def _print_summary(model: Model, written: list[Path], *, console: Console) -> No
             str(row["traces"]),
             str(row["visits"]),
             str(row["nodes"]),
-            _num(row["dwell_median_ms"]),
-            f"{_num(row['dwell_p10_ms'])}–{_num(row['dwell_p90_ms'])}",
+            _ms(row["dwell_median_ms"]),
+            f"{_ms(row['dwell_p10_ms'])}–{_ms(row['dwell_p90_ms'])}",
         )
     console.print(table)
     console.print("wrote " + ", ".join(str(p) for p in written), highlight=False, soft_wrap=True)
@@ -137,8 +140,11 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
-def _num(x: float | None) -> str:
-    return "–" if x is None else f"{x:.1f}"
+def _ms(x: float | None) -> str:
+    """Milliseconds with one decimal below 10 ms, whole numbers above."""
+    if x is None:
+        return "–"
+    return f"{x:.1f}" if abs(x) < 10 else f"{x:.0f}"
 
 
 def _expand(paths: Sequence[str]) -> list[Path]:

@@ -1,0 +1,158 @@
+"""``quicsm infer`` end to end: inputs (CSV, Parquet, qlog), outputs, formats, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from test_model import GOLDEN, fig13_transitions
+
+from quicsm.cli import main
+from quicsm.infer import infer
+from quicsm.read import read_transitions
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture()
+def csv_input(tmp_path: Path) -> Path:
+    path = tmp_path / "fig13.csv"
+    fig13_transitions().write_csv(path)
+    return path
+
+
+def run(*args: str | Path) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["infer", *map(str, args)], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_writes_every_output_and_a_summary(csv_input: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code, stdout, stderr = run(csv_input, "-o", out, "--algorithm", "observed")
+    assert code == 0, stderr
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["model.dot", "model.json", "model.svg", "stats.csv", "transitions.csv"]
+    # the CLI is the library: same model, byte for byte, and the Fig. 13 golden diagram
+    expected = infer(read_transitions([str(csv_input)]), algorithm="observed")
+    assert (out / "model.json").read_text() == expected.to_json()
+    assert (out / "model.dot").read_text() == (GOLDEN / "fig13_observed.dot").read_text()
+    assert (out / "model.svg").read_bytes().lstrip().startswith((b"<?xml", b"<svg"))
+    assert "6 traces, 34 state entries" in stdout
+    assert "ApplicationLimited" in stdout and "44.9%" in stdout
+    assert f"wrote {out / 'model.json'}" in stdout
+
+
+def test_stats_csv_layout(csv_input: Path, tmp_path: Path) -> None:
+    run(csv_input, "-o", tmp_path, "--algorithm", "observed", "--format", "json")
+    stats = pl.read_csv(tmp_path / "stats.csv")
+    assert stats.columns == [
+        "state", "seconds", "fraction", "mean_fraction", "traces", "visits", "censored", "nodes",
+        "dwell_mean_ms", "dwell_median_ms", "dwell_p10_ms", "dwell_p90_ms",
+    ]  # fmt: skip
+    assert stats["fraction"].sum() == pytest.approx(1.0)
+    assert stats["visits"].sum() == 34
+    tr = pl.read_csv(tmp_path / "transitions.csv")
+    assert tr.columns == [
+        "source", "target", "count", "traces", "probability", "ci_low", "ci_high"
+    ]  # fmt: skip
+    sums = tr.group_by("source").agg(pl.col("probability").sum())
+    assert sums["probability"].to_list() == pytest.approx([1.0] * sums.height)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "image", "magic"),
+    [("png", "model.png", b"\x89PNG"), ("pdf", "model.pdf", b"%PDF"), ("dot", None, None),
+     ("json", None, None)],
+)  # fmt: skip
+def test_formats(
+    csv_input: Path, tmp_path: Path, fmt: str, image: str | None, magic: bytes | None
+) -> None:
+    code, _, stderr = run(csv_input, "-o", tmp_path, "--format", fmt, "--quiet")
+    assert code == 0, stderr
+    rendered = [p.name for p in tmp_path.iterdir() if p.suffix in (".svg", ".png", ".pdf")]
+    if image is None:
+        assert rendered == []
+    else:
+        assert rendered == [image]
+        assert (tmp_path / image).read_bytes().startswith(magic or b"")
+
+
+def test_same_seed_gives_byte_identical_outputs(csv_input: Path, tmp_path: Path) -> None:
+    for d in ("a", "b"):
+        code, _, stderr = run(csv_input, "-o", tmp_path / d, "--seed", "5", "--quiet")
+        assert code == 0, stderr
+    for name in ("model.json", "model.dot", "stats.csv", "transitions.csv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    data = orjson.loads((tmp_path / "a" / "model.json").read_bytes())
+    assert (data["algorithm"], data["seed"], data["k"]) == ("synoptic", 5, 1)
+
+
+def test_parquet_and_k_options(tmp_path: Path) -> None:
+    path = tmp_path / "t.parquet"
+    fig13_transitions().write_parquet(path)
+    code, _, stderr = run(path, "-o", tmp_path / "o", "--algorithm", "ktails", "-k", "2", "-q")
+    assert code == 0, stderr
+    data = orjson.loads((tmp_path / "o" / "model.json").read_bytes())
+    assert (data["algorithm"], data["k"]) == ("ktails", 2)
+
+
+def test_real_qlog_traces(tmp_path: Path) -> None:
+    code, stdout, stderr = run(FIXTURES / "real", "-o", tmp_path, "--format", "png")
+    assert code == 0, stderr
+    data = orjson.loads((tmp_path / "model.json").read_bytes())
+    assert data["traces"] >= 2
+    assert {n["state"] for n in data["nodes"]} >= {"INITIAL", "TERMINAL", "Init"}
+    assert (tmp_path / "model.png").read_bytes().startswith(b"\x89PNG")
+    assert "synoptic model" in stdout
+
+
+def test_quiet_prints_nothing(csv_input: Path, tmp_path: Path) -> None:
+    code, stdout, stderr = run(csv_input, "-o", tmp_path, "--quiet")
+    assert (code, stdout, stderr) == (0, "", "")
+
+
+def test_missing_input_is_a_clean_error(tmp_path: Path) -> None:
+    code, _, stderr = run(tmp_path / "nope.qlog", "-o", tmp_path / "o")
+    assert code == 1
+    assert stderr.startswith("Error: ") and "nope.qlog" in stderr
+    assert "Traceback" not in stderr
+
+
+def test_bad_file_is_named_and_lenient_skips_it(csv_input: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.qlog"
+    bad.write_text("this is not qlog")
+    code, _, stderr = run(csv_input, bad, "-o", tmp_path / "o")
+    assert code == 1 and "bad.qlog" in stderr and stderr.startswith("Error: ")
+    code, stdout, stderr = run(csv_input, bad, "-o", tmp_path / "o", "--lenient")
+    assert code == 0, stderr
+    assert "warning: skipped 1 file" in stderr and "bad.qlog" in stderr
+    assert "6 traces" in stdout
+
+
+def test_unknown_algorithm_lists_choices(csv_input: Path) -> None:
+    result = CliRunner().invoke(main, ["infer", str(csv_input), "--algorithm", "perfume"])
+    assert result.exit_code == 2
+    assert "'perfume' is not one of 'synoptic', 'ktails', 'observed'" in result.output
+
+
+def test_missing_dot_keeps_json_and_says_why(
+    csv_input: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", "")
+    code, _, stderr = run(csv_input, "-o", tmp_path, "--quiet")
+    assert code == 1
+    assert "Error: rendering a diagram needs Graphviz's `dot` program" in stderr
+    assert (tmp_path / "model.json").exists() and (tmp_path / "model.dot").exists()
+    code, _, stderr = run(csv_input, "-o", tmp_path, "--quiet", "--format", "dot")
+    assert code == 0, stderr
+
+
+def test_output_path_that_is_a_file_is_an_error(csv_input: Path, tmp_path: Path) -> None:
+    target = tmp_path / "file"
+    target.write_text("x")
+    result = CliRunner().invoke(main, ["infer", str(csv_input), "-o", str(target)])
+    assert result.exit_code != 0
+    assert "file" in result.output
