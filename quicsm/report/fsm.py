@@ -21,10 +21,19 @@ def _node_id(state: str) -> str:
     return '"' + state.replace('"', "") + '"'
 
 
-def diff_dot(edges: pl.DataFrame, presence: Mapping[str, list[str]], states: list[str]) -> str:
+def diff_dot(
+    edges: pl.DataFrame,
+    presence: Mapping[str, list[str]],
+    states: list[str],
+    *,
+    time_shift: Mapping[str, tuple[float, bool]] | None = None,
+) -> str:
     """Union graph of both groups: red edges became more likely in B, blue less likely (solid
     when significant, faint otherwise); dashed edges exist in one group only; states only in A
-    are dashed grey, states only in B bold green."""
+    are dashed grey, states only in B bold green. ``time_shift`` (state -> (difference in time
+    share, significant)) fills states whose time share changed significantly: red for more
+    time in B, blue for less."""
+    time_shift = time_shift or {}
     only_a, only_b = set(presence["states_only_a"]), set(presence["states_only_b"])
     lines = [
         "digraph diff {",
@@ -37,6 +46,13 @@ def diff_dot(edges: pl.DataFrame, presence: Mapping[str, list[str]], states: lis
         if state in _HIDDEN:
             continue
         attrs = ""
+        shift, significant = time_shift.get(state, (0.0, False))
+        if significant and shift == shift:
+            fill = "#f9d9d5" if shift > 0 else "#d9e4f5"
+            attrs = (
+                f' [label=<{state}<BR/><FONT POINT-SIZE="9">{100 * shift:+.0f} pp of time</FONT>>,'
+                f' fillcolor="{fill}", penwidth=1.6]'
+            )
         if state in only_a:
             attrs = (
                 f' [label=<{state}<BR/><FONT POINT-SIZE="9">only in A</FONT>>, style="dashed", '
@@ -71,6 +87,8 @@ def diff_dot(edges: pl.DataFrame, presence: Mapping[str, list[str]], states: lis
             colour = "#c8c8c8" if abs(d) < 0.05 else ("#e6a39b" if d > 0 else "#9fb6de")
         width = 0.8 + 6.0 * min(abs(d), 0.5)
         label = f"{100 * d:+.0f} pp" + (" *" if r["significant"] else "")
+        if abs(d) < 0.005 and not r["significant"]:
+            label = ""
         lines.append(
             f'  {_node_id(s)} -> {_node_id(t)} [color="{colour}", fontcolor="{colour}", '
             f'penwidth={width:.2f}, label="{label}"];'

@@ -164,11 +164,18 @@ def _fsms(view: ComparisonView) -> str:
             "transition probabilities in black</figcaption></figure>"
         )
     states = [s for s in r.states["state"].to_list()]
-    diff_svg = fsm.render_svg(fsm.diff_dot(r.edges, r.presence, _order_states(states)))
+    shift = {
+        s: (d, bool(sig_))
+        for s, d, sig_ in r.states.select("state", "difference", "significant").iter_rows()
+    }
+    diff_svg = fsm.render_svg(
+        fsm.diff_dot(r.edges, r.presence, _order_states(states), time_shift=shift)
+    )
     legend = (
         '<p class="legend">Diff graph: <b class="up">red</b> edges became more likely in B, '
         '<b class="down">blue</b> less likely (labels in percentage points; * = significant, '
-        "faint = not significant); dashed edges and nodes exist in one group only.</p>"
+        "faint = not significant); dashed edges and nodes exist in one group only. States "
+        "filled red take significantly more of the time in B, blue less.</p>"
     )
     return (
         f'<div class="pair">{figs[0]}{figs[1]}</div>'
@@ -273,7 +280,10 @@ def _series(view: ComparisonView) -> str:
         chart = ""
         if g.series is not None and g.series.times_ms:
             chart = svg.congestion_chart(g.series, title=g.name)
-        caption = f"<b>{esc(g.name)}</b>: trace {esc(trace)} of {esc(file)}"
+        where = trace if trace.startswith(file) else f"{trace} of {file}"
+        caption = f"<b>{esc(g.name)}</b>: trace {esc(where)}"
+        if g.representative_title:
+            caption += f", titled “{esc(g.representative_title)}”"
         if g.series_note:
             caption += f" — {esc(g.series_note)}"
         figs.append(f"<figure>{chart}<figcaption>{caption}</figcaption></figure>")

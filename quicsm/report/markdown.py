@@ -37,7 +37,10 @@ def render_markdown(
                 out.append(f"- {_cell(g.name)}: {_cell(g.series_note)}")
             else:
                 file, trace = g.representative
-                out.append(f"- {_cell(g.name)}: trace `{_cell(trace)}` of `{_cell(file)}`")
+                titled = (
+                    f", titled “{_cell(g.representative_title)}”" if g.representative_title else ""
+                )
+                out.append(f"- {_cell(g.name)}: trace `{_cell(trace)}` of `{_cell(file)}`{titled}")
         out += ["", "### Scenario matrix", ""]
         m = view.matrix
         if m is None:

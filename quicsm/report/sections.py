@@ -60,6 +60,7 @@ class GroupView:
     series: svg.Series | None
     series_note: str
     fsm_dot: str  # the group's observed model in the paper's Fig. 13 style ("" if no states)
+    representative_title: str = ""  # the representative trace's qlog title, if any
 
 
 @dataclass
@@ -189,7 +190,14 @@ def _group_view(group: Group) -> GroupView:
     series, note = (None, "no trace with states")
     if rep is not None:
         series, note = _series(group, rep)
-    return GroupView(group.name, group.n_traces, files, rep, series, note, _fsm_dot(group))
+    title = ""
+    if rep is not None:
+        for (file, trace), labels in zip(
+            group.traces.select("file", "trace").iter_rows(), _labels(group), strict=True
+        ):
+            if (file, trace) == rep and isinstance(labels.get("title"), str):
+                title = labels["title"]
+    return GroupView(group.name, group.n_traces, files, rep, series, note, _fsm_dot(group), title)
 
 
 def _fsm_dot(group: Group) -> str:

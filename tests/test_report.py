@@ -1,0 +1,141 @@
+"""``quicsm report``: a self-contained, escaped, deterministic HTML page (and Markdown)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from diff_helpers import patterned_traces, write_group
+
+from quicsm.cli import main
+from quicsm.grouping import compare_paths
+from quicsm.report import build_report, write_report
+
+XSS = "<script>alert(1)</script>"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("report")
+    write_group(
+        root / "v1",
+        patterned_traces(6, prefix="a", app_ms=30),
+        labels={"version": "1.0", "completion_ms": 100, "note": XSS},
+        title=XSS,
+    )
+    write_group(
+        root / "v2<b>",
+        patterned_traces(6, prefix="b", app_ms=300, recovery_ms=40),
+        labels={"version": "2.0", "completion_ms": 140, "note": XSS},
+        title=XSS,
+    )
+    return root
+
+
+@pytest.fixture(scope="module")
+def html(corpus: Path) -> str:
+    comp = compare_paths([str(corpus / "v1")], [str(corpus / "v2<b>")])
+    return build_report([comp], generated_at="2026-01-01 00:00 UTC", command="quicsm report")
+
+
+def test_every_section_is_there(html: str) -> None:
+    for heading in (
+        "What changed",
+        "State machines",
+        "Time in state and dwell times",
+        "Congestion window of a representative trace",
+        "Scenario matrix",
+        "Methods",
+    ):
+        assert f"{heading}</h3>" in html
+    assert "ApplicationLimited: " in html and " of time (p &lt; 0.001, n = 6 vs 6)" in html
+    assert html.count("<svg") >= 7  # 2 FSMs, diff graph, bars, dwell, 2 congestion charts, heatmap
+
+
+def test_self_contained_no_scripts_no_external_references(html: str) -> None:
+    assert "<script" not in html.lower()
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    # the only URLs are XML namespace names (identifiers, never fetched)
+    urls = set(re.findall(r"""(?:https?:)?//[^\s"'<>)]+""", html))
+    assert urls <= {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}, urls
+    assert not re.search(r"""(?:src|href)\s*=\s*["'](?!#)""", html)
+
+
+def test_strings_from_traces_are_escaped(html: str) -> None:
+    assert XSS not in html
+    # the trace title is shown (as text) in the representative trace's caption
+    assert "titled “&lt;script&gt;alert(1)&lt;/script&gt;”" in html
+    # a directory name (group name, file names) is escaped everywhere it appears
+    assert "v2&lt;b&gt;" in html
+    assert "v2<b>" not in html
+
+
+def test_scenario_heatmap_from_labels(html: str) -> None:
+    # object_size alternates in run.json: the heatmap uses it and completion_ms as the metric
+    assert "completion_ms: % difference of" in html
+    assert "object_size" in html
+
+
+def test_deterministic(corpus: Path, html: str) -> None:
+    comp = compare_paths([str(corpus / "v1")], [str(corpus / "v2<b>")])
+    again = build_report([comp], generated_at="2026-01-01 00:00 UTC", command="quicsm report")
+    assert again == html
+
+
+def test_markdown_report(corpus: Path, tmp_path: Path) -> None:
+    comp = compare_paths([str(corpus / "v1")], [str(corpus / "v2<b>")])
+    out = write_report(tmp_path / "r.md", [comp])
+    md = out.read_text()
+    assert md.startswith("# quicsm report: ")
+    assert "## Methods" in md and "### Scenario matrix" in md
+    assert "<b>" not in md and "v2&lt;b>" in md
+
+
+def test_cli_writes_html_and_md(corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(
+        main,
+        [
+            "report",
+            str(corpus),
+            "--by",
+            "version",
+            "-o",
+            str(out),
+            "--matrix",
+            "object_size",
+            "--metric",
+            "state:ApplicationLimited",
+        ],
+        env={"SOURCE_DATE_EPOCH": "1767225600"},
+    )
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert "generated 2026-01-01 00:00 UTC" in text
+    assert "time share of ApplicationLimited: % difference" in text
+    md = tmp_path / "report.md"
+    result = CliRunner().invoke(main, ["report", str(corpus), "--by", "version", "-o", str(md)])
+    assert result.exit_code == 0 and md.read_text().startswith("# quicsm report")
+
+
+def test_cli_errors(corpus: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main,
+        [
+            "report",
+            str(corpus),
+            "--by",
+            "version",
+            "-o",
+            str(tmp_path / "r.html"),
+            "--metric",
+            "state:Nope",
+        ],
+    )
+    assert result.exit_code == 1 and "--metric 'state:Nope': unknown state" in result.stderr
+    result = CliRunner().invoke(
+        main, ["report", str(corpus), "--by", "version", "-o", str(tmp_path / "no" / "r.html")]
+    )
+    assert result.exit_code == 1 and "cannot write the report" in result.stderr

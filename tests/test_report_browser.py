@@ -1,0 +1,93 @@
+"""The HTML report in a real headless Chromium: it loads from disk with no console errors, no
+script runs, nothing is fetched, text from traces shows as text, and a screenshot is taken.
+
+The screenshot is written to the test's temporary directory and, when ``QUICSM_ARTIFACTS`` is
+set, copied there (CI keeps it for people to look at).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from cdp import Browser, find_chromium
+from diff_helpers import patterned_traces, write_group
+
+from quicsm.grouping import compare_by_label
+from quicsm.report import write_report
+
+XSS = "<script>alert(1)</script>"
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    path = find_chromium()
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing: scripts/setup installs the Debian package chromium")
+        pytest.skip("chromium is not installed (scripts/setup installs it)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def report_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("browser")
+    for version, app_ms, rec_ms in (("1.0", 30, 20), ("2.0", 300, 45)):
+        write_group(
+            root / f"v{version}",
+            patterned_traces(8, prefix=f"t{version}", app_ms=app_ms, recovery_ms=rec_ms),
+            labels={"version": version, "completion_ms": 100 + app_ms / 3, "note": XSS},
+            title=XSS,
+        )
+    comps = compare_by_label([str(root)], "version")
+    return write_report(
+        root / f"report {XSS}.html".replace("/", "_"), comps, generated_at="2026-01-01 00:00 UTC"
+    )
+
+
+def test_report_loads_cleanly_in_chromium(chromium: str, report_file: Path, tmp_path: Path) -> None:
+    with Browser(chromium) as browser:
+        session, load = browser.load(report_file.as_uri())
+        assert load.errors == []
+        assert load.dialogs == []
+        # the page itself is the only thing loaded
+        assert load.requests == [report_file.as_uri()]
+        assert browser.evaluate(session, "document.scripts.length") == 0
+        text = browser.evaluate(session, "document.body.innerText")
+        assert XSS in text  # shown as text, not run
+        assert "ApplicationLimited: " in text and "What changed" in text
+        n_svg = browser.evaluate(session, "document.querySelectorAll('svg').length")
+        assert n_svg >= 7
+        # every chart has room: no SVG is collapsed to nothing
+        sizes = browser.evaluate(
+            session,
+            "Array.from(document.querySelectorAll('main svg')).map(s => "
+            "[s.getBoundingClientRect().width, s.getBoundingClientRect().height])",
+        )
+        assert all(w > 50 and h > 50 for w, h in sizes), sizes
+        shot = browser.screenshot(session, tmp_path / "report.png")
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000
+    artifacts = os.environ.get("QUICSM_ARTIFACTS")
+    if artifacts:
+        Path(artifacts).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(artifacts) / "report-screenshot.png")
+
+
+def test_harness_sees_errors_and_requests(chromium: str, tmp_path: Path) -> None:
+    """The checks above can fail: a page with a script error, an alert and a fetch is caught."""
+    bad = tmp_path / "bad.html"
+    bad.write_text(
+        "<html><body><script>console.error('boom'); alert('x'); nosuch()</script>"
+        '<img src="http://127.0.0.1:9/x.png"></body></html>'
+    )
+    with Browser(chromium) as browser:
+        _, load = browser.load(bad.as_uri())
+    assert any("boom" in e for e in load.errors)
+    assert any("nosuch" in e for e in load.errors)
+    assert load.dialogs == ["x"]
+    assert "http://127.0.0.1:9/x.png" in load.requests
