@@ -35,6 +35,7 @@ from cryptography.x509.oid import NameOID
 # Flow-control windows large enough that the receiver does not cap the sender on the lab's
 # links (aioquic's defaults are 1 MB, which would make every long transfer receiver-limited).
 FLOW_WINDOW = 32 * 1024 * 1024
+SEND_BACKLOG = 4 * 1024 * 1024
 CHUNK = bytes((ord("a") + i % 26) for i in range(64 * 1024))
 
 
@@ -85,6 +86,7 @@ class ObjectServer(QuicConnectionProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._http: H3Connection | None = None
+        self._remaining: dict[int, int] = {}  # stream id -> response bytes not yet queued
         ObjectServer.live.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -112,11 +114,39 @@ class ObjectServer(QuicConnectionProtocol):
                 [(b":status", b"200"), (b"content-length", str(size).encode())],
                 end_stream=size == 0,
             )
-            while size > 0:
-                n = min(size, len(CHUNK))
-                size -= n
-                self._http.send_data(event.stream_id, CHUNK[:n], end_stream=size == 0)
+            if size:
+                self._remaining[event.stream_id] = size
+                self._pump()
         self.transmit()
+
+    def datagram_received(self, data: bytes | str, addr: Any) -> None:
+        super().datagram_received(data, addr)
+        if self._remaining:
+            self._pump()
+            self.transmit()
+
+    def _pump(self) -> None:
+        """Queue response bytes so that at most SEND_BACKLOG wait unsent per stream.
+
+        aioquic has no "writable" signal; topping up on every received datagram (ACKs) keeps
+        memory bounded for large objects without ever starving the congestion controller.
+        """
+        assert self._http is not None
+        for stream_id, remaining in list(self._remaining.items()):
+            stream = self._quic._streams.get(stream_id)
+            if stream is None:  # reset by the peer
+                del self._remaining[stream_id]
+                continue
+            backlog = stream.sender._buffer_stop - stream.sender.next_offset
+            while remaining > 0 and backlog < SEND_BACKLOG:
+                n = min(remaining, len(CHUNK))
+                remaining -= n
+                backlog += n
+                self._http.send_data(stream_id, CHUNK[:n], end_stream=remaining == 0)
+            if remaining:
+                self._remaining[stream_id] = remaining
+            else:
+                del self._remaining[stream_id]
 
 
 async def run_server(args: argparse.Namespace) -> None:
