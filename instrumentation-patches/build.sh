@@ -42,7 +42,7 @@ build_quicgo() {
   [[ -f "$patchfile" ]] || die "missing $patchfile"
   command -v go >/dev/null || die "the Go toolchain (go >= 1.21) is needed to build quic-go"
   export GOMODCACHE="$build/go/mod" GOCACHE="$build/go/cache" GOPATH="$build/go/path"
-  export GOFLAGS="-modcacherw" GOTOOLCHAIN="${GOTOOLCHAIN:-auto}" GOTELEMETRY=off
+  export GOFLAGS="-modcacherw -buildvcs=false" GOTOOLCHAIN="${GOTOOLCHAIN:-auto}" GOTELEMETRY=off
   local stamp
   stamp="$(hash_of "$patchfile" "$labsrc" "$0")"
   if [[ -x "$bin" && "$(cat "$dir/.stamp" 2>/dev/null)" == "$stamp" ]]; then
