@@ -194,7 +194,8 @@ def test_config_round_trips_through_plain_data() -> None:
     cfg = LinkConfig(rate_mbit=10, queue_packets=7, delay_ms=3, jitter_ms=1,
                      jitter_distribution="normal", loss=0.1,
                      gilbert=GilbertElliott(p=0.1, r=0.5, loss_good=0.01, loss_bad=0.9),
-                     rate_schedule=RateSchedule(kind="steps", steps=((0.0, 5.0), (1.0, 6.0))))
+                     rate_schedule=RateSchedule(kind="steps", steps=((0.0, 5.0), (1.0, 6.0))),
+                     outages=((0.5, 0.25),))
     assert link_config_from_dict(link_config_to_dict(cfg), where="x") == cfg
 
 
@@ -215,3 +216,11 @@ def test_config_errors_name_the_key(raw: dict[str, object], message: str) -> Non
     with pytest.raises(ValueError) as info:
         link_config_from_dict(raw, where="net")
     assert message in str(info.value)
+
+
+def test_outage_drops_everything_inside_its_window_from_the_first_packet() -> None:
+    tick = 1 / 1024  # exact in binary floating point
+    link: Link[int] = Link(LinkConfig(outages=((100 * tick, 50 * tick),)), seed=0)
+    kept = [i for i in range(300) if link.offer(now_s=10.0 + i * tick, size=100, item=i)]
+    assert kept == [i for i in range(300) if not 100 <= i < 150]
+    assert link.counters.dropped_outage == 50

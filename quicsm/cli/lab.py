@@ -22,20 +22,52 @@ def lab() -> None:
 
 @lab.command("run")
 @click.argument("scenario_file", type=click.Path(path_type=Path))
-@click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), default=Path("traces"),
-              show_default=True, help="Root of <stack>/<version>/<scenario>/run-<n>/.")
-@click.option("--stacks", "stacks_file", type=click.Path(path_type=Path),
-              default=Path("build/stacks.json"), show_default=True,
-              help="Built stacks (written by instrumentation-patches/build.sh).")
-@click.option("--only", "only", multiple=True,
-              help="Run only these scenarios (name or name prefix); repeatable.")
-@click.option("--stack", "stack_selectors", multiple=True,
-              help='Run only these stacks ("quic-go" or "quic-go@v0.48.2"); repeatable.')
-@click.option("--repetitions", type=click.IntRange(min=1), default=None,
-              help="Override every scenario's repetitions.")
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=Path("traces"),
+    show_default=True,
+    help="Root of <stack>/<version>/<scenario>/run-<n>/.",
+)
+@click.option(
+    "--stacks",
+    "stacks_file",
+    type=click.Path(path_type=Path),
+    default=Path("build/stacks.json"),
+    show_default=True,
+    help="Built stacks (written by instrumentation-patches/build.sh).",
+)
+@click.option(
+    "--only",
+    "only",
+    multiple=True,
+    help="Run only these scenarios (name or name prefix); repeatable.",
+)
+@click.option(
+    "--stack",
+    "stack_selectors",
+    multiple=True,
+    help='Run only these stacks ("quic-go" or "quic-go@v0.48.2"); repeatable.',
+)
+@click.option(
+    "--repetitions",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Override every scenario's repetitions.",
+)
 @click.option("--dry-run", is_flag=True, help="List the runs without doing them.")
-def run_cmd(scenario_file: Path, *, out_dir: Path, stacks_file: Path, only: tuple[str, ...],
-            stack_selectors: tuple[str, ...], repetitions: int | None, dry_run: bool) -> None:
+def run_cmd(
+    scenario_file: Path,
+    *,
+    out_dir: Path,
+    stacks_file: Path,
+    only: tuple[str, ...],
+    stack_selectors: tuple[str, ...],
+    repetitions: int | None,
+    dry_run: bool,
+) -> None:
     """Run every scenario of SCENARIO_FILE; a summary table follows. Exit code 1 if any run
     failed (failed runs are recorded with their reason in run.json)."""
     from dataclasses import replace
@@ -65,8 +97,14 @@ def run_cmd(scenario_file: Path, *, out_dir: Path, stacks_file: Path, only: tupl
         for spec in specs:
             click.echo(f"{spec.directory(out_dir)}  seed={spec.seed}")
         return
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=console, transient=False)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
     task = progress.add_task("lab", total=len(specs))
 
     def on_start(spec: Any, i: int, total: int) -> None:
@@ -81,8 +119,14 @@ def run_cmd(scenario_file: Path, *, out_dir: Path, stacks_file: Path, only: tupl
     interrupted = False
     with progress:
         try:
-            results = run_plan(plan, stacks, only=stack_selectors, out_dir=out_dir,
-                               on_start=on_start, on_done=on_done)
+            results = run_plan(
+                plan,
+                stacks,
+                only=stack_selectors,
+                out_dir=out_dir,
+                on_start=on_start,
+                on_done=on_done,
+            )
         except KeyboardInterrupt:
             interrupted = True
             results = _collect_written(out_dir, specs)
@@ -110,35 +154,68 @@ def _print_summary(console: Any, results: list[dict[str, Any]]) -> None:
     for r in results:
         groups[(r["stack"], r["version"], r["scenario"])].append(r)
     table = Table(title="quicsm lab run")
-    for col in ("stack", "version", "scenario", "ok", "completion ms (median)",
-                "Mbit/s (median)", "relay drops (loss+queue)", "reordered"):
-        table.add_column(col, justify="left" if col in ("stack", "version", "scenario")
-                         else "right")
+    for col in (
+        "stack",
+        "version",
+        "scenario",
+        "ok",
+        "completion ms (median)",
+        "Mbit/s (median)",
+        "relay drops (loss+queue)",
+        "reordered",
+    ):
+        table.add_column(
+            col, justify="left" if col in ("stack", "version", "scenario") else "right"
+        )
     for (stack, version, scenario), rs in sorted(groups.items()):
         ok = [r for r in rs if r["status"] == "ok"]
         comp = [r["completion_ms"] for r in ok if isinstance(r.get("completion_ms"), int | float)]
-        thr = [r["throughput_mbit"] for r in ok
-               if isinstance(r.get("throughput_mbit"), int | float)]
-        drops = sum(int(r.get(f"relay.{d}.{k}", 0) or 0) for r in rs for d in ("up", "down")
-                    for k in ("dropped_loss", "dropped_queue"))
+        thr = [
+            r["throughput_mbit"] for r in ok if isinstance(r.get("throughput_mbit"), int | float)
+        ]
+        drops = sum(
+            int(r.get(f"relay.{d}.{k}", 0) or 0)
+            for r in rs
+            for d in ("up", "down")
+            for k in ("dropped_loss", "dropped_queue")
+        )
         reord = sum(int(r.get(f"relay.{d}.reordered", 0) or 0) for r in rs for d in ("up", "down"))
-        table.add_row(stack, version, scenario, f"{len(ok)}/{len(rs)}",
-                      f"{statistics.median(comp):.0f}" if comp else "-",
-                      f"{statistics.median(thr):.1f}" if thr else "-", str(drops), str(reord))
+        table.add_row(
+            stack,
+            version,
+            scenario,
+            f"{len(ok)}/{len(rs)}",
+            f"{statistics.median(comp):.0f}" if comp else "-",
+            f"{statistics.median(thr):.1f}" if thr else "-",
+            str(drops),
+            str(reord),
+        )
     console.print(table)
     failed = [r for r in results if r["status"] != "ok"]
     for r in failed:
-        console.print(f"[red]failed[/] {r['stack']} {r['version']} {r['scenario']} "
-                      f"run-{r['run']}: {r['reason']}")
+        console.print(
+            f"[red]failed[/] {r['stack']} {r['version']} {r['scenario']} "
+            f"run-{r['run']}: {r['reason']}"
+        )
     console.print(f"{len(results) - len(failed)} ok, {len(failed)} failed")
 
 
 @lab.command("pack")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
-              help="The packed file (zstd-compressed JSON-SEQ qlog).")
-@click.option("--level", type=click.IntRange(1, 22), default=19, show_default=True,
-              help="zstd compression level.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="The packed file (zstd-compressed JSON-SEQ qlog).",
+)
+@click.option(
+    "--level",
+    type=click.IntRange(1, 22),
+    default=19,
+    show_default=True,
+    help="zstd compression level.",
+)
 def pack_cmd(run_dirs: tuple[Path, ...], *, output: Path, level: int) -> None:
     """Pack RUN_DIRS (run directories or trees of them) into one multi-trace file whose every
     trace header carries the run's labels (trace.quicsm_labels)."""
@@ -147,8 +224,10 @@ def pack_cmd(run_dirs: tuple[Path, ...], *, output: Path, level: int) -> None:
     report = pack_runs(run_dirs, output=output, level=level)
     for line in report.skipped:
         click.echo(f"skipped {line}", err=True)
-    click.echo(f"{output}: {report.traces} traces from {report.runs} runs, {report.events} events, "
-               f"{report.bytes_written / 1e6:.2f} MB ({len(report.skipped)} runs skipped)")
+    click.echo(
+        f"{output}: {report.traces} traces from {report.runs} runs, {report.events} events, "
+        f"{report.bytes_written / 1e6:.2f} MB ({len(report.skipped)} runs skipped)"
+    )
 
 
 @lab.command("relay")
@@ -160,11 +239,24 @@ def pack_cmd(run_dirs: tuple[Path, ...], *, output: Path, level: int) -> None:
 @click.option("--jitter-ms", type=float, default=0.0, show_default=True)
 @click.option("--loss", type=float, default=0.0, show_default=True, help="Bernoulli loss.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--config", type=click.Path(path_type=Path), default=None,
-              help='JSON {"up": {...}, "down": {...}} instead of the options above.')
-def relay_cmd(*, listen: str, target: str, rate_mbit: float | None, queue_packets: int,
-              delay_ms: float, jitter_ms: float, loss: float, seed: int,
-              config: Path | None) -> None:
+@click.option(
+    "--config",
+    type=click.Path(path_type=Path),
+    default=None,
+    help='JSON {"up": {...}, "down": {...}} instead of the options above.',
+)
+def relay_cmd(
+    *,
+    listen: str,
+    target: str,
+    rate_mbit: float | None,
+    queue_packets: int,
+    delay_ms: float,
+    jitter_ms: float,
+    loss: float,
+    seed: int,
+    config: Path | None,
+) -> None:
     """Run the impairment relay in the foreground until Ctrl-C; prints its counters."""
     from quicsm.lab.link import link_config_from_dict
     from quicsm.lab.relay import Relay, RelayConfig, parse_address
@@ -175,13 +267,18 @@ def relay_cmd(*, listen: str, target: str, rate_mbit: float | None, queue_packet
             up = link_config_from_dict(raw.get("up", {}), where=f"{config}: up")
             down = link_config_from_dict(raw.get("down", {}), where=f"{config}: down")
         else:
-            both: dict[str, object] = {"queue_packets": queue_packets, "delay_ms": delay_ms,
-                                       "jitter_ms": jitter_ms, "loss": loss}
+            both: dict[str, object] = {
+                "queue_packets": queue_packets,
+                "delay_ms": delay_ms,
+                "jitter_ms": jitter_ms,
+                "loss": loss,
+            }
             if rate_mbit is not None:
                 both["rate_mbit"] = rate_mbit
             up = down = link_config_from_dict(both, where="options")
-        cfg = RelayConfig(listen=parse_address(listen), target=parse_address(target),
-                          up=up, down=down, seed=seed)
+        cfg = RelayConfig(
+            listen=parse_address(listen), target=parse_address(target), up=up, down=down, seed=seed
+        )
     except (ValueError, OSError) as exc:
         raise InputError(str(exc)) from None
     relay = Relay(cfg)

@@ -29,7 +29,7 @@ from pathlib import Path
 #: named profiles -> share of one core the client may use (None: unlimited)
 PROFILES: dict[str, float | None] = {
     "desktop": None,
-    "slow": 10.0,
+    "slow": 5.0,
 }
 
 MECHANISMS = ("cgroup-v2", "cgroup-v1", "duty-cycle")

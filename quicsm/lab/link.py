@@ -4,7 +4,9 @@ A packet offered to a :class:`Link` goes through three stages, in the order a ro
 ``netem loss`` on ingress, ``tbf`` as the bottleneck and ``netem delay`` on egress would apply
 them:
 
-1. **loss** — Bernoulli and/or Gilbert-Elliott (:mod:`quicsm.lab.loss`), one draw per packet;
+1. **loss** — outages (every packet offered inside an ``(at_s, duration_s)`` window is lost,
+   e.g. a handover), then Bernoulli and/or Gilbert-Elliott (:mod:`quicsm.lab.loss`), one draw
+   per packet;
 2. **bottleneck** — a drop-tail FIFO of ``queue_packets`` packets served at the current rate
    (fixed, or re-drawn every ``interval_s`` from ``[low_mbit, high_mbit]`` as in the paper's
    varying-bandwidth experiment); a packet arriving to a full queue is dropped;
@@ -12,8 +14,10 @@ them:
    own send time and packets leave in send-time order, so jitter larger than the gap between
    packets reorders them.
 
-Everything random comes from :class:`random.Random` instances seeded from ``seed``, one per
-purpose, so the same packet sequence meets the same fate on every run.
+Time zero of the rate schedule and of outages is the first packet the link sees (or
+``start_s`` when given). Everything random comes from :class:`random.Random` instances
+seeded from ``seed``, one per purpose, so the same packet sequence meets the same fate on
+every run.
 """
 
 from __future__ import annotations
@@ -78,8 +82,12 @@ class LinkConfig:
     jitter_distribution: JitterDistribution = "uniform"
     loss: float = 0.0
     gilbert: GilbertElliott | None = None
+    #: (at_s, duration_s) windows, from time zero, in which every packet is lost
+    outages: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
+        if any(at < 0 or duration <= 0 for at, duration in self.outages):
+            raise ValueError("outages must be [at_s >= 0, duration_s > 0] pairs")
         if self.rate_mbit is not None and self.rate_mbit <= 0:
             raise ValueError(f"rate_mbit must be > 0, got {self.rate_mbit}")
         if self.queue_packets < 1:
@@ -102,6 +110,7 @@ class LinkCounters:
     packets_in: int = 0
     bytes_in: int = 0
     dropped_loss: int = 0
+    dropped_outage: int = 0
     dropped_queue: int = 0
     delivered: int = 0
     bytes_delivered: int = 0
@@ -124,13 +133,14 @@ class Link(Generic[T]):
 
     ``offer(now_s=..., size=..., item=...)`` takes a packet in; ``due(now_s=...)`` returns the
     items whose delivery time has come, in delivery order; ``next_due_s()`` says when to look
-    again. ``start_s`` is time zero of the rate schedule.
+    again. ``start_s`` is time zero of the rate schedule and outages (default: the arrival
+    time of the first packet).
     """
 
-    def __init__(self, config: LinkConfig, *, seed: int, start_s: float = 0.0) -> None:
+    def __init__(self, config: LinkConfig, *, seed: int, start_s: float | None = None) -> None:
         self.config = config
         self.counters = LinkCounters()
-        self._start_s = start_s
+        self._start_s: float | None = start_s
         self._seed = seed
         self._loss = LossModel(
             loss=config.loss, gilbert=config.gilbert, rng=random.Random(f"{seed}:loss")
@@ -146,12 +156,19 @@ class Link(Generic[T]):
         self._max_delivered_seq = -1
         self._rate_cache: dict[int, float] = {}
 
+    def set_start(self, start_s: float) -> None:
+        """Fix time zero (the first call wins; offering a packet calls it too)."""
+        if self._start_s is None:
+            self._start_s = start_s
+
     # -- rate -------------------------------------------------------------------------------
     def rate_mbit_at(self, now_s: float) -> float | None:
         """Bottleneck rate at ``now_s`` (None = unlimited)."""
         sched = self.config.rate_schedule
         if sched is None:
             return self.config.rate_mbit
+        if self._start_s is None:
+            self._start_s = now_s
         t = now_s - self._start_s
         if sched.kind == "steps":
             rate = sched.steps[0][1]
@@ -175,6 +192,13 @@ class Link(Generic[T]):
         c = self.counters
         c.packets_in += 1
         c.bytes_in += size
+        if self._start_s is None:
+            self._start_s = now_s
+        if self.config.outages:
+            t = now_s - self._start_s
+            if any(at <= t < at + duration for at, duration in self.config.outages):
+                c.dropped_outage += 1
+                return False
         if self._loss.lost():
             c.dropped_loss += 1
             return False
@@ -258,12 +282,12 @@ def link_config_from_dict(d: dict[str, object], *, where: str) -> LinkConfig:
     Keys: ``rate_mbit``, ``rate_schedule`` (``{kind, low_mbit, high_mbit, interval_s}`` or
     ``{kind="steps", steps=[[at_s, rate_mbit], ...]}``), ``queue_packets``, ``delay_ms``,
     ``jitter_ms``, ``jitter_distribution``, ``loss``, ``gilbert`` (``{p, r, loss_good,
-    loss_bad}``).
+    loss_bad}``), ``outages`` (``[[at_s, duration_s], ...]``).
     """
     if not isinstance(d, dict):
         raise ValueError(f"{where}: expected a table, got {d!r}")
     _check_keys(d, {*_NUMBER_KEYS, "rate_schedule", "queue_packets", "jitter_distribution",
-                    "gilbert"}, where)
+                    "gilbert", "outages"}, where)
     kwargs: dict[str, object] = {}
     try:
         for key in _NUMBER_KEYS:
@@ -298,6 +322,17 @@ def link_config_from_dict(d: dict[str, object], *, where: str) -> LinkConfig:
                 interval_s=_number(sched.get("interval_s", 1.0), f"{w}.interval_s"),
                 steps=tuple(steps),
             )
+        outages_raw = d.get("outages", [])
+        if not isinstance(outages_raw, list):
+            raise ValueError(f"{where}.outages: expected a list of [at_s, duration_s]")
+        outages = []
+        for i, pair in enumerate(outages_raw):
+            if not isinstance(pair, list | tuple) or len(pair) != 2:
+                raise ValueError(f"{where}.outages[{i}]: expected [at_s, duration_s], got {pair!r}")
+            outages.append((_number(pair[0], f"{where}.outages[{i}]"),
+                            _number(pair[1], f"{where}.outages[{i}]")))
+        if outages:
+            kwargs["outages"] = tuple(outages)
         ge = d.get("gilbert")
         if ge is not None:
             w = f"{where}.gilbert"
@@ -321,6 +356,7 @@ def link_config_from_dict(d: dict[str, object], *, where: str) -> LinkConfig:
 def link_config_to_dict(config: LinkConfig) -> dict[str, object]:
     """Inverse of :func:`link_config_from_dict` (JSON-ready; None values left out)."""
     out = {k: v for k, v in asdict(config).items() if v is not None}
+    out["outages"] = [list(o) for o in config.outages]
     sched = out.get("rate_schedule")
     if isinstance(sched, dict):
         sched["steps"] = [list(s) for s in sched["steps"]]

@@ -69,13 +69,11 @@ class Relay:
     def __init__(self, config: RelayConfig, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self._clock = clock
-        start = clock()
-        # the two directions draw from independent streams derived from one seed
-        self.up: Link[tuple[socket.socket, bytes]] = Link(
-            config.up, seed=2 * config.seed, start_s=start
-        )
+        # the two directions draw from independent streams derived from one seed; their time
+        # zero (rate schedule, outages) is the first packet the relay sees, in either direction
+        self.up: Link[tuple[socket.socket, bytes]] = Link(config.up, seed=2 * config.seed)
         self.down: Link[tuple[socket.socket, Address, bytes]] = Link(
-            config.down, seed=2 * config.seed + 1, start_s=start
+            config.down, seed=2 * config.seed + 1
         )
         self._listen = _udp_socket()
         self._listen.bind(config.listen)
@@ -145,6 +143,8 @@ class Relay:
                         self.send_errors += 1
                         break
                     now = clock()
+                    up.set_start(now)
+                    down.set_start(now)
                     if sock is listen:
                         client = (str(addr[0]), int(addr[1]))
                         up.offer(now_s=now, size=len(data), item=(self._upstream_for(client), data))

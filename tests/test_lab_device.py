@@ -1,0 +1,76 @@
+"""Device profiles: a CPU-starved child really gets about its share of one core."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from quicsm.lab.device import MECHANISMS, CpuLimiter, device_profile
+
+# burns CPU for a fixed wall time and prints the CPU share it got
+BURNER = (
+    "import time\n"
+    "t, c = time.monotonic(), time.process_time()\n"
+    "while time.monotonic() - t < 1.0: pass\n"
+    "print((time.process_time() - c) / (time.monotonic() - t))\n"
+)
+
+
+def _available(mechanism: str) -> bool:
+    try:
+        with CpuLimiter(device_profile("slow"), name="probe", mechanism=mechanism):
+            return True
+    except ValueError:
+        return False
+
+
+def _cpu_share(limiter: CpuLimiter) -> float:
+    proc = subprocess.Popen(limiter.wrap([sys.executable, "-c", BURNER]),
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    limiter.attach(proc.pid)
+    out, _ = proc.communicate(timeout=30)
+    return float(out)
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_limited_child_gets_about_its_cpu_share(mechanism: str) -> None:
+    if not _available(mechanism):
+        pytest.skip(f"{mechanism} not available here")
+    profile = device_profile("custom", cpu_percent=20)
+    with CpuLimiter(profile, name="test", mechanism=mechanism) as limiter:
+        assert limiter.mechanism == mechanism
+        share = _cpu_share(limiter)
+    # 20% of one core; scheduling granularity, start-up and other load on the machine make
+    # it approximate (an unlimited burner gets ~1.0, or ~0.5 on a busy 2-core machine)
+    assert 0.04 < share < 0.35, share
+
+
+def test_desktop_profile_is_unlimited() -> None:
+    with CpuLimiter(device_profile("desktop"), name="test") as limiter:
+        assert limiter.mechanism == "none"
+        assert limiter.wrap(["x", "y"]) == ["x", "y"]
+
+
+def test_duty_cycle_is_always_available() -> None:
+    assert _available("duty-cycle")
+
+
+@pytest.mark.parametrize(
+    ("name", "pct", "message"),
+    [("toaster", None, "unknown device profile 'toaster'"),
+     ("custom", 0, "cpu_percent must be a number in (0, 100]"),
+     ("custom", 150, "cpu_percent must be a number in (0, 100]"),
+     ("slow", "x", "cpu_percent must be a number")],
+)
+def test_profile_errors(name: str, pct: object, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        device_profile(name, cpu_percent=pct)
+    assert message in str(info.value)
+
+
+def test_unknown_mechanism_is_an_error() -> None:
+    with pytest.raises(ValueError, match="unknown device mechanism 'magic'"):
+        CpuLimiter(device_profile("slow"), name="x", mechanism="magic")
+

@@ -1,0 +1,207 @@
+"""The runner: run.json for good and failing runs, cleanup of every child (also on Ctrl-C).
+
+Stack programs that misbehave on purpose (a server that never gets ready, a client that
+hangs) are small scripts written here; the real instrumented stacks are exercised by the
+``lab``-marked tests when ``build/stacks.json`` exists (CI builds them in scripts/setup).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from quicsm.lab.runner import plan_runs, run_plan, run_seed
+from quicsm.lab.scenario import load_plan
+from quicsm.lab.stacks import Stack, load_stacks
+
+ROOT = Path(__file__).resolve().parent.parent
+STACKS_FILE = ROOT / "build" / "stacks.json"
+
+# A stand-in stack speaking the lab's command line over plain UDP: the server answers every
+# datagram with the requested number of bytes; behaviour is switched by environment variables.
+FAKE_STACK = r'''
+import json, os, socket, sys, time
+role, args = sys.argv[1], sys.argv[2:]
+opts = dict(zip(args[::2], args[1::2]))
+qdir = opts["--qlog-dir"]
+os.makedirs(qdir, exist_ok=True)
+open(os.path.join(os.path.dirname(qdir), f"{role}.pid"), "w").write(str(os.getpid()))
+if role == "server":
+    if os.environ.get("FAKE_SERVER") == "crash":
+        print("cannot bind", file=sys.stderr); sys.exit(3)
+    host, port = opts["--listen"].rsplit(":", 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((host, int(port)))
+    if os.environ.get("FAKE_SERVER") != "no-qlog":
+        with open(os.path.join(qdir, "x_server.sqlog"), "w") as f:
+            f.write('\x1e{"qlog_version":"0.3","trace":{}}\n')
+    print("ready", flush=True)
+    while True:
+        data, addr = s.recvfrom(2000)
+        s.sendto(b"y" * 1000, addr)
+else:
+    if os.environ.get("FAKE_CLIENT") == "hang":
+        time.sleep(3600)
+    host, port = opts["--connect"].rsplit(":", 1)
+    want = int(opts["--objects"]) * int(opts["--object-size"])
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+    t0 = time.monotonic(); got = 0
+    while got < want:
+        s.sendto(b"get", (host, int(port)))
+        got += len(s.recv(2000))
+    with open(os.path.join(qdir, "x_client.sqlog"), "w") as f:
+        f.write('\x1e{"qlog_version":"0.3","trace":{}}\n')
+    print(json.dumps({"ok": True, "bytes": got, "completion_ms": (time.monotonic() - t0) * 1e3,
+                      "error": None}))
+'''
+
+
+@pytest.fixture
+def fake_stack(tmp_path: Path) -> Stack:
+    script = tmp_path / "fake_stack.py"
+    script.write_text(FAKE_STACK)
+    argv = (sys.executable, str(script))
+    return Stack(stack="fake", version="0", server=argv, client=argv, patch="none")
+
+
+def _scenario_file(tmp_path: Path, body: str = "") -> Path:
+    path = tmp_path / "s.toml"
+    path.write_text(f"""
+[run]
+repetitions = 1
+timeout_s = 5
+[[scenario]]
+name = "t"
+network = {{ delay_ms = 5, loss = 0.0 }}
+workload = {{ objects = 2, object_size = 5000 }}
+{body}
+""")
+    return path
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")
+
+
+def _pids(run_dir: Path) -> list[int]:
+    return [int(p.read_text()) for p in sorted(run_dir.rglob("*.pid"))]
+
+
+def test_good_run_writes_qlogs_and_flat_labels(tmp_path: Path, fake_stack: Stack) -> None:
+    plan = load_plan(_scenario_file(tmp_path))
+    (labels,) = run_plan(plan, [fake_stack], out_dir=tmp_path / "out")
+    run_dir = tmp_path / "out" / "fake" / "0" / "t" / "run-1"
+    assert labels["status"] == "ok", labels["reason"]
+    assert json.loads((run_dir / "run.json").read_text()) == labels
+    assert (run_dir / "server.sqlog").is_file() and (run_dir / "client.sqlog").is_file()
+    assert labels["stack"] == "fake" and labels["patch"] == "none"
+    assert labels["seed"] == run_seed(plan.seed, "t", 1)
+    assert labels["bytes"] == labels["transfer_bytes"] == 10_000
+    assert labels["relay.up.packets_in"] == labels["relay.down.packets_in"] == 10
+    assert labels["network.up.delay_ms"] == 5
+    assert all(not isinstance(v, dict | list) for v in labels.values())
+
+
+def test_server_that_never_gets_ready_is_a_recorded_failure(
+    tmp_path: Path, fake_stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_SERVER", "crash")
+    (labels,) = run_plan(load_plan(_scenario_file(tmp_path)), [fake_stack],
+                         out_dir=tmp_path / "out")
+    assert labels["status"] == "failed"
+    assert "server not ready" in labels["reason"] and "cannot bind" in labels["reason"]
+    assert json.loads((tmp_path / "out/fake/0/t/run-1/run.json").read_text())["status"] == "failed"
+
+
+def test_missing_server_qlog_is_a_recorded_failure(
+    tmp_path: Path, fake_stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_SERVER", "no-qlog")
+    (labels,) = run_plan(load_plan(_scenario_file(tmp_path)), [fake_stack],
+                         out_dir=tmp_path / "out")
+    assert (labels["status"], labels["reason"]) == ("failed", "server wrote no qlog file")
+
+
+def test_hanging_client_times_out_and_leaves_no_process(
+    tmp_path: Path, fake_stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_CLIENT", "hang")
+    plan = load_plan(_scenario_file(tmp_path, "timeout_s = 1"))
+    (labels,) = run_plan(plan, [fake_stack], out_dir=tmp_path / "out")
+    assert labels["status"] == "failed"
+    assert labels["reason"] == "client did not finish within 1 s"
+    pids = _pids(tmp_path / "out")
+    assert len(pids) == 2 and all(_gone(p) for p in pids)
+
+
+def test_ctrl_c_stops_every_child_and_records_the_run(tmp_path: Path, fake_stack: Stack) -> None:
+    stacks_file = tmp_path / "stacks.json"
+    stacks_file.write_text(json.dumps([{"stack": "fake", "version": "0",
+                                        "server": list(fake_stack.server),
+                                        "client": list(fake_stack.client)}]))
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "quicsm", "lab", "run",
+         str(_scenario_file(tmp_path, "timeout_s = 60")), "-o", str(out),
+         "--stacks", str(stacks_file)],
+        env={**os.environ, "FAKE_CLIENT": "hang"}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while len(_pids(out)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(_pids(out)) == 2
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGINT, err
+    assert "interrupted" in err
+    labels = json.loads((out / "fake/0/t/run-1/run.json").read_text())
+    assert (labels["status"], labels["reason"]) == ("failed", "interrupted")
+    assert all(_gone(p) for p in _pids(out))
+
+
+def test_runs_are_ordered_by_scenario_repetition_then_stack(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text('[run]\nrepetitions = 2\n[[scenario]]\nname = "a"\n[[scenario]]\n'
+                    'name = "b"\nstacks = ["y"]\n')
+    stacks = [Stack(stack=n, version="1", server=("s",), client=("c",)) for n in ("x", "y")]
+    order = [(r.scenario.name, r.run, r.stack.stack) for r in plan_runs(load_plan(path), stacks)]
+    assert order == [("a", 1, "x"), ("a", 1, "y"), ("a", 2, "x"), ("a", 2, "y"),
+                     ("b", 1, "y"), ("b", 2, "y")]
+    # the relay seed depends on scenario and repetition, not on the stack
+    seeds = {(r.scenario.name, r.run): r.seed for r in plan_runs(load_plan(path), stacks)}
+    assert len(set(seeds.values())) == 4
+
+
+@pytest.mark.lab
+@pytest.mark.skipif(not STACKS_FILE.exists(), reason="instrumented stacks not built")
+def test_every_built_stack_completes_a_short_transfer_with_congestion_states(
+    tmp_path: Path,
+) -> None:
+    stacks = load_stacks(STACKS_FILE)
+    path = tmp_path / "s.toml"
+    path.write_text('[run]\nrepetitions = 1\ntimeout_s = 60\n[[scenario]]\nname = "smoke"\n'
+                    'network = { rate_mbit = 50, delay_ms = 10, loss = 0.01 }\n'
+                    'workload = { objects = 1, object_size = 300_000 }\n')
+    results = run_plan(load_plan(path), stacks, out_dir=tmp_path / "out")
+    assert len(results) == len(stacks)
+    for labels in results:
+        assert labels["status"] == "ok", (labels["stack"], labels["reason"])
+        run_dir = tmp_path / "out" / labels["stack"] / labels["version"] / "smoke" / "run-1"
+        server = run_dir / labels["files.server"]
+        text = server.read_text(errors="replace")
+        assert "congestion_state_updated" in text and "SlowStart" in text
+        assert labels["relay.down.packets_in"] > 200
