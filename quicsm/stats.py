@@ -126,13 +126,11 @@ class Visits:
 
     def __init__(self, transitions: pl.DataFrame | pl.LazyFrame) -> None:
         df = _prepare(transitions)
-        first = (pl.col("trace") != pl.col("trace").shift(1)).fill_null(True)
+        first = (pl.col("tid") != pl.col("tid").shift(1)).fill_null(True)
         df = df.with_columns(first.alias("first"))
         last = pl.col("first").shift(-1).fill_null(True)
         next_time = pl.when(last).then(pl.col("end_ms")).otherwise(pl.col("time_ms").shift(-1))
-        tid = (pl.col("first").cum_sum() - 1).cast(pl.UInt32)
         df = df.with_columns(
-            tid.alias("tid"),
             pl.col("state").to_physical().cast(pl.UInt8).alias("code"),
             (next_time - pl.col("time_ms")).alias("dwell_ms"),
             last.alias("last"),
@@ -210,20 +208,27 @@ def _prepare(transitions: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     bad = {k: v for k, v in nulls.items() if v}
     if bad:
         raise ModelError(f"transitions have null values: {bad} (expected none in {sorted(bad)})")
-    ordered = df.select(
-        (
-            (pl.col("trace") > pl.col("trace").shift(1))
-            | (
-                (pl.col("trace") == pl.col("trace").shift(1))
-                & (pl.col("time_ms") >= pl.col("time_ms").shift(1))
-            )
-        )
-        .fill_null(True)
-        .all()
-    ).item()
-    if not ordered:
-        df = df.sort(["trace", "time_ms"], maintain_order=True)
-    return df
+    return _sorted(df)
+
+
+def _sorted(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` sorted by (trace, time_ms) with a ``tid`` column (UInt32 run id of ``trace``).
+
+    Already-sorted input (what the readers return) costs two passes over the trace ids and is
+    not copied; otherwise a stable sort keeps the input order of equal times.
+    """
+    trace = df.get_column("trace")
+    if trace.is_sorted():
+        df = df.with_columns(trace.rle_id().cast(pl.UInt32).alias("tid"))
+        tid, time = pl.col("tid"), pl.col("time_ms")
+        in_order = df.select(
+            ((tid != tid.shift(1)) | (time >= time.shift(1))).fill_null(True).all()
+        ).item()
+        if in_order:
+            return df
+        df = df.drop("tid")
+    df = df.sort(["trace", "time_ms"], maintain_order=True)
+    return df.with_columns(pl.col("trace").rle_id().cast(pl.UInt32).alias("tid"))
 
 
 def _visits(transitions: pl.DataFrame | pl.LazyFrame | Visits) -> Visits:
