@@ -38,11 +38,12 @@ EVENT_KINDS: Final[dict[str, str]] = {
     "congestion_metric_update": MVFST_METRIC,
 }
 
-#: byte strings whose presence makes a JSON-SEQ/NDJSON record worth decoding
-STATE_NEEDLES: Final[tuple[bytes, ...]] = (b"congestion_state_updated", b"congestion_metric_update")
+#: byte strings whose presence makes a JSON-SEQ/NDJSON record worth decoding: explicit states,
+#: then (only for traces without explicit states, or when metrics are wanted) the rest
+STATE_NEEDLES: Final[tuple[bytes, ...]] = (b"congestion_state_updated",)
 DERIVE_NEEDLES: Final[tuple[bytes, ...]] = (
     b"metrics_updated",
-    b"metric_update",
+    b"metric_update",  # also mvfst's congestion_metric_update, which carries its state
     b"packet_lost",
     b"timer_updated",
     b"spurious_loss",

@@ -6,8 +6,10 @@ it never opens a file. Results do not depend on how the input was chunked.
 Speed comes from *not* decoding records that cannot matter. Within each block the scanner uses
 ``bytes.find`` (C speed) to locate:
 
-- header candidates: records containing ``"trace"`` (every JSON-SEQ/NDJSON header has a ``trace``
-  member, main schema section "JSON-SEQ serialization"); each header starts a new trace;
+- header candidates: records containing ``_format`` (every JSON-SEQ/NDJSON header names its
+  ``qlog_format`` or ``serialization_format``); a candidate that decodes to an object with a
+  ``trace`` member and no ``name`` is a header and starts a new trace (the stream's first
+  record is always taken as its header);
 - records containing a congestion-relevant event name (:data:`quicsm.qlog.events.STATE_NEEDLES`,
   and :data:`~quicsm.qlog.events.DERIVE_NEEDLES` when metrics are wanted or the trace has no
   explicit state events yet);
@@ -32,9 +34,14 @@ from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES
 from quicsm.qlog.problems import RecordProblem, describe
 from quicsm.qlog.trace import TraceBuilder, TraceData, is_header, object_event
 
+#: what the scanner is fed: the I/O side reuses one bytearray for every block
+Buffer = bytes | bytearray
+
 RS = b"\x1e"
 LF = b"\n"
-_HEADER_NEEDLE = b'"trace"'
+#: every JSON-SEQ/NDJSON header names its format: ``qlog_format`` (draft-02 to 0.4) or
+#: ``serialization_format`` (main schema); ``_format`` finds both in one pass
+_HEADER_NEEDLE = b"_format"
 
 
 class SeqScanner:
@@ -61,19 +68,19 @@ class SeqScanner:
         self.problems: list[RecordProblem] = []
         #: stream offset of a final record that did not decode (the file was cut there)
         self.truncated_at: int | None = None
-        self._carry = b""
+        self._carry: Buffer = b""
         self._carry_offset = 0
         self._fed = 0
         self._seen_sep = sep == LF  # NDJSON has no preamble: its first line is a record
         self._trace: TraceBuilder | None = None
-        self._last: tuple[bytes, int] | None = None  # last event record of the current trace
+        self._last: tuple[Buffer, int] | None = None  # last event record of the current trace
         self._closed = False
         self._reported: set[int] = set()  # offsets of records already reported
         #: records to derive states from, kept undecoded until the trace shows it logs no state
-        self._pending: list[tuple[bytes, int]] = []
+        self._pending: list[tuple[Buffer, int]] = []
 
     # -- public ---------------------------------------------------------------------------------
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: Buffer) -> None:
         if self._closed:
             raise ValueError("feed() after close()")
         if not data:
@@ -120,7 +127,7 @@ class SeqScanner:
         return self.traces
 
     # -- internals ------------------------------------------------------------------------------
-    def _preamble(self, head: bytes, offset: int) -> None:
+    def _preamble(self, head: Buffer, offset: int) -> None:
         stripped = head.lstrip()
         if stripped:
             where = offset + len(head) - len(stripped)
@@ -141,18 +148,18 @@ class SeqScanner:
             raise problem
         self.problems.append(problem)
 
-    def _decode(self, buf: bytes, start: int, end: int, base: int) -> Any:
+    def _decode(self, buf: Buffer, start: int, end: int, base: int) -> Any:
         """Decode record content ``buf[start:end]``; ``RecordProblem`` if it is not JSON."""
         try:
             return orjson.loads(buf[start:end])
         except orjson.JSONDecodeError:
             raise RecordProblem(base + start, "a JSON text", _got_bytes(buf[start:end])) from None
 
-    def _records_of(self, buf: bytes, base: int) -> None:
+    def _records_of(self, buf: Buffer, base: int) -> None:
         """``buf`` = sep + content + sep (one record, built around a block boundary)."""
         self._region(buf, 0, len(buf) - 1, base)
 
-    def _region(self, buf: bytes, a: int, b: int, base: int) -> None:
+    def _region(self, buf: Buffer, a: int, b: int, base: int) -> None:
         """Records between the separators at ``buf[a]`` and ``buf[b]``: split at headers."""
         sep = self.sep
         pos = a
@@ -180,7 +187,7 @@ class SeqScanner:
             hit = buf.find(_HEADER_NEEDLE, max(re_, hit + 1), b)
         self._segment(buf, pos, b, base)
 
-    def _start_first_trace(self, buf: bytes, a: int, b: int, base: int) -> int | None:
+    def _start_first_trace(self, buf: Buffer, a: int, b: int, base: int) -> int | None:
         """The stream's first record must be a header; returns where its events begin."""
         sep = self.sep
         pos = a
@@ -254,7 +261,7 @@ class SeqScanner:
         trace.observe(t)
         trace.add(name, t, data, offset)
 
-    def _full_region(self, buf: bytes, pos: int, b: int, base: int) -> None:
+    def _full_region(self, buf: Buffer, pos: int, b: int, base: int) -> None:
         """Decode every record (inspect, and traces with delta times)."""
         sep = self.sep
         while pos < b:
@@ -278,7 +285,7 @@ class SeqScanner:
     def _decode_hits(
         self,
         trace: TraceBuilder,
-        buf: bytes,
+        buf: Buffer,
         s: int,
         e: int,
         base: int,
@@ -306,7 +313,7 @@ class SeqScanner:
                 continue
             self._decode_event(trace, buf[rs + 1 : starts[rs]], offset)
 
-    def _decode_event(self, trace: TraceBuilder, record: bytes, offset: int) -> None:
+    def _decode_event(self, trace: TraceBuilder, record: Buffer, offset: int) -> None:
         try:
             obj = self._decode(record, 0, len(record), offset)
             name, raw_time, data = object_event(obj, offset)
@@ -314,7 +321,7 @@ class SeqScanner:
         except RecordProblem as problem:
             self._problem(problem)
 
-    def _segment(self, buf: bytes, s: int, e: int, base: int) -> None:
+    def _segment(self, buf: Buffer, s: int, e: int, base: int) -> None:
         """Event records of the current trace between separators at ``s`` and ``e``."""
         trace = self._trace
         if trace is None or s >= e:
@@ -358,6 +365,6 @@ class SeqScanner:
             end = rs
 
 
-def _got_bytes(data: bytes) -> str:
+def _got_bytes(data: Buffer) -> str:
     text = data.strip()[:40].decode("utf-8", "replace")
     return f"{text!r}" if text else "nothing"

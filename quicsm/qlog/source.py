@@ -25,7 +25,7 @@ import zstandard
 from quicsm.errors import InputError, QlogError
 from quicsm.qlog.contained import ContainedParser
 from quicsm.qlog.problems import MAX_REASONS, RecordProblem
-from quicsm.qlog.seq import LF, RS, SeqScanner
+from quicsm.qlog.seq import LF, RS, Buffer, SeqScanner
 from quicsm.qlog.trace import TraceData
 
 #: decompressed bytes handed to the parser at a time
@@ -70,12 +70,17 @@ class _Decompressed:
             "gzip" if magic.startswith(GZIP_MAGIC) else "zstd" if magic == ZSTD_MAGIC else None
         )
 
-    def blocks(self) -> Iterator[bytes]:
+    def blocks(self) -> Iterator[Buffer]:
         try:
-            with self.path.open("rb") as raw:
+            with self.path.open("rb", buffering=0) as raw:
                 if self.compression is None:
-                    while block := raw.read(self.block_size):
-                        yield block
+                    # one reused buffer: no fresh allocation (and page faults) per block; the
+                    # parsers copy what they keep
+                    buffer = bytearray(self.block_size)
+                    while n := raw.readinto(buffer):
+                        if n < len(buffer):
+                            del buffer[n:]
+                        yield buffer
                 else:
                     yield from self._decompress(raw)
         except (OSError, zlib.error, zstandard.ZstdError) as exc:
@@ -113,11 +118,11 @@ class _Decompressed:
             self.cut_short = True
 
 
-def detect(head: bytes) -> str | None:
+def detect(head: Buffer) -> str | None:
     """The format of decompressed content from its first block, ``None`` if unrecognised."""
     if head.startswith(PARQUET_MAGIC):
         return PARQUET
-    body = head.lstrip(b" \t\r\n\xef\xbb\xbf")
+    body = bytes(head[: 1 << 16]).lstrip(b" \t\r\n\xef\xbb\xbf")
     if body.startswith(RS):
         return JSON_SEQ
     if body.startswith(b"{"):
@@ -144,8 +149,8 @@ def detect(head: bytes) -> str | None:
     return None
 
 
-def _describe_head(head: bytes) -> str:
-    text = head.lstrip()[:24]
+def _describe_head(head: Buffer) -> str:
+    text = bytes(head[:4096]).lstrip()[:24]
     if not text:
         return "an empty file"
     printable = text.decode("utf-8", "replace")
@@ -203,9 +208,12 @@ def read_qlog(
     """
     source = _Decompressed(path, block_size=block_size)
     blocks = source.blocks()
-    head = b""
+    head: Buffer = b""
     for block in blocks:  # enough of the start to tell the format
-        head += block
+        if not head and len(block) >= 1 << 16:
+            head = block  # a full block: fed before the reused buffer is refilled
+            break
+        head = bytes(head) + bytes(block)  # copies: the next block may reuse the buffer
         if len(head) >= 1 << 16:
             break
     kind = detect(head)
@@ -221,7 +229,7 @@ def read_qlog(
     sep = RS if kind == JSON_SEQ else LF
     try:
         if kind == JSON:
-            data = head + b"".join(blocks)
+            data = bytes(head) + b"".join(blocks)
             parser = ContainedParser(want_metrics=want_metrics, lenient=lenient)
             result.traces = parser.parse(data)
             problems, truncated_at = parser.problems, parser.truncated_at
