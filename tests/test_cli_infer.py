@@ -156,3 +156,32 @@ def test_output_path_that_is_a_file_is_an_error(csv_input: Path, tmp_path: Path)
     result = CliRunner().invoke(main, ["infer", str(csv_input), "-o", str(target)])
     assert result.exit_code != 0
     assert "file" in result.output
+
+
+def test_progress_bar_reads_file_by_file_with_the_same_result(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from quicsm.cli.infer import _Progress, _progress, _read
+
+    df = fig13_transitions()
+    files = []
+    for i, part in enumerate(df.partition_by("trace", maintain_order=True)):
+        files.append(tmp_path / f"part{i}.csv")
+        part.write_csv(files[-1])
+    sink = io.StringIO()
+    console = Console(file=sink, force_terminal=True, width=100)
+    with _Progress(files, enabled=True, console=console) as progress:
+        got = _read(files, lenient=False, progress=progress, console=console)
+        progress.stage("inferring the model")
+    whole = read_transitions([str(f) for f in files])
+    assert got.sort("trace", "time_ms").equals(whole.sort("trace", "time_ms"))
+    assert "reading traces" in sink.getvalue()
+    # shown only on a terminal, for long inputs, and never with --quiet
+    with _progress(files * 10, quiet=True, console=console) as p:
+        assert not p.enabled
+    with _progress(files * 10, quiet=False, console=console) as p:
+        assert p.enabled
+    with _progress(files, quiet=False, console=console) as p:
+        assert not p.enabled
