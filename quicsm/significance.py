@@ -24,6 +24,8 @@ from scipy import stats as sps
 MIN_N = 3
 #: a contingency table whose expected counts are all at least this uses the G-test.
 MIN_EXPECTED = 5.0
+#: cells of one block of permutation draws (bounds the memory of a permutation test)
+_MASK_CELLS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -205,8 +207,8 @@ def _permutation(
     n = units.shape[0]
     m = min(n_a, n - n_a)
     # a canonical order of the traces that does not depend on which group came first (equal
-    # rows are interchangeable), so that the random splits - and the p-value - are the same
-    # for (A, B) and (B, A)
+    # rows are interchangeable), so that the splits - and the p-value - are the same for
+    # (A, B) and (B, A)
     units = units[np.lexsort(units.T[::-1])]
     totals = units.sum(axis=0)
     splits = math.comb(n, m)
@@ -218,12 +220,22 @@ def _permutation(
         g = _g_statistics(masks @ units, totals)
         p = float(np.count_nonzero(g >= observed - eps)) / splits
         return TestResult("permutation (exact)", p, observed)
+    # A random split only matters through the sum of the traces drawn, and traces with equal
+    # counts are interchangeable: drawing m traces at random is a multivariate hypergeometric
+    # draw over the distinct count rows. Same distribution as shuffling, at a cost that grows
+    # with the number of distinct rows rather than the number of traces.
+    distinct, multiplicity = np.unique(units, axis=0, return_counts=True)
     rng = np.random.default_rng(seed)
-    masks = np.zeros((permutations, n))
-    for row in range(permutations):
-        masks[row, rng.permutation(n)[:m]] = 1.0
-    g = _g_statistics(masks @ units, totals)
-    p = (1.0 + float(np.count_nonzero(g >= observed - eps))) / (permutations + 1.0)
+    block = max(1, min(permutations, _MASK_CELLS // max(1, distinct.shape[0])))
+    extreme = 0
+    done = 0
+    while done < permutations:
+        rows = min(block, permutations - done)
+        draws = rng.multivariate_hypergeometric(multiplicity, m, size=rows)
+        g = _g_statistics(draws @ distinct, totals)
+        extreme += int(np.count_nonzero(g >= observed - eps))
+        done += rows
+    p = (1.0 + extreme) / (permutations + 1.0)
     return TestResult("permutation", p, observed)
 
 
