@@ -135,8 +135,10 @@ class Visits:
             (next_time - pl.col("time_ms")).alias("dwell_ms"),
             last.alias("last"),
         ).with_columns(
+            # the trace's end (its last row's end_ms) minus its start (its first row's time)
             (
-                pl.col("end_ms") - pl.col("time_ms").filter(pl.col("first")).gather(pl.col("tid"))
+                pl.col("end_ms").filter(pl.col("last")).gather(pl.col("tid"))
+                - pl.col("time_ms").filter(pl.col("first")).gather(pl.col("tid"))
             ).alias("total_ms")
         )
         bad = df.filter(pl.col("dwell_ms") < 0)
