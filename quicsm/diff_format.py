@@ -181,10 +181,14 @@ def _summary_lines(d: DiffResult) -> list[str]:
     return lines
 
 
+def _traces(n: int) -> str:
+    return "1 trace" if n == 1 else f"{n} traces"
+
+
 def _header(d: DiffResult) -> str:
     a, b = d.names
     return (
-        f"A = {a} ({d.n_a} traces), B = {b} ({d.n_b} traces); α = {d.alpha:g}; "
+        f"A = {a} ({_traces(d.n_a)}), B = {b} ({_traces(d.n_b)}); α = {d.alpha:g}; "
         "differences are B − A"
     )
 

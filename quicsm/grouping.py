@@ -137,6 +137,21 @@ def _load(
     return transitions, traces.sort("file", "trace")
 
 
+def _vantage_notes(frames: Sequence[pl.DataFrame]) -> list[str]:
+    """A note when client and server traces are mixed: the two ends of one connection are not
+    independent samples, and only the sender's congestion controller does much."""
+    seen: set[str] = set()
+    for df in frames:
+        if "vantage" in df.columns and df.height:
+            seen.update(str(v) for v in df["vantage"].cast(pl.String).unique().to_list())
+    if {"client", "server"} <= seen:
+        return [
+            "the groups mix client and server traces (both ends of a connection count as two "
+            "traces); add --where vantage=server to compare one end only"
+        ]
+    return []
+
+
 def _where_text(where: Mapping[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in where.items())
 
@@ -174,7 +189,7 @@ def compare_paths(
     b = Group(names[1], tb, rb, list(b_paths))
     _require(a, where)
     _require(b, where)
-    return Comparison(a, b)
+    return Comparison(a, b, notes=_vantage_notes([ta, tb]))
 
 
 def compare_by_label(
@@ -194,7 +209,7 @@ def compare_by_label(
         labels = orjson.loads(s)
         values.append(label_text(labels[label]) if label in labels else None)
     traces = traces.with_columns(pl.Series("_value", values, dtype=pl.String))
-    notes = []
+    notes = _vantage_notes([transitions])
     missing = traces.filter(pl.col("_value").is_null()).height
     if missing:
         notes.append(f"{missing} trace(s) without label {label!r} left out")
