@@ -1,0 +1,113 @@
+"""`quicsm states` and `quicsm inspect`: thin layers over the readers, exact texts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+from click.testing import CliRunner
+
+from quicsm.cli import main
+from quicsm.read import read_transitions
+
+FIX = Path(__file__).parent / "fixtures" / "qlog"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_states_csv_is_the_library_frame() -> None:
+    code, out, err = run("states", "--format", "csv", str(FIX / "quicgo_0.3.sqlog"))
+    assert code == 0 and err == ""
+    expected = read_transitions(FIX / "quicgo_0.3.sqlog").with_columns(
+        pl.col(pl.Enum).cast(pl.String)
+    )
+    assert out == expected.write_csv()
+
+
+def test_states_jsonl_and_table() -> None:
+    code, out, _ = run("states", "--format", "jsonl", str(FIX / "draft02.ndjson"))
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and [r["state"] for r in rows] == ["Init", "SlowStart", "CongestionAvoidance"]
+    code, out, _ = run("states", str(FIX / "draft02.ndjson"))
+    lines = out.splitlines()
+    assert lines[0].split() == [
+        "file",
+        "trace",
+        "vantage",
+        "time_ms",
+        "state",
+        "raw_state",
+        "trigger",
+        "source",
+        "end_ms",
+    ]
+    assert lines[2].split()[3:5] == ["3.000", "SlowStart"]
+
+
+def test_missing_file_is_a_clean_error() -> None:
+    code, out, err = run("states", "nope.sqlog")
+    assert code == 1 and out == ""
+    assert err == "Error: no such file or directory: 'nope.sqlog'\n"
+
+
+def test_bad_record_exact_text(tmp_path: Path) -> None:
+    path = tmp_path / "x.sqlog"
+    path.write_text(
+        '\x1e{"qlog_version": "0.3", "qlog_format": "JSON-SEQ", "trace": {}}\n'
+        '\x1e["recovery:congestion_state_updated"]\n'
+    )
+    code, _, err = run("states", str(path))
+    assert code == 1
+    assert err == (
+        f"Error: {path}: record 2 (line 2): "
+        'expected an object with "time" and "name", got an array\n'
+    )
+    assert "Traceback" not in err
+    code, out, err = run("states", "--lenient", str(path))
+    assert code == 0
+    assert err == (
+        "Warning: skipped 1 record; first 1 reason:\n"
+        f'  {path}: record 2 (line 2): expected an object with "time" and "name", got an array\n'
+    )
+    assert "Init" in out
+
+
+def test_warnings_go_to_stderr() -> None:
+    code, out, err = run("states", str(FIX / "quicgo_truncated.sqlog"))
+    assert code == 0
+    assert err.startswith(
+        f"Warning: {FIX / 'quicgo_truncated.sqlog'}: record 9 (line 9) is incomplete"
+    )
+    assert "SlowStart" in out
+
+
+def test_inspect_summarises_and_validates_everything(tmp_path: Path) -> None:
+    code, out, err = run("inspect", str(FIX / "packed.sqlog.zst"))
+    assert code == 0 and err == ""
+    assert out.splitlines()[:3] == [
+        f"file: {FIX / 'packed.sqlog.zst'}",
+        "format: JSON-SEQ (zstd-compressed)",
+        "traces: 3",
+    ]
+    assert "  recovery:congestion_state_updated  10" in out
+    assert out.rstrip().endswith("problems: none")
+    # a broken record the fast path never decodes is still found by inspect
+    path = tmp_path / "x.sqlog"
+    path.write_text(
+        '\x1e{"qlog_version": "0.3", "qlog_format": "JSON-SEQ", "trace": {}}\n'
+        '\x1e{"time": 1, "name": "transport:packet_sent", "data": {}}\n'
+        "\x1e{oops}\n"
+    )
+    code, out, _ = run("inspect", str(path))
+    assert code == 0
+    assert (
+        f"problems: 1 (first 1 listed)\n"
+        f"  {path}: record 3 (line 3): expected a JSON text, got '{{oops}}'"
+        in out
+    )
+    code, _, err = run("inspect", str(FIX))
+    assert code == 1 and "inspect takes one file" in err
