@@ -133,7 +133,7 @@ def _empty_stats() -> Stats:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Model:
     """An inferred state machine with its statistics. Build one with :func:`quicsm.infer`.
 

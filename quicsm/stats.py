@@ -477,7 +477,7 @@ def dwell_summary(transitions: pl.DataFrame | pl.LazyFrame | Visits) -> pl.DataF
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Stats:
     """The statistics a :class:`quicsm.model.Model` carries (aggregated over traces).
 
