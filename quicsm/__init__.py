@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
         "quicsm.stats",
     ),  # fmt: skip
     "diff": "quicsm.diff",
+    "DiffResult": "quicsm.diff",
 }
 
 __all__ = ["__version__", *_EXPORTS]
