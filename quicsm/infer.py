@@ -21,6 +21,7 @@ import polars as pl
 
 from quicsm.errors import ModelError
 from quicsm.model import Model, renumber
+from quicsm.replay import node_times
 from quicsm.stats import INITIAL, TERMINAL, Stats, Visits, compute_stats
 
 #: valid values of ``algorithm``.
@@ -69,6 +70,7 @@ def infer(
         algorithm=algorithm,
         k=k,
         seed=seed,
+        node_time=node_times(visits, nodes, edges),
     )
 
 

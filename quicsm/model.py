@@ -34,6 +34,7 @@ import orjson
 import polars as pl
 
 from quicsm.errors import ModelError
+from quicsm.replay import NODE_TIMES_SCHEMA
 from quicsm.states import CANONICAL_STATES
 from quicsm.stats import (
     DWELL_SUMMARY_SCHEMA,
@@ -139,7 +140,9 @@ class Model:
 
     ``nodes``, ``edges`` and ``invariants`` follow the schemas of the module docstring (they are
     cast and sorted on construction); ``stats`` are the aggregated statistics of the traces the
-    model was inferred from; ``algorithm``, ``k`` and ``seed`` record how.
+    model was inferred from; ``algorithm``, ``k`` and ``seed`` record how. ``node_time``
+    (id, seconds, fraction) is the time spent in each node when every visit could be attributed
+    to a node (:mod:`quicsm.replay`), else None.
     """
 
     nodes: pl.DataFrame
@@ -149,6 +152,7 @@ class Model:
     algorithm: str = "observed"
     k: int = 1
     seed: int = 0
+    node_time: pl.DataFrame | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -162,18 +166,35 @@ class Model:
         object.__setattr__(self, "nodes", nodes.sort("id"))
         object.__setattr__(self, "edges", edges.sort("source", "target"))
         object.__setattr__(self, "invariants", invariants.sort("kind", "a", "b"))
+        if self.node_time is not None:
+            try:
+                node_time = self.node_time.select(
+                    [pl.col(c).cast(t) for c, t in NODE_TIMES_SCHEMA.items()]
+                )
+            except pl.exceptions.PolarsError as exc:
+                raise ModelError(f"node_time does not match its schema: {exc}") from None
+            ids = nodes.select("id").join(node_time, on="id", how="left", maintain_order="left")
+            object.__setattr__(self, "node_time", ids.select(list(NODE_TIMES_SCHEMA)))
 
     # -- derived views ---------------------------------------------------------------------
 
     def node_fractions(self) -> pl.DataFrame:
-        """``nodes`` with ``fraction``: the pooled fraction of time in the node's state (null for
-        INITIAL/TERMINAL; a state split into several nodes shows the state's total on each)."""
+        """``nodes`` with ``fraction``: the pooled fraction of time spent in the node (null for
+        INITIAL/TERMINAL). Without :attr:`node_time` it is the fraction of the node's *state*,
+        which a state split into several nodes shows on each of them."""
+        if self.node_time is not None:
+            per_node = self.node_time.select("id", "fraction")
+            return self.nodes.join(per_node, on="id", how="left", maintain_order="left")
         tis = self.stats.time_in_state.select(pl.col("state").cast(pl.String), pl.col("fraction"))
         return self.nodes.join(tis, on="state", how="left", maintain_order="left")
 
     def states_with_several_nodes(self) -> list[str]:
         counts = self.nodes.group_by("state").len().filter(pl.col("len") > 1)
         return sorted(counts.get_column("state").to_list(), key=label_rank)
+
+    def states_sharing_a_fraction(self) -> list[str]:
+        """States drawn as several nodes whose nodes can only show the state's total time."""
+        return [] if self.node_time is not None else self.states_with_several_nodes()
 
     # -- exports ---------------------------------------------------------------------------
 
@@ -188,7 +209,7 @@ class Model:
             "traces": s.traces,
             "visits": s.visits,
             "duration_seconds": _round(s.duration_ms / 1000.0),
-            "nodes": _rows(self.nodes),
+            "nodes": _rows(self._nodes_with_time()),
             "edges": _rows(self.edges),
             "invariants": _rows(self.invariants),
             "time_in_state": _rows(
@@ -197,6 +218,14 @@ class Model:
             "transition_probabilities": _rows(s.transition_probabilities),
             "dwell": _rows(s.dwell),
         }
+
+    def _nodes_with_time(self) -> pl.DataFrame:
+        if self.node_time is None:
+            return self.nodes.with_columns(
+                pl.lit(None, pl.Float64).alias("seconds"),
+                pl.lit(None, pl.Float64).alias("fraction"),
+            )
+        return self.nodes.join(self.node_time, on="id", how="left", maintain_order="left")
 
     def to_json(self) -> str:
         """model.json text: deterministic for the same model (see the module docstring)."""
@@ -223,8 +252,11 @@ class Model:
                 ),
                 dwell=_frame(data["dwell"], DWELL_SUMMARY_SCHEMA),
             )
+            nodes = _frame(data["nodes"], {**NODES_SCHEMA, **NODE_TIMES_SCHEMA})
+            timed = nodes.get_column("fraction").is_not_null().any()
             return cls(
-                nodes=_frame(data["nodes"], NODES_SCHEMA),
+                nodes=nodes.select(list(NODES_SCHEMA)),
+                node_time=nodes.select(list(NODE_TIMES_SCHEMA)) if timed else None,
                 edges=_frame(data["edges"], EDGES_SCHEMA),
                 invariants=_frame(data["invariants"], INVARIANTS_SCHEMA),
                 stats=stats,

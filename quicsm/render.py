@@ -2,7 +2,9 @@
 
 Kakhki et al. (IMC 2017), Fig. 13: each state is labelled with the fraction of time spent in it
 (red) and each transition with its probability (black). As in Synoptic's own output, the dummy
-INITIAL node is a box and TERMINAL a diamond.
+INITIAL node is a box and TERMINAL a diamond. When a state is split into several nodes, each
+node shows the time spent in that node (:mod:`quicsm.replay`); if visits cannot be attributed
+to nodes, each shows its state's total in parentheses.
 
 The DOT text is a pure function of the model: node names are ``n<id>`` (ids are stable, see
 :mod:`quicsm.model`), nodes and edges are written in id order, and every number has a fixed
@@ -51,12 +53,13 @@ def _html_escape(text: str) -> str:
 def model_to_dot(model: Model, *, title: str | None = None) -> str:
     """The model as DOT text (see the module docstring). ``title`` overrides the caption."""
     nodes = model.node_fractions()
-    split = set(model.states_with_several_nodes())
+    split = set(model.states_sharing_a_fraction())
     caption = title
     if caption is None:
+        where = "node" if model.states_with_several_nodes() and not split else "state"
         caption = (
             f"{model.algorithm} model of {model.stats.traces} trace"
-            f"{'' if model.stats.traces == 1 else 's'}: red = fraction of time in the state, "
+            f"{'' if model.stats.traces == 1 else 's'}: red = fraction of time in the {where}, "
             "black = transition probability"
         )
         if split:

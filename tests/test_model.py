@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 from quicsm.errors import ModelError, QuicsmError
 from quicsm.frames import normalize_transitions
@@ -84,8 +85,12 @@ def test_json_has_the_documented_layout(model: Model) -> None:
         "schema", "algorithm", "k", "seed", "traces", "visits", "duration_seconds", "nodes",
         "edges", "invariants", "time_in_state", "transition_probabilities", "dwell",
     ]  # fmt: skip
-    assert data["nodes"][0] == {"id": 0, "state": "INITIAL", "events": 6}
-    assert data["nodes"][1] == {"id": 1, "state": "TERMINAL", "events": 6}
+    dummy = {"seconds": None, "fraction": None}
+    assert data["nodes"][0] == {"id": 0, "state": "INITIAL", "events": 6, **dummy}
+    assert data["nodes"][1] == {"id": 1, "state": "TERMINAL", "events": 6, **dummy}
+    # in the observed model a node is a state: its time is the state's
+    node_frac = {n["state"]: n["fraction"] for n in data["nodes"][2:]}
+    assert node_frac == {r["state"]: r["fraction"] for r in data["time_in_state"]}
     assert set(data["edges"][0]) == {"source", "target", "count", "probability"}
     assert {i["kind"] for i in data["invariants"]} <= {
         "AlwaysFollowedBy",
@@ -108,6 +113,10 @@ def test_json_round_trips(model: Model) -> None:
     assert again.to_json() == text
     assert again.to_dot() == model.to_dot()
     assert Model.from_json(text.encode()).to_json() == text
+    assert again.node_time is not None and model.node_time is not None
+    assert_frame_equal(again.node_time, model.node_time, check_exact=False, rel_tol=1e-11)
+    untimed = Model(nodes=model.nodes, edges=model.edges, stats=model.stats)
+    assert Model.from_json(untimed.to_json()).node_time is None
 
 
 def test_json_is_byte_identical_across_runs() -> None:
