@@ -12,6 +12,9 @@ Schemas (all polars frames):
 ``invariants``  kind (String: AlwaysFollowedBy | NeverFollowedBy | AlwaysPrecedes), a, b (String),
                 support (Int64)
 ``stats``       :class:`quicsm.stats.Stats` computed from the transitions frame
+``node_time``   id, seconds, fraction (Float64: time spent in each node, pooled over traces;
+                null for INITIAL/TERMINAL) — or None when visits cannot be attributed to
+                nodes (:mod:`quicsm.replay`)
 
 Details of the id rule: "by state label" orders canonical states as in
 :data:`quicsm.states.CANONICAL_STATES` (Init first) and any other label after them,
