@@ -212,11 +212,11 @@ def generate_transitions(
     df = pl.DataFrame(
         {
             "trace": trace_ids.gather(np.repeat(np.arange(n_traces), lengths)),
-            "time_ms": np.round(time_ms, 3),
+            "time_ms": time_ms,
             "state": pl.Series(names[key].tolist() if len(key) else [], dtype=pl.String).cast(
                 STATE_DTYPE
             ),
-            "end_ms": np.round(end_ms, 3),
+            "end_ms": end_ms,
             "vantage": pl.Series([vantage] * len(key), dtype=pl.String),
         }
     )

@@ -70,9 +70,7 @@ def _reference(traces: list[list[str]]) -> set[tuple[str, str, str, int]]:
     out: set[tuple[str, str, str, int]] = set()
     for a in labels:
         for b in labels:
-            followed = sum(
-                1 for t in traces for i, e in enumerate(t) if e == a and b in t[i + 1 :]
-            )
+            followed = sum(1 for t in traces for i, e in enumerate(t) if e == a and b in t[i + 1 :])
             preceded = sum(1 for t in traces for i, e in enumerate(t) if e == b and a in t[:i])
             if followed == count[a]:
                 out.add(("AlwaysFollowedBy", a, b, count[a]))
@@ -87,8 +85,6 @@ def _reference(traces: list[list[str]]) -> set[tuple[str, str, str, int]]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(
-    st.lists(st.lists(st.sampled_from("abcd"), min_size=1, max_size=7), min_size=1, max_size=8)
-)
+@given(st.lists(st.lists(st.sampled_from("abcd"), min_size=1, max_size=7), min_size=1, max_size=8))
 def test_mining_matches_the_definitions(traces: list[list[str]]) -> None:
     assert _rows(traces) == _reference(traces)

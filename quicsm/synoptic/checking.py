@@ -16,7 +16,7 @@ invariants of a kind with one search per label:
 - ``a AlwaysPrecedes b`` fails iff a ``b`` node is reachable from INITIAL avoiding ``a`` nodes;
 - ``a AlwaysFollowedBy b`` fails iff an ``a`` node reaches TERMINAL avoiding ``b`` nodes.
 
-After a merge only paths through the merged node are new (see :func:`merge_violates`).
+After a merge only paths through the merged node are new (see :meth:`Checker.nfby_through`).
 """
 
 from __future__ import annotations
@@ -148,23 +148,23 @@ class Checker:
 
     def violates(self, g: PartitionGraph, inv: Invariant) -> bool:
         """Whether ``inv`` fails on ``g`` (one reachability search)."""
-        adj = g.adjacency()
-        plabel = g.plabel
-        n = len(plabel)
-        if inv.kind == NFBY:
-            seen = _reach(adj, [u for u in range(n) if g.alive[u] and plabel[u] == inv.a], None)
-            return any(seen[v] and plabel[v] == inv.b for v in range(n))
-        blocked_label = inv.a if inv.kind == AP else inv.b
-        blocked = [plabel[u] == blocked_label for u in range(n)]
-        if inv.kind == AP:
-            seen = _reach(adj, [INITIAL_ID], blocked)
-            return any(seen[v] and plabel[v] == inv.b for v in range(n))
-        radj = reverse(adj)
-        ok = _reach(radj, [TERMINAL_ID], blocked)
-        ok[TERMINAL_ID] = True
-        return any(
-            g.alive[u] and plabel[u] == inv.a and any(ok[v] for v in adj[u]) for u in range(n)
-        )
+        return violates(g.adjacency(), g.plabel, inv)
+
+
+def violates(adj: Adjacency, plabel: Sequence[int], inv: Invariant) -> bool:
+    """Whether ``inv`` fails on the graph ``adj`` with node labels ``plabel``."""
+    n = len(adj)
+    if inv.kind == NFBY:
+        seen = _reach(adj, [u for u in range(n) if plabel[u] == inv.a], None)
+        return any(seen[v] and plabel[v] == inv.b for v in range(n))
+    blocked_label = inv.a if inv.kind == AP else inv.b
+    blocked = [plabel[u] == blocked_label for u in range(n)]
+    if inv.kind == AP:
+        seen = _reach(adj, [INITIAL_ID], blocked)
+        return any(seen[v] and plabel[v] == inv.b for v in range(n))
+    ok = _reach(reverse(adj), [TERMINAL_ID], blocked)
+    ok[TERMINAL_ID] = True
+    return any(plabel[u] == inv.a and any(ok[v] for v in adj[u]) for u in range(n))
 
 
 def counterexample(g: PartitionGraph, inv: Invariant, adj: Adjacency) -> list[int] | None:

@@ -74,10 +74,9 @@ def graph_frames(g: PartitionGraph) -> tuple[pl.DataFrame, pl.DataFrame]:
     w = log.event_weights()
     events = np.bincount(g.part, weights=w, minlength=n_ids).astype(np.int64)
     events[INITIAL_ID] = events[TERMINAL_ID] = log.n_traces
-    first = np.full(n_ids, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(first, g.part, np.arange(len(g.part), dtype=np.int64))
+    first = [int(m[0]) if len(m) else -1 for m in g.members]
     real = [p for p in range(n_ids) if g.alive[p] and p not in (INITIAL_ID, TERMINAL_ID)]
-    real.sort(key=lambda p: (g.plabel[p], int(first[p])))
+    real.sort(key=lambda p: (g.plabel[p], first[p]))
     new_id = np.full(n_ids, -1, dtype=np.int64)
     new_id[INITIAL_ID], new_id[TERMINAL_ID] = 0, 1
     new_id[real] = np.arange(2, len(real) + 2)

@@ -119,23 +119,28 @@ class EventLog:
                     f"{c}={n}" for c, n in zip(("trace", "time_ms", "state"), nulls, strict=True)
                 )
             )
-        states = df.get_column("state").cast(pl.String)
-        present = set(states.unique().to_list())
-        labels = _order_labels(present, None)
-        frame = (
-            pl.DataFrame(
-                {
-                    "trace": df.get_column("trace").cast(pl.String),
-                    "time_ms": df.get_column("time_ms").cast(pl.Float64),
-                    "code": states.replace_strict(
-                        {name: i for i, name in enumerate(labels)}, return_dtype=pl.Int32
-                    ),
-                }
-            )
-            .with_row_index("_order")
-            .sort(["trace", "time_ms", "_order"])
-        )
-        lengths = frame.group_by("trace", maintain_order=True).len().get_column("len")
+        state = df.get_column("state")
+        if isinstance(state.dtype, pl.Enum):
+            # physical codes index the enum's categories: no string work on every row
+            categories = state.dtype.categories.to_list()
+            physical = state.to_physical().to_numpy().astype(np.int64)
+            used = np.flatnonzero(np.bincount(physical, minlength=len(categories)))
+            labels = _order_labels({categories[i] for i in used}, None)
+            lookup = np.full(len(categories), -1, dtype=np.int64)
+            lookup[[categories.index(name) for name in labels]] = np.arange(len(labels))
+            codes = lookup[physical]
+        else:
+            names = state.cast(pl.String)
+            labels = _order_labels(set(names.unique().to_list()), None)
+            codes = names.replace_strict(
+                {name: i for i, name in enumerate(labels)}, return_dtype=pl.Int64
+            ).to_numpy()
+        trace = df.get_column("trace").cast(pl.String)
+        time_ms = df.get_column("time_ms").cast(pl.Float64)
+        frame = pl.DataFrame({"trace": trace, "time_ms": time_ms, "code": codes})
+        if not _grouped_in_time_order(frame):
+            frame = frame.with_row_index("_order").sort(["trace", "time_ms", "_order"])
+        lengths = frame.select(pl.col("trace").rle().struct.field("len")).to_series()
         return cls.from_codes(labels, frame.get_column("code").to_numpy(), lengths.to_numpy())
 
     # -- views -------------------------------------------------------------------------------
@@ -170,6 +175,15 @@ class EventLog:
         return np.repeat(self.weights, np.diff(self.offsets))
 
 
+def _grouped_in_time_order(frame: pl.DataFrame) -> bool:
+    """Whether each trace's rows are contiguous, traces sorted, and times non-decreasing."""
+    if not frame.get_column("trace").is_sorted():
+        return False
+    same = pl.col("trace") == pl.col("trace").shift(1)
+    backwards = frame.select((same & (pl.col("time_ms") < pl.col("time_ms").shift(1))).any())
+    return not bool(backwards.item())
+
+
 def _order_labels(present: set[str], label_order: Sequence[str] | None) -> tuple[str, ...]:
     if label_order is not None:
         missing = present - set(label_order)
@@ -190,9 +204,7 @@ def _dedupe(
     # Exact deduplication: group by the whole code sequence (a list column), then sort the
     # distinct sequences lexicographically (a prefix sorts before its extensions).
     seqs = (
-        pl.DataFrame(
-            {"t": np.repeat(np.arange(len(lens), dtype=np.int64), lens), "c": flat}
-        )
+        pl.DataFrame({"t": np.repeat(np.arange(len(lens), dtype=np.int64), lens), "c": flat})
         .group_by("t", maintain_order=True)
         .agg(pl.col("c").alias("seq"))
         .with_columns(pl.Series("w", w))

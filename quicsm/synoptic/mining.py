@@ -68,10 +68,15 @@ def walk_counts(log: EventLog) -> Counts:
     trace = log.event_trace()
     weight = log.event_weights()
     index = np.arange(len(codes), dtype=np.int64)
-    last = np.full((n_traces, n_labels), -1, dtype=np.int64)
-    np.maximum.at(last, (trace, codes), index)
-    first = np.full((n_traces, n_labels), np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(first, (trace, codes), index)
+    key = trace * n_labels + codes
+    first_flat = np.full(n_traces * n_labels, np.iinfo(np.int64).max, dtype=np.int64)
+    uniq, at = np.unique(key, return_index=True)  # first occurrence of each (trace, label)
+    first_flat[uniq] = at
+    last_flat = np.full(n_traces * n_labels, -1, dtype=np.int64)
+    uniq, at = np.unique(key[::-1], return_index=True)
+    last_flat[uniq] = len(key) - 1 - at
+    first = first_flat.reshape(n_traces, n_labels)
+    last = last_flat.reshape(n_traces, n_labels)
     count = np.bincount(codes, weights=weight, minlength=n_labels).astype(np.int64)
     followed = np.zeros((n_labels, n_labels), dtype=np.int64)
     precedes = np.zeros((n_labels, n_labels), dtype=np.int64)

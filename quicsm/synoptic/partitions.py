@@ -50,11 +50,18 @@ class PartitionGraph:
         self.nxt[ends] = -1
         self.prv = np.arange(-1, n_events - 1, dtype=np.int64)
         self.prv[starts] = -1
+        # sorted event indices of every partition (INITIAL/TERMINAL have none)
+        order = np.argsort(self.part, kind="stable")
+        bounds = np.searchsorted(self.part[order], np.arange(len(self.plabel) + 1))
+        self.members: list[IntArray] = [
+            order[bounds[i] : bounds[i + 1]] for i in range(len(self.plabel))
+        ]
+        self._mask = np.zeros(n_events, dtype=np.bool_)  # scratch, always left all-False
         cap = max(16, 2 * len(self.plabel))
         self.count = np.zeros((cap, cap), dtype=np.int64)
         src, dst = self._pairs(np.arange(n_events, dtype=np.int64))
-        np.add.at(self.count, (src, dst), 1)
-        np.add.at(self.count, (np.zeros(len(starts), dtype=np.int64), self.part[starts]), 1)
+        self._add(self.count, src, dst, 1)
+        self._add(self.count, np.zeros(len(starts), dtype=np.int64), self.part[starts], 1)
         # merged-away partition -> partition it was merged into (resolved by ``settle``)
         self._alias: dict[int, int] = {}
 
@@ -70,14 +77,15 @@ class PartitionGraph:
     def successors(self, p: int) -> IntArray:
         return np.flatnonzero(self.count[p, : len(self.plabel)] > 0)
 
-    def adjacency(self) -> list[list[int]]:
+    def adjacency(self, count: IntArray | None = None) -> list[list[int]]:
         """Successor lists of every partition id (dead ids have none)."""
-        n = len(self.plabel)
-        nz = self.count[:n, :n] > 0
-        return [np.flatnonzero(nz[p]).tolist() for p in range(n)]
+        c = self.count if count is None else count
+        n = len(self.plabel) if count is None else count.shape[0]
+        nz = c[:n, :n] > 0
+        return [np.flatnonzero(row).tolist() for row in nz]
 
     def events_of(self, p: int) -> IntArray:
-        return np.flatnonzero(self.part == p)
+        return self.members[p]
 
     def succ_part(self, events: IntArray) -> IntArray:
         """Partition of each event's successor (TERMINAL for a trace's last event)."""
@@ -92,6 +100,12 @@ class PartitionGraph:
     def _pairs(self, events: IntArray) -> tuple[IntArray, IntArray]:
         return self.part[events], self.succ_part(events)
 
+    @staticmethod
+    def _add(count: IntArray, src: IntArray, dst: IntArray, sign: int) -> None:
+        n = count.shape[0]
+        flat = np.bincount(src * n + dst, minlength=n * n)
+        count += sign * flat.reshape(n, n)
+
     # -- operations --------------------------------------------------------------------------
 
     def _grow(self) -> None:
@@ -102,47 +116,62 @@ class PartitionGraph:
         bigger[:cap, :cap] = self.count
         self.count = bigger
 
-    def _move(self, events: IntArray, target: int) -> None:
-        """Move ``events`` (all in one partition) to partition ``target``, updating counts."""
-        if len(events) == 0:
-            return
-        moved = np.zeros(len(self.part), dtype=np.bool_)
-        moved[events] = True
-        pv = self.prv[events]
-        # incoming edges from events that do not move themselves (their own out-edge is
-        # counted below) and from INITIAL
-        inc = events[(pv < 0) | ~moved[np.maximum(pv, 0)]]
-        inc_src = self.pred_part(inc)
-        out_src, out_dst = self._pairs(events)
-        np.add.at(self.count, (out_src, out_dst), -1)
-        np.add.at(self.count, (inc_src, self.part[inc]), -1)
-        self.part[events] = target
-        out_src, out_dst = self._pairs(events)
-        np.add.at(self.count, (out_src, out_dst), 1)
-        np.add.at(self.count, (inc_src, self.part[inc]), 1)
+    def _edge_delta(
+        self, events: IntArray, target: int
+    ) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray]:
+        """Edges touching ``events`` before and after moving them to ``target``:
+        (old src, old dst, new src, new dst, incoming-edge event indices)."""
+        mask = self._mask
+        mask[events] = True
+        try:
+            pv = self.prv[events]
+            # incoming edges from events that stay (moved ones are counted by their out-edge)
+            inc = events[(pv < 0) | ~mask[np.maximum(pv, 0)]]
+            inc_src = self.pred_part(inc)
+            out_dst = self.succ_part(events)
+            nx = self.nxt[events]
+            succ_moves = (nx >= 0) & mask[np.maximum(nx, 0)]
+        finally:
+            mask[events] = False
+        src = self.part[events]
+        old_src = np.concatenate([src, inc_src])
+        old_dst = np.concatenate([out_dst, self.part[inc]])
+        new_out_dst = np.where(succ_moves, target, out_dst)
+        new_src = np.concatenate([np.full(len(events), target, dtype=np.int64), inc_src])
+        new_dst = np.concatenate([new_out_dst, np.full(len(inc), target, dtype=np.int64)])
+        return old_src, old_dst, new_src, new_dst, inc
+
+    def count_if_split(self, p: int, events: IntArray) -> IntArray:
+        """The count matrix ``split_off(p, events)`` would give, without changing the graph
+        (the new partition gets id ``len(plabel)``)."""
+        n = len(self.plabel)
+        c = np.zeros((n + 1, n + 1), dtype=np.int64)
+        c[:n, :n] = self.count[:n, :n]
+        old_src, old_dst, new_src, new_dst, _ = self._edge_delta(events, n)
+        self._add(c, old_src, old_dst, -1)
+        self._add(c, new_src, new_dst, 1)
+        return c
 
     def split_off(self, p: int, events: IntArray) -> int:
-        """Move ``events`` of partition ``p`` into a new partition; returns its id."""
+        """Move ``events`` (sorted) of partition ``p`` into a new partition; returns its id."""
         q = len(self.plabel)
         self.plabel.append(self.plabel[p])
         self.alive.append(True)
         self.order.append(q)
         self._grow()
-        self._move(events, q)
+        old_src, old_dst, new_src, new_dst, _ = self._edge_delta(events, q)
+        self._add(self.count, old_src, old_dst, -1)
+        self.part[events] = q
+        self._add(self.count, new_src, new_dst, 1)
+        keep = ~np.isin(self.members[p], events, assume_unique=True)
+        self.members[p] = self.members[p][keep]
+        self.members.append(events)
         return q
-
-    def unsplit(self, p: int, q: int) -> None:
-        """Undo the most recent :meth:`split_off` (``q`` must be the newest partition)."""
-        assert q == len(self.plabel) - 1
-        self._move(self.events_of(q), p)
-        self.plabel.pop()
-        self.alive.pop()
-        self.order.remove(q)
 
     def apply_multisplit(self, p: int, blocks: Sequence[IntArray]) -> list[int]:
         """Synoptic's ``PartitionMultiSplit``: the first block stays in ``p``, every other
         block becomes a new partition (in order)."""
-        return [self.split_off(p, b) for b in blocks[1:]]
+        return [self.split_off(p, np.sort(b)) for b in blocks[1:]]
 
     def merge(self, p: int, q: int) -> tuple[IntArray, IntArray, IntArray, IntArray]:
         """Merge ``q`` into ``p`` (Synoptic's ``PartitionMerge``); returns an undo record."""
@@ -171,7 +200,7 @@ class PartitionGraph:
         self.order.insert(pos, q)
 
     def settle(self) -> None:
-        """Resolve merges into ``part`` (after coarsening) and compact nothing else."""
+        """Resolve merges into ``part`` and the member lists (after coarsening)."""
         if not self._alias:
             return
         target = np.arange(len(self.plabel), dtype=np.int64)
@@ -181,6 +210,10 @@ class PartitionGraph:
                 r = self._alias[r]
             target[q] = r
         self.part = target[self.part]
+        for q in list(self._alias):
+            r = int(target[q])
+            self.members[r] = np.sort(np.concatenate([self.members[r], self.members[q]]))
+            self.members[q] = self.members[q][:0]
         self._alias.clear()
 
 

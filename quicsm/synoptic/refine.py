@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from quicsm.errors import ModelError
-from quicsm.synoptic.checking import Checker, counterexample
+from quicsm.synoptic.checking import counterexample, violates
 from quicsm.synoptic.mining import Invariant
 from quicsm.synoptic.partitions import INITIAL_ID, TERMINAL_ID, PartitionGraph
 
@@ -82,11 +82,8 @@ def _incorporate(blocks: list[IntArray], split: IntArray) -> list[IntArray]:
     return [b for b in (*outside, *inside) if len(b)]
 
 
-def refine(
-    g: PartitionGraph, invariants: list[Invariant], *, rng: np.random.Generator
-) -> int:
+def refine(g: PartitionGraph, invariants: list[Invariant], *, rng: np.random.Generator) -> int:
     """Split ``g`` until every invariant holds; returns the number of split rounds."""
-    checker = Checker(invariants, g.n_labels)
     unsatisfied = list(invariants)
     rounds = 0
     while True:
@@ -112,9 +109,10 @@ def refine(
             for p, split in cands:
                 events = g.events_of(p)
                 rest = np.setdiff1d(events, split, assume_unique=True)
-                q = g.split_off(p, rest)
-                holds = not checker.violates(g, inv)
-                g.unsplit(p, q)
+                # the graph after the split is the same whichever side gets the new id, so
+                # the trial moves the smaller side
+                trial = g.count_if_split(p, split if len(split) <= len(rest) else rest)
+                holds = not violates(g.adjacency(trial), [*g.plabel, g.plabel[p]], inv)
                 if holds:
                     if p in todo:
                         todo[p] = _incorporate(todo[p], split)
