@@ -17,6 +17,7 @@ import datetime
 import json
 import os
 import signal
+import socket
 import sys
 import time
 from typing import Any
@@ -36,6 +37,7 @@ from cryptography.x509.oid import NameOID
 # links (aioquic's defaults are 1 MB, which would make every long transfer receiver-limited).
 FLOW_WINDOW = 32 * 1024 * 1024
 SEND_BACKLOG = 4 * 1024 * 1024
+SOCKET_BUFFER = 4 * 1024 * 1024
 CHUNK = bytes((ord("a") + i % 26) for i in range(64 * 1024))
 
 
@@ -44,6 +46,24 @@ def host_port(text: str) -> tuple[str, int]:
     if not sep or not port.isdigit():
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
     return host.strip("[]"), int(port)
+
+
+def grow_socket_buffers(transport: asyncio.BaseTransport) -> None:
+    """Ask for 4 MB UDP buffers, as quic-go does for itself: with the kernel's default ~200 kB a
+    Python receiver that falls behind for a moment loses datagrams in its own socket buffer, which
+    the sender would take for network loss. SO_RCVBUFFORCE works as root; otherwise the kernel
+    clamps the request to net.core.rmem_max."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return
+    for option, forced in (
+        (socket.SO_RCVBUF, getattr(socket, "SO_RCVBUFFORCE", None)),
+        (socket.SO_SNDBUF, getattr(socket, "SO_SNDBUFFORCE", None)),
+    ):
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, forced or option, SOCKET_BUFFER)
+        except OSError:
+            sock.setsockopt(socket.SOL_SOCKET, option, SOCKET_BUFFER)
 
 
 def configuration(*, is_client: bool, qlog_dir: str, cc: str) -> QuicConfiguration:
@@ -153,6 +173,8 @@ async def run_server(args: argparse.Namespace) -> None:
     host, port = args.listen
     config = configuration(is_client=False, qlog_dir=args.qlog_dir, cc=args.congestion_control)
     server = await serve(host, port, configuration=config, create_protocol=ObjectServer)
+    if server._transport is not None:
+        grow_socket_buffers(server._transport)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -213,8 +235,13 @@ async def fetch_page(args: argparse.Namespace) -> tuple[int, str | None]:
     host, port = args.connect
     config = configuration(is_client=True, qlog_dir=args.qlog_dir, cc=args.congestion_control)
     total = 0
-    async with connect(host, port, configuration=config, create_protocol=ObjectClient) as proto:
-        assert isinstance(proto, ObjectClient)
+    async with connect(
+        host, port, configuration=config, create_protocol=ObjectClient, wait_connected=False
+    ) as proto:
+        assert isinstance(proto, ObjectClient) and proto._transport is not None
+        grow_socket_buffers(proto._transport)
+        proto.transmit()  # the Initial packet, held back until the buffers were set
+        await proto.wait_connected()
         limit = asyncio.Semaphore(args.parallel)
         authority = f"{host}:{port}"
 
