@@ -238,7 +238,14 @@ def write_fixtures(stack: dict[str, Any], outdir: Path, *, attempts: int = 5) ->
     blackout = {"after": 80, "ms": 400.0}
     for _ in range(attempts):
         with tempfile.TemporaryDirectory() as tmp:
-            res = run_smoke(stack, Path(tmp), blackout=Blackout(**blackout), **params)  # type: ignore[arg-type]
+            res = run_smoke(
+                stack,
+                Path(tmp),
+                blackout=Blackout(after=int(blackout["after"]), ms=blackout["ms"]),
+                objects=params["objects"],
+                object_size=params["object_size"],
+                max_cwnd_packets=params["max_cwnd_packets"],
+            )
             if not (res.client["ok"] and PAPER_STATES.issubset(res.states)):
                 continue
             dest = outdir / f"{stack['stack']}-{stack['version']}"
