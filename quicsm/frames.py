@@ -64,7 +64,9 @@ def normalize_transitions(df: pl.DataFrame) -> pl.DataFrame:
     """
     missing = {"trace", "time_ms", "state"} - set(df.columns)
     if missing:
-        raise InputError(f"transitions need columns trace, time_ms, state; missing {sorted(missing)}")
+        raise InputError(
+            f"transitions need columns trace, time_ms, state; missing {sorted(missing)}"
+        )
     fill = {
         "file": pl.lit(None, pl.String()),
         "vantage": pl.lit("unknown", VANTAGE_DTYPE),
@@ -73,9 +75,15 @@ def normalize_transitions(df: pl.DataFrame) -> pl.DataFrame:
         "source": pl.lit("explicit", SOURCE_DTYPE),
         "end_ms": pl.col("time_ms").cast(pl.Float64).max().over("trace"),
     }
-    df = df.with_columns([expr.alias(name) for name, expr in fill.items() if name not in df.columns])
+    df = df.with_columns(
+        [expr.alias(name) for name, expr in fill.items() if name not in df.columns]
+    )
     df = df.select([pl.col(n).cast(t) for n, t in TRANSITIONS_SCHEMA.items()])
-    df = df.with_row_index("_order").with_columns(pl.col("_order").cast(pl.Int64)).sort(["trace", "time_ms", "_order"], maintain_order=True)
+    df = (
+        df.with_row_index("_order")
+        .with_columns(pl.col("_order").cast(pl.Int64))
+        .sort(["trace", "time_ms", "_order"], maintain_order=True)
+    )
     firsts = df.group_by("trace", maintain_order=True).first()
     inits = firsts.filter(pl.col("state") != "Init").with_columns(
         pl.lit("Init", STATE_DTYPE).alias("state"),
@@ -87,9 +95,9 @@ def normalize_transitions(df: pl.DataFrame) -> pl.DataFrame:
     df = pl.concat([inits.select(df.columns), df]).sort(
         ["trace", "time_ms", "_order"], maintain_order=True
     )
-    keep = (pl.col("state") != pl.col("state").shift(1).over("trace")) | pl.col(
-        "state"
-    ).shift(1).over("trace").is_null()
+    keep = (pl.col("state") != pl.col("state").shift(1).over("trace")) | pl.col("state").shift(
+        1
+    ).over("trace").is_null()
     df = df.with_columns(
         pl.max_horizontal("end_ms", pl.col("time_ms").max().over("trace")).alias("end_ms")
     )

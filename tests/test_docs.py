@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def _load_gen() -> object:
     spec = importlib.util.spec_from_loader(
         "gen_cli_docs",
-        importlib.machinery.SourceFileLoader("gen_cli_docs", str(ROOT / "scripts" / "gen_cli_docs")),
+        importlib.machinery.SourceFileLoader(
+            "gen_cli_docs", str(ROOT / "scripts" / "gen_cli_docs")
+        ),
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

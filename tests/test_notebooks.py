@@ -36,7 +36,10 @@ def test_notebook_runs_and_findings_are_current(path: Path) -> None:
     expected = _findings(committed)
     fresh = nbformat.read(path, as_version=4)
     NotebookClient(
-        fresh, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        fresh,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
     ).execute()
     assert _findings(fresh) == expected, (
         f"{path.name}: findings changed; re-run scripts/run_notebooks and review the new numbers"
