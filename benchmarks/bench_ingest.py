@@ -66,17 +66,19 @@ def _header(i: int, rng: random.Random) -> bytes:
     return RS + orjson.dumps(header) + b"\n"
 
 
-def _trace(i: int, rng: random.Random, n_packets: int) -> bytes:
-    """One connection: mostly packets, metrics after each ACK, a few state changes."""
+def _trace(i: int, rng: random.Random, n_packets: int, *, states: bool = True) -> bytes:
+    """One connection: mostly packets, metrics after each ACK, a few state changes
+    (``states=False``: no congestion_state_updated, as aioquic/ngtcp2/quinn write)."""
     out = [_header(i, rng)]
     t = 0.0
     cwnd = 13500
     rtt = 10.0 + rng.random() * 40
     state = "slow_start"
-    out.append(
-        b'\x1e{"time":%.6f,"name":"recovery:congestion_state_updated","data":{"new":"%s"}}\n'
-        % (t, state.encode())
-    )
+    if states:
+        out.append(
+            b'\x1e{"time":%.6f,"name":"recovery:congestion_state_updated","data":{"new":"%s"}}\n'
+            % (t, state.encode())
+        )
     for pn in range(1, n_packets + 1):
         t += rng.random() * 0.2
         out.append(
@@ -111,6 +113,8 @@ def _trace(i: int, rng: random.Random, n_packets: int) -> bytes:
                 b'"1RTT","packet_number":%d},"trigger":"reordering_threshold"}}\n' % (t, pn - 2)
             )
             state = rng.choice(["recovery", "congestion_avoidance", "application_limited"])
+            if not states:
+                continue
             out.append(
                 b'\x1e{"time":%.6f,"name":"recovery:congestion_state_updated","data":'
                 b'{"new":"%s"}}\n' % (t, state.encode())
@@ -119,27 +123,42 @@ def _trace(i: int, rng: random.Random, n_packets: int) -> bytes:
 
 
 def generate(
-    path: Path, size_mb: float, *, seed: int = 7, packets_per_trace: int = 6000
+    path: Path,
+    size_mb: float,
+    *,
+    seed: int = 7,
+    packets_per_trace: int = 6000,
+    states: bool = True,
 ) -> dict[str, int]:
     """Write the benchmark file (if missing or of another size); returns its shape."""
     target = int(size_mb * 1e6)
     meta_path = path.with_suffix(".json")
     if path.exists() and meta_path.exists():
         meta = json.loads(meta_path.read_text())
-        if meta.get("target") == target and meta.get("seed") == seed:
+        if (meta.get("target"), meta.get("seed"), meta.get("states", True)) == (
+            target,
+            seed,
+            states,
+        ):
             return dict(meta)
     rng = random.Random(seed)
     path.parent.mkdir(parents=True, exist_ok=True)
     written = largest = traces = 0
     with path.open("wb") as f:
         while written < target:
-            trace = _trace(traces, rng, packets_per_trace)
+            trace = _trace(traces, rng, packets_per_trace, states=states)
             f.write(trace)
             written += len(trace)
             largest = max(largest, len(trace))
             traces += 1
-    meta = {"target": target, "seed": seed, "bytes": written, "traces": traces,
-            "largest_trace_bytes": largest}
+    meta = {
+        "target": target,
+        "seed": seed,
+        "states": states,
+        "bytes": written,
+        "traces": traces,
+        "largest_trace_bytes": largest,
+    }
     meta_path.write_text(json.dumps(meta))
     return meta
 
@@ -217,10 +236,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeat", type=int, default=3, help="best of N timings")
     parser.add_argument("--data-dir", type=Path, default=ROOT / "data")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--derived",
+        action="store_true",
+        help="traces without congestion_state_updated: states derived from metrics",
+    )
     args = parser.parse_args(argv)
 
-    path = args.data_dir / f"ingest-{args.size_mb:g}mb-seed{args.seed}.sqlog"
-    meta = generate(path, args.size_mb, seed=args.seed)
+    kind = "-derived" if args.derived else ""
+    path = args.data_dir / f"ingest-{args.size_mb:g}mb-seed{args.seed}{kind}.sqlog"
+    meta = generate(path, args.size_mb, seed=args.seed, states=not args.derived)
     mb = meta["bytes"] / 1e6
     path.read_bytes()  # warm the page cache for both contenders
     bases = [baseline(path) for _ in range(args.repeat)]
@@ -240,6 +265,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "quicsm_wall_mb_s": round(mb / our_wall, 1),
         "ratio_wall": round(base_wall / our_wall, 2),
         "peak_extra_rss_mb": round(memory["extra_rss"] / 1e6, 1),
+        "derived": args.derived,
         "python": sys.version.split()[0],
         "load_average": round(os.getloadavg()[0], 2),
     }
@@ -256,7 +282,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"peak RSS growth while reading: {result['peak_extra_rss_mb']} MB "
         f"(load average {result['load_average']})"
     )
-    out = ROOT / "results" / "bench_ingest.json"
+    out = ROOT / "results" / f"bench_ingest{kind}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     return result

@@ -42,12 +42,15 @@ EVENT_KINDS: Final[dict[str, str]] = {
 #: then (only for traces without explicit states, or when metrics are wanted) the rest
 STATE_NEEDLES: Final[tuple[bytes, ...]] = (b"congestion_state_updated",)
 DERIVE_NEEDLES: Final[tuple[bytes, ...]] = (
-    b"metrics_updated",
-    b"metric_update",  # also mvfst's congestion_metric_update, which carries its state
+    b"metric",  # (recovery_)metrics_updated, and mvfst's congestion_metric_update (with a state)
     b"packet_lost",
     b"timer_updated",
     b"spurious_loss",
 )
+#: a timer event matters only when a timer expired (RFC 9002 section 6.2: a PTO fired); others
+#: are skipped undecoded
+TIMER_NEEDLE: Final[bytes] = b"timer_updated"
+TIMER_REQUIRED: Final[bytes] = b"expired"
 
 #: normalised metric -> accepted field names, first match wins
 METRIC_FIELDS: Final[dict[str, tuple[str, ...]]] = {
@@ -139,16 +142,35 @@ def state_event(
     )
 
 
+#: field name -> (normalised metric, preference: lower wins when a record has several names)
+_FIELD_INDEX: Final[dict[str, tuple[str, int]]] = {
+    name: (metric, rank)
+    for metric, names in METRIC_FIELDS.items()
+    for rank, name in enumerate(names)
+}
+
+
 def metric_values(
     data: dict[str, Any], offset: int | None, *, rtt_scale: float, where: str | None = None
 ) -> dict[str, float]:
     values: dict[str, float] = {}
-    for metric, names in METRIC_FIELDS.items():
-        for name in names:
-            if name in data and data[name] is not None:
-                value = as_number(data[name], offset, f'"{name}"', where=where)
-                values[metric] = value * rtt_scale if metric in RTT_METRICS else value
-                break
+    ranks: dict[str, int] = {}
+    for name, raw in data.items():
+        known = _FIELD_INDEX.get(name)
+        if known is None or raw is None:
+            continue
+        metric, rank = known
+        if ranks.get(metric, rank + 1) <= rank:
+            continue
+        kind = type(raw)
+        if kind is float or kind is int:
+            value = float(raw)
+            if not math.isfinite(value):
+                value = as_number(raw, offset, f'"{name}"', where=where)  # raises
+        else:
+            value = as_number(raw, offset, f'"{name}"', where=where)
+        values[metric] = value * rtt_scale if metric in RTT_METRICS else value
+        ranks[metric] = rank
     return values
 
 

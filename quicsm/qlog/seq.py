@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES
+from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES, TIMER_NEEDLE, TIMER_REQUIRED
 from quicsm.qlog.problems import RecordProblem, describe
 from quicsm.qlog.trace import TraceBuilder, TraceData, is_header, object_event
 
@@ -68,7 +68,8 @@ class SeqScanner:
         self.problems: list[RecordProblem] = []
         #: stream offset of a final record that did not decode (the file was cut there)
         self.truncated_at: int | None = None
-        self._carry: Buffer = b""
+        # the record in progress, as pieces (joined once its end is seen: no quadratic copying)
+        self._carry: list[bytes] = []
         self._carry_offset = 0
         self._fed = 0
         self._seen_sep = sep == LF  # NDJSON has no preamble: its first line is a record
@@ -90,10 +91,10 @@ class SeqScanner:
         sep = self.sep
         first = data.find(sep)
         if first == -1:
-            self._carry += data
+            self._carry.append(bytes(data))
             return
         # the record that straddled the previous block boundary (or the JSON-SEQ preamble)
-        head = self._carry + data[:first]
+        head = b"".join(self._carry) + data[:first]
         if self._seen_sep:
             self._records_of(sep + head + sep, self._carry_offset - 1)
         else:
@@ -102,7 +103,7 @@ class SeqScanner:
         last = data.rfind(sep)
         if last > first:
             self._region(data, first, last, base)
-        self._carry = data[last + 1 :]
+        self._carry = [bytes(data[last + 1 :])]
         self._carry_offset = base + last + 1
 
     def close(self) -> list[TraceData]:
@@ -110,8 +111,8 @@ class SeqScanner:
         if self._closed:
             return self.traces
         self._closed = True
-        tail = self._carry
-        self._carry = b""
+        tail = b"".join(self._carry)
+        self._carry = []
         if not self._seen_sep:
             self._preamble(tail, self._carry_offset)
         elif tail.strip():
@@ -296,18 +297,25 @@ class SeqScanner:
     ) -> None:
         sep = self.sep
         starts: dict[int, int] = {}
+        timer_only: dict[int, bool] = {}  # records found only by the timer needle
         for needle in needles:
             hit = buf.find(needle, s, e)
             while hit != -1:
                 rs = buf.rfind(sep, s, hit)
                 if rs not in starts:
                     starts[rs] = buf.find(sep, hit, e + 1)
+                    timer_only[rs] = needle == TIMER_NEEDLE
+                else:
+                    timer_only[rs] = timer_only[rs] and needle == TIMER_NEEDLE
                 hit = buf.find(needle, starts[rs], e)
         for rs in sorted(starts):
             if rs in done:
                 continue
             done.add(rs)
             offset = base + rs + 1
+            end = starts[rs]
+            if timer_only[rs] and buf.find(TIMER_REQUIRED, rs, end) == -1:
+                continue  # a timer set or cancelled: nothing to derive from
             if defer:
                 self._pending.append((buf[rs + 1 : starts[rs]], offset))
                 continue
