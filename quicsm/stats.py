@@ -1,8 +1,11 @@
 """Statistics of a transitions frame: time in state, transition probabilities, dwell times.
 
-Everything here is computed with polars expressions from the canonical transitions frame
+Everything here is computed from the canonical transitions frame
 (:data:`quicsm.frames.TRANSITIONS_SCHEMA`: one row per state entered, ``end_ms`` the time of the
-trace's last event). The input is sorted by ``(trace, time_ms)`` first unless it already is.
+trace's last event), sorted by ``(trace, time_ms)`` first unless it already is. Per-row work is
+vectorised — polars for selection, sorting and output tables, numpy views of the same columns
+for the arithmetic (shifts, one-byte radix sorts, ``bincount``) — with no Python loop over rows:
+10⁷ transitions take about the time of a plain polars group-by (``benchmarks/bench_stats.py``).
 
 Definitions
 -----------
@@ -51,6 +54,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+import numpy as np
 import polars as pl
 
 from quicsm.errors import ModelError
@@ -122,35 +126,46 @@ class Visits:
     physical code of the state in :data:`STATE_DTYPE`), ``dwell_ms`` (Float64), ``total_ms``
     (Float64: the duration of the visit's trace), ``first`` and ``last`` (Boolean: first / last
     visit of its trace). :attr:`traces` holds the trace ids in ``tid`` order (sorted).
+
+    The per-row arithmetic runs on the columns' numpy views (zero-copy): it is a handful of
+    vectorised passes, and avoids the expression engine's per-column overhead on 10⁷ rows.
     """
 
     def __init__(self, transitions: pl.DataFrame | pl.LazyFrame) -> None:
         df = _prepare(transitions)
-        first = (pl.col("tid") != pl.col("tid").shift(1)).fill_null(True)
-        df = df.with_columns(first.alias("first"))
-        last = pl.col("first").shift(-1).fill_null(True)
-        next_time = pl.when(last).then(pl.col("end_ms")).otherwise(pl.col("time_ms").shift(-1))
-        df = df.with_columns(
-            pl.col("state").to_physical().cast(pl.UInt8).alias("code"),
-            (next_time - pl.col("time_ms")).alias("dwell_ms"),
-            last.alias("last"),
-        ).with_columns(
-            # the trace's end (its last row's end_ms) minus its start (its first row's time)
-            (
-                pl.col("end_ms").filter(pl.col("last")).gather(pl.col("tid"))
-                - pl.col("time_ms").filter(pl.col("first")).gather(pl.col("tid"))
-            ).alias("total_ms")
-        )
-        bad = df.filter(pl.col("dwell_ms") < 0)
-        if bad.height:
-            row = bad.row(0, named=True)
+        n = df.height
+        tid = df.get_column("tid").to_numpy()
+        time = df.get_column("time_ms").to_numpy()
+        end = df.get_column("end_ms").to_numpy()
+        code = df.get_column("state").to_physical().to_numpy().astype(np.uint8, copy=False)
+        first = np.ones(n, dtype=bool)
+        first[1:] = tid[1:] != tid[:-1]
+        last = np.ones(n, dtype=bool)
+        last[:-1] = first[1:]
+        dwell = np.empty(n, dtype=np.float64)
+        dwell[:-1] = time[1:] - time[:-1]
+        dwell[last] = end[last] - time[last]  # censoring rule: the last state lasts until end_ms
+        starts, ends = np.flatnonzero(first), np.flatnonzero(last)
+        total = (end[ends] - time[starts])[tid]
+        negative = np.flatnonzero(dwell < 0)
+        if negative.size:
+            i = int(negative[0])
             raise ModelError(
-                f"trace {row['trace']!r}: end_ms {row['end_ms']} is before its last transition "
-                f"at {row['time_ms']} ms (expected end_ms >= every time_ms of the trace)"
+                f"trace {df.get_column('trace')[i]!r}: end_ms {end[i]} is before its last "
+                f"transition at {time[i]} ms (expected end_ms >= every time_ms of the trace)"
             )
-        self.traces: pl.Series = df.filter(pl.col("first")).get_column("trace")
-        self.frame: pl.DataFrame = df.select("tid", "code", "dwell_ms", "total_ms", "first", "last")
-        self._pairs: pl.DataFrame | None = None
+        self.traces: pl.Series = df.get_column("trace").gather(starts)
+        self.frame: pl.DataFrame = pl.DataFrame(
+            {
+                "tid": pl.Series(tid, dtype=pl.UInt32),
+                "code": pl.Series(code, dtype=pl.UInt8),
+                "dwell_ms": dwell,
+                "total_ms": total,
+                "first": first,
+                "last": last,
+            }
+        )
+        self._chain: _Chain | None = None
 
     @property
     def n_traces(self) -> int:
@@ -164,17 +179,87 @@ class Visits:
         """Expression turning a ``tid`` column into trace ids."""
         return pl.lit(self.traces).gather(pl.col(tid)).alias("trace")
 
-    def pair_counts(self) -> pl.DataFrame:
-        """The observed chain counted per trace (cached), sorted by tid, src, tgt.
+    def chain(self) -> _Chain:
+        """Per-trace counts of states and transitions (computed once, see :class:`_Chain`)."""
+        if self._chain is None:
+            self._chain = _Chain(self)
+        return self._chain
 
-        Columns: tid (UInt32), src, tgt (UInt16 codes in :data:`NODE_LABELS`), count (Int64),
-        n_out (Int64: transitions out of src in that trace), lead (Boolean: first row of its
-        (tid, src) run). Computed by sorting one integer key and run-length counting it, which is
-        several times faster than hashing millions of (trace, source, target) groups.
-        """
-        if self._pairs is None:
-            self._pairs = _pair_counts(self)
-        return self._pairs
+
+#: codes of labels fit in 4 bits, so (source, target) pairs fit in one byte
+_BITS: Final[int] = 16
+assert len(NODE_LABELS) <= _BITS
+
+
+def _runs(keys: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Group rows by (key, trace) without hashing: a stable radix sort by the one-byte key keeps
+    each key's rows in trace order, so equal (key, trace) rows become adjacent. Returns the
+    permutation, the start of every run in it, and the run lengths."""
+    order = np.argsort(keys, kind="stable")  # a radix sort for one-byte keys
+    k, t = keys[order], tid[order]
+    brk = np.ones(len(k), dtype=bool)
+    brk[1:] = (k[1:] != k[:-1]) | (t[1:] != t[:-1])
+    starts = np.flatnonzero(brk)
+    lengths = np.diff(np.append(starts, len(k)))
+    return order, starts, lengths
+
+
+class _Chain:
+    """Counts of the observed chain per trace, as flat arrays.
+
+    *State runs*: one per (state, trace) — ``state_code``, ``state_tid``, ``state_visits``
+    (visits of the state in the trace = transitions out of it); ``state_order`` is the
+    permutation of visits that puts them in (state, trace) order and ``state_bounds`` where each
+    state's visits begin in it. *Pair runs*: one per (source, target, trace) — ``pair``
+    (``source * 16 + target`` in :data:`NODE_LABELS` codes), ``pair_tid``, ``pair_count``.
+    Totals per pair: ``count``, ``traces``, ``syy`` (Σ y_i²), ``syn`` (Σ y_i·n_i); per source
+    label: ``n`` (Σ n_i), ``snn`` (Σ n_i²), ``m`` (traces). These are the sums the
+    cluster-robust interval needs.
+    """
+
+    def __init__(self, v: Visits) -> None:
+        f = v.frame
+        tid = f.get_column("tid").to_numpy()
+        code = f.get_column("code").to_numpy()
+        first = f.get_column("first").to_numpy()
+        last = f.get_column("last").to_numpy()
+        n_traces = v.n_traces
+        # states per trace
+        order, starts, lengths = _runs(code, tid)
+        self.state_order = order
+        self.state_starts = starts
+        self.state_bounds = np.concatenate(
+            [[0], np.cumsum(np.bincount(code, minlength=len(CANONICAL_STATES)))]
+        )
+        self.state_code = code[order[starts]]
+        self.state_tid = tid[order[starts]]
+        self.state_visits = lengths
+        visits_in_trace = np.empty(len(code), dtype=np.int64)
+        visits_in_trace[order] = np.repeat(lengths, lengths)
+        # transitions per trace: INITIAL -> first state, then each visit -> its successor
+        label = code + np.uint8(1)
+        nxt = np.empty_like(label)
+        nxt[:-1] = label[1:]
+        nxt[last] = _TERMINAL_CODE
+        pairs = np.concatenate([label[first], label * np.uint8(_BITS) + nxt])
+        ptid = np.concatenate([tid[first], tid])
+        n_src = np.concatenate([np.ones(n_traces), visits_in_trace])
+        order, starts, lengths = _runs(pairs, ptid)
+        self.pair = pairs[order[starts]]
+        self.pair_tid = ptid[order[starts]]
+        self.pair_count = lengths
+        size = _BITS * _BITS
+        self.count = np.bincount(pairs, minlength=size)
+        self.traces = np.bincount(self.pair, minlength=size)
+        y = lengths.astype(np.float64)
+        self.syy = np.bincount(self.pair, weights=y * y, minlength=size)
+        self.syn = np.bincount(pairs, weights=n_src, minlength=size)
+        src_code = self.state_code.astype(np.int64) + 1
+        nv = self.state_visits.astype(np.float64)
+        self.n = np.bincount(src_code, weights=nv, minlength=_BITS)
+        self.snn = np.bincount(src_code, weights=nv * nv, minlength=_BITS)
+        self.m = np.bincount(src_code, minlength=_BITS).astype(np.float64)
+        self.n[0] = self.snn[0] = self.m[0] = n_traces  # INITIAL: once per trace
 
 
 def _prepare(transitions: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
@@ -255,33 +340,33 @@ def time_in_state(transitions: pl.DataFrame | pl.LazyFrame | Visits) -> pl.DataF
     v = _visits(transitions)
     if v.n_visits == 0:
         return pl.DataFrame(schema=TIME_IN_STATE_SCHEMA)
-    key = (pl.col("tid").cast(pl.UInt64) * 256 + pl.col("code").cast(pl.UInt64)).alias("key")
-    per = (
-        v.frame.lazy()
-        .select(key, "dwell_ms")
-        .sort("key")
-        .group_by("key", maintain_order=True)
-        .agg(pl.col("dwell_ms").sum().alias("duration_ms"))
+    c = v.chain()
+    present = np.flatnonzero(np.bincount(c.state_code, minlength=len(CANONICAL_STATES)))
+    column = np.zeros(len(CANONICAL_STATES), dtype=np.int64)
+    column[present] = np.arange(len(present))
+    k = len(present)
+    dwell = v.frame.get_column("dwell_ms").to_numpy()[c.state_order]
+    state_ms = np.add.reduceat(dwell, c.state_starts) if dwell.size else dwell
+    duration = np.zeros(v.n_traces * k)
+    duration[c.state_tid.astype(np.int64) * k + column[c.state_code]] = state_ms
+    f = v.frame.filter(pl.col("first"))
+    total = np.repeat(f.get_column("total_ms").to_numpy(), k)
+    out = pl.DataFrame(
+        {
+            "tid": np.repeat(np.arange(v.n_traces, dtype=np.uint32), k),
+            "code": np.tile(present.astype(np.uint8), v.n_traces),
+            "duration_ms": duration,
+            "total_ms": total,
+        }
     )
-    totals = v.frame.lazy().filter(pl.col("first")).select("tid", "total_ms")
-    codes = v.frame.lazy().select(pl.col("code").unique().sort())
-    grid = (
-        totals.join(codes, how="cross")
-        .with_columns(
-            (pl.col("tid").cast(pl.UInt64) * 256 + pl.col("code").cast(pl.UInt64)).alias("key")
-        )
-        .join(per, on="key", how="left")
-        .sort("key")
-    )
-    out = grid.with_columns(pl.col("duration_ms").fill_null(0.0)).select(
+    return out.select(
         v.trace_names(),
         _state_of().alias("state"),
         "duration_ms",
         pl.when(pl.col("total_ms") > 0)
         .then(pl.col("duration_ms") / pl.col("total_ms"))
         .alias("fraction"),
-    )
-    return out.collect().cast(TIME_IN_STATE_SCHEMA)  # type: ignore[arg-type]
+    ).cast(TIME_IN_STATE_SCHEMA)  # type: ignore[arg-type]
 
 
 def time_in_state_summary(transitions: pl.DataFrame | pl.LazyFrame | Visits) -> pl.DataFrame:
@@ -295,71 +380,33 @@ def time_in_state_summary(transitions: pl.DataFrame | pl.LazyFrame | Visits) -> 
     if v.n_visits == 0:
         return pl.DataFrame(schema=TIME_IN_STATE_SUMMARY_SCHEMA)
     f = v.frame
-    n_positive = f.select((pl.col("first") & (pl.col("total_ms") > 0)).sum()).item()
-    grand = f.get_column("dwell_ms").sum()
-    visiting = (
-        v.pair_counts()
-        .lazy()
-        .filter(pl.col("lead") & (pl.col("src") > 0))
-        .group_by((pl.col("src") - 1).cast(pl.UInt8).alias("code"))
-        .agg(pl.len().cast(pl.Int64).alias("traces"))
-    )
-    positive = pl.col("total_ms") > 0
-    agg = (
-        f.lazy()
-        .group_by("code")
-        .agg(
-            pl.col("dwell_ms").sum().alias("total"),
-            (pl.col("dwell_ms") / pl.col("total_ms")).filter(positive).sum().alias("fsum"),
-        )
-        .join(visiting, on="code")
-        .sort("code")
-        .select(
-            _state_of().alias("state"),
-            (pl.col("total") / 1000.0).alias("seconds"),
-            (pl.col("total") / grand if grand > 0 else pl.lit(None, pl.Float64)).alias("fraction"),
-            (pl.col("fsum") / n_positive if n_positive else pl.lit(None, pl.Float64)).alias(
-                "mean_fraction"
-            ),
-            "traces",
-        )
-    )
-    return agg.collect().cast(TIME_IN_STATE_SUMMARY_SCHEMA)  # type: ignore[arg-type]
-
-
-_BITS: Final[int] = 16  # room for every label code in a packed key (len(NODE_LABELS) <= 16)
-
-
-def _pair_counts(v: Visits) -> pl.DataFrame:
-    b = _BITS
-    f = v.frame
-    label = pl.col("code").cast(pl.UInt64) + 1
-    base = pl.col("tid").cast(pl.UInt64) * (b * b)
-    nxt = pl.when(pl.col("last")).then(pl.lit(_TERMINAL_CODE, pl.UInt64)).otherwise(label.shift(-1))
-    steps = f.select((base + label * b + nxt).alias("key"))
-    starts = f.filter(pl.col("first")).select((base + label).alias("key"))  # INITIAL = code 0
-    keys = pl.concat([starts, steps]).get_column("key").sort()
-    runs = keys.rle().struct.unnest()  # columns len, value; values ascending
-    ts = pl.col("value") // b  # (tid, src) packed
-    per = runs.select(
-        ts.alias("_ts"),
-        (pl.col("value") % b).cast(pl.UInt16).alias("tgt"),
-        pl.col("len").cast(pl.Int64).alias("count"),
-    ).with_columns(
-        (pl.col("_ts") // b).cast(pl.UInt32).alias("tid"),
-        (pl.col("_ts") % b).cast(pl.UInt16).alias("src"),
-        (pl.col("_ts") != pl.col("_ts").shift(1)).fill_null(True).alias("lead"),
-        (pl.col("_ts") != pl.col("_ts").shift(-1)).fill_null(True).alias("_tail"),
-        pl.col("count").cum_sum().alias("_cs"),
-    )
-    # transitions out of (tid, src), broadcast over its contiguous run of rows: exact integer
-    # differences of a running sum, no hashing.
-    gid = (pl.col("lead").cum_sum() - 1).cast(pl.UInt32)
-    cs = pl.col("_cs")
-    n_out = (cs.filter(pl.col("_tail")) - (cs - pl.col("count")).filter(pl.col("lead"))).gather(gid)
-    return per.with_columns(n_out.alias("n_out")).select(
-        "tid", "src", "tgt", "count", "n_out", "lead"
-    )
+    code = f.get_column("code").to_numpy()
+    dwell = f.get_column("dwell_ms").to_numpy()
+    total = f.get_column("total_ms").to_numpy()
+    first = f.get_column("first").to_numpy()
+    n_states = len(CANONICAL_STATES)
+    n_positive = int(np.count_nonzero(first & (total > 0)))
+    grand = float(dwell.sum())
+    share = np.divide(dwell, total, out=np.zeros_like(dwell), where=total > 0)
+    c = v.chain()
+    out = pl.DataFrame(
+        {
+            "code": np.arange(n_states, dtype=np.uint8),
+            "visits": np.bincount(code, minlength=n_states),
+            "total": np.bincount(code, weights=dwell, minlength=n_states),
+            "fsum": np.bincount(code, weights=share, minlength=n_states),
+            "traces": np.bincount(c.state_code, minlength=n_states),
+        }
+    ).filter(pl.col("visits") > 0)
+    return out.select(
+        _state_of().alias("state"),
+        (pl.col("total") / 1000.0).alias("seconds"),
+        (pl.col("total") / grand if grand > 0 else pl.lit(None, pl.Float64)).alias("fraction"),
+        (pl.col("fsum") / n_positive if n_positive else pl.lit(None, pl.Float64)).alias(
+            "mean_fraction"
+        ),
+        "traces",
+    ).cast(TIME_IN_STATE_SUMMARY_SCHEMA)  # type: ignore[arg-type]
 
 
 def transition_counts(transitions: pl.DataFrame | pl.LazyFrame | Visits) -> pl.DataFrame:
@@ -371,8 +418,23 @@ def transition_counts(transitions: pl.DataFrame | pl.LazyFrame | Visits) -> pl.D
     v = _visits(transitions)
     if v.n_visits == 0:
         return pl.DataFrame(schema=TRANSITION_COUNTS_SCHEMA)
-    return v.pair_counts().select(
-        v.trace_names(), _label_of("src").alias("source"), _label_of("tgt").alias("target"), "count"
+    c = v.chain()
+    runs = pl.DataFrame(
+        {
+            "tid": pl.Series(c.pair_tid, dtype=pl.UInt32),
+            "pair": pl.Series(c.pair, dtype=pl.UInt8),
+            "count": c.pair_count.astype(np.int64),
+        }
+    )
+    return (
+        runs.sort("tid", "pair")
+        .with_columns((pl.col("pair") // _BITS).alias("src"), (pl.col("pair") % _BITS).alias("tgt"))
+        .select(
+            v.trace_names(),
+            _label_of("src").alias("source"),
+            _label_of("tgt").alias("target"),
+            "count",
+        )
     )
 
 
@@ -395,26 +457,24 @@ def transition_probabilities(transitions: pl.DataFrame | pl.LazyFrame | Visits) 
     v = _visits(transitions)
     if v.n_visits == 0:
         return pl.DataFrame(schema=TRANSITION_PROBABILITIES_SCHEMA)
-    per = v.pair_counts().lazy()
-    cnt = pl.col("count").cast(pl.Float64)
-    pairs = per.group_by("src", "tgt").agg(
-        pl.col("count").sum().alias("count"),
-        pl.len().cast(pl.Int64).alias("traces"),
-        (cnt * cnt).sum().alias("syy"),
-        (cnt * pl.col("n_out")).sum().alias("syn"),
-    )
-    n_out = pl.col("n_out").cast(pl.Float64)
-    sources = (
-        per.filter(pl.col("lead"))
-        .group_by("src")
-        .agg(
-            n_out.sum().alias("n"),
-            (n_out * n_out).sum().alias("snn"),
-            pl.len().cast(pl.Float64).alias("m"),
-        )
-    )
+    c = v.chain()
+    present = np.flatnonzero(c.count)
+    src = present // _BITS
+    df = pl.DataFrame(
+        {
+            "src": (src).astype(np.uint8),
+            "tgt": (present % _BITS).astype(np.uint8),
+            "count": c.count[present].astype(np.int64),
+            "traces": c.traces[present].astype(np.int64),
+            "syy": c.syy[present],
+            "syn": c.syn[present],
+            "n": c.n[src],
+            "snn": c.snn[src],
+            "m": c.m[src],
+        }
+    ).lazy()
     p = pl.col("count") / pl.col("n")
-    df = pairs.join(sources, on="src").with_columns(p.alias("probability"))
+    df = df.with_columns(p.alias("probability"))
     p = pl.col("probability")
     resid = (pl.col("syy") - 2 * p * pl.col("syn") + p * p * pl.col("snn")).clip(lower_bound=0)
     var_cluster = pl.col("m") / (pl.col("m") - 1) * resid / (pl.col("n") ** 2)
@@ -454,27 +514,26 @@ def dwell_times(transitions: pl.DataFrame | pl.LazyFrame | Visits) -> pl.DataFra
 
 def dwell_summary(transitions: pl.DataFrame | pl.LazyFrame | Visits) -> pl.DataFrame:
     """Dwell-time distribution per state: ``state, visits, censored, mean_ms, median_ms, p10_ms,
-    p90_ms`` over all visits (censored ones included, cut at ``end_ms``). Sorted by state."""
+    p90_ms`` over all visits (censored ones included, cut at ``end_ms``). Sorted by state.
+
+    Quantiles interpolate linearly between order statistics (numpy's and polars' "linear").
+    """
     v = _visits(transitions)
     if v.n_visits == 0:
         return pl.DataFrame(schema=DWELL_SUMMARY_SCHEMA)
-    d = pl.col("dwell_ms")
-    return (
-        v.frame.lazy()
-        .group_by("code")
-        .agg(
-            pl.len().cast(pl.Int64).alias("visits"),
-            pl.col("last").sum().cast(pl.Int64).alias("censored"),
-            d.mean().alias("mean_ms"),
-            d.median().alias("median_ms"),
-            d.quantile(0.1, "linear").alias("p10_ms"),
-            d.quantile(0.9, "linear").alias("p90_ms"),
+    c = v.chain()
+    dwell = v.frame.get_column("dwell_ms").to_numpy()[c.state_order]
+    last = v.frame.get_column("last").to_numpy()[c.state_order]
+    rows = []
+    for code in np.flatnonzero(np.diff(c.state_bounds)):  # one pass per state, not per row
+        lo, hi = c.state_bounds[code], c.state_bounds[code + 1]
+        seg = dwell[lo:hi]
+        p10, p50, p90 = np.quantile(seg, [0.1, 0.5, 0.9])
+        rows.append(
+            (CANONICAL_STATES[code], hi - lo, int(last[lo:hi].sum()), seg.mean(), p50, p10, p90)
         )
-        .sort("code")
-        .select(_state_of().alias("state"), pl.exclude("code"))
-        .collect()
-        .cast(DWELL_SUMMARY_SCHEMA)  # type: ignore[arg-type]
-    )
+    out = pl.DataFrame(rows, schema=list(DWELL_SUMMARY_SCHEMA), orient="row")
+    return out.cast(DWELL_SUMMARY_SCHEMA)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, eq=False)
