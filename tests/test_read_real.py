@@ -38,6 +38,8 @@ def test_real_trace_reads_cleanly(path: Path) -> None:
     run = json.loads((path.parent / "run.json").read_text())
     labels = orjson.loads(traces["labels"][0])
     assert labels["stack"] == run["stack"] and labels["version"] == run["version"]
+    if run["stack"] == "quic-go":
+        assert traces["code_version"][0] == run["version"]
     report = inspect_file(path)
     assert report.n_problems == 0 and report.truncated is None
     assert report.traces[0].n_events == traces["n_events"][0]

@@ -110,8 +110,14 @@ class TraceBuilder:
         self.vantage = vantage if vantage in ("client", "server") else "unknown"
         title = trace.get("title", top.get("title"))
         self.title = title if isinstance(title, str) else None
-        code_version = top.get("code_version", trace.get("code_version"))
-        self.code_version = code_version if isinstance(code_version, str) else None
+        # quic-go <= v0.55 writes it under the top-level "configuration"
+        versions = (
+            top.get("code_version"),
+            _dict(top.get("configuration")).get("code_version"),
+            trace.get("code_version"),
+            configuration.get("code_version"),
+        )
+        self.code_version = next((v for v in versions if isinstance(v, str)), None)
         self.labels = _scalar_labels(trace.get("quicsm_labels"))
         cc = None
         for source in (self.labels, configuration, common, trace):
