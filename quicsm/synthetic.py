@@ -13,7 +13,8 @@ The default profile follows the loss-recovery and congestion-control phases of R
 (§7.8) from which the sender never returns to slow start or congestion avoidance.
 
 :func:`generate_transitions` returns a canonical transitions frame
-(:data:`quicsm.frames.TRANSITIONS_SCHEMA`); :func:`write_synoptic_log` writes traces in
+(:data:`quicsm.frames.TRANSITIONS_SCHEMA`, already in the form
+:func:`quicsm.frames.normalize_transitions` produces); :func:`write_synoptic_log` writes traces in
 Synoptic's plain text input format (one event per line, ``--`` between traces).
 """
 
@@ -28,7 +29,7 @@ import numpy as np
 import polars as pl
 
 from quicsm.errors import InputError
-from quicsm.frames import normalize_transitions
+from quicsm.frames import SOURCE_DTYPE, TRANSITIONS_SCHEMA, VANTAGE_DTYPE
 from quicsm.states import CANONICAL_STATES, STATE_DTYPE
 
 END: Final = "END"
@@ -197,30 +198,45 @@ def generate_transitions(
     when the last state's dwell time ends.
     """
     keys, key, dwell, lengths = generate_sequences(n_traces, seed=seed, profile=profile)
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    if vantage not in VANTAGE_DTYPE.categories.to_list():
+        raise InputError(f"vantage must be one of {VANTAGE_DTYPE.categories.to_list()}")
+    n_events = len(key)
+    trace = np.repeat(np.arange(n_traces, dtype=np.int64), lengths)
+    offsets = np.zeros(n_traces + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    ends = np.cumsum(dwell)
-    before = np.concatenate([[0.0], ends])
-    trace_start = np.repeat(before[offsets[:-1]], lengths)
-    time_ms = np.repeat(before[:-1], 1) - trace_start if len(key) else np.zeros(0)
-    end_ms = np.repeat(before[offsets[1:]] - before[offsets[:-1]], lengths)
-    names = np.array([visible(k) for k in keys], dtype=object)
+    clock = np.concatenate([[0.0], np.cumsum(dwell)])  # one clock across all traces
+    time_ms = clock[:-1] - clock[offsets[:-1]][trace]
+    end_ms = (clock[offsets[1:]] - clock[offsets[:-1]])[trace]
+    # Visible repeats (e.g. Recovery -> Recovery@tail) are one stay, not a transition: keep
+    # the first row of each run, which already carries the run's start time.
+    state_code = np.array([CANONICAL_STATES.index(visible(k)) for k in keys], dtype=np.int64)
+    shown = state_code[key]
+    keep = np.ones(n_events, dtype=np.bool_)
+    keep[1:] = (shown[1:] != shown[:-1]) | (trace[1:] != trace[:-1])
     width = max(7, len(str(max(n_traces - 1, 0))))
     trace_ids = pl.Series(
         "trace", [f"syn-{seed}-{i:0{width}d}" for i in range(n_traces)], dtype=pl.String
     )
+    states = pl.Series("state", list(CANONICAL_STATES), dtype=STATE_DTYPE)
+    n_rows = int(keep.sum())
     df = pl.DataFrame(
         {
-            "trace": trace_ids.gather(np.repeat(np.arange(n_traces), lengths)),
-            "time_ms": time_ms,
-            "state": pl.Series(names[key].tolist() if len(key) else [], dtype=pl.String).cast(
-                STATE_DTYPE
-            ),
-            "end_ms": end_ms,
-            "vantage": pl.Series([vantage] * len(key), dtype=pl.String),
+            "trace": trace_ids.gather(trace[keep]),
+            "time_ms": time_ms[keep],
+            "state": states.gather(shown[keep]),
+            "end_ms": end_ms[keep],
         }
+    ).with_columns(
+        pl.lit(None, pl.String()).alias("file"),
+        pl.lit(vantage, VANTAGE_DTYPE).alias("vantage"),
+        pl.lit(None, pl.String()).alias("raw_state"),
+        pl.lit(None, pl.String()).alias("trigger"),
+        pl.lit("explicit", SOURCE_DTYPE).alias("source"),
     )
-    return normalize_transitions(df)
+    assert df.height == n_rows
+    # already canonical: sorted by trace then time, Init first, no repeats (a test checks
+    # that normalize_transitions leaves it unchanged)
+    return df.select([pl.col(n).cast(t) for n, t in TRANSITIONS_SCHEMA.items()])
 
 
 def write_synoptic_log(transitions: pl.DataFrame, path: str | Path) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -9,7 +10,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from quicsm.errors import InputError
-from quicsm.frames import TRANSITIONS_SCHEMA
+from quicsm.frames import TRANSITIONS_SCHEMA, normalize_transitions
 from quicsm.synthetic import Profile, generate_transitions, write_synoptic_log
 
 
@@ -18,6 +19,16 @@ def test_same_seed_same_frame_and_other_seed_differs() -> None:
     assert_frame_equal(a, generate_transitions(300, seed=7))
     assert not a.equals(generate_transitions(300, seed=8))
     assert a.schema == pl.Schema(TRANSITIONS_SCHEMA)
+
+
+def test_output_is_already_normalized() -> None:
+    profile = Profile().with_transition("Recovery", "Recovery@tail", 0.2)
+    profile = replace(
+        profile,
+        transitions={**profile.transitions, "Recovery@tail": {"ApplicationLimited@tail": 1.0}},
+    )
+    df = generate_transitions(400, seed=11, profile=profile)
+    assert_frame_equal(normalize_transitions(df), df)
 
 
 def test_traces_start_in_init_and_times_are_ordered() -> None:

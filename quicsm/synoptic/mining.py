@@ -62,36 +62,69 @@ class Counts:
 
 
 def walk_counts(log: EventLog) -> Counts:
+    """The miner's counts from per-trace prefix counts.
+
+    With ``before[i, x]`` = number of ``x`` events before position ``i`` of its trace, the
+    ``a`` events followed by some ``b`` are those before the trace's last ``b``, and the ``b``
+    events preceded by some ``a`` are those after its first ``a``; one row lookup per
+    (trace, label present) pair, so the work is linear in the events.
+    """
     n_labels = len(log.labels)
     n_traces = log.n_unique
     codes = log.codes.astype(np.int64)
+    n_events = len(codes)
     trace = log.event_trace()
-    weight = log.event_weights()
-    index = np.arange(len(codes), dtype=np.int64)
+    w = log.weights
+    # cum[i, x]: x events among codes[:i]
+    cum_by_label = np.zeros((n_labels, n_events + 1), dtype=np.int32)
+    for x in range(n_labels):
+        np.cumsum(codes == x, out=cum_by_label[x, 1:])
+    cum = np.ascontiguousarray(cum_by_label.T).astype(np.int64)
+    del cum_by_label
+    starts = log.offsets[:-1]
+    ends = log.offsets[1:]
     key = trace * n_labels + codes
-    first_flat = np.full(n_traces * n_labels, np.iinfo(np.int64).max, dtype=np.int64)
+    first_flat = np.full(n_traces * n_labels, -1, dtype=np.int64)
     uniq, at = np.unique(key, return_index=True)  # first occurrence of each (trace, label)
     first_flat[uniq] = at
     last_flat = np.full(n_traces * n_labels, -1, dtype=np.int64)
     uniq, at = np.unique(key[::-1], return_index=True)
-    last_flat[uniq] = len(key) - 1 - at
-    first = first_flat.reshape(n_traces, n_labels)
-    last = last_flat.reshape(n_traces, n_labels)
-    count = np.bincount(codes, weights=weight, minlength=n_labels).astype(np.int64)
+    last_flat[uniq] = n_events - 1 - at
+    t_idx, x_idx = np.divmod(uniq, n_labels)  # the (trace, label) pairs present
+    first = first_flat[uniq]
+    last = last_flat[uniq]
+    wt = w[t_idx][:, None]
+    # a events before the last x, per pair: a row per pair, summed by x
+    before_last = (cum[last] - cum[starts[t_idx]]) * wt
+    # events after the first x, per pair
+    after_first = (cum[ends[t_idx]] - cum[first + 1]) * wt
     followed = np.zeros((n_labels, n_labels), dtype=np.int64)
     precedes = np.zeros((n_labels, n_labels), dtype=np.int64)
-    wf = weight.astype(np.float64)
     for x in range(n_labels):
-        later_x = index < last[trace, x]  # this event has an x after it
-        followed[:, x] = np.rint(np.bincount(codes, weights=wf * later_x, minlength=n_labels))
-        earlier_x = first[trace, x] < index  # this event has an x before it
-        precedes[x, :] = np.rint(np.bincount(codes, weights=wf * earlier_x, minlength=n_labels))
-    in_every: npt.NDArray[np.bool_] = np.asarray((last >= 0).all(axis=0), dtype=np.bool_)
-    return Counts(count, followed, precedes, in_every)
+        sel = x_idx == x
+        followed[:, x] = before_last[sel].sum(axis=0)
+        precedes[x, :] = after_first[sel].sum(axis=0)
+    count = np.bincount(codes, weights=log.event_weights(), minlength=n_labels)
+    present = np.bincount(x_idx, minlength=n_labels)
+    in_every: npt.NDArray[np.bool_] = present == n_traces
+    return Counts(np.rint(count).astype(np.int64), followed, precedes, in_every)
 
 
 def mine(log: EventLog) -> list[Invariant]:
-    """The invariants of ``log`` in a fixed order: kind, then a (INITIAL last), then b."""
+    """The invariants of ``log`` in a fixed order: kind, then a (INITIAL last), then b.
+
+    The result is cached on the (immutable) log, so mining for a table and then inferring a
+    model walks the events once.
+    """
+    cached: list[Invariant] | None = getattr(log, "_mined", None)
+    if cached is not None:
+        return list(cached)
+    result = _mine(log)
+    object.__setattr__(log, "_mined", result)
+    return list(result)
+
+
+def _mine(log: EventLog) -> list[Invariant]:
     if log.n_unique == 0:
         return []
     c = walk_counts(log)
