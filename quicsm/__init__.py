@@ -36,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     ),  # fmt: skip
     "diff": "quicsm.diff",
     "DiffResult": "quicsm.diff",
+    **dict.fromkeys(("EventLog", "mine_invariants", "infer_graph"), "quicsm.synoptic"),
+    **dict.fromkeys(("Profile", "generate_transitions"), "quicsm.synthetic"),
 }
 
 __all__ = ["__version__", *_EXPORTS]
