@@ -33,7 +33,7 @@ from quicsm.frames import METRICS_SCHEMA, TRANSITIONS_SCHEMA, normalize_transiti
 from quicsm.paths import PathLike, expand_paths
 from quicsm.qlog.derive import derive_states
 from quicsm.qlog.problems import Diagnostics, QuicsmWarning
-from quicsm.qlog.source import CSV, PARQUET, FileRead, _Decompressed, read_qlog
+from quicsm.qlog.source import CSV, PARQUET, DecompressedFile, FileRead, read_qlog
 from quicsm.qlog.trace import TraceData
 from quicsm.state_aliases import CC_ALGORITHM_KEYS, canonical_state, is_numeric
 from quicsm.states import UNKNOWN
@@ -76,6 +76,7 @@ def trace_id(file: str, index: int) -> str:
 @dataclass
 class _Loaded:
     path: Path
+    kind: str  # the detected format
     read: FileRead | None  # qlog
     table: pl.DataFrame | None  # CSV / Parquet transitions
     sidecar: dict[str, Any]
@@ -137,10 +138,11 @@ def _load_all(
             )
             assert read is not None
             table = None
+            kind = read.kind
             if read.kind in (CSV, PARQUET):
                 data = None
                 if read.kind == CSV:
-                    data = b"".join(_Decompressed(path).blocks())
+                    data = b"".join(DecompressedFile(path).blocks())
                 table = read_table(path, read.kind, data=data, lenient=lenient, diagnostics=diag)
                 read = None
             elif not read.traces:
@@ -156,7 +158,7 @@ def _load_all(
             diag.skipped_records += max(0, read.skipped - len(read.problems))
             if read.truncated:
                 diag.truncated.append(read.truncated)
-        yield _Loaded(path, read, table, _sidecar(path, cache, lenient, diag))
+        yield _Loaded(path, kind, read, table, _sidecar(path, cache, lenient, diag))
 
 
 def _cc_algorithm(trace: TraceData, sidecar: dict[str, Any]) -> str | None:

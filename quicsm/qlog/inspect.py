@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from quicsm.qlog.problems import Diagnostics
-from quicsm.qlog.source import CSV, PARQUET, _Decompressed, read_qlog
+from quicsm.qlog.source import CSV, PARQUET, DecompressedFile, read_qlog
 from quicsm.state_aliases import canonical_state
 from quicsm.states import UNKNOWN
 from quicsm.tabular import read_table
@@ -86,7 +86,7 @@ def inspect_file(path: Path) -> Inspection:
     result = Inspection(path, read.kind, read.compression, truncated=read.truncated)
     if read.kind in (CSV, PARQUET):
         diag = Diagnostics()
-        data = b"".join(_Decompressed(path).blocks()) if read.kind == CSV else None
+        data = b"".join(DecompressedFile(path).blocks()) if read.kind == CSV else None
         table = read_table(path, read.kind, data=data, lenient=True, diagnostics=diag)
         summary = table.group_by("trace", maintain_order=True).agg(
             n=pl.len(), start=pl.col("time_ms").min(), end=pl.col("end_ms").max()

@@ -57,7 +57,7 @@ class FileRead:
     truncated: str | None = None
 
 
-class _Decompressed:
+class DecompressedFile:
     """A file's decompressed content in blocks; notes a compressed stream that ends early."""
 
     def __init__(self, path: Path, *, block_size: int = BLOCK_SIZE) -> None:
@@ -157,7 +157,7 @@ def _describe_head(head: Buffer) -> str:
     return f"content starting {printable!r}"
 
 
-def locate_in_file(source: _Decompressed, offset: int, sep: bytes) -> tuple[int, int]:
+def locate_in_file(source: DecompressedFile, offset: int, sep: bytes) -> tuple[int, int]:
     """1-based (record, line) of a stream offset, recounted from the file's start."""
     records = lines = 0
     seen = 0
@@ -176,7 +176,7 @@ def locate_in_file(source: _Decompressed, offset: int, sep: bytes) -> tuple[int,
 
 
 def to_error(
-    path: Path, problem: RecordProblem, source: _Decompressed | None, sep: bytes | None
+    path: Path, problem: RecordProblem, source: DecompressedFile | None, sep: bytes | None
 ) -> QlogError:
     """A core problem as a :class:`QlogError` naming the file, record and line."""
     name = str(path)
@@ -206,7 +206,7 @@ def read_qlog(
     records are skipped and returned in ``problems``. Truncation is never an error.
     CSV/Parquet files are only detected here (``kind``); :mod:`quicsm.tabular` reads them.
     """
-    source = _Decompressed(path, block_size=block_size)
+    source = DecompressedFile(path, block_size=block_size)
     blocks = source.blocks()
     head: Buffer = b""
     for block in blocks:  # enough of the start to tell the format
