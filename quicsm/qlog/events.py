@@ -72,9 +72,18 @@ APP_LIMITED_FIELDS: Final[tuple[str, ...]] = (
 )
 
 
+_KIND_CACHE: dict[str, str | None] = {}
+
+
 def event_kind(name: str) -> str | None:
     """The kind of an event name such as ``quic:congestion_state_updated``, or ``None``."""
-    return EVENT_KINDS.get(name.rpartition(":")[2].lower())
+    try:
+        return _KIND_CACHE[name]
+    except KeyError:
+        kind = EVENT_KINDS.get(name.rpartition(":")[2].lower())
+        if len(_KIND_CACHE) < 4096:  # names repeat; bound the cache against odd inputs
+            _KIND_CACHE[name] = kind
+        return kind
 
 
 @dataclass
@@ -96,10 +105,17 @@ class MetricEvent:
 
 def as_number(value: object, offset: int | None, what: str, *, where: str | None = None) -> float:
     """A JSON number (or a numeric string, as some draft-00 producers wrote) as a float."""
+    if type(value) is float and math.isfinite(value):  # the common case, first
+        return value
     if isinstance(value, bool):
         raise RecordProblem(offset, f"a number for {what}", describe(value), where=where)
     if isinstance(value, int | float):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond float range
+            raise RecordProblem(
+                offset, f"a number for {what}", "a number out of range", where=where
+            ) from None
     elif isinstance(value, str):
         try:
             number = float(value)
@@ -153,24 +169,30 @@ _FIELD_INDEX: Final[dict[str, tuple[str, int]]] = {
 def metric_values(
     data: dict[str, Any], offset: int | None, *, rtt_scale: float, where: str | None = None
 ) -> dict[str, float]:
+    """The known metric fields of ``data``, normalised (hot path: one call per metric event)."""
     values: dict[str, float] = {}
-    ranks: dict[str, int] = {}
+    index = _FIELD_INDEX
     for name, raw in data.items():
-        known = _FIELD_INDEX.get(name)
+        known = index.get(name)
         if known is None or raw is None:
             continue
         metric, rank = known
-        if ranks.get(metric, rank + 1) <= rank:
-            continue
+        if metric in values and any(
+            index[other][1] < rank for other in data if other in index and index[other][0] == metric
+        ):
+            continue  # a preferred name for the same metric is present
         kind = type(raw)
-        if kind is float or kind is int:
-            value = float(raw)
-            if not math.isfinite(value):
-                value = as_number(raw, offset, f'"{name}"', where=where)  # raises
+        if kind is int:
+            value = (
+                float(raw)
+                if -(2**63) <= raw < 2**64
+                else as_number(raw, offset, f'"{name}"', where=where)
+            )
+        elif kind is float and math.isfinite(raw):
+            value = raw
         else:
             value = as_number(raw, offset, f'"{name}"', where=where)
         values[metric] = value * rtt_scale if metric in RTT_METRICS else value
-        ranks[metric] = rank
     return values
 
 

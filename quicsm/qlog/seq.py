@@ -323,7 +323,16 @@ class SeqScanner:
 
     def _decode_event(self, trace: TraceBuilder, record: Buffer, offset: int) -> None:
         try:
-            obj = self._decode(record, 0, len(record), offset)
+            obj = orjson.loads(record)
+        except orjson.JSONDecodeError:
+            self._problem(RecordProblem(offset, "a JSON text", _got_bytes(record)))
+            return
+        try:
+            if type(obj) is dict and type(obj.get("name")) is str and "time" in obj:
+                # the common case without the checks of object_event
+                t = trace.event_time(obj["time"], offset)
+                trace.add(obj["name"], t, obj.get("data", {}), offset)
+                return
             name, raw_time, data = object_event(obj, offset)
             trace.add(name, trace.event_time(raw_time, offset), data, offset)
         except RecordProblem as problem:
