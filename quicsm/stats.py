@@ -224,7 +224,15 @@ class _Chain:
         first = f.get_column("first").to_numpy()
         last = f.get_column("last").to_numpy()
         n_traces = v.n_traces
-        # states per trace
+        size = _BITS * _BITS
+        # transitions: INITIAL -> first state, then each visit -> its successor (or TERMINAL)
+        label = code + np.uint8(1)
+        nxt = np.empty_like(label)
+        nxt[:-1] = label[1:]
+        nxt[last] = _TERMINAL_CODE
+        steps = label * np.uint8(_BITS) + nxt  # the pair leaving each visit
+        starts_pair = label[first]  # INITIAL (code 0) -> first state
+        # states per trace; n_i of a visit = visits of its state in its trace
         order, starts, lengths = _runs(code, tid)
         self.state_order = order
         self.state_starts = starts
@@ -234,26 +242,20 @@ class _Chain:
         self.state_code = code[order[starts]]
         self.state_tid = tid[order[starts]]
         self.state_visits = lengths
-        visits_in_trace = np.empty(len(code), dtype=np.int64)
-        visits_in_trace[order] = np.repeat(lengths, lengths)
-        # transitions per trace: INITIAL -> first state, then each visit -> its successor
-        label = code + np.uint8(1)
-        nxt = np.empty_like(label)
-        nxt[:-1] = label[1:]
-        nxt[last] = _TERMINAL_CODE
-        pairs = np.concatenate([label[first], label * np.uint8(_BITS) + nxt])
+        n_i = np.repeat(lengths.astype(np.float64), lengths)  # in state-run order
+        self.syn = np.bincount(steps[order], weights=n_i, minlength=size)
+        self.syn += np.bincount(starts_pair, minlength=size)  # INITIAL: n_i = 1
+        # transitions per trace
+        pairs = np.concatenate([starts_pair, steps])
         ptid = np.concatenate([tid[first], tid])
-        n_src = np.concatenate([np.ones(n_traces), visits_in_trace])
         order, starts, lengths = _runs(pairs, ptid)
         self.pair = pairs[order[starts]]
         self.pair_tid = ptid[order[starts]]
         self.pair_count = lengths
-        size = _BITS * _BITS
         self.count = np.bincount(pairs, minlength=size)
         self.traces = np.bincount(self.pair, minlength=size)
         y = lengths.astype(np.float64)
         self.syy = np.bincount(self.pair, weights=y * y, minlength=size)
-        self.syn = np.bincount(pairs, weights=n_src, minlength=size)
         src_code = self.state_code.astype(np.int64) + 1
         nv = self.state_visits.astype(np.float64)
         self.n = np.bincount(src_code, weights=nv, minlength=_BITS)
@@ -301,21 +303,31 @@ def _prepare(transitions: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
 def _sorted(df: pl.DataFrame) -> pl.DataFrame:
     """``df`` sorted by (trace, time_ms) with a ``tid`` column (UInt32 run id of ``trace``).
 
-    Already-sorted input (what the readers return) costs two passes over the trace ids and is
-    not copied; otherwise a stable sort keeps the input order of equal times.
+    Already-sorted input (what the readers return) costs one pass over the trace ids (their
+    run ids), a comparison of the distinct ids and one over the times, and is not copied;
+    otherwise a stable sort keeps the input order of equal times.
     """
+    tid = _run_ids_if_in_order(df)
+    if tid is None:
+        df = df.sort(["trace", "time_ms"], maintain_order=True)
+        tid = df.get_column("trace").rle_id()
+    return df.with_columns(tid.cast(pl.UInt32).alias("tid"))
+
+
+def _run_ids_if_in_order(df: pl.DataFrame) -> pl.Series | None:
+    """Run ids of ``trace`` if rows are sorted by trace (so each trace is contiguous) and by
+    time within a trace, else None."""
     trace = df.get_column("trace")
-    if trace.is_sorted():
-        df = df.with_columns(trace.rle_id().cast(pl.UInt32).alias("tid"))
-        tid, time = pl.col("tid"), pl.col("time_ms")
-        in_order = df.select(
-            ((tid != tid.shift(1)) | (time >= time.shift(1))).fill_null(True).all()
-        ).item()
-        if in_order:
-            return df
-        df = df.drop("tid")
-    df = df.sort(["trace", "time_ms"], maintain_order=True)
-    return df.with_columns(pl.col("trace").rle_id().cast(pl.UInt32).alias("tid"))
+    tid = trace.rle_id()
+    if df.height < 2:
+        return tid
+    change = np.flatnonzero(np.diff(tid.to_numpy()))
+    firsts = trace.gather(np.concatenate([[0], change + 1]))
+    if firsts.len() > 1 and not (firsts.slice(1) > firsts.slice(0, firsts.len() - 1)).all():
+        return None  # the runs of trace ids are not strictly increasing
+    step = np.diff(df.get_column("time_ms").to_numpy())
+    step[change] = 0.0  # time may go back where a new trace starts
+    return tid if bool((step >= 0).all()) else None
 
 
 def _visits(transitions: pl.DataFrame | pl.LazyFrame | Visits) -> Visits:
