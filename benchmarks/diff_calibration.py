@@ -6,6 +6,11 @@ Each repetition draws two groups of synthetic traces (:mod:`quicsm.synthetic`) a
 - **null**: both groups from the same profile. Any significant finding is a false positive.
   Reported per family (time in state, per-source transitions, per-edge transitions, dwell
   times, invariant breaks) and for "anything at all" (what ``--fail-on-significant`` acts on);
+- **mixed null**: both groups from the same *mixture*: each trace follows the default profile
+  or, with probability 1/2, a loss-heavy one that loops between CongestionAvoidance and
+  Recovery (CongestionAvoidance → Recovery 0.9, Recovery → CongestionAvoidance 0.97), so a few
+  long traces hold most transitions — as real traces from different network conditions do.
+  That is what breaks tests that treat transitions as independent;
 - **transition**: group B's Recovery → CongestionAvoidance probability 0.86 → 0.50;
 - **dwell**: group B's mean Recovery dwell 60 → 120 ms.
 
@@ -23,7 +28,9 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import polars as pl
 
 from quicsm.diff import DiffResult, diff
@@ -48,6 +55,16 @@ def _flagged_dwell(r: DiffResult) -> bool:
     return bool(r.dwell.filter(pl.col("state") == "Recovery")["significant"].any())
 
 
+def _mixture(n: int, seed: int, profiles: tuple[Profile, Profile]) -> pl.DataFrame:
+    """``n`` traces, each from one of two profiles with probability 1/2."""
+    k = int(np.random.default_rng(seed).binomial(n, 0.5))
+    parts = [
+        generate_transitions(k, seed=seed, profile=profiles[0]),
+        generate_transitions(n - k, seed=seed + 500_000, profile=profiles[1]),
+    ]
+    return pl.concat([p for p in parts if p.height])
+
+
 def _rate(k: int, n: int) -> dict[str, float]:
     lo, hi = wilson(k, n)
     return {"count": k, "n": n, "rate": k / n, "ci_low": lo, "ci_high": hi}
@@ -68,14 +85,27 @@ def main() -> None:
         "transition": base.with_transition("Recovery", "CongestionAvoidance", 0.5),
         "dwell": base.with_dwell("Recovery", 120.0),
     }
-    counts: dict[str, dict[str, int]] = {s: {} for s in scenarios}
+    lossy = base.with_transition("CongestionAvoidance", "Recovery", 0.9).with_transition(
+        "Recovery", "CongestionAvoidance", 0.97
+    )
+    counts: dict[str, dict[str, int]] = {s: {} for s in [*scenarios, "mixed"]}
     start = time.perf_counter()
     for rep in range(args.repetitions):
         seed_a = args.seed + 10_000 + 2 * rep
         a = generate_transitions(args.traces, seed=seed_a)
-        for name, profile in scenarios.items():
-            b = generate_transitions(args.traces, seed=seed_a + 1, profile=profile)
-            r = diff(a, b, alpha=args.alpha, permutations=args.permutations, seed=rep)
+        runs = [
+            (name, a, generate_transitions(args.traces, seed=seed_a + 1, profile=profile))
+            for name, profile in scenarios.items()
+        ]
+        runs.append(
+            (
+                "mixed",
+                _mixture(args.traces, seed_a, (base, lossy)),
+                _mixture(args.traces, seed_a + 1, (base, lossy)),
+            )
+        )
+        for name, ga, gb in runs:
+            r = diff(ga, gb, alpha=args.alpha, permutations=args.permutations, seed=rep)
             c = counts[name]
             for fam in FAMILIES:
                 c[fam] = c.get(fam, 0) + _any(r, fam)
@@ -84,12 +114,17 @@ def main() -> None:
             c["dwell_flagged"] = c.get("dwell_flagged", 0) + _flagged_dwell(r)
     elapsed = time.perf_counter() - start
     n = args.repetitions
-    results = {
+    results: dict[str, Any] = {
         "settings": vars(args),
         "seconds": round(elapsed, 1),
         "false_positive": {
             k: _rate(v, n)
             for k, v in counts["null"].items()
+            if k not in ("transition_flagged", "dwell_flagged")
+        },
+        "false_positive_mixed": {
+            k: _rate(v, n)
+            for k, v in counts["mixed"].items()
             if k not in ("transition_flagged", "dwell_flagged")
         },
         "power": {
@@ -120,6 +155,8 @@ def main() -> None:
     print("| quantity | repetitions | rate [95% CI] |\n|---|---|---|")
     for k, r in results["false_positive"].items():
         print(row(f"false positive: {k}", r))
+    for k, r in results["false_positive_mixed"].items():
+        print(row(f"false positive, mixed groups: {k}", r))
     for group in ("power", "collateral"):
         for k, r in results[group].items():
             print(row(f"{group}: {k}", r))

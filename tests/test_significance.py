@@ -134,3 +134,20 @@ def test_wilson_and_format() -> None:
     assert sig.format_p(0.0004) == "p < 0.001"
     assert sig.format_p(0.0123) == "p = 0.012"
     assert sig.format_p(None, note="n=2 < 3: no test") == "n=2 < 3: no test"
+
+
+def test_design_effect_is_one_for_independent_counts_and_grows_with_clustering() -> None:
+    rng = np.random.default_rng(5)
+    iid_a = rng.multinomial(20, [0.5, 0.3, 0.2], size=30)
+    iid_b = rng.multinomial(20, [0.5, 0.3, 0.2], size=30)
+    assert sig.design_effect(iid_a, iid_b) == pytest.approx(1.0, abs=0.35)
+    # half the traces always take category 0, half category 1: strongly clustered
+    clustered = np.array([[20, 0, 0], [0, 20, 0]] * 15)
+    assert sig.design_effect(clustered, clustered) > 10
+    # the G-test is corrected by it: the same pooled table is far less significant
+    a = np.array([[40, 0], [0, 40], [40, 0], [0, 40], [40, 0], [40, 0]])
+    b = np.array([[0, 40], [40, 0], [0, 40], [0, 40], [40, 0], [0, 40]])
+    res = sig.contingency_test(a, b)
+    assert res.test == "g-test" and res.note.startswith("design effect")
+    naive = sps.chi2.sf(sig.g_statistic(np.vstack([a.sum(0), b.sum(0)])), 1)
+    assert naive < 1e-6 < 0.05 < res.p_value  # type: ignore[operator]
