@@ -1,9 +1,10 @@
 """Relay throughput and accuracy: rate achieved, delay and loss realised vs configured.
 
 Runs the real relay process (``python -m quicsm.lab.relay``) on 127.0.0.1 and pushes paced UDP
-datagrams through it, one direction (client -> server), from a sender thread to a receiver
-thread in this process. Each case prints what was configured and what was realised, plus the
-relay's CPU use (share of one core, from /proc) so you can see it is not the bottleneck::
+datagrams through it, one direction (client -> server), from this process to a receiver
+process that timestamps each arrival (both read CLOCK_MONOTONIC). Each case prints what was
+configured and what was realised, plus the relay's CPU use while sending (share of one core,
+from /proc) so you can see it is not the bottleneck::
 
     .venv/bin/python benchmarks/bench_relay.py            # all cases, ~40 s
     .venv/bin/python benchmarks/bench_relay.py --quick    # shorter runs
@@ -22,7 +23,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -37,41 +37,47 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
 
 
+RECEIVER = r"""
+import socket, struct, sys, time
+sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+sock.bind(("127.0.0.1", 0))
+sock.settimeout(float(sys.argv[2]))
+print(sock.getsockname()[1], flush=True)
+rec = struct.Struct("!Idd")
+with open(sys.argv[1], "wb") as out:
+    while True:
+        try:
+            data = sock.recv(65535)
+        except TimeoutError:
+            break
+        seq, sent = struct.unpack_from("!Id", data)
+        out.write(rec.pack(seq, sent, time.monotonic()))
+"""
+
+
 def run_case(
     name: str, up: dict[str, Any], *, offered_mbit: float, seconds: float, seed: int = 1
 ) -> dict[str, Any]:
-    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-    sink.bind(("127.0.0.1", 0))
-    sink.settimeout(0.2)
+    """Send paced datagrams through a relay process to a receiver process (no shared GIL)."""
     with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "received.bin"
+        idle_s = 1.0 + (up.get("delay_ms", 0) + up.get("jitter_ms", 0)) / 1e3
+        receiver = subprocess.Popen([sys.executable, "-c", RECEIVER, str(log), str(idle_s)],
+                                    stdout=subprocess.PIPE, text=True)
+        assert receiver.stdout is not None
+        sink_port = int(receiver.stdout.readline())
         cfg = Path(tmp) / "relay.json"
         cfg.write_text(json.dumps({"up": up, "down": {}}))
         stats = Path(tmp) / "stats.json"
         relay = subprocess.Popen(
-            [sys.executable, "-m", "quicsm.lab.relay", "--target",
-             f"127.0.0.1:{sink.getsockname()[1]}", "--config", str(cfg), "--seed", str(seed),
-             "--stats", str(stats)],
+            [sys.executable, "-m", "quicsm.lab.relay", "--target", f"127.0.0.1:{sink_port}",
+             "--config", str(cfg), "--seed", str(seed), "--stats", str(stats)],
             stdout=subprocess.PIPE, text=True,
         )
         try:
             assert relay.stdout is not None
-            line = relay.stdout.readline().split()
-            host, port = line[1].rsplit(":", 1)
-            received: list[tuple[int, float, float]] = []
-            done = threading.Event()
-
-            def receive() -> None:
-                while not done.is_set():
-                    try:
-                        data = sink.recv(65535)
-                    except TimeoutError:
-                        continue
-                    seq, sent = HEADER.unpack_from(data)
-                    received.append((seq, sent, time.monotonic()))
-
-            rx = threading.Thread(target=receive)
-            rx.start()
+            host, port = relay.stdout.readline().split()[1].rsplit(":", 1)
             tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             pad = bytes(PAYLOAD - HEADER.size)
             gap = PAYLOAD * 8 / (offered_mbit * 1e6)
@@ -85,18 +91,19 @@ def run_case(
                         time.sleep(target - now - 0.0005)
                 tx.sendto(HEADER.pack(seq, now) + pad, (host, int(port)))
             t_send = time.monotonic() - t0
-            time.sleep(0.5 + up.get("delay_ms", 0) / 1e3 + up.get("jitter_ms", 0) / 1e3)
-            cpu = _cpu_seconds(relay.pid) - cpu0
-            wall = time.monotonic() - t0
-            done.set()
-            rx.join()
+            cpu = _cpu_seconds(relay.pid) - cpu0  # steady state: work lags by the delay only
+            receiver.wait(timeout=120)
         finally:
             relay.terminate()
             relay.wait(timeout=10)
+            receiver.kill()
         counters = json.loads(stats.read_text())["up"]
+        raw = log.read_bytes()
+    rec = struct.Struct("!Idd")
+    received = [rec.unpack_from(raw, i) for i in range(0, len(raw), rec.size)]
     delays = [(r - s) * 1e3 for _, s, r in received]
     seqs = [q for q, _, _ in received]
-    reordered = sum(1 for a, b in zip(seqs, seqs[1:], strict=False) if b < a)
+    reordered = _count_reordered(seqs)
     span = received[-1][2] - received[0][2] if len(received) > 1 else float("nan")
     return {
         "case": name,
@@ -112,8 +119,19 @@ def run_case(
         "delay_stdev_ms": statistics.pstdev(delays) if delays else float("nan"),
         "reordered_seen": reordered,
         "relay_counters": counters,
-        "relay_cpu_share": cpu / wall,
+        "relay_cpu_share": cpu / t_send,
     }
+
+
+def _count_reordered(seqs: list[int]) -> int:
+    """Datagrams that arrived after one sent later than them."""
+    top, count = -1, 0
+    for q in seqs:
+        if q < top:
+            count += 1
+        else:
+            top = q
+    return count
 
 
 CASES: list[tuple[str, dict[str, Any], float]] = [

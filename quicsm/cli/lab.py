@@ -212,7 +212,7 @@ def _print_summary(console: Any, results: list[dict[str, Any]]) -> None:
 @click.option(
     "--level",
     type=click.IntRange(1, 22),
-    default=19,
+    default=15,
     show_default=True,
     help="zstd compression level.",
 )

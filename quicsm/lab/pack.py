@@ -158,7 +158,7 @@ def _scalar_labels(raw: dict[str, Any]) -> dict[str, Any]:
             if v is None or isinstance(v, str | int | float | bool)}
 
 
-def pack_runs(run_dirs: Iterable[str | Path], *, output: str | Path, level: int = 19
+def pack_runs(run_dirs: Iterable[str | Path], *, output: str | Path, level: int = 15
               ) -> PackReport:
     """Write the runs under ``run_dirs`` into ``output`` (see the module docstring).
 

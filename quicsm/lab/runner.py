@@ -43,6 +43,9 @@ Labels = dict[str, Any]
 
 LOOPBACK = "127.0.0.1"
 SERVER_READY_TIMEOUT_S = 20.0
+#: after the client is done, how long to wait for the server's qlog file to appear (some
+#: stacks write it only when the connection has finished closing/draining)
+SERVER_QLOG_LINGER_S = 10.0
 RELAY_READY_TIMEOUT_S = 10.0
 QLOG_SUFFIXES = (".sqlog", ".qlog")
 
@@ -98,6 +101,16 @@ def _collect_qlogs(qlog_dir: Path, run_dir: Path, role: str) -> list[str]:
         names.append(name)
     shutil.rmtree(qlog_dir, ignore_errors=True)
     return names
+
+
+def _wait_for_qlog(qlog_dir: Path, *, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if qlog_dir.is_dir() and any(
+            p.suffix in QLOG_SUFFIXES and p.stat().st_size > 0 for p in qlog_dir.rglob("*")
+        ):
+            return
+        time.sleep(0.02)
 
 
 def _last_json_line(lines: list[str]) -> dict[str, Any] | None:
@@ -205,6 +218,7 @@ def execute(spec: RunSpec, *, out_dir: Path) -> Labels:
         if nbytes != wl.transfer_bytes:
             raise _RunFailed(f"client received {nbytes} bytes, expected {wl.transfer_bytes}")
         labels["status"] = "ok"
+        _wait_for_qlog(run_dir / "server-qlog", timeout_s=SERVER_QLOG_LINGER_S)
     except _RunFailed as exc:
         labels["reason"] = str(exc)
     except (OSError, ValueError) as exc:
@@ -216,7 +230,7 @@ def execute(spec: RunSpec, *, out_dir: Path) -> Labels:
         # the client first (it may be duty-cycled), then the relay (writes its counters on
         # SIGTERM), then the server (closes its qlog)
         for child in reversed(children):
-            child.stop()
+            child.stop(grace_s=5.0)
         if limiter is not None:
             limiter.close()
         labels["wall_s"] = round(time.monotonic() - started, 3)
