@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,10 +39,19 @@ GB = 2**30
 
 
 def measured(cmd: list[str], *, timeout: float | None = None) -> dict[str, Any]:
-    """Run ``cmd``; wall seconds, peak RSS bytes, whether it finished, its stdout."""
-    with tempfile.TemporaryFile() as out:
+    """Run ``cmd``; wall seconds, peak RSS bytes, whether it finished, its stdout.
+
+    The peak RSS comes from GNU time's report when it is installed: a child forked from this
+    Python process would otherwise count the parent's pages in its ``ru_maxrss``. On timeout
+    the whole process group is killed.
+    """
+    gnu_time = "/usr/bin/time" if Path("/usr/bin/time").exists() else None
+    with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile("r") as report:
+        wrapped = [gnu_time, "-f", "%M", "-o", report.name, *cmd] if gnu_time else cmd
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            wrapped, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         deadline = None if timeout is None else start + timeout
         finished = True
         while True:
@@ -49,7 +59,7 @@ def measured(cmd: list[str], *, timeout: float | None = None) -> dict[str, Any]:
             if pid:
                 break
             if deadline is not None and time.perf_counter() > deadline:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
                 _, status, usage = os.wait4(proc.pid, 0)
                 finished = False
                 break
@@ -57,15 +67,12 @@ def measured(cmd: list[str], *, timeout: float | None = None) -> dict[str, Any]:
         wall = time.perf_counter() - start
         out.seek(0)
         text = out.read().decode("utf-8", "replace")
+        fields = report.read().split()
+        rss = int(fields[-1]) * 1024 if gnu_time and fields else usage.ru_maxrss * 1024
     code = os.waitstatus_to_exitcode(status)
     if finished and code != 0:
         raise RuntimeError(f"{cmd[:3]} failed ({code}):\n{text[-3000:]}")
-    return {
-        "wall_s": wall,
-        "rss_bytes": usage.ru_maxrss * 1024,
-        "finished": finished,
-        "output": text,
-    }
+    return {"wall_s": wall, "rss_bytes": rss, "finished": finished, "output": text}
 
 
 def child_quicsm(parquet: str) -> None:

@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -116,18 +117,26 @@ def read_args_file(path: Path) -> list[str]:
 
 
 def run_measured(cmd: list[str], *, cwd: Path | None = None) -> tuple[float, int, str]:
-    """Run ``cmd``; returns (wall seconds, peak RSS in bytes, combined output)."""
-    with tempfile.TemporaryFile() as out:
+    """Run ``cmd``; returns (wall seconds, peak RSS in bytes, combined output).
+
+    The peak RSS comes from GNU time's report when it is installed: a child forked from this
+    (large) Python process would otherwise count the parent's pages in its ``ru_maxrss``.
+    """
+    gnu_time = shutil.which("time") if Path("/usr/bin/time").exists() else None
+    with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile("r") as report:
+        wrapped = [gnu_time, "-f", "%M", "-o", report.name, *cmd] if gnu_time else cmd
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(wrapped, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         text = out.read().decode("utf-8", "replace")
+        lines = report.read().split()
+        rss = int(lines[-1]) * 1024 if gnu_time and lines else usage.ru_maxrss * 1024
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}):\n{text[-3000:]}")
-    return wall, usage.ru_maxrss * 1024, text
+    return wall, rss, text
 
 
 def parse_dot(path: Path) -> tuple[dict[int, str], list[tuple[int, int, float, int]]]:
@@ -335,6 +344,9 @@ def run_case(
     ours = (q_nodes, q_edges)
     per_seed = [compare_models(r["model"], ours) for r in runs]
     distinct = {json.dumps(signature(*r["model"])) for r in runs}
+    # quicsm's own seeds (computed here, untimed): which of its possible models Synoptic gave
+    ours_by_seed = {json.dumps(signature(*infer_graph(log, seed=s))) for s in seeds}
+    common = distinct & ours_by_seed
     first = runs[0]
     syn_model = first["model"]
     return {
@@ -351,6 +363,8 @@ def run_case(
         "synoptic_rss_mb": first["rss_bytes"] / 2**20,
         "synoptic_phases_ms": first["phases_ms"],
         "synoptic_distinct_models": len(distinct),
+        "quicsm_distinct_models": len(ours_by_seed),
+        "models_in_common": len(common),
         "synoptic_seeds_identical_to_quicsm": [
             r["seed"] for r, c in zip(runs, per_seed, strict=True) if c["identical"]
         ],
@@ -371,8 +385,9 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     head = (
         "| log | traces | events | invariants identical | Synoptic nodes / edges | "
         "Synoptic time (s) / RSS (MB) | quicsm nodes / edges | quicsm time (s) / RSS (MB) | "
-        "nodes per label equal | max Δp | Synoptic seeds = quicsm |\n"
-        "|---|---:|---:|---|---:|---:|---:|---:|---|---:|---|\n"
+        "nodes per label equal | max Δp | Synoptic seeds = quicsm seed 0 | "
+        "models in common (distinct: Synoptic / quicsm) |\n"
+        "|---|---:|---:|---|---:|---:|---:|---:|---|---:|---|---|\n"
     )
     lines = []
     for r in rows:
@@ -388,8 +403,9 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             f"{r['quicsm_nodes']} / {r['quicsm_edges']} | "
             f"{r['quicsm_wall_s']:.2f} / {r['quicsm_rss_mb']:.0f} | "
             f"{sum(eq)}/{len(eq)} seeds | {'—' if best is None else f'{best:.4f}'} | "
-            f"{len(r['synoptic_seeds_identical_to_quicsm'])}/{n_seeds} "
-            f"({r['synoptic_distinct_models']} distinct) |"
+            f"{len(r['synoptic_seeds_identical_to_quicsm'])}/{n_seeds} | "
+            f"{r['models_in_common']} ({r['synoptic_distinct_models']} / "
+            f"{r['quicsm_distinct_models']}) |"
         )
     return head + "\n".join(lines) + "\n"
 
