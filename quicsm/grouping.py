@@ -12,7 +12,8 @@ Labels are the per-trace ``labels`` of :func:`quicsm.read.read_traces` (the trac
 ``quicsm_labels``, a ``run.json`` sidecar, the qlog's own title / code_version / vantage point),
 joined to the transitions on ``(file, trace)``. The trace table's own columns ``vantage``,
 ``title``, ``code_version`` and ``format`` are labels too, unless a label of that name exists.
-``--where key=value`` filters keep only traces whose label equals the value (as text).
+``--where key=value`` filters keep only traces whose label equals the value (as text);
+``key=v1,v2`` accepts any of the values.
 """
 
 from __future__ import annotations
@@ -112,7 +113,8 @@ def _labelled_traces(traces: pl.DataFrame) -> pl.DataFrame:
 
 
 def _matches(labels: Mapping[str, Any], where: Mapping[str, str]) -> bool:
-    return all(k in labels and label_text(labels[k]) == v for k, v in where.items())
+    """Every condition holds; ``KEY=V1,V2`` accepts any of the listed values."""
+    return all(k in labels and label_text(labels[k]) in v.split(",") for k, v in where.items())
 
 
 def _load(
@@ -135,6 +137,46 @@ def _load(
         transitions.select("file", "trace").unique(), on=["file", "trace"], how="semi"
     )
     return transitions, traces.sort("file", "trace")
+
+
+#: labels that identify a run or describe its outcome rather than its conditions
+_NOT_FACTORS = {
+    "title", "code_version", "format", "vantage", "role", "run", "seed", "status", "reason",
+    "patch", "run_dir", "ok", "error", "bytes", "completion_ms", "wall_s", "throughput_mbit",
+    "repetitions", "scenario.description", "scenario.file", "device.mechanism",
+}  # fmt: skip
+_NOT_FACTOR_PREFIXES = ("files.", "relay.")
+
+
+def confounder_notes(
+    a: Group, b: Group, *, exclude: Iterable[str] = (), max_values: int = 8
+) -> list[str]:
+    """Notes naming experimental conditions (labels such as ``scenario``) whose values differ
+    between the groups: a difference found may come from them rather than from the grouping."""
+    la, lb = a.label_dicts(), b.label_dicts()
+    skip = set(exclude)
+    keys = sorted({k for d in la + lb for k in d})
+    notes = []
+    for key in keys:
+        if key in skip or key in _NOT_FACTORS or key.startswith(_NOT_FACTOR_PREFIXES):
+            continue
+        va = {label_text(d[key]) for d in la if key in d}
+        vb = {label_text(d[key]) for d in lb if key in d}
+        if not va or not vb or va == vb or len(va | vb) > max_values:
+            continue
+        if len(va) == 1 and len(vb) == 1:
+            continue  # one value per group: a property of the groups themselves
+
+        def show(values: set[str]) -> str:
+            return ", ".join(sorted(values, key=natural_key))
+
+        notes.append(
+            f"the groups also differ in {key} ({a.name}: {show(va)}; {b.name}: {show(vb)}); "
+            f"differences may come from it — narrow with --where {key}=..."
+        )
+    # the named scenario says it best (other conditions usually follow from it)
+    scenario = [n for n in notes if n.startswith("the groups also differ in scenario ")]
+    return scenario or notes[:2]
 
 
 def _vantage_notes(frames: Sequence[pl.DataFrame]) -> list[str]:
@@ -189,7 +231,8 @@ def compare_paths(
     b = Group(names[1], tb, rb, list(b_paths))
     _require(a, where)
     _require(b, where)
-    return Comparison(a, b, notes=_vantage_notes([ta, tb]))
+    notes = _vantage_notes([ta, tb]) + confounder_notes(a, b)
+    return Comparison(a, b, notes=notes)
 
 
 def compare_by_label(
@@ -236,7 +279,15 @@ def compare_by_label(
         return Group(f"{label}={value}", tr, rows, list(paths))
 
     groups = {v: group(v) for v in distinct}
-    return [Comparison(groups[x], groups[y], label=label, notes=list(notes)) for x, y in pairs]
+    return [
+        Comparison(
+            groups[x],
+            groups[y],
+            label=label,
+            notes=notes + confounder_notes(groups[x], groups[y], exclude={label}),
+        )
+        for x, y in pairs
+    ]
 
 
 def group_from_frame(

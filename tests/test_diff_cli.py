@@ -116,3 +116,25 @@ def test_clean_errors(corpus: Path, tmp_path: Path) -> None:
     code, _, err = run(str(tmp_path / "missing"), "--vs", str(corpus / "v2"))
     assert code == 1 and "missing" in err
     assert "Traceback" not in err
+
+
+def test_where_accepts_alternatives_and_confounders_are_named(corpus: Path) -> None:
+    # v1 and v2 ran "bulk", v3 ran "jitter": comparing 1.9 with 1.11 mixes in the scenario
+    code, out, err = run(
+        str(corpus), "--by", "version", "--where", "version=1.9,1.11", "--format", "json"
+    )
+    assert code == 0
+    doc = json.loads(out)
+    assert (doc["groups"]["a"]["name"], doc["groups"]["b"]["name"]) == (
+        "version=1.9",
+        "version=1.11",
+    )
+    assert (
+        "note: the groups also differ in scenario (version=1.9: bulk; version=1.11: jitter)"
+        not in err
+    )  # one value per group: a property of the groups, not a confounder
+    code, out, err = run(
+        str(corpus / "v1"), str(corpus / "v3"), "--vs", str(corpus / "v2"), "--format", "json"
+    )
+    assert code == 0
+    assert "the groups also differ in scenario (" in err and "bulk, jitter" in err

@@ -60,7 +60,7 @@ def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "where",
             multiple=True,
             metavar="KEY=VALUE",
-            help="Keep only traces whose label KEY equals VALUE (repeatable).",
+            help="Keep only traces whose label KEY equals VALUE, or one of V1,V2,... (repeatable).",
         ),
         click.option(
             "--baseline",
