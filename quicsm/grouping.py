@@ -140,12 +140,12 @@ def _load(
 
 
 #: labels that identify a run or describe its outcome rather than its conditions
-_NOT_FACTORS = {
+NOT_FACTORS: frozenset[str] = frozenset({
     "title", "code_version", "format", "vantage", "role", "run", "seed", "status", "reason",
     "patch", "run_dir", "ok", "error", "bytes", "completion_ms", "wall_s", "throughput_mbit",
     "repetitions", "scenario.description", "scenario.file", "device.mechanism",
-}  # fmt: skip
-_NOT_FACTOR_PREFIXES = ("files.", "relay.")
+})  # fmt: skip
+NOT_FACTOR_PREFIXES = ("files.", "relay.")
 
 
 def confounder_notes(
@@ -158,7 +158,7 @@ def confounder_notes(
     keys = sorted({k for d in la + lb for k in d})
     notes = []
     for key in keys:
-        if key in skip or key in _NOT_FACTORS or key.startswith(_NOT_FACTOR_PREFIXES):
+        if key in skip or key in NOT_FACTORS or key.startswith(NOT_FACTOR_PREFIXES):
             continue
         va = {label_text(d[key]) for d in la if key in d}
         vb = {label_text(d[key]) for d in lb if key in d}

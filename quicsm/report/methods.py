@@ -12,6 +12,10 @@ if TYPE_CHECKING:
     from quicsm.report.sections import ComparisonView
 
 
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def methods_items(
     views: Sequence[ComparisonView],
     *,
@@ -30,8 +34,10 @@ def methods_items(
         (
             "Transitions",
             "per source state, the counts of each outgoing transition (end of trace included): "
-            f"G-test on the pooled counts when every expected count is at least "
-            f"{sig.MIN_EXPECTED:g}, otherwise a permutation test that shuffles whole traces "
+            f"G-test on the pooled counts, divided by the mean design effect (Rao-Scott "
+            "correction for transitions clustering within traces), when every expected count "
+            f"is at least {sig.MIN_EXPECTED:g}; otherwise a permutation test that shuffles whole "
+            "traces "
             f"between the groups ({settings.get('permutations', '?')} random splits, or all "
             "splits when there are fewer; seed "
             f"{settings.get('seed', '?')}); per transition the same test on (this transition, "
@@ -45,7 +51,8 @@ def methods_items(
         (
             "Invariants",
             "AlwaysFollowedBy / NeverFollowedBy / AlwaysPrecedes mined in each group (Synoptic); "
-            "listed when they hold in one group and not the other, over states both visit",
+            "listed when they hold in one group and not the other, over states both visit; "
+            "Fisher's exact test on the number of traces breaking them, Holm-corrected",
         ),
         (
             "Thresholds",
@@ -54,7 +61,8 @@ def methods_items(
         ),
         (
             "Scenario matrix",
-            "per cell, Welch's t-test of the metric, Holm-corrected across cells",
+            "per cell, Welch's t-test of the metric (server traces only when a group has them: "
+            "one value per connection), Holm-corrected across cells",
         ),
     ]
     for v in views:
@@ -62,8 +70,8 @@ def methods_items(
         items.append(
             (
                 f"Groups of {v.title}",
-                f"{a.name}: {a.n_traces} traces in {len(a.files)} files; "
-                f"{b.name}: {b.n_traces} traces in {len(b.files)} files",
+                f"{a.name}: {_count(a.n_traces, 'trace')} in {_count(len(a.files), 'file')}; "
+                f"{b.name}: {_count(b.n_traces, 'trace')} in {_count(len(b.files), 'file')}",
             )
         )
     items.append(("quicsm version", __version__))

@@ -15,29 +15,20 @@ import polars as pl
 from quicsm import significance as sig
 from quicsm.diff import DiffResult, diff
 from quicsm.errors import QuicsmError
-from quicsm.grouping import Comparison, Group, label_text, natural_key
+from quicsm.grouping import (
+    NOT_FACTOR_PREFIXES,
+    NOT_FACTORS,
+    Comparison,
+    Group,
+    label_text,
+    natural_key,
+)
 from quicsm.report import svg
 
 _SEP = "\x1f"
 
-#: labels that never make a scenario-matrix axis
-_NOT_AXES = {
-    "title",
-    "code_version",
-    "format",
-    "vantage",
-    "run",
-    "seed",
-    "repetitions",
-    "stack",
-    "version",
-    "scenario.description",
-    "scenario.file",
-    "completion_ms",
-    "ok",
-    "error",
-    "bytes",
-}
+#: labels that never make a scenario-matrix axis: run ids, outcomes, and what groups usually
+_NOT_AXES = NOT_FACTORS | {"stack", "version"}
 #: labels tried first as axes, in this order
 _PREFERRED_AXES = (
     "network.down.rate_mbit",
@@ -278,7 +269,13 @@ def _labels(group: Group) -> list[dict[str, Any]]:
 
 
 def choose_axes(comp: Comparison, *, exclude: set[str]) -> tuple[str, str | None] | None:
-    """Up to two labels that span a scenario matrix shared by both groups."""
+    """Up to two labels that span a scenario matrix shared by both groups.
+
+    Candidates are condition labels (not run ids or outcomes) that most traces of both groups
+    carry, with 2-8 values, the same set of values in both groups. Preferred: two candidates
+    that cross fully (every combination present, e.g. rate x object size), in the order of
+    :data:`_PREFERRED_AXES`; else the named ``scenario`` alone; else the first candidate.
+    """
     la, lb = _labels(comp.a), _labels(comp.b)
     if not la or not lb:
         return None
@@ -286,7 +283,7 @@ def choose_axes(comp: Comparison, *, exclude: set[str]) -> tuple[str, str | None
     candidates: list[tuple[int, int, str]] = []
     partitions: dict[str, tuple[str, ...]] = {}
     for key in keys:
-        if key in _NOT_AXES or key in exclude:
+        if key in _NOT_AXES or key in exclude or key.startswith(NOT_FACTOR_PREFIXES):
             continue
         va = [label_text(d[key]) for d in la if key in d]
         vb = [label_text(d[key]) for d in lb if key in d]
@@ -295,22 +292,25 @@ def choose_axes(comp: Comparison, *, exclude: set[str]) -> tuple[str, str | None
         values = set(va) | set(vb)
         if not 2 <= len(values) <= 8 or set(va) != set(vb):
             continue
-        part = tuple(label_text(d.get(key)) for d in la + lb)
         pref = _PREFERRED_AXES.index(key) if key in _PREFERRED_AXES else len(_PREFERRED_AXES)
         candidates.append((pref, -len(values), key))
-        partitions[key] = part
-    chosen: list[str] = []
+        partitions[key] = tuple(label_text(d.get(key)) for d in la + lb)
+    ordered: list[str] = []
     seen: set[tuple[str, ...]] = set()
     for _, _, key in sorted(candidates):
-        if partitions[key] in seen:
-            continue  # same split of the traces as an axis already chosen
-        seen.add(partitions[key])
-        chosen.append(key)
-        if len(chosen) == 2:
-            break
-    if not chosen:
-        return None
-    return (chosen[0], chosen[1] if len(chosen) > 1 else None)
+        if partitions[key] not in seen:  # not the same split of the traces as another axis
+            seen.add(partitions[key])
+            ordered.append(key)
+    for i, row in enumerate(ordered):
+        for col in ordered[i + 1 :]:
+            if row == "scenario" or col == "scenario":
+                continue
+            combos = set(zip(partitions[row], partitions[col], strict=True))
+            if len(combos) == len(set(partitions[row])) * len(set(partitions[col])):
+                return (row, col)
+    if "scenario" in ordered:
+        return ("scenario", None)
+    return (ordered[0], None) if ordered else None
 
 
 def _metric_values(group: Group, metric: str) -> dict[tuple[str, str], float]:
@@ -330,6 +330,21 @@ def _metric_values(group: Group, metric: str) -> dict[tuple[str, str], float]:
         if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
             out[(file, trace)] = float(v)
     return out
+
+
+def _server_keys(group: Group) -> set[tuple[str, str]]:
+    if "vantage" not in group.transitions.columns:
+        return set()
+    servers = group.transitions.filter(pl.col("vantage").cast(pl.String) == "server")
+    return {(str(f), str(t)) for f, t in servers.select("file", "trace").unique().iter_rows()}
+
+
+def _servers_only(
+    group: Group, values: dict[tuple[str, str], float]
+) -> dict[tuple[str, str], float]:
+    servers = _server_keys(group)
+    kept = {k: v for k, v in values.items() if k in servers}
+    return kept or values
 
 
 def default_metric(comp: Comparison, result: DiffResult) -> str:
@@ -360,6 +375,9 @@ def _matrix(
             )
     row_key, col_key = axes
     va, vb = _metric_values(comp.a, metric), _metric_values(comp.b, metric)
+    # one value per connection: when a group has server traces, the heatmap uses only those
+    # (a run's client and server traces carry the same run labels)
+    va, vb = _servers_only(comp.a, va), _servers_only(comp.b, vb)
     if not va or not vb:
         return None, f"No trace has a numeric value of {metric!r} in both groups."
 
