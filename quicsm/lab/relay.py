@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import select
 import signal
 import socket
@@ -55,6 +56,27 @@ def parse_address(text: str) -> Address:
     return host.strip("[]"), int(port)
 
 
+def raise_priority() -> str:
+    """Make this process's wake-ups prompt on a loaded machine; returns what was obtained.
+
+    The relay needs little CPU (~15% of a core at 9k packets/s) but must run *when* a packet
+    is due: on a 2-core machine shared with both QUIC endpoints, scheduling latency would
+    otherwise add milliseconds of unconfigured delay. ``SCHED_FIFO`` (priority 10; the
+    kernel's real-time throttling still keeps 5% for others) needs root or CAP_SYS_NICE;
+    then ``nice -10``; otherwise the default policy is kept.
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+        return "fifo"
+    except (OSError, AttributeError):
+        pass
+    try:
+        os.nice(-10)
+        return "nice-10"
+    except OSError:
+        return "default"
+
+
 def _udp_socket() -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
@@ -80,6 +102,7 @@ class Relay:
         self._upstream: dict[Address, socket.socket] = {}
         self._client_of: dict[socket.socket, Address] = {}
         self.send_errors = 0
+        self.scheduling = "default"
 
     @property
     def address(self) -> Address:
@@ -94,6 +117,7 @@ class Relay:
             "clients": len(self._upstream),
             "send_errors": self.send_errors,
             "in_flight_at_stop": self.up.in_flight() + self.down.in_flight(),
+            "scheduling": self.scheduling,
         }
 
     def _upstream_for(self, client: Address) -> socket.socket:
@@ -166,6 +190,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--config", type=Path, required=True, help='JSON {"up": {...}, "down": {...}}')
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stats", type=Path, help="write the counters here as JSON on exit")
+    ap.add_argument("--no-priority", action="store_true",
+                    help="keep the default scheduling policy (see raise_priority)")
     return ap.parse_args(argv)
 
 
@@ -189,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     relay = Relay(config)
+    if not args.no_priority:
+        relay.scheduling = raise_priority()
     host, port = relay.address
     print(f"ready {host}:{port}", flush=True)
     try:
