@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from quicsm.errors import InputError
 from quicsm.lab.scenario import load_plan
@@ -124,3 +126,27 @@ def test_shipped_scenario_files_load(path: Path) -> None:
 def test_corpus_covers_the_issue_scenarios() -> None:
     names = {s.name for s in load_plan(SCENARIOS / "corpus.toml").scenarios}
     assert {"baseline", "loss1", "jitter", "ratecap", "slowdevice", "maxcwnd"} <= names
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    objects=st.lists(st.integers(1, 500), min_size=1, max_size=3, unique=True),
+    delays=st.lists(st.integers(0, 200), min_size=1, max_size=3, unique=True),
+    caps=st.lists(st.integers(2, 5000), min_size=1, max_size=2, unique=True),
+)
+def test_matrix_cells_are_the_cartesian_product(
+    tmp_path_factory: pytest.TempPathFactory, objects: list[int], delays: list[int],
+    caps: list[int],
+) -> None:
+    path = tmp_path_factory.mktemp("m") / "m.toml"
+    path.write_text(
+        '[[scenario]]\nname = "m"\n'
+        f'matrix = {{ "workload.objects" = {objects}, "network.delay_ms" = {delays}, '
+        f'"env.QUICSM_MAX_CWND_PACKETS" = {caps} }}\n'
+    )
+    scenarios = load_plan(path).scenarios
+    assert len(scenarios) == len(objects) * len(delays) * len(caps)
+    assert len({s.name for s in scenarios}) == len(scenarios)
+    cells = {(s.workload.objects, s.up.delay_ms, s.env["QUICSM_MAX_CWND_PACKETS"])
+             for s in scenarios}
+    assert cells == {(o, float(d), str(c)) for o in objects for d in delays for c in caps}

@@ -269,7 +269,7 @@ def _expand(raw: dict[str, Any], *, file: Path, where: str) -> list[tuple[str, d
     keys = list(matrix)
     for key in keys:
         section = key.split(".", 1)[0]
-        if section not in _SECTION_KEYS | {"repetitions"} or not isinstance(matrix[key], list) \
+        if section not in _SECTION_KEYS or "." not in key or not isinstance(matrix[key], list) \
                 or not matrix[key]:
             raise _err(file, f"{where}.matrix.{key}",
                        "expected 'section.key = [values...]' with section one of "
