@@ -259,7 +259,7 @@ def relay_cmd(
 ) -> None:
     """Run the impairment relay in the foreground until Ctrl-C; prints its counters."""
     from quicsm.lab.link import link_config_from_dict
-    from quicsm.lab.relay import Relay, RelayConfig, parse_address
+    from quicsm.lab.relay import Relay, RelayConfig, parse_address, raise_priority
 
     try:
         if config is not None:
@@ -282,6 +282,7 @@ def relay_cmd(
     except (ValueError, OSError) as exc:
         raise InputError(str(exc)) from None
     relay = Relay(cfg)
+    relay.scheduling = raise_priority()
     host, port = relay.address
     click.echo(f"relay listening on {host}:{port} -> {target} (Ctrl-C to stop)", err=True)
     try:

@@ -1,0 +1,71 @@
+"""`quicsm lab` on the command line: dry runs, packing, and errors as `Error: ...`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from quicsm.cli import main
+
+
+def _stacks(tmp_path: Path) -> Path:
+    path = tmp_path / "stacks.json"
+    path.write_text(json.dumps([
+        {"stack": "a", "version": "1", "server": ["srv"], "client": ["cli"]},
+        {"stack": "b", "version": "2", "server": ["srv"], "client": ["cli"]},
+    ]))
+    return path
+
+
+def test_dry_run_lists_every_run(tmp_path: Path) -> None:
+    scen = tmp_path / "s.toml"
+    scen.write_text('[run]\nrepetitions = 2\n[[scenario]]\nname = "x"\n[[scenario]]\nname = "y"\n')
+    result = CliRunner().invoke(main, ["lab", "run", str(scen), "--stacks",
+                                       str(_stacks(tmp_path)), "-o", "out", "--dry-run",
+                                       "--only", "y", "--stack", "b"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert [line.split()[0] for line in lines] == ["out/b/2/y/run-1", "out/b/2/y/run-2"]
+
+
+def test_unknown_stack_and_bad_scenario_are_errors(tmp_path: Path) -> None:
+    scen = tmp_path / "s.toml"
+    scen.write_text('[[scenario]]\nname = "x"\nstacks = ["c"]\n')
+    result = CliRunner().invoke(main, ["lab", "run", str(scen), "--stacks",
+                                       str(_stacks(tmp_path)), "--dry-run"])
+    assert result.exit_code == 1
+    assert "stack 'c' is not built (built: a@1, b@2)" in result.output
+    scen.write_text('[[scenario]]\nname = "x"\nnetwork = { loss = 5 }\n')
+    result = CliRunner().invoke(main, ["lab", "run", str(scen), "--dry-run"])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: ") and "loss must be a probability" in result.output
+
+
+def test_missing_stacks_file_says_how_to_build(tmp_path: Path) -> None:
+    scen = tmp_path / "s.toml"
+    scen.write_text('[[scenario]]\nname = "x"\n')
+    result = CliRunner().invoke(main, ["lab", "run", str(scen), "--stacks",
+                                       str(tmp_path / "none.json")])
+    assert result.exit_code == 1
+    assert "no built stacks (run instrumentation-patches/build.sh first)" in result.output
+
+
+def test_pack_reports_traces_and_skipped_runs(tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "a" / "1" / "x" / "run-1"
+    run.mkdir(parents=True)
+    (run / "server.sqlog").write_bytes(
+        b'\x1e{"qlog_version":"0.3","qlog_format":"JSON-SEQ","trace":{}}\n'
+        b'\x1e{"time":1,"name":"recovery:congestion_state_updated","data":{"new":"SlowStart"}}\n')
+    (run / "run.json").write_text(json.dumps({"stack": "a", "status": "ok",
+                                              "files.server": "server.sqlog"}))
+    failed = tmp_path / "runs" / "a" / "1" / "x" / "run-2"
+    failed.mkdir()
+    (failed / "run.json").write_text(json.dumps({"status": "failed", "reason": "boom"}))
+    out = tmp_path / "p.qlog"
+    result = CliRunner().invoke(main, ["lab", "pack", str(tmp_path / "runs"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "1 traces from 1 runs, 1 events" in result.output
+    assert "(1 runs skipped)" in result.output and "status failed: boom" in result.output
+    assert out.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"
