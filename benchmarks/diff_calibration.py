@@ -20,6 +20,7 @@ Every rate comes with a 95% Wilson interval. Results go to stdout (Markdown) and
 
     .venv/bin/python benchmarks/diff_calibration.py                      # 200 repetitions
     .venv/bin/python benchmarks/diff_calibration.py --repetitions 50 --traces 20
+    .venv/bin/python benchmarks/diff_calibration.py --no-design-effect   # plain pooled G-test
 """
 
 from __future__ import annotations
@@ -77,7 +78,16 @@ def main() -> None:
     ap.add_argument("--alpha", type=float, default=0.01)
     ap.add_argument("--permutations", type=int, default=999)
     ap.add_argument("--seed", type=int, default=0, help="base seed of the repetitions")
+    ap.add_argument(
+        "--no-design-effect",
+        action="store_true",
+        help="turn off the Rao-Scott correction of the G-test (to see what it buys)",
+    )
     args = ap.parse_args()
+    if args.no_design_effect:
+        from quicsm import significance
+
+        significance.design_effect = lambda a, b: 1.0
 
     base = Profile()
     scenarios = {

@@ -34,6 +34,13 @@ import polars as pl
 from quicsm import significance as sig
 from quicsm.errors import InputError
 from quicsm.frames import normalize_transitions
+from quicsm.states import CANONICAL_STATES
+from quicsm.stats import (
+    dwell_times,
+    time_in_state,
+    transition_counts,
+    transition_probabilities,
+)
 
 __all__ = ["DiffResult", "Finding", "diff"]
 
@@ -186,8 +193,6 @@ def _files(df: pl.DataFrame) -> list[str]:
 
 def _fractions(df: pl.DataFrame, states: Sequence[str]) -> np.ndarray:
     """(traces x states) matrix of time-in-state fractions; states absent from a trace are 0."""
-    from quicsm.stats import time_in_state
-
     if df.height == 0:
         return np.zeros((0, len(states)))
     tis = time_in_state(df).with_columns(pl.col("state").cast(pl.String))
@@ -206,8 +211,6 @@ def _state_names(*frames: pl.DataFrame) -> list[str]:
     seen: set[str] = set()
     for df in frames:
         seen.update(str(s) for s in df["state"].cast(pl.String).unique().to_list())
-    from quicsm.states import CANONICAL_STATES
-
     order = {s: i for i, s in enumerate(CANONICAL_STATES)}
     return sorted(seen, key=lambda s: (order.get(s, len(order)), s))
 
@@ -248,8 +251,6 @@ def _count_matrix(
     df: pl.DataFrame, edges: Sequence[tuple[str, str]]
 ) -> tuple[list[str], np.ndarray]:
     """(traces x edges) matrix of transition counts."""
-    from quicsm.stats import transition_counts
-
     traces = sorted(df["trace"].unique().to_list())
     out = np.zeros((len(traces), len(edges)))
     if not traces:
@@ -267,8 +268,6 @@ def _count_matrix(
 
 
 def _edge_list(*frames: pl.DataFrame) -> list[tuple[str, str]]:
-    from quicsm.stats import transition_counts
-
     seen: set[tuple[str, str]] = set()
     for df in frames:
         if df.height == 0:
@@ -282,15 +281,11 @@ def _edge_list(*frames: pl.DataFrame) -> list[tuple[str, str]]:
 
 
 def _state_order() -> Any:
-    from quicsm.states import CANONICAL_STATES
-
     rank = {"INITIAL": -1, **{s: i for i, s in enumerate(CANONICAL_STATES)}, "TERMINAL": 99}
     return lambda s: rank.get(s, 98)
 
 
 def _probabilities(df: pl.DataFrame) -> dict[tuple[str, str], tuple[float, float, float]]:
-    from quicsm.stats import transition_probabilities
-
     if df.height == 0:
         return {}
     tp = transition_probabilities(df).with_columns(
@@ -382,8 +377,6 @@ def _transitions(
 
 def _dwell_medians(df: pl.DataFrame) -> pl.DataFrame:
     """Per trace and state: median dwell (ms) and number of visits."""
-    from quicsm.stats import dwell_times
-
     if df.height == 0:
         return pl.DataFrame(
             schema={
