@@ -191,17 +191,19 @@ _BITS: Final[int] = 16
 assert len(NODE_LABELS) <= _BITS
 
 
-def _runs(keys: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _runs(
+    keys: np.ndarray, tid: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Group rows by (key, trace) without hashing: a stable radix sort by the one-byte key keeps
     each key's rows in trace order, so equal (key, trace) rows become adjacent. Returns the
-    permutation, the start of every run in it, and the run lengths."""
+    permutation, the start of every run in it, the run lengths, and every run's key and trace."""
     order = np.argsort(keys, kind="stable")  # a radix sort for one-byte keys
     k, t = keys[order], tid[order]
     brk = np.ones(len(k), dtype=bool)
     brk[1:] = (k[1:] != k[:-1]) | (t[1:] != t[:-1])
     starts = np.flatnonzero(brk)
     lengths = np.diff(np.append(starts, len(k)))
-    return order, starts, lengths
+    return order, starts, lengths, k[starts], t[starts]
 
 
 class _Chain:
@@ -233,14 +235,12 @@ class _Chain:
         steps = label * np.uint8(_BITS) + nxt  # the pair leaving each visit
         starts_pair = label[first]  # INITIAL (code 0) -> first state
         # states per trace; n_i of a visit = visits of its state in its trace
-        order, starts, lengths = _runs(code, tid)
+        order, starts, lengths, self.state_code, self.state_tid = _runs(code, tid)
         self.state_order = order
         self.state_starts = starts
         self.state_bounds = np.concatenate(
             [[0], np.cumsum(np.bincount(code, minlength=len(CANONICAL_STATES)))]
         )
-        self.state_code = code[order[starts]]
-        self.state_tid = tid[order[starts]]
         self.state_visits = lengths
         n_i = np.repeat(lengths.astype(np.float64), lengths)  # in state-run order
         self.syn = np.bincount(steps[order], weights=n_i, minlength=size)
@@ -248,9 +248,7 @@ class _Chain:
         # transitions per trace
         pairs = np.concatenate([starts_pair, steps])
         ptid = np.concatenate([tid[first], tid])
-        order, starts, lengths = _runs(pairs, ptid)
-        self.pair = pairs[order[starts]]
-        self.pair_tid = ptid[order[starts]]
+        _, _, lengths, self.pair, self.pair_tid = _runs(pairs, ptid)
         self.pair_count = lengths
         self.count = np.bincount(pairs, minlength=size)
         self.traces = np.bincount(self.pair, minlength=size)
@@ -535,14 +533,17 @@ def dwell_summary(transitions: pl.DataFrame | pl.LazyFrame | Visits) -> pl.DataF
         return pl.DataFrame(schema=DWELL_SUMMARY_SCHEMA)
     c = v.chain()
     dwell = v.frame.get_column("dwell_ms").to_numpy()[c.state_order]
-    last = v.frame.get_column("last").to_numpy()[c.state_order]
+    code = v.frame.get_column("code").to_numpy()
+    censored = np.bincount(
+        code[v.frame.get_column("last").to_numpy()], minlength=len(c.state_bounds)
+    )
     rows = []
-    for code in np.flatnonzero(np.diff(c.state_bounds)):  # one pass per state, not per row
-        lo, hi = c.state_bounds[code], c.state_bounds[code + 1]
+    for state in np.flatnonzero(np.diff(c.state_bounds)):  # one pass per state, not per row
+        lo, hi = c.state_bounds[state], c.state_bounds[state + 1]
         seg = dwell[lo:hi]
         p10, p50, p90 = np.quantile(seg, [0.1, 0.5, 0.9])
         rows.append(
-            (CANONICAL_STATES[code], hi - lo, int(last[lo:hi].sum()), seg.mean(), p50, p10, p90)
+            (CANONICAL_STATES[state], hi - lo, int(censored[state]), seg.mean(), p50, p10, p90)
         )
     out = pl.DataFrame(rows, schema=list(DWELL_SUMMARY_SCHEMA), orient="row")
     return out.cast(DWELL_SUMMARY_SCHEMA)  # type: ignore[arg-type]
