@@ -150,3 +150,14 @@ def test_matrix_cells_are_the_cartesian_product(
     cells = {(s.workload.objects, s.up.delay_ms, s.env["QUICSM_MAX_CWND_PACKETS"])
              for s in scenarios}
     assert cells == {(o, float(d), str(c)) for o in objects for d in delays for c in caps}
+
+
+def test_the_example_in_docs_lab_md_loads(tmp_path: Path) -> None:
+    doc = (SCENARIOS.parent.parent / "docs" / "lab.md").read_text()
+    block = doc.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "baseline.toml").write_text((SCENARIOS / "baseline.toml").read_text())
+    plan = load_plan(_write(tmp_path, block, "example.toml"))
+    names = [s.name for s in plan.scenarios]
+    assert names[0] == "baseline" and len(names) == 1 + 4
+    example = plan.scenarios[1]
+    assert (example.up.loss, example.down.jitter_ms, example.repetitions) == (0.01, 10.0, 10)
