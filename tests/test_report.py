@@ -139,3 +139,39 @@ def test_cli_errors(corpus: Path, tmp_path: Path) -> None:
         main, ["report", str(corpus), "--by", "version", "-o", str(tmp_path / "no" / "r.html")]
     )
     assert result.exit_code == 1 and "cannot write the report" in result.stderr
+
+
+def _labelled(prefix: str, labels: list[dict[str, object]]) -> object:
+    from diff_helpers import frame
+
+    from quicsm.grouping import group_from_frame
+
+    traces = patterned_traces(len(labels), prefix=prefix, app_ms=30)
+    df = frame(traces, file=f"{prefix}.sqlog")
+    keyed = {(f"{prefix}.sqlog", t[0]): lab for t, lab in zip(traces, labels, strict=True)}
+    return group_from_frame(prefix, df, labels=keyed)
+
+
+def test_scenario_axes_prefer_a_full_crossing_then_the_scenario() -> None:
+    from quicsm.grouping import Comparison
+    from quicsm.report.sections import choose_axes
+
+    grid = [
+        {"network.down.rate_mbit": r, "object_size": s, "scenario": f"{r}-{s}", "run": i}
+        for i, (r, s) in enumerate([(r, s) for r in (10, 100) for s in (1e4, 1e6)] * 2)
+    ]
+    comp = Comparison(_labelled("a", grid), _labelled("b", grid))  # type: ignore[arg-type]
+    assert choose_axes(comp, exclude=set()) == ("network.down.rate_mbit", "object_size")
+    # rate and delay only partly cross (3 of 4 combinations): the named scenario is used
+    partial = [
+        {"network.down.rate_mbit": r, "network.down.delay_ms": d, "scenario": n}
+        for n, r, d in [("base", 100, 18), ("ratecap", 10, 18), ("jitter", 100, 56)] * 2
+    ]
+    comp = Comparison(_labelled("c", partial), _labelled("d", partial))  # type: ignore[arg-type]
+    assert choose_axes(comp, exclude=set()) == ("scenario", None)
+    # nothing shared: no matrix
+    comp = Comparison(
+        _labelled("e", [{"scenario": "x"}] * 3),  # type: ignore[arg-type]
+        _labelled("f", [{"scenario": "y"}] * 3),  # type: ignore[arg-type]
+    )
+    assert choose_axes(comp, exclude=set()) is None
