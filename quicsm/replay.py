@@ -1,14 +1,18 @@
 """Replay traces through a model to give each visit a node, so time can be told per node.
 
 When a state is split into several nodes (Synoptic refines states to satisfy invariants), the
-fraction of time in the *state* no longer says how long traces stay in each *node*. If the
-model is deterministic — from every node, at most one edge into nodes of each label — every
-trace it accepts follows exactly one path, so each visit belongs to exactly one node and the
-per-node time is exact. Otherwise (plain k-tails with k > 1 can be nondeterministic) visits
-cannot be attributed without the inference's own bookkeeping, and :func:`node_times` returns
-``None``; the diagram then shows the state's total on each of its nodes.
+fraction of time in the *state* no longer says how long traces stay in each *node*. A trace
+the model accepts follows a path from INITIAL to TERMINAL; when that accepting path is unique,
+each visit belongs to exactly one node and the time per node is exact. Synoptic's graphs may
+offer two successors with the same label — only the rest of the trace tells which one leads to
+TERMINAL — so the replay looks ahead: a backward pass marks, for every visit, the nodes from
+which the rest of its trace can still be spelled to TERMINAL; a forward pass from INITIAL then
+follows the only successor that is both an edge and so marked. If some trace has no accepting
+path, or two (the model does not say which node a visit was in), :func:`node_times` returns
+``None`` and the diagram shows each split state's total instead.
 
-The replay advances all traces together, one position at a time (numpy arrays over visits).
+Node sets are bit masks (models of at most 63 nodes; larger ones are not attributed), and the
+passes advance all traces together, one position at a time, with numpy arrays over visits.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Final
 import numpy as np
 import polars as pl
 
-from quicsm.stats import NODE_LABELS, TERMINAL, Visits
+from quicsm.stats import NODE_LABELS, Visits
 
 NODE_TIMES_SCHEMA: Final[dict[str, pl.DataType]] = {
     "id": pl.Int64(),
@@ -26,57 +30,85 @@ NODE_TIMES_SCHEMA: Final[dict[str, pl.DataType]] = {
     "fraction": pl.Float64(),
 }
 
-_AMBIGUOUS: Final[int] = -2
-_MISSING: Final[int] = -1
+#: largest model whose node sets fit in one uint64 mask
+MAX_NODES: Final[int] = 63
+_TERMINAL_BIT: Final[np.uint64] = np.uint64(1 << 1)  # node id 1
 
 
-def _step_table(nodes: pl.DataFrame, edges: pl.DataFrame) -> np.ndarray | None:
-    """``table[node, label]`` = the successor of ``node`` with ``label`` (-1 none), or None when
-    some node has two successors with the same label."""
+def _masks(nodes: pl.DataFrame, edges: pl.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+    """Successor mask of every node and node mask of every label, or None if not applicable."""
     code = {name: i for i, name in enumerate(NODE_LABELS)}
-    ids = nodes.get_column("id").to_numpy()
+    ids = nodes.get_column("id").to_list()
     states = nodes.get_column("state").to_list()
-    if any(s not in code for s in states) or sorted(ids.tolist()) != list(range(len(ids))):
+    n = len(ids)
+    if n > MAX_NODES or sorted(ids) != list(range(n)) or any(s not in code for s in states):
         return None
-    label = np.empty(len(ids), dtype=np.int64)
-    label[ids] = [code[s] for s in states]
-    src = edges.get_column("source").to_numpy().astype(np.int64)
-    tgt = edges.get_column("target").to_numpy().astype(np.int64)
-    table = np.full((len(ids), len(NODE_LABELS)), _MISSING, dtype=np.int64)
-    key = src * len(NODE_LABELS) + label[tgt]
-    if np.unique(key).size != key.size:
-        return None
-    table[src, label[tgt]] = tgt
-    return table
+    succ = np.zeros(n, dtype=np.uint64)
+    for s, t in edges.select("source", "target").iter_rows():  # edges of the model, not rows
+        succ[s] |= np.uint64(1 << t)
+    label_mask = np.zeros(len(NODE_LABELS), dtype=np.uint64)
+    for i, state in zip(ids, states, strict=True):
+        label_mask[code[state]] |= np.uint64(1 << i)
+    return succ, label_mask
+
+
+def _by_position(starts: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Visits grouped by their position in the trace: a permutation and group bounds."""
+    position = np.arange(len(tid), dtype=np.int64) - starts[tid]
+    order = np.argsort(position, kind="stable")
+    return order, np.concatenate([[0], np.cumsum(np.bincount(position))])
 
 
 def replay(visits: Visits, nodes: pl.DataFrame, edges: pl.DataFrame) -> np.ndarray | None:
-    """The node id of every visit (in :class:`Visits` row order), or None if the model is
-    nondeterministic or does not accept every trace."""
-    table = _step_table(nodes, edges)
-    if table is None:
+    """The node id of every visit (in :class:`Visits` row order), or None when some trace has
+    no accepting path or more than one, or the model is too large to attribute."""
+    masks = _masks(nodes, edges)
+    if masks is None:
         return None
+    succ, label_mask = masks
     f = visits.frame
+    n = f.height
     tid = f.get_column("tid").to_numpy().astype(np.int64)
-    label = f.get_column("code").to_numpy().astype(np.int64) + 1  # state code -> label code
-    n = len(tid)
-    starts = np.flatnonzero(f.get_column("first").to_numpy())
-    position = np.arange(n, dtype=np.int64) - starts[tid]
-    order = np.argsort(position, kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(position))])
-    current = np.zeros(len(starts), dtype=np.int64)  # every trace starts at INITIAL (id 0)
+    first = f.get_column("first").to_numpy()
+    last = f.get_column("last").to_numpy()
+    label = f.get_column("code").to_numpy().astype(np.int64) + 1
+    starts, ends = np.flatnonzero(first), np.flatnonzero(last)
+    candidates = label_mask[label]
+    one = np.uint64(1)
+    # backward: live[i] = nodes with visit i's label from which the rest can reach TERMINAL
+    live = np.zeros(n, dtype=np.uint64)
+    order, bounds = _by_position_from_end(ends, tid)
+    for j in range(len(bounds) - 1):
+        rows = order[bounds[j] : bounds[j + 1]]
+        ahead = np.full(len(rows), _TERMINAL_BIT) if j == 0 else live[rows + 1]
+        cand = candidates[rows]
+        alive = np.zeros(len(rows), dtype=np.uint64)
+        for u in range(len(succ)):  # a pass per model node, not per row
+            bit = one << np.uint64(u)
+            ok = ((cand & bit) != 0) & ((succ[u] & ahead) != 0)
+            alive |= np.where(ok, bit, np.uint64(0))
+        live[rows] = alive
+    # forward: from INITIAL, follow the only live successor
     node = np.empty(n, dtype=np.int64)
+    current = np.zeros(len(starts), dtype=np.int64)
+    order, bounds = _by_position(starts, tid)
     for j in range(len(bounds) - 1):
         rows = order[bounds[j] : bounds[j + 1]]
         t = tid[rows]
-        nxt = table[current[t], label[rows]]
-        if (nxt < 0).any():
-            return None
+        options = succ[current[t]] & live[rows]
+        if (np.bitwise_count(options) != 1).any():
+            return None  # no accepting path, or two
+        nxt = np.log2(options.astype(np.float64)).astype(np.int64)
         node[rows] = nxt
         current[t] = nxt
-    if (table[current, NODE_LABELS.index(TERMINAL)] < 0).any():
-        return None
     return node
+
+
+def _by_position_from_end(ends: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Visits grouped by their distance from the end of their trace (0 = last)."""
+    distance = ends[tid] - np.arange(len(tid), dtype=np.int64)
+    order = np.argsort(distance, kind="stable")
+    return order, np.concatenate([[0], np.cumsum(np.bincount(distance))])
 
 
 def node_times(visits: Visits, nodes: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame | None:
