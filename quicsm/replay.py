@@ -96,7 +96,8 @@ def replay(visits: Visits, nodes: pl.DataFrame, edges: pl.DataFrame) -> np.ndarr
         rows = order[bounds[j] : bounds[j + 1]]
         t = tid[rows]
         options = succ[current[t]] & live[rows]
-        if (np.bitwise_count(options) != 1).any():
+        single = (options != 0) & ((options & (options - np.uint64(1))) == 0)
+        if not single.all():
             return None  # no accepting path, or two
         nxt = np.log2(options.astype(np.float64)).astype(np.int64)
         node[rows] = nxt
