@@ -150,12 +150,18 @@ class Box:
     significant: bool
 
 
+#: lowest value of the dwell-time axis (ms)
+_MIN_DWELL_AXIS_MS = 0.01
+
+
 def dwell_boxes(boxes: Sequence[Box], *, names: tuple[str, str]) -> str:
     """Box plots (p10-p25-median-p75-p90) of dwell time per state, log-scaled axis."""
     values = [q for b in boxes for qs in b.quantiles if qs for q in qs if q > 0]
     if not values:
         return "<p>No dwell times.</p>"
-    lo = 10 ** math.floor(math.log10(min(values)))
+    # the axis starts at 10 us at the lowest: shorter dwells (state flapping within one event
+    # batch) are drawn at the left edge instead of stretching the axis over decades
+    lo = 10 ** math.floor(math.log10(max(min(values), _MIN_DWELL_AXIS_MS)))
     hi = 10 ** math.ceil(math.log10(max(values)))
     if hi <= lo:
         hi = lo * 10
