@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from quicsm.diff import DiffResult, diff
+from quicsm.comparison import DiffResult, diff
 from quicsm.significance import wilson
 from quicsm.synthetic import Profile, generate_transitions
 

@@ -27,15 +27,15 @@ _EXPORTS: dict[str, str] = {
     "Diagnostics": "quicsm.qlog.problems",
     "QuicsmWarning": "quicsm.qlog.problems",
     "expand_paths": "quicsm.paths",
-    "infer": "quicsm.infer",
+    "infer": "quicsm.inference",
     "Model": "quicsm.model",
     **dict.fromkeys(
         ("Stats", "compute_stats", "time_in_state", "time_in_state_summary", "transition_counts",
          "transition_probabilities", "dwell_times", "dwell_summary"),
         "quicsm.stats",
     ),  # fmt: skip
-    "diff": "quicsm.diff",
-    "DiffResult": "quicsm.diff",
+    "diff": "quicsm.comparison",
+    "DiffResult": "quicsm.comparison",
     **dict.fromkeys(("EventLog", "mine_invariants", "infer_graph"), "quicsm.synoptic"),
     **dict.fromkeys(("Profile", "generate_transitions"), "quicsm.synthetic"),
 }

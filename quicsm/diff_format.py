@@ -1,4 +1,4 @@
-"""Text views of a :class:`quicsm.diff.DiffResult`: JSON, Markdown and a terminal table.
+"""Text views of a :class:`quicsm.comparison.DiffResult`: JSON, Markdown and a terminal table.
 
 All three are deterministic (fixed float rounding, fixed order) so they can be golden-tested.
 The JSON layout is documented in ``docs/diff.md``.
@@ -17,7 +17,7 @@ from quicsm import __version__
 from quicsm.significance import format_p
 
 if TYPE_CHECKING:
-    from quicsm.diff import DiffResult
+    from quicsm.comparison import DiffResult
 
 #: digits kept for every float in JSON
 _DIGITS = 6

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from test_model import GOLDEN, fig13_transitions
 
 from quicsm.cli import main
-from quicsm.infer import infer
+from quicsm.inference import infer
 from quicsm.read import read_transitions
 
 FIXTURES = Path(__file__).parent / "fixtures"

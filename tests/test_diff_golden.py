@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from diff_helpers import frame, patterned_traces
 
-from quicsm.diff import DiffResult, diff
+from quicsm.comparison import DiffResult, diff
 from quicsm.grouping import Comparison, group_from_frame
 from quicsm.report import build_report
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from transitions_strategies import frame_of, raw_traces
 
 from quicsm.errors import ModelError
-from quicsm.infer import ALGORITHMS, infer
+from quicsm.inference import ALGORITHMS, infer
 from quicsm.model import Model
 from quicsm.stats import transition_probabilities
 from quicsm.synoptic import EventLog

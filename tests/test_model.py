@@ -14,7 +14,7 @@ from polars.testing import assert_frame_equal
 
 from quicsm.errors import ModelError, QuicsmError
 from quicsm.frames import normalize_transitions
-from quicsm.infer import infer
+from quicsm.inference import infer
 from quicsm.model import JSON_SCHEMA, Model, renumber
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -1,6 +1,6 @@
 """``quicsm infer``: traces in, a Fig. 13-style state machine and its statistics out.
 
-One library call per step: :func:`quicsm.read.read_transitions`, :func:`quicsm.infer.infer`,
+One library call per step: :func:`quicsm.read.read_transitions`, :func:`quicsm.inference.infer`,
 :meth:`quicsm.model.Model.render`; :mod:`quicsm.outputs` writes the files.
 """
 
@@ -16,7 +16,7 @@ import click
 import polars as pl
 
 from quicsm.errors import InputError
-from quicsm.infer import ALGORITHMS
+from quicsm.inference import ALGORITHMS
 from quicsm.outputs import state_table, write_outputs
 from quicsm.render import RENDER_FORMATS
 
@@ -89,7 +89,7 @@ def infer_command(
     """
     from rich.console import Console
 
-    from quicsm.infer import infer
+    from quicsm.inference import infer
 
     err = Console(stderr=True)
     files = _expand(paths)

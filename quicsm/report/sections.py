@@ -13,7 +13,7 @@ import orjson
 import polars as pl
 
 from quicsm import significance as sig
-from quicsm.diff import DiffResult, diff
+from quicsm.comparison import DiffResult, diff
 from quicsm.errors import QuicsmError
 from quicsm.grouping import (
     NOT_FACTOR_PREFIXES,
@@ -192,7 +192,7 @@ def _group_view(group: Group) -> GroupView:
 
 
 def _fsm_dot(group: Group) -> str:
-    from quicsm.infer import infer
+    from quicsm.inference import infer
     from quicsm.render import model_to_dot
 
     if group.transitions.height == 0:

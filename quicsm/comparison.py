@@ -22,8 +22,6 @@ the reason is stated (``"n=2 < 3: no test"``).
 from __future__ import annotations
 
 import math
-import sys
-import types
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -754,15 +752,3 @@ def _findings(d: DiffResult) -> list[Finding]:
     # time in state first (the paper's headline quantity), then transitions, dwell, presence and
     # invariants; by effect size within each kind
     return sorted(out, key=lambda f: (kinds[f.kind], -f.score, f.subject))
-
-
-class _CallableModule(types.ModuleType):
-    """Importing ``quicsm.diff`` (the module) rebinds the package attribute ``quicsm.diff`` from
-    the function to this module; making the module callable keeps ``quicsm.diff(a, b)``
-    working either way."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> DiffResult:
-        return diff(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
