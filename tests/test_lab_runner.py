@@ -128,7 +128,7 @@ def test_missing_server_qlog_is_a_recorded_failure(
 ) -> None:
     monkeypatch.setenv("FAKE_SERVER", "no-qlog")
     (labels,) = run_plan(load_plan(_scenario_file(tmp_path)), [fake_stack],
-                         out_dir=tmp_path / "out")
+                         out_dir=tmp_path / "out", qlog_linger_s=0.3)
     assert (labels["status"], labels["reason"]) == ("failed", "server wrote no qlog file")
 
 

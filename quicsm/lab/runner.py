@@ -136,7 +136,8 @@ def _flat(d: dict[str, Any], prefix: str) -> Labels:
     return out
 
 
-def execute(spec: RunSpec, *, out_dir: Path) -> Labels:
+def execute(spec: RunSpec, *, out_dir: Path,
+            qlog_linger_s: float = SERVER_QLOG_LINGER_S) -> Labels:
     """Do one run and write its directory; returns the run.json labels (never raises for a
     failing stack: the failure is the run's ``status``/``reason``)."""
     scenario, stack = spec.scenario, spec.stack
@@ -218,7 +219,7 @@ def execute(spec: RunSpec, *, out_dir: Path) -> Labels:
         if nbytes != wl.transfer_bytes:
             raise _RunFailed(f"client received {nbytes} bytes, expected {wl.transfer_bytes}")
         labels["status"] = "ok"
-        _wait_for_qlog(run_dir / "server-qlog", timeout_s=SERVER_QLOG_LINGER_S)
+        _wait_for_qlog(run_dir / "server-qlog", timeout_s=qlog_linger_s)
     except _RunFailed as exc:
         labels["reason"] = str(exc)
     except (OSError, ValueError) as exc:
@@ -281,14 +282,16 @@ def run_plan(
     *,
     out_dir: Path,
     only: tuple[str, ...] = (),
+    qlog_linger_s: float = SERVER_QLOG_LINGER_S,
     on_start: Callable[[RunSpec, int, int], None] | None = None,
     on_done: Callable[[RunSpec, Labels], None] | None = None,
 ) -> list[Labels]:
     """Execute every run of ``plan``; returns the run.json labels of each, in order.
 
-    ``on_start(spec, index, total)`` / ``on_done(spec, labels)`` report progress. On Ctrl-C
-    (or SIGTERM) the current run is recorded as failed ("interrupted"), every child is
-    stopped and KeyboardInterrupt propagates.
+    ``on_start(spec, index, total)`` / ``on_done(spec, labels)`` report progress;
+    ``qlog_linger_s`` is how long to wait for a late server qlog after a successful client.
+    On Ctrl-C (or SIGTERM) the current run is recorded as failed ("interrupted"), every
+    child is stopped and KeyboardInterrupt propagates.
     """
     specs = plan_runs(plan, stacks, only=only)
     results: list[Labels] = []
@@ -297,7 +300,7 @@ def run_plan(
             for i, spec in enumerate(specs):
                 if on_start is not None:
                     on_start(spec, i, len(specs))
-                labels = execute(spec, out_dir=out_dir)
+                labels = execute(spec, out_dir=out_dir, qlog_linger_s=qlog_linger_s)
                 results.append(labels)
                 if on_done is not None:
                     on_done(spec, labels)
