@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,37 +39,63 @@ RESULTS = Path(__file__).parent / "results" / "bench_infer.json"
 GB = 2**30
 
 
+def _tree_hwm(pid: int) -> int:
+    """Largest peak RSS (VmHWM, bytes) among ``pid`` and its descendants, read from /proc."""
+    best, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+            kids = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                best = max(best, int(line.split()[1]) * 1024)
+        todo.extend(int(k) for k in kids)
+    return best
+
+
 def measured(cmd: list[str], *, timeout: float | None = None) -> dict[str, Any]:
     """Run ``cmd``; wall seconds, peak RSS bytes, whether it finished, its stdout.
 
-    The peak RSS comes from GNU time's report when it is installed: a child forked from this
-    Python process would otherwise count the parent's pages in its ``ru_maxrss``. On timeout
-    the whole process group is killed.
+    The peak RSS comes from GNU time's report when it is installed (a child forked from this
+    Python process would otherwise count the parent's pages in its ``ru_maxrss``) and from
+    sampling the process tree's VmHWM every 0.25 s (the only number left for a program killed
+    at its timeout).
     """
     gnu_time = "/usr/bin/time" if Path("/usr/bin/time").exists() else None
+    if timeout is not None and shutil.which("timeout"):
+        # coreutils' timeout kills the program; GNU time still reports its peak RSS
+        cmd = ["timeout", "-s", "KILL", f"{timeout:.0f}", *cmd]
     with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile("r") as report:
         wrapped = [gnu_time, "-f", "%M", "-o", report.name, *cmd] if gnu_time else cmd
         start = time.perf_counter()
         proc = subprocess.Popen(
             wrapped, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
-        deadline = None if timeout is None else start + timeout
-        finished = True
+        deadline = None if timeout is None else start + timeout + 60
+        sampled, next_sample = 0, start
         while True:
+            if time.perf_counter() >= next_sample:
+                sampled = max(sampled, _tree_hwm(proc.pid))
+                next_sample = time.perf_counter() + 0.25
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
             if deadline is not None and time.perf_counter() > deadline:
-                os.killpg(proc.pid, signal.SIGKILL)
+                os.killpg(proc.pid, signal.SIGKILL)  # last resort
                 _, status, usage = os.wait4(proc.pid, 0)
-                finished = False
                 break
             time.sleep(0.05)
         wall = time.perf_counter() - start
         out.seek(0)
         text = out.read().decode("utf-8", "replace")
         fields = report.read().split()
-        rss = int(fields[-1]) * 1024 if gnu_time and fields else usage.ru_maxrss * 1024
+        reported = int(fields[-1]) * 1024 if gnu_time and fields and fields[-1].isdigit() else 0
+        # a killed program leaves no report: fall back on the peak sampled from /proc
+        rss = max(reported, sampled) if reported or sampled else usage.ru_maxrss * 1024
+    finished = timeout is None or wall < timeout
     code = os.waitstatus_to_exitcode(status)
     if finished and code != 0:
         raise RuntimeError(f"{cmd[:3]} failed ({code}):\n{text[-3000:]}")
