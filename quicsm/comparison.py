@@ -139,6 +139,9 @@ def diff(
     a = _keyed(a_transitions)
     b = _keyed(b_transitions)
     n_a, n_b = a["trace"].n_unique(), b["trace"].n_unique()
+    for name, n in zip(names, (n_a, n_b), strict=True):
+        if n == 0:
+            raise InputError(f"group {name} has no traces: nothing to compare")
     states = _states(a, b, alpha=alpha, min_n=min_n)
     sources, edges = _transitions(
         a, b, alpha=alpha, min_n=min_n, permutations=permutations, seed=seed

@@ -13,6 +13,7 @@ from transitions_strategies import frame_of, raw_traces
 
 from quicsm.comparison import DiffResult, diff
 from quicsm.errors import InputError
+from quicsm.frames import empty_transitions
 from quicsm.synthetic import Profile, generate_transitions
 
 FAST = {"permutations": 199}
@@ -194,6 +195,10 @@ def test_states_only_in_one_group_are_reported() -> None:
 
 def test_bad_options_are_clean_errors() -> None:
     a = generate_transitions(3, seed=1)
+    with pytest.raises(InputError, match="^group B has no traces: nothing to compare$"):
+        diff(a, empty_transitions())
+    with pytest.raises(InputError, match="^group old has no traces"):
+        diff(empty_transitions(), a, names=("old", "new"))
     with pytest.raises(InputError, match="alpha must be between 0 and 1"):
         diff(a, a, alpha=1.5)
     with pytest.raises(InputError, match="transitions frames"):
