@@ -48,6 +48,26 @@ METRICS_SCHEMA: Final[dict[str, pl.DataType]] = {
     "trigger": pl.String(),
 }
 
+# -- the model's tables (see quicsm.model) ------------------------------------------------------
+
+NODES_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "id": pl.Int64(),
+    "state": pl.String(),  # a canonical state name, or "INITIAL" / "TERMINAL"
+    "events": pl.Int64(),
+}
+EDGES_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "source": pl.Int64(),
+    "target": pl.Int64(),
+    "count": pl.Int64(),
+    "probability": pl.Float64(),
+}
+INVARIANTS_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "kind": pl.String(),  # AlwaysFollowedBy | NeverFollowedBy | AlwaysPrecedes
+    "a": pl.String(),
+    "b": pl.String(),
+    "support": pl.Int64(),
+}
+
 
 def empty_transitions() -> pl.DataFrame:
     return pl.DataFrame(schema=TRANSITIONS_SCHEMA)

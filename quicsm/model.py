@@ -37,6 +37,7 @@ import orjson
 import polars as pl
 
 from quicsm.errors import ModelError
+from quicsm.frames import EDGES_SCHEMA, INVARIANTS_SCHEMA, NODES_SCHEMA
 from quicsm.replay import NODE_TIMES_SCHEMA
 from quicsm.states import CANONICAL_STATES
 from quicsm.stats import (
@@ -54,23 +55,6 @@ if TYPE_CHECKING:
 #: identifies the layout of model.json; bump the number on an incompatible change.
 JSON_SCHEMA: Final[str] = "quicsm-model/1"
 
-NODES_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "id": pl.Int64(),
-    "state": pl.String(),
-    "events": pl.Int64(),
-}
-EDGES_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "source": pl.Int64(),
-    "target": pl.Int64(),
-    "count": pl.Int64(),
-    "probability": pl.Float64(),
-}
-INVARIANTS_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "kind": pl.String(),
-    "a": pl.String(),
-    "b": pl.String(),
-    "support": pl.Int64(),
-}
 INVARIANT_KINDS: Final[tuple[str, ...]] = ("AlwaysFollowedBy", "NeverFollowedBy", "AlwaysPrecedes")
 
 _RANK: Final[dict[str, int]] = {s: i for i, s in enumerate(CANONICAL_STATES)}

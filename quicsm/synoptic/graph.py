@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from quicsm.errors import InputError
+from quicsm.frames import EDGES_SCHEMA, NODES_SCHEMA
 from quicsm.synoptic.coarsen import coarsen
 from quicsm.synoptic.ktails import ktails_graph
 from quicsm.synoptic.log import INITIAL, TERMINAL, EventLog
@@ -22,18 +23,6 @@ from quicsm.synoptic.partitions import INITIAL_ID, TERMINAL_ID, PartitionGraph, 
 from quicsm.synoptic.refine import refine
 
 ALGORITHMS: Final[tuple[str, ...]] = ("synoptic", "ktails")
-
-NODES_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "id": pl.Int64(),
-    "state": pl.String(),
-    "events": pl.Int64(),
-}
-EDGES_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "source": pl.Int64(),
-    "target": pl.Int64(),
-    "count": pl.Int64(),
-    "probability": pl.Float64(),
-}
 
 
 def infer_graph(

@@ -26,19 +26,13 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from quicsm.frames import INVARIANTS_SCHEMA
 from quicsm.synoptic.log import INITIAL, EventLog
 
 AFBY: Final = 0
 NFBY: Final = 1
 AP: Final = 2
 KIND_NAMES: Final[tuple[str, ...]] = ("AlwaysFollowedBy", "NeverFollowedBy", "AlwaysPrecedes")
-
-INVARIANTS_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "kind": pl.String(),
-    "a": pl.String(),
-    "b": pl.String(),
-    "support": pl.Int64(),
-}
 
 
 @dataclass(frozen=True)
