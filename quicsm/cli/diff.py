@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import click
 
-from quicsm.cli.group_options import GroupCommand, comparisons, group_options
+from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
 
 #: exit status of ``--fail-on-significant`` when something differs significantly
 EXIT_SIGNIFICANT = 3
@@ -15,13 +15,7 @@ EXIT_SIGNIFICANT = 3
 
 @click.command("diff", cls=GroupCommand)
 @group_options
-@click.option(
-    "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.01,
-    show_default=True,
-    help="Significance level after Holm correction.",
-)
+@test_options
 @click.option(
     "--format",
     "fmt",
@@ -29,9 +23,6 @@ EXIT_SIGNIFICANT = 3
     default="table",
     show_default=True,
     help="Output format.",
-)
-@click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed of the permutation tests."
 )
 @click.option(
     "--fail-on-significant",

@@ -79,6 +79,20 @@ def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def test_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a command with the significance-test options --alpha and --seed."""
+    f = click.option(
+        "--seed", type=int, default=0, show_default=True, help="Seed of the permutation tests."
+    )(f)
+    return click.option(
+        "--alpha",
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        default=0.01,
+        show_default=True,
+        help="Significance level after Holm correction.",
+    )(f)
+
+
 def comparisons(
     *,
     paths: Sequence[str],

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from quicsm.cli.group_options import GroupCommand, comparisons, group_options
+from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
 from quicsm.errors import InputError
 
 
@@ -47,6 +47,7 @@ def _metric(text: str | None) -> str | None:
 
 @click.command("report", cls=GroupCommand)
 @group_options
+@test_options
 @click.option(
     "-o",
     "--output",
@@ -60,16 +61,6 @@ def _metric(text: str | None) -> str | None:
     type=click.Choice(["html", "md"]),
     default=None,
     help="Output format (default: from the file suffix, .md = Markdown, else HTML).",
-)
-@click.option(
-    "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.01,
-    show_default=True,
-    help="Significance level after Holm correction.",
-)
-@click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed of the permutation tests."
 )
 @click.option(
     "--matrix",
