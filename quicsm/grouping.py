@@ -117,18 +117,34 @@ def _matches(labels: Mapping[str, Any], where: Mapping[str, str]) -> bool:
     return all(k in labels and label_text(labels[k]) in v.split(",") for k, v in where.items())
 
 
-def _load(
+def traces_where(
     paths: Sequence[str], *, where: Mapping[str, str], on_error: OnError
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Transitions and labelled traces under ``paths``, filtered by ``where``."""
-    from quicsm.read import read_traces, read_transitions
+) -> pl.DataFrame:
+    """``file, trace, labels`` of the traces under ``paths`` whose labels satisfy ``where``
+    (every trace when ``where`` is empty). Reads only the trace headers."""
+    from quicsm.read import read_traces
 
-    if not paths:
-        raise InputError("no input paths given")
     traces = _labelled_traces(read_traces(list(paths), on_error=on_error))
     if where:
         keep = [_matches(orjson.loads(s), where) for s in traces["labels"].to_list()]
         traces = traces.filter(pl.Series(keep, dtype=pl.Boolean))
+    return traces
+
+
+def vantage_notes(frames: Sequence[pl.DataFrame]) -> list[str]:
+    """Public name of the mixed client/server note, for other commands."""
+    return _vantage_notes(frames)
+
+
+def _load(
+    paths: Sequence[str], *, where: Mapping[str, str], on_error: OnError
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Transitions and labelled traces under ``paths``, filtered by ``where``."""
+    from quicsm.read import read_transitions
+
+    if not paths:
+        raise InputError("no input paths given")
+    traces = traces_where(paths, where=where, on_error=on_error)
     transitions = read_transitions(list(paths), on_error=on_error)
     transitions = transitions.join(traces.select("file", "trace"), on=["file", "trace"], how="semi")
     # a trace with no state at all still counts as a trace of its group only if it has

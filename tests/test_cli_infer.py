@@ -185,3 +185,40 @@ def test_progress_bar_reads_file_by_file_with_the_same_result(tmp_path: Path) ->
         assert p.enabled
     with _progress(files, quiet=False, console=console) as p:
         assert not p.enabled
+
+
+def test_where_keeps_matching_traces_and_mixed_ends_are_noted(tmp_path: Path) -> None:
+    code, stdout, stderr = run(FIXTURES / "real", "-o", tmp_path / "all", "--format", "json")
+    assert code == 0, stderr
+    assert "note: the input mixes client and server traces" in stderr
+    assert "--where vantage=server to analyse one end only" in stderr
+    every = orjson.loads((tmp_path / "all" / "model.json").read_bytes())["traces"]
+
+    code, stdout, stderr = run(
+        FIXTURES / "real", "-o", tmp_path / "srv", "--format", "json", "--where", "vantage=server"
+    )
+    assert code == 0, stderr
+    assert "note:" not in stderr
+    servers = orjson.loads((tmp_path / "srv" / "model.json").read_bytes())["traces"]
+    assert servers == 3 and every == 6  # three stacks, one connection each, two ends
+
+    # run.json labels select too; several conditions must all hold
+    code, stdout, stderr = run(
+        FIXTURES / "real", "-o", tmp_path / "qg", "--format", "json",
+        "--where", "stack=quic-go", "--where", "vantage=server",
+    )  # fmt: skip
+    assert code == 0, stderr
+    assert orjson.loads((tmp_path / "qg" / "model.json").read_bytes())["traces"] == 2
+
+
+def test_where_matching_nothing_is_a_clean_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["infer", str(FIXTURES / "real"), "-o", str(tmp_path), "--where", "scenario=nope"]
+    )
+    assert result.exit_code == 1
+    assert result.stderr.endswith("Error: no traces with states match --where scenario=nope\n")
+    result = CliRunner().invoke(
+        main, ["infer", str(FIXTURES / "real"), "-o", str(tmp_path), "--where", "scenario"]
+    )
+    assert result.exit_code == 1
+    assert "Error: --where 'scenario': expected KEY=VALUE, e.g. scenario=jitter" in result.stderr

@@ -67,6 +67,14 @@ PROGRESS_MIN_FILES = 16
     help="Format of the diagram (dot and json write no rendered image).",
 )
 @click.option(
+    "--where",
+    "where",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Keep only traces whose label KEY equals VALUE, or one of V1,V2,... (repeatable), "
+    "e.g. vantage=server for the senders of downloads, or scenario=jitter.",
+)
+@click.option(
     "--lenient", is_flag=True, help="Skip unreadable records/files and report what was skipped."
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors and warnings.")
@@ -77,6 +85,7 @@ def infer_command(
     k: int,
     seed: int,
     fmt: str,
+    where: Sequence[str],
     lenient: bool,
     quiet: bool,
 ) -> None:
@@ -85,6 +94,7 @@ def infer_command(
 
     \b
     quicsm infer traces/*.qlog -o out
+    quicsm infer traces/*.qlog --where vantage=server --where scenario=jitter
     quicsm infer run/server.sqlog --algorithm observed --format png
     """
     from rich.console import Console
@@ -95,6 +105,7 @@ def infer_command(
     files = _expand(paths)
     with _progress(files, quiet=quiet, console=err) as progress:
         transitions = _read(files, lenient=lenient, progress=progress, console=err)
+        transitions = _select(transitions, files, where=where, lenient=lenient)
         progress.stage("inferring the model")
         model = infer(transitions, algorithm=algorithm, k=k, seed=seed)
         progress.stage("writing outputs")
@@ -151,6 +162,34 @@ def _expand(paths: Sequence[str]) -> list[Path]:
     from quicsm.paths import expand_paths
 
     return list(expand_paths(list(paths)))
+
+
+def _select(
+    transitions: pl.DataFrame, files: list[Path], *, where: Sequence[str], lenient: bool
+) -> pl.DataFrame:
+    """Keep the traces whose labels satisfy ``--where``; note mixed client/server traces."""
+    from quicsm.grouping import parse_where, traces_where, vantage_notes
+
+    conditions = parse_where(where)
+    if conditions:
+        keep = traces_where(
+            [str(f) for f in files], where=conditions, on_error="skip" if lenient else "raise"
+        )
+        transitions = transitions.join(
+            keep.select("file", "trace"), on=["file", "trace"], how="semi"
+        )
+        if transitions.height == 0:
+            text = ", ".join(f"{k}={v}" for k, v in conditions.items())
+            raise InputError(f"no traces with states match --where {text}")
+    for note in vantage_notes([transitions]):
+        click.echo(
+            "note: "
+            + note.replace("the groups mix", "the input mixes").replace(
+                "to compare one end only", "to analyse one end only"
+            ),
+            err=True,
+        )
+    return transitions
 
 
 def _read(
