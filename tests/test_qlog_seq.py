@@ -239,3 +239,67 @@ def test_delta_times_are_summed() -> None:
     (trace,) = run(encode(records, RS))
     assert [s.time for s in trace.states] == [10, 20, 30]
     assert (trace.first_time, trace.last_time) == (10, 30)
+
+
+# -- header search: the vectorised strategy for large regions equals the find-based one ------
+
+_RECORDS = st.sampled_from(
+    [
+        b'{"qlog_version":"0.3","qlog_format":"JSON-SEQ","trace":{}}',
+        b'{"file_schema":"x","serialization_format":"application/qlog+json-seq","trace":{}}',
+        b' {"qlog_format":"NDJSON","trace":{}}',  # whitespace before the object
+        b'{"time":1,"name":"recovery:metrics_updated","data":{"x_format":1}}',
+        b'{"data":{"qlog_format":"x"},"name":"n","time":2}',
+        b'{"name":"a_format","time":3}',
+        b'{"time":4,"name":"transport:packet_sent","data":{}}',
+        b'{"oops_format": [1, 2',  # not JSON, does not begin like an event
+        b"_format",
+        b"",
+        b"{",
+    ]
+)
+
+
+@given(st.lists(_RECORDS, max_size=40), st.sampled_from([RS, LF]), st.integers(0, 3))
+def test_header_candidates_do_not_depend_on_the_strategy(
+    records: list[bytes], sep: bytes, pad: int
+) -> None:
+    from quicsm.qlog import seq
+
+    buf = b"x" * pad + sep + sep.join(records) + sep
+    a, b = pad, len(buf) - 1
+    by_find = list(seq._header_candidates(buf, a, b, sep))
+    old = seq._VECTOR_MIN_BYTES
+    try:
+        seq._VECTOR_MIN_BYTES = 0
+        by_vector = list(seq._header_candidates(bytearray(buf), a, b, sep))
+    finally:
+        seq._VECTOR_MIN_BYTES = old
+    assert by_vector == by_find
+    # every candidate contains the needle and none begins like an event
+    for rs, re_ in by_find:
+        assert b"_format" in buf[rs + 1 : re_]
+        assert not buf[rs + 1 :].startswith(seq._EVENT_PREFIXES)
+
+
+def test_large_multi_trace_streams_read_the_same_whole_and_in_small_blocks() -> None:
+    """A stream well over the vectorisation threshold: several traces, every header found."""
+    records: list[dict[str, Any]] = []
+    for i in range(3):
+        records.append(header(i))
+        for k in range(6000):
+            name = "recovery:congestion_state_updated" if k % 1000 == 0 else "transport:packet_sent"
+            data = {"new": STATES[k % 4]} if k % 1000 == 0 else {"raw": {"length": 1252}}
+            records.append({"time": float(k), "name": name, "data": data})
+    blob = b"".join(RS + json.dumps(r).encode() + LF for r in records)
+    assert len(blob) > 1 << 20
+    whole = SeqScanner()
+    whole.feed(blob)
+    pieces = SeqScanner()
+    for i in range(0, len(blob), 4093):
+        pieces.feed(blob[i : i + 4093])
+    traces_whole, traces_pieces = whole.close(), pieces.close()
+    assert len(traces_whole) == 3
+    assert [dataclasses.asdict(t) for t in traces_whole] == [
+        dataclasses.asdict(t) for t in traces_pieces
+    ]

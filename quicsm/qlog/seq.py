@@ -26,8 +26,10 @@ every complete record before it is kept.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import orjson
 
 from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES, TIMER_NEEDLE, TIMER_REQUIRED
@@ -42,6 +44,45 @@ LF = b"\n"
 #: every JSON-SEQ/NDJSON header names its format: ``qlog_format`` (draft-02 to 0.4) or
 #: ``serialization_format`` (main schema); ``_format`` finds both in one pass
 _HEADER_NEEDLE = b"_format"
+
+
+#: how event records begin in every producer seen (quic-go, quiche, neqo: ``time`` first;
+#: aioquic and our packs of it: ``data`` first); a record that begins so is an event, never a
+#: header, and is not looked into for the header needle
+_EVENT_PREFIXES: tuple[bytes, ...] = (b'{"time":', b'{"name":', b'{"data":')
+_EVENT_PREFIX_WORDS = np.frombuffer(b"".join(_EVENT_PREFIXES), dtype="<u8")
+#: regions at least this large locate record starts with numpy (one vectorised pass over the
+#: separator byte, ~3 GB/s) instead of searching the 7-byte header needle (~1.2 GB/s)
+_VECTOR_MIN_BYTES = 1 << 20
+
+
+def _header_candidates(buf: Buffer, a: int, b: int, sep: bytes) -> Iterator[tuple[int, int]]:
+    """``(rs, re)`` of each record between the separators at ``buf[a]`` and ``buf[b]`` that
+    contains :data:`_HEADER_NEEDLE` and does not begin like an event; ``buf[rs]`` and
+    ``buf[re]`` are its separators. Both strategies give the same records, whatever the
+    block boundaries."""
+    if b - a < _VECTOR_MIN_BYTES:
+        hit = buf.find(_HEADER_NEEDLE, a, b)
+        while hit != -1:
+            rs = buf.rfind(sep, a, hit)
+            re_ = buf.find(sep, hit, b + 1)
+            if not buf.startswith(_EVENT_PREFIXES, rs + 1):
+                yield rs, re_
+            hit = buf.find(_HEADER_NEEDLE, re_, b)
+        return
+    view = np.frombuffer(buf, dtype=np.uint8)
+    seps = np.flatnonzero(view[a:b] == sep[0]) + a  # separators at a <= i < b
+    starts = seps + 1
+    # the first 8 bytes of every record, as one little-endian word (padded past the buffer end)
+    idx = np.minimum(starts[:, None] + np.arange(8), len(view) - 1)
+    words = np.ascontiguousarray(view[idx]).view("<u8").ravel()
+    del view, idx  # release the export of ``buf`` (the I/O side reuses and resizes it)
+    maybe = np.flatnonzero(~np.isin(words, _EVENT_PREFIX_WORDS))
+    ends = np.append(seps[1:], b)
+    for i in maybe.tolist():
+        rs, re_ = int(seps[i]), int(ends[i])
+        if buf.find(_HEADER_NEEDLE, rs + 1, re_) != -1:
+            yield rs, re_
 
 
 class SeqScanner:
@@ -172,10 +213,7 @@ class SeqScanner:
         if self.full:
             self._full_region(buf, pos, b, base)
             return
-        hit = buf.find(_HEADER_NEEDLE, pos, b)
-        while hit != -1:
-            rs = buf.rfind(sep, pos, hit)
-            re_ = buf.find(sep, hit, b + 1)
+        for rs, re_ in _header_candidates(buf, pos, b, sep):
             try:
                 obj = self._decode(buf, rs + 1, re_, base)
             except RecordProblem as problem:
@@ -185,7 +223,6 @@ class SeqScanner:
                 self._segment(buf, pos, rs, base)
                 self._new_trace(obj, base + rs + 1)
                 pos = re_
-            hit = buf.find(_HEADER_NEEDLE, max(re_, hit + 1), b)
         self._segment(buf, pos, b, base)
 
     def _start_first_trace(self, buf: Buffer, a: int, b: int, base: int) -> int | None:
