@@ -7,9 +7,11 @@ Speed comes from *not* decoding records that cannot matter. Within each block th
 ``bytes.find`` (C speed) to locate:
 
 - header candidates: records containing ``_format`` (every JSON-SEQ/NDJSON header names its
-  ``qlog_format`` or ``serialization_format``); a candidate that decodes to an object with a
-  ``trace`` member and no ``name`` is a header and starts a new trace (the stream's first
-  record is always taken as its header);
+  ``qlog_format`` or ``serialization_format``) that do not begin like an event (``{"time":``,
+  ``{"name":`` or ``{"data":``); a candidate that decodes to an object with a ``trace`` member
+  and no ``name`` is a header and starts a new trace (the stream's first record is always taken
+  as its header). In large regions the record starts are located with one vectorised pass
+  over the separator byte instead of searching the needle;
 - records containing a congestion-relevant event name (:data:`quicsm.qlog.events.STATE_NEEDLES`,
   and :data:`~quicsm.qlog.events.DERIVE_NEEDLES` when metrics are wanted or the trace has no
   explicit state events yet);
