@@ -23,20 +23,12 @@ from typing import Any
 
 import pytest
 
+from quicsm import states
 from quicsm.states import CANONICAL_STATES
 
 ROOT = Path(__file__).resolve().parent.parent
 PATCHES = ROOT / "instrumentation-patches"
-PAPER_STATES = {
-    "Init",
-    "SlowStart",
-    "CongestionAvoidance",
-    "CongestionAvoidanceMaxed",
-    "ApplicationLimited",
-    "RetransmissionTimeout",
-    "Recovery",
-    "TailLossProbe",
-}
+PAPER_STATES = set(states.PAPER_STATES)
 # Every stack and version that build.sh pins.
 PINNED = {("quic-go", "v0.48.2"), ("quic-go", "v0.65.0"), ("aioquic", "1.7.2")}
 

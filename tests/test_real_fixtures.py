@@ -10,19 +10,11 @@ from typing import Any
 import pytest
 import zstandard
 
+from quicsm import states
 from quicsm.states import CANONICAL_STATES
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"
-PAPER_STATES = {
-    "Init",
-    "SlowStart",
-    "CongestionAvoidance",
-    "CongestionAvoidanceMaxed",
-    "ApplicationLimited",
-    "RetransmissionTimeout",
-    "Recovery",
-    "TailLossProbe",
-}
+PAPER_STATES = set(states.PAPER_STATES)
 EXPECTED = {
     "quic-go-v0.48.2": ("server.sqlog.zst", "client.sqlog.gz"),
     "quic-go-v0.65.0": ("server.sqlog.zst", "client.sqlog.gz"),
