@@ -197,7 +197,7 @@ _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 _ENTITY = re.compile(r"&(?=#?\w+;)")
 
 
-def _md_cell(s: str) -> str:
+def md_cell(s: str) -> str:
     """Table-safe and inert Markdown: pipes escaped; anything that could start an HTML tag
     or entity is escaped, so text from traces shows as text."""
     s = _TAG_START.sub("&lt;", _ENTITY.sub("&amp;", s))
@@ -205,19 +205,19 @@ def _md_cell(s: str) -> str:
 
 
 def to_markdown(d: DiffResult, *, heading: str = "##") -> str:
-    out = [f"{heading} quicsm diff: {_md_cell(d.names[1])} vs {_md_cell(d.names[0])}", ""]
-    out += [_md_cell(_header(d)), "", f"{heading}# Summary", ""]
-    out += [f"- {_md_cell(s)}" for s in _summary_lines(d)]
+    out = [f"{heading} quicsm diff: {md_cell(d.names[1])} vs {md_cell(d.names[0])}", ""]
+    out += [md_cell(_header(d)), "", f"{heading}# Summary", ""]
+    out += [f"- {md_cell(s)}" for s in _summary_lines(d)]
     for title, head, rows in _tables(d):
         out += ["", f"{heading}# {title}", ""]
         if not rows:
             out.append("(none)")
             continue
-        out.append("| " + " | ".join(_md_cell(h) for h in head) + " |")
+        out.append("| " + " | ".join(md_cell(h) for h in head) + " |")
         out.append("|" + "|".join("---" for _ in head) + "|")
-        out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+        out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
     out += ["", f"{heading}# Invariants and presence", ""]
-    out += [f"- {_md_cell(s)}" for s in _presence_lines(d)]
+    out += [f"- {md_cell(s)}" for s in _presence_lines(d)]
     return "\n".join(out) + "\n"
 
 

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from quicsm.diff_format import md_cell
 from quicsm.report.methods import methods_items
 from quicsm.report.sections import ComparisonView
-
-_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
-_ENTITY = re.compile(r"&(?=#?\w+;)")
-
-
-def _cell(text: str) -> str:
-    """Table-safe and inert Markdown: pipes escaped; anything that could start an HTML tag
-    or entity is escaped, so text from traces shows as text."""
-    text = _TAG_START.sub("&lt;", _ENTITY.sub("&amp;", text))
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def render_markdown(
@@ -28,31 +18,38 @@ def render_markdown(
     command: str | None = None,
 ) -> str:
     heading = title or (views[0].title if len(views) == 1 else "version-to-version comparison")
-    out = [f"# quicsm report: {_cell(heading)}", ""]
+    out = [f"# quicsm report: {md_cell(heading)}", ""]
     for view in views:
         out.append(view.result.to_markdown(heading="##").rstrip("\n"))
         out += ["", "### Representative traces", ""]
         for g in view.groups:
             if g.representative is None:
-                out.append(f"- {_cell(g.name)}: {_cell(g.series_note)}")
+                out.append(f"- {md_cell(g.name)}: {md_cell(g.series_note)}")
             else:
                 file, trace = g.representative
                 titled = (
-                    f", titled “{_cell(g.representative_title)}”" if g.representative_title else ""
+                    f", titled “{md_cell(g.representative_title)}”"
+                    if g.representative_title
+                    else ""
                 )
-                out.append(f"- {_cell(g.name)}: trace `{_cell(trace)}` of `{_cell(file)}`{titled}")
+                out.append(
+                    f"- {md_cell(g.name)}: trace `{md_cell(trace)}` of `{md_cell(file)}`{titled}"
+                )
         out += ["", "### Scenario matrix", ""]
         m = view.matrix
         if m is None:
-            out.append(_cell(view.matrix_note))
+            out.append(md_cell(view.matrix_note))
         else:
             a, b = view.result.names
             out.append(
-                f"{_cell(m.metric)}: % difference of {_cell(b)} from {_cell(a)} "
-                f"(rows {_cell(m.row_label)}, columns {_cell(m.col_label or 'all')}; "
+                f"{md_cell(m.metric)}: % difference of {md_cell(b)} from {md_cell(a)} "
+                f"(rows {md_cell(m.row_label)}, columns {md_cell(m.col_label or 'all')}; "
                 "bold = significant)"
             )
-            out += ["", "| " + " | ".join([_cell(m.row_label)] + [_cell(c) for c in m.cols]) + " |"]
+            out += [
+                "",
+                "| " + " | ".join([md_cell(m.row_label)] + [md_cell(c) for c in m.cols]) + " |",
+            ]
             out.append("|" + "---|" * (len(m.cols) + 1))
             for r in m.rows:
                 cells = []
@@ -63,10 +60,10 @@ def render_markdown(
                         continue
                     pct = "–" if cell.percent is None else f"{cell.percent:+.0f}%"
                     pct = f"**{pct}**" if cell.significant else pct
-                    cells.append(f"{pct} ({_cell(cell.text)})")
-                out.append("| " + " | ".join([_cell(r), *cells]) + " |")
+                    cells.append(f"{pct} ({md_cell(cell.text)})")
+                out.append("| " + " | ".join([md_cell(r), *cells]) + " |")
         out.append("")
     out += ["## Methods", ""]
     items = methods_items(views, alpha=alpha, generated_at=generated_at, command=command)
-    out += [f"- **{_cell(k)}**: {_cell(v)}" for k, v in items]
+    out += [f"- **{md_cell(k)}**: {md_cell(v)}" for k, v in items]
     return "\n".join(out) + "\n"
