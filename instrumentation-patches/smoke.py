@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from quicsm import states
+
 ROOT = Path(__file__).resolve().parent.parent
 STACKS_JSON = ROOT / "build" / "stacks.json"
 STATE_EVENT = "congestion_state_updated"
@@ -209,18 +211,7 @@ def run_smoke(
     )
 
 
-PAPER_STATES = frozenset(
-    {
-        "Init",
-        "SlowStart",
-        "CongestionAvoidance",
-        "CongestionAvoidanceMaxed",
-        "ApplicationLimited",
-        "RetransmissionTimeout",
-        "Recovery",
-        "TailLossProbe",
-    }
-)
+PAPER_STATES = frozenset(states.PAPER_STATES)
 
 
 def write_fixtures(stack: dict[str, Any], outdir: Path, *, attempts: int = 5) -> Path:

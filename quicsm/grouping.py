@@ -131,11 +131,6 @@ def traces_where(
     return traces
 
 
-def vantage_notes(frames: Sequence[pl.DataFrame]) -> list[str]:
-    """Public name of the mixed client/server note, for other commands."""
-    return _vantage_notes(frames)
-
-
 def _load(
     paths: Sequence[str], *, where: Mapping[str, str], on_error: OnError
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -195,7 +190,9 @@ def confounder_notes(
     return scenario or notes[:2]
 
 
-def _vantage_notes(frames: Sequence[pl.DataFrame]) -> list[str]:
+def vantage_notes(
+    frames: Sequence[pl.DataFrame], *, subject: str = "the groups mix", purpose: str = "compare"
+) -> list[str]:
     """A note when client and server traces are mixed: the two ends of one connection are not
     independent samples, and only the sender's congestion controller does much."""
     seen: set[str] = set()
@@ -204,8 +201,8 @@ def _vantage_notes(frames: Sequence[pl.DataFrame]) -> list[str]:
             seen.update(str(v) for v in df["vantage"].cast(pl.String).unique().to_list())
     if {"client", "server"} <= seen:
         return [
-            "the groups mix client and server traces (both ends of a connection count as two "
-            "traces); add --where vantage=server to compare one end only"
+            f"{subject} client and server traces (both ends of a connection count as two "
+            f"traces); add --where vantage=server to {purpose} one end only"
         ]
     return []
 
@@ -247,7 +244,7 @@ def compare_paths(
     b = Group(names[1], tb, rb, list(b_paths))
     _require(a, where)
     _require(b, where)
-    notes = _vantage_notes([ta, tb]) + confounder_notes(a, b)
+    notes = vantage_notes([ta, tb]) + confounder_notes(a, b)
     return Comparison(a, b, notes=notes)
 
 
@@ -268,7 +265,7 @@ def compare_by_label(
         labels = orjson.loads(s)
         values.append(label_text(labels[label]) if label in labels else None)
     traces = traces.with_columns(pl.Series("_value", values, dtype=pl.String))
-    notes = _vantage_notes([transitions])
+    notes = vantage_notes([transitions])
     missing = traces.filter(pl.col("_value").is_null()).height
     if missing:
         notes.append(f"{missing} trace(s) without label {label!r} left out")

@@ -181,14 +181,8 @@ def _select(
         if transitions.height == 0:
             text = ", ".join(f"{k}={v}" for k, v in conditions.items())
             raise InputError(f"no traces with states match --where {text}")
-    for note in vantage_notes([transitions]):
-        click.echo(
-            "note: "
-            + note.replace("the groups mix", "the input mixes").replace(
-                "to compare one end only", "to analyse one end only"
-            ),
-            err=True,
-        )
+    for note in vantage_notes([transitions], subject="the input mixes", purpose="analyse"):
+        click.echo(f"note: {note}", err=True)
     return transitions
 
 
