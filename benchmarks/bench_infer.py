@@ -105,7 +105,7 @@ def measured(cmd: list[str], *, timeout: float | None = None) -> dict[str, Any]:
 def child_quicsm(parquet: str) -> None:
     import polars as pl
 
-    from quicsm.synoptic import EventLog, infer_graph, mine_invariants
+    from quicsm.model.synoptic import EventLog, infer_graph, mine_invariants
 
     t0 = time.perf_counter()
     df = pl.read_parquet(parquet)
@@ -160,7 +160,7 @@ def last_json(text: str) -> dict[str, Any]:
 def bench_size(
     n: int, *, work: Path, classpath: str | None, timeout: float, java_heap: str, seed: int
 ) -> dict[str, Any]:
-    from quicsm.synthetic import generate_transitions, write_synoptic_log
+    from quicsm.testing.synthetic import generate_transitions, write_synoptic_log
 
     parquet = work / f"t{n}.parquet"
     transitions = generate_transitions(n, seed=seed)

@@ -195,7 +195,7 @@ def baseline(path: Path, block: int = 8 << 20) -> tuple[float, float]:
 
 def ours(path: Path) -> tuple[float, float, int]:
     """(wall, CPU) seconds of read_transitions, and the number of rows it returned."""
-    from quicsm.read import read_transitions
+    from quicsm.extract.read import read_transitions
 
     start = _clock()
     frame = read_transitions(path)
@@ -205,18 +205,18 @@ def ours(path: Path) -> tuple[float, float, int]:
 
 _MEASURE = """
 import sys
-import quicsm.read
+import quicsm.extract.read
 
 def status(key):
     for line in open("/proc/self/status"):
         if line.startswith(key):
             return int(line.split()[1]) * 1024
 
-quicsm.read.read_transitions(sys.argv[1])  # warm up imports and caches
+quicsm.extract.read.read_transitions(sys.argv[1])  # warm up imports and caches
 with open("/proc/self/clear_refs", "w") as f:  # reset the peak (VmHWM) to the current RSS
     f.write("5")
 before = status("VmRSS:")
-quicsm.read.read_transitions(sys.argv[1])
+quicsm.extract.read.read_transitions(sys.argv[1])
 print(before, status("VmHWM:"))
 """
 

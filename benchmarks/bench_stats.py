@@ -1,6 +1,7 @@
-"""Statistics over 10^7 transitions: quicsm.stats against a plain polars group-by baseline.
+"""Statistics over 10^7 transitions: quicsm.stats.descriptive against a plain polars group-by
+baseline.
 
-The data are synthetic QUIC-like state logs from :func:`quicsm.synthetic.generate_sequences`
+The data are synthetic QUIC-like state logs from :func:`quicsm.testing.synthetic.generate_sequences`
 (seeded; about 10 states per trace, so 10^7 transitions are about 980,000 traces), written once
 to ``benchmarks/data/stats-<n>-seed<seed>.parquet`` as a canonical transitions frame.
 
@@ -10,7 +11,8 @@ Measured in the same run, each in a fresh process that first loads the Parquet f
   quantiles or zero-filling: dwell times with ``shift(-1).over("trace")`` (censored at
   ``end_ms``), time and visits per state with ``group_by("state")``, transition counts with
   ``group_by("state", "next")``;
-- **quicsm** — :func:`quicsm.stats.compute_stats`: time in state (pooled and mean fractions),
+- **quicsm** — :func:`quicsm.stats.descriptive.compute_stats`: time in state (pooled and mean
+fractions),
   transition probabilities with cluster-robust Wilson intervals (per-trace counts), dwell-time
   mean/median/p10/p90 per state — everything a Model carries;
 - **per-trace tables** — :func:`time_in_state` (zero-filled, traces x states),
@@ -47,9 +49,9 @@ ROOT = Path(__file__).resolve().parent
 
 def generate(path: Path, n_transitions: int, *, seed: int) -> dict[str, int]:
     """Write a transitions frame with at least ``n_transitions`` rows (if not there yet)."""
-    from quicsm.frames import TRANSITIONS_SCHEMA
-    from quicsm.states import STATE_DTYPE
-    from quicsm.synthetic import generate_sequences, visible
+    from quicsm.core.frames import TRANSITIONS_SCHEMA
+    from quicsm.core.states import STATE_DTYPE
+    from quicsm.testing.synthetic import generate_sequences, visible
 
     if path.exists():
         df = pl.read_parquet(path, columns=["trace"])
@@ -106,11 +108,11 @@ def baseline():
     return pl.collect_all([per_state, pairs])
 
 def quicsm_stats():
-    from quicsm.stats import compute_stats
+    from quicsm.stats.descriptive import compute_stats
     return compute_stats(df)
 
 def per_trace():
-    from quicsm.stats import Visits, dwell_times, time_in_state, transition_counts
+    from quicsm.stats.descriptive import Visits, dwell_times, time_in_state, transition_counts
     v = Visits(df)
     return time_in_state(v), transition_counts(v), dwell_times(v)
 
@@ -120,7 +122,7 @@ def cpu_s():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 if fn is not None:
-    import quicsm.stats  # import cost is not part of the measurement
+    import quicsm.stats.descriptive  # import cost is not part of the measurement
     for _ in range(repeat):
         t0, c0 = time.perf_counter(), cpu_s()
         fn()

@@ -23,8 +23,8 @@ from collections.abc import Callable
 
 import polars as pl
 
-from quicsm.stats import transition_probabilities, wilson_interval
-from quicsm.synthetic import Profile, generate_transitions
+from quicsm.stats.descriptive import transition_probabilities, wilson_interval
+from quicsm.testing.synthetic import Profile, generate_transitions
 
 
 def _edge(df: pl.DataFrame, source: str, target: str) -> tuple[float, float, float, float]:

@@ -12,7 +12,7 @@ here) and quicsm on the same logs, each in its own process so that wall time and
 
 Logs: Synoptic's own totally ordered examples (``--examples`` = the ``traces/`` directory of a
 Synoptic checkout; quicsm reads the traces Synoptic parsed, from its ``--dumpTraceGraphDotFile``
-output) and synthetic QUIC-like state logs from :mod:`quicsm.synthetic`::
+output) and synthetic QUIC-like state logs from :mod:`quicsm.testing.synthetic`::
 
     QUICSM_SYNOPTIC_CLASSPATH=... .venv/bin/python benchmarks/compare_synoptic.py \\
         --examples SYNOPTIC/traces --sizes 100 1000 10000 --seeds 0 1 2
@@ -39,9 +39,9 @@ from typing import Any
 
 import polars as pl
 
-from quicsm.synoptic import EventLog, infer_graph, mine_invariants
-from quicsm.synoptic.verify import rejected_traces, violated_invariants
-from quicsm.synthetic import generate_transitions, write_synoptic_log
+from quicsm.model.synoptic import EventLog, infer_graph, mine_invariants
+from quicsm.model.synoptic.verify import rejected_traces, violated_invariants
+from quicsm.testing.synthetic import generate_transitions, write_synoptic_log
 
 RESULTS = Path(__file__).parent / "results" / "compare_synoptic.json"
 

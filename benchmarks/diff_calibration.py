@@ -1,6 +1,6 @@
 """Calibration of ``quicsm diff``: false-positive rate and power, over seeded repetitions.
 
-Each repetition draws two groups of synthetic traces (:mod:`quicsm.synthetic`) and runs
+Each repetition draws two groups of synthetic traces (:mod:`quicsm.testing.synthetic`) and runs
 :func:`quicsm.diff`:
 
 - **null**: both groups from the same profile. Any significant finding is a false positive.
@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from quicsm.comparison import DiffResult, diff
-from quicsm.significance import wilson
-from quicsm.synthetic import Profile, generate_transitions
+from quicsm.compare.diff import DiffResult, diff
+from quicsm.stats.significance import wilson
+from quicsm.testing.synthetic import Profile, generate_transitions
 
 FAMILIES = ("states", "sources", "edges", "dwell", "invariants")
 
@@ -85,7 +85,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     if args.no_design_effect:
-        from quicsm import significance
+        from quicsm.stats import significance
 
         significance.design_effect = lambda a, b: 1.0
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from quicsm import states
+from quicsm.core import states
 
 ROOT = Path(__file__).resolve().parent.parent
 STACKS_JSON = ROOT / "build" / "stacks.json"

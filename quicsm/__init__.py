@@ -16,28 +16,28 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
-    "QuicsmError": "quicsm.errors",
-    "QlogError": "quicsm.errors",
-    "CANONICAL_STATES": "quicsm.states",
-    "STATE_DTYPE": "quicsm.states",
-    "read_transitions": "quicsm.read",
-    "scan_transitions": "quicsm.read",
-    "read_metrics": "quicsm.read",
-    "read_traces": "quicsm.read",
-    "Diagnostics": "quicsm.qlog.problems",
-    "QuicsmWarning": "quicsm.qlog.problems",
-    "expand_paths": "quicsm.paths",
-    "infer": "quicsm.inference",
-    "Model": "quicsm.model",
+    "QuicsmError": "quicsm.core.errors",
+    "QlogError": "quicsm.core.errors",
+    "CANONICAL_STATES": "quicsm.core.states",
+    "STATE_DTYPE": "quicsm.core.states",
+    "read_transitions": "quicsm.extract.read",
+    "scan_transitions": "quicsm.extract.read",
+    "read_metrics": "quicsm.extract.read",
+    "read_traces": "quicsm.extract.read",
+    "Diagnostics": "quicsm.core.diagnostics",
+    "QuicsmWarning": "quicsm.core.diagnostics",
+    "expand_paths": "quicsm.qlog.paths",
+    "infer": "quicsm.model.inference",
+    "Model": "quicsm.model.tables",
     **dict.fromkeys(
         ("Stats", "compute_stats", "time_in_state", "time_in_state_summary", "transition_counts",
          "transition_probabilities", "dwell_times", "dwell_summary"),
-        "quicsm.stats",
+        "quicsm.stats.descriptive",
     ),  # fmt: skip
-    "diff": "quicsm.comparison",
-    "DiffResult": "quicsm.comparison",
-    **dict.fromkeys(("EventLog", "mine_invariants", "infer_graph"), "quicsm.synoptic"),
-    **dict.fromkeys(("Profile", "generate_transitions"), "quicsm.synthetic"),
+    "diff": "quicsm.compare.diff",
+    "DiffResult": "quicsm.compare.diff",
+    **dict.fromkeys(("EventLog", "mine_invariants", "infer_graph"), "quicsm.model.synoptic"),
+    **dict.fromkeys(("Profile", "generate_transitions"), "quicsm.testing.synthetic"),
 }
 
 __all__ = ["__version__", *_EXPORTS]

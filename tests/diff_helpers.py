@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from quicsm.frames import normalize_transitions
+from quicsm.core.frames import normalize_transitions
 
 #: qlog names of the states used below (the quicsm instrumentation's spelling)
 QLOG_NAMES = {

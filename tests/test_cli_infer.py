@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from test_model import GOLDEN, fig13_transitions
 
 from quicsm.cli import main
-from quicsm.inference import infer
-from quicsm.read import read_transitions
+from quicsm.extract.read import read_transitions
+from quicsm.model.inference import infer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -9,7 +9,7 @@ import polars as pl
 from click.testing import CliRunner
 
 from quicsm.cli import main
-from quicsm.read import read_transitions
+from quicsm.extract.read import read_transitions
 
 FIX = Path(__file__).parent / "fixtures" / "qlog"
 

@@ -11,10 +11,10 @@ from diff_helpers import frame, patterned_traces
 from hypothesis import HealthCheck, given, settings
 from transitions_strategies import frame_of, raw_traces
 
-from quicsm.comparison import DiffResult, diff
-from quicsm.errors import InputError
-from quicsm.frames import empty_transitions
-from quicsm.synthetic import Profile, generate_transitions
+from quicsm.compare.diff import DiffResult, diff
+from quicsm.core.errors import InputError
+from quicsm.core.frames import empty_transitions
+from quicsm.testing.synthetic import Profile, generate_transitions
 
 FAST = {"permutations": 199}
 FRAMES = ("states", "sources", "edges", "dwell", "invariants")
@@ -206,11 +206,11 @@ def test_bad_options_are_clean_errors() -> None:
 
 
 def test_public_names_stay_functions_after_the_modules_are_imported() -> None:
-    import quicsm.comparison
-    import quicsm.inference
+    import quicsm.compare.diff
+    import quicsm.model.inference
 
     a = generate_transitions(4, seed=1)
     assert callable(quicsm.diff) and callable(quicsm.infer)
     assert isinstance(quicsm.diff(a, a), DiffResult)
-    assert quicsm.comparison.diff is quicsm.diff
-    assert quicsm.inference.infer is quicsm.infer
+    assert quicsm.compare.diff.diff is quicsm.diff
+    assert quicsm.model.inference.infer is quicsm.infer

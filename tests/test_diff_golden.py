@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from diff_helpers import frame, patterned_traces
 
-from quicsm.comparison import DiffResult, diff
-from quicsm.grouping import Comparison, group_from_frame
+from quicsm.compare.diff import DiffResult, diff
+from quicsm.compare.grouping import Comparison, group_from_frame
 from quicsm.report import build_report
 
 GOLDEN = Path(__file__).parent / "golden"

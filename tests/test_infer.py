@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from transitions_strategies import frame_of, raw_traces
 
-from quicsm.errors import ModelError
-from quicsm.inference import ALGORITHMS, infer
-from quicsm.model import Model
-from quicsm.stats import transition_probabilities
-from quicsm.synoptic import EventLog
-from quicsm.synoptic.verify import rejected_traces, violated_invariants
-from quicsm.synthetic import generate_transitions
+from quicsm.core.errors import ModelError
+from quicsm.model.inference import ALGORITHMS, infer
+from quicsm.model.synoptic import EventLog
+from quicsm.model.synoptic.verify import rejected_traces, violated_invariants
+from quicsm.model.tables import Model
+from quicsm.stats.descriptive import transition_probabilities
+from quicsm.testing.synthetic import generate_transitions
 
 
 def _check_model(model: Model, df: pl.DataFrame) -> None:
@@ -177,7 +177,7 @@ def _hand_model(edges: list[tuple[int, int]]) -> tuple[pl.DataFrame, pl.DataFram
 
 
 def _chains(chains: dict[str, list[str]]) -> pl.DataFrame:
-    from quicsm.frames import normalize_transitions
+    from quicsm.core.frames import normalize_transitions
 
     rows = [
         {"trace": t, "time_ms": float(i), "state": s}
@@ -188,8 +188,8 @@ def _chains(chains: dict[str, list[str]]) -> pl.DataFrame:
 
 
 def test_replay_looks_ahead_through_nondeterministic_nodes() -> None:
-    from quicsm.replay import replay
-    from quicsm.stats import Visits
+    from quicsm.model.replay import replay
+    from quicsm.stats.descriptive import Visits
 
     # Init has two SlowStart successors; only the rest of the trace says which one it was
     nodes, edges = _hand_model([(0, 2), (2, 3), (2, 4), (3, 5), (5, 1), (4, 1)])
@@ -199,8 +199,8 @@ def test_replay_looks_ahead_through_nondeterministic_nodes() -> None:
 
 
 def test_ambiguous_paths_are_not_attributed() -> None:
-    from quicsm.replay import replay
-    from quicsm.stats import Visits
+    from quicsm.model.replay import replay
+    from quicsm.stats.descriptive import Visits
 
     # both SlowStart nodes lead to TERMINAL: the model cannot say which one a visit was in
     nodes, edges = _hand_model([(0, 2), (2, 3), (2, 4), (3, 1), (4, 1), (5, 1)])
@@ -222,8 +222,8 @@ def test_real_synoptic_models_get_node_times(synthetic: pl.DataFrame) -> None:
 
 
 def test_replay_follows_the_only_path(synthetic: pl.DataFrame) -> None:
-    from quicsm.replay import replay
-    from quicsm.stats import Visits
+    from quicsm.model.replay import replay
+    from quicsm.stats.descriptive import Visits
 
     model = infer(synthetic, algorithm="observed")
     v = Visits(synthetic)

@@ -11,7 +11,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quicsm.errors import InputError, QlogError
+from quicsm.core.errors import InputError, QlogError
 from quicsm.lab.pack import RS, pack_runs, read_qlog_traces
 
 SEQ_HEADER = {"qlog_version": "0.3", "qlog_format": "JSON-SEQ", "title": "t",

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quicsm.errors import InputError
+from quicsm.core.errors import InputError
 from quicsm.lab.scenario import load_plan
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "lab" / "scenarios"

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from quicsm.errors import ModelError, QuicsmError
-from quicsm.frames import normalize_transitions
-from quicsm.inference import infer
-from quicsm.model import JSON_SCHEMA, Model, renumber
+from quicsm.core.errors import ModelError, QuicsmError
+from quicsm.core.frames import normalize_transitions
+from quicsm.model.inference import infer
+from quicsm.model.tables import JSON_SCHEMA, Model, renumber
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("QUICSM_UPDATE_GOLDEN") == "1"

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from quicsm import states
-from quicsm.states import CANONICAL_STATES
+from quicsm.core import states
+from quicsm.core.states import CANONICAL_STATES
 
 ROOT = Path(__file__).resolve().parent.parent
 PATCHES = ROOT / "instrumentation-patches"

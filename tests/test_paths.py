@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from quicsm.errors import InputError
-from quicsm.paths import expand_paths, is_trace_name
+from quicsm.core.errors import InputError
+from quicsm.qlog.paths import expand_paths, is_trace_name
 
 
 @pytest.fixture()

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from quicsm.core.diagnostics import RecordProblem
 from quicsm.qlog.contained import ContainedParser, repair_truncated
-from quicsm.qlog.problems import RecordProblem
 
 STATES = ["slow_start", "recovery", "congestion_avoidance"]
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from quicsm.qlog.problems import RecordProblem, locate
+from quicsm.core.diagnostics import RecordProblem, locate
 from quicsm.qlog.seq import LF, RS, SeqScanner
 from quicsm.qlog.trace import TraceData
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from quicsm.qlog.derive import derive_states
+from quicsm.extract.derive import derive_states
 from quicsm.qlog.events import MetricEvent
 
 

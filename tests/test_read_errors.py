@@ -13,9 +13,9 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from quicsm.errors import InputError, QlogError, QuicsmError
-from quicsm.qlog.problems import Diagnostics, QuicsmWarning
-from quicsm.read import read_metrics, read_traces, read_transitions
+from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
+from quicsm.core.errors import InputError, QlogError, QuicsmError
+from quicsm.extract.read import read_metrics, read_traces, read_transitions
 
 RS = "\x1e"
 HEADER = {

@@ -9,9 +9,9 @@ import orjson
 import polars as pl
 import pytest
 
-from quicsm.frames import TRANSITIONS_SCHEMA
-from quicsm.qlog.problems import Diagnostics, QuicsmWarning
-from quicsm.read import read_metrics, read_traces, read_transitions, scan_transitions
+from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
+from quicsm.core.frames import TRANSITIONS_SCHEMA
+from quicsm.extract.read import read_metrics, read_traces, read_transitions, scan_transitions
 
 FIX = Path(__file__).parent / "fixtures" / "qlog"
 

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_qlog_seq import encode, streams  # the stream strategy of the scanner tests
 
-from quicsm.qlog.problems import QuicsmWarning
+from quicsm.core.diagnostics import QuicsmWarning
+from quicsm.extract.read import read_transitions
 from quicsm.qlog.seq import LF, RS
 from quicsm.qlog.source import read_qlog
-from quicsm.read import read_transitions
 
 SETTINGS = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

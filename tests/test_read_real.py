@@ -10,9 +10,9 @@ import orjson
 import polars as pl
 import pytest
 
+from quicsm.core.diagnostics import QuicsmWarning
+from quicsm.extract.read import read_metrics, read_traces, read_transitions
 from quicsm.qlog.inspect import inspect_file
-from quicsm.qlog.problems import QuicsmWarning
-from quicsm.read import read_metrics, read_traces, read_transitions
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 FILES = (

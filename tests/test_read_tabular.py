@@ -8,10 +8,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from quicsm.errors import QlogError
-from quicsm.frames import TRANSITIONS_SCHEMA
-from quicsm.qlog.problems import Diagnostics, QuicsmWarning
-from quicsm.read import read_traces, read_transitions
+from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
+from quicsm.core.errors import QlogError
+from quicsm.core.frames import TRANSITIONS_SCHEMA
+from quicsm.extract.read import read_traces, read_transitions
 
 FIX = Path(__file__).parent / "fixtures" / "qlog"
 

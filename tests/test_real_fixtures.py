@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import zstandard
 
-from quicsm import states
-from quicsm.states import CANONICAL_STATES
+from quicsm.core import states
+from quicsm.core.states import CANONICAL_STATES
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"
 PAPER_STATES = set(states.PAPER_STATES)

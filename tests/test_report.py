@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from diff_helpers import patterned_traces, write_group
 
 from quicsm.cli import main
-from quicsm.grouping import compare_paths
+from quicsm.compare.grouping import compare_paths
 from quicsm.report import build_report, write_report
 
 XSS = "<script>alert(1)</script>"
@@ -144,7 +144,7 @@ def test_cli_errors(corpus: Path, tmp_path: Path) -> None:
 def _labelled(prefix: str, labels: list[dict[str, object]]) -> object:
     from diff_helpers import frame
 
-    from quicsm.grouping import group_from_frame
+    from quicsm.compare.grouping import group_from_frame
 
     traces = patterned_traces(len(labels), prefix=prefix, app_ms=30)
     df = frame(traces, file=f"{prefix}.sqlog")
@@ -153,7 +153,7 @@ def _labelled(prefix: str, labels: list[dict[str, object]]) -> object:
 
 
 def test_scenario_axes_prefer_a_full_crossing_then_the_scenario() -> None:
-    from quicsm.grouping import Comparison
+    from quicsm.compare.grouping import Comparison
     from quicsm.report.sections import choose_axes
 
     grid = [

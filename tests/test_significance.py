@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from quicsm import significance as sig
+from quicsm.stats import significance as sig
 
 
 def test_welch_matches_scipy_and_orients_b_minus_a() -> None:

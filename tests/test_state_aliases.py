@@ -8,14 +8,14 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from quicsm.state_aliases import (
+from quicsm.core.aliases import (
     ALIASES,
     NUMERIC_STATES,
     canonical_state,
     normalize_name,
     render_markdown,
 )
-from quicsm.states import CANONICAL_STATES, UNKNOWN
+from quicsm.core.states import CANONICAL_STATES, UNKNOWN
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "states.md"
 

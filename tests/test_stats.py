@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 from transitions_strategies import frame_of, raw_traces, transitions_frames
 
-from quicsm.errors import ModelError
-from quicsm.frames import normalize_transitions
-from quicsm.stats import (
+from quicsm.core.errors import ModelError
+from quicsm.core.frames import normalize_transitions
+from quicsm.stats.descriptive import (
     Visits,
     compute_stats,
     dwell_summary,
@@ -24,7 +24,7 @@ from quicsm.stats import (
     transition_probabilities,
     wilson_interval,
 )
-from quicsm.synthetic import Profile, generate_transitions
+from quicsm.testing.synthetic import Profile, generate_transitions
 
 
 def _example() -> pl.DataFrame:

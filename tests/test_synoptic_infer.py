@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from quicsm.errors import InputError
-from quicsm.synoptic import EventLog, infer_graph, mine_invariants
-from quicsm.synoptic.coarsen import coarsen
-from quicsm.synoptic.mining import mine
-from quicsm.synoptic.partitions import initial_graph
-from quicsm.synoptic.refine import refine
-from quicsm.synoptic.verify import rejected_traces, violated_invariants
-from quicsm.synthetic import generate_transitions
+from quicsm.core.errors import InputError
+from quicsm.model.synoptic import EventLog, infer_graph, mine_invariants
+from quicsm.model.synoptic.coarsen import coarsen
+from quicsm.model.synoptic.mining import mine
+from quicsm.model.synoptic.partitions import initial_graph
+from quicsm.model.synoptic.refine import refine
+from quicsm.model.synoptic.verify import rejected_traces, violated_invariants
+from quicsm.testing.synthetic import generate_transitions
 
 # Synoptic's traces/abstract/shopping-cart-example, one trace per client address.
 CART = [

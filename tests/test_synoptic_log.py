@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quicsm.errors import InputError
-from quicsm.synoptic import EventLog
+from quicsm.core.errors import InputError
+from quicsm.model.synoptic import EventLog
 
 traces_st = st.lists(
     st.lists(st.sampled_from("abcd"), min_size=1, max_size=6), min_size=1, max_size=10

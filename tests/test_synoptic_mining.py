@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quicsm.synoptic import EventLog, mine_invariants
+from quicsm.model.synoptic import EventLog, mine_invariants
 
 # Synoptic's traces/abstract/shopping-cart-example, one trace per client address.
 CART = [

@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from quicsm.errors import InputError
-from quicsm.frames import TRANSITIONS_SCHEMA, normalize_transitions
-from quicsm.synthetic import Profile, generate_transitions, write_synoptic_log
+from quicsm.core.errors import InputError
+from quicsm.core.frames import TRANSITIONS_SCHEMA, normalize_transitions
+from quicsm.testing.synthetic import Profile, generate_transitions, write_synoptic_log
 
 
 def test_same_seed_same_frame_and_other_seed_differs() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 from hypothesis import strategies as st
 
-from quicsm.frames import normalize_transitions
-from quicsm.states import CANONICAL_STATES, PAPER_STATES
+from quicsm.core.frames import normalize_transitions
+from quicsm.core.states import CANONICAL_STATES, PAPER_STATES
 
 #: the states drawn (Init is inserted by normalize_transitions when a trace lacks it).
 DRAWN_STATES = [s for s in PAPER_STATES if s != "Init"] + ["Startup", "Unknown"]

@@ -2,7 +2,7 @@
 
 Each subcommand lives in its own module under :mod:`quicsm.cli` and makes one library call.
 Commands are loaded lazily from :data:`COMMANDS`, so ``quicsm --help`` stays fast. Every
-:class:`quicsm.errors.QuicsmError` becomes ``Error: <message>`` on stderr and exit code 1;
+:class:`quicsm.core.errors.QuicsmError` becomes ``Error: <message>`` on stderr and exit code 1;
 anything else is a bug and keeps its traceback.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from quicsm import __version__
-from quicsm.errors import QuicsmError
+from quicsm.core.errors import QuicsmError
 
 #: command name -> "module:attribute" of its click command
 COMMANDS: dict[str, str] = {

@@ -49,8 +49,8 @@ def diff_command(
     quicsm diff traces/v1/ --vs traces/v2/
     quicsm diff traces/*.qlog --by version --where scenario=jitter --format md
     """
-    from quicsm.comparison import diff
-    from quicsm.diff_format import to_dict
+    from quicsm.compare.diff import diff
+    from quicsm.render.diff_format import to_dict
 
     comps = comparisons(
         paths=paths,

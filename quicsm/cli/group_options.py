@@ -7,8 +7,14 @@ from typing import Any
 
 import click
 
-from quicsm.errors import InputError
-from quicsm.grouping import Comparison, OnError, compare_by_label, compare_paths, parse_where
+from quicsm.compare.grouping import (
+    Comparison,
+    OnError,
+    compare_by_label,
+    compare_paths,
+    parse_where,
+)
+from quicsm.core.errors import InputError
 
 
 class GroupCommand(click.Command):

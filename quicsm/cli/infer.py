@@ -1,7 +1,8 @@
 """``quicsm infer``: traces in, a Fig. 13-style state machine and its statistics out.
 
-One library call per step: :func:`quicsm.read.read_transitions`, :func:`quicsm.inference.infer`,
-:meth:`quicsm.model.Model.render`; :mod:`quicsm.outputs` writes the files.
+One library call per step: :func:`quicsm.extract.read.read_transitions`,
+:func:`quicsm.model.inference.infer`,
+:meth:`quicsm.model.tables.Model.render`; :mod:`quicsm.render.outputs` writes the files.
 """
 
 from __future__ import annotations
@@ -15,16 +16,16 @@ from typing import TYPE_CHECKING
 import click
 import polars as pl
 
-from quicsm.errors import InputError
-from quicsm.inference import ALGORITHMS
-from quicsm.outputs import state_table, write_outputs
-from quicsm.render import RENDER_FORMATS
+from quicsm.core.errors import InputError
+from quicsm.model.inference import ALGORITHMS
+from quicsm.render.dot import RENDER_FORMATS
+from quicsm.render.outputs import state_table, write_outputs
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
 
-    from quicsm.model import Model
+    from quicsm.model.tables import Model
 
 FORMATS = (*RENDER_FORMATS, "dot", "json")
 #: show a progress bar when the inputs are at least this large in total (bytes) ...
@@ -99,7 +100,7 @@ def infer_command(
     """
     from rich.console import Console
 
-    from quicsm.inference import infer
+    from quicsm.model.inference import infer
 
     err = Console(stderr=True)
     files = _expand(paths)
@@ -159,7 +160,7 @@ def _ms(x: float | None) -> str:
 
 
 def _expand(paths: Sequence[str]) -> list[Path]:
-    from quicsm.paths import expand_paths
+    from quicsm.qlog.paths import expand_paths
 
     return list(expand_paths(list(paths)))
 
@@ -168,7 +169,7 @@ def _select(
     transitions: pl.DataFrame, files: list[Path], *, where: Sequence[str], lenient: bool
 ) -> pl.DataFrame:
     """Keep the traces whose labels satisfy ``--where``; note mixed client/server traces."""
-    from quicsm.grouping import parse_where, traces_where, vantage_notes
+    from quicsm.compare.grouping import parse_where, traces_where, vantage_notes
 
     conditions = parse_where(where)
     if conditions:
@@ -191,8 +192,8 @@ def _read(
 ) -> pl.DataFrame:
     """Read every file (one call per file when a progress bar is shown); report what the
     readers noted (skipped records, truncation, unknown states) once, on stderr."""
-    from quicsm.qlog.problems import Diagnostics, QuicsmWarning
-    from quicsm.read import read_transitions
+    from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
+    from quicsm.extract.read import read_transitions
 
     on_error = "skip" if lenient else "raise"
     diag = Diagnostics()

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from quicsm.errors import InputError
-from quicsm.paths import expand_paths
+from quicsm.core.errors import InputError
 from quicsm.qlog.inspect import inspect_file
+from quicsm.qlog.paths import expand_paths
 
 
 @click.command("inspect")

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from quicsm.errors import InputError
+from quicsm.core.errors import InputError
 
 
 @click.group("lab")

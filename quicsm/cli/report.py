@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
-from quicsm.errors import InputError
+from quicsm.core.errors import InputError
 
 
 def _generated_at() -> str:
@@ -35,7 +35,7 @@ def _matrix(text: str | None) -> tuple[str, str | None] | None:
 
 def _metric(text: str | None) -> str | None:
     if text and text.startswith("state:"):
-        from quicsm.states import CANONICAL_STATES
+        from quicsm.core.states import CANONICAL_STATES
 
         state = text.split(":", 1)[1]
         if state not in CANONICAL_STATES:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from quicsm.qlog.problems import Diagnostics
+from quicsm.core.diagnostics import Diagnostics
 
 
 def print_warnings(diagnostics: Diagnostics) -> None:

@@ -9,8 +9,8 @@ import click
 import polars as pl
 
 from quicsm.cli.report_warnings import print_warnings
-from quicsm.qlog.problems import Diagnostics, QuicsmWarning
-from quicsm.read import read_transitions
+from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
+from quicsm.extract.read import read_transitions
 
 
 def _table(frame: pl.DataFrame) -> str:

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 import zstandard
 
-from quicsm.errors import InputError, QlogError
+from quicsm.core.errors import InputError, QlogError
 
 RS = b"\x1e"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"

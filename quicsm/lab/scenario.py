@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from quicsm.errors import InputError
+from quicsm.core.errors import InputError
 from quicsm.lab.device import DeviceProfile, device_profile
 from quicsm.lab.link import LinkConfig, link_config_from_dict, link_config_to_dict
 

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from quicsm.errors import InputError
+from quicsm.core.errors import InputError
 
 DEFAULT_STACKS_FILE = Path("build/stacks.json")
 

@@ -5,7 +5,7 @@
 - :mod:`quicsm.qlog.contained` — contained JSON (``traces[]``), draft-00/01 arrays, repair;
 - :mod:`quicsm.qlog.trace` — one trace's header conventions and relevant events;
 - :mod:`quicsm.qlog.events` — the congestion-relevant events and their field renames;
-- :mod:`quicsm.qlog.derive` — states derived from metrics for traces that log none;
+- :mod:`quicsm.extract.derive` — states derived from metrics for traces that log none;
 - :mod:`quicsm.qlog.source` — files, decompression, format detection;
 - :mod:`quicsm.qlog.inspect` — full validation and a summary of one file.
 """

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from quicsm.qlog.problems import RecordProblem, describe
+from quicsm.core.diagnostics import RecordProblem, describe
 from quicsm.qlog.trace import TraceBuilder, TraceData, object_event
 
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|["\[\]{},]', re.S)

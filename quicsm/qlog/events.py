@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from quicsm.qlog.problems import RecordProblem, describe
+from quicsm.core.diagnostics import RecordProblem, describe
 
 # event kinds
 STATE = "state"

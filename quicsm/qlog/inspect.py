@@ -13,11 +13,11 @@ from pathlib import Path
 
 import polars as pl
 
-from quicsm.qlog.problems import Diagnostics
+from quicsm.core.aliases import canonical_state
+from quicsm.core.diagnostics import Diagnostics
+from quicsm.core.states import UNKNOWN
 from quicsm.qlog.source import CSV, PARQUET, DecompressedFile, read_qlog
-from quicsm.state_aliases import canonical_state
-from quicsm.states import UNKNOWN
-from quicsm.tabular import read_table
+from quicsm.qlog.tabular import read_table
 
 #: how many problems an inspection lists verbatim
 MAX_LISTED = 20

@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 import orjson
 
+from quicsm.core.diagnostics import RecordProblem, describe
 from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES, TIMER_NEEDLE, TIMER_REQUIRED
-from quicsm.qlog.problems import RecordProblem, describe
 from quicsm.qlog.trace import TraceBuilder, TraceData, is_header, object_event
 
 #: what the scanner is fed: the I/O side reuses one bytearray for every block

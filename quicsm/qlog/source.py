@@ -8,7 +8,7 @@ Formats are told apart by their bytes, never by file names (section "Formats" of
 - ``{`` first: NDJSON when the first line is a complete JSON object followed by more lines
   (or says ``"qlog_format": "NDJSON"``), otherwise one contained JSON document;
 - ``PAR1``: a Parquet transitions table; a first line naming ``trace``, ``time_ms`` and
-  ``state`` columns: a CSV transitions table (:mod:`quicsm.tabular`).
+  ``state`` columns: a CSV transitions table (:mod:`quicsm.qlog.tabular`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any, BinaryIO
 import orjson
 import zstandard
 
-from quicsm.errors import InputError, QlogError
+from quicsm.core.diagnostics import MAX_REASONS, RecordProblem
+from quicsm.core.errors import InputError, QlogError
 from quicsm.qlog.contained import ContainedParser
-from quicsm.qlog.problems import MAX_REASONS, RecordProblem
 from quicsm.qlog.seq import LF, RS, Buffer, SeqScanner
 from quicsm.qlog.trace import TraceData
 
@@ -204,7 +204,7 @@ def read_qlog(
 
     Strict (``lenient=False``): the first bad record raises :class:`QlogError`. Lenient: bad
     records are skipped and returned in ``problems``. Truncation is never an error.
-    CSV/Parquet files are only detected here (``kind``); :mod:`quicsm.tabular` reads them.
+    CSV/Parquet files are only detected here (``kind``); :mod:`quicsm.qlog.tabular` reads them.
     """
     source = DecompressedFile(path, block_size=block_size)
     blocks = source.blocks()

@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from quicsm.core.diagnostics import RecordProblem, describe
 from quicsm.qlog.events import (
     MVFST_METRIC,
     STATE,
@@ -30,7 +31,6 @@ from quicsm.qlog.events import (
     metric_event,
     state_event,
 )
-from quicsm.qlog.problems import RecordProblem, describe
 
 DELTA_FORMATS = frozenset({"delta", "relative_to_previous_event"})
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from quicsm.errors import InputError
-from quicsm.grouping import Comparison
+from quicsm.compare.grouping import Comparison
+from quicsm.core.errors import InputError
 
 __all__ = ["build_report", "write_report"]
 

@@ -1,5 +1,5 @@
 """The diff graph of the report (edges coloured by the change in probability), and inlining
-Graphviz SVG. The per-group state machines are :func:`quicsm.render.model_to_dot` drawings.
+Graphviz SVG. The per-group state machines are :func:`quicsm.render.dot.model_to_dot` drawings.
 
 Graphs are laid out by Graphviz ``dot`` into SVG, which is inlined. Node names are canonical
 state names only; nothing from a trace reaches the DOT text.
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from quicsm.errors import QuicsmError
+from quicsm.core.errors import QuicsmError
 
 _HIDDEN = {"INITIAL", "TERMINAL"}
 

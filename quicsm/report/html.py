@@ -12,10 +12,10 @@ from collections.abc import Sequence
 import polars as pl
 
 from quicsm import __version__
-from quicsm import significance as sig
 from quicsm.report import fsm, svg
 from quicsm.report.methods import methods_items
 from quicsm.report.sections import ComparisonView
+from quicsm.stats import significance as sig
 
 esc = svg.esc
 
@@ -186,7 +186,7 @@ def _fsms(view: ComparisonView) -> str:
 
 
 def _order_states(states: list[str]) -> list[str]:
-    from quicsm.states import CANONICAL_STATES
+    from quicsm.core.states import CANONICAL_STATES
 
     rank = {s: i for i, s in enumerate(CANONICAL_STATES)}
     return sorted(states, key=lambda s: (rank.get(s, len(rank)), s))

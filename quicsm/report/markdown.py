@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from quicsm.diff_format import md_cell
+from quicsm.render.diff_format import md_cell
 from quicsm.report.methods import methods_items
 from quicsm.report.sections import ComparisonView
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from quicsm import __version__
-from quicsm import significance as sig
+from quicsm.stats import significance as sig
 
 if TYPE_CHECKING:
     from quicsm.report.sections import ComparisonView

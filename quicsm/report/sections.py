@@ -12,10 +12,8 @@ import numpy as np
 import orjson
 import polars as pl
 
-from quicsm import significance as sig
-from quicsm.comparison import DiffResult, diff
-from quicsm.errors import QuicsmError
-from quicsm.grouping import (
+from quicsm.compare.diff import DiffResult, diff
+from quicsm.compare.grouping import (
     NOT_FACTOR_PREFIXES,
     NOT_FACTORS,
     Comparison,
@@ -23,7 +21,9 @@ from quicsm.grouping import (
     label_text,
     natural_key,
 )
+from quicsm.core.errors import QuicsmError
 from quicsm.report import svg
+from quicsm.stats import significance as sig
 
 _SEP = "\x1f"
 
@@ -126,7 +126,7 @@ def _keyed(df: pl.DataFrame) -> pl.DataFrame:
 
 def _fractions(group: Group) -> pl.DataFrame:
     """key, file, trace, state, fraction (positive-duration traces only)."""
-    from quicsm.stats import time_in_state
+    from quicsm.stats.descriptive import time_in_state
 
     if group.transitions.height == 0:
         return pl.DataFrame(
@@ -192,8 +192,8 @@ def _group_view(group: Group) -> GroupView:
 
 
 def _fsm_dot(group: Group) -> str:
-    from quicsm.inference import infer
-    from quicsm.render import model_to_dot
+    from quicsm.model.inference import infer
+    from quicsm.render.dot import model_to_dot
 
     if group.transitions.height == 0:
         return ""
@@ -206,7 +206,7 @@ def _series(group: Group, rep: tuple[str, str]) -> tuple[svg.Series | None, str]
     metrics = group.metrics
     if metrics is None:
         try:
-            from quicsm.read import read_metrics
+            from quicsm.extract.read import read_metrics
 
             metrics = read_metrics([file])
         except (QuicsmError, OSError) as exc:
@@ -243,7 +243,7 @@ def _series(group: Group, rep: tuple[str, str]) -> tuple[svg.Series | None, str]
 def _dwell_quantiles(
     a: Group, b: Group
 ) -> dict[str, tuple[list[float] | None, list[float] | None]]:
-    from quicsm.stats import dwell_times
+    from quicsm.stats.descriptive import dwell_times
 
     out: dict[str, list[list[float] | None]] = {}
     for g, group in enumerate((a, b)):

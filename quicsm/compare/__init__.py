@@ -1,0 +1,1 @@
+"""Layer 5: comparing two groups of traces — grouping by labels over frames, and the diff."""

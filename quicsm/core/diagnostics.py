@@ -1,0 +1,133 @@
+"""What went wrong while reading, and what lenient reading skipped.
+
+The parsing core knows byte offsets, not files: it raises or records :class:`RecordProblem`
+(offset into the decompressed stream). The I/O layer turns offsets into record and line numbers
+(:func:`locate`) and problems into :class:`quicsm.core.errors.QlogError` with the file name.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+
+from quicsm.core.errors import QlogError
+
+#: how many reasons a lenient read keeps verbatim
+MAX_REASONS = 5
+
+
+class QuicsmWarning(UserWarning):
+    """Something was read but deserves attention: skipped records, truncation, unknown states."""
+
+
+class RecordProblem(Exception):
+    """A record at ``offset`` (bytes into the decompressed stream) is not what was expected.
+
+    ``offset`` may be ``None`` when the problem has a position given some other way
+    (``where``, e.g. ``traces[0].events[17]`` in a contained JSON file).
+    """
+
+    def __init__(
+        self,
+        offset: int | None,
+        expected: str,
+        got: str | None = None,
+        *,
+        where: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        super().__init__(expected)
+        self.offset = offset
+        self.expected = expected
+        self.got = got
+        self.where = where
+        self.line = line
+
+
+def locate(data: bytes, offset: int, *, sep: bytes) -> tuple[int, int]:
+    """1-based (record, line) of the record that contains ``offset``.
+
+    Records are the pieces between separators (RS for JSON-SEQ, LF for NDJSON); the record
+    count includes the piece before the first separator only when it holds more than whitespace.
+    """
+    offset = max(0, min(offset, len(data)))
+    line = data.count(b"\n", 0, offset) + 1
+    if sep == b"\n":
+        return line, line
+    first = data.find(sep)
+    record = data.count(sep, 0, offset + 1)
+    if first == -1 or data[:first].strip():
+        record += 1
+    return max(record, 1), line
+
+
+def describe(value: object) -> str:
+    """How an unexpected JSON value is named in error messages."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return f"the string {text!r}"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if value is None:
+        return "null"
+    return f"the number {value!r}"
+
+
+@dataclass
+class Diagnostics:
+    """Everything a read reported besides its rows. Pass one in to read it afterwards."""
+
+    skipped_records: int = 0
+    skipped_files: int = 0
+    reasons: list[str] = field(default_factory=list)
+    truncated: list[str] = field(default_factory=list)
+    unknown_states: Counter[str] = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)
+
+    def skip(self, error: QlogError, *, file_level: bool = False) -> None:
+        if file_level:
+            self.skipped_files += 1
+        else:
+            self.skipped_records += 1
+        if len(self.reasons) < MAX_REASONS:
+            self.reasons.append(str(error))
+
+    def unknown_state(self, raw: str) -> None:
+        self.unknown_states[raw] += 1
+
+    def note(self, message: str) -> None:
+        if message not in self.notes:
+            self.notes.append(message)
+
+    def messages(self) -> list[str]:
+        """Human-readable lines, most important first (what the CLI prints on stderr)."""
+        out: list[str] = []
+        if self.skipped_records or self.skipped_files:
+            what = []
+            if self.skipped_records:
+                what.append(f"{self.skipped_records} record{'s' * (self.skipped_records != 1)}")
+            if self.skipped_files:
+                what.append(f"{self.skipped_files} file{'s' * (self.skipped_files != 1)}")
+            shown = len(self.reasons)
+            out.append(f"skipped {' and '.join(what)}; first {shown} reason{'s' * (shown != 1)}:")
+            out.extend(f"  {r}" for r in self.reasons)
+        out.extend(self.truncated)
+        if self.unknown_states:
+            names = ", ".join(f"{k!r} ({v}x)" for k, v in sorted(self.unknown_states.items()))
+            out.append(f"state names not in the alias table were kept as Unknown: {names}")
+        out.extend(self.notes)
+        return out
+
+    def __bool__(self) -> bool:
+        return bool(self.messages())
+
+    def warn(self, *, stacklevel: int = 3) -> None:
+        """Emit one :class:`QuicsmWarning` summarising everything, if there is anything."""
+        lines = self.messages()
+        if lines:
+            warnings.warn("\n".join(lines), QuicsmWarning, stacklevel=stacklevel)

@@ -1,0 +1,125 @@
+"""Schemas of the tables every part of quicsm exchanges, and their normalisation.
+
+The *transitions frame* is the canonical input of inference, statistics and diff: one row per
+state entered, in time order per trace.  Every trace starts with ``Init`` at its first event time
+and consecutive repeats of a state are not transitions.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import polars as pl
+
+from quicsm.core.errors import InputError
+from quicsm.core.states import STATE_DTYPE
+
+VANTAGE_DTYPE: Final[pl.Enum] = pl.Enum(["client", "server", "unknown"])
+SOURCE_DTYPE: Final[pl.Enum] = pl.Enum(["explicit", "derived"])
+
+TRANSITIONS_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "file": pl.String(),
+    "trace": pl.String(),
+    "vantage": VANTAGE_DTYPE,
+    "time_ms": pl.Float64(),
+    "state": STATE_DTYPE,
+    "raw_state": pl.String(),
+    "trigger": pl.String(),
+    "source": SOURCE_DTYPE,
+    # time of the trace's last event (ms from the trace's start), the same on every row of a
+    # trace: the last state is taken to last until then (the censoring rule of time-in-state).
+    "end_ms": pl.Float64(),
+}
+
+#: one row per metrics update, values carried forward within a trace; loss/PTO events are rows
+#: with ``event`` set accordingly.
+METRICS_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "file": pl.String(),
+    "trace": pl.String(),
+    "vantage": VANTAGE_DTYPE,
+    "time_ms": pl.Float64(),
+    "event": pl.String(),  # "metrics" | "packet_lost" | "pto" | ...
+    "cwnd_bytes": pl.Float64(),
+    "bytes_in_flight": pl.Float64(),
+    "ssthresh_bytes": pl.Float64(),
+    "smoothed_rtt_ms": pl.Float64(),
+    "min_rtt_ms": pl.Float64(),
+    "pto_count": pl.Int64(),
+    "trigger": pl.String(),
+}
+
+# -- the model's tables (see quicsm.model.tables)
+# ------------------------------------------------------
+
+NODES_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "id": pl.Int64(),
+    "state": pl.String(),  # a canonical state name, or "INITIAL" / "TERMINAL"
+    "events": pl.Int64(),
+}
+EDGES_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "source": pl.Int64(),
+    "target": pl.Int64(),
+    "count": pl.Int64(),
+    "probability": pl.Float64(),
+}
+INVARIANTS_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "kind": pl.String(),  # AlwaysFollowedBy | NeverFollowedBy | AlwaysPrecedes
+    "a": pl.String(),
+    "b": pl.String(),
+    "support": pl.Int64(),
+}
+
+
+def empty_transitions() -> pl.DataFrame:
+    return pl.DataFrame(schema=TRANSITIONS_SCHEMA)
+
+
+def normalize_transitions(df: pl.DataFrame) -> pl.DataFrame:
+    """Bring a frame of state observations into the canonical transitions form.
+
+    - casts to :data:`TRANSITIONS_SCHEMA` (missing optional columns are filled with nulls);
+    - sorts stably by trace, then time (input order breaks ties);
+    - inserts ``Init`` at each trace's first time when the trace does not start with it;
+    - drops consecutive repeats of the same state within a trace;
+    - fills a missing ``end_ms`` with the trace's last transition time.
+    """
+    missing = {"trace", "time_ms", "state"} - set(df.columns)
+    if missing:
+        raise InputError(
+            f"transitions need columns trace, time_ms, state; missing {sorted(missing)}"
+        )
+    fill = {
+        "file": pl.lit(None, pl.String()),
+        "vantage": pl.lit("unknown", VANTAGE_DTYPE),
+        "raw_state": pl.lit(None, pl.String()),
+        "trigger": pl.lit(None, pl.String()),
+        "source": pl.lit("explicit", SOURCE_DTYPE),
+        "end_ms": pl.col("time_ms").cast(pl.Float64).max().over("trace"),
+    }
+    df = df.with_columns(
+        [expr.alias(name) for name, expr in fill.items() if name not in df.columns]
+    )
+    df = df.select([pl.col(n).cast(t) for n, t in TRANSITIONS_SCHEMA.items()])
+    df = (
+        df.with_row_index("_order")
+        .with_columns(pl.col("_order").cast(pl.Int64))
+        .sort(["trace", "time_ms", "_order"], maintain_order=True)
+    )
+    firsts = df.group_by("trace", maintain_order=True).first()
+    inits = firsts.filter(pl.col("state") != "Init").with_columns(
+        pl.lit("Init", STATE_DTYPE).alias("state"),
+        pl.lit(None, pl.String()).alias("raw_state"),
+        pl.lit(None, pl.String()).alias("trigger"),
+        pl.lit("derived", SOURCE_DTYPE).alias("source"),
+        pl.lit(-1, pl.Int64()).alias("_order"),
+    )
+    df = pl.concat([inits.select(df.columns), df]).sort(
+        ["trace", "time_ms", "_order"], maintain_order=True
+    )
+    keep = (pl.col("state") != pl.col("state").shift(1).over("trace")) | pl.col("state").shift(
+        1
+    ).over("trace").is_null()
+    df = df.with_columns(
+        pl.max_horizontal("end_ms", pl.col("time_ms").max().over("trace")).alias("end_ms")
+    )
+    return df.filter(keep).drop("_order")

@@ -1,0 +1,32 @@
+"""The canonical congestion-state taxonomy.
+
+The eight states come from Kakhki et al., "Taking a Long Look at QUIC" (IMC 2017), Table 3;
+BBR's four phases are added for stacks that run BBR. ``Unknown`` stands for a producer's state
+name that no alias table entry maps; the original name is always kept in ``raw_state``.
+
+The mapping from every known producer's names onto these lives in :mod:`quicsm.core.aliases`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import polars as pl
+
+PAPER_STATES: Final[tuple[str, ...]] = (
+    "Init",
+    "SlowStart",
+    "CongestionAvoidance",
+    "CongestionAvoidanceMaxed",
+    "ApplicationLimited",
+    "RetransmissionTimeout",
+    "Recovery",
+    "TailLossProbe",
+)
+BBR_STATES: Final[tuple[str, ...]] = ("Startup", "Drain", "ProbeBW", "ProbeRTT")
+UNKNOWN: Final[str] = "Unknown"
+
+CANONICAL_STATES: Final[tuple[str, ...]] = (*PAPER_STATES, *BBR_STATES, UNKNOWN)
+
+#: polars dtype of every ``state`` column.
+STATE_DTYPE: Final[pl.Enum] = pl.Enum(list(CANONICAL_STATES))

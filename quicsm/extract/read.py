@@ -1,0 +1,377 @@
+"""The public readers: qlog files (any draft, any serialization) and transition tables to frames.
+
+::
+
+    read_transitions(paths, *, on_error="raise" | "skip", diagnostics=None) -> pl.DataFrame
+    scan_transitions(paths, ...) -> pl.LazyFrame
+    read_metrics(paths, ...) -> pl.DataFrame
+    read_traces(paths, ...) -> pl.DataFrame
+
+``paths`` are files, directories (searched recursively) and glob patterns
+(:mod:`quicsm.qlog.paths`).
+Strict by default: the first bad record raises :class:`quicsm.core.errors.QlogError`. With
+``on_error="skip"`` bad records (and unreadable files) are skipped, counted, and reported with
+the first few reasons in ``diagnostics`` (pass a :class:`Diagnostics` to read them) and in one
+:class:`QuicsmWarning`. Truncated files and unknown state names are reported the same way in
+both modes.
+
+Trace ids are ``"<file>#<n>"`` (n = the trace's 0-based position in its file, zero-padded to
+four digits), so the same inputs always give the same ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+
+from quicsm.core.aliases import CC_ALGORITHM_KEYS, canonical_state, is_numeric
+from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
+from quicsm.core.errors import InputError, QlogError
+from quicsm.core.frames import METRICS_SCHEMA, TRANSITIONS_SCHEMA, normalize_transitions
+from quicsm.core.states import UNKNOWN
+from quicsm.extract.derive import derive_states
+from quicsm.qlog.paths import PathLike, expand_paths
+from quicsm.qlog.source import CSV, PARQUET, DecompressedFile, FileRead, read_qlog
+from quicsm.qlog.tabular import read_table
+from quicsm.qlog.trace import TraceData
+
+__all__ = [
+    "Diagnostics",
+    "QuicsmWarning",
+    "read_metrics",
+    "read_traces",
+    "read_transitions",
+    "scan_transitions",
+    "trace_id",
+]
+
+#: "raise" (strict, the default) or "skip" (lenient); checked at run time
+OnError = str
+
+#: times are rounded to the microsecond: float64 epoch milliseconds (about 1.7e12) carry only
+#: about 0.2 microseconds of precision, and no producer logs finer than that
+TIME_DECIMALS = 3
+
+TRACES_SCHEMA: dict[str, pl.DataType] = {
+    "file": pl.String(),
+    "trace": pl.String(),
+    "vantage": TRANSITIONS_SCHEMA["vantage"],
+    "format": pl.String(),
+    "title": pl.String(),
+    "code_version": pl.String(),
+    "n_events": pl.Int64(),
+    "duration_ms": pl.Float64(),
+    "labels": pl.String(),
+}
+
+
+def trace_id(file: str, index: int) -> str:
+    return f"{file}#{index:04d}"
+
+
+@dataclass
+class _Loaded:
+    path: Path
+    kind: str  # the detected format
+    read: FileRead | None  # qlog
+    table: pl.DataFrame | None  # CSV / Parquet transitions
+    sidecar: dict[str, Any]
+
+
+def _check_on_error(on_error: str) -> bool:
+    if on_error not in ("raise", "skip"):
+        raise InputError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    return on_error == "skip"
+
+
+def _sidecar(
+    path: Path, cache: dict[Path, dict[str, Any]], lenient: bool, diag: Diagnostics
+) -> dict[str, Any]:
+    """Scalar fields of ``run.json`` next to a trace file (lab runs), ``{}`` if there is none."""
+    directory = path.parent
+    if directory in cache:
+        return cache[directory]
+    labels: dict[str, Any] = {}
+    run = directory / "run.json"
+    if run.is_file():
+        try:
+            value = orjson.loads(run.read_bytes())
+            if not isinstance(value, dict):
+                raise QlogError(str(run), "a JSON object of run labels", got=type(value).__name__)
+            labels = {
+                str(k): v
+                for k, v in value.items()
+                if v is None or isinstance(v, str | int | float | bool)
+            }
+        except orjson.JSONDecodeError as exc:
+            error = QlogError(
+                str(run), "a JSON object of run labels", line=exc.lineno, got="invalid JSON"
+            )
+            if not lenient:
+                raise error from None
+            diag.skip(error, file_level=True)
+        except QlogError as error:
+            if not lenient:
+                raise
+            diag.skip(error, file_level=True)
+    cache[directory] = labels
+    return labels
+
+
+def _load_all(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    lenient: bool,
+    diag: Diagnostics,
+    want_metrics: bool = False,
+    count: bool = False,
+) -> Iterator[_Loaded]:
+    cache: dict[Path, dict[str, Any]] = {}
+    for path in expand_paths(paths):
+        try:
+            read: FileRead | None = read_qlog(
+                path, want_metrics=want_metrics, count=count, lenient=lenient
+            )
+            assert read is not None
+            table = None
+            kind = read.kind
+            if read.kind in (CSV, PARQUET):
+                data = None
+                if read.kind == CSV:
+                    data = b"".join(DecompressedFile(path).blocks())
+                table = read_table(path, read.kind, data=data, lenient=lenient, diagnostics=diag)
+                read = None
+            elif not read.traces:
+                raise QlogError(str(path), "at least one complete qlog trace", got="none")
+        except QlogError as error:
+            if not lenient:
+                raise
+            diag.skip(error, file_level=True)
+            continue
+        if read is not None:
+            for problem in read.problems:
+                diag.skip(problem)
+            diag.skipped_records += max(0, read.skipped - len(read.problems))
+            if read.truncated:
+                diag.truncated.append(read.truncated)
+        yield _Loaded(path, kind, read, table, _sidecar(path, cache, lenient, diag))
+
+
+def _cc_algorithm(trace: TraceData, sidecar: dict[str, Any]) -> str | None:
+    if trace.cc_algorithm:
+        return trace.cc_algorithm
+    for key in CC_ALGORITHM_KEYS:
+        if isinstance(sidecar.get(key), str):
+            return str(sidecar[key])
+    return None
+
+
+def _transition_rows(
+    loaded: _Loaded, trace: TraceData, rows: dict[str, list[Any]], diag: Diagnostics
+) -> None:
+    file = str(loaded.path)
+    tid = trace_id(file, trace.index)
+    start = trace.first_time if trace.first_time is not None else 0.0
+    end = round(trace.duration_ms, TIME_DECIMALS)
+
+    def add(time: float, state: str, raw: str | None, trigger: str | None, source: str) -> None:
+        rows["file"].append(file)
+        rows["trace"].append(tid)
+        rows["vantage"].append(trace.vantage)
+        rows["time_ms"].append(round(time, TIME_DECIMALS))
+        rows["state"].append(state)
+        rows["raw_state"].append(raw)
+        rows["trigger"].append(trigger)
+        rows["source"].append(source)
+        rows["end_ms"].append(end)
+
+    add(0.0, "Init", None, None, "derived")
+    if trace.states:
+        cc = _cc_algorithm(trace, loaded.sidecar)
+        for event in trace.states:
+            state = canonical_state(event.new, cc_algorithm=cc)
+            if state == UNKNOWN:
+                diag.unknown_state(event.new)
+                if is_numeric(event.new) and cc is None:
+                    diag.note(
+                        f"{file}: numeric congestion states (picoquic) need the congestion "
+                        "controller: give it as the label cc_algorithm (trace header or run.json); "
+                        "kept raw as Unknown"
+                    )
+            add(event.time - start, state, event.new, event.trigger, "explicit")
+    else:
+        for derived in derive_states(trace.metrics):
+            add(derived.time - start, derived.state, None, derived.trigger, "derived")
+
+
+def read_transitions(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    on_error: OnError = "raise",
+    diagnostics: Diagnostics | None = None,
+) -> pl.DataFrame:
+    """One row per state entered, per trace, in time order (:data:`TRANSITIONS_SCHEMA`).
+
+    Traces with ``congestion_state_updated`` events give ``source="explicit"`` rows (names
+    mapped by :mod:`quicsm.core.aliases`); traces without give rows derived from metrics and
+    loss events (``source="derived"``, :mod:`quicsm.extract.derive`). Every trace starts with
+    ``Init`` at its first event (0 ms); ``end_ms`` is its last event.
+    """
+    lenient = _check_on_error(on_error)
+    diag = diagnostics if diagnostics is not None else Diagnostics()
+    rows: dict[str, list[Any]] = {name: [] for name in TRANSITIONS_SCHEMA}
+    tables: list[pl.DataFrame] = []
+    for loaded in _load_all(paths, lenient=lenient, diag=diag):
+        if loaded.table is not None:
+            tables.append(loaded.table)
+            continue
+        assert loaded.read is not None
+        for trace in loaded.read.traces:
+            _transition_rows(loaded, trace, rows, diag)
+    frame = pl.DataFrame(
+        {
+            k: pl.Series(
+                v, dtype=pl.String if k in ("state", "vantage", "source") else TRANSITIONS_SCHEMA[k]
+            )
+            for k, v in rows.items()
+        }
+    ).select([pl.col(c).cast(t) for c, t in TRANSITIONS_SCHEMA.items()])
+    if tables:
+        frame = pl.concat([frame, *tables])
+    out = normalize_transitions(frame)
+    diag.warn()
+    return out
+
+
+def scan_transitions(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    on_error: OnError = "raise",
+    diagnostics: Diagnostics | None = None,
+) -> pl.LazyFrame:
+    """:func:`read_transitions` as a LazyFrame (the files are read when this is called)."""
+    return read_transitions(paths, on_error=on_error, diagnostics=diagnostics).lazy()
+
+
+_METRIC_COLUMNS = (
+    "cwnd_bytes",
+    "bytes_in_flight",
+    "ssthresh_bytes",
+    "smoothed_rtt_ms",
+    "min_rtt_ms",
+    "pto_count",
+)
+
+
+def read_metrics(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    on_error: OnError = "raise",
+    diagnostics: Diagnostics | None = None,
+) -> pl.DataFrame:
+    """One row per metrics update and loss/PTO event (:data:`METRICS_SCHEMA`).
+
+    ``event`` is ``metrics``, ``packet_lost``, ``pto`` (a PTO timer expired) or
+    ``spurious_loss``. Metric events usually carry only the fields that changed; every value is
+    carried forward within its trace. ``time_ms`` counts from the trace's first event.
+    Transition tables (CSV/Parquet) have no metrics and add no rows.
+    """
+    lenient = _check_on_error(on_error)
+    diag = diagnostics if diagnostics is not None else Diagnostics()
+    rows: dict[str, list[Any]] = {name: [] for name in METRICS_SCHEMA}
+    for loaded in _load_all(paths, lenient=lenient, diag=diag, want_metrics=True):
+        if loaded.read is None:
+            continue
+        file = str(loaded.path)
+        for trace in loaded.read.traces:
+            tid = trace_id(file, trace.index)
+            start = trace.first_time if trace.first_time is not None else 0.0
+            for event in sorted(trace.metrics, key=lambda e: e.time):
+                rows["file"].append(file)
+                rows["trace"].append(tid)
+                rows["vantage"].append(trace.vantage)
+                rows["time_ms"].append(round(event.time - start, TIME_DECIMALS))
+                rows["event"].append(event.event)
+                for column in _METRIC_COLUMNS:
+                    value = event.values.get(column)
+                    rows[column].append(
+                        int(value) if column == "pto_count" and value is not None else value
+                    )
+                rows["trigger"].append(event.trigger)
+    frame = pl.DataFrame(
+        {
+            k: pl.Series(v, dtype=pl.String if k == "vantage" else METRICS_SCHEMA[k])
+            for k, v in rows.items()
+        }
+    ).select([pl.col(c).cast(t) for c, t in METRICS_SCHEMA.items()])
+    frame = frame.with_columns([pl.col(c).forward_fill().over("trace") for c in _METRIC_COLUMNS])
+    diag.warn()
+    return frame
+
+
+def read_traces(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    on_error: OnError = "raise",
+    diagnostics: Diagnostics | None = None,
+) -> pl.DataFrame:
+    """One row per trace: file, trace, vantage, format, title, code_version, n_events,
+    duration_ms, labels.
+
+    ``labels`` is a JSON object (keys sorted) merged from, in increasing precedence: the qlog
+    ``title``, ``code_version`` and ``vantage`` of the trace; the scalar fields of a ``run.json``
+    next to the file; the trace header's ``trace.quicsm_labels``.
+    """
+    lenient = _check_on_error(on_error)
+    diag = diagnostics if diagnostics is not None else Diagnostics()
+    rows: dict[str, list[Any]] = {name: [] for name in TRACES_SCHEMA}
+    for loaded in _load_all(paths, lenient=lenient, diag=diag, count=True):
+        file = str(loaded.path)
+        if loaded.table is not None:
+            summary = loaded.table.group_by("trace", maintain_order=True).agg(
+                pl.col("vantage").first(), pl.len().alias("n"), pl.col("end_ms").max()
+            )
+            for trace, vantage, n, end in summary.iter_rows():
+                labels = {**loaded.sidecar}
+                rows["file"].append(file)
+                rows["trace"].append(trace)
+                rows["vantage"].append(vantage)
+                rows["format"].append(
+                    "CSV" if file.lower().split(".")[-1] != "parquet" else "Parquet"
+                )
+                rows["title"].append(None)
+                rows["code_version"].append(None)
+                rows["n_events"].append(n)
+                rows["duration_ms"].append(end)
+                rows["labels"].append(orjson.dumps(labels, option=orjson.OPT_SORT_KEYS).decode())
+            continue
+        assert loaded.read is not None
+        for t in loaded.read.traces:
+            own: dict[str, Any] = {"vantage": t.vantage}
+            if t.title is not None:
+                own["title"] = t.title
+            if t.code_version is not None:
+                own["code_version"] = t.code_version
+            labels = {**own, **loaded.sidecar, **t.labels}
+            rows["file"].append(file)
+            rows["trace"].append(trace_id(file, t.index))
+            rows["vantage"].append(t.vantage)
+            rows["format"].append(t.format)
+            rows["title"].append(t.title)
+            rows["code_version"].append(t.code_version)
+            rows["n_events"].append(t.n_events)
+            rows["duration_ms"].append(round(t.duration_ms, TIME_DECIMALS))
+            rows["labels"].append(orjson.dumps(labels, option=orjson.OPT_SORT_KEYS).decode())
+    frame = pl.DataFrame(
+        {
+            k: pl.Series(v, dtype=pl.String if k == "vantage" else TRACES_SCHEMA[k])
+            for k, v in rows.items()
+        }
+    ).select([pl.col(c).cast(t) for c, t in TRACES_SCHEMA.items()])
+    diag.warn()
+    return frame

@@ -1,0 +1,106 @@
+"""``quicsm.infer``: from a transitions frame to a :class:`quicsm.model.tables.Model`.
+
+Three algorithms, one result type:
+
+``synoptic``  Synoptic's counter-example-guided refinement followed by k-tails coarsening
+              (:func:`quicsm.model.synoptic.infer_graph`).
+``ktails``    plain k-tails merging (:func:`quicsm.model.synoptic.infer_graph`,
+``algorithm="ktails"``).
+``observed``  one node per canonical state observed: the first-order chain the paper's Fig. 13
+              draws. Nodes are the states, edges the observed transitions (INITIAL → first
+              state, last state → TERMINAL included), computed here with polars.
+
+Whatever the algorithm, the invariants are mined from the same traces
+(:func:`quicsm.model.synoptic.mine_invariants`) and the statistics come from
+:mod:`quicsm.stats.descriptive`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import polars as pl
+
+from quicsm.core.errors import ModelError
+from quicsm.model.replay import node_times
+from quicsm.model.tables import Model, renumber
+from quicsm.stats.descriptive import INITIAL, TERMINAL, Stats, Visits, compute_stats
+
+#: valid values of ``algorithm``.
+ALGORITHMS: Final[tuple[str, ...]] = ("synoptic", "ktails", "observed")
+
+
+def infer(
+    transitions: pl.DataFrame | pl.LazyFrame,
+    *,
+    algorithm: str = "synoptic",
+    k: int = 1,
+    seed: int = 0,
+) -> Model:
+    """Infer the state machine of a transitions frame
+    (:data:`quicsm.core.frames.TRANSITIONS_SCHEMA`).
+
+    ``k`` is the k-tails depth (synoptic's coarsening and plain ktails); ``seed`` fixes every
+    choice the algorithm makes at random, so the same input and seed give the same model.
+    """
+    if algorithm not in ALGORITHMS:
+        raise ModelError(f"unknown algorithm {algorithm!r}; valid choices: {', '.join(ALGORITHMS)}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ModelError(f"k must be a positive integer, got {k!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ModelError(f"seed must be an integer, got {seed!r}")
+    if isinstance(transitions, pl.LazyFrame):
+        transitions = transitions.collect()
+    visits = Visits(transitions)
+    if visits.n_visits == 0:
+        raise ModelError("no transitions to infer a model from (the input has no state rows)")
+    stats = compute_stats(visits)
+
+    from quicsm.model.synoptic import EventLog, infer_graph, mine_invariants
+
+    log = EventLog.from_transitions(transitions)
+    invariants = mine_invariants(log)
+    if algorithm == "observed":
+        nodes, edges = observed_graph(stats)
+    else:
+        nodes, edges = infer_graph(log, algorithm=algorithm, k=k, seed=seed)
+    nodes, edges = renumber(nodes, edges)
+    return Model(
+        nodes=nodes,
+        edges=edges,
+        invariants=invariants,
+        stats=stats,
+        algorithm=algorithm,
+        k=k,
+        seed=seed,
+        node_time=node_times(visits, nodes, edges),
+    )
+
+
+def observed_graph(stats: Stats) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Nodes and edges of the observed-state model, read off the statistics' transition table.
+
+    A state node holds one event per visit; INITIAL and TERMINAL one per trace. Edge counts are
+    the observed transitions and probabilities their share of the source's outgoing transitions.
+    """
+    tp = stats.transition_probabilities.select(
+        pl.col("source").cast(pl.String),
+        pl.col("target").cast(pl.String),
+        "count",
+        "probability",
+    )
+    visits = stats.dwell.select(pl.col("state").cast(pl.String), pl.col("visits").alias("events"))
+    dummies = pl.DataFrame(
+        {"state": [INITIAL, TERMINAL], "events": [stats.traces, stats.traces]},
+        schema={"state": pl.String(), "events": pl.Int64()},
+    )
+    nodes = pl.concat([dummies, visits]).with_columns(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("id")
+    )
+    ids = nodes.select("state", "id")
+    edges = (
+        tp.join(ids.rename({"state": "source", "id": "_s"}), on="source")
+        .join(ids.rename({"state": "target", "id": "_t"}), on="target")
+        .select(pl.col("_s").alias("source"), pl.col("_t").alias("target"), "count", "probability")
+    )
+    return nodes.select("id", "state", "events"), edges

@@ -1,0 +1,161 @@
+"""Transition tables from any instrumentation: the documented CSV/Parquet layout.
+
+One row per state entered::
+
+    trace,time_ms,state[,vantage,raw_state,trigger,file,end_ms,source]
+
+- ``trace`` (text, required): the trace id; rows of one trace may appear in any order;
+- ``time_ms`` (number, required): milliseconds from the trace's start;
+- ``state`` (text, required): a canonical state or any name of the alias table
+  (:mod:`quicsm.core.aliases`); other names become ``Unknown`` and are kept in ``raw_state``;
+- ``vantage`` (``client``/``server``/``unknown``), ``raw_state``, ``trigger``, ``file``,
+  ``end_ms`` (when the trace ended; default: its last row), ``source`` (``explicit``/``derived``)
+  are optional.
+
+Such a table reads into the same transitions frame as qlog (``Init`` is added at each trace's
+first row when missing). CSV is recognised by its header line, Parquet by its magic bytes;
+CSV may be gzip or zstd compressed.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Final
+
+import polars as pl
+
+from quicsm.core.aliases import canonical_state
+from quicsm.core.diagnostics import Diagnostics
+from quicsm.core.errors import QlogError
+from quicsm.core.frames import SOURCE_DTYPE, TRANSITIONS_SCHEMA, VANTAGE_DTYPE
+from quicsm.core.states import CANONICAL_STATES, UNKNOWN
+
+REQUIRED: Final[tuple[str, ...]] = ("trace", "time_ms", "state")
+OPTIONAL: Final[tuple[str, ...]] = (
+    "vantage",
+    "raw_state",
+    "trigger",
+    "file",
+    "end_ms",
+    "source",
+)
+
+
+def _load(path: Path, kind: str, data: bytes | None) -> pl.DataFrame:
+    try:
+        if kind == "Parquet":
+            return pl.read_parquet(path)
+        assert data is not None
+        return pl.read_csv(io.BytesIO(data), infer_schema=False)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise QlogError(str(path), f"a {kind} transitions table", got=detail) from None
+
+
+def read_table(
+    path: Path, kind: str, *, data: bytes | None = None, lenient: bool, diagnostics: Diagnostics
+) -> pl.DataFrame:
+    """Read a CSV (``data`` = its decompressed bytes) or Parquet table into transitions rows.
+
+    Returns the rows (not yet normalised); bad rows raise :class:`QlogError` naming the line
+    (CSV) or row (Parquet), or are skipped and counted when ``lenient``.
+    """
+    raw = _load(path, kind, data)
+    missing = [c for c in REQUIRED if c not in raw.columns]
+    if missing:
+        raise QlogError(
+            str(path),
+            "columns trace, time_ms and state",
+            line=1 if kind == "CSV" else None,
+            got=f"columns {', '.join(raw.columns) or '(none)'}",
+        )
+    raw = raw.select([c for c in (*REQUIRED, *OPTIONAL) if c in raw.columns])
+    strings = raw.with_columns([pl.col(c).cast(pl.String) for c in raw.columns]).with_row_index(
+        "_row"
+    )
+    checks = {
+        "trace": ("a trace id", pl.col("trace").is_null() | (pl.col("trace") == "")),
+        "time_ms": (
+            "a number in time_ms",
+            pl.col("time_ms").cast(pl.Float64, strict=False).is_null()
+            | ~pl.col("time_ms").cast(pl.Float64, strict=False).is_finite(),
+        ),
+        "state": ("a state name", pl.col("state").is_null() | (pl.col("state") == "")),
+    }
+    if "vantage" in strings.columns:
+        checks["vantage"] = (
+            "vantage client, server or unknown",
+            pl.col("vantage").is_not_null()
+            & ~pl.col("vantage").is_in(["client", "server", "unknown"]),
+        )
+    if "source" in strings.columns:
+        checks["source"] = (
+            "source explicit or derived",
+            pl.col("source").is_not_null() & ~pl.col("source").is_in(["explicit", "derived"]),
+        )
+    if "end_ms" in strings.columns:
+        checks["end_ms"] = (
+            "a number in end_ms",
+            pl.col("end_ms").is_not_null()
+            & pl.col("end_ms").cast(pl.Float64, strict=False).is_null(),
+        )
+    flags = strings.with_columns(
+        [expr.fill_null(True).alias(f"_bad_{c}") for c, (_, expr) in checks.items()]
+    )
+    bad = pl.any_horizontal([f"_bad_{c}" for c in checks])
+    for row in flags.filter(bad).iter_rows(named=True):
+        column = next(c for c in checks if row[f"_bad_{c}"])
+        expected, _ = checks[column]
+        where = {"line": row["_row"] + 2} if kind == "CSV" else {"record": row["_row"] + 1}
+        error = QlogError(str(path), expected, got=repr(row[column]), **where)
+        if not lenient:
+            raise error
+        diagnostics.skip(error)
+    strings = flags.select(strings.columns)
+    bad = pl.any_horizontal([expr.fill_null(True) for _, expr in checks.values()])
+    good = strings.filter(~bad).drop("_row")
+    names = good["state"].to_list()
+    states: list[str] = []
+    for name in names:
+        state = name if name in CANONICAL_STATES else canonical_state(name)
+        if state == UNKNOWN and name != UNKNOWN:
+            diagnostics.unknown_state(name)
+        states.append(state)
+    # the raw name is always kept: the given raw_state, else the state as written
+    raw_state = (
+        good["raw_state"].fill_null(good["state"]) if "raw_state" in good.columns else good["state"]
+    )
+    columns = {
+        "file": good["file"] if "file" in good.columns else pl.Series([str(path)] * good.height),
+        "trace": good["trace"],
+        "vantage": (
+            good["vantage"].fill_null("unknown")
+            if "vantage" in good.columns
+            else pl.Series(["unknown"] * good.height)
+        ),
+        "time_ms": good["time_ms"].cast(pl.Float64),
+        "state": pl.Series(states, dtype=pl.String),
+        "raw_state": raw_state,
+        "trigger": good["trigger"]
+        if "trigger" in good.columns
+        else pl.Series([None] * good.height, dtype=pl.String),
+        "source": (
+            good["source"].fill_null("explicit")
+            if "source" in good.columns
+            else pl.Series(["explicit"] * good.height)
+        ),
+    }
+    frame = pl.DataFrame(columns)
+    end = (
+        good["end_ms"].cast(pl.Float64)
+        if "end_ms" in good.columns
+        else pl.Series([None] * good.height, dtype=pl.Float64)
+    )
+    frame = frame.with_columns(end.alias("end_ms"))
+    frame = frame.with_columns(
+        pl.col("vantage").cast(VANTAGE_DTYPE),
+        pl.col("source").cast(SOURCE_DTYPE),
+        pl.col("end_ms").fill_null(pl.col("time_ms").max().over("trace")).max().over("trace"),
+    )
+    return frame.select([pl.col(c).cast(t) for c, t in TRANSITIONS_SCHEMA.items()])

@@ -1,0 +1,1 @@
+"""Beside the layers: synthetic traces and helpers for tests and benchmarks."""
