@@ -16,6 +16,7 @@ from quicsm.model.inference import ALGORITHMS, infer
 from quicsm.model.synoptic import EventLog
 from quicsm.model.synoptic.verify import rejected_traces, violated_invariants
 from quicsm.model.tables import Model
+from quicsm.render.dot import model_to_dot
 from quicsm.stats.descriptive import transition_probabilities
 from quicsm.testing.synthetic import generate_transitions
 
@@ -154,7 +155,7 @@ def test_split_states_get_their_own_time(synthetic: pl.DataFrame) -> None:
     assert joined["fraction"].to_list() == pytest.approx(joined["fraction_state"].to_list())
     assert per_node["fraction"].sum() == pytest.approx(1.0)
     assert model.states_sharing_a_fraction() == []
-    assert "(x)" not in model.to_dot()
+    assert "(x)" not in model_to_dot(model)
 
 
 def _hand_model(edges: list[tuple[int, int]]) -> tuple[pl.DataFrame, pl.DataFrame]:
