@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from transitions_strategies import frame_of, raw_traces
 
-from quicsm.core.errors import ModelError
+from quicsm.core.errors import InputError, ModelError
 from quicsm.model.inference import ALGORITHMS, infer
 from quicsm.model.synoptic import EventLog
 from quicsm.model.synoptic.verify import rejected_traces, violated_invariants
@@ -124,15 +124,30 @@ def test_lazy_input_is_accepted(synthetic: pl.DataFrame) -> None:
 
 def test_unknown_algorithm_lists_the_choices(synthetic: pl.DataFrame) -> None:
     with pytest.raises(
-        ModelError, match=r"unknown algorithm 'perfume'; valid choices: synoptic, ktails, observed"
+        InputError, match=r"unknown algorithm 'perfume'; choose one of synoptic, ktails, observed"
     ):
         infer(synthetic, algorithm="perfume")
 
 
-@pytest.mark.parametrize("k", [0, -1, 1.5, True])
-def test_bad_k_is_an_error(k: object, synthetic: pl.DataFrame) -> None:
-    with pytest.raises(ModelError, match="k must be a positive integer"):
-        infer(synthetic, k=k)  # type: ignore[arg-type]
+@pytest.mark.parametrize("k", [0, -1, 1.5, True, "2"])
+@pytest.mark.parametrize("algorithm", ["synoptic", "ktails"])
+def test_bad_k_is_one_error_everywhere(k: object, algorithm: str, synthetic: pl.DataFrame) -> None:
+    # the model entry point and the engine's own entry points word it alike, as an InputError
+    from quicsm.model.synoptic import EventLog, infer_graph
+    from quicsm.model.synoptic.coarsen import coarsen
+    from quicsm.model.synoptic.ktails import ktails_graph
+
+    match = r"k \(the k-tails depth\) must be a positive integer"
+    with pytest.raises(InputError, match=match):
+        infer(synthetic, algorithm=algorithm, k=k)  # type: ignore[arg-type]
+    log = EventLog.from_transitions(synthetic)
+    with pytest.raises(InputError, match=match):
+        infer_graph(log, algorithm=algorithm, k=k)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=match):
+        ktails_graph(log, k=k)  # type: ignore[arg-type]
+    graph = ktails_graph(log, k=1)
+    with pytest.raises(InputError, match=match):
+        coarsen(graph, [], k=k)  # type: ignore[arg-type]
 
 
 def test_empty_input_is_an_error() -> None:
