@@ -86,7 +86,3 @@ def test_report_markdown_golden(fmt: str) -> None:
     a, b = _groups()
     comp = Comparison(group_from_frame("v1", a), group_from_frame("v2", b))  # type: ignore[arg-type]
     _check("diff_report.md", build_report([comp], fmt=fmt))
-
-
-def test_output_is_deterministic() -> None:
-    assert diff_format.to_json(_result()) == diff_format.to_json(_result())

@@ -38,7 +38,12 @@ def _cpu_share(limiter: CpuLimiter) -> float:
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_limited_child_gets_about_its_cpu_share(mechanism: str) -> None:
     if not _available(mechanism):
-        pytest.skip(f"{mechanism} not available here")
+        # not a skip: an unavailable mechanism must say so, and the default must fall back
+        with pytest.raises(LabError, match=f"'{mechanism}' is not available on this machine"):
+            CpuLimiter(device_profile("slow"), name="x", mechanism=mechanism)
+        with CpuLimiter(device_profile("slow"), name="x") as fallback:
+            assert fallback.mechanism != mechanism and _available(fallback.mechanism)
+        return
     profile = device_profile("custom", cpu_percent=20)
     with CpuLimiter(profile, name="test", mechanism=mechanism) as limiter:
         assert limiter.mechanism == mechanism
