@@ -160,9 +160,7 @@ build_rust() {
     printf '[package]\nname = "quicsm-%s"\nversion = "0.0.0"\nedition = "2021"\npublish = false\n\n[[bin]]\nname = "quicsm-%s"\npath = "main.rs"\n\n[dependencies]\n%s\n[patch.crates-io]\n%s = { path = "../src" }\n\n%s' \
       "$stack" "$stack" "$deps" "$crate" "$lab_profile" >"$dir/lab/Cargo.toml"
     (cd "$dir/lab" && CARGO_TARGET_DIR="$cargo_target" CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}" \
-      nice -n 10 cargo build -q --release --locked 2>"$dir/cargo.log" ||
-      CARGO_TARGET_DIR="$cargo_target" CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}" \
-      nice -n 10 cargo build -q --release >>"$dir/cargo.log" 2>&1) ||
+      nice -n 10 cargo build -q --release >"$dir/cargo.log" 2>&1) ||
       { tail -30 "$dir/cargo.log" >&2; die "$stack $version: build failed (log: $dir/cargo.log)"; }
     cp "$cargo_target/release/quicsm-$stack" "$bin"
     echo "$stamp" >"$dir/.stamp"

@@ -81,7 +81,8 @@ def test_selectors(tmp_path: Path, selector: str, keys: list[str]) -> None:
 
 def test_unknown_selector_lists_what_is_built(tmp_path: Path) -> None:
     stacks = load_stacks(_write(tmp_path, [_entry(controllers=["newreno"])]))
-    with pytest.raises(InputError, match=r"'quinn/cubic' is not built \(built: quinn@0.11.12/newreno\)"):
+    built = r"'quinn/cubic' is not built \(built: quinn@0.11.12/newreno\)"
+    with pytest.raises(InputError, match=built):
         select_stacks(stacks, ("quinn/cubic",), where="w")
 
 

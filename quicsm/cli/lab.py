@@ -49,7 +49,8 @@ def lab() -> None:
     "--stack",
     "stack_selectors",
     multiple=True,
-    help='Run only these stacks ("quic-go" or "quic-go@v0.48.2"); repeatable.',
+    help='Run only these stacks ("quic-go", "quic-go@v0.65.0" or, one congestion controller, '
+    '"quic-go@v0.65.0/cubic", "quinn/bbr"); repeatable.',
 )
 @click.option(
     "--repetitions",

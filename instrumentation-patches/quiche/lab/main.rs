@@ -19,6 +19,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const ALPN: &[u8] = b"quicsm-lab";
 const CHUNK: usize = 64 * 1024;
 const TICK: Duration = Duration::from_millis(50);
+/// length of the connection IDs this program issues (short headers carry no length)
+const CID_LEN: usize = 16;
 
 fn flags(args: &[String]) -> Result<HashMap<String, String>, String> {
     let mut out = HashMap::new();
@@ -51,7 +53,7 @@ fn new_cid(seq: &mut u64) -> Vec<u8> {
     *seq += 1;
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos() as u64;
     let mut x = nanos ^ seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(std::process::id());
-    let mut cid = Vec::with_capacity(16);
+    let mut cid = Vec::with_capacity(CID_LEN);
     for _ in 0..2 {
         x ^= x << 13;
         x ^= x >> 7;
@@ -125,7 +127,9 @@ fn receive(
     loop {
         match socket.recv_from(buf) {
             Ok((len, from)) => handle(&mut buf[..len], from),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {
+                break
+            }
             Err(e) => return Err(e),
         }
         if first {
@@ -217,7 +221,7 @@ fn server(f: HashMap<String, String>) -> Result<(), String> {
         let timeout = peers.values().filter_map(|p| p.conn.timeout()).min().unwrap_or(TICK).min(TICK);
         let mut problem = None;
         receive(&socket, &mut buf, if stopping { Duration::ZERO } else { timeout }, |pkt, from| {
-            let Ok(hdr) = quiche::Header::from_slice(pkt, quiche::MAX_CONN_ID_LEN) else { return };
+            let Ok(hdr) = quiche::Header::from_slice(pkt, CID_LEN) else { return };
             let dcid = hdr.dcid.to_vec();
             let key = aliases.get(&dcid).cloned().unwrap_or(dcid.clone());
             if !peers.contains_key(&key) {
