@@ -145,7 +145,8 @@ async fn server(f: HashMap<String, String>) -> Result<(), String> {
     }
     endpoint.close(VarInt::from_u32(0), b"shutdown");
     tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await.ok();
-    writer.0.lock().unwrap().flush().map_err(|e| e.to_string())
+    let flushed = writer.0.lock().unwrap().flush();
+    flushed.map_err(|e| e.to_string())
 }
 
 /// The lab's certificate is self-signed: the client accepts any server certificate.
