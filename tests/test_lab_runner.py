@@ -195,8 +195,9 @@ def _built_stacks() -> list[Stack]:
     return load_stacks(STACKS_FILE)
 
 
-# The state a sender enters when it first grows its window: SlowStart, or Startup under BBR.
-GROWTH_STATES = {"SlowStart", "Startup"}
+# A state that only the controller's growth rule decides: SlowStart, or a BBR phase under BBR
+# (quinn's BBR may spend a short transfer in ProbeRTT and ProbeBW without Startup).
+GROWTH_STATES = {"SlowStart", "Startup", "Drain", "ProbeBW", "ProbeRTT"}
 
 
 @pytest.mark.lab
