@@ -48,6 +48,14 @@ def with_controllers(stacks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def selects(selector: str, stack: dict[str, Any]) -> bool:
+    """``quinn``, ``quinn@0.11.12``, ``quinn/bbr`` or ``quinn@0.11.12/bbr`` (as ``quicsm lab``)."""
+    rest, _, cc = selector.partition("/")
+    name, _, version = rest.partition("@")
+    return (name == stack["stack"] and version in ("", stack["version"])
+            and cc in ("", stack.get("cc", "")))
+
+
 def stack_name(stack: dict[str, Any]) -> str:
     """``quic-go@v0.65.0`` or, for one controller, ``quic-go@v0.65.0/cubic``."""
     name = f"{stack['stack']}@{stack['version']}"
@@ -299,7 +307,7 @@ def main(argv: list[str]) -> int:
         return 0
     for stack in with_controllers(stacks):
         name = stack_name(stack)
-        if argv and not any(w in (name, stack["stack"], name.split("/")[0]) for w in argv):
+        if argv and not any(selects(w, stack) for w in argv):
             continue
         with tempfile.TemporaryDirectory() as tmp:
             res = run_smoke(stack, Path(tmp))
