@@ -12,7 +12,7 @@ from quicsm.lab.scenario import load_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"
-STACKS_PACK = TRACES / "stacks.qlog"
+STACKS_PACK = TRACES / "stacks" / "stacks.qlog"
 BUDGET_BYTES = 20 * 1000 * 1000
 
 
