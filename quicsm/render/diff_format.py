@@ -14,7 +14,8 @@ import orjson
 import polars as pl
 
 from quicsm import __version__
-from quicsm.stats.significance import format_p
+from quicsm.compare.diff import outcome_value
+from quicsm.core.numbers import MISSING, change, format_p, ms, pct, pp
 
 if TYPE_CHECKING:
     from quicsm.compare.diff import DiffResult
@@ -51,8 +52,12 @@ def to_dict(d: DiffResult) -> dict[str, Any]:
         },
         "alpha": d.alpha,
         "settings": d.settings,
+        "within": list(d.within),
+        "strata": {k: {"a": v[0], "b": v[1]} for k, v in d.strata.items()},
+        "tests": d.n_tests,
         "any_significant": d.any_significant,
         "summary": [f.sentence for f in d.findings()],
+        "outcomes": _records(d.outcomes, list(d.outcomes.columns)),
         "states": _records(d.states, list(d.states.columns)),
         "sources": _records(d.sources, list(d.sources.columns)),
         "edges": _records(d.edges, list(d.edges.columns)),
@@ -69,25 +74,6 @@ def to_json(d: DiffResult) -> str:
 # -- text tables ------------------------------------------------------------------------------
 
 
-def _pct(x: float | None) -> str:
-    if x is None or x != x:
-        return "–"
-    return f"{100 * x:.1f}%"
-
-
-def _pp(x: float | None) -> str:
-    """A difference of fractions in percentage points, signed."""
-    if x is None or x != x:
-        return "–"
-    return f"{100 * x:+.1f} pp"
-
-
-def _ms(x: float | None) -> str:
-    if x is None or x != x:
-        return "–"
-    return f"{x:.1f} ms"
-
-
 def _p(row: dict[str, Any]) -> str:
     return format_p(row["p_value"], note=row["note"])
 
@@ -98,13 +84,27 @@ def _mark(row: dict[str, Any]) -> str:
 
 def _tables(d: DiffResult) -> list[tuple[str, list[str], list[list[str]]]]:
     a, b = d.names
+    outcomes = [
+        [
+            r["metric"],
+            r["cell"],
+            outcome_value(r["metric"], r["a_mean"]),
+            outcome_value(r["metric"], r["b_mean"]),
+            change(r["change"]),
+            f"{r['n_a']} vs {r['n_b']}",
+            r["test"],
+            _p(r),
+            _mark(r),
+        ]
+        for r in d.outcomes.iter_rows(named=True)
+    ]
     states = [
         [
             r["state"],
-            _pct(r["a_fraction"]),
-            _pct(r["b_fraction"]),
-            _pp(r["difference"]),
-            f"[{_pp(r['ci_low'])}, {_pp(r['ci_high'])}]" if r["ci_low"] == r["ci_low"] else "–",
+            pct(r["a_fraction"]),
+            pct(r["b_fraction"]),
+            pp(r["difference"]),
+            f"[{pp(r['ci_low'])}, {pp(r['ci_high'])}]" if r["ci_low"] == r["ci_low"] else MISSING,
             _p(r),
             _mark(r),
         ]
@@ -115,7 +115,7 @@ def _tables(d: DiffResult) -> list[tuple[str, list[str], list[list[str]]]]:
             r["source"],
             str(r["a_count"]),
             str(r["b_count"]),
-            "–" if r["effect"] is None or r["effect"] != r["effect"] else f"{r['effect']:.3f}",
+            MISSING if r["effect"] is None or r["effect"] != r["effect"] else f"{r['effect']:.3f}",
             r["test"],
             _p(r),
             _mark(r),
@@ -125,9 +125,9 @@ def _tables(d: DiffResult) -> list[tuple[str, list[str], list[list[str]]]]:
     edges = [
         [
             f"{r['source']} → {r['target']}",
-            f"{_pct(r['a_probability'])} ({r['a_count']})",
-            f"{_pct(r['b_probability'])} ({r['b_count']})",
-            _pp(r["difference"]),
+            f"{pct(r['a_probability'])} ({r['a_count']})",
+            f"{pct(r['b_probability'])} ({r['b_count']})",
+            pp(r["difference"]),
             r["test"],
             _p(r),
             _mark(r),
@@ -137,18 +137,28 @@ def _tables(d: DiffResult) -> list[tuple[str, list[str], list[list[str]]]]:
     dwell = [
         [
             r["state"],
-            _ms(r["a_median_ms"]),
-            _ms(r["b_median_ms"]),
-            "–" if r["log2_ratio"] != r["log2_ratio"] else f"×{2 ** r['log2_ratio']:.2f}",
+            ms(r["a_median_ms"]),
+            ms(r["b_median_ms"]),
+            MISSING if r["log2_ratio"] != r["log2_ratio"] else f"×{2 ** r['log2_ratio']:.2f}",
             f"{r['n_a']} vs {r['n_b']}",
             _p(r),
             _mark(r),
         ]
         for r in d.dwell.iter_rows(named=True)
     ]
-    return [
+    tables: list[tuple[str, list[str], list[list[str]]]] = []
+    if outcomes:
+        tables.append(
+            (
+                "Outcomes (mean over traces per cell; relative change of B from A)",
+                ["metric", "cell", a, b, "change", "traces", "test", "p", "significant"],
+                outcomes,
+            )
+        )
+    within = " within strata" if d.within else ""
+    return tables + [
         (
-            "Time in state (mean of per-trace fractions; Welch t-test, Holm)",
+            f"Time in state (mean of per-trace shares; difference{within})",
             ["state", a, b, "difference", "95% CI", "p", "significant"],
             states,
         ),
@@ -163,7 +173,7 @@ def _tables(d: DiffResult) -> list[tuple[str, list[str], list[list[str]]]]:
             edges,
         ),
         (
-            "Dwell time (median over traces of each trace's median; Mann-Whitney U, Holm)",
+            "Dwell time (median over traces of each trace's median dwell)",
             ["state", a, b, "ratio", "traces", "p", "significant"],
             dwell,
         ),
@@ -185,11 +195,22 @@ def _traces(n: int) -> str:
     return "1 trace" if n == 1 else f"{n} traces"
 
 
-def _header(d: DiffResult) -> str:
+def header(d: DiffResult) -> str:
+    """One line saying what is compared with what, and how significance is decided."""
     a, b = d.names
-    return (
+    text = (
         f"A = {a} ({_traces(d.n_a)}), B = {b} ({_traces(d.n_b)}); α = {d.alpha:g}; "
         "differences are B − A"
+    )
+    if d.within:
+        used = sum(1 for na, nb in d.strata.values() if na and nb)
+        text += f"; compared within {', '.join(d.within)} ({used} shared strata)"
+        left = d.stratified_left_out()
+        if left:
+            text += f", left out (one group only): {', '.join(left)}"
+    family = d.settings.get("family", d.n_tests)
+    return text + (
+        f"; significance: {d.settings.get('policy', '')} ({family} of {d.n_tests} tests)"
     )
 
 
@@ -206,7 +227,7 @@ def md_cell(s: str) -> str:
 
 def to_markdown(d: DiffResult, *, heading: str = "##") -> str:
     out = [f"{heading} quicsm diff: {md_cell(d.names[1])} vs {md_cell(d.names[0])}", ""]
-    out += [md_cell(_header(d)), "", f"{heading}# Summary", ""]
+    out += [md_cell(header(d)), "", f"{heading}# Summary", ""]
     out += [f"- {md_cell(s)}" for s in _summary_lines(d)]
     for title, head, rows in _tables(d):
         out += ["", f"{heading}# {title}", ""]
@@ -247,7 +268,7 @@ def _presence_lines(d: DiffResult) -> list[str]:
 
 
 def to_table(d: DiffResult) -> str:
-    out = [_header(d), "", "Summary:"]
+    out = [header(d), "", "Summary:"]
     out += [f"  - {s}" for s in _summary_lines(d)]
     for title, head, rows in _tables(d):
         out += ["", title + ":"]
