@@ -54,7 +54,15 @@ from quicsm.stats.descriptive import (
 )
 from quicsm.stats.intervals import cluster_wilson
 
-__all__ = ["POLICY", "DiffResult", "Finding", "diff", "fractions"]
+__all__ = [
+    "POLICY",
+    "DiffResult",
+    "Finding",
+    "diff",
+    "fractions",
+    "keyed_transitions",
+    "split_key",
+]
 
 _KEY_SEP = "\x1f"
 
@@ -105,6 +113,10 @@ class DiffResult:
     within: tuple[str, ...] = ()
     #: stratum -> (traces in A, traces in B); strata with none in one group were left out
     strata: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: how the groups were formed and matched (from :class:`quicsm.compare.grouping.Comparison`)
+    notes: list[str] = field(default_factory=list)
+    #: what the comparison cannot separate, shown above the findings
+    caveats: list[str] = field(default_factory=list)
 
     def frames(self) -> tuple[pl.DataFrame, ...]:
         """The tested frames, in :data:`FAMILIES` order."""
@@ -168,8 +180,8 @@ def diff(
         raise InputError(f"alpha must be between 0 and 1, got {alpha}")
     if min_n < 2:
         raise InputError(f"min_n must be at least 2, got {min_n}")
-    a = _keyed(a_transitions)
-    b = _keyed(b_transitions)
+    a = keyed_transitions(a_transitions)
+    b = keyed_transitions(b_transitions)
     n_a, n_b = a["trace"].n_unique(), b["trace"].n_unique()
     for name, n in zip(names, (n_a, n_b), strict=True):
         if n == 0:
@@ -223,7 +235,7 @@ def _key_expr() -> pl.Expr:
     )
 
 
-def _keyed(df: pl.DataFrame) -> pl.DataFrame:
+def keyed_transitions(df: pl.DataFrame) -> pl.DataFrame:
     """Make ``trace`` unique across files (ids only need be unique per file), then normalise:
     keying first keeps two files' traces of the same id apart."""
     if not isinstance(df, pl.DataFrame):
@@ -235,7 +247,8 @@ def _keyed(df: pl.DataFrame) -> pl.DataFrame:
     return normalize_transitions(df)
 
 
-def _split_key(key: str) -> tuple[str, str]:
+def split_key(key: str) -> tuple[str, str]:
+    """``(file, trace)`` of a key made by :func:`keyed_transitions`."""
     file, _, trace = key.partition(_KEY_SEP)
     return file, trace
 

@@ -27,7 +27,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from quicsm.compare.diff import DiffResult, fractions, outcome_value
+from quicsm.compare.diff import (
+    DiffResult,
+    fractions,
+    keyed_transitions,
+    outcome_value,
+    split_key,
+)
 from quicsm.compare.grouping import OUTCOMES, Comparison, Group, label_text
 from quicsm.core.numbers import format_p
 
@@ -56,6 +62,17 @@ class Evidence:
     example_a: str  # trace ids
     example_b: str
     unit: str = "per trace"
+
+    @property
+    def short(self) -> str:
+        """``indicator a → b`` in a few words."""
+        if self.unit == "share":
+            return f"{self.indicator} {100 * self.a_mean:.1f}% → {100 * self.b_mean:.1f}%"
+        if self.unit.startswith("outcome:"):
+            metric = self.unit.split(":", 1)[1]
+            a, b = outcome_value(metric, self.a_mean), outcome_value(metric, self.b_mean)
+            return f"{self.indicator} {a} → {b}"
+        return f"{self.indicator} {self.a_mean:.1f} → {self.b_mean:.1f} {self.unit}"
 
     @property
     def sentence(self) -> str:
@@ -89,6 +106,15 @@ class Explanation:
     scope: str  # which traces were compared
     significant: bool
     evidence: list[Evidence] = field(default_factory=list)
+    kind: str = "outcome"  # or the kind of the finding explained (state, edge, ...)
+    cell: str | None = None  # the stratum or scenario compared (None: every trace)
+
+    def headline(self, *, evidence: int = 2) -> str:
+        """The change and its strongest evidence in one sentence."""
+        if not self.evidence:
+            return self.change
+        why = "; ".join(e.short for e in self.evidence[:evidence])
+        return f"{self.change} — why: {why} [{self.scope}]"
 
 
 # -- per-trace indicators ---------------------------------------------------------------------
@@ -171,7 +197,7 @@ def indicators(group: Group, keys: Sequence[tuple[str, str]]) -> dict[str, tuple
             out[name] = ("per trace", per_trace(counter(m)))
     for name, counter in _TRANSITION_INDICATORS:
         out[name] = ("per trace", per_trace(counter(tr)))
-    ids, shares = fractions(_keyed_by_pair(tr), ["ApplicationLimited"])
+    ids, shares = fractions(keyed_transitions(tr), ["ApplicationLimited"])
     share = dict(zip(ids, shares[:, 0].tolist(), strict=True))
     out["time application-limited"] = (
         "share",
@@ -188,14 +214,6 @@ def indicators(group: Group, keys: Sequence[tuple[str, str]]) -> dict[str, tuple
         if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values) and values:
             out[metric] = (f"outcome:{metric}", np.array(values, dtype=float))
     return out
-
-
-def _keyed_by_pair(transitions: pl.DataFrame) -> pl.DataFrame:
-    return transitions.with_columns(
-        pl.concat_str([pl.col("file").fill_null(""), pl.lit("\x1f"), pl.col("trace")]).alias(
-            "trace"
-        )
-    )
 
 
 def cliffs_delta(a: np.ndarray, b: np.ndarray) -> float:
@@ -322,14 +340,14 @@ def explain(
         if r["significant"]:
             status = f"{format_p(r['p_value'])}, significant"
         elif "cannot reach" in (r["note"] or ""):
-            floor = (
-                "the smallest p"
-                if r["p_unadjusted"] <= r["p_min"] * (1 + 1e-9)
-                else f"p ≥ {r['p_min']:.3f} at best with"
-            )
+            traces = f"{r['n_a']} vs {r['n_b']} traces"
+            if r["p_unadjusted"] <= r["p_min"] * (1 + 1e-9):
+                floor = f"{format_p(r['p_unadjusted'])}, the smallest p {traces} can give"
+            else:
+                least = f"{r['p_min']:.3f}"
+                floor = f"{format_p(r['p_unadjusted'])} ({traces} cannot give less than {least})"
             status = (
-                f"{format_p(r['p_unadjusted'])}, {floor} {r['n_a']} vs {r['n_b']} traces "
-                f"can give: not significant among the comparison's "
+                f"{floor}: not significant among the comparison's "
                 f"{result.settings.get('family', '')} tests"
             )
         else:
@@ -341,13 +359,14 @@ def explain(
             f"{r['metric']}{'' if cell is None else f' in {cell}'}: {values} "
             f"({100 * r['change']:+.0f}%; {status} — {r['test']}, n = {r['n_a']} vs {r['n_b']})"
         )
-        out.append(Explanation(change, scope, bool(r["significant"]), rows))
+        out.append(Explanation(change, scope, bool(r["significant"]), rows, cell=cell))
         done.add(change)
     for f in result.findings():
         if f.kind == "outcome" or f.kind == "presence":
             continue
-        scope, rows = _evidence(comp, _cell_of_largest_change(comp, f.kind, f.subject))
-        out.append(Explanation(f.sentence, scope, True, rows))
+        cell = _cell_of_largest_change(comp, f.kind, f.subject)
+        scope, rows = _evidence(comp, cell)
+        out.append(Explanation(f.sentence, scope, True, rows, kind=f.kind, cell=cell))
     return out
 
 
@@ -367,14 +386,10 @@ def _cells(comp: Comparison, group: Group) -> dict[tuple[str, str], str]:
 def _per_trace(group: Group, kind: str, subject: str) -> dict[tuple[str, str], float]:
     """The finding's quantity per trace: a state's time share, or a transition's share of its
     source's exits (traces that leave the source)."""
-    tr = _keyed_by_pair(
-        group.transitions.with_columns(
-            pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String)
-        )
-    )
+    tr = keyed_transitions(group.transitions)
     if kind == "state":
         ids, m = fractions(tr, [subject])
-        return {_split(k): float(v) for k, v in zip(ids, m[:, 0].tolist(), strict=True)}
+        return {split_key(k): float(v) for k, v in zip(ids, m[:, 0].tolist(), strict=True)}
     if kind == "edge":
         from quicsm.stats.descriptive import transition_counts
 
@@ -390,13 +405,8 @@ def _per_trace(group: Group, kind: str, subject: str) -> dict[tuple[str, str], f
                 pl.col("count").filter(pl.col("target") == target).sum().alias("y"),
             )
         )
-        return {_split(k): y / n for k, n, y in exits.select("trace", "n", "y").iter_rows()}
+        return {split_key(k): y / n for k, n, y in exits.select("trace", "n", "y").iter_rows()}
     return {}
-
-
-def _split(key: str) -> tuple[str, str]:
-    file, _, trace = key.partition("\x1f")
-    return file, trace
 
 
 def _cell_of_largest_change(comp: Comparison, kind: str, subject: str) -> str | None:

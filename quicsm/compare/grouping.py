@@ -249,11 +249,17 @@ def design(
     la, lb = a.label_dicts(), b.label_dicts()
     for key in fixed:
         (va,), (vb,) = _values(la, key), _values(lb, key)
-        what = f"--by {label}" if label else "the two path groups"
-        caveats.append(
-            f"{a.name} and {b.name} also differ in {key} ({va} vs {vb}): every difference "
-            f"below is between {key}s as much as between {what}"
-        )
+        what = f"{label}s" if label else "the two path groups"
+        if key == "stack":
+            caveats.append(
+                f"cross-stack comparison: {a.name} runs {va}, {b.name} runs {vb} — every "
+                f"difference below is between implementations, not only between {what}"
+            )
+        else:
+            caveats.append(
+                f"{a.name} and {b.name} also differ in {key} ({va} vs {vb}): every difference "
+                f"below is between {key} values as much as between {what}"
+            )
     keys: tuple[str, ...] = tuple(within)
     default = False
     if not keys and mixed:

@@ -1,4 +1,6 @@
-"""Text views of a :class:`quicsm.compare.diff.DiffResult`: JSON, Markdown and a terminal table.
+"""Text views of a :class:`quicsm.compare.diff.DiffResult` (and the evidence that explains it):
+JSON, Markdown and a terminal table. Each leads with what changed, then why, then the caveats,
+then the detail.
 
 All three are deterministic (fixed float rounding, fixed order) so they can be golden-tested.
 The JSON layout is documented in ``docs/diff.md``.
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -19,6 +22,7 @@ from quicsm.core.numbers import MISSING, change, format_p, ms, pct, pp
 
 if TYPE_CHECKING:
     from quicsm.compare.diff import DiffResult
+    from quicsm.compare.evidence import Explanation
 
 #: digits kept for every float in JSON
 _DIGITS = 6
@@ -38,7 +42,31 @@ def _records(df: pl.DataFrame, columns: list[str]) -> list[dict[str, Any]]:
     ]
 
 
-def to_dict(d: DiffResult) -> dict[str, Any]:
+def explanation_dict(e: Explanation) -> dict[str, Any]:
+    return {
+        "change": e.change,
+        "scope": e.scope,
+        "significant": e.significant,
+        "evidence": [
+            {
+                "indicator": v.indicator,
+                "a_mean": _clean(v.a_mean),
+                "b_mean": _clean(v.b_mean),
+                "a_traces": v.a_traces,
+                "b_traces": v.b_traces,
+                "n_a": v.n_a,
+                "n_b": v.n_b,
+                "cliffs_delta": _clean(v.delta),
+                "example_a": v.example_a,
+                "example_b": v.example_b,
+                "sentence": v.sentence,
+            }
+            for v in e.evidence
+        ],
+    }
+
+
+def to_dict(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> dict[str, Any]:
     cols = [c for c in d.invariants.columns if c != "holds_in"]
     inv = {
         side: _records(d.invariants.filter(pl.col("holds_in") == side[-1]), cols)
@@ -55,8 +83,11 @@ def to_dict(d: DiffResult) -> dict[str, Any]:
         "within": list(d.within),
         "strata": {k: {"a": v[0], "b": v[1]} for k, v in d.strata.items()},
         "tests": d.n_tests,
+        "caveats": list(d.caveats),
+        "notes": list(d.notes),
         "any_significant": d.any_significant,
         "summary": [f.sentence for f in d.findings()],
+        "explanations": [explanation_dict(e) for e in explanations],
         "outcomes": _records(d.outcomes, list(d.outcomes.columns)),
         "states": _records(d.states, list(d.states.columns)),
         "sources": _records(d.sources, list(d.sources.columns)),
@@ -67,8 +98,9 @@ def to_dict(d: DiffResult) -> dict[str, Any]:
     }
 
 
-def to_json(d: DiffResult) -> str:
-    return orjson.dumps(to_dict(d), option=orjson.OPT_INDENT_2).decode() + "\n"
+def to_json(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> str:
+    doc = to_dict(d, explanations=explanations)
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
 # -- text tables ------------------------------------------------------------------------------
@@ -180,15 +212,39 @@ def _tables(d: DiffResult) -> list[tuple[str, list[str], list[list[str]]]]:
     ]
 
 
-def _summary_lines(d: DiffResult) -> list[str]:
-    lines = [f.sentence for f in d.findings()]
-    if not lines:
-        lines = [f"Nothing differs significantly at α = {d.alpha:g}."]
+def what_changed(d: DiffResult, explanations: Sequence[Explanation] = ()) -> list[str]:
+    """The outcomes that changed most (each with its strongest evidence, and whether it is
+    significant), then the significant changes of the state machine."""
+    lines = [e.headline() for e in explanations if e.kind == "outcome"]
+    covered = any(e.kind == "outcome" and e.significant for e in explanations)
+    for f in d.findings():
+        if f.kind == "outcome" and covered:
+            continue
+        lines.append(f.sentence)
+    if not d.any_significant:
+        lines.append(f"Nothing differs significantly at α = {d.alpha:g}.")
+    return lines
+
+
+def caveat_lines(d: DiffResult) -> list[str]:
+    """How the groups were matched and what was left out or not tested."""
+    lines = list(d.notes)
     untested, total = d.untested()
     if untested:
         reasons = ", ".join(d.untested_reasons())
         lines.append(f"{untested} of {total} tests not run ({reasons}).")
     return lines
+
+
+def why_lines(explanations: Sequence[Explanation]) -> list[tuple[str, list[str]]]:
+    """Each explained change (with the traces compared) and its evidence, strongest first."""
+    out = []
+    for e in explanations:
+        items = [v.sentence for v in e.evidence] or [
+            "no indicator separates the groups' traces (|Cliff's δ| < 0.3)"
+        ]
+        out.append((f"{e.change} [{e.scope}]", items))
+    return out
 
 
 def _traces(n: int) -> str:
@@ -225,10 +281,25 @@ def md_cell(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
-def to_markdown(d: DiffResult, *, heading: str = "##") -> str:
+def to_markdown(
+    d: DiffResult, *, heading: str = "##", explanations: Sequence[Explanation] = ()
+) -> str:
     out = [f"{heading} quicsm diff: {md_cell(d.names[1])} vs {md_cell(d.names[0])}", ""]
-    out += [md_cell(header(d)), "", f"{heading}# Summary", ""]
-    out += [f"- {md_cell(s)}" for s in _summary_lines(d)]
+    out += [md_cell(header(d)), ""]
+    out += [f"> **Caution:** {md_cell(c)}" for c in d.caveats]
+    if d.caveats:
+        out.append("")
+    out += [f"{heading}# What changed", ""]
+    out += [f"- {md_cell(s)}" for s in what_changed(d, explanations)]
+    if explanations:
+        out += ["", f"{heading}# Why", ""]
+        for change, items in why_lines(explanations):
+            out.append(f"- {md_cell(change)}")
+            out += [f"  - {md_cell(i)}" for i in items]
+    caveats = caveat_lines(d)
+    if caveats:
+        out += ["", f"{heading}# Caveats", ""]
+        out += [f"- {md_cell(c)}" for c in caveats]
     for title, head, rows in _tables(d):
         out += ["", f"{heading}# {title}", ""]
         if not rows:
@@ -267,9 +338,22 @@ def _presence_lines(d: DiffResult) -> list[str]:
     return lines
 
 
-def to_table(d: DiffResult) -> str:
-    out = [header(d), "", "Summary:"]
-    out += [f"  - {s}" for s in _summary_lines(d)]
+def to_table(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> str:
+    out = [header(d), ""]
+    out += [f"CAUTION: {c}" for c in d.caveats]
+    if d.caveats:
+        out.append("")
+    out += ["What changed:"]
+    out += [f"  - {s}" for s in what_changed(d, explanations)]
+    if explanations:
+        out += ["", "Why:"]
+        for change, items in why_lines(explanations):
+            out.append(f"  - {change}")
+            out += [f"      · {i}" for i in items]
+    caveats = caveat_lines(d)
+    if caveats:
+        out += ["", "Caveats:"]
+        out += [f"  - {c}" for c in caveats]
     for title, head, rows in _tables(d):
         out += ["", title + ":"]
         if not rows:
