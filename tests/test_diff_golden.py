@@ -16,6 +16,7 @@ from diff_helpers import frame, patterned_traces
 
 from quicsm.compare.diff import DiffResult, diff
 from quicsm.compare.grouping import Comparison, group_from_frame
+from quicsm.render.diff_format import to_json, to_markdown, to_table
 from quicsm.report import build_report
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -41,7 +42,7 @@ def _check(name: str, text: str) -> None:
 
 
 def test_diff_json_golden() -> None:
-    text = _result().to_json()
+    text = to_json(_result())
     _check("diff.json", text)
     doc = json.loads(text)
     # the documented minimum schema
@@ -73,11 +74,11 @@ def test_diff_json_golden() -> None:
 
 
 def test_diff_markdown_golden() -> None:
-    _check("diff.md", _result().to_markdown())
+    _check("diff.md", to_markdown(_result()))
 
 
 def test_diff_table_golden() -> None:
-    _check("diff.txt", _result().to_table())
+    _check("diff.txt", to_table(_result()))
 
 
 @pytest.mark.parametrize("fmt", ["md"])
@@ -87,5 +88,27 @@ def test_report_markdown_golden(fmt: str) -> None:
     _check("diff_report.md", build_report([comp], fmt=fmt))
 
 
-def test_output_is_deterministic() -> None:
-    assert _result().to_json() == _result().to_json()
+_PROGRAM = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_diff_golden import _result
+from quicsm.render.diff_format import to_json
+sys.stdout.write(to_json(_result()))
+"""
+
+
+def test_output_is_the_same_across_processes_and_hash_seeds() -> None:
+    """Set and dict order must not leak into the output: two interpreters with different
+    hash seeds write the same bytes (and the golden file's)."""
+    import subprocess
+    import sys
+
+    program = _PROGRAM.format(tests=str(Path(__file__).parent))
+    outputs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        run = subprocess.run(
+            [sys.executable, "-c", program], env=env, capture_output=True, text=True, check=True
+        )
+        outputs.append(run.stdout)
+    assert outputs[0] == outputs[1] == (GOLDEN / "diff.json").read_text(encoding="utf-8")

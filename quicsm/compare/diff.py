@@ -619,7 +619,7 @@ def _dwell(
                 "state": state,
                 "a_median_ms": med_a,
                 "b_median_ms": med_b,
-                "log2_ratio": math.log2(ratio) if ratio == ratio else math.nan,
+                "log2_ratio": math.log2(med_b) - math.log2(med_a) if ratio == ratio else math.nan,
                 "n_a": int(xa.size),
                 "n_b": int(xb.size),
                 "a_visits": int(pa["visits"].sum()),
