@@ -1,6 +1,7 @@
 """Golden files of the diff's JSON and Markdown and of the Markdown report.
 
-Inputs are deterministic patterned traces (5 vs 5, so every permutation test is exact).
+Inputs are deterministic patterned traces (7 vs 7: 3432 splits, so every test is an exact
+permutation test over traces).
 Regenerate after an intended change with ``QUICSM_UPDATE_GOLDEN=1 python -m pytest
 tests/test_diff_golden.py`` and review the diff of tests/golden/.
 """
@@ -23,8 +24,8 @@ GOLDEN = Path(__file__).parent / "golden"
 
 
 def _groups() -> tuple[object, object]:
-    a = frame(patterned_traces(5, prefix="a", app_ms=30, tlp=False), file="v1/server.sqlog")
-    b = frame(patterned_traces(5, prefix="b", app_ms=250, recovery_ms=45), file="v2/server.sqlog")
+    a = frame(patterned_traces(7, prefix="a", app_ms=30, tlp=False), file="v1/server.sqlog")
+    b = frame(patterned_traces(7, prefix="b", app_ms=250, recovery_ms=45), file="v2/server.sqlog")
     return a, b
 
 
