@@ -4,7 +4,7 @@
 - :func:`compare_paths`: group A = the traces under some paths, group B = those under others;
 - :func:`compare_by_label`: one group per value of a label.
 
-With ``metrics=True`` the congestion metrics (:func:`quicsm.extract.read.read_metrics`) are
+With ``metrics=True`` (the default) the congestion metrics (:func:`quicsm.extract.read.read_metrics`) are
 read as well and attached to each group: the report's representative traces and the
 explanations of changes (losses, PTOs, spurious losses) come from them.
 """
@@ -60,7 +60,7 @@ def compare_paths(
     within: Sequence[str] = (),
     on_error: OnError = "raise",
     names: tuple[str, str] | None = None,
-    metrics: bool = False,
+    metrics: bool = True,
 ) -> Comparison:
     """Group A = traces under ``a_paths``, group B = traces under ``b_paths``."""
     if not b_paths:
@@ -94,7 +94,7 @@ def compare_by_label(
     baseline: str | None = None,
     within: Sequence[str] = (),
     on_error: OnError = "raise",
-    metrics: bool = False,
+    metrics: bool = True,
 ) -> list[Comparison]:
     """One comparison per pair of values of ``label`` among the traces under ``paths``."""
     transitions, traces, frame = read_labelled(paths, on_error=on_error, metrics=metrics)
