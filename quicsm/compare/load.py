@@ -4,9 +4,10 @@
 - :func:`compare_paths`: group A = the traces under some paths, group B = those under others;
 - :func:`compare_by_label`: one group per value of a label.
 
-With ``metrics=True`` (the default) the congestion metrics (:func:`quicsm.extract.read.read_metrics`) are
-read as well and attached to each group: the report's representative traces and the
-explanations of changes (losses, PTOs, spurious losses) come from them.
+With ``metrics=True`` (the default) the congestion metrics
+(:func:`quicsm.extract.read.read_metrics`) are read as well and attached to each group: the
+report's representative traces and the explanations of changes (losses, PTOs, spurious losses)
+come from them.
 """
 
 from __future__ import annotations
