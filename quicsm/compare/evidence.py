@@ -62,6 +62,9 @@ class Evidence:
     example_a: str  # trace ids
     example_b: str
     unit: str = "per trace"
+    #: the groups (``"A"``, ``"B"``) none of whose traces log this kind of event at all: a
+    #: producer may not log it, so its 0 may mean "not logged" rather than "never happened"
+    unlogged: tuple[str, ...] = ()
 
     @property
     def short(self) -> str:
@@ -72,7 +75,8 @@ class Evidence:
             metric = self.unit.split(":", 1)[1]
             a, b = outcome_value(metric, self.a_mean), outcome_value(metric, self.b_mean)
             return f"{self.indicator} {a} → {b}"
-        return f"{self.indicator} {self.a_mean:.1f} → {self.b_mean:.1f} {self.unit}"
+        logged = f" (none logged in {', '.join(self.unlogged)})" if self.unlogged else ""
+        return f"{self.indicator} {self.a_mean:.1f} → {self.b_mean:.1f} {self.unit}{logged}"
 
     @property
     def sentence(self) -> str:
@@ -92,9 +96,13 @@ class Evidence:
                 f"{self.a_mean:.1f} → {self.b_mean:.1f} {self.unit} (non-zero in "
                 f"{self.a_traces} of {self.n_a} vs {self.b_traces} of {self.n_b} traces)"
             )
+        caution = "".join(
+            f"; none logged in any trace of {g} (not logged, or never happened)"
+            for g in self.unlogged
+        )
         return (
             f"{self.indicator}: {values}; Cliff's δ {self.delta:+.2f}; "
-            f"e.g. {self.example_b} (B), {self.example_a} (A)"
+            f"e.g. {self.example_b} (B), {self.example_a} (A){caution}"
         )
 
 
@@ -166,9 +174,12 @@ _TRANSITION_INDICATORS: tuple[tuple[str, _Counter], ...] = (
 )
 
 
-def indicators(group: Group, keys: Sequence[tuple[str, str]]) -> dict[str, tuple[str, np.ndarray]]:
+def indicators(
+    group: Group, keys: Sequence[tuple[str, str]]
+) -> tuple[dict[str, tuple[str, np.ndarray]], set[str]]:
     """Every indicator's value for each trace of ``keys`` (in that order): name -> (unit,
-    values). Metric indicators only when the group has metrics."""
+    values), and the event indicators of which the group's traces log none at all. Event
+    indicators only when the group has metrics."""
     frame = pl.DataFrame(
         {"file": [k[0] for k in keys], "trace": [k[1] for k in keys]},
         schema={"file": pl.String, "trace": pl.String},
@@ -186,6 +197,7 @@ def indicators(group: Group, keys: Sequence[tuple[str, str]]) -> dict[str, tuple
         return joined["value"].fill_null(0.0).to_numpy()
 
     out: dict[str, tuple[str, np.ndarray]] = {}
+    unlogged: set[str] = set()
     tr = group.transitions.with_columns(
         pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String)
     )
@@ -194,7 +206,10 @@ def indicators(group: Group, keys: Sequence[tuple[str, str]]) -> dict[str, tuple
             pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String)
         )
         for name, counter in _METRIC_INDICATORS:
-            out[name] = ("per trace", per_trace(counter(m)))
+            counted = counter(m)
+            if counted.height == 0:
+                unlogged.add(name)
+            out[name] = ("per trace", per_trace(counted))
     for name, counter in _TRANSITION_INDICATORS:
         out[name] = ("per trace", per_trace(counter(tr)))
     ids, shares = fractions(keyed_transitions(tr), ["ApplicationLimited"])
@@ -213,7 +228,7 @@ def indicators(group: Group, keys: Sequence[tuple[str, str]]) -> dict[str, tuple
         values = [labels.get(k, {}).get(metric) for k in keys]
         if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values) and values:
             out[metric] = (f"outcome:{metric}", np.array(values, dtype=float))
-    return out
+    return out, unlogged
 
 
 def cliffs_delta(a: np.ndarray, b: np.ndarray) -> float:
@@ -266,7 +281,7 @@ def _evidence(
     comp: Comparison, cell: str | None, *, outcomes: bool = True
 ) -> tuple[str, list[Evidence]]:
     ka, kb = _keys(comp.a, cell, comp), _keys(comp.b, cell, comp)
-    ia, ib = indicators(comp.a, ka), indicators(comp.b, kb)
+    (ia, none_a), (ib, none_b) = indicators(comp.a, ka), indicators(comp.b, kb)
     rows: list[Evidence] = []
     for name, (unit, va) in ia.items():
         if name not in ib or (not outcomes and unit.startswith("outcome:")):
@@ -291,6 +306,7 @@ def _evidence(
                 example_a=_example(ka, va, high=not b_up),
                 example_b=_example(kb, vb, high=b_up),
                 unit=unit,
+                unlogged=tuple(g for g, none in (("A", none_a), ("B", none_b)) if name in none),
             )
         )
     # cleanest separation first; among equals, the largest relative change, mechanisms before
