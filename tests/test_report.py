@@ -218,13 +218,13 @@ def test_version_report_names_the_jitter_change_and_its_mechanism(
     changed = _section(md, "What changed")
     lines = [line for line in changed.splitlines() if line.startswith("- ")]
     # outcomes lead: the jitter scenario's completion time, with its spurious-loss mechanism
-    assert lines[0].startswith("- completion_ms in jitter: ")
+    assert lines[0].startswith("- completion time in jitter: ")
     assert "(-96%;" in lines[0]
     assert "why: spurious losses (declared lost, later acknowledged) 0.0 → " in lines[0]
     assert "state changes undoing a spurious loss" in lines[0]
     # the same in the HTML page's first card
     first_card = html[html.index("What changed</h3>") : html.index("State machines</h3>")]
-    assert "completion_ms in jitter" in first_card and "spurious losses" in first_card
+    assert "completion time in jitter" in first_card and "spurious losses" in first_card
     # the order: outcomes, the evidence, the caveats, then the detail
     assert md.index("### What changed") < md.index("### Why") < md.index("### Outcomes")
 

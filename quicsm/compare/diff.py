@@ -905,6 +905,15 @@ _INVARIANTS_SCHEMA: dict[str, pl.DataType] = {
 # -- findings ---------------------------------------------------------------------------------
 
 
+#: outcome labels as people say them
+_OUTCOME_NAMES = {"completion_ms": "completion time", "throughput_mbit": "throughput"}
+
+
+def outcome_name(metric: str) -> str:
+    """``completion_ms`` -> ``completion time`` (other labels as they are)."""
+    return _OUTCOME_NAMES.get(metric, metric)
+
+
 def outcome_value(metric: str, x: float) -> str:
     """An outcome's value in its unit: ``*_ms`` as milliseconds, ``*_mbit`` as Mbit/s."""
     if metric.endswith("_ms"):
@@ -923,7 +932,7 @@ def _findings(d: DiffResult) -> list[Finding]:
             Finding(
                 "outcome",
                 f"{r['metric']}{cell}",
-                f"{r['metric']}{cell}: {outcome_value(r['metric'], r['a_mean'])} → "
+                f"{outcome_name(r['metric'])}{cell}: {outcome_value(r['metric'], r['a_mean'])} → "
                 f"{outcome_value(r['metric'], r['b_mean'])} ({change(r['change'])}; "
                 f"{format_p(r['p_value'])}, n = {r['n_a']} vs {r['n_b']})",
                 min(1.0, abs(r["change"])) if r["change"] == r["change"] else 0.0,

@@ -31,6 +31,7 @@ from quicsm.compare.diff import (
     DiffResult,
     fractions,
     keyed_transitions,
+    outcome_name,
     outcome_value,
     split_key,
 )
@@ -227,7 +228,7 @@ def indicators(
     for metric in OUTCOMES:
         values = [labels.get(k, {}).get(metric) for k in keys]
         if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values) and values:
-            out[metric] = (f"outcome:{metric}", np.array(values, dtype=float))
+            out[outcome_name(metric)] = (f"outcome:{metric}", np.array(values, dtype=float))
     return out, unlogged
 
 
@@ -372,7 +373,7 @@ def explain(
             f"{outcome_value(r['metric'], r['a_mean'])} → {outcome_value(r['metric'], r['b_mean'])}"
         )
         change = (
-            f"{r['metric']}{'' if cell is None else f' in {cell}'}: {values} "
+            f"{outcome_name(r['metric'])}{'' if cell is None else f' in {cell}'}: {values} "
             f"({100 * r['change']:+.0f}%; {status} — {r['test']}, n = {r['n_a']} vs {r['n_b']})"
         )
         out.append(Explanation(change, scope, bool(r["significant"]), rows, cell=cell))
