@@ -59,6 +59,7 @@ def explanation_dict(e: Explanation) -> dict[str, Any]:
                 "cliffs_delta": _clean(v.delta),
                 "example_a": v.example_a,
                 "example_b": v.example_b,
+                "unlogged": list(v.unlogged),
                 "sentence": v.sentence,
             }
             for v in e.evidence
