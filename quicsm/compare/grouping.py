@@ -195,7 +195,7 @@ def _mix_differs(ca: Mapping[str, int], cb: Mapping[str, int]) -> bool:
 
 
 def confounders(
-    a: Group, b: Group, *, exclude: Iterable[str] = (), max_values: int = 8
+    a: Group, b: Group, *, exclude: Iterable[str] = (), max_values: int = 64
 ) -> tuple[list[str], list[str]]:
     """Condition labels (not run ids or outcomes) whose values are mixed differently in the two
     groups: ``(stratifiable, fixed)``. *Stratifiable* ones take several values (the groups ran
@@ -232,6 +232,26 @@ def _strata(groups: Sequence[Group], keys: Sequence[str]) -> dict[tuple[str, str
     return out
 
 
+def _strata_word(keys: Sequence[str]) -> str:
+    return f"{keys[0]} value(s)" if len(keys) == 1 else "strata"
+
+
+def _distinct_partitions(
+    labels: Sequence[Mapping[str, Any]], keys: Sequence[str]
+) -> tuple[str, ...]:
+    """``keys`` without those that split the traces exactly as an earlier one does (a scenario's
+    rate, delay and queue labels usually move together)."""
+    seen: set[tuple[int, ...]] = set()
+    out = []
+    for key in keys:
+        codes: dict[str, int] = {}
+        part = tuple(codes.setdefault(label_text(d.get(key)), len(codes)) for d in labels)
+        if part not in seen:
+            seen.add(part)
+            out.append(key)
+    return tuple(out)
+
+
 def design(
     a: Group, b: Group, *, label: str | None, within: Sequence[str] = ()
 ) -> tuple[tuple[str, ...], dict[tuple[str, str], str] | None, list[str], list[str]]:
@@ -263,7 +283,7 @@ def design(
     keys: tuple[str, ...] = tuple(within)
     default = False
     if not keys and mixed:
-        keys = ("scenario",) if "scenario" in mixed else tuple(mixed)
+        keys = ("scenario",) if "scenario" in mixed else _distinct_partitions(la + lb, mixed)
         default = True
     for key in keys:
         if not any(key in d for d in la + lb):
@@ -285,10 +305,13 @@ def design(
             f"both groups to one {what} with --where {keys[0]}=VALUE"
         )
     left = sorted((in_a | in_b) - shared, key=natural_key)
-    how = "by default, because the groups ran different mixes of it" if default else "as asked"
-    text = f"compared within {what} ({how}): {len(shared)} {what} value(s) in both groups"
+    them = "it" if len(keys) == 1 else "them"
+    how = f"by default, because the groups ran different mixes of {them}" if default else "as asked"
+    text = f"compared within {what} ({how}): {len(shared)} {_strata_word(keys)} in both groups"
     if left:
-        text += f"; left out, present in one group only: {', '.join(left)}"
+        n_left = sum(1 for s in strata.values() if s in left)
+        shown = ", ".join(left) if len(keys) == 1 and len(left) <= 8 else f"{len(left)} strata"
+        text += f"; left out, present in one group only: {shown} ({n_left} traces)"
     notes.append(text)
     return keys, strata, notes, caveats
 
