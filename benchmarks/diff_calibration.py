@@ -20,7 +20,7 @@ traces per group:
   conditions; power is the share of stratified comparisons that flag anything about Recovery.
 
 Every rate comes with its 95% Wilson interval. Results go to
-``benchmarks/results/diff_calibration.json`` with every repetition's outcome, so that a part of
+``docs/diff_calibration.json`` with every repetition's outcome, so that a part of
 the run can be checked to reproduce exactly (``--check``, as the tests do), and ``--markdown``
 prints the table of ``docs/diff.md`` from that file::
 
@@ -51,7 +51,8 @@ from quicsm.testing.synthetic import (
     stratified_groups,
 )
 
-RESULTS = Path(__file__).parent / "results" / "diff_calibration.json"
+#: the stored results: the data behind the table of docs/diff.md
+RESULTS = Path(__file__).resolve().parent.parent / "docs" / "diff_calibration.json"
 SIZES = (3, 5, 10, 30)
 CONFOUNDED_SIZES = (10, 30)
 
