@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import polars as pl
 
-from quicsm import __version__
+from quicsm.core.version import __version__
 from quicsm.compare.diff import outcome_value
 from quicsm.core.numbers import MISSING, change, format_p, ms, pct, pp
 
