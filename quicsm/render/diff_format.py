@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import polars as pl
 
-from quicsm.core.version import __version__
 from quicsm.compare.diff import outcome_value
 from quicsm.core.numbers import MISSING, change, format_p, ms, pct, pp
+from quicsm.core.version import __version__
 
 if TYPE_CHECKING:
     from quicsm.compare.diff import DiffResult
