@@ -33,8 +33,18 @@ from quicsm.core.aliases import CC_ALGORITHM_KEYS, canonical_state, is_numeric
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.core.errors import InputError, QlogError
 from quicsm.core.frames import METRICS_SCHEMA, TRANSITIONS_SCHEMA, normalize_transitions
-from quicsm.core.states import UNKNOWN
-from quicsm.extract.derive import derive_states
+from quicsm.core.states import PAPER_STATES, UNKNOWN
+from quicsm.extract.derive import (
+    DERIVED,
+    EXPLICIT,
+    HYBRID,
+    Row,
+    check_mode,
+    derive_states,
+    logged_states,
+    merge_hybrid,
+)
+from quicsm.extract.profiles import Profile, detect_profile, profile_named
 from quicsm.qlog.paths import PathLike, expand_paths
 from quicsm.qlog.source import CSV, PARQUET, DecompressedFile, FileRead, read_qlog
 from quicsm.qlog.tabular import read_table
@@ -171,8 +181,23 @@ def _cc_algorithm(trace: TraceData, sidecar: dict[str, Any]) -> str | None:
     return None
 
 
+def _trace_profile(
+    loaded: _Loaded, trace: TraceData, profile: Profile | None
+) -> Profile:
+    if profile is not None:
+        return profile
+    labels = {**loaded.sidecar, **trace.labels}
+    return detect_profile(title=trace.title, code_version=trace.code_version, labels=labels)
+
+
 def _transition_rows(
-    loaded: _Loaded, trace: TraceData, rows: dict[str, list[Any]], diag: Diagnostics
+    loaded: _Loaded,
+    trace: TraceData,
+    rows: dict[str, list[Any]],
+    diag: Diagnostics,
+    *,
+    states: str = HYBRID,
+    profile: Profile | None = None,
 ) -> None:
     file = str(loaded.path)
     tid = trace_id(file, trace.index)
@@ -191,7 +216,8 @@ def _transition_rows(
         rows["end_ms"].append(end)
 
     add(0.0, "Init", None, None, "derived")
-    if trace.states:
+    explicit: list[Row] = []
+    if trace.states and states != DERIVED:
         cc = _cc_algorithm(trace, loaded.sidecar)
         for event in trace.states:
             state = canonical_state(event.new, cc_algorithm=cc)
@@ -203,10 +229,21 @@ def _transition_rows(
                         "controller: give it as the label cc_algorithm (trace header or run.json); "
                         "kept raw as Unknown"
                     )
-            add(event.time - start, state, event.new, event.trigger, "explicit")
+            explicit.append(Row(event.time, state, event.new, event.trigger, EXPLICIT))
+    if states == EXPLICIT:
+        chosen = explicit
     else:
-        for derived in derive_states(trace.metrics):
-            add(derived.time - start, derived.state, None, derived.trigger, "derived")
+        used = _trace_profile(loaded, trace, profile)
+        derivation = derive_states(trace.metrics, profile=used)
+        logged = logged_states(used, (r.state for r in explicit)) if states == HYBRID else None
+        if logged is not None and logged >= set(PAPER_STATES):
+            chosen = explicit  # the producer logs every state itself: nothing to derive
+        else:
+            for what, reason in derivation.notices:
+                diag.cannot_derive(tid, what, reason)
+            chosen = merge_hybrid(explicit, derivation.states, logged=logged or frozenset())
+    for row in chosen:
+        add(row.time - start, row.state, row.raw, row.trigger, row.source)
 
 
 def read_transitions(
@@ -214,25 +251,34 @@ def read_transitions(
     *,
     on_error: OnError = "raise",
     diagnostics: Diagnostics | None = None,
+    states: str = HYBRID,
+    profile: str | None = None,
 ) -> pl.DataFrame:
     """One row per state entered, per trace, in time order (:data:`TRANSITIONS_SCHEMA`).
 
-    Traces with ``congestion_state_updated`` events give ``source="explicit"`` rows (names
-    mapped by :mod:`quicsm.core.aliases`); traces without give rows derived from metrics and
-    loss events (``source="derived"``, :mod:`quicsm.extract.derive`). Every trace starts with
-    ``Init`` at its first event (0 ms); ``end_ms`` is its last event.
+    ``states`` chooses where states come from (:mod:`quicsm.extract.derive`): ``"explicit"``
+    (``congestion_state_updated`` events, names mapped by :mod:`quicsm.core.aliases`),
+    ``"derived"`` (metrics, losses and timers through the rule table
+    :mod:`quicsm.extract.rules`, explicit events set aside) or ``"hybrid"`` (the default:
+    explicit states where the producer logs them, derived ones for the states it does not
+    log). ``source`` says which for every row. ``profile`` names the producer profile
+    (:mod:`quicsm.extract.profiles`) instead of detecting it per trace. States a trace cannot
+    show are reported in ``diagnostics`` ("... cannot be derived: ..."). Every trace starts
+    with ``Init`` at its first event (0 ms); ``end_ms`` is its last event.
     """
     lenient = _check_on_error(on_error)
+    mode = check_mode(states)
+    chosen_profile = profile_named(profile) if profile is not None else None
     diag = diagnostics if diagnostics is not None else Diagnostics()
     rows: dict[str, list[Any]] = {name: [] for name in TRANSITIONS_SCHEMA}
     tables: list[pl.DataFrame] = []
-    for loaded in _load_all(paths, lenient=lenient, diag=diag):
+    for loaded in _load_all(paths, lenient=lenient, diag=diag, want_metrics=mode != EXPLICIT):
         if loaded.table is not None:
             tables.append(loaded.table)
             continue
         assert loaded.read is not None
         for trace in loaded.read.traces:
-            _transition_rows(loaded, trace, rows, diag)
+            _transition_rows(loaded, trace, rows, diag, states=mode, profile=chosen_profile)
     frame = pl.DataFrame(
         {
             k: pl.Series(
@@ -253,9 +299,13 @@ def scan_transitions(
     *,
     on_error: OnError = "raise",
     diagnostics: Diagnostics | None = None,
+    states: str = HYBRID,
+    profile: str | None = None,
 ) -> pl.LazyFrame:
     """:func:`read_transitions` as a LazyFrame (the files are read when this is called)."""
-    return read_transitions(paths, on_error=on_error, diagnostics=diagnostics).lazy()
+    return read_transitions(
+        paths, on_error=on_error, diagnostics=diagnostics, states=states, profile=profile
+    ).lazy()
 
 
 _METRIC_COLUMNS = (
