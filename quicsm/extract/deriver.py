@@ -65,6 +65,9 @@ class Deriver:
         self._loss_time = 0.0
         self._losses = 0
         self._events = 0
+        self._last_rtt: float | None = None
+        #: the inferred ssthresh before a slow-start stall was taken for a HyStart exit
+        self._stalled_from: float | None = None
         #: when the current event's row is dated earlier than the event (a cutback dated by
         #: its loss)
         self._event_time: float | None = None
@@ -134,8 +137,13 @@ class Deriver:
         if rttvar is not None:
             ctx.rtt_variance = rttvar
         sample = values.get("latest_rtt_ms")
-        if sample is not None and sample <= 0:
-            sample = None  # the zeros some stacks log before the first RTT sample
+        if sample is not None:
+            if sample <= 0 or sample == self._last_rtt:
+                # the zeros logged before the first sample, and the unchanged value stacks
+                # that log every metric on every update repeat (quic-go v0.65 on sends)
+                sample = None
+            else:
+                self._last_rtt = sample
         if sample is not None:
             ctx.rtt_sample = sample
             ctx.seen_rtt = True
@@ -183,6 +191,8 @@ class Deriver:
                     acked = True  # a window without in-flight counts: each update is a decision
             elif window < prior_window:
                 ctx.acked_since_change = 0.0
+                ctx.stall_is_cap = False
+                self._stalled_from = None
                 self._undo = _Undo(prior_window, ctx.inferred_ssthresh, ctx.recovery_start)
                 ctx.inferred_ssthresh = window
                 if (
@@ -198,13 +208,26 @@ class Deriver:
                 ctx.recovery_start = self._loss_time if loss_before else ctx.time
                 self._event_time = ctx.recovery_start
             elif window > prior_window:
+                acked_before = ctx.acked_since_change
                 ctx.acked_since_change = 0.0
+                ctx.stall_is_cap = False
+                self._stalled_from = None
                 step = window - prior_window
                 th = ctx.thresholds
-                if not profile.logs_ssthresh and (
-                    th.datagram_step_min_bytes <= step <= th.datagram_step_max_bytes
-                ):
-                    ctx.datagram = step
+                if not profile.logs_ssthresh:
+                    for count in (1, 2):  # slow start grows a datagram per datagram acked
+                        if th.datagram_step_min_bytes <= step / count <= th.datagram_step_max_bytes:
+                            ctx.datagram = step / count
+                            break
+                    if (
+                        self._stalled_from is not None
+                        and step >= ctx.datagram
+                        and acked_before < th.plateau_windows / 3 * prior_window
+                    ):
+                        # growth by whole datagrams well within a window: still slow start
+                        # (the stall was a cap that a larger datagram size raised)
+                        ctx.inferred_ssthresh = self._stalled_from
+                        ctx.cap_datagrams = prior_window / ctx.datagram
                 undo = self._undo
                 if self._spurious_pending and undo is not None and window >= undo.cwnd:
                     ctx.inferred_ssthresh = undo.inferred_ssthresh
@@ -260,14 +283,25 @@ class Deriver:
             and not not_cwnd_limited(ctx)
         ):
             ctx.acked_since_change += max(0.0, ctx.prior_in_flight - ctx.bytes_in_flight)
-            if (
-                ctx.logged_ssthresh is None
-                and not ctx.profile.logs_ssthresh
-                and slow_start(ctx)
-                and ctx.acked_since_change
-                >= ctx.thresholds.slow_start_stall_datagrams * ctx.datagram
+            if ctx.logged_ssthresh is not None or ctx.profile.logs_ssthresh:
+                return
+            th = ctx.thresholds
+            if slow_start(ctx) and not ctx.stall_is_cap:
+                if ctx.acked_since_change >= th.slow_start_stall_datagrams * ctx.datagram:
+                    # slow start stopped growing: HyStart ended it (RFC 9406), unless the
+                    # window keeps still for whole windows (then it is a cap, below)
+                    self._stalled_from = ctx.inferred_ssthresh
+                    ctx.inferred_ssthresh = ctx.cwnd
+            elif (
+                self._stalled_from is not None
+                and ctx.acked_since_change >= th.plateau_windows * ctx.cwnd
             ):
-                ctx.inferred_ssthresh = ctx.cwnd  # HyStart ended slow start
+                # no congestion-avoidance growth either: the stall was a window cap reached in
+                # slow start (quic-go keeps InSlowStart() true there)
+                ctx.inferred_ssthresh = self._stalled_from
+                ctx.stall_is_cap = True
+                ctx.cap_datagrams = ctx.cwnd / ctx.datagram
+                self._stalled_from = None
 
     # -- after the trace -----------------------------------------------------------------
 

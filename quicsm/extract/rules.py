@@ -104,6 +104,11 @@ class Context:
     #: bytes acknowledged by cwnd-limited ACKs since the window last changed
     acked_since_change: float = 0.0
     app_limited_flag: bool | None = None
+    #: the window stalled in slow start and stayed still for whole windows: a cap
+    stall_is_cap: bool = False
+    #: a window cap learnt from the trace, in datagrams (a cap counts datagrams, so it moves
+    #: with the datagram size)
+    cap_datagrams: float | None = None
     #: whether the trace has shown these at all (for the "cannot be derived" notices)
     seen_cwnd: bool = False
     seen_in_flight: bool = False
@@ -169,10 +174,15 @@ def not_cwnd_limited(ctx: Context) -> bool:
 
 
 def at_window_cap(ctx: Context) -> bool:
-    """The window is at the stack's built-in maximum (quic-go ``maxCongestionWindow``)."""
-    cap = ctx.profile.max_cwnd_datagrams
+    """The window is at the stack's maximum (quic-go ``maxCongestionWindow``: a number of
+    datagrams, built in or learnt from an earlier plateau)."""
     window = ctx.prior_cwnd if ctx.prior_cwnd is not None else ctx.cwnd
-    return cap is not None and window is not None and window >= cap * ctx.datagram
+    if window is None:
+        return False
+    for cap in (ctx.profile.max_cwnd_datagrams, ctx.cap_datagrams):
+        if cap is not None and window >= (cap - 0.5) * ctx.datagram:
+            return True
+    return False
 
 
 def window_plateau(ctx: Context) -> bool:
@@ -187,7 +197,7 @@ def window_plateau(ctx: Context) -> bool:
         # in slow start every acknowledged datagram grows the window; a stack that logs
         # ssthresh has not left slow start, so a stall is a cap
         return (
-            ctx.logged_ssthresh is not None or ctx.profile.logs_ssthresh
+            ctx.logged_ssthresh is not None or ctx.profile.logs_ssthresh or ctx.stall_is_cap
         ) and ctx.acked_since_change >= ctx.thresholds.slow_start_stall_datagrams * ctx.datagram
     return ctx.acked_since_change >= ctx.thresholds.plateau_windows * window
 
