@@ -37,6 +37,7 @@ def diff_command(
     where: Sequence[str],
     baseline: str | None,
     lenient: bool,
+    states: str,
     alpha: float,
     fmt: str,
     seed: int,
@@ -59,6 +60,7 @@ def diff_command(
         where=where,
         baseline=baseline,
         lenient=lenient,
+        states=states,
     )
     results = []
     for comp in comps:

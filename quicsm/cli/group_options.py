@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from quicsm.cli.states_option import states_option
 from quicsm.compare.grouping import (
     Comparison,
     OnError,
@@ -44,7 +45,7 @@ class GroupCommand(click.Command):
 
 
 def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a command with PATHS, --vs, --by, --where, --baseline, --lenient."""
+    """Decorate a command with PATHS, --vs, --by, --where, --baseline, --lenient, --states."""
     options = [
         click.argument("paths", nargs=-1, required=True),
         click.option(
@@ -80,6 +81,7 @@ def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="Skip unreadable records and files (reported) instead of stopping.",
         ),
     ]
+    f = states_option(f)
     for option in reversed(options):
         f = option(f)
     return f
@@ -107,6 +109,7 @@ def comparisons(
     where: Sequence[str],
     baseline: str | None,
     lenient: bool,
+    states: str = "hybrid",
 ) -> list[Comparison]:
     """Turn the group options into comparisons (one, or several with ``--by``)."""
     conditions = parse_where(where)
@@ -116,9 +119,16 @@ def comparisons(
     if vs_paths:
         if baseline is not None:
             raise InputError("--baseline only applies with --by")
-        return [compare_paths(paths, vs_paths, where=conditions, on_error=on_error)]
+        return [
+            compare_paths(paths, vs_paths, where=conditions, on_error=on_error, states=states)
+        ]
     if by_label:
         return compare_by_label(
-            paths, by_label, where=conditions, baseline=baseline, on_error=on_error
+            paths,
+            by_label,
+            where=conditions,
+            baseline=baseline,
+            on_error=on_error,
+            states=states,
         )
     raise InputError("say how to form the two groups: A_PATH... --vs B_PATH..., or --by LABEL")

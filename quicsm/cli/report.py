@@ -83,6 +83,7 @@ def report_command(
     where: Sequence[str],
     baseline: str | None,
     lenient: bool,
+    states: str,
     output: Path,
     fmt: str | None,
     alpha: float,
@@ -108,6 +109,7 @@ def report_command(
         where=where,
         baseline=baseline,
         lenient=lenient,
+        states=states,
     )
     for comp in comps:
         for note in comp.notes:

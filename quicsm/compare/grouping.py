@@ -132,15 +132,27 @@ def traces_where(
 
 
 def _load(
-    paths: Sequence[str], *, where: Mapping[str, str], on_error: OnError
+    paths: Sequence[str],
+    *,
+    where: Mapping[str, str],
+    on_error: OnError,
+    states: str = "hybrid",
+    notes: list[str] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Transitions and labelled traces under ``paths``, filtered by ``where``."""
+    """Transitions and labelled traces under ``paths``, filtered by ``where``; the states the
+    traces cannot show ("... cannot be derived: ...") are appended to ``notes``."""
+    from quicsm.core.diagnostics import Diagnostics
     from quicsm.extract.read import read_transitions
 
     if not paths:
         raise InputError("no input paths given")
     traces = traces_where(paths, where=where, on_error=on_error)
-    transitions = read_transitions(list(paths), on_error=on_error)
+    diag = Diagnostics()
+    transitions = read_transitions(
+        list(paths), on_error=on_error, diagnostics=diag, states=states
+    )
+    if notes is not None:
+        notes.extend(m for m in diag.derivation_messages() if m not in notes)
     transitions = transitions.join(traces.select("file", "trace"), on=["file", "trace"], how="semi")
     # a trace with no state at all still counts as a trace of its group only if it has
     # transitions; the trace table keeps only those the statistics see
@@ -226,13 +238,16 @@ def compare_paths(
     where: Mapping[str, str] | None = None,
     on_error: OnError = "raise",
     names: tuple[str, str] | None = None,
+    states: str = "hybrid",
 ) -> Comparison:
-    """Group A = traces under ``a_paths``, group B = traces under ``b_paths``."""
+    """Group A = traces under ``a_paths``, group B = traces under ``b_paths``; ``states`` as
+    in :func:`quicsm.extract.read.read_transitions`."""
     where = dict(where or {})
     if not b_paths:
         raise InputError("--vs needs at least one path for group B")
-    ta, ra = _load(a_paths, where=where, on_error=on_error)
-    tb, rb = _load(b_paths, where=where, on_error=on_error)
+    derivation: list[str] = []
+    ta, ra = _load(a_paths, where=where, on_error=on_error, states=states, notes=derivation)
+    tb, rb = _load(b_paths, where=where, on_error=on_error, states=states, notes=derivation)
     if names is None:
         names = (
             a_paths[0] if len(a_paths) == 1 else "A",
@@ -244,7 +259,7 @@ def compare_paths(
     b = Group(names[1], tb, rb, list(b_paths))
     _require(a, where)
     _require(b, where)
-    notes = vantage_notes([ta, tb]) + confounder_notes(a, b)
+    notes = vantage_notes([ta, tb]) + confounder_notes(a, b) + derivation
     return Comparison(a, b, notes=notes)
 
 
@@ -255,17 +270,21 @@ def compare_by_label(
     where: Mapping[str, str] | None = None,
     baseline: str | None = None,
     on_error: OnError = "raise",
+    states: str = "hybrid",
 ) -> list[Comparison]:
     """One comparison per pair of label values: consecutive in natural order, or each value
     against ``baseline``."""
     where = dict(where or {})
-    transitions, traces = _load(paths, where=where, on_error=on_error)
+    derivation: list[str] = []
+    transitions, traces = _load(
+        paths, where=where, on_error=on_error, states=states, notes=derivation
+    )
     values: list[str | None] = []
     for s in traces["labels"].to_list():
         labels = orjson.loads(s)
         values.append(label_text(labels[label]) if label in labels else None)
     traces = traces.with_columns(pl.Series("_value", values, dtype=pl.String))
-    notes = vantage_notes([transitions])
+    notes = vantage_notes([transitions]) + derivation
     missing = traces.filter(pl.col("_value").is_null()).height
     if missing:
         notes.append(f"{missing} trace(s) without label {label!r} left out")

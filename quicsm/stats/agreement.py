@@ -58,9 +58,9 @@ def overlap(reference: pl.DataFrame, candidate: pl.DataFrame) -> pl.DataFrame:
 
 def overall_agreement(pairs: pl.DataFrame) -> float:
     """Share of the time both timelines were in the same state (nan without time)."""
-    total = pairs["ms"].sum()
-    same = pairs.filter(pl.col("reference") == pl.col("candidate"))["ms"].sum()
-    return float(same / total) if total else float("nan")
+    total = float(pairs["ms"].sum())
+    same = float(pairs.filter(pl.col("reference") == pl.col("candidate"))["ms"].sum())
+    return same / total if total else float("nan")
 
 
 def agreement_by_state(pairs: pl.DataFrame) -> pl.DataFrame:
@@ -74,7 +74,8 @@ def agreement_by_state(pairs: pl.DataFrame) -> pl.DataFrame:
             pl.col("ms").filter(pl.col("reference") == pl.col("candidate")).sum().alias("same"),
         )
         .with_columns(
-            (pl.col("ms") / total).alias("share"), (pl.col("same") / pl.col("ms")).alias("agreement")
+            (pl.col("ms") / total).alias("share"),
+            (pl.col("same") / pl.col("ms")).alias("agreement"),
         )
         .select("reference", "share", "agreement")
         .sort("share", "reference", descending=[True, False])
