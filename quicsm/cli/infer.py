@@ -193,7 +193,12 @@ def _select(
 
 
 def _read(
-    files: list[Path], *, lenient: bool, states: str, progress: _Progress, console: object
+    files: list[Path],
+    *,
+    lenient: bool,
+    progress: _Progress,
+    console: object,
+    states: str = "hybrid",
 ) -> pl.DataFrame:
     """Read every file (one call per file when a progress bar is shown); report what the
     readers noted (skipped records, truncation, unknown states) once, on stderr."""

@@ -71,6 +71,7 @@ class Deriver:
         #: when the current event's row is dated earlier than the event (a cutback dated by
         #: its loss)
         self._event_time: float | None = None
+        self._last_row = float("-inf")
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -116,6 +117,8 @@ class Deriver:
             ctx.state = rule.to
             trigger = rule.trigger
         if ctx.state != before and trigger is not None:
+            time = max(time, self._last_row)  # rows stay in time order
+            self._last_row = time
             return DerivedState(time, ctx.state, trigger)
         return None
 
@@ -205,7 +208,9 @@ class Deriver:
                 else:
                     window_classes.append(CUTBACK)
                 # the loss that caused it (stacks log the window at their next update)
-                ctx.recovery_start = self._loss_time if loss_before else ctx.time
+                ctx.recovery_start = (
+                    max(self._loss_time, self._last_row) if loss_before else ctx.time
+                )
                 self._event_time = ctx.recovery_start
             elif window > prior_window:
                 acked_before = ctx.acked_since_change

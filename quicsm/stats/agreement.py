@@ -37,8 +37,15 @@ def overlap(reference: pl.DataFrame, candidate: pl.DataFrame) -> pl.DataFrame:
             on="time_ms",
             by="trace",
             strategy="backward",
+            check_sortedness=False,  # sorted by trace, then time, just above
         )
-        .join_asof(cand.sort("trace", "time_ms"), on="time_ms", by="trace", strategy="backward")
+        .join_asof(
+            cand.sort("trace", "time_ms"),
+            on="time_ms",
+            by="trace",
+            strategy="backward",
+            check_sortedness=False,
+        )
         .join(ends, on="trace")
         .with_columns(
             (
