@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -21,6 +22,7 @@ from quicsm.extract.derive import (
     merge_hybrid,
 )
 from quicsm.extract.deriver import DerivedState, Deriver
+from quicsm.extract import profiles, rules
 from quicsm.extract.profiles import PROFILES, detect_profile, profile_named
 from quicsm.extract.read import read_transitions
 from quicsm.extract.rules import RULES, Context, render_markdown
@@ -237,6 +239,17 @@ def test_every_rule_cites_its_source_and_leads_to_a_paper_state() -> None:
             "picoquic" in rule.cite
         )
         assert rule.cite in table
+
+
+def test_docs_show_the_generated_tables() -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "derive.md").read_text()
+    for name, text in (
+        ("rule table", rules.render_markdown()),
+        ("thresholds", rules.render_thresholds_markdown()),
+        ("profiles", profiles.render_markdown()),
+    ):
+        begin, end = f"<!-- BEGIN generated {name} -->\n", f"\n<!-- END generated {name} -->"
+        assert doc[doc.index(begin) + len(begin) : doc.index(end)] == text, name
 
 
 def test_the_open_state_is_a_fixed_set_of_numbers() -> None:

@@ -212,3 +212,21 @@ def with_overrides(profile: Profile, **changes: Any) -> Profile:
     if unknown:
         raise InputError(f"unknown profile fields {sorted(unknown)}")
     return replace(profile, **changes)
+
+
+def render_markdown() -> str:
+    """The profiles as Markdown (docs/derive.md is generated from them)."""
+    lines = [
+        "| profile | logs states | ssthresh | PTO | datagram (bytes) | cap (datagrams) | "
+        "persistent congestion | source |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for p in PROFILES.values():
+        logged = ", ".join(s for s in PAPER_STATES if s in p.logged_states) or "none"
+        lines.append(
+            f"| `{p.name}` | {logged} | {'logged' if p.logs_ssthresh else 'inferred'} | "
+            f"{'logged' if p.logs_pto else 'from silence'} | {p.datagram_bytes} | "
+            f"{p.max_cwnd_datagrams or '-'} | {'yes' if p.persistent_congestion else 'no'} | "
+            f"{p.description} |"
+        )
+    return "\n".join(lines)

@@ -27,8 +27,8 @@ generation (draft-00 arrays, 0.3 ``recovery:*``, quic-events ``quic:recovery_met
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Final
+from dataclasses import dataclass, field, fields
+from typing import Any, Final
 
 from quicsm.extract.profiles import Profile
 
@@ -52,28 +52,44 @@ FLAG = "flag"
 EVENT_CLASSES: Final[tuple[str, ...]] = (ACK, SEND, CUTBACK, COLLAPSE, LOSS, PTO, UNDO, FLAG)
 
 
+def _threshold(default: float, unit: str, doc: str) -> Any:
+    return field(default=default, metadata={"unit": unit, "doc": doc})
+
+
 @dataclass(frozen=True)
 class Thresholds:
-    """The derivation's tunable numbers, with their units."""
+    """The derivation's tunable numbers; each field's metadata gives its unit and meaning."""
 
-    #: a probe timeout is recognised from a send this fraction of the PTO period (or more)
-    #: after the previous send, with bytes in flight, for stacks that log no PTO (RFC 9002
-    #: section 6.2.1), dimensionless
-    pto_gap_fraction: float = 0.9
-    #: the timer granularity of the PTO period (RFC 9002 section 6.2.1 ``kGranularity``), ms
-    granularity_ms: float = 1.0
-    #: slow start has ended (HyStart, RFC 9406) when cwnd-limited ACKs acknowledged this many
-    #: datagrams without the window growing, for stacks that log no ssthresh (in slow start
-    #: every acknowledged datagram grows the window, RFC 9002 section 7.3.1), datagrams
-    slow_start_stall_datagrams: float = 4.0
-    #: the window is at a cap when cwnd-limited ACKs in congestion avoidance acknowledged this
-    #: many windows without it growing (Reno grows one datagram per window acknowledged, RFC
-    #: 9002 section 7.3.3), windows
-    plateau_windows: float = 1.5
-    #: window steps between these sizes refine the datagram size (stacks whose window grows in
-    #: whole datagrams), bytes
-    datagram_step_min_bytes: float = 1000.0
-    datagram_step_max_bytes: float = 1500.0
+    pto_gap_fraction: float = _threshold(
+        0.9,
+        "fraction of the PTO period",
+        "for stacks that log no probe timeout: a send this long after the previous one, with "
+        "bytes in flight, is a PTO's probe (RFC 9002 section 6.2.1)",
+    )
+    granularity_ms: float = _threshold(
+        1.0, "ms", "timer granularity in the PTO period (RFC 9002 section 6.2.1 kGranularity)"
+    )
+    slow_start_stall_datagrams: float = _threshold(
+        4.0,
+        "datagrams",
+        "for stacks that log no ssthresh: cwnd-limited ACKs acknowledging this much without "
+        "the window growing end slow start (in slow start every acknowledged datagram grows "
+        "it, RFC 9002 section 7.3.1; HyStart, RFC 9406); with ssthresh logged, such a stall is "
+        "a window cap",
+    )
+    plateau_windows: float = _threshold(
+        1.5,
+        "windows",
+        "in congestion avoidance, cwnd-limited ACKs acknowledging this many windows without "
+        "growth mean the window is at a cap (Reno grows one datagram per window, RFC 9002 "
+        "section 7.3.3)",
+    )
+    datagram_step_min_bytes: float = _threshold(
+        1000.0, "bytes", "smallest window step (per datagram) taken as the datagram size"
+    )
+    datagram_step_max_bytes: float = _threshold(
+        1500.0, "bytes", "largest window step (per datagram) taken as the datagram size"
+    )
 
 
 @dataclass
@@ -286,6 +302,16 @@ def next_state(ctx: Context, event: str) -> Rule | None:
         if (rule.current is None or ctx.state in rule.current) and rule.when(ctx):
             return rule
     return None
+
+
+def render_thresholds_markdown() -> str:
+    """The thresholds as Markdown (docs/derive.md is generated from them)."""
+    lines = ["| threshold | default | unit | meaning |", "|---|---|---|---|"]
+    for f in fields(Thresholds):
+        lines.append(
+            f"| `{f.name}` | {f.default} | {f.metadata['unit']} | {f.metadata['doc']} |"
+        )
+    return "\n".join(lines)
 
 
 def render_markdown() -> str:
