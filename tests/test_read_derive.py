@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import InputError
 from quicsm.core.states import PAPER_STATES
+from quicsm.extract import profiles, rules
 from quicsm.extract.derive import (
     DERIVED,
     EXPLICIT,
@@ -22,7 +23,6 @@ from quicsm.extract.derive import (
     merge_hybrid,
 )
 from quicsm.extract.deriver import DerivedState, Deriver
-from quicsm.extract import profiles, rules
 from quicsm.extract.profiles import PROFILES, detect_profile, profile_named
 from quicsm.extract.read import read_transitions
 from quicsm.extract.rules import RULES, Context, render_markdown

@@ -21,7 +21,7 @@ four digits), so the same inputs always give the same ids.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,17 +38,20 @@ from quicsm.extract.derive import (
     DERIVED,
     EXPLICIT,
     HYBRID,
+    Derivation,
     Row,
     check_mode,
     derive_states,
     logged_states,
     merge_hybrid,
 )
+from quicsm.extract.deriver import Deriver
 from quicsm.extract.profiles import Profile, detect_profile, profile_named
+from quicsm.qlog.events import MetricEvent
 from quicsm.qlog.paths import PathLike, expand_paths
 from quicsm.qlog.source import CSV, PARQUET, DecompressedFile, FileRead, read_qlog
 from quicsm.qlog.tabular import read_table
-from quicsm.qlog.trace import TraceData
+from quicsm.qlog.trace import TraceBuilder, TraceData
 
 __all__ = [
     "Diagnostics",
@@ -91,6 +94,45 @@ class _Loaded:
     read: FileRead | None  # qlog
     table: pl.DataFrame | None  # CSV / Parquet transitions
     sidecar: dict[str, Any]
+    #: states derived while the file was read (hybrid and derived modes)
+    streamed: _Streamed | None = None
+
+
+class _Streamed:
+    """Derives states while a file is read: one deriver per trace is fed each metric, loss and
+    timer event as it is decoded; the rows are kept, the events are not (memory O(one trace's
+    open state), not O(file))."""
+
+    def __init__(self, *, sidecar: dict[str, Any], profile: Profile | None) -> None:
+        self.sidecar = sidecar
+        self.profile = profile
+        self._traces: dict[int, tuple[Deriver, Derivation]] = {}
+
+    def __call__(self, builder: TraceBuilder) -> Callable[[MetricEvent], None]:
+        profile = self.profile or detect_profile(
+            title=builder.title,
+            code_version=builder.code_version,
+            labels={**self.sidecar, **builder.labels},
+        )
+        deriver = Deriver(profile)
+        out = Derivation(profile)
+        self._traces[builder.index] = (deriver, out)
+        rows = out.states
+
+        def feed(event: MetricEvent) -> None:
+            row = deriver.feed(event)
+            if row is not None:
+                rows.append(row)
+
+        return feed
+
+    def derivation(self, index: int) -> Derivation | None:
+        found = self._traces.get(index)
+        if found is None:
+            return None
+        deriver, out = found
+        out.notices = deriver.notices()
+        return out
 
 
 def _check_on_error(on_error: str) -> bool:
@@ -140,12 +182,22 @@ def _load_all(
     diag: Diagnostics,
     want_metrics: bool = False,
     count: bool = False,
+    derive: bool = False,
+    profile: Profile | None = None,
 ) -> Iterator[_Loaded]:
     cache: dict[Path, dict[str, Any]] = {}
     for path in expand_paths(paths):
+        streamed = None
         try:
+            if derive:
+                sidecar = _sidecar(path, cache, lenient, diag)
+                streamed = _Streamed(sidecar=sidecar, profile=profile)
             read: FileRead | None = read_qlog(
-                path, want_metrics=want_metrics, count=count, lenient=lenient
+                path,
+                want_metrics=want_metrics or derive,
+                count=count,
+                lenient=lenient,
+                metric_sink=streamed,
             )
             assert read is not None
             table = None
@@ -169,7 +221,7 @@ def _load_all(
             diag.skipped_records += max(0, read.skipped - len(read.problems))
             if read.truncated:
                 diag.truncated.append(read.truncated)
-        yield _Loaded(path, kind, read, table, _sidecar(path, cache, lenient, diag))
+        yield _Loaded(path, kind, read, table, _sidecar(path, cache, lenient, diag), streamed)
 
 
 def _cc_algorithm(trace: TraceData, sidecar: dict[str, Any]) -> str | None:
@@ -233,8 +285,12 @@ def _transition_rows(
     if states == EXPLICIT:
         chosen = explicit
     else:
-        used = _trace_profile(loaded, trace, profile)
-        derivation = derive_states(trace.metrics, profile=used)
+        derivation = loaded.streamed.derivation(trace.index) if loaded.streamed else None
+        if derivation is None:  # read without streaming (or a trace without a builder)
+            derivation = derive_states(
+                trace.metrics, profile=_trace_profile(loaded, trace, profile)
+            )
+        used = derivation.profile
         logged = logged_states(used, (r.state for r in explicit)) if states == HYBRID else None
         if logged is not None and logged >= set(PAPER_STATES):
             chosen = explicit  # the producer logs every state itself: nothing to derive
@@ -272,7 +328,9 @@ def read_transitions(
     diag = diagnostics if diagnostics is not None else Diagnostics()
     rows: dict[str, list[Any]] = {name: [] for name in TRANSITIONS_SCHEMA}
     tables: list[pl.DataFrame] = []
-    for loaded in _load_all(paths, lenient=lenient, diag=diag, want_metrics=mode != EXPLICIT):
+    for loaded in _load_all(
+        paths, lenient=lenient, diag=diag, derive=mode != EXPLICIT, profile=chosen_profile
+    ):
         if loaded.table is not None:
             tables.append(loaded.table)
             continue

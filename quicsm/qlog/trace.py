@@ -17,6 +17,7 @@ Time handling (qlog main schema, "time_format" / draft-00 "time_units"):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,10 @@ from quicsm.qlog.events import (
 )
 
 DELTA_FORMATS = frozenset({"delta", "relative_to_previous_event"})
+
+#: given a trace's builder (its header is read), a function that consumes its metric, loss and
+#: timer events as they are decoded (instead of keeping them), or ``None`` to keep them
+MetricSink = Callable[["TraceBuilder"], Callable[[MetricEvent], None] | None]
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -101,6 +106,7 @@ class TraceBuilder:
         *,
         want_metrics: bool,
         full: bool,
+        metric_sink: MetricSink | None = None,
     ) -> None:
         self.index = index
         common = _dict(trace.get("common_fields"))
@@ -143,6 +149,7 @@ class TraceBuilder:
         self.states: list[StateEvent] = []
         self.metrics: list[MetricEvent] = []
         self.problems: list[RecordProblem] = []
+        self._sink = metric_sink(self) if metric_sink is not None else None
 
     def event_time(self, raw: object, offset: int | None, *, where: str | None = None) -> float:
         """Milliseconds on the trace clock; delta formats are summed in reading order."""
@@ -173,7 +180,10 @@ class TraceBuilder:
         if state is not None and kind == MVFST_METRIC:
             self.states.append(state)
         if metric is not None:
-            self.metrics.append(metric)
+            if self._sink is not None:
+                self._sink(metric)  # streamed: memory does not grow with the trace
+            else:
+                self.metrics.append(metric)
 
     def finish(self) -> TraceData:
         return TraceData(
