@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from quicsm.core.diagnostics import Diagnostics
+from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.core.errors import InputError
 from quicsm.core.states import PAPER_STATES
 from quicsm.extract import profiles, rules
@@ -22,7 +22,7 @@ from quicsm.extract.derive import (
     logged_states,
     merge_hybrid,
 )
-from quicsm.extract.deriver import DerivedState, Deriver
+from quicsm.extract.deriver import DerivedState, Deriver, describe_states
 from quicsm.extract.profiles import PROFILES, detect_profile, profile_named
 from quicsm.extract.read import read_transitions
 from quicsm.extract.rules import RULES, Context, render_markdown
@@ -185,11 +185,13 @@ def test_losses_without_any_window_still_mean_recovery() -> None:
 
 def test_notices_name_what_a_trace_cannot_show() -> None:
     assert derive_states([], profile=AIOQUIC).notices == [
-        ("all states", "the trace logs no recovery metrics, losses or timers")
+        ((), "the trace logs no recovery metrics, losses or timers")
     ]
     notices = dict(derive_states([MetricEvent(1, "packet_lost")], profile=AIOQUIC).notices)
     assert "no congestion window (cwnd) is logged" in notices.values()
-    assert notices["ApplicationLimited"].startswith("no bytes_in_flight")
+    assert notices[("ApplicationLimited",)].startswith("no bytes_in_flight")
+    assert describe_states(()) == "all states"
+    assert describe_states(("A", "B", "C")) == "A, B and C"
     full = [m(0, cwnd_bytes=1, bytes_in_flight=0, latest_rtt_ms=1)]
     assert derive_states(full, profile=AIOQUIC).notices == []
 
@@ -274,8 +276,18 @@ def test_modes_on_a_real_quic_go_trace() -> None:
 
 def test_cannot_derive_notices_reach_the_diagnostics() -> None:
     diag = Diagnostics()
-    read_transitions("tests/fixtures/qlog/quiche_quic.sqlog", diagnostics=diag)
-    assert any("cannot be derived" in line for line in diag.messages())
+    with pytest.warns(QuicsmWarning):
+        read_transitions("tests/fixtures/qlog/neqo_0.4.sqlog", diagnostics=diag)
+    # neqo logs SlowStart, CongestionAvoidance and Recovery; its other states need metrics
+    assert diag.derivation_messages() == [
+        "CongestionAvoidanceMaxed, ApplicationLimited, RetransmissionTimeout and TailLossProbe "
+        "cannot be derived: the trace logs no recovery metrics, losses or timers "
+        "(tests/fixtures/qlog/neqo_0.4.sqlog#0000)"
+    ]
+    diag = Diagnostics()
+    with pytest.warns(QuicsmWarning):
+        read_transitions("tests/fixtures/qlog/neqo_0.4.sqlog", diagnostics=diag, states="derived")
+    assert diag.derivation_messages()[0].startswith("all states cannot be derived")
 
 
 event = st.one_of(

@@ -74,8 +74,8 @@ class Derivation:
 
     profile: Profile
     states: list[DerivedState] = field(default_factory=list)
-    #: ``(states, reason)``: "<states> cannot be derived: <reason>"
-    notices: list[tuple[str, str]] = field(default_factory=list)
+    #: ``(states, reason)``: "<states> cannot be derived: <reason>" (no states: all of them)
+    notices: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
 
 
 def derive_states(
@@ -93,11 +93,15 @@ def derive_states(
 
 
 def logged_states(profile: Profile, explicit: Iterable[str]) -> frozenset[str]:
-    """The states a trace's producer logs: its profile's, plus every state it did log; all
-    eight when it logged one that no stock stack logs (quicsm's instrumentation)."""
+    """The states a trace's producer logs: its profile's, plus every state it did log (and
+    Init, which its first logged state ends, unless the profile says that state comes at
+    creation); all eight when it logged one that no stock stack logs (quicsm's
+    instrumentation)."""
     seen = frozenset(explicit)
     if seen & _INSTRUMENTED_ONLY:
         return frozenset(PAPER_STATES)
+    if seen and not profile.creation_state_is_init:
+        seen |= {INIT}  # the first explicit state ends Init
     return profile.logged_states | seen
 
 

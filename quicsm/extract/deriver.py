@@ -34,7 +34,7 @@ from quicsm.extract.rules import (
 )
 
 #: the paper's states that need each kind of information (for the notices)
-_WINDOW_STATES = "SlowStart, CongestionAvoidance and CongestionAvoidanceMaxed"
+_WINDOW_STATES = ("SlowStart", "CongestionAvoidance", "CongestionAvoidanceMaxed")
 
 
 @dataclass(frozen=True)
@@ -310,25 +310,37 @@ class Deriver:
 
     # -- after the trace -----------------------------------------------------------------
 
-    def notices(self) -> list[tuple[str, str]]:
-        """``(states, reason)`` for every state this trace's events cannot show."""
+    def notices(self) -> list[tuple[tuple[str, ...], str]]:
+        """``(states, reason)`` for every group of states this trace's events cannot show
+        (an empty ``states`` means all of them)."""
         ctx = self.ctx
-        out: list[tuple[str, str]] = []
+        out: list[tuple[tuple[str, ...], str]] = []
         if self._events == 0:
-            return [("all states", "the trace logs no recovery metrics, losses or timers")]
+            return [((), "the trace logs no recovery metrics, losses or timers")]
         if not ctx.seen_cwnd:
             out.append((_WINDOW_STATES, "no congestion window (cwnd) is logged"))
         if not ctx.seen_in_flight and ctx.app_limited_flag is None:
             out.append(
-                (APP_LIMITED, "no bytes_in_flight and no application-limited flag is logged")
+                ((APP_LIMITED,), "no bytes_in_flight and no application-limited flag is logged")
             )
         if not ctx.seen_rtt:
-            out.append((RECOVERY, "its end needs RTT samples (latest_rtt), which are not logged"))
+            out.append(
+                ((RECOVERY,), "its end needs RTT samples (latest_rtt), which are not logged")
+            )
         if not ctx.seen_pto and not ctx.seen_in_flight:
             out.append(
                 (
-                    "TailLossProbe and RetransmissionTimeout",
+                    ("TailLossProbe", "RetransmissionTimeout"),
                     "no PTO (pto_count, pto timer) and no bytes_in_flight to see probes",
                 )
             )
         return out
+
+
+def describe_states(states: tuple[str, ...]) -> str:
+    """``A``, ``A and B``, ``A, B and C``; ``all states`` for none."""
+    if not states:
+        return "all states"
+    if len(states) == 1:
+        return states[0]
+    return ", ".join(states[:-1]) + " and " + states[-1]

@@ -53,6 +53,10 @@ class Profile:
     #: persistent congestion collapses the window to the minimum (RFC 9002 section 7.6.2);
     #: aioquic implements it, quic-go up to v0.65 does not
     persistent_congestion: bool = True
+    #: the first state the stack logs comes when its controller is created, before any
+    #: decision (quic-go logs slow_start there): hybrid mode shows the paper's Init until the
+    #: first derived decision. For other producers the first explicit state ends Init.
+    creation_state_is_init: bool = False
     #: the peer's max_ack_delay assumed in the PTO period when the trace does not say, ms
     #: (RFC 9000 section 18.2 default)
     max_ack_delay_ms: float = 25.0
@@ -76,6 +80,7 @@ PROFILES: Final[dict[str, Profile]] = {
             max_cwnd_datagrams=10000,
             logs_ssthresh=False,
             persistent_congestion=False,
+            creation_state_is_init=True,
         ),
         Profile(
             name="aioquic",

@@ -45,7 +45,7 @@ from quicsm.extract.derive import (
     logged_states,
     merge_hybrid,
 )
-from quicsm.extract.deriver import Deriver
+from quicsm.extract.deriver import Deriver, describe_states
 from quicsm.extract.profiles import Profile, detect_profile, profile_named
 from quicsm.qlog.events import MetricEvent
 from quicsm.qlog.paths import PathLike, expand_paths
@@ -296,7 +296,13 @@ def _transition_rows(
             chosen = explicit  # the producer logs every state itself: nothing to derive
         else:
             for what, reason in derivation.notices:
-                diag.cannot_derive(tid, what, reason)
+                named = what or PAPER_STATES  # no states named: all of them
+                missing = tuple(st for st in named if logged is None or st not in logged)
+                if not what and logged is None:
+                    missing = ()
+                if (what or logged is not None) and not missing:
+                    continue  # the producer logs these states itself
+                diag.cannot_derive(tid, describe_states(missing), reason)
             chosen = merge_hybrid(explicit, derivation.states, logged=logged or frozenset())
     for row in chosen:
         add(row.time - start, row.state, row.raw, row.trigger, row.source)
