@@ -57,7 +57,7 @@ def check_mode(states: str) -> str:
     return states
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Row:
     """One state entered: time (trace clock, ms), canonical state, raw name, trigger, source."""
 

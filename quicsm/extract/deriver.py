@@ -37,7 +37,7 @@ from quicsm.extract.rules import (
 _WINDOW_STATES = ("SlowStart", "CongestionAvoidance", "CongestionAvoidanceMaxed")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DerivedState:
     time: float
     state: str
