@@ -16,8 +16,8 @@ def states_option(f: Callable[..., Any]) -> Callable[..., Any]:
         "--states",
         type=click.Choice(STATE_MODES),
         default=HYBRID,
-        show_default=True,
-        help="Where congestion states come from: explicit (logged by the stack), derived "
-        "(from metrics, losses and timers; docs/derive.md) or hybrid (logged where the stack "
-        "logs them, derived for the rest).",
+        metavar="MODE",
+        help="Where congestion states come from: hybrid (the default: logged where the stack "
+        "logs them, derived for the rest), explicit (logged only) or derived (from metrics, "
+        "losses and timers only; docs/derive.md).",
     )(f)
