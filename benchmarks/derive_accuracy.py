@@ -6,9 +6,12 @@ states are derived from metrics, losses and timers (``states="derived"``), and b
 are compared, weighted by time: overall agreement, agreement per logged state (with its share of
 the time), and a confusion matrix, per stack and per scenario.
 
-Lab runs 1-3 of each scenario are the tuning split; runs 4 and later are held out (never used
-to choose a rule or a threshold) and reported separately. Traces without a run number (the
-fixtures, single runs) are in the tuning split.
+Lab runs 1-3 of each scenario are the tuning split; runs 4 and later, and every run of a stock
+(unpatched, ``patch`` label empty) build, are held out (never used to choose a rule or a
+threshold) and reported separately. Traces without a run number (the fixtures, single runs)
+are in the tuning split. Stock quic-go logs four states itself (slow_start, which it also logs
+when its controller is created, congestion_avoidance, recovery, application_limited): the time
+it spends in the paper's other states counts as disagreement.
 
     .venv/bin/python benchmarks/derive_accuracy.py                 # tune and held-out tables
     .venv/bin/python benchmarks/derive_accuracy.py --split held-out
@@ -32,7 +35,11 @@ from quicsm.extract.read import read_traces, read_transitions
 from quicsm.stats.agreement import agreement_by_state, confusion, overall_agreement, overlap
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_PATHS = [ROOT / "traces", ROOT / "tests" / "fixtures" / "real"]
+DEFAULT_PATHS = [
+    ROOT / "traces",
+    ROOT / "tests" / "fixtures" / "real",
+    ROOT / "tests" / "fixtures" / "stock",
+]
 #: runs at or above this number are held out of tuning
 HELD_OUT_FROM_RUN = 4
 #: a state is judged on its own when it holds at least this share of a stack's time
@@ -68,8 +75,11 @@ def load(paths: list[str]) -> pl.DataFrame:
         pl.col("labels")
         .map_elements(lambda s: int(_label(s, "run") or 0), return_dtype=pl.Int64)
         .alias("run"),
+        pl.col("labels")
+        .map_elements(lambda s: _label(s, "patch") == "", return_dtype=pl.Boolean)
+        .alias("stock"),
     ).with_columns(
-        pl.when(pl.col("run") >= HELD_OUT_FROM_RUN)
+        pl.when((pl.col("run") >= HELD_OUT_FROM_RUN) | pl.col("stock"))
         .then(pl.lit("held-out"))
         .otherwise(pl.lit("tune"))
         .alias("split")

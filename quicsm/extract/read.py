@@ -296,12 +296,12 @@ def _transition_rows(
             chosen = explicit  # the producer logs every state itself: nothing to derive
         else:
             for what, reason in derivation.notices:
-                named = what or PAPER_STATES  # no states named: all of them
+                named = what or PAPER_STATES[1:]  # none named: all (Init is always there)
                 missing = tuple(st for st in named if logged is None or st not in logged)
-                if not what and logged is None:
-                    missing = ()
-                if (what or logged is not None) and not missing:
+                if not missing:
                     continue  # the producer logs these states itself
+                if len(missing) == len(PAPER_STATES) - 1:
+                    missing = ()  # "all states"
                 diag.cannot_derive(tid, describe_states(missing), reason)
             chosen = merge_hybrid(explicit, derivation.states, logged=logged or frozenset())
     for row in chosen:
