@@ -110,9 +110,11 @@ def merge_hybrid(
 ) -> list[Row]:
     """Explicit rows where the producer logs the state, derived rows where it does not.
 
-    Both inputs are step functions of time (each row lasts until the next); at every moment
-    the derived state wins when the producer never logs it (or nothing explicit was logged
-    yet), the explicit state otherwise.
+    Both inputs are step functions of time (each row lasts until the next). At every moment
+    the derived state is shown when the producer never logs it and it began no earlier than
+    the current explicit state (or nothing explicit was logged yet); otherwise the explicit
+    state is: a state the producer logs is never derived, and a later explicit change ends a
+    derived state that the events after it no longer confirm.
     """
     points: list[tuple[float, int, int]] = [(r.time, 0, i) for i, r in enumerate(explicit)]
     points += [(d.time, 1, i) for i, d in enumerate(derived)]
@@ -121,13 +123,22 @@ def merge_hybrid(
     current_explicit: Row | None = None
     current_derived: Row = Row(0.0, INIT, None, None, DERIVED)
     shown: tuple[str, str] | None = None
+    initial = True  # the derived Init before any derived decision
     for time, which, index in points:
         if which == 0:
             current_explicit = explicit[index]
         else:
+            initial = False
             d = derived[index]
             current_derived = Row(d.time, d.state, None, d.trigger, DERIVED)
-        if current_explicit is None or current_derived.state not in logged:
+        if (
+            current_explicit is None
+            or (initial and INIT not in logged)
+            or (
+                current_derived.state not in logged
+                and current_derived.time >= current_explicit.time
+            )
+        ):
             pick = current_derived
         else:
             pick = current_explicit
