@@ -22,7 +22,7 @@ from quicsm.extract.derive import (
     logged_states,
     merge_hybrid,
 )
-from quicsm.extract.deriver import DerivedState, Deriver, describe_states
+from quicsm.extract.deriver import CompactRows, DerivedState, Deriver, describe_states
 from quicsm.extract.profiles import PROFILES, detect_profile, profile_named
 from quicsm.extract.read import read_transitions
 from quicsm.extract.rules import RULES, Context, render_markdown
@@ -337,6 +337,11 @@ def test_derived_sequences_are_well_formed(events: list[MetricEvent], name: str)
     deriver = Deriver(PROFILES[name])
     fed = [row for row in (deriver.feed(e) for e in events) if row is not None]
     assert fed == out
+    # the compact form kept while reading gives the same rows back
+    compact = CompactRows()
+    for row in out:
+        compact.append(row)
+    assert list(compact) == out and len(compact) == len(out)
 
 
 @given(

@@ -22,7 +22,7 @@ from typing import Final
 
 from quicsm.core.errors import InputError
 from quicsm.core.states import PAPER_STATES
-from quicsm.extract.deriver import DerivedState, Deriver
+from quicsm.extract.deriver import CompactRows, DerivedState, Deriver
 from quicsm.extract.profiles import Profile
 from quicsm.extract.rules import INIT, Thresholds
 
@@ -73,7 +73,8 @@ class Derivation:
     """The derived states of one trace and what it cannot show."""
 
     profile: Profile
-    states: list[DerivedState] = field(default_factory=list)
+    #: a list, or :class:`~quicsm.extract.deriver.CompactRows` when derived while reading
+    states: list[DerivedState] | CompactRows = field(default_factory=list)
     #: ``(states, reason)``: "<states> cannot be derived: <reason>" (no states: all of them)
     notices: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
 
@@ -83,11 +84,12 @@ def derive_states(
 ) -> Derivation:
     """Run the deriver over ``events`` (file order) and collect its rows and notices."""
     deriver = Deriver(profile, thresholds=thresholds)
-    out = Derivation(profile)
+    rows: list[DerivedState] = []
+    out = Derivation(profile, rows)
     for event in events:
         row = deriver.feed(event)
         if row is not None:
-            out.states.append(row)
+            rows.append(row)
     out.notices = deriver.notices()
     return out
 

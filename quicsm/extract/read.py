@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import polars as pl
 
@@ -45,7 +46,7 @@ from quicsm.extract.derive import (
     logged_states,
     merge_hybrid,
 )
-from quicsm.extract.deriver import Deriver, describe_states
+from quicsm.extract.deriver import STATE_CODES, CompactRows, Deriver, describe_states
 from quicsm.extract.profiles import Profile, detect_profile, profile_named
 from quicsm.qlog.events import MetricEvent
 from quicsm.qlog.paths import PathLike, expand_paths
@@ -115,9 +116,9 @@ class _Streamed:
             labels={**self.sidecar, **builder.labels},
         )
         deriver = Deriver(profile)
-        out = Derivation(profile)
+        rows = CompactRows()
+        out = Derivation(profile, rows)
         self._traces[builder.index] = (deriver, out)
-        rows = out.states
 
         def feed(event: MetricEvent) -> None:
             row = deriver.feed(event)
@@ -242,6 +243,31 @@ def _trace_profile(
     return detect_profile(title=trace.title, code_version=trace.code_version, labels=labels)
 
 
+def _derived_frame(
+    file: str, tid: str, vantage: str, start: float, end: float, rows: CompactRows
+) -> pl.DataFrame:
+    """A trace's derived rows as a frame, built from the arrays (no object per row)."""
+    times = np.frombuffer(rows.times, dtype=np.float64) if len(rows) else np.zeros(0)
+    n = len(rows) + 1
+    codes = np.frombuffer(rows.states, dtype=np.uint8) if len(rows) else np.zeros(0, np.uint8)
+    triggers = np.frombuffer(rows.triggers, dtype=np.uint16) if len(rows) else np.zeros(0, "u2")
+    names = pl.Series("names", [None, *rows.trigger_names], dtype=pl.String)
+    return pl.DataFrame(
+        {
+            "file": pl.Series([file], dtype=pl.String).extend_constant(file, n - 1),
+            "trace": pl.Series([tid], dtype=pl.String).extend_constant(tid, n - 1),
+            "vantage": pl.Series([vantage], dtype=pl.String).extend_constant(vantage, n - 1),
+            "time_ms": np.round(np.concatenate([[start], times]) - start, TIME_DECIMALS),
+            "state": pl.Series(np.concatenate([[0], codes]).astype(np.uint32))
+            .replace_strict(dict(enumerate(STATE_CODES)), return_dtype=pl.String),
+            "raw_state": pl.Series([None] * 1, dtype=pl.String).extend_constant(None, n - 1),
+            "trigger": names.gather(np.concatenate([[0], triggers.astype(np.int64) + 1])),
+            "source": pl.Series(["derived"], dtype=pl.String).extend_constant("derived", n - 1),
+            "end_ms": pl.Series([end], dtype=pl.Float64).extend_constant(end, n - 1),
+        }
+    ).select([pl.col(c).cast(t) for c, t in TRANSITIONS_SCHEMA.items()])
+
+
 def _transition_rows(
     loaded: _Loaded,
     trace: TraceData,
@@ -250,6 +276,7 @@ def _transition_rows(
     *,
     states: str = HYBRID,
     profile: Profile | None = None,
+    frames: list[pl.DataFrame] | None = None,
 ) -> None:
     file = str(loaded.path)
     tid = trace_id(file, trace.index)
@@ -267,7 +294,6 @@ def _transition_rows(
         rows["source"].append(source)
         rows["end_ms"].append(end)
 
-    add(0.0, "Init", None, None, "derived")
     explicit: list[Row] = []
     if trace.states and states != DERIVED:
         cc = _cc_algorithm(trace, loaded.sidecar)
@@ -303,7 +329,13 @@ def _transition_rows(
                 if len(missing) == len(PAPER_STATES) - 1:
                     missing = ()  # "all states"
                 diag.cannot_derive(tid, describe_states(missing), reason)
-            chosen = merge_hybrid(explicit, derivation.states, logged=logged or frozenset())
+            compact = derivation.states
+            if not explicit and frames is not None and isinstance(compact, CompactRows):
+                # derived rows only: straight from the arrays into a frame
+                frames.append(_derived_frame(file, tid, trace.vantage, start, end, compact))
+                return
+            chosen = merge_hybrid(explicit, list(compact), logged=logged or frozenset())
+    add(0.0, "Init", None, None, "derived")
     for row in chosen:
         add(row.time - start, row.state, row.raw, row.trigger, row.source)
 
@@ -334,6 +366,7 @@ def read_transitions(
     diag = diagnostics if diagnostics is not None else Diagnostics()
     rows: dict[str, list[Any]] = {name: [] for name in TRANSITIONS_SCHEMA}
     tables: list[pl.DataFrame] = []
+    derived_frames: list[pl.DataFrame] = []
     for loaded in _load_all(
         paths, lenient=lenient, diag=diag, derive=mode != EXPLICIT, profile=chosen_profile
     ):
@@ -342,7 +375,15 @@ def read_transitions(
             continue
         assert loaded.read is not None
         for trace in loaded.read.traces:
-            _transition_rows(loaded, trace, rows, diag, states=mode, profile=chosen_profile)
+            _transition_rows(
+                loaded,
+                trace,
+                rows,
+                diag,
+                states=mode,
+                profile=chosen_profile,
+                frames=derived_frames,
+            )
     frame = pl.DataFrame(
         {
             k: pl.Series(
@@ -351,8 +392,8 @@ def read_transitions(
             for k, v in rows.items()
         }
     ).select([pl.col(c).cast(t) for c, t in TRANSITIONS_SCHEMA.items()])
-    if tables:
-        frame = pl.concat([frame, *tables])
+    if tables or derived_frames:
+        frame = pl.concat([frame, *derived_frames, *tables])
     out = normalize_transitions(frame)
     diag.warn()
     return out
