@@ -346,8 +346,8 @@ def test_derived_sequences_are_well_formed(events: list[MetricEvent], name: str)
 
 @given(
     st.lists(st.tuples(st.floats(0, 100), st.sampled_from(PAPER_STATES)), max_size=20),
-    st.lists(
-        st.tuples(st.floats(0, 100), st.sampled_from(PAPER_STATES)),
+    st.lists(  # the deriver never enters Init: it is where every trace starts
+        st.tuples(st.floats(0, 100), st.sampled_from(PAPER_STATES[1:])),
         max_size=20,
         unique_by=lambda x: x[0],
     ),
