@@ -168,6 +168,26 @@ def test_a_plateau_in_slow_start_with_ssthresh_logged_is_a_cap() -> None:
     assert got[-1][1] == "CongestionAvoidanceMaxed"
 
 
+def test_a_plateau_found_late_is_dated_from_the_last_window_change() -> None:
+    # congestion avoidance (ssthresh logged) whose window last grew at 10 ms, then stood still
+    # while cwnd-limited ACKs acknowledged 1.5 windows: capped since 10 ms
+    events = [
+        m(0, cwnd_bytes=20000, ssthresh_bytes=10000, bytes_in_flight=0),
+        m(1, bytes_in_flight=20000),
+        m(10, bytes_in_flight=19000, latest_rtt_ms=9, cwnd_bytes=24000),
+        m(10.2, bytes_in_flight=23500),
+    ]
+    in_flight = 23500.0
+    t = 11.0
+    for _ in range(40):  # 40 ACKs of 1000 bytes, refilled at once: 40000 >= 1.5 * 24000
+        in_flight -= 1000
+        events.append(m(t, bytes_in_flight=in_flight, latest_rtt_ms=t / 1000 + 9))
+        in_flight += 1000
+        events.append(m(t + 0.5, bytes_in_flight=in_flight))
+        t += 1
+    assert states(events) == [(10, "CongestionAvoidanceMaxed")]
+
+
 def test_persistent_congestion_collapses_to_rto() -> None:
     events = [
         m(0, cwnd_bytes=40000, bytes_in_flight=30000),
@@ -335,8 +355,9 @@ def test_derived_sequences_are_well_formed(events: list[MetricEvent], name: str)
     assert all(d.trigger for d in out)
     # one event at a time gives the same rows as the whole list
     deriver = Deriver(PROFILES[name])
-    fed = [row for row in (deriver.feed(e) for e in events) if row is not None]
-    assert fed == out
+    for e in events:
+        deriver.feed(e)
+    assert list(deriver.rows) == out
     # the compact form kept while reading gives the same rows back
     compact = CompactRows()
     for row in out:

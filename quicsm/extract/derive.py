@@ -84,14 +84,9 @@ def derive_states(
 ) -> Derivation:
     """Run the deriver over ``events`` (file order) and collect its rows and notices."""
     deriver = Deriver(profile, thresholds=thresholds)
-    rows: list[DerivedState] = []
-    out = Derivation(profile, rows)
     for event in events:
-        row = deriver.feed(event)
-        if row is not None:
-            rows.append(row)
-    out.notices = deriver.notices()
-    return out
+        deriver.feed(event)
+    return Derivation(profile, list(deriver.rows), deriver.notices())
 
 
 def logged_states(profile: Profile, explicit: Iterable[str]) -> frozenset[str]:

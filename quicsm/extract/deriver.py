@@ -22,12 +22,15 @@ from quicsm.extract.rules import (
     ACK,
     APP_LIMITED,
     COLLAPSE,
+    CONGESTION_AVOIDANCE,
     CUTBACK,
     FLAG,
     LOSS,
+    MAXED,
     PTO,
     RECOVERY,
     SEND,
+    SLOW_START,
     UNDO,
     Context,
     Thresholds,
@@ -50,6 +53,8 @@ class DerivedState:
 #: state codes of :class:`CompactRows`: the position in this tuple
 STATE_CODES: tuple[str, ...] = PAPER_STATES
 _CODE_OF = {state: i for i, state in enumerate(STATE_CODES)}
+#: the trigger of rows entered by the window-plateau rule
+_PLATEAU = "ack:window_plateau"
 
 
 class CompactRows:
@@ -65,14 +70,39 @@ class CompactRows:
         self.trigger_names: list[str] = []
         self._trigger_codes: dict[str, int] = {}
 
-    def append(self, row: DerivedState) -> None:
-        code = self._trigger_codes.get(row.trigger)
+    def _trigger(self, trigger: str) -> int:
+        code = self._trigger_codes.get(trigger)
         if code is None:
-            code = self._trigger_codes[row.trigger] = len(self.trigger_names)
-            self.trigger_names.append(row.trigger)
+            code = self._trigger_codes[trigger] = len(self.trigger_names)
+            self.trigger_names.append(trigger)
+        return code
+
+    def append(self, row: DerivedState) -> None:
         self.times.append(row.time)
         self.states.append(_CODE_OF[row.state])
-        self.triggers.append(code)
+        self.triggers.append(self._trigger(row.trigger))
+
+    def relabel_since(self, since: float, old: tuple[str, ...], new: str, trigger: str) -> None:
+        """From ``since`` on, every stretch in one of ``old`` becomes ``new`` (the state in
+        effect at ``since`` too: a row is inserted there); repeats are merged."""
+        olds = {_CODE_OF[s] for s in old}
+        code, tcode = _CODE_OF[new], self._trigger(trigger)
+        i = len(self.times)
+        while i > 0 and self.times[i - 1] >= since:
+            i -= 1
+        for j in range(i, len(self.times)):
+            if self.states[j] in olds:
+                self.states[j], self.triggers[j] = code, tcode
+        if i > 0 and self.states[i - 1] in olds:
+            self.times.insert(i, since)
+            self.states.insert(i, code)
+            self.triggers.insert(i, tcode)
+        j = max(i, 1)
+        while j < len(self.times):  # merge repeats
+            if self.states[j] == self.states[j - 1]:
+                del self.times[j], self.states[j], self.triggers[j]
+            else:
+                j += 1
 
     def __len__(self) -> int:
         return len(self.times)
@@ -111,6 +141,10 @@ class Deriver:
         #: its loss)
         self._event_time: float | None = None
         self._last_row = float("-inf")
+        #: every row derived so far (a plateau found late relabels the rows since the window
+        #: last changed)
+        self.rows = CompactRows()
+        self._window_changed_at: float | None = None
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -158,7 +192,18 @@ class Deriver:
         if ctx.state != before and trigger is not None:
             time = max(time, self._last_row)  # rows stay in time order
             self._last_row = time
-            return DerivedState(time, ctx.state, trigger)
+            row = DerivedState(time, ctx.state, trigger)
+            self.rows.append(row)
+            if trigger == _PLATEAU and self._window_changed_at is not None:
+                # the window has stood still since it last changed: it was at its cap from
+                # then on (RFC 9002 section 7.3.3 growth would have shown otherwise)
+                self.rows.relabel_since(
+                    self._window_changed_at,
+                    (SLOW_START, CONGESTION_AVOIDANCE),
+                    MAXED,
+                    trigger,
+                )
+            return row
         return None
 
     def _metrics(self, event: object) -> list[str]:
@@ -232,6 +277,7 @@ class Deriver:
                 if not ctx.seen_in_flight:
                     acked = True  # a window without in-flight counts: each update is a decision
             elif window < prior_window:
+                self._window_changed_at = ctx.time
                 ctx.acked_since_change = 0.0
                 ctx.stall_is_cap = False
                 self._stalled_from = None
@@ -252,6 +298,7 @@ class Deriver:
                 )
                 self._event_time = ctx.recovery_start
             elif window > prior_window:
+                self._window_changed_at = ctx.time
                 acked_before = ctx.acked_since_change
                 ctx.acked_since_change = 0.0
                 ctx.stall_is_cap = False

@@ -116,16 +116,8 @@ class _Streamed:
             labels={**self.sidecar, **builder.labels},
         )
         deriver = Deriver(profile)
-        rows = CompactRows()
-        out = Derivation(profile, rows)
-        self._traces[builder.index] = (deriver, out)
-
-        def feed(event: MetricEvent) -> None:
-            row = deriver.feed(event)
-            if row is not None:
-                rows.append(row)
-
-        return feed
+        self._traces[builder.index] = (deriver, Derivation(profile, deriver.rows))
+        return deriver.feed
 
     def derivation(self, index: int) -> Derivation | None:
         found = self._traces.get(index)
