@@ -23,7 +23,7 @@ from quicsm.extract.derive import (
     merge_hybrid,
 )
 from quicsm.extract.deriver import CompactRows, DerivedState, Deriver, describe_states
-from quicsm.extract.profiles import PROFILES, detect_profile, profile_named
+from quicsm.extract.profiles import PROFILES, Profile, detect_profile, profile_named
 from quicsm.extract.read import read_transitions
 from quicsm.extract.rules import RULES, Context, render_markdown
 from quicsm.qlog.events import MetricEvent
@@ -36,8 +36,8 @@ def m(t: float, **values: float) -> MetricEvent:
     return MetricEvent(t, "metrics", dict(values))
 
 
-def states(events: list[MetricEvent], profile: object = AIOQUIC) -> list[tuple[float, str]]:
-    return [(d.time, d.state) for d in derive_states(events, profile=profile).states]  # type: ignore[arg-type]
+def states(events: list[MetricEvent], profile: Profile = AIOQUIC) -> list[tuple[float, str]]:
+    return [(d.time, d.state) for d in derive_states(events, profile=profile).states]
 
 
 def test_slow_start_recovery_and_its_end_by_the_sent_time_of_the_acked_packet() -> None:
@@ -146,7 +146,8 @@ def test_application_limited_from_bytes_in_flight_and_from_a_flag() -> None:
 
 
 def test_window_at_the_built_in_cap_is_maxed() -> None:
-    cap = QUIC_GO.max_cwnd_datagrams * QUIC_GO.datagram_bytes  # type: ignore[operator]
+    assert QUIC_GO.max_cwnd_datagrams is not None
+    cap = QUIC_GO.max_cwnd_datagrams * QUIC_GO.datagram_bytes
     events = [
         m(0, cwnd_bytes=cap, bytes_in_flight=0),
         m(1, bytes_in_flight=cap),

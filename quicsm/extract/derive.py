@@ -25,6 +25,7 @@ from quicsm.core.states import PAPER_STATES
 from quicsm.extract.deriver import CompactRows, DerivedState, Deriver
 from quicsm.extract.profiles import Profile
 from quicsm.extract.rules import INIT, Thresholds
+from quicsm.qlog.events import MetricEvent
 
 EXPLICIT = "explicit"
 DERIVED = "derived"
@@ -80,7 +81,7 @@ class Derivation:
 
 
 def derive_states(
-    events: Iterable[object], *, profile: Profile, thresholds: Thresholds | None = None
+    events: Iterable[MetricEvent], *, profile: Profile, thresholds: Thresholds | None = None
 ) -> Derivation:
     """Run the deriver over ``events`` (file order) and collect its rows and notices."""
     deriver = Deriver(profile, thresholds=thresholds)

@@ -38,6 +38,7 @@ from quicsm.extract.rules import (
     not_cwnd_limited,
     slow_start,
 )
+from quicsm.qlog.events import MetricEvent
 
 #: the paper's states that need each kind of information (for the notices)
 _WINDOW_STATES = ("SlowStart", "CongestionAvoidance", "CongestionAvoidanceMaxed")
@@ -148,13 +149,13 @@ class Deriver:
 
     # -- feeding -------------------------------------------------------------------------
 
-    def feed(self, event: object) -> DerivedState | None:
+    def feed(self, event: MetricEvent) -> DerivedState | None:
         """One event (a :class:`~quicsm.qlog.events.MetricEvent`); the new state, if any."""
         ctx = self.ctx
         self._events += 1
-        time = float(event.time)  # type: ignore[attr-defined]
+        time = float(event.time)
         ctx.time = max(time, ctx.time) if self._events > 1 else time
-        kind = event.event  # type: ignore[attr-defined]
+        kind = event.event
         classes: list[str] = []
         if kind == "metrics":
             classes = self._metrics(event)
@@ -206,10 +207,10 @@ class Deriver:
             return row
         return None
 
-    def _metrics(self, event: object) -> list[str]:
+    def _metrics(self, event: MetricEvent) -> list[str]:
         ctx = self.ctx
         profile = ctx.profile
-        values: dict[str, float] = event.values  # type: ignore[attr-defined]
+        values: dict[str, float] = event.values
         ctx.prior_cwnd = ctx.cwnd
         ctx.prior_in_flight = ctx.bytes_in_flight
         ctx.rtt_sample = None
@@ -331,7 +332,7 @@ class Deriver:
         if acked:
             classes.append(ACK)
         classes.extend(window_classes)  # the ACK's acknowledgements come before its losses
-        flag = event.app_limited  # type: ignore[attr-defined]
+        flag = event.app_limited
         if flag is not None and flag != ctx.app_limited_flag:
             ctx.app_limited_flag = flag
             classes.append(FLAG)

@@ -109,7 +109,7 @@ class _Streamed:
         self.profile = profile
         self._traces: dict[int, tuple[Deriver, Derivation]] = {}
 
-    def __call__(self, builder: TraceBuilder) -> Callable[[MetricEvent], None]:
+    def __call__(self, builder: TraceBuilder) -> Callable[[MetricEvent], object]:
         profile = self.profile or detect_profile(
             title=builder.title,
             code_version=builder.code_version,

@@ -37,7 +37,7 @@ DELTA_FORMATS = frozenset({"delta", "relative_to_previous_event"})
 
 #: given a trace's builder (its header is read), a function that consumes its metric, loss and
 #: timer events as they are decoded (instead of keeping them), or ``None`` to keep them
-MetricSink = Callable[["TraceBuilder"], Callable[[MetricEvent], None] | None]
+MetricSink = Callable[["TraceBuilder"], Callable[[MetricEvent], object] | None]
 
 
 def _dict(value: object) -> dict[str, Any]:
