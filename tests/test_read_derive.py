@@ -53,7 +53,7 @@ def test_slow_start_recovery_and_its_end_by_the_sent_time_of_the_acked_packet() 
         # acknowledges a packet sent at 30 - 8 = 22 > 11: recovery is over
         m(30, bytes_in_flight=8200, latest_rtt_ms=8),
     ]
-    out = derive_states(events, profile=AIOQUIC).states
+    out = list(derive_states(events, profile=AIOQUIC).states)
     assert [(d.time, d.state) for d in out] == [
         (10, "SlowStart"),
         (11, "Recovery"),  # dated by the loss that caused the cutback
@@ -348,7 +348,7 @@ event = st.one_of(
 @given(st.lists(event, max_size=60), st.sampled_from(sorted(PROFILES)))
 def test_derived_sequences_are_well_formed(events: list[MetricEvent], name: str) -> None:
     events = sorted(events, key=lambda e: e.time)
-    out = derive_states(events, profile=PROFILES[name]).states
+    out = list(derive_states(events, profile=PROFILES[name]).states)
     times = [d.time for d in out]
     assert times == sorted(times)
     assert all(a.state != b.state for a, b in zip(out, out[1:], strict=False))
