@@ -33,7 +33,7 @@ HYBRID = "hybrid"
 STATE_MODES: Final[tuple[str, ...]] = (HYBRID, EXPLICIT, DERIVED)
 
 #: states no stock stack logs: a trace that logs one of them is instrumented and logs all eight
-_INSTRUMENTED_ONLY: Final[frozenset[str]] = frozenset(
+INSTRUMENTED_ONLY: Final[frozenset[str]] = frozenset(
     {INIT, "TailLossProbe", "RetransmissionTimeout", "CongestionAvoidanceMaxed"}
 )
 
@@ -41,6 +41,7 @@ __all__ = [
     "DERIVED",
     "EXPLICIT",
     "HYBRID",
+    "INSTRUMENTED_ONLY",
     "STATE_MODES",
     "DerivedState",
     "Derivation",
@@ -96,7 +97,7 @@ def logged_states(profile: Profile, explicit: Iterable[str]) -> frozenset[str]:
     creation); all eight when it logged one that no stock stack logs (quicsm's
     instrumentation)."""
     seen = frozenset(explicit)
-    if seen & _INSTRUMENTED_ONLY:
+    if seen & INSTRUMENTED_ONLY:
         return frozenset(PAPER_STATES)
     if seen and not profile.creation_state_is_init:
         seen |= {INIT}  # the first explicit state ends Init

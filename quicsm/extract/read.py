@@ -21,7 +21,7 @@ four digits), so the same inputs always give the same ids.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from quicsm.extract.derive import (
     DERIVED,
     EXPLICIT,
     HYBRID,
+    INSTRUMENTED_ONLY,
     Derivation,
     Row,
     check_mode,
@@ -99,17 +100,48 @@ class _Loaded:
     streamed: _Streamed | None = None
 
 
+class _TraceSink:
+    """Feeds one trace's deriver; in hybrid mode it stops wanting events once the trace has
+    logged a state that only an instrumented stack logs (it logs all eight: nothing to derive,
+    and the reader skips decoding its metrics)."""
+
+    __slots__ = ("_builder", "_checked", "_deriver", "_wanted")
+
+    def __init__(self, deriver: Deriver, builder: TraceBuilder | None) -> None:
+        self._deriver = deriver
+        self._builder = builder
+        self._checked = 0
+        self._wanted = True
+
+    def __call__(self, event: MetricEvent) -> object:
+        return self._deriver.feed(event)
+
+    def wanted(self) -> bool:
+        builder = self._builder
+        if builder is not None and self._wanted:
+            logged = builder.states
+            while self._checked < len(logged):
+                if canonical_state(logged[self._checked].new) in INSTRUMENTED_ONLY:
+                    self._wanted = False
+                    break
+                self._checked += 1
+        return self._wanted
+
+
 class _Streamed:
     """Derives states while a file is read: one deriver per trace is fed each metric, loss and
     timer event as it is decoded; the rows are kept, the events are not (memory O(one trace's
     open state), not O(file))."""
 
-    def __init__(self, *, sidecar: dict[str, Any], profile: Profile | None) -> None:
+    def __init__(
+        self, *, sidecar: dict[str, Any], profile: Profile | None, hybrid: bool
+    ) -> None:
         self.sidecar = sidecar
         self.profile = profile
+        self.hybrid = hybrid
         self._traces: dict[int, tuple[Deriver, Derivation]] = {}
 
-    def __call__(self, builder: TraceBuilder) -> Callable[[MetricEvent], object]:
+    def __call__(self, builder: TraceBuilder) -> _TraceSink:
         profile = self.profile or detect_profile(
             title=builder.title,
             code_version=builder.code_version,
@@ -117,7 +149,7 @@ class _Streamed:
         )
         deriver = Deriver(profile)
         self._traces[builder.index] = (deriver, Derivation(profile, deriver.rows))
-        return deriver.feed
+        return _TraceSink(deriver, builder if self.hybrid else None)
 
     def derivation(self, index: int) -> Derivation | None:
         found = self._traces.get(index)
@@ -177,6 +209,7 @@ def _load_all(
     count: bool = False,
     derive: bool = False,
     profile: Profile | None = None,
+    hybrid: bool = False,
 ) -> Iterator[_Loaded]:
     cache: dict[Path, dict[str, Any]] = {}
     for path in expand_paths(paths):
@@ -184,7 +217,7 @@ def _load_all(
         try:
             if derive:
                 sidecar = _sidecar(path, cache, lenient, diag)
-                streamed = _Streamed(sidecar=sidecar, profile=profile)
+                streamed = _Streamed(sidecar=sidecar, profile=profile, hybrid=hybrid)
             read: FileRead | None = read_qlog(
                 path,
                 want_metrics=want_metrics or derive,
@@ -360,7 +393,12 @@ def read_transitions(
     tables: list[pl.DataFrame] = []
     derived_frames: list[pl.DataFrame] = []
     for loaded in _load_all(
-        paths, lenient=lenient, diag=diag, derive=mode != EXPLICIT, profile=chosen_profile
+        paths,
+        lenient=lenient,
+        diag=diag,
+        derive=mode != EXPLICIT,
+        profile=chosen_profile,
+        hybrid=mode == HYBRID,
     ):
         if loaded.table is not None:
             tables.append(loaded.table)

@@ -408,7 +408,7 @@ class SeqScanner:
         # derived from only while the trace has shown no explicit state (or metrics are wanted)
         done: set[int] = set()
         self._decode_hits(trace, buf, s, e, base, STATE_NEEDLES, done)
-        if self.want_metrics or not trace.states:
+        if trace.metrics_wanted() or (not self.want_metrics and not trace.states):
             # without explicit states so far, the events states are derived from are kept
             # undecoded until the trace ends: decoded only if the trace never logs a state
             self._decode_hits(

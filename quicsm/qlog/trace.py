@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from quicsm.core.diagnostics import RecordProblem, describe
 from quicsm.qlog.events import (
@@ -35,9 +35,20 @@ from quicsm.qlog.events import (
 
 DELTA_FORMATS = frozenset({"delta", "relative_to_previous_event"})
 
-#: given a trace's builder (its header is read), a function that consumes its metric, loss and
-#: timer events as they are decoded (instead of keeping them), or ``None`` to keep them
-MetricSink = Callable[["TraceBuilder"], Callable[[MetricEvent], object] | None]
+
+class EventSink(Protocol):
+    """Consumes a trace's metric, loss and timer events as they are decoded."""
+
+    def __call__(self, event: MetricEvent) -> object: ...
+
+    def wanted(self) -> bool:
+        """Whether more events are wanted (``False``: the reader may skip decoding them)."""
+        ...
+
+
+#: given a trace's builder (its header is read), the sink of its metric, loss and timer events
+#: (instead of keeping them in ``metrics``), or ``None`` to keep them
+MetricSink = Callable[["TraceBuilder"], EventSink | None]
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -151,6 +162,10 @@ class TraceBuilder:
         self.problems: list[RecordProblem] = []
         self._sink = metric_sink(self) if metric_sink is not None else None
 
+    def metrics_wanted(self) -> bool:
+        """Metric, loss and timer events are wanted (and their sink, if any, still wants them)."""
+        return self.want_metrics and (self._sink is None or self._sink.wanted())
+
     def event_time(self, raw: object, offset: int | None, *, where: str | None = None) -> float:
         """Milliseconds on the trace clock; delta formats are summed in reading order."""
         t = as_number(raw, offset, '"time"', where=where) * self.scale
@@ -181,7 +196,8 @@ class TraceBuilder:
             self.states.append(state)
         if metric is not None:
             if self._sink is not None:
-                self._sink(metric)  # streamed: memory does not grow with the trace
+                if self._sink.wanted():
+                    self._sink(metric)  # streamed: memory does not grow with the trace
             else:
                 self.metrics.append(metric)
 
