@@ -189,6 +189,24 @@ def test_a_plateau_found_late_is_dated_from_the_last_window_change() -> None:
     assert states(events) == [(10, "CongestionAvoidanceMaxed")]
 
 
+def test_quinn_ssthresh_of_u64_max_means_not_set() -> None:
+    quinn = PROFILES["quinn"]
+    events = [
+        m(0, cwnd_bytes=12000, ssthresh_bytes=float(2**64 - 1), bytes_in_flight=0),
+        m(1, bytes_in_flight=12000),
+        m(10, bytes_in_flight=10800, latest_rtt_ms=9, cwnd_bytes=13200),
+        MetricEvent(11, "packet_lost"),
+        m(11, cwnd_bytes=9240, ssthresh_bytes=9240, bytes_in_flight=9600),
+        m(12, bytes_in_flight=9600 + 1200),
+        m(30, bytes_in_flight=9600, latest_rtt_ms=9.5, cwnd_bytes=9400),
+    ]
+    assert states(events, quinn) == [
+        (10, "SlowStart"),
+        (11, "Recovery"),
+        (30, "CongestionAvoidance"),
+    ]
+
+
 def test_persistent_congestion_collapses_to_rto() -> None:
     events = [
         m(0, cwnd_bytes=40000, bytes_in_flight=30000),
