@@ -411,3 +411,22 @@ def test_hybrid_with_everything_logged_is_explicit_and_with_nothing_is_derived(
         assert times == sorted(times)
         pairs = [(r.state, r.source) for r in merged]
         assert all(a != b for a, b in zip(pairs, pairs[1:], strict=False))
+
+
+def test_comparisons_carry_the_notices_into_diff_and_report_notes() -> None:
+    from quicsm.compare.grouping import compare_paths
+
+    fix = Path(__file__).resolve().parent / "fixtures" / "qlog"
+    with pytest.warns(QuicsmWarning):
+        comp = compare_paths([str(fix / "neqo_0.4.sqlog")], [str(fix / "quiche_quic.sqlog")])
+    assert any(
+        note.startswith(
+            "CongestionAvoidanceMaxed, ApplicationLimited, RetransmissionTimeout "
+            "and TailLossProbe cannot be derived"
+        )
+        for note in comp.notes
+    )
+    explicit = compare_paths(
+        [str(fix / "neqo_0.4.sqlog")], [str(fix / "quiche_quic.sqlog")], states="explicit"
+    )
+    assert not any("cannot be derived" in note for note in explicit.notes)
