@@ -109,9 +109,11 @@ build_aioquic() {
 }
 
 # ------------------------------------------------------------------ stock quic-go (no patch)
-# An unpatched upstream release, built with the same lab program: its traces carry quic-go's
-# own four congestion states only, for validating derived states on a release that was not
-# used to tune them (docs/derive.md).
+# Opt-in: QUICSM_STOCK_QUICGO=v0.54.0 instrumentation-patches/build.sh
+# An unpatched upstream release, built with the same lab program, listed on its own in
+# build/stacks-stock.json (for `quicsm lab run --stacks build/stacks-stock.json`): its traces
+# carry quic-go's own four congestion states only, for validating derived states on a release
+# that was not used to tune them (docs/derive.md). It is never part of build/stacks.json.
 build_quicgo_stock() {
   local version="$1"
   local labsrc="$here/quic-go/lab/main.go"
@@ -134,15 +136,15 @@ build_quicgo_stock() {
       die "quic-go $version (stock): build failed"
     echo "$stamp" >"$dir/.stamp"
   fi
-  entries+=("$(printf '{"stack": "quic-go-stock", "version": "%s", "patch": "", "server": ["%s"], "client": ["%s"], "env": {}}' \
-    "$version" "$bin" "$bin")")
+  printf '[\n  {"stack": "quic-go-stock", "version": "%s", "patch": "", "server": ["%s"], "client": ["%s"], "env": {}}\n]\n' \
+    "$version" "$bin" "$bin" >"$build/stacks-stock.json"
+  log "wrote build/stacks-stock.json"
 }
 
 want() { [[ -z "$only" || "$1" == *"$only"* ]]; }
 want quic-go && build_quicgo v0.48.2
 want quic-go && build_quicgo v0.65.0
 want aioquic && build_aioquic 1.7.2
-want quic-go-stock && build_quicgo_stock v0.54.0
 
 {
   echo "["
@@ -154,3 +156,5 @@ want quic-go-stock && build_quicgo_stock v0.54.0
 } >"$build/stacks.json.tmp"
 mv "$build/stacks.json.tmp" "$build/stacks.json"
 log "wrote build/stacks.json (${#entries[@]} stacks)"
+
+[[ -z "${QUICSM_STOCK_QUICGO:-}" ]] || build_quicgo_stock "$QUICSM_STOCK_QUICGO"
