@@ -414,7 +414,7 @@ def test_hybrid_with_everything_logged_is_explicit_and_with_nothing_is_derived(
 
 
 def test_comparisons_carry_the_notices_into_diff_and_report_notes() -> None:
-    from quicsm.compare.grouping import compare_paths
+    from quicsm.compare.load import compare_paths
 
     fix = Path(__file__).resolve().parent / "fixtures" / "qlog"
     with pytest.warns(QuicsmWarning):
