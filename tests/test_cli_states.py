@@ -72,6 +72,8 @@ def test_bad_record_exact_text(tmp_path: Path) -> None:
     assert err == (
         "Warning: skipped 1 record; first 1 reason:\n"
         f'  {path}: record 2 (line 2): expected an object with "time" and "name", got an array\n'
+        f"Warning: {path}#0000: no congestion information (no congestion state, metrics or loss "
+        "events); the whole trace counts as Init\n"
     )
     assert "Init" in out
 

@@ -24,6 +24,8 @@ COMMANDS: dict[str, str] = {
     "report": "quicsm.cli.report:report_command",
     "states": "quicsm.cli.states:states",
     "inspect": "quicsm.cli.inspect:inspect",
+    "labels": "quicsm.cli.labels:labels_command",
+    "plot": "quicsm.cli.plot:plot_command",
 }
 
 

@@ -26,6 +26,7 @@ from typing import Any, Literal
 import orjson
 import polars as pl
 
+from quicsm.compare.labels import check_keys, filter_where, label_text
 from quicsm.core.errors import InputError
 
 OnError = Literal["raise", "skip"]
@@ -64,25 +65,18 @@ class Comparison:
 
 
 def parse_where(items: Iterable[str]) -> dict[str, str]:
-    """``["scenario=jitter", "vantage=server"]`` -> ``{"scenario": "jitter", ...}``."""
+    """``["scenario=jitter", "vantage=server"]`` -> ``{"scenario": "jitter", ...}``.
+
+    A key given more than once means "one of": ``scenario=loss scenario=jitter`` gives
+    ``{"scenario": "loss,jitter"}``, the same as ``scenario=loss,jitter``."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise InputError(f"--where {item!r}: expected KEY=VALUE, e.g. scenario=jitter")
-        out[key.strip()] = value.strip()
+        key, value = key.strip(), value.strip()
+        out[key] = f"{out[key]},{value}" if key in out else value
     return out
-
-
-def label_text(value: Any) -> str:
-    """A label value as the text ``--where`` and ``--by`` compare against."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if value is None:
-        return "null"
-    return str(value)
 
 
 def natural_key(text: str) -> tuple[tuple[int, int, str], ...]:
@@ -112,11 +106,6 @@ def _labelled_traces(traces: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(pl.Series("labels", merged, dtype=pl.String))
 
 
-def _matches(labels: Mapping[str, Any], where: Mapping[str, str]) -> bool:
-    """Every condition holds; ``KEY=V1,V2`` accepts any of the listed values."""
-    return all(k in labels and label_text(labels[k]) in v.split(",") for k, v in where.items())
-
-
 def traces_where(
     paths: Sequence[str], *, where: Mapping[str, str], on_error: OnError
 ) -> pl.DataFrame:
@@ -125,10 +114,7 @@ def traces_where(
     from quicsm.extract.read import read_traces
 
     traces = _labelled_traces(read_traces(list(paths), on_error=on_error))
-    if where:
-        keep = [_matches(orjson.loads(s), where) for s in traces["labels"].to_list()]
-        traces = traces.filter(pl.Series(keep, dtype=pl.Boolean))
-    return traces
+    return filter_where(traces, where)
 
 
 def _load(
@@ -260,6 +246,7 @@ def compare_by_label(
     against ``baseline``."""
     where = dict(where or {})
     transitions, traces = _load(paths, where=where, on_error=on_error)
+    check_keys([label], traces["labels"].to_list(), option="--by")
     values: list[str | None] = []
     for s in traces["labels"].to_list():
         labels = orjson.loads(s)

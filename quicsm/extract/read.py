@@ -171,9 +171,15 @@ def _cc_algorithm(trace: TraceData, sidecar: dict[str, Any]) -> str | None:
     return None
 
 
+#: traces without congestion information named one by one before the rest are counted
+MAX_UNINFORMED_LISTED = 10
+
+
 def _transition_rows(
     loaded: _Loaded, trace: TraceData, rows: dict[str, list[Any]], diag: Diagnostics
-) -> None:
+) -> bool:
+    """Append the trace's rows; False when the trace carries no congestion information (no
+    state event, and no metric or loss event a state could be derived from)."""
     file = str(loaded.path)
     tid = trace_id(file, trace.index)
     start = trace.first_time if trace.first_time is not None else 0.0
@@ -205,8 +211,23 @@ def _transition_rows(
                     )
             add(event.time - start, state, event.new, event.trigger, "explicit")
     else:
-        for derived in derive_states(trace.metrics):
+        derived_states = derive_states(trace.metrics)
+        for derived in derived_states:
             add(derived.time - start, derived.state, None, derived.trigger, "derived")
+        return bool(derived_states)
+    return True
+
+
+def _note_uninformed(uninformed: list[str], diag: Diagnostics) -> None:
+    """One note per trace without congestion information (the first few, then a count)."""
+    for tid in uninformed[:MAX_UNINFORMED_LISTED]:
+        diag.note(
+            f"{tid}: no congestion information (no congestion state, metrics or loss events); "
+            "the whole trace counts as Init"
+        )
+    rest = len(uninformed) - MAX_UNINFORMED_LISTED
+    if rest > 0:
+        diag.note(f"... and {rest} more trace{'s' * (rest != 1)} without congestion information")
 
 
 def read_transitions(
@@ -220,19 +241,24 @@ def read_transitions(
     Traces with ``congestion_state_updated`` events give ``source="explicit"`` rows (names
     mapped by :mod:`quicsm.core.aliases`); traces without give rows derived from metrics and
     loss events (``source="derived"``, :mod:`quicsm.extract.derive`). Every trace starts with
-    ``Init`` at its first event (0 ms); ``end_ms`` is its last event.
+    ``Init`` at its first event (0 ms); ``end_ms`` is its last event. A trace with neither
+    (e.g. converted from a packet capture) is all ``Init``, and ``diagnostics`` gets a note
+    naming it.
     """
     lenient = _check_on_error(on_error)
     diag = diagnostics if diagnostics is not None else Diagnostics()
     rows: dict[str, list[Any]] = {name: [] for name in TRANSITIONS_SCHEMA}
     tables: list[pl.DataFrame] = []
+    uninformed: list[str] = []
     for loaded in _load_all(paths, lenient=lenient, diag=diag):
         if loaded.table is not None:
             tables.append(loaded.table)
             continue
         assert loaded.read is not None
         for trace in loaded.read.traces:
-            _transition_rows(loaded, trace, rows, diag)
+            if not _transition_rows(loaded, trace, rows, diag):
+                uninformed.append(trace_id(str(loaded.path), trace.index))
+    _note_uninformed(uninformed, diag)
     frame = pl.DataFrame(
         {
             k: pl.Series(
