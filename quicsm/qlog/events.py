@@ -61,6 +61,7 @@ METRIC_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "min_rtt_ms": ("min_rtt", "rtt_min"),
     "latest_rtt_ms": ("latest_rtt",),
     "pto_count": ("pto_count",),
+    "pacing_rate_bps": ("pacing_rate",),  # bits per second (qlog recovery metrics)
 }
 #: metrics expressed in the trace's time unit (draft-00/01 ``time_units``)
 RTT_METRICS: Final[frozenset[str]] = frozenset({"smoothed_rtt_ms", "min_rtt_ms", "latest_rtt_ms"})
