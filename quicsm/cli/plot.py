@@ -48,7 +48,8 @@ def plot_command(
 
     \b
     quicsm plot 'traces/quic-go-v0.65.0.qlog#0' -o conn.html
-    quicsm plot traces/aioquic-1.7.2.qlog --where scenario=loss1 --where run=1 --where vantage=server -o loss.svg
+    quicsm plot traces/aioquic-1.7.2.qlog --where scenario=loss1 --where run=1 \\
+        --where vantage=server -o loss.svg
     """
     from quicsm.core.diagnostics import Diagnostics
     from quicsm.extract.read import read_metrics, read_transitions
