@@ -216,7 +216,19 @@ def test_where_matching_nothing_is_a_clean_error(tmp_path: Path) -> None:
         main, ["infer", str(FIXTURES / "real"), "-o", str(tmp_path), "--where", "scenario=nope"]
     )
     assert result.exit_code == 1
-    assert result.stderr.endswith("Error: no traces with states match --where scenario=nope\n")
+    assert result.stderr.endswith(
+        f"Error: no traces match --where scenario=nope under {FIXTURES / 'real'} "
+        "(scenario takes loopback-blackout (6))\n"
+    )
+    # an unknown key lists the keys that exist
+    result = CliRunner().invoke(
+        main, ["infer", str(FIXTURES / "real"), "-o", str(tmp_path), "--where", "scenari=x"]
+    )
+    assert result.exit_code == 1
+    assert "Error: --where scenari: no trace has the label 'scenari' (did you mean scenario?)" in (
+        result.stderr
+    )
+    assert "device, format, max_cwnd_packets," in result.stderr
     result = CliRunner().invoke(
         main, ["infer", str(FIXTURES / "real"), "-o", str(tmp_path), "--where", "scenario"]
     )

@@ -64,4 +64,6 @@ def labels_command(paths: tuple[str, ...], where: tuple[str, ...], fmt: str, len
     out.add_column("values (traces)", overflow="fold")
     for summary in key_summaries(table):
         out.add_row(summary.key, str(summary.traces), summary.describe())
-    console.print(out, highlight=False)
+    with console.capture() as captured:
+        console.print(out, highlight=False)
+    click.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))
