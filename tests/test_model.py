@@ -193,8 +193,8 @@ def test_node_names_are_states_and_unique(model: Model) -> None:
     names = node_names(model.nodes)
     assert len(set(names.values())) == len(names)
     assert names[0] == "INITIAL" and "SlowStart" in names.values()
-    nodes = pl.concat([model.nodes, pl.DataFrame({"id": [99], "state": ["SlowStart"], "events": [1]})])
-    two = node_names(nodes)
+    extra = pl.DataFrame({"id": [99], "state": ["SlowStart"], "events": [1]})
+    two = node_names(pl.concat([model.nodes, extra]))
     assert {"SlowStart 1", "SlowStart 2"} <= set(two.values()) and "SlowStart" not in two.values()
 
 
