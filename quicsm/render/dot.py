@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from quicsm.core.errors import QuicsmError
@@ -219,3 +219,95 @@ def model_svg(model: Model) -> str | None:
     if not dot_available():
         return None
     return render_model(model, format="svg").decode()
+
+
+# -- two models drawn on one layout -----------------------------------------------------------
+
+#: edge labels of a shared layout are set in a monospace font and padded to this many
+#: characters, so every label has the same size whatever its number (``<0.1%`` is the longest)
+_EDGE_LABEL_CHARS: Final[int] = 5
+_MONO: Final[str] = "Courier"
+_NBSP: Final[str] = "\u00a0"
+
+
+def _node_width(state: str) -> float:
+    """Width in inches of a fixed-size node that holds the state name and a share line."""
+    chars = max(len(state), len("state: 100% of time"))
+    return round(0.25 + 1.3 * 0.088 * chars, 2)  # an ellipse around a line of text
+
+
+def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]) -> list[str]:
+    """DOT texts of several models (the groups of a comparison) with one common layout:
+    every text holds the union of the nodes and edges, in the same order and with the same
+    sizes (fixed-size nodes, equal-width edge labels), so Graphviz places every state at the
+    same spot in each drawing. A state or transition a model lacks is drawn faint ("not
+    seen") or left invisible. ``None`` stands for a group without states."""
+    if len(captions) != len(models):
+        raise QuicsmError("shared_model_dots needs one caption per model")
+    from quicsm.model.tables import label_rank
+
+    per_model: list[tuple[dict[str, dict[str, Any]], dict[tuple[str, str], float]]] = []
+    states: dict[str, str] = {}
+    for model in models:
+        if model is None:
+            per_model.append(({}, {}))
+            continue
+        names = node_names(model.nodes)
+        unattributed = set(model.states_sharing_a_fraction())
+        several = set(model.states_with_several_nodes())
+        nodes: dict[str, dict[str, Any]] = {}
+        for row in model.node_fractions().iter_rows(named=True):
+            name = names[row["id"]]
+            states[name] = row["state"]
+            nodes[name] = {
+                "state": row["state"],
+                "fraction": row["fraction"],
+                "split": row["state"] in several,
+                "unattributed": row["state"] in unattributed,
+            }
+        edges = {
+            (names[s], names[t]): float(p)
+            for s, t, p in model.edges.select("source", "target", "probability").iter_rows()
+        }
+        per_model.append((nodes, edges))
+    order = sorted(states, key=lambda n: (*label_rank(states[n]), n))
+    all_edges = sorted(
+        {e for _, edges in per_model for e in edges},
+        key=lambda e: (order.index(e[0]), order.index(e[1])),
+    )
+    out = []
+    for (nodes, edges), caption in zip(per_model, captions, strict=True):
+        lines = graph_header(caption)
+        lines.append("  node [fixedsize=true, height=0.62];")
+        lines.append(f"  edge [fontname={_quote(_MONO)}];")
+        for name in order:
+            state = states[name]
+            node = nodes.get(name)
+            if state in (INITIAL, TERMINAL):
+                attrs = node_attrs(state, "")
+                attrs += ", width=1.1" if state == INITIAL else ", width=1.4"
+                if node is None:
+                    attrs += ', style=dashed, color="#bbbbbb", fontcolor="#999999"'
+            elif node is None:
+                label = f'<{_html_escape(state)}<BR/><FONT POINT-SIZE="11">not seen</FONT>>'
+                attrs = (
+                    f'label={label}, style=dashed, color="#bbbbbb", fontcolor="#999999", '
+                    f"width={_node_width(state)}"
+                )
+            else:
+                label = node_label(
+                    state,
+                    node["fraction"],
+                    split=node["split"],
+                    state_total=node["fraction"] if node["unattributed"] else None,
+                )
+                attrs = f"{node_attrs(state, label)}, width={_node_width(state)}"
+            lines.append(f"  {_quote(name)} [{attrs}];")
+        for source, target in all_edges:
+            p = edges.get((source, target))
+            text = (pct(p) if p is not None else "").rjust(_EDGE_LABEL_CHARS, _NBSP)
+            style = "" if p is not None else ", style=invis"
+            lines.append(f"  {_quote(source)} -> {_quote(target)} [label={_quote(text)}{style}];")
+        lines.append("}")
+        out.append("\n".join(lines) + "\n")
+    return out

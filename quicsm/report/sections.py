@@ -99,7 +99,8 @@ def build_views(
             permutations=permutations,
             names=(comp.a.name, comp.b.name),
         )
-        ga, gb = _group_view(comp.a), _group_view(comp.b)
+        dot_a, dot_b = _fsm_dots(comp.a, comp.b)
+        ga, gb = _group_view(comp.a, dot_a), _group_view(comp.b, dot_b)
         mat, note = _matrix(comp, result, alpha=alpha, axes=matrix, metric=metric)
         views.append(
             ComparisonView(
@@ -175,7 +176,7 @@ def representative_trace(group: Group) -> tuple[str, str] | None:
     return (str(wide["file"][best]), str(wide["trace"][best]))
 
 
-def _group_view(group: Group) -> GroupView:
+def _group_view(group: Group, fsm_dot: str) -> GroupView:
     files = sorted({str(f) for f in group.traces["file"].to_list()}) if group.traces.height else []
     rep = representative_trace(group)
     series, note = (None, "no trace with states")
@@ -188,17 +189,20 @@ def _group_view(group: Group) -> GroupView:
         ):
             if (file, trace) == rep and isinstance(labels.get("title"), str):
                 title = labels["title"]
-    return GroupView(group.name, group.n_traces, files, rep, series, note, _fsm_dot(group), title)
+    return GroupView(group.name, group.n_traces, files, rep, series, note, fsm_dot, title)
 
 
-def _fsm_dot(group: Group) -> str:
+def _fsm_dots(a: Group, b: Group) -> tuple[str, str]:
+    """Both groups' observed models on one layout (a state sits at the same spot in both)."""
     from quicsm.model.inference import infer
-    from quicsm.render.dot import model_to_dot
+    from quicsm.render.dot import shared_model_dots
 
-    if group.transitions.height == 0:
-        return ""
-    model = infer(_keyed(group.transitions), algorithm="observed")
-    return model_to_dot(model, title="")
+    models = [
+        infer(_keyed(g.transitions), algorithm="observed") if g.transitions.height else None
+        for g in (a, b)
+    ]
+    dots = shared_model_dots(models, captions=["", ""])
+    return (dots[0] if models[0] else "", dots[1] if models[1] else "")
 
 
 def _series(group: Group, rep: tuple[str, str]) -> tuple[svg.Series | None, str]:
