@@ -85,8 +85,8 @@ def test_by_label_with_three_values_gives_consecutive_comparisons(corpus: Path) 
 def test_table_and_markdown(corpus: Path) -> None:
     code, out, _ = run(str(corpus), "--by", "version", "--where", "scenario=bulk")
     assert code == 0
-    assert out.startswith("A = version=1.9 (6 traces), B = version=1.10 (6 traces)")
-    assert "ApplicationLimited" in out.splitlines()[3]
+    assert out.startswith("A = version=1.9 (6 traces)\nB = version=1.10 (6 traces)\n")
+    assert "ApplicationLimited" in out.splitlines()[5]
     code, md, _ = run(str(corpus), "--by", "version", "--where", "scenario=bulk", "--format", "md")
     assert md.startswith("## quicsm diff: version=1.10 vs version=1.9")
     assert "| state | version=1.9 | version=1.10 |" in md
@@ -106,7 +106,8 @@ def test_clean_errors(corpus: Path, tmp_path: Path) -> None:
     assert code == 1 and "say how to form the two groups" in err
     code, _, err = run(str(corpus), "--by", "nosuchlabel")
     assert code == 1
-    assert "--by nosuchlabel: need at least two values among the traces, found none" in err
+    assert "--by nosuchlabel: no trace has the label 'nosuchlabel'; the traces' labels are " in err
+    assert "stack, title, vantage, version" in err
     code, _, err = run(str(corpus), "--by", "version", "--where", "scenario")
     assert code == 1 and "--where 'scenario': expected KEY=VALUE" in err
     code, _, err = run(str(corpus / "v1"), "--vs", str(corpus / "v2"), "--where", "version=9")

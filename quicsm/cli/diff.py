@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import click
 
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
+from quicsm.cli.progress import reading
+from quicsm.core.errors import InputError
 from quicsm.render import diff_format
 
 #: exit status of ``--fail-on-significant`` when something differs significantly
@@ -26,6 +29,14 @@ EXIT_SIGNIFICANT = 3
     help="Output format.",
 )
 @click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the full output (every row, in the chosen format) to this file; a terminal "
+    "still gets the summary view.",
+)
+@click.option(
     "--fail-on-significant",
     is_flag=True,
     help=f"Exit with status {EXIT_SIGNIFICANT} if anything differs significantly "
@@ -41,51 +52,75 @@ def diff_command(
     alpha: float,
     fmt: str,
     seed: int,
+    output: Path | None,
     fail_on_significant: bool,
 ) -> None:
     """Compare group B with group A: time in state, transition probabilities, dwell times and
     invariants, each with a significance test (see docs/diff.md).
 
+    On a terminal, table output is fitted to the window: significant rows are highlighted and
+    long tables show their significant and largest rows (-o FILE writes every row).
+
     \b
-    quicsm diff traces/v1/ --vs traces/v2/
-    quicsm diff traces/*.qlog --by version --where scenario=jitter --format md
+    quicsm diff traces/quic-go-v0.48.2.qlog --vs traces/quic-go-v0.65.0.qlog --where vantage=server
+    quicsm diff traces/*.qlog --by version --where stack=quic-go --where scenario=jitter --format md
     """
     from quicsm.compare.diff import diff
     from quicsm.render.diff_format import to_dict
 
-    comps = comparisons(
-        paths=paths,
-        vs_paths=vs_paths,
-        by_label=by_label,
-        where=where,
-        baseline=baseline,
-        lenient=lenient,
-    )
-    results = []
+    with reading("reading traces") as stage:
+        comps = comparisons(
+            paths=paths,
+            vs_paths=vs_paths,
+            by_label=by_label,
+            where=where,
+            baseline=baseline,
+            lenient=lenient,
+        )
+        results = []
+        for i, comp in enumerate(comps, 1):
+            stage.update(f"testing {comp.b.name} against {comp.a.name} ({i}/{len(comps)})")
+            results.append(
+                diff(
+                    comp.a.transitions,
+                    comp.b.transitions,
+                    alpha=alpha,
+                    seed=seed,
+                    names=(comp.a.name, comp.b.name),
+                )
+            )
     for comp in comps:
         for note in comp.notes:
             click.echo(f"note: {note}", err=True)
-        results.append(
-            diff(
-                comp.a.transitions,
-                comp.b.transitions,
-                alpha=alpha,
-                seed=seed,
-                names=(comp.a.name, comp.b.name),
-            )
-        )
     if fmt == "json":
         import orjson
 
         if len(results) == 1:
-            click.echo(diff_format.to_json(results[0]), nl=False)
+            text = diff_format.to_json(results[0])
         else:
             doc = {"comparisons": [to_dict(r) for r in results]}
-            click.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
+            text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
     else:
-        text = [
+        text = "\n".join(
             diff_format.to_markdown(r) if fmt == "md" else diff_format.to_table(r) for r in results
-        ]
-        click.echo("\n".join(text), nl=False)
+        )
+    if output is not None:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"{output}: cannot write: {exc.strerror}") from None
+        click.echo(f"wrote {output}", err=True)
+    if fmt == "table" and sys.stdout.isatty():
+        from rich.console import Console
+
+        from quicsm.cli.diff_view import print_diff
+
+        console = Console()
+        for i, r in enumerate(results):
+            if i:
+                console.rule()
+            print_diff(r, console=console, full_output=str(output) if output else None)
+    elif output is None:
+        click.echo(text, nl=False)
     if fail_on_significant and any(r.any_significant for r in results):
         sys.exit(EXIT_SIGNIFICANT)

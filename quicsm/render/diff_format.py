@@ -96,8 +96,12 @@ def _mark(row: dict[str, Any]) -> str:
     return "yes" if row["significant"] else ""
 
 
-def _tables(d: DiffResult) -> list[tuple[str, list[str], list[list[str]]]]:
-    a, b = d.names
+def _tables(
+    d: DiffResult, *, short_names: bool = False
+) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, header, rows) of each table; ``short_names`` heads the group columns "A" and
+    "B" (the header line says which is which) to keep terminal tables narrow."""
+    a, b = ("A", "B") if short_names else d.names
     states = [
         [
             r["state"],
@@ -246,10 +250,46 @@ def _presence_lines(d: DiffResult) -> list[str]:
     return lines
 
 
+#: width the plain-text table wraps its prose lines at
+TABLE_WIDTH = 100
+
+
+def _wrapped(text: str, *, indent: str) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(
+        text,
+        width=TABLE_WIDTH,
+        initial_indent=indent + "- ",
+        subsequent_indent=indent + "  ",
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+
+
+def table_sections(
+    d: DiffResult,
+) -> tuple[list[str], list[str], list[tuple[str, list[str], list[list[str]]]], list[str]]:
+    """The pieces of the terminal views: header lines (which group is A and which B), summary
+    sentences, tables (title, header with group columns "A" and "B", rows; the last column
+    is "yes" on significant rows) and the invariants-and-presence sentences."""
+    a, b = d.names
+    header = [
+        f"A = {a} ({_traces(d.n_a)})",
+        f"B = {b} ({_traces(d.n_b)})",
+        f"α = {d.alpha:g}; differences are B − A",
+    ]
+    return header, _summary_lines(d), _tables(d, short_names=True), _presence_lines(d)
+
+
 def to_table(d: DiffResult) -> str:
-    out = [_header(d), "", "Summary:"]
-    out += [f"  - {s}" for s in _summary_lines(d)]
-    for title, head, rows in _tables(d):
+    """Plain fixed-width text: group columns headed A and B, prose wrapped at
+    :data:`TABLE_WIDTH` columns."""
+    header, _, _, _ = table_sections(d)
+    out = [*header, "", "Summary:"]
+    for s in _summary_lines(d):
+        out += _wrapped(s, indent="  ")
+    for title, head, rows in _tables(d, short_names=True):
         out += ["", title + ":"]
         if not rows:
             out.append("  (none)")
@@ -262,5 +302,6 @@ def to_table(d: DiffResult) -> str:
                 "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
             )
     out += ["", "Invariants and presence:"]
-    out += [f"  - {s}" for s in _presence_lines(d)]
+    for s in _presence_lines(d):
+        out += _wrapped(s, indent="  ")
     return "\n".join(out) + "\n"
