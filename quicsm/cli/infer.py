@@ -31,9 +31,9 @@ if TYPE_CHECKING:
 
 FORMATS = (*RENDER_FORMATS, "dot", "json")
 #: show a progress bar when the inputs are at least this large in total (bytes) ...
-PROGRESS_MIN_BYTES = 32 * 1024 * 1024
+PROGRESS_MIN_BYTES = 4 * 1024 * 1024
 #: ... or this many files.
-PROGRESS_MIN_FILES = 16
+PROGRESS_MIN_FILES = 8
 
 
 @click.command("infer")
