@@ -184,3 +184,23 @@ def test_static_checks_can_fail() -> None:
     bad = Example("x.md:1", "curl http://example")
     with pytest.raises(AssertionError, match="unknown program"):
         _check_statically(_tokens(bad.command), bad)
+
+
+def test_node_counts_quoted_in_model_md() -> None:
+    """docs/model.md quotes how many nodes each picture of the shipped corpus has."""
+    from quicsm.extract.read import read_transitions
+    from quicsm.model.inference import infer
+
+    text = " ".join((ROOT / "docs" / "model.md").read_text().split())
+    quoted = re.search(
+        r"on the shipped corpus (\d+) nodes instead of (\d+), (\w+) of them (\w+)", text
+    )
+    assert quoted is not None, "docs/model.md no longer quotes the node counts"
+    synoptic_n, observed_n, split_n, state = quoted.groups()
+    transitions = read_transitions([ROOT / "traces"])
+    synoptic = infer(transitions, algorithm="synoptic")
+    observed = infer(transitions, algorithm="observed")
+    words = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+    assert synoptic.nodes.height == int(synoptic_n)
+    assert observed.nodes.height == int(observed_n)
+    assert synoptic.nodes.filter(synoptic.nodes["state"] == state).height == words[split_n]
