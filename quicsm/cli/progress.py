@@ -6,6 +6,10 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class Stage:
@@ -21,12 +25,14 @@ class Stage:
 
 
 @contextlib.contextmanager
-def reading(description: str, *, quiet: bool = False) -> Iterator[Stage]:
-    """A spinner reading ``description`` while the block runs (nothing when stderr is not a
-    terminal, or with ``quiet``)."""
+def reading(
+    description: str, *, quiet: bool = False, console: Console | None = None
+) -> Iterator[Stage]:
+    """A spinner reading ``description`` while the block runs (nothing when stderr — or the
+    given console — is not a terminal, or with ``quiet``)."""
     from rich.console import Console
 
-    console = Console(stderr=True)
+    console = console if console is not None else Console(stderr=True)
     if quiet or not console.is_terminal:
         yield Stage(None)
         return
