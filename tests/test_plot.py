@@ -156,3 +156,16 @@ def test_cli_plot_needs_exactly_one_trace(tmp_path: Path) -> None:
     assert code == 1 and "no such trace" in err and "holds 1 trace (#0 to #0)" in err
     code, _, err = run("plot", f"{SERVER}#x", "-o", str(tmp_path / "x.html"))
     assert code == 1 and "expected FILE#N" in err
+
+
+@given(st.text(min_size=0, max_size=300), st.integers(3, 200))
+def test_long_titles_are_cut_in_the_middle(text: str, room: int) -> None:
+    from quicsm.render.plot import _ellipsize
+
+    cut = _ellipsize(text, room)
+    assert len(cut) <= room
+    if len(text) <= room:
+        assert cut == text
+    else:
+        head, _, tail = cut.partition("…")
+        assert text.startswith(head) and text.endswith(tail) and tail

@@ -196,7 +196,7 @@ def _step_path(xs: Sequence[float], ys: Sequence[float]) -> str:
 
 def plot_svg(series: ConnectionSeries, *, width: float = 960.0) -> str:
     """The connection as one SVG (see the module docstring)."""
-    left, right, top = 84.0, 24.0, 40.0
+    left, right, top = 84.0, 24.0, 58.0 if series.title else 40.0
     panel_h, gap = 170.0, 22.0
     pw = width - left - right
     panels = [(t, u, [c for c in cols if c in series.lines]) for t, u, cols in PANELS]
@@ -296,17 +296,31 @@ def plot_svg(series: ConnectionSeries, *, width: float = 960.0) -> str:
             "</title></path>"
         )
     legend_y, rows = _legend(series, body, left=left, right=width - right, y=bottom + 54)
-    title = f"{series.trace} ({series.vantage})" + (f" — {series.title}" if series.title else "")
+    title = f"{series.trace} ({series.vantage})"
+    room = int((width - left - right) / 7.5)  # characters of 13 px bold text that fit
     body.append(
         f'<text x="{_f(left)}" y="22" font-size="13" font-weight="bold" fill="#222">'
-        f"{_esc(title)}</text>"
+        f"{_esc(_ellipsize(title, room))}</text>"
     )
+    if series.title:
+        body.append(_text(left, 40, _ellipsize(series.title, int(room * 1.15)), fill="#555"))
+    if series.title:
+        title += f" — {series.title}"
     height = legend_y + 16 * rows + 8
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="connection" viewBox="0 0 {_f(width)} '
         f'{_f(height)}" width="{_f(width)}" height="{_f(height)}" role="img" style="{FONT}">'
         f"<title>{_esc(title)}</title>" + "".join(body) + "</svg>"
     )
+
+
+def _ellipsize(text: str, room: int) -> str:
+    """``text`` cut to ``room`` characters, the middle replaced by an ellipsis (file names keep
+    their start and their trace number)."""
+    if len(text) <= room:
+        return text
+    keep = max(room - 1, 2)
+    return text[: keep - keep // 2] + "…" + text[len(text) - keep // 2 :]
 
 
 def _legend(
