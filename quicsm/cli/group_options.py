@@ -14,6 +14,7 @@ from quicsm.compare.grouping import (
     compare_paths,
     parse_where,
 )
+from quicsm.cli.trace_options import WHERE_HELP
 from quicsm.core.errors import InputError
 
 
@@ -59,14 +60,14 @@ def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "by_label",
             metavar="LABEL",
             help="Form groups by this label (run.json field, trace label, title, code_version, "
-            "vantage).",
+            "vantage; `quicsm labels` lists them).",
         ),
         click.option(
             "--where",
             "where",
             multiple=True,
             metavar="KEY=VALUE",
-            help="Keep only traces whose label KEY equals VALUE, or one of V1,V2,... (repeatable).",
+            help=WHERE_HELP,
         ),
         click.option(
             "--baseline",
