@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from quicsm.cli.trace_options import WHERE_HELP
 from quicsm.compare.grouping import (
     Comparison,
     OnError,
@@ -14,7 +15,6 @@ from quicsm.compare.grouping import (
     compare_paths,
     parse_where,
 )
-from quicsm.cli.trace_options import WHERE_HELP
 from quicsm.core.errors import InputError
 
 
