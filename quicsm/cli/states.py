@@ -54,7 +54,7 @@ def states(paths: tuple[str, ...], fmt: str, where: tuple[str, ...], lenient: bo
 
     \b
     quicsm states traces/quic-go-v0.65.0.qlog#0 --format csv
-    quicsm states traces/*.qlog --where scenario=loss --where vantage=server --format csv
+    quicsm states traces/*.qlog --where scenario=loss1 --where vantage=server --format csv
     """
     diagnostics = Diagnostics()
     with reading("reading traces"), warnings.catch_warnings():
