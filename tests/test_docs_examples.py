@@ -1,4 +1,5 @@
-"""Every shell example in README.md and docs/*.md works.
+"""Every shell example in README.md and docs/*.md works — the examples of every command's
+``--help`` included (docs/cli.md is generated from them).
 
 Each command line of a ```sh block (``\\`` continuations joined, trailing ``# comments``
 dropped) is one test case; an ``&&`` chain runs only when every command in it can, else every
@@ -52,13 +53,34 @@ class Example:
         return f"{self.where}: {self.command}"
 
 
+def _blocks(path: Path, text: str) -> list[tuple[int, list[str]]]:
+    """(first line number, lines) of each shell block; in docs/cli.md (the ``--help`` texts)
+    the example lines of every block."""
+    out = []
+    if path.name == "cli.md":
+        for block in re.finditer(r"```text\n(.*?)```", text, re.S):
+            first = text.count("\n", 0, block.start(1)) + 1
+            lines = block.group(1).splitlines()
+            i = 0
+            while i < len(lines):
+                if re.match(r"\s+quicsm \w", lines[i]):
+                    j = i
+                    while lines[j].rstrip().endswith("\\"):
+                        j += 1
+                    out.append((first + i, [x.strip() for x in lines[i : j + 1]]))
+                    i = j
+                i += 1
+        return out
+    for block in re.finditer(r"```(?:sh|bash|shell)\n(.*?)```", text, re.S):
+        out.append((text.count("\n", 0, block.start(1)) + 1, block.group(1).splitlines()))
+    return out
+
+
 def examples() -> list[Example]:
     out = []
     for path in DOCS:
         text = path.read_text(encoding="utf-8")
-        for block in re.finditer(r"```(?:sh|bash|shell)\n(.*?)```", text, re.S):
-            first_line = text.count("\n", 0, block.start(1)) + 1
-            lines = block.group(1).splitlines()
+        for first_line, lines in _blocks(path, text):
             i = 0
             while i < len(lines):
                 start = i
