@@ -142,3 +142,21 @@ def test_many_traces_without_information_are_counted(tmp_path: Path) -> None:
         read_transitions(files, diagnostics=diag)
     assert len(diag.notes) == 11
     assert diag.notes[-1] == "... and 3 more traces without congestion information"
+
+
+def test_file_n_in_a_transitions_table_is_its_nth_trace() -> None:
+    table = Path(__file__).parent / "fixtures" / "qlog" / "transitions.csv"
+    ids = read_transitions([table])["trace"].unique(maintain_order=True).to_list()
+    for n, expected in enumerate(ids):
+        chosen = select_traces([f"{table}#{n}"], where={})
+        assert chosen.traces is not None and chosen.traces["trace"].to_list() == [expected]
+    code, _, err = run("states", f"{table}#{len(ids)}")
+    assert code == 1 and f"holds {len(ids)} traces (#0 to #{len(ids) - 1})" in err
+
+
+def test_library_warnings_print_as_plain_lines() -> None:
+    table = Path(__file__).parent / "fixtures" / "qlog" / "transitions.csv"  # has 'Mystery'
+    code, _, err = run("labels", str(table))
+    assert code == 0
+    assert "Warning: state names not in the alias table were kept as Unknown: 'Mystery'" in err
+    assert "QuicsmWarning" not in err and ".py:" not in err

@@ -2,8 +2,9 @@
 
 Trace ids are ``<file>#<n>`` (:func:`quicsm.extract.read.trace_id`); a command line may name
 one trace the same way, with or without the zero padding (``run/server.sqlog#3`` or
-``run/server.sqlog#0003``). A path that exists as written is always a path, even with a ``#``
-in its name.
+``run/server.sqlog#0003``). In a transitions table (CSV/Parquet), whose traces carry their own
+ids, ``FILE#N`` is the table's N-th trace in order of appearance. A path that exists as
+written is always a path, even with a ``#`` in its name.
 """
 
 from __future__ import annotations
@@ -78,16 +79,17 @@ def select_traces(
             continue
         if len(files) != 1:
             raise InputError(f"{spec!r}: FILE#N needs one file, but {path!r} names {len(files)}")
-        wanted[trace_id(files[0], index)] = spec
-    present = set(traces["trace"].to_list())
-    for tid, spec in wanted.items():
-        if tid not in present:
-            file = tid.rpartition("#")[0]
-            n = traces.filter(pl.col("file") == file).height
+        # qlog trace ids are "<file>#<n>"; a transitions table's are its own, taken in order
+        ids = traces.filter(pl.col("file") == files[0])["trace"].to_list()
+        qlog = any(i.startswith(files[0] + "#") for i in ids)
+        tid = trace_id(files[0], index) if qlog else (ids[index] if index < len(ids) else "")
+        if tid not in ids:
+            n = len(ids)
             raise InputError(
-                f"{spec!r}: no such trace; {file} holds {n} trace{'s' * (n != 1)}"
+                f"{spec!r}: no such trace; {files[0]} holds {n} trace{'s' * (n != 1)}"
                 + (f" (#0 to #{n - 1})" if n else "")
             )
+        wanted[tid] = spec
     chosen = traces.filter(pl.col("file").is_in(list(whole)) | pl.col("trace").is_in(list(wanted)))
     if where:
         narrowed = filter_where(chosen, where)
