@@ -66,3 +66,38 @@ def test_plot_html_in_chromium(chromium: str, tmp_path: Path) -> None:
     if artifacts:
         Path(artifacts).mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, Path(artifacts) / "plot-screenshot.png")
+
+
+def test_side_by_side_models_fit_their_columns(chromium: str, tmp_path: Path) -> None:
+    """quicsm.side_by_side (the notebooks' view) in Chromium: no drawing wider than its column
+    or the page, every column the same width, also a drawing alone on the last row."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_model import fig13_transitions
+
+    from quicsm.model.inference import infer
+    from quicsm.render.notebook import side_by_side
+
+    t = fig13_transitions()
+    traces = sorted(t["trace"].unique().to_list())
+    parts = [traces[0::3], traces[1::3], traces[2::3]]
+    models = {f"part {i}": infer(t.filter(t["trace"].is_in(p)), algorithm="observed")
+              for i, p in enumerate(parts)}  # fmt: skip
+    page = tmp_path / "side.html"
+    page.write_text(f"<!DOCTYPE html><html><body>{side_by_side(models)}</body></html>")
+    with Browser(chromium) as browser:
+        session, load = browser.load(page.as_uri(), width=760)
+        assert load.errors == []
+        boxes = browser.evaluate(
+            session,
+            "Array.from(document.querySelectorAll('svg')).map(s => { const r = "
+            "s.getBoundingClientRect(); return [r.left, r.right, r.width]; })",
+        )
+        page_width = browser.evaluate(session, "document.documentElement.clientWidth")
+        scroll_width = browser.evaluate(session, "document.documentElement.scrollWidth")
+    assert len(boxes) == 3
+    assert scroll_width <= page_width  # nothing sticks out of the page
+    assert all(right <= page_width for _, right, _ in boxes)
+    widths = {round(w) for _, _, w in boxes}
+    assert len(widths) == 1 and widths.pop() < page_width * 0.6  # two columns, the third alone

@@ -112,16 +112,17 @@ def diff_html(d: DiffResult) -> str:
 
 def side_by_side(models: Mapping[str, Model]) -> str:
     """Several models next to each other on one shared layout (a state sits at the same spot
-    in each drawing), each scaled to its column; wraps below a readable width."""
+    in each drawing), each scaled to its column; columns of equal width, at least 320 px."""
     from quicsm.render.dot import shared_model_dots
 
     names = list(models)
     dots = shared_model_dots([models[n] for n in names], captions=["" for _ in names])
     cells = "".join(
-        f"<div style='flex:1 1 320px;min-width:0'><h4>{_esc(name)}</h4>{_svg_of(dot)}</div>"
+        f"<div style='min-width:0'><h4>{_esc(name)}</h4>{_svg_of(dot)}</div>"
         for name, dot in zip(names, dots, strict=True)
     )
+    # a grid: every drawing gets the same column width, also alone on the last row
     return (
-        f"<div class='quicsm'>{_STYLE}<div style='display:flex;gap:12px;flex-wrap:wrap;"
-        f"align-items:flex-start'>{cells}</div></div>"
+        f"<div class='quicsm'>{_STYLE}<div style='display:grid;gap:12px;align-items:start;"
+        f"grid-template-columns:repeat(auto-fill,minmax(320px,1fr))'>{cells}</div></div>"
     )
