@@ -15,7 +15,8 @@ from rich.console import Console
 from quicsm.cli import main
 from quicsm.cli.diff_view import MAX_ROWS, print_diff
 from quicsm.compare.diff import diff
-from quicsm.compare.grouping import compare_paths
+from quicsm.compare.load import compare_paths
+from quicsm.compare.run import run_comparison
 from quicsm.render import diff_format
 
 REAL = Path(__file__).parent.parent / "traces"
@@ -77,9 +78,9 @@ def test_output_file_gets_every_row(result, tmp_path: Path) -> None:  # type: ig
     cli = CliRunner().invoke(main, args)
     assert cli.exit_code == 0, cli.stderr
     assert cli.stdout == ""  # not a terminal: the file holds the output
-    comp = compare_paths([str(root / "a")], [str(root / "b")])
-    expected = diff(comp.a.transitions, comp.b.transitions, names=(comp.a.name, comp.b.name))
-    assert out.read_text() == diff_format.to_table(expected)
+    done = run_comparison(compare_paths([str(root / "a")], [str(root / "b")]))
+    expected = diff_format.to_table(done.result, explanations=done.explanations)
+    assert out.read_text() == expected
     # only the lines naming the groups (long temporary paths here) may be wider than 130
     body = [line for line in out.read_text().splitlines() if not line.startswith(("A = ", "B = "))]
     assert max(len(line) for line in body) <= 130

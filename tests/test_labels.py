@@ -14,8 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from quicsm.cli import main
-from quicsm.compare.grouping import parse_where, traces_where
+from quicsm.compare.grouping import parse_where
 from quicsm.compare.labels import compact_keys, label_table, matches
+from quicsm.compare.load import traces_where
 from quicsm.compare.selection import select_traces, split_trace_spec
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.extract.read import read_transitions

@@ -11,7 +11,6 @@ import click
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
 from quicsm.cli.progress import reading
 from quicsm.core.errors import InputError
-from quicsm.render import diff_format
 
 #: exit status of ``--fail-on-significant`` when something differs significantly
 EXIT_SIGNIFICANT = 3
@@ -47,6 +46,7 @@ def diff_command(
     vs_paths: Sequence[str],
     by_label: str | None,
     where: Sequence[str],
+    within: Sequence[str],
     baseline: str | None,
     lenient: bool,
     alpha: float,
@@ -55,8 +55,9 @@ def diff_command(
     output: Path | None,
     fail_on_significant: bool,
 ) -> None:
-    """Compare group B with group A: time in state, transition probabilities, dwell times and
-    invariants, each with a significance test (see docs/diff.md).
+    """Compare group B with group A: outcomes, time in state, transition probabilities, dwell
+    times and invariants, each with a significance test (Holm over all of them), and the
+    events that explain what changed (see docs/diff.md).
 
     On a terminal, table output is fitted to the window: significant rows are highlighted and
     long tables show their significant and largest rows (-o FILE writes every row).
@@ -65,8 +66,8 @@ def diff_command(
     quicsm diff traces/quic-go-v0.48.2.qlog --vs traces/quic-go-v0.65.0.qlog --where vantage=server
     quicsm diff traces/*.qlog --by version --where stack=quic-go --where scenario=jitter --format md
     """
-    from quicsm.compare.diff import diff
-    from quicsm.render.diff_format import to_dict
+    from quicsm.compare.run import run_comparison
+    from quicsm.render.diff_format import to_dict, to_json, to_markdown, to_table
 
     with reading("reading traces") as stage:
         comps = comparisons(
@@ -76,34 +77,29 @@ def diff_command(
             where=where,
             baseline=baseline,
             lenient=lenient,
+            within=within,
+            metrics=True,
         )
-        results = []
+        done = []
         for i, comp in enumerate(comps, 1):
             stage.update(f"testing {comp.b.name} against {comp.a.name} ({i}/{len(comps)})")
-            results.append(
-                diff(
-                    comp.a.transitions,
-                    comp.b.transitions,
-                    alpha=alpha,
-                    seed=seed,
-                    names=(comp.a.name, comp.b.name),
-                )
-            )
+            done.append(run_comparison(comp, alpha=alpha, seed=seed))
     for comp in comps:
+        for caveat in comp.caveats:
+            click.echo(f"caution: {caveat}", err=True)
         for note in comp.notes:
             click.echo(f"note: {note}", err=True)
     if fmt == "json":
         import orjson
 
-        if len(results) == 1:
-            text = diff_format.to_json(results[0])
+        if len(done) == 1:
+            text = to_json(done[0].result, explanations=done[0].explanations)
         else:
-            doc = {"comparisons": [to_dict(r) for r in results]}
+            doc = {"comparisons": [to_dict(c.result, explanations=c.explanations) for c in done]}
             text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
     else:
-        text = "\n".join(
-            diff_format.to_markdown(r) if fmt == "md" else diff_format.to_table(r) for r in results
-        )
+        view = to_markdown if fmt == "md" else to_table
+        text = "\n".join(view(c.result, explanations=c.explanations) for c in done)
     if output is not None:
         try:
             output.write_text(text, encoding="utf-8")
@@ -116,11 +112,16 @@ def diff_command(
         from quicsm.cli.diff_view import print_diff
 
         console = Console()
-        for i, r in enumerate(results):
+        for i, c in enumerate(done):
             if i:
                 console.rule()
-            print_diff(r, console=console, full_output=str(output) if output else None)
+            print_diff(
+                c.result,
+                console=console,
+                full_output=str(output) if output else None,
+                explanations=c.explanations,
+            )
     elif output is None:
         click.echo(text, nl=False)
-    if fail_on_significant and any(r.any_significant for r in results):
+    if fail_on_significant and any(c.result.any_significant for c in done):
         sys.exit(EXIT_SIGNIFICANT)

@@ -8,9 +8,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Console
 
     from quicsm.compare.diff import DiffResult
+    from quicsm.compare.evidence import Explanation
 
 #: rows shown per table before it is cut (significant rows are always shown)
 MAX_ROWS = 12
@@ -48,19 +51,25 @@ def _fit(head: list[str], rows: list[list[str]], width: int) -> tuple[list[int],
     return shown, dropped
 
 
-def print_diff(d: DiffResult, *, console: Console, full_output: str | None) -> int:
+def print_diff(
+    d: DiffResult,
+    *,
+    console: Console,
+    full_output: str | None,
+    explanations: Sequence[Explanation] = (),
+) -> int:
     """Print the terminal view; returns the number of table rows left out."""
     from rich.table import Table
     from rich.text import Text
 
     from quicsm.render.diff_format import table_sections
 
-    header, summary, tables, presence = table_sections(d)
-    for line in header:
-        console.print(Text(line))
-    console.print()
-    console.print(Text("Summary", style="bold"))
-    _bullets(console, summary, bold=bool(d.any_significant))
+    header, sections, tables, presence = table_sections(d, explanations=explanations)
+    console.print(Text(header))
+    for title, sentences in sections:
+        console.print()
+        console.print(Text(title, style="bold red" if title == "CAUTION" else "bold"))
+        _bullets(console, sentences, bold=title == "What changed" and bool(d.any_significant))
     omitted = 0
     more = f"all of it in {full_output}" if full_output else "-o FILE writes all of it"
     for title, head, rows in tables:

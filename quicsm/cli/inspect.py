@@ -35,8 +35,8 @@ def _label_lines(file: str) -> list[str]:
     """The labels shared by every trace of the file, then each trace's own."""
     import orjson
 
-    from quicsm.compare.grouping import traces_where
     from quicsm.compare.labels import label_text
+    from quicsm.compare.load import traces_where
     from quicsm.core.errors import QuicsmError
 
     try:

@@ -33,8 +33,8 @@ def labels_command(paths: tuple[str, ...], where: tuple[str, ...], fmt: str, len
     quicsm labels traces/
     quicsm labels traces/ --where stack=quic-go --format csv
     """
-    from quicsm.compare.grouping import traces_where
     from quicsm.compare.labels import key_summaries, label_table
+    from quicsm.compare.load import traces_where
 
     with reading("reading trace headers"):
         chosen = selection(paths, where=where, lenient=lenient)

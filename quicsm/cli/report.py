@@ -82,6 +82,7 @@ def report_command(
     vs_paths: Sequence[str],
     by_label: str | None,
     where: Sequence[str],
+    within: Sequence[str],
     baseline: str | None,
     lenient: bool,
     output: Path,
@@ -93,8 +94,9 @@ def report_command(
     title: str | None,
 ) -> None:
     """Write a self-contained comparison report of group B against group A: what changed
-    (ranked), the state machines side by side and their diff, time in state and dwell times,
-    the congestion window of a representative trace, a scenario heatmap, and the methods.
+    (outcomes, then the state changes, with the events that explain them, then the caveats),
+    the state machines side by side and their diff, time in state and dwell times, the
+    congestion window of a representative trace, a scenario heatmap, and the methods.
 
     \b
     quicsm report traces/quic-go-v0.48.2.qlog --vs traces/quic-go-v0.65.0.qlog -o report.html
@@ -110,6 +112,8 @@ def report_command(
             where=where,
             baseline=baseline,
             lenient=lenient,
+            within=within,
+            metrics=True,
         )
         stage.update(
             f"testing and drawing {len(comps)} comparison{'s' * (len(comps) != 1)} "
@@ -118,6 +122,8 @@ def report_command(
         text = _build(comps, output=output, fmt=fmt, alpha=alpha, seed=seed,
                       matrix=matrix, metric=metric, title=title)  # fmt: skip
     for comp in comps:
+        for caveat in comp.caveats:
+            click.echo(f"caution: {caveat}", err=True)
         for note in comp.notes:
             click.echo(f"note: {note}", err=True)
     try:

@@ -139,17 +139,6 @@ def matches(labels: Mapping[str, Any], where: Mapping[str, str]) -> bool:
     return all(k in labels and label_text(labels[k]) in v.split(",") for k, v in where.items())
 
 
-def filter_where(traces: pl.DataFrame, where: Mapping[str, str]) -> pl.DataFrame:
-    """The rows of a frame with a ``labels`` column (JSON objects) that satisfy ``where``;
-    a key no trace carries is an error naming the keys that exist."""
-    if not where:
-        return traces
-    dicts = [orjson.loads(s) for s in traces["labels"].to_list()]
-    check_keys(list(where), dicts, option="--where")
-    keep = [matches(d, where) for d in dicts]
-    return traces.filter(pl.Series(keep, dtype=pl.Boolean))
-
-
 def where_hint(traces: pl.DataFrame, where: Mapping[str, str]) -> str:
     """What the ``where`` keys could have been: ``scenario is one of baseline, loss`` (the
     values of each key among ``traces``, a frame with a ``labels`` column)."""

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import polars as pl
 
-from quicsm.compare.grouping import OnError, traces_where
-from quicsm.compare.labels import filter_where, where_hint
+from quicsm.compare.grouping import OnError, filter_traces
+from quicsm.compare.labels import where_hint
+from quicsm.compare.load import traces_where
 from quicsm.core.errors import InputError
 
 
@@ -92,7 +93,7 @@ def select_traces(
         wanted[tid] = spec
     chosen = traces.filter(pl.col("file").is_in(list(whole)) | pl.col("trace").is_in(list(wanted)))
     if where:
-        narrowed = filter_where(chosen, where)
+        narrowed = filter_traces(chosen, where)
         if narrowed.height == 0:
             text = ", ".join(f"{k}={v}" for k, v in where.items())
             hint = where_hint(chosen, where)
