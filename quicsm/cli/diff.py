@@ -49,6 +49,7 @@ def diff_command(
     within: Sequence[str],
     baseline: str | None,
     lenient: bool,
+    states: str,
     alpha: float,
     fmt: str,
     seed: int,
@@ -77,6 +78,7 @@ def diff_command(
             where=where,
             baseline=baseline,
             lenient=lenient,
+            states=states,
             within=within,
             metrics=True,
         )

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import click
 import polars as pl
 
+from quicsm.cli.states_option import states_option
 from quicsm.cli.trace_options import where_option
 from quicsm.core.errors import InputError
 from quicsm.model.inference import ALGORITHMS
@@ -74,6 +75,7 @@ PROGRESS_MIN_FILES = 8
 @click.option(
     "--lenient", is_flag=True, help="Skip unreadable records/files and report what was skipped."
 )
+@states_option
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors and warnings.")
 def infer_command(
     paths: Sequence[str],
@@ -84,6 +86,7 @@ def infer_command(
     fmt: str,
     where: Sequence[str],
     lenient: bool,
+    states: str,
     quiet: bool,
 ) -> None:
     """Infer the congestion-control state machine of qlog traces (or of a transitions table in
@@ -103,7 +106,9 @@ def infer_command(
     chosen = selection(paths, where=where, lenient=lenient)
     files = _expand(chosen.paths)
     with _progress(files, quiet=quiet, console=err) as progress:
-        transitions = _read(files, lenient=lenient, progress=progress, console=err)
+        transitions = _read(
+            files, lenient=lenient, states=states, progress=progress, console=err
+        )
         transitions = _select(transitions, chosen)
         progress.stage("inferring the model")
         model = infer(transitions, algorithm=algorithm, k=k, seed=seed)
@@ -167,7 +172,12 @@ def _select(transitions: pl.DataFrame, chosen: Selection) -> pl.DataFrame:
 
 
 def _read(
-    files: list[Path], *, lenient: bool, progress: _Progress, console: object
+    files: list[Path],
+    *,
+    lenient: bool,
+    progress: _Progress,
+    console: object,
+    states: str = "hybrid",
 ) -> pl.DataFrame:
     """Read every file (one call per file when a progress bar is shown); report what the
     readers noted (skipped records, truncation, unknown states) once, on stderr."""
@@ -181,7 +191,9 @@ def _read(
         warnings.simplefilter("always")
         for batch in progress.batches(files):
             frames.append(
-                read_transitions([str(f) for f in batch], on_error=on_error, diagnostics=diag)
+                read_transitions(
+                    [str(f) for f in batch], on_error=on_error, diagnostics=diag, states=states
+                )
             )
     for line in diag.messages():
         click.echo(f"warning: {line}", err=True)

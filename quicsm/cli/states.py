@@ -10,6 +10,7 @@ import polars as pl
 
 from quicsm.cli.progress import reading
 from quicsm.cli.report_warnings import print_warnings
+from quicsm.cli.states_option import states_option
 from quicsm.cli.trace_options import selection, where_option
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.extract.read import read_transitions
@@ -44,7 +45,10 @@ def _table(frame: pl.DataFrame) -> str:
     is_flag=True,
     help="Skip bad records and unreadable files; report how many on stderr.",
 )
-def states(paths: tuple[str, ...], fmt: str, where: tuple[str, ...], lenient: bool) -> None:
+@states_option
+def states(
+    paths: tuple[str, ...], fmt: str, where: tuple[str, ...], lenient: bool, states: str
+) -> None:
     """Print one row per congestion state entered, per trace, for PATHS.
 
     PATHS are qlog files (JSON, JSON-SEQ, NDJSON, any qlog draft, optionally gzip or zstd
@@ -61,7 +65,10 @@ def states(paths: tuple[str, ...], fmt: str, where: tuple[str, ...], lenient: bo
         warnings.simplefilter("ignore", QuicsmWarning)
         chosen = selection(paths, where=where, lenient=lenient)
         frame = read_transitions(
-            chosen.paths, on_error="skip" if lenient else "raise", diagnostics=diagnostics
+            chosen.paths,
+            on_error="skip" if lenient else "raise",
+            diagnostics=diagnostics,
+            states=states,
         )
         frame = chosen.keep(frame)
     print_warnings(diagnostics)
