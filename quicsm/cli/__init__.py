@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "report": "quicsm.cli.report:report_command",
     "states": "quicsm.cli.states:states",
     "inspect": "quicsm.cli.inspect:inspect",
+    "identify": "quicsm.cli.identify:identify_command",
 }
 
 

@@ -1,0 +1,126 @@
+"""Accuracy of ``quicsm identify`` on the lab corpus, with runs held back from fitting.
+
+Reads every trace of the corpus (default ``traces/``), takes the senders (``vantage=server``:
+in every lab scenario the server sends the objects), fits the signatures on the training runs
+(repetitions 1-3 of every five) and classifies the held-back runs (4-5). Prints, as Markdown:
+the fitted signatures, the confusion matrix, accuracy per stack, scenario and controller
+("unknown" counts as wrong; ``accuracy_answered`` leaves unknown answers out), the receivers'
+answers, and the share of "unknown" for each controller left out of fitting::
+
+    .venv/bin/python benchmarks/identify_accuracy.py                  # the shipped corpus
+    .venv/bin/python benchmarks/identify_accuracy.py traces/ more/    # any labelled corpus
+    .venv/bin/python benchmarks/identify_accuracy.py --write-fitted   # regenerate fitted.py
+
+The true controller of a trace is its declared ``cc_algorithm`` label, else its stack's default
+(:data:`quicsm.identify.evaluation.STACK_DEFAULTS`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from quicsm.identify.evaluation import (
+    accuracy_by,
+    confusion,
+    leave_one_out,
+    load_labelled,
+    predict,
+)
+from quicsm.identify.signatures import boxes_table, fit_signatures, signatures_source
+
+FITTED = Path(__file__).resolve().parent.parent / "quicsm" / "identify" / "fitted.py"
+
+
+def markdown(frame: pl.DataFrame) -> str:
+    def cell(v: object) -> str:
+        if v is None:
+            return ""
+        if isinstance(v, float):
+            return f"{v:.3f}"
+        return str(v)
+
+    head = "| " + " | ".join(frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.iter_rows()]
+    return "\n".join([head, rule, *body])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("paths", nargs="*", default=["traces/"])
+    parser.add_argument("--write-fitted", action="store_true", help="rewrite fitted.py")
+    args = parser.parse_args(argv)
+
+    labelled = load_labelled(args.paths).filter(pl.col("controller").is_not_null())
+    senders = labelled.filter(pl.col("vantage") == "server")
+    train = senders.filter(pl.col("split") == "train")
+    heldout = senders.filter(pl.col("split") == "heldout")
+    boxes = fit_signatures(train)
+    if args.write_fitted:
+        FITTED.write_text(signatures_source(boxes))
+        print(f"wrote {FITTED.name}", file=sys.stderr)
+
+    predicted = predict(heldout, boxes)
+    total = predicted.height
+    correct = predicted.filter(pl.col("family") == pl.col("controller")).height
+    answered = predicted.filter(pl.col("family") != "unknown").height
+    controllers = sorted(senders["controller"].unique().to_list())
+    stacks = sorted(senders["stack"].unique().to_list())
+    print("# identify: accuracy on held-back lab runs\n")
+    print(
+        f"corpus: {', '.join(args.paths)}; senders: {senders.height} traces "
+        f"({train.height} train, {heldout.height} held back); "
+        f"controllers: {', '.join(controllers)}; stacks: {', '.join(stacks)}\n"
+    )
+    print(
+        f"**held-back accuracy: {correct}/{total} = {correct / max(total, 1):.1%}** "
+        f"(unknown counts as wrong); answered {answered}/{total}; "
+        f"accuracy when answered: {correct}/{answered} = {correct / max(answered, 1):.1%}\n"
+    )
+    print("## Fitted signatures (training runs)\n")
+    print(markdown(boxes_table(boxes)) + "\n")
+    print("## Confusion matrix (held-back senders; rows: true controller)\n")
+    print(markdown(confusion(predicted)) + "\n")
+    for key in ("controller", "stack", "scenario"):
+        print(f"## Accuracy per {key}\n")
+        print(
+            markdown(
+                accuracy_by(
+                    predicted.with_columns(
+                        (pl.col("stack") + " " + pl.col("version")).alias("stack")
+                    )
+                    if key == "stack"
+                    else predicted,
+                    key,
+                )
+            )
+            + "\n"
+        )
+    print("## Receivers (vantage=client, held back)\n")
+    receivers = predict(
+        labelled.filter((pl.col("vantage") == "client") & (pl.col("split") == "heldout")), boxes
+    )
+    print(
+        markdown(receivers.group_by("family").agg(pl.len().alias("traces")).sort("family")) + "\n"
+    )
+    print("## A controller left out of fitting: share answered unknown (held-back senders)\n")
+    loo = leave_one_out(senders)
+    print(
+        markdown(
+            loo.with_columns(
+                (pl.col("unknown") / pl.col("traces")).alias("unknown_share"),
+                (pl.col("unknown_with_evidence") / pl.col("with_evidence")).alias(
+                    "unknown_share_with_evidence"
+                ),
+            )
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
