@@ -12,7 +12,7 @@ answers, and the share of "unknown" for each controller left out of fitting::
     .venv/bin/python benchmarks/identify_accuracy.py --write-fitted   # regenerate fitted.py
 
 The true controller of a trace is its declared ``cc_algorithm`` label, else its stack's default
-(:data:`quicsm.identify.evaluation.STACK_DEFAULTS`).
+(:data:`quicsm.controllers.evaluation.STACK_DEFAULTS`).
 """
 
 from __future__ import annotations
@@ -23,16 +23,16 @@ from pathlib import Path
 
 import polars as pl
 
-from quicsm.identify.evaluation import (
+from quicsm.controllers.evaluation import (
     accuracy_by,
     confusion,
     leave_one_out,
     load_labelled,
     predict,
 )
-from quicsm.identify.signatures import boxes_table, fit_signatures, signatures_source
+from quicsm.controllers.signatures import boxes_table, fit_signatures, signatures_source
 
-FITTED = Path(__file__).resolve().parent.parent / "quicsm" / "identify" / "fitted.py"
+FITTED = Path(__file__).resolve().parent.parent / "quicsm" / "controllers" / "fitted.py"
 
 
 def markdown(frame: pl.DataFrame) -> str:

@@ -11,7 +11,7 @@ import polars as pl
 
 from quicsm.cli.report_warnings import print_warnings
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
-from quicsm.identify.api import identify
+from quicsm.controllers.api import identify
 
 #: the columns of the table view (the JSON and CSV views carry every column)
 TABLE_COLUMNS = ("trace", "vantage", "family", "confidence", "declared", "evidence")

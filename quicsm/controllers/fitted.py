@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from quicsm.identify.signatures import Box
+from quicsm.controllers.signatures import Box
 
 # fmt: off
 DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (

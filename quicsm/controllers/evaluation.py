@@ -19,8 +19,8 @@ import polars as pl
 from quicsm.core.aliases import CC_ALGORITHM_KEYS
 from quicsm.core.diagnostics import QuicsmWarning
 from quicsm.extract.read import read_metrics, read_traces, read_transitions
-from quicsm.identify.features import compute_features
-from quicsm.identify.signatures import (
+from quicsm.controllers.features import compute_features
+from quicsm.controllers.signatures import (
     BBR1,
     BBR2,
     CUBIC,

@@ -246,7 +246,7 @@ def signatures_source(boxes: Sequence[Box]) -> str:
         "",
         "from typing import Final",
         "",
-        "from quicsm.identify.signatures import Box",
+        "from quicsm.controllers.signatures import Box",
         "",
         "# fmt: off",
         "DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (",

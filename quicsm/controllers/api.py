@@ -7,13 +7,14 @@
 One row per trace (:data:`IDENTIFY_SCHEMA`): the family (``NewReno/Reno``, ``Cubic``,
 ``BBRv1``, ``BBRv2/v3`` or ``unknown``), a confidence score in [0, 1], the evidence in words,
 the controller the trace or its ``run.json`` declares (``cc_algorithm`` and its synonyms), if
-any, and the features the answer rests on (:mod:`quicsm.identify.features`). Only the sending
+any, and the features the answer rests on (:mod:`quicsm.controllers.features`). Only the sending
 side of a connection carries the evidence: a receiver's trace (which sends little but
 acknowledgements) is normally ``unknown``.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
@@ -21,11 +22,11 @@ import orjson
 import polars as pl
 
 from quicsm.core.aliases import CC_ALGORITHM_KEYS
-from quicsm.core.diagnostics import Diagnostics
+from quicsm.core.diagnostics import MAX_REASONS, Diagnostics, QuicsmWarning
 from quicsm.extract.read import OnError, read_metrics, read_traces, read_transitions
-from quicsm.identify.features import FEATURES_SCHEMA, compute_features
-from quicsm.identify.fitted import DEFAULT_SIGNATURES
-from quicsm.identify.signatures import Box, classify
+from quicsm.controllers.features import FEATURES_SCHEMA, compute_features
+from quicsm.controllers.fitted import DEFAULT_SIGNATURES
+from quicsm.controllers.signatures import Box, classify
 from quicsm.qlog.paths import PathLike, expand_paths
 
 IDENTIFY_SCHEMA: Final[dict[str, pl.DataType]] = {
@@ -88,11 +89,31 @@ def identify(
 
     ``paths`` are read like :func:`quicsm.extract.read.read_transitions` (files, directories,
     globs; strict unless ``on_error="skip"``). ``signatures`` replaces the shipped
-    :data:`quicsm.identify.fitted.DEFAULT_SIGNATURES`.
+    :data:`quicsm.controllers.fitted.DEFAULT_SIGNATURES`.
     """
-    diag = diagnostics if diagnostics is not None else Diagnostics()
     files = expand_paths(paths)
-    transitions = read_transitions(files, on_error=on_error, diagnostics=diag)
-    metrics = read_metrics(files, on_error=on_error, diagnostics=Diagnostics())
-    traces = read_traces(files, on_error=on_error, diagnostics=Diagnostics())
+    states, values = Diagnostics(), Diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)  # reported once, below
+        transitions = read_transitions(files, on_error=on_error, diagnostics=states)
+        metrics = read_metrics(files, on_error=on_error, diagnostics=values)
+        traces = read_traces(files, on_error=on_error, diagnostics=Diagnostics())
+    diag = diagnostics if diagnostics is not None else Diagnostics()
+    _merge(diag, states, values)
+    diag.warn()
     return identify_frames(metrics, transitions, traces, signatures=signatures)
+
+
+def _merge(into: Diagnostics, states: Diagnostics, values: Diagnostics) -> None:
+    """One report of two reads of the same files: the state read decodes state records, the
+    metrics read metrics and loss records too, so a bad record is counted once (the larger
+    count) and each reason once."""
+    into.skipped_records += max(states.skipped_records, values.skipped_records)
+    into.skipped_files += max(states.skipped_files, values.skipped_files)
+    for reason in [*values.reasons, *states.reasons]:
+        if reason not in into.reasons and len(into.reasons) < MAX_REASONS:
+            into.reasons.append(reason)
+    into.truncated.extend(t for t in dict.fromkeys([*states.truncated, *values.truncated]))
+    into.unknown_states.update(states.unknown_states)
+    for note in [*states.notes, *values.notes]:
+        into.note(note)
