@@ -36,8 +36,9 @@ def window_trace(
     cwnd = 10.0
 
     def log(event: str, window: float) -> None:
-        metrics.append({"time_ms": t, "event": event, "cwnd_bytes": window * segment,
-                        "bytes_in_flight": window * segment, "smoothed_rtt_ms": rtt_ms})  # fmt: skip
+        size = window * segment
+        metrics.append({"time_ms": t, "event": event, "cwnd_bytes": size,
+                        "bytes_in_flight": size, "smoothed_rtt_ms": rtt_ms})  # fmt: skip
 
     while cwnd < start_segments:
         log("metrics", cwnd)

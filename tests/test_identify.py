@@ -18,7 +18,6 @@ from identify_helpers import isclose, relabel, window_trace
 
 import quicsm
 from quicsm.cli import main
-from quicsm.core.errors import InputError, QlogError
 from quicsm.controllers.api import IDENTIFY_SCHEMA, identify_frames
 from quicsm.controllers.fitted import DEFAULT_SIGNATURES
 from quicsm.controllers.signatures import (
@@ -32,6 +31,7 @@ from quicsm.controllers.signatures import (
     fit_signatures,
     signatures_source,
 )
+from quicsm.core.errors import InputError, QlogError
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -10,8 +10,8 @@ import orjson
 import polars as pl
 
 from quicsm.cli.report_warnings import print_warnings
-from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.controllers.api import identify
+from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 
 #: the columns of the table view (the JSON and CSV views carry every column)
 TABLE_COLUMNS = ("trace", "vantage", "family", "confidence", "declared", "evidence")

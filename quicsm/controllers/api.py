@@ -21,12 +21,12 @@ from typing import Any, Final
 import orjson
 import polars as pl
 
-from quicsm.core.aliases import CC_ALGORITHM_KEYS
-from quicsm.core.diagnostics import MAX_REASONS, Diagnostics, QuicsmWarning
-from quicsm.extract.read import OnError, read_metrics, read_traces, read_transitions
 from quicsm.controllers.features import FEATURES_SCHEMA, compute_features
 from quicsm.controllers.fitted import DEFAULT_SIGNATURES
 from quicsm.controllers.signatures import Box, classify
+from quicsm.core.aliases import CC_ALGORITHM_KEYS
+from quicsm.core.diagnostics import MAX_REASONS, Diagnostics, QuicsmWarning
+from quicsm.extract.read import OnError, read_metrics, read_traces, read_transitions
 from quicsm.qlog.paths import PathLike, expand_paths
 
 IDENTIFY_SCHEMA: Final[dict[str, pl.DataType]] = {

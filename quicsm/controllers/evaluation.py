@@ -16,9 +16,6 @@ from typing import Any, Final
 import orjson
 import polars as pl
 
-from quicsm.core.aliases import CC_ALGORITHM_KEYS
-from quicsm.core.diagnostics import QuicsmWarning
-from quicsm.extract.read import read_metrics, read_traces, read_transitions
 from quicsm.controllers.features import compute_features
 from quicsm.controllers.signatures import (
     BBR1,
@@ -30,6 +27,9 @@ from quicsm.controllers.signatures import (
     classify,
     fit_signatures,
 )
+from quicsm.core.aliases import CC_ALGORITHM_KEYS
+from quicsm.core.diagnostics import QuicsmWarning
+from quicsm.extract.read import read_metrics, read_traces, read_transitions
 from quicsm.qlog.paths import PathLike, expand_paths
 
 #: a declared controller name (lower case, letters and digits only) -> family
