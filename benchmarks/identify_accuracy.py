@@ -26,6 +26,7 @@ import polars as pl
 from quicsm.controllers.evaluation import (
     accuracy_by,
     confusion,
+    feature_summary,
     leave_one_out,
     load_labelled,
     predict,
@@ -81,6 +82,18 @@ def main(argv: list[str] | None = None) -> int:
         f"(unknown counts as wrong); answered {answered}/{total}; "
         f"accuracy when answered: {correct}/{answered} = {correct / max(answered, 1):.1%}\n"
     )
+    evident = predicted.filter((pl.col("n_reductions") > 0) | (pl.col("n_epochs") > 0))
+    right = evident.filter(pl.col("family") == pl.col("controller")).height
+    print(
+        f"held-back senders with evidence (a window reduction or a congestion-avoidance "
+        f"interval): {evident.height}/{total}; correct {right}/{evident.height} = "
+        f"{right / max(evident.height, 1):.1%}; unknown "
+        f"{evident.filter(pl.col('family') == 'unknown').height} (ambiguous between two "
+        f"controllers: {evident.filter(pl.col('ambiguous')).height}); wrong "
+        f"{evident.height - right - evident.filter(pl.col('family') == 'unknown').height}\n"
+    )
+    print("## Features per controller (held-back senders; min / median / max)\n")
+    print(markdown(feature_summary(heldout)) + "\n")
     print("## Fitted signatures (training runs)\n")
     print(markdown(boxes_table(boxes)) + "\n")
     print("## Confusion matrix (held-back senders; rows: true controller)\n")

@@ -272,3 +272,12 @@ def test_confidence_is_a_score_in_range() -> None:
     assert frame["confidence"].is_between(0.0, 1.0).all()
     assert not frame.filter((pl.col("family") == UNKNOWN) & (pl.col("confidence") > 0)).height
     assert all(math.isfinite(c) for c in frame["confidence"])
+
+
+def test_docs_example_is_what_the_command_prints() -> None:
+    doc = (ROOT / "docs" / "identify.md").read_text()
+    command = "quicsm identify tests/fixtures/stock tests/fixtures/qlog/quiche_bbr.sqlog"
+    assert command in doc
+    block = doc.split("```text\n", 1)[1].split("```", 1)[0]
+    result = CliRunner().invoke(main, command.split()[1:])
+    assert result.exit_code == 0 and result.stdout == block

@@ -113,6 +113,9 @@ def predict(frame: pl.DataFrame, signatures: Sequence[Box]) -> pl.DataFrame:
     return frame.with_columns(
         pl.Series("family", [v.family for v in verdicts], pl.String),
         pl.Series("confidence", [v.confidence for v in verdicts], pl.Float64),
+        pl.Series(
+            "ambiguous", [v.family == UNKNOWN and len(v.matched) > 1 for v in verdicts], pl.Boolean
+        ),
     )
 
 
@@ -172,3 +175,26 @@ def leave_one_out(labelled: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"left_out": pl.String, "traces": pl.Int64,
                                       "unknown": pl.Int64, "with_evidence": pl.Int64,
                                       "unknown_with_evidence": pl.Int64})  # fmt: skip
+
+
+def feature_summary(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per true controller: how many traces have each kind of evidence, and the range (min,
+    median, max) of the reduction factor, its spread, the growth and the curvature."""
+    rows = []
+    for truth in sorted(frame["controller"].drop_nulls().unique().to_list()):
+        part = frame.filter(pl.col("controller") == truth)
+        row: dict[str, Any] = {"controller": truth, "traces": part.height}
+        for name, where in (
+            ("beta", pl.col("n_reductions") >= 1),
+            ("beta_spread", pl.col("n_reductions") >= 2),
+            ("growth", pl.col("n_epochs") >= 1),
+            ("curvature", pl.col("n_epochs") >= 1),
+        ):
+            values = part.filter(where)[name].drop_nulls()
+            row[name] = (
+                f"{values.min():.2f} / {values.median():.2f} / {values.max():.2f} (n={len(values)})"
+                if len(values)
+                else ""
+            )
+        rows.append(row)
+    return pl.DataFrame(rows)

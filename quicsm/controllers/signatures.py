@@ -147,7 +147,9 @@ def _amount(row: Mapping[str, Any]) -> float:
 def classify(row: Mapping[str, Any], signatures: Sequence[Box] = ()) -> Verdict:
     """The controller family of one feature row (``features.FEATURES_SCHEMA``)."""
     if row.get("bbr2_phases", 0):
-        return Verdict(BBR2, 0.99, f"explicit BBRv2/v3 ProbeBW sub-phases ({row['bbr2_phases']})")
+        return Verdict(
+            BBR2, 0.99, "explicit BBRv2/v3 ProbeBW sub-phases (up, down, cruise, refill)"
+        )
     if row.get("bbr_phases", 0):
         return Verdict(BBR1, 0.9, f"explicit BBR phases ({row['bbr_phases']}), no v2 sub-phases")
     described = _describe(row)
