@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+import numpy as np
 import orjson
 import polars as pl
 
@@ -190,10 +191,11 @@ def feature_summary(frame: pl.DataFrame) -> pl.DataFrame:
             ("growth", pl.col("n_epochs") >= 1),
             ("curvature", pl.col("n_epochs") >= 1),
         ):
-            values = part.filter(where)[name].drop_nulls()
+            values = [float(v) for v in part.filter(where)[name].drop_nulls().to_list()]
             row[name] = (
-                f"{values.min():.2f} / {values.median():.2f} / {values.max():.2f} (n={len(values)})"
-                if len(values)
+                f"{min(values):.2f} / {float(np.median(values)):.2f} / {max(values):.2f} "
+                f"(n={len(values)})"
+                if values
                 else ""
             )
         rows.append(row)
