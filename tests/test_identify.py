@@ -281,3 +281,14 @@ def test_docs_example_is_what_the_command_prints() -> None:
     block = doc.split("```text\n", 1)[1].split("```", 1)[0]
     result = CliRunner().invoke(main, command.split()[1:])
     assert result.exit_code == 0 and result.stdout == block
+
+
+@given(st.integers(2, 50))
+def test_split_keeps_runs_back_in_every_scenario(repetitions: int) -> None:
+    from quicsm.controllers.evaluation import split_of
+
+    splits = [split_of(run, repetitions) for run in range(1, repetitions + 1)]
+    train = splits.count("train")
+    assert train == max(1, 3 * repetitions // 5) and splits.count("heldout") >= 1
+    assert splits == sorted(splits, key=lambda s: s != "train")  # the first runs train
+    assert split_of(4, None) == split_of(9, None) == "heldout" and split_of(6, None) == "train"

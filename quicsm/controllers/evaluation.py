@@ -1,8 +1,8 @@
 """Measuring identification on labelled traces: ground truth, the train/held-out split, the
 confusion matrix, accuracy per label, and "unknown" for a controller left out of training.
 
-The split is fixed by repetition: runs 1-3 of every five (``run`` label 1, 2, 3, 6, 7, 8, ...)
-train, runs 4-5 (4, 5, 9, 10, ...) are held back. The lab derives each repetition's relay seed
+The split is fixed by repetition (:func:`split_of`): the first 60 % of each scenario's
+repetitions train — runs 1-3 of 5, run 1 of 2 — and the rest are held back. The lab derives each repetition's relay seed
 from (scenario file seed, scenario, repetition), so held-back runs met loss and jitter draws that
 no training run met.
 """
@@ -67,12 +67,20 @@ def truth_of(labels: Mapping[str, Any]) -> str | None:
     return STACK_DEFAULTS.get(str(labels.get("stack")))
 
 
-def split_of(run: Any) -> str:
-    """``train`` or ``heldout`` for a repetition number."""
+def split_of(run: Any, repetitions: Any = None) -> str:
+    """``train`` or ``heldout`` for a repetition number: the first 60 % of a scenario's
+    repetitions train (rounded down, at least one), the rest are held back — runs 1-3 of 5,
+    run 1 of 2. Without a repetition count, runs 1-3 of every five train."""
     try:
         number = int(run)
     except (TypeError, ValueError):
         return "heldout"
+    try:
+        total = int(repetitions)
+    except (TypeError, ValueError):
+        total = 0
+    if total >= 2:
+        return "train" if number <= max(1, (3 * total) // 5) else "heldout"
     return "train" if ((number - 1) % 5) + 1 in TRAIN_RUNS else "heldout"
 
 
@@ -88,7 +96,7 @@ def label_frame(features: pl.DataFrame, traces: pl.DataFrame) -> pl.DataFrame:
                 "version": str(labels.get("version")),
                 "scenario": str(labels.get("scenario")),
                 "run": str(labels.get("run")),
-                "split": split_of(labels.get("run")),
+                "split": split_of(labels.get("run"), labels.get("repetitions")),
                 "controller": truth_of(labels),
             }
         )
