@@ -5,10 +5,13 @@ in every lab scenario the server sends the objects), fits the signatures on the 
 (repetitions 1-3 of every five) and classifies the held-back runs (4-5). Prints, as Markdown:
 the fitted signatures, the confusion matrix, accuracy per stack, scenario and controller
 ("unknown" counts as wrong; ``accuracy_answered`` leaves unknown answers out), the receivers'
-answers, and the share of "unknown" for each controller left out of fitting::
+answers, the answers on implementations never used for fitting (``--unseen``, default
+``benchmarks/corpora/``: aioquic 1.7.2 running its Reno controller), and the share of
+"unknown" for each controller left out of fitting::
 
     .venv/bin/python benchmarks/identify_accuracy.py                  # the shipped corpus
     .venv/bin/python benchmarks/identify_accuracy.py traces/ more/    # any labelled corpus
+    .venv/bin/python benchmarks/identify_accuracy.py --unseen         # no unseen corpus
     .venv/bin/python benchmarks/identify_accuracy.py --write-fitted   # regenerate fitted.py
 
 The true controller of a trace is its declared ``cc_algorithm`` label, else its stack's default
@@ -53,6 +56,12 @@ def markdown(frame: pl.DataFrame) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("paths", nargs="*", default=["traces/"])
+    parser.add_argument(
+        "--unseen",
+        nargs="*",
+        default=["benchmarks/corpora/"],
+        help="labelled traces never used for fitting, classified whole (default: %(default)s)",
+    )
     parser.add_argument("--write-fitted", action="store_true", help="rewrite fitted.py")
     args = parser.parse_args(argv)
 
@@ -120,6 +129,20 @@ def main(argv: list[str] | None = None) -> int:
     print(
         markdown(receivers.group_by("family").agg(pl.len().alias("traces")).sort("family")) + "\n"
     )
+    if args.unseen:
+        unseen = predict(
+            load_labelled(args.unseen).filter(
+                pl.col("controller").is_not_null() & (pl.col("vantage") == "server")
+            ),
+            boxes,
+        )
+        print(f"## Unseen implementations: {', '.join(args.unseen)} (all runs, no fitting)\n")
+        print(markdown(confusion(unseen)) + "\n")
+        stacked = unseen.with_columns(
+            (pl.col("stack") + " " + pl.col("version") + " " + pl.col("controller")).alias("stack")
+        )
+        print(markdown(accuracy_by(stacked, "stack")) + "\n")
+        print(markdown(feature_summary(unseen)) + "\n")
     print("## A controller left out of fitting: share answered unknown (held-back senders)\n")
     loo = leave_one_out(senders)
     print(

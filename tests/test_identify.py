@@ -218,15 +218,24 @@ def test_heldout_accuracy_on_the_corpus(corpus: pl.DataFrame) -> None:
     senders = corpus.filter(pl.col("vantage") == "server")
     heldout = predict(senders.filter(pl.col("split") == "heldout"), DEFAULT_SIGNATURES)
     answered = heldout.filter(pl.col("family") != UNKNOWN)
-    correct = answered.filter(pl.col("family") == pl.col("controller"))
-    assert heldout.height == 64
-    assert answered.height >= 27 and correct.height / answered.height >= 0.92
-    # every answered trace that had loss-response evidence from both sides is right
-    lossy = answered.filter(pl.col("n_reductions") >= 2)
-    assert (lossy["family"] == lossy["controller"]).all()
+    assert heldout.height == 64 and answered.height >= 26
+    assert (answered["family"] == answered["controller"]).all()  # no wrong answer
     loo = leave_one_out(senders)
     cubic_out = loo.filter(pl.col("left_out") == CUBIC).to_dicts()[0]
-    assert cubic_out["unknown"] / cubic_out["traces"] >= 0.85
+    assert cubic_out["unknown"] == cubic_out["traces"] == 20
+
+
+@pytest.mark.slow
+def test_an_implementation_never_fitted_is_named_or_unknown() -> None:
+    """aioquic running its Reno controller (benchmarks/corpora): no box was fitted on it, the
+    specification's NewReno box names it, and nothing is named wrongly."""
+    from quicsm.controllers.evaluation import load_labelled, predict
+
+    unseen = load_labelled(ROOT / "benchmarks" / "corpora").filter(pl.col("vantage") == "server")
+    assert set(unseen["controller"]) == {NEWRENO} and unseen.height == 25
+    predicted = predict(unseen, DEFAULT_SIGNATURES)
+    assert predicted.filter(pl.col("family") == NEWRENO).height >= 15
+    assert set(predicted["family"]) <= {NEWRENO, UNKNOWN}
 
 
 # -- API, CLI and errors ---------------------------------------------------------------------

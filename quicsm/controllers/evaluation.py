@@ -2,9 +2,9 @@
 confusion matrix, accuracy per label, and "unknown" for a controller left out of training.
 
 The split is fixed by repetition (:func:`split_of`): the first 60 % of each scenario's
-repetitions train — runs 1-3 of 5, run 1 of 2 — and the rest are held back. The lab derives each repetition's relay seed
-from (scenario file seed, scenario, repetition), so held-back runs met loss and jitter draws that
-no training run met.
+repetitions train — runs 1-3 of 5, run 1 of 2 — and the rest are held back. The lab derives each
+repetition's relay seed from (scenario file seed, scenario, repetition), so held-back runs met
+loss and jitter draws that no training run met.
 """
 
 from __future__ import annotations

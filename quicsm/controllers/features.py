@@ -6,11 +6,11 @@ with ``congestion_window`` and ``packet_lost`` events is enough.
 
 * **Loss response.** A *reduction* is a drop of the congestion window by more than 10 % within
   two smoothed RTTs after a ``packet_lost``/``pto`` event. Its factor is the window after the
-  drop over the window just before the loss event (``beta``) and over the most bytes in flight in
-  the RTT before it (``beta_flight``): RFC 9002 NewReno halves the window (0.5), CUBIC (RFC 9438)
-  multiplies it or the flight size by 0.7, BBR does not reduce it multiplicatively. Collapses to
-  the minimum window after persistent congestion (factor < 0.3) are counted apart
-  (``n_collapses``), not as a factor.
+  drop over the largest window between the loss event and the drop (``beta``) and over the most
+  bytes in flight in the RTT before it (``beta_flight``): RFC 9002 NewReno halves the window
+  (0.5), CUBIC (RFC 9438) multiplies it or the flight size by 0.7, BBR does not reduce it
+  multiplicatively. Collapses to the minimum window after persistent congestion (factor < 0.3)
+  are counted apart (``n_collapses``), not as a factor.
 * **Growth between losses.** Over every congestion-avoidance interval (the
   ``CongestionAvoidance`` state, explicit or derived) that lasts at least four smoothed RTTs and
   shows at least five distinct windows, a straight line and a parabola are fitted to the window
@@ -95,19 +95,23 @@ def _reductions(
         before = cwnd[i]
         recent = (times >= times[i] - srtt) & (times <= times[i])
         flight_before = float(np.nanmax(flight[recent])) if np.any(~np.isnan(flight[recent])) else 0
-        # the loss event: every loss/pto within two RTTs; its window is the lowest reached then
+        # the loss event: every loss/pto within two RTTs; its window is the lowest reached then,
+        # against the largest window before that low (acknowledgements processed with the loss
+        # may still have grown the window just before it was cut)
         horizon = times[i] + 2 * srtt
-        low = before
+        low = peak = running = before
         j = i + 1
         while j < n and times[j] <= horizon:
             if events[j] == "metrics" and not math.isnan(cwnd[j]):
-                low = min(low, cwnd[j])
+                if cwnd[j] < low:
+                    low, peak = cwnd[j], running
+                running = max(running, cwnd[j])
             if events[j] in ("packet_lost", "pto"):
                 horizon = max(horizon, times[j] + 2 * srtt) if times[j] - times[start] < 4 * srtt \
                     else horizon  # fmt: skip
             j += 1
-        if before > 0 and low < (1 - DROP_SHARE) * before:
-            factor = low / before
+        if peak > 0 and low < (1 - DROP_SHARE) * peak:
+            factor = low / peak
             if factor < COLLAPSE_BELOW:
                 collapses += 1
             else:

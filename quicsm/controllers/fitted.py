@@ -28,16 +28,16 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth": (1.6, 6.0),
     }, "prior"),
     Box("Cubic", {
-        "beta": (0.507, 0.72),
-        "beta_spread": (0.015, 0.092),
+        "beta": (0.506, 0.72),
+        "beta_spread": (0.014, 0.096),
         "growth": (0.143, 4.305),
         "curvature": (-0.264, 0.481),
-    }, "fit"),
+    }, "fit:aioquic"),
     Box("NewReno/Reno", {
         "beta": (0.66, 0.74),
         "beta_spread": (-0.01, 0.01),
         "growth": (0.867, 1.482),
         "curvature": (-0.359, 0.198),
-    }, "fit"),
+    }, "fit:quic-go"),
 )
 # fmt: on

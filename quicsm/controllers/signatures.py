@@ -10,8 +10,11 @@ rejects). The answer is:
   sub-phases ``up``/``down``/``cruise``/``refill`` appear, else BBRv1);
 * ``BBRv1`` when the sender lost packets at least :data:`BBR_MIN_LOSSES` times and never
   reduced its window (no multiplicative decrease at all);
+* ``unknown`` when the window was never reduced on loss: growth alone does not tell Reno from
+  CUBIC, which grows like Reno in its Reno-friendly region (RFC 9438 section 4.3);
 * else the family of the matching boxes; if boxes of several families match, the one whose box
-  centre is nearest (features scaled by the box widths), with its confidence shared;
+  centre is nearest (features scaled by the box widths), with a lower confidence, or
+  ``unknown`` ("ambiguous") when the two nearest are within :data:`AMBIGUOUS_RATIO`;
 * ``unknown`` when the trace has no evidence (no reduction, no usable congestion-avoidance
   interval: receivers, transfers that never left slow start or were capped) or matches no box.
 
@@ -61,7 +64,8 @@ class Box:
 
     family: str
     intervals: Mapping[str, tuple[float, float]]
-    source: str = "prior"  # "prior" (from a specification) or "fit" (from training traces)
+    #: "prior" (from a specification), "fit" or "fit:<variant>" (from training traces)
+    source: str = "prior"
 
     def contains(self, evidence: Mapping[str, float]) -> bool:
         return all(
@@ -163,6 +167,10 @@ def classify(row: Mapping[str, Any], signatures: Sequence[Box] = ()) -> Verdict:
     evidence = evidence_of(row)
     if not evidence:
         return Verdict(UNKNOWN, 0.0, described)
+    if "beta" not in evidence:
+        # CUBIC grows like Reno in its Reno-friendly region (RFC 9438 section 4.3), so growth
+        # without a loss response names no controller
+        return Verdict(UNKNOWN, 0.0, described + "; growth alone does not tell Reno from CUBIC")
     matched = [box for box in signatures if box.contains(evidence)]
     families = sorted({box.family for box in matched})
     if not families:
@@ -200,29 +208,40 @@ def fit_signatures(
     features: pl.DataFrame,
     *,
     truth: str = "controller",
+    variant: str | None = "stack",
     priors: Iterable[Box] = PRIORS,
     exclude: Iterable[str] = (),
 ) -> tuple[Box, ...]:
-    """Priors plus one fitted box per controller in ``features[truth]`` (controllers in
-    ``exclude`` are left out entirely, priors included).
+    """Priors plus one fitted box per controller in ``features[truth]`` and, when ``features``
+    has a ``variant`` column, per value of it (an implementation: the same controller reduces by
+    0.7 of the window in one stack and of the flight size in another). Controllers in
+    ``exclude`` are left out entirely, priors included.
 
     A fitted box spans the training traces' values of each feature they have evidence for,
-    widened as :func:`_interval` says.
+    widened as :func:`_interval` says. The variant only groups the training traces; matching
+    never looks at it.
     """
     if truth not in features.columns:
         raise InputError(f"fit_signatures: features need a {truth!r} column (the true family)")
     excluded = set(exclude)
     boxes = [box for box in priors if box.family not in excluded]
-    for family in sorted({str(f) for f in features[truth].drop_nulls().unique()}):
+    by = [truth, variant] if variant and variant in features.columns else [truth]
+    keys = features.select(by).drop_nulls(truth).unique().sort(by).iter_rows()
+    for key in keys:
+        family = str(key[0])
         if family in excluded or family == UNKNOWN:
             continue
+        part = features.filter(pl.col(truth) == family)
+        if len(key) > 1:
+            part = part.filter(pl.col(by[1]).eq_missing(key[1]))
         samples: dict[str, list[float]] = {name: [] for name in BOX_FEATURES}
-        for row in features.filter(pl.col(truth) == family).iter_rows(named=True):
+        for row in part.iter_rows(named=True):
             for name, value in evidence_of(row).items():
                 samples[name].append(value)
         intervals = {name: _interval(v, name) for name, v in samples.items() if v}
         if intervals:
-            boxes.append(Box(family, intervals, "fit"))
+            source = f"fit:{key[1]}" if len(key) > 1 else "fit"
+            boxes.append(Box(family, intervals, source))
     return tuple(boxes)
 
 
