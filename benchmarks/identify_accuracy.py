@@ -34,6 +34,7 @@ from quicsm.controllers.evaluation import (
     load_labelled,
     predict,
 )
+from quicsm.controllers.evaluation import senders as sender_traces
 from quicsm.controllers.signatures import boxes_table, fit_signatures, signatures_source
 
 FITTED = Path(__file__).resolve().parent.parent / "quicsm" / "controllers" / "fitted.py"
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     labelled = load_labelled(args.paths).filter(pl.col("controller").is_not_null())
-    senders = labelled.filter(pl.col("vantage") == "server")
+    senders = sender_traces(labelled)
     train = senders.filter(pl.col("split") == "train")
     heldout = senders.filter(pl.col("split") == "heldout")
     boxes = fit_signatures(train)
@@ -131,9 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.unseen:
         unseen = predict(
-            load_labelled(args.unseen).filter(
-                pl.col("controller").is_not_null() & (pl.col("vantage") == "server")
-            ),
+            sender_traces(load_labelled(args.unseen)).filter(pl.col("controller").is_not_null()),
             boxes,
         )
         print(f"## Unseen implementations: {', '.join(args.unseen)} (all runs, no fitting)\n")

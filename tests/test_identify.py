@@ -218,7 +218,7 @@ def test_heldout_accuracy_on_the_corpus(corpus: pl.DataFrame) -> None:
     senders = corpus.filter(pl.col("vantage") == "server")
     heldout = predict(senders.filter(pl.col("split") == "heldout"), DEFAULT_SIGNATURES)
     answered = heldout.filter(pl.col("family") != UNKNOWN)
-    assert heldout.height == 64 and answered.height >= 26
+    assert heldout.height == 64 and answered.height >= 16
     assert (answered["family"] == answered["controller"]).all()  # no wrong answer
     loo = leave_one_out(senders)
     cubic_out = loo.filter(pl.col("left_out") == CUBIC).to_dicts()[0]
@@ -301,3 +301,23 @@ def test_split_keeps_runs_back_in_every_scenario(repetitions: int) -> None:
     assert train == max(1, 3 * repetitions // 5) and splits.count("heldout") >= 1
     assert splits == sorted(splits, key=lambda s: s != "train")  # the first runs train
     assert split_of(4, None) == split_of(9, None) == "heldout" and split_of(6, None) == "train"
+
+
+@pytest.mark.parametrize(
+    ("depth", "family"), [(0.02, BBR1), (0.1, BBR1), (0.5, BBR2), (0.3, BBR2), (0.2, UNKNOWN),
+                          (None, UNKNOWN)]
+)  # fmt: skip
+def test_bbr_version_from_probe_rtt_depth(depth: float | None, family: str) -> None:
+    """BBRv1 drains to 4 packets in ProbeRTT, BBRv2/v3 keeps half the BDP; canonical phase
+    names alone do not say which."""
+    row = {"bbr_phases": 5, "bbr2_phases": 0, "probe_rtt_depth": depth}
+    assert classify(row, DEFAULT_SIGNATURES).family == family
+
+
+def test_two_families_matching_is_unknown_not_the_nearer() -> None:
+    # a single cut by 0.7 with Reno-like growth: quic-go's Reno, or CUBIC in its Reno-friendly
+    # region (aioquic's box) -- no answer
+    row = {"n_reductions": 1, "beta": 0.7, "n_losses": 1, "n_epochs": 2, "growth": 1.1,
+           "curvature": 0.0, "epoch_rtts": 20.0}  # fmt: skip
+    verdict = classify(row, DEFAULT_SIGNATURES)
+    assert verdict.family == UNKNOWN and len(verdict.matched) >= 2

@@ -98,11 +98,12 @@ def label_frame(features: pl.DataFrame, traces: pl.DataFrame) -> pl.DataFrame:
                 "run": str(labels.get("run")),
                 "split": split_of(labels.get("run"), labels.get("repetitions")),
                 "controller": truth_of(labels),
+                "role": str(labels.get("role")) if labels.get("role") is not None else None,
             }
         )
     info = pl.DataFrame(rows, schema={"trace": pl.String, "stack": pl.String, "version": pl.String,
                                       "scenario": pl.String, "run": pl.String, "split": pl.String,
-                                      "controller": pl.String})  # fmt: skip
+                                      "controller": pl.String, "role": pl.String})  # fmt: skip
     return features.join(info, on="trace", how="left")
 
 
@@ -115,6 +116,14 @@ def load_labelled(paths: PathLike | Iterable[PathLike]) -> pl.DataFrame:
         metrics = read_metrics(files)
         traces = read_traces(files)
     return label_frame(compute_features(metrics, transitions), traces)
+
+
+def senders(frame: pl.DataFrame) -> pl.DataFrame:
+    """The sending side of every lab connection: the server (the lab's objects flow from server
+    to client), by vantage point or, for traces that do not say, by the run's ``role`` label."""
+    vantage = pl.col("vantage").cast(pl.String)
+    is_server = (vantage == "server") | ((vantage == "unknown") & (pl.col("role") == "server"))
+    return frame.filter(is_server)
 
 
 def predict(frame: pl.DataFrame, signatures: Sequence[Box]) -> pl.DataFrame:

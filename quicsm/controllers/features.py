@@ -5,14 +5,17 @@ frame (:func:`quicsm.extract.read.read_transitions`), so it needs no instrumenta
 with ``congestion_window`` and ``packet_lost`` events is enough.
 
 * **Loss response.** A *reduction* is a drop of the congestion window by more than 10 % within
-  two smoothed RTTs after a ``packet_lost``/``pto`` event. Its factor is the window after the
-  drop over the largest window between the loss event and the drop (``beta``) and over the most
+  two smoothed RTTs after a ``packet_lost``/``pto`` event. Its factor is the lowest window of the
+  event over the largest window before it since the loss (``beta``), and over the most
   bytes in flight in the RTT before it (``beta_flight``): RFC 9002 NewReno halves the window
   (0.5), CUBIC (RFC 9438) multiplies it or the flight size by 0.7, BBR does not reduce it
   multiplicatively. Collapses to the minimum window after persistent congestion (factor < 0.3)
   are counted apart (``n_collapses``), not as a factor.
+  A trace that logs no ``packet_lost`` event (quiche counts lost packets in its metrics) uses
+  its entries into ``Recovery`` (explicit or derived) as the loss events.
 * **Growth between losses.** Over every congestion-avoidance interval (the
-  ``CongestionAvoidance`` state, explicit or derived) that lasts at least four smoothed RTTs and
+  ``CongestionAvoidance`` state, explicit or derived; for traces whose states never leave slow
+  start, from two RTTs after each loss to the next loss) that lasts at least four smoothed RTTs and
   shows at least five distinct windows, a straight line and a parabola are fitted to the window
   over time. ``growth`` is the slope in 1250-byte segments per smoothed RTT (Reno: about 1
   segment per RTT); ``curvature`` is the parabola's quadratic coefficient over the linear slope,
@@ -21,7 +24,9 @@ with ``congestion_window`` and ``packet_lost`` events is enough.
 * **Sending.** ``cwnd_gain`` is the largest window over the first: a receiver, which sends
   little but acknowledgements, barely moves its window.
 * **Phases.** Explicit BBR phase names: ``Startup``/``Drain``/``ProbeBW``/``ProbeRTT`` and, for
-  BBRv2/v3, the ProbeBW sub-phases (``up``, ``down``, ``cruise``, ``refill``) in the raw name.
+  BBRv2/v3, the ProbeBW sub-phases (``up``, ``down``, ``cruise``, ``refill``) in the raw name;
+  ``probe_rtt_depth``, the smallest window in ``ProbeRTT`` over the window before it (BBRv1
+  drains to 4 packets, BBRv2/v3 to half the bandwidth-delay product).
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ FEATURES_SCHEMA: Final[dict[str, pl.DataType]] = {
     "curvature": pl.Float64(),
     "bbr_phases": pl.Int64(),
     "bbr2_phases": pl.Int64(),
+    "probe_rtt_depth": pl.Float64(),
     "explicit_states": pl.Boolean(),
 }
 
@@ -122,14 +128,52 @@ def _reductions(
     return betas, flights, collapses
 
 
-def _ca_intervals(transitions: pl.DataFrame) -> list[tuple[float, float]]:
-    """(start, end) of every CongestionAvoidance interval of one trace."""
+def _between_losses(
+    events: list[str], times: np.ndarray, rtt: np.ndarray
+) -> list[tuple[float, float]]:
+    """Congestion-avoidance intervals for traces whose states do not say (derived states stay in
+    slow start when no ssthresh is logged): from two smoothed RTTs after each loss (the cut and
+    the recovery period, RFC 9002 section 7.3.2) to the next loss."""
+    losses = [k for k, e in enumerate(events) if e in ("packet_lost", "pto")]
+    out = []
+    for k, nxt in zip(losses, losses[1:], strict=False):
+        srtt = rtt[k] if not math.isnan(rtt[k]) else DEFAULT_RTT_MS
+        start = float(times[k]) + 2 * srtt
+        if start < float(times[nxt]):
+            out.append((start, float(times[nxt])))
+    return out
+
+
+def _recovery_markers(events: list[str], times: np.ndarray, transitions: pl.DataFrame) -> list[str]:
+    """``events`` with the metrics row just before each entry into ``Recovery`` marked as a loss
+    (``packet_lost``), for traces that log no loss events (quiche logs its lost-packet counters
+    in metrics, not as events)."""
+    marked = list(events)
+    entries = [
+        float(t)
+        for t, s in zip(
+            transitions["time_ms"].to_list(), transitions["state"].to_list(), strict=True
+        )
+        if str(s) == "Recovery"
+    ]
+    for t in entries:
+        k = int(np.searchsorted(times, t, side="left")) - 1
+        if k >= 0 and marked[k] == "metrics":
+            marked[k] = "packet_lost"
+    return marked
+
+
+def _intervals(transitions: pl.DataFrame, state: str) -> list[tuple[float, float]]:
+    """(start, end) of every interval of one trace spent in ``state``."""
     times = transitions["time_ms"].to_list()
     states = [str(s) for s in transitions["state"].to_list()]
     ends = [*times[1:], float(transitions["end_ms"][0]) if transitions.height else 0.0]
-    return [
-        (t, e) for t, s, e in zip(times, states, ends, strict=True) if s == "CongestionAvoidance"
-    ]
+    return [(t, e) for t, s, e in zip(times, states, ends, strict=True) if s == state]
+
+
+def _ca_intervals(transitions: pl.DataFrame) -> list[tuple[float, float]]:
+    """(start, end) of every CongestionAvoidance interval of one trace."""
+    return _intervals(transitions, "CongestionAvoidance")
 
 
 def _epochs(
@@ -174,6 +218,21 @@ def _gain(cwnd: np.ndarray) -> float | None:
     return float(known.max() / known[0])
 
 
+def _probe_rtt_depth(
+    transitions: pl.DataFrame, times: np.ndarray, cwnd: np.ndarray
+) -> float | None:
+    """The smallest window inside a ``ProbeRTT`` interval over the largest in the second before
+    it (the lowest over all intervals): BBRv1 drains to 4 packets (a few percent of a
+    bandwidth-delay product), BBRv2/v3 to half the estimated BDP."""
+    depths = []
+    for start, end in _intervals(transitions, "ProbeRTT"):
+        inside = (times >= start) & (times <= end) & ~np.isnan(cwnd)
+        before = (times >= start - 1000.0) & (times < start) & ~np.isnan(cwnd)
+        if inside.any() and before.any() and cwnd[before].max() > 0:
+            depths.append(float(cwnd[inside].min() / cwnd[before].max()))
+    return min(depths) if depths else None
+
+
 def _phases(transitions: pl.DataFrame) -> tuple[int, int]:
     states = [str(s) for s in transitions["state"].to_list()]
     raws = [str(r).lower() for r in transitions["raw_state"].to_list() if r is not None]
@@ -191,8 +250,15 @@ def trace_features(
     cwnd = metrics["cwnd_bytes"].fill_null(float("nan")).to_numpy().astype(float)
     flight = metrics["bytes_in_flight"].fill_null(float("nan")).to_numpy().astype(float)
     rtt = metrics["smoothed_rtt_ms"].fill_null(float("nan")).to_numpy().astype(float)
-    betas, flights, collapses = _reductions(events, times, cwnd, flight, rtt)
-    epochs = _epochs(_ca_intervals(transitions), times, cwnd, rtt) if transitions.height else []
+    n_losses = sum(1 for e in events if e == "packet_lost")
+    markers = events
+    if not n_losses and transitions.height:
+        markers = _recovery_markers(events, times, transitions)
+    betas, flights, collapses = _reductions(markers, times, cwnd, flight, rtt)
+    intervals = _ca_intervals(transitions) if transitions.height else []
+    if not intervals and betas:
+        intervals = _between_losses(markers, times, rtt)
+    epochs = _epochs(intervals, times, cwnd, rtt)
     bbr, bbr2 = _phases(transitions) if transitions.height else (0, 0)
     explicit = bool(transitions.height) and bool(
         (transitions["source"].cast(pl.String) == "explicit").any()
@@ -205,7 +271,7 @@ def trace_features(
         "vantage": vantage,
         "n_metrics": sum(1 for e in events if e == "metrics"),
         "cwnd_gain": _gain(cwnd),
-        "n_losses": sum(1 for e in events if e == "packet_lost"),
+        "n_losses": n_losses,
         "n_reductions": len(betas),
         "n_collapses": collapses,
         "beta": _median(betas),
@@ -217,6 +283,7 @@ def trace_features(
         "curvature": _median([e[1] for e in epochs]),
         "bbr_phases": bbr,
         "bbr2_phases": bbr2,
+        "probe_rtt_depth": _probe_rtt_depth(transitions, times, cwnd) if bbr else None,
         "explicit_states": explicit,
     }
 

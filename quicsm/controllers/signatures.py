@@ -6,15 +6,15 @@ NewReno halves it: two boxes, one family). A trace matches a box when every feat
 has evidence for lies inside the box's interval (a feature without evidence neither matches nor
 rejects). The answer is:
 
-* the family of the explicit BBR phases when the trace logs them (BBRv2/v3 when the ProbeBW
-  sub-phases ``up``/``down``/``cruise``/``refill`` appear, else BBRv1);
+* the family of the explicit BBR phases when the trace logs them: BBRv2/v3 when the ProbeBW
+  sub-phases ``up``/``down``/``cruise``/``refill`` appear or ProbeRTT keeps half the window,
+  BBRv1 when ProbeRTT drains it to a few packets, ``unknown`` (version undetermined) otherwise;
 * ``BBRv1`` when the sender lost packets at least :data:`BBR_MIN_LOSSES` times and never
   reduced its window (no multiplicative decrease at all);
 * ``unknown`` when the window was never reduced on loss: growth alone does not tell Reno from
   CUBIC, which grows like Reno in its Reno-friendly region (RFC 9438 section 4.3);
-* else the family of the matching boxes; if boxes of several families match, the one whose box
-  centre is nearest (features scaled by the box widths), with a lower confidence, or
-  ``unknown`` ("ambiguous") when the two nearest are within :data:`AMBIGUOUS_RATIO`;
+* else the family of the matching boxes, or ``unknown`` ("ambiguous") when boxes of more than
+  one family match;
 * ``unknown`` when the trace has no evidence (no reduction, no usable congestion-avoidance
   interval: receivers, transfers that never left slow start or were capped) or matches no box.
 
@@ -26,7 +26,6 @@ rejects). The answer is:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -74,14 +73,6 @@ class Box:
             if name in evidence
         )
 
-    def distance(self, evidence: Mapping[str, float]) -> float:
-        total = 0.0
-        for name, (lo, hi) in self.intervals.items():
-            if name in evidence:
-                width = max(hi - lo, 1e-9)
-                total += ((evidence[name] - (lo + hi) / 2) / width) ** 2
-        return math.sqrt(total)
-
 
 #: boxes from the specifications (RFC 9002 NewReno: half the window, linear growth of about one
 #: segment per RTT; RFC 9438 CUBIC: 0.7 of the window or of the flight size)
@@ -93,8 +84,10 @@ PRIORS: Final[tuple[Box, ...]] = (
     # ... or faster than Reno's segment per RTT
     Box(CUBIC, {"beta": (0.66, 0.74), "beta_spread": (0.0, 0.02), "growth": (1.6, 6.0)}),
 )  # fmt: skip
-#: two families whose nearest boxes are closer than this ratio of distances are a tie
-AMBIGUOUS_RATIO: Final[float] = 0.8
+#: ProbeRTT depth (window in ProbeRTT over the window before) at or below which BBR is v1 (4
+#: packets), and at or above which it is v2/v3 (half the BDP)
+BBR1_PROBE_RTT_DEPTH: Final[float] = 0.1
+BBR2_PROBE_RTT_DEPTH: Final[float] = 0.3
 
 
 @dataclass(frozen=True)
@@ -155,7 +148,18 @@ def classify(row: Mapping[str, Any], signatures: Sequence[Box] = ()) -> Verdict:
             BBR2, 0.99, "explicit BBRv2/v3 ProbeBW sub-phases (up, down, cruise, refill)"
         )
     if row.get("bbr_phases", 0):
-        return Verdict(BBR1, 0.9, f"explicit BBR phases ({row['bbr_phases']}), no v2 sub-phases")
+        depth = row.get("probe_rtt_depth")
+        if depth is not None and depth <= BBR1_PROBE_RTT_DEPTH:
+            return Verdict(
+                BBR1, 0.9, f"explicit BBR phases; ProbeRTT drains the window to {depth:.2f} of it"
+            )
+        if depth is not None and depth >= BBR2_PROBE_RTT_DEPTH:
+            return Verdict(
+                BBR2, 0.9, f"explicit BBR phases; ProbeRTT keeps {depth:.2f} of the window"
+            )
+        return Verdict(
+            UNKNOWN, 0.0, "explicit BBR phases, no sub-phases and no ProbeRTT: BBR version unknown"
+        )
     described = _describe(row)
     if (
         int(row.get("n_losses") or 0) >= BBR_MIN_LOSSES
@@ -175,21 +179,16 @@ def classify(row: Mapping[str, Any], signatures: Sequence[Box] = ()) -> Verdict:
     families = sorted({box.family for box in matched})
     if not families:
         return Verdict(UNKNOWN, 0.0, described + "; matches no known controller")
-    nearest = sorted(
-        (min(box.distance(evidence) for box in matched if box.family == f), f) for f in families
-    )
-    amount = _amount(row)
-    if len(nearest) == 1:
-        return Verdict(families[0], round(amount, 3), described, tuple(families))
-    (d1, best), (d2, second) = nearest[0], nearest[1]
-    if d2 <= 0 or d1 / d2 >= AMBIGUOUS_RATIO:
+    if len(families) > 1:
+        # boxes of two controllers take the trace: the evidence does not separate them (one
+        # reduction by 0.7 is quic-go's Reno and RFC 9438 CUBIC alike)
         return Verdict(
-            UNKNOWN, 0.0, described + f"; ambiguous between {best} and {second}", tuple(families)
+            UNKNOWN,
+            0.0,
+            described + f"; ambiguous between {' and '.join(families)}",
+            tuple(families),
         )
-    confidence = amount * (1 - d1 / d2)
-    return Verdict(
-        best, round(confidence, 3), described + f"; nearer {best} than {second}", tuple(families)
-    )
+    return Verdict(families[0], round(_amount(row), 3), described, tuple(families))
 
 
 def _interval(values: list[float], name: str) -> tuple[float, float]:
