@@ -7,7 +7,8 @@ from pathlib import Path
 import polars as pl
 from identify_helpers import window_trace
 
-from quicsm.compare.grouping import Comparison, compare_paths, group_from_frame
+from quicsm.compare.grouping import Comparison, group_from_frame
+from quicsm.compare.load import compare_paths
 from quicsm.report import build_report
 from quicsm.report.controllers import controller_notes, group_families
 

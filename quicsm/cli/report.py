@@ -81,6 +81,7 @@ def report_command(
     vs_paths: Sequence[str],
     by_label: str | None,
     where: Sequence[str],
+    within: Sequence[str],
     baseline: str | None,
     lenient: bool,
     output: Path,
@@ -92,8 +93,9 @@ def report_command(
     title: str | None,
 ) -> None:
     """Write a self-contained comparison report of group B against group A: what changed
-    (ranked), the state machines side by side and their diff, time in state and dwell times,
-    the congestion window of a representative trace, a scenario heatmap, and the methods.
+    (outcomes, then the state changes, with the events that explain them, then the caveats),
+    the state machines side by side and their diff, time in state and dwell times, the
+    congestion window of a representative trace, a scenario heatmap, and the methods.
 
     \b
     quicsm report traces/v1/ --vs traces/v2/ -o report.html
@@ -108,8 +110,12 @@ def report_command(
         where=where,
         baseline=baseline,
         lenient=lenient,
+        within=within,
+        metrics=True,
     )
     for comp in comps:
+        for caveat in comp.caveats:
+            click.echo(f"caution: {caveat}", err=True)
         for note in comp.notes:
             click.echo(f"note: {note}", err=True)
     if fmt is None:
