@@ -321,3 +321,20 @@ def test_two_families_matching_is_unknown_not_the_nearer() -> None:
            "curvature": 0.0, "epoch_rtts": 20.0}  # fmt: skip
     verdict = classify(row, DEFAULT_SIGNATURES)
     assert verdict.family == UNKNOWN and len(verdict.matched) >= 2
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(1.0, 400.0))
+def test_rtts_logged_in_seconds_are_read_as_milliseconds(rtt_ms: float) -> None:
+    """quinn writes RFC 9002's initial RTT as 0.333 and every later RTT in seconds; the growth
+    per RTT must come out as from a trace that logs milliseconds."""
+    m, t = window_trace(beta=0.5, rtt_ms=rtt_ms)
+    base = one(m, t)
+    first = pl.DataFrame({"smoothed_rtt_ms": [333.0]})
+    seconds = m.with_columns(
+        pl.concat([first["smoothed_rtt_ms"], m["smoothed_rtt_ms"][1:]]).alias("smoothed_rtt_ms")
+        / 1000.0
+    )
+    row = one(seconds, t)
+    assert row["family"] == base["family"] == NEWRENO
+    assert isclose(row["growth"], base["growth"], 1e-6)  # type: ignore[arg-type]

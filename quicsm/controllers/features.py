@@ -210,6 +210,16 @@ def _epochs(
     return out
 
 
+def _rtt_ms(rtt: np.ndarray) -> np.ndarray:
+    """Smoothed RTTs in milliseconds. A trace whose first RTT is RFC 9002's initial 333 ms
+    written as 0.333 logs RTTs in seconds (quinn 0.11 does, against the qlog drafts' ms): such a
+    trace is scaled to milliseconds here."""
+    known = rtt[~np.isnan(rtt)]
+    if len(known) and abs(known[0] - 0.333) < 0.0005 and float(np.median(known)) < 1.0:
+        return rtt * 1000.0
+    return rtt
+
+
 def _gain(cwnd: np.ndarray) -> float | None:
     """The largest window over the first one (a receiver's window hardly moves)."""
     known = cwnd[~np.isnan(cwnd)]
@@ -249,7 +259,7 @@ def trace_features(
     times = metrics["time_ms"].to_numpy().astype(float)
     cwnd = metrics["cwnd_bytes"].fill_null(float("nan")).to_numpy().astype(float)
     flight = metrics["bytes_in_flight"].fill_null(float("nan")).to_numpy().astype(float)
-    rtt = metrics["smoothed_rtt_ms"].fill_null(float("nan")).to_numpy().astype(float)
+    rtt = _rtt_ms(metrics["smoothed_rtt_ms"].fill_null(float("nan")).to_numpy().astype(float))
     n_losses = sum(1 for e in events if e == "packet_lost")
     markers = events
     if not n_losses and transitions.height:
