@@ -53,3 +53,11 @@ def test_report_on_real_traces_shows_the_warning() -> None:
     html = build_report([comparison], fmt="html", permutations=99)
     assert "NewReno/Reno in 1 of 1 traces" in html and "BBRv2/v3 in 1 of 1 traces" in html
     assert "run different congestion controllers" in html
+
+
+def test_groups_without_metrics_add_no_note() -> None:
+    _, transitions = window_trace(beta=0.5)
+    bare = group_from_frame("v1", transitions.with_columns(pl.lit("gone/v1.sqlog").alias("file")))
+    other = _group("v2", beta=0.5)
+    assert group_families(bare) is None  # type: ignore[arg-type]
+    assert controller_notes(Comparison(bare, other)) == []  # type: ignore[arg-type]

@@ -15,16 +15,22 @@ from quicsm.controllers.signatures import UNKNOWN
 from quicsm.core.errors import QuicsmError
 
 
-def group_families(group: Group) -> Counter[str]:
+def group_families(group: Group) -> Counter[str] | None:
     """How many traces of the group ``identify`` names each controller family (``unknown``
-    included). Raises :class:`QuicsmError` if the group's metrics cannot be read."""
+    included); ``None`` when the group has no metrics to identify from (a group built from a
+    transitions frame alone, or whose files are gone). Raises :class:`QuicsmError` if its files
+    cannot be read."""
     metrics = group.metrics
     if metrics is None:
+        from pathlib import Path
+
         from quicsm.extract.read import read_metrics
 
         files = sorted({str(f) for f in group.traces["file"].to_list() if f})
-        metrics = read_metrics(files) if files else None
-    if metrics is None or group.transitions.height == 0:
+        if not files or not all(Path(f).is_file() for f in files):
+            return None
+        metrics = read_metrics(files)
+    if group.transitions.height == 0:
         return Counter({UNKNOWN: group.n_traces})
     keys = group.traces.select(pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String))
     metrics = metrics.join(keys, on=["file", "trace"], how="semi")
@@ -56,12 +62,15 @@ def _describe(name: str, counts: Counter[str]) -> str:
 
 
 def controller_notes(comparison: Comparison) -> list[str]:
-    """The identified controller of each group, and a warning when they differ."""
+    """The identified controller of each group, and a warning when they differ (nothing when a
+    group has no metrics)."""
     try:
         a = group_families(comparison.a)
         b = group_families(comparison.b)
     except QuicsmError as exc:
         return [f"congestion controllers not identified: {exc}"]
+    if a is None or b is None:
+        return []  # no metrics: nothing to identify from
     notes = [
         "congestion controller (quicsm identify): "
         + "; ".join((_describe(comparison.a.name, a), _describe(comparison.b.name, b)))
