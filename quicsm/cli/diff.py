@@ -38,6 +38,7 @@ def diff_command(
     within: Sequence[str],
     baseline: str | None,
     lenient: bool,
+    states: str,
     alpha: float,
     fmt: str,
     seed: int,
@@ -61,6 +62,7 @@ def diff_command(
         where=where,
         baseline=baseline,
         lenient=lenient,
+        states=states,
         within=within,
         metrics=True,
     )

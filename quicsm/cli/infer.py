@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import click
 import polars as pl
 
+from quicsm.cli.states_option import states_option
 from quicsm.core.errors import InputError
 from quicsm.model.inference import ALGORITHMS
 from quicsm.render.dot import RENDER_FORMATS
@@ -78,6 +79,7 @@ PROGRESS_MIN_FILES = 16
 @click.option(
     "--lenient", is_flag=True, help="Skip unreadable records/files and report what was skipped."
 )
+@states_option
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors and warnings.")
 def infer_command(
     paths: Sequence[str],
@@ -88,6 +90,7 @@ def infer_command(
     fmt: str,
     where: Sequence[str],
     lenient: bool,
+    states: str,
     quiet: bool,
 ) -> None:
     """Infer the congestion-control state machine of qlog traces (or of a transitions table in
@@ -105,7 +108,9 @@ def infer_command(
     err = Console(stderr=True)
     files = _expand(paths)
     with _progress(files, quiet=quiet, console=err) as progress:
-        transitions = _read(files, lenient=lenient, progress=progress, console=err)
+        transitions = _read(
+            files, lenient=lenient, states=states, progress=progress, console=err
+        )
         transitions = _select(transitions, files, where=where, lenient=lenient)
         progress.stage("inferring the model")
         model = infer(transitions, algorithm=algorithm, k=k, seed=seed)
@@ -180,7 +185,12 @@ def _select(
 
 
 def _read(
-    files: list[Path], *, lenient: bool, progress: _Progress, console: object
+    files: list[Path],
+    *,
+    lenient: bool,
+    progress: _Progress,
+    console: object,
+    states: str = "hybrid",
 ) -> pl.DataFrame:
     """Read every file (one call per file when a progress bar is shown); report what the
     readers noted (skipped records, truncation, unknown states) once, on stderr."""
@@ -194,7 +204,9 @@ def _read(
         warnings.simplefilter("always")
         for batch in progress.batches(files):
             frames.append(
-                read_transitions([str(f) for f in batch], on_error=on_error, diagnostics=diag)
+                read_transitions(
+                    [str(f) for f in batch], on_error=on_error, diagnostics=diag, states=states
+                )
             )
     for line in diag.messages():
         click.echo(f"warning: {line}", err=True)

@@ -39,16 +39,28 @@ def traces_where(
 
 
 def read_labelled(
-    paths: Sequence[str], *, on_error: OnError, metrics: bool = False
+    paths: Sequence[str],
+    *,
+    on_error: OnError,
+    metrics: bool = False,
+    states: str = "hybrid",
+    notes: list[str] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     """Transitions, labelled traces (``file, trace, labels``) and, when asked, metrics of
-    every trace under ``paths``."""
+    every trace under ``paths``; ``states`` as in :func:`quicsm.extract.read.read_transitions`.
+    The states the traces cannot show ("... cannot be derived: ...") are added to ``notes``."""
+    from quicsm.core.diagnostics import Diagnostics
     from quicsm.extract.read import read_metrics, read_transitions
 
     if not paths:
         raise InputError("no input paths given")
     traces = traces_where(paths, where={}, on_error=on_error)
-    transitions = read_transitions(list(paths), on_error=on_error)
+    diag = Diagnostics()
+    transitions = read_transitions(
+        list(paths), on_error=on_error, diagnostics=diag, states=states
+    )
+    if notes is not None:
+        notes.extend(m for m in diag.derivation_messages() if m not in notes)
     frame = read_metrics(list(paths), on_error=on_error) if metrics else None
     return transitions, traces, frame
 
@@ -62,12 +74,19 @@ def compare_paths(
     on_error: OnError = "raise",
     names: tuple[str, str] | None = None,
     metrics: bool = True,
+    states: str = "hybrid",
 ) -> Comparison:
-    """Group A = traces under ``a_paths``, group B = traces under ``b_paths``."""
+    """Group A = traces under ``a_paths``, group B = traces under ``b_paths``; ``states`` as
+    in :func:`quicsm.extract.read.read_transitions` (what the traces cannot show is noted)."""
     if not b_paths:
         raise InputError("--vs needs at least one path for group B")
-    ta, ra, ma = read_labelled(a_paths, on_error=on_error, metrics=metrics)
-    tb, rb, mb = read_labelled(b_paths, on_error=on_error, metrics=metrics)
+    derivation: list[str] = []
+    ta, ra, ma = read_labelled(
+        a_paths, on_error=on_error, metrics=metrics, states=states, notes=derivation
+    )
+    tb, rb, mb = read_labelled(
+        b_paths, on_error=on_error, metrics=metrics, states=states, notes=derivation
+    )
     if names is None:
         names = (
             a_paths[0] if len(a_paths) == 1 else "A",
@@ -76,7 +95,7 @@ def compare_paths(
         if names[0] == names[1]:
             names = ("A", "B")
     frame = pl.concat([ma, mb]) if ma is not None and mb is not None else None
-    return split_paths(
+    comparison = split_paths(
         (ta, ra),
         (tb, rb),
         names=names,
@@ -85,6 +104,8 @@ def compare_paths(
         within=within,
         metrics=frame,
     )
+    comparison.notes.extend(derivation)
+    return comparison
 
 
 def compare_by_label(
@@ -96,10 +117,14 @@ def compare_by_label(
     within: Sequence[str] = (),
     on_error: OnError = "raise",
     metrics: bool = True,
+    states: str = "hybrid",
 ) -> list[Comparison]:
     """One comparison per pair of values of ``label`` among the traces under ``paths``."""
-    transitions, traces, frame = read_labelled(paths, on_error=on_error, metrics=metrics)
-    return split_by_label(
+    derivation: list[str] = []
+    transitions, traces, frame = read_labelled(
+        paths, on_error=on_error, metrics=metrics, states=states, notes=derivation
+    )
+    comparisons = split_by_label(
         transitions,
         traces,
         label,
@@ -109,3 +134,6 @@ def compare_by_label(
         paths=paths,
         metrics=frame,
     )
+    for comparison in comparisons:
+        comparison.notes.extend(derivation)
+    return comparisons
