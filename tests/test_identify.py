@@ -285,7 +285,9 @@ def test_confidence_is_a_score_in_range() -> None:
 
 def test_docs_example_is_what_the_command_prints() -> None:
     doc = (ROOT / "docs" / "identify.md").read_text()
-    command = "quicsm identify tests/fixtures/stock tests/fixtures/qlog/quiche_bbr.sqlog"
+    command = (
+        "quicsm identify tests/fixtures/stock/quic-go-v0.48.2 tests/fixtures/qlog/quiche_bbr.sqlog"
+    )
     assert command in doc
     block = doc.split("```text\n", 1)[1].split("```", 1)[0]
     result = CliRunner().invoke(main, command.split()[1:])
