@@ -340,3 +340,14 @@ def test_rtts_logged_in_seconds_are_read_as_milliseconds(rtt_ms: float) -> None:
     row = one(seconds, t)
     assert row["family"] == base["family"] == NEWRENO
     assert isclose(row["growth"], base["growth"], 1e-6)  # type: ignore[arg-type]
+
+
+def test_stock_quicgo_v054_runs_are_reno_or_unknown() -> None:
+    """Fifteen stock quic-go v0.54.0 lab runs (tests/fixtures/stock), a version no box was fitted
+    on: the senders with a loss response and growth are named NewReno/Reno, none otherwise."""
+    frame = quicsm.identify(FIXTURES / "stock" / "quic-go-v0.54.0.qlog")
+    servers = frame.filter(pl.col("vantage") == "server")
+    assert servers.height == 15
+    assert set(servers["family"]) <= {NEWRENO, UNKNOWN}
+    assert servers.filter(pl.col("family") == NEWRENO).height >= 6
+    assert set(frame.filter(pl.col("vantage") == "client")["family"]) == {UNKNOWN}
