@@ -53,6 +53,8 @@ def test_report_on_real_traces_shows_the_warning() -> None:
     html = build_report([comparison], fmt="html", permutations=99)
     assert "NewReno/Reno in 1 of 1 traces" in html and "BBRv2/v3 in 1 of 1 traces" in html
     assert "run different congestion controllers" in html
+    md = build_report([comparison], fmt="md", permutations=99)
+    assert "- warning: the groups run different congestion controllers" in md
 
 
 def test_groups_without_metrics_add_no_note() -> None:
