@@ -1,13 +1,15 @@
 """Accuracy of ``quicsm identify`` on the lab corpus, with runs held back from fitting.
 
-Reads every trace of the corpus (default ``traces/``), takes the senders (``vantage=server``:
-in every lab scenario the server sends the objects), fits the signatures on the training runs
-(repetitions 1-3 of every five) and classifies the held-back runs (4-5). Prints, as Markdown:
+Reads every trace of the corpus (default ``traces/*.qlog``, the per-stack files), takes the
+senders (``vantage=server``: in every lab scenario the server sends the objects), fits the
+signatures on the training runs (repetitions 1-3 of every five) and classifies the held-back
+runs (4-5). Prints, as Markdown:
 the fitted signatures, the confusion matrix, accuracy per stack, scenario and controller
 ("unknown" counts as wrong; ``accuracy_answered`` leaves unknown answers out), the receivers'
-answers, the answers on implementations never used for fitting (``--unseen``, default
-``benchmarks/corpora/``: aioquic 1.7.2 running its Reno controller), and the share of
-"unknown" for each controller left out of fitting::
+answers, the answers on traces never used for fitting (``--unseen``, default
+``benchmarks/corpora/``: aioquic 1.7.2 running its Reno controller, and ``traces/stacks/``:
+every lab stack with each of its controllers, whose shipped runs are too few to split), and the
+share of "unknown" for each controller left out of fitting::
 
     .venv/bin/python benchmarks/identify_accuracy.py                  # the shipped corpus
     .venv/bin/python benchmarks/identify_accuracy.py traces/ more/    # any labelled corpus
@@ -56,11 +58,11 @@ def markdown(frame: pl.DataFrame) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("paths", nargs="*", default=["traces/"])
+    parser.add_argument("paths", nargs="*", default=["traces/*.qlog"])
     parser.add_argument(
         "--unseen",
         nargs="*",
-        default=["benchmarks/corpora/"],
+        default=["benchmarks/corpora/", "traces/stacks/"],
         help="labelled traces never used for fitting, classified whole (default: %(default)s)",
     )
     parser.add_argument("--write-fitted", action="store_true", help="rewrite fitted.py")

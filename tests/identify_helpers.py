@@ -72,14 +72,13 @@ def window_trace(
         states.append((t, "CongestionAvoidance"))
     end = t + rtt_ms
     frame = pl.DataFrame(metrics)
-    metrics_frame = frame.with_columns(
+    frame = frame.with_columns(
         pl.lit("synthetic").alias("file"),
         pl.lit(TRACE).alias("trace"),
         pl.lit("server").alias("vantage"),
-        pl.lit(None, pl.Float64).alias("ssthresh_bytes"),
-        pl.lit(None, pl.Float64).alias("min_rtt_ms"),
-        pl.lit(None, pl.Int64).alias("pto_count"),
-        pl.lit(None, pl.String).alias("trigger"),
+    )
+    metrics_frame = frame.with_columns(
+        [pl.lit(None, d).alias(c) for c, d in METRICS_SCHEMA.items() if c not in frame.columns]
     ).select([pl.col(c).cast(d) for c, d in METRICS_SCHEMA.items()])
     transitions = pl.DataFrame(
         {
