@@ -37,6 +37,7 @@ _EXPORTS: dict[str, str] = {
          "transition_probabilities", "dwell_times", "dwell_summary"),
         "quicsm.stats.descriptive",
     ),  # fmt: skip
+    "identify": "quicsm.controllers.api",
     "diff": "quicsm.compare.diff",
     "DiffResult": "quicsm.compare.diff",
     **dict.fromkeys(("EventLog", "mine_invariants", "infer_graph"), "quicsm.model.synoptic"),

@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "report": "quicsm.cli.report:report_command",
     "states": "quicsm.cli.states:states",
     "inspect": "quicsm.cli.inspect:inspect",
+    "identify": "quicsm.cli.identify:identify_command",
     "labels": "quicsm.cli.labels:labels_command",
     "plot": "quicsm.cli.plot:plot_command",
 }

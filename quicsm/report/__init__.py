@@ -49,6 +49,9 @@ def build_report(
         raise InputError(f"report format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if not comparisons:
         raise InputError("nothing to compare")
+    from quicsm.report.controllers import with_controller_notes
+
+    comparisons = [with_controller_notes(c) for c in comparisons]
     compared = [
         run_comparison(c, alpha=alpha, seed=seed, permutations=permutations) for c in comparisons
     ]

@@ -1,0 +1,163 @@
+"""Accuracy of ``quicsm identify`` on the lab corpus, with runs held back from fitting.
+
+Reads every trace of the corpus (default ``traces/*.qlog``, the per-stack files), takes the
+senders (``vantage=server``: in every lab scenario the server sends the objects), fits the
+signatures on the training runs (repetitions 1-3 of every five) and classifies the held-back
+runs (4-5). Prints, as Markdown:
+the fitted signatures, the confusion matrix, accuracy per stack, scenario and controller
+("unknown" counts as wrong; ``accuracy_answered`` leaves unknown answers out), the receivers'
+answers, the answers on traces never used for fitting (``--unseen``, default
+``benchmarks/corpora/``: aioquic 1.7.2 running its Reno controller, and ``traces/stacks/``:
+every lab stack with each of its controllers, whose shipped runs are too few to split), and the
+share of "unknown" for each controller left out of fitting::
+
+    .venv/bin/python benchmarks/identify_accuracy.py                  # the shipped corpus
+    .venv/bin/python benchmarks/identify_accuracy.py traces/ more/    # any labelled corpus
+    .venv/bin/python benchmarks/identify_accuracy.py --unseen         # no unseen corpus
+    .venv/bin/python benchmarks/identify_accuracy.py --write-fitted   # regenerate fitted.py
+
+The true controller of a trace is its declared ``cc_algorithm`` label, else its stack's default
+(:data:`quicsm.controllers.evaluation.STACK_DEFAULTS`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from quicsm.controllers.evaluation import (
+    accuracy_by,
+    confusion,
+    feature_summary,
+    leave_one_out,
+    load_labelled,
+    predict,
+)
+from quicsm.controllers.evaluation import senders as sender_traces
+from quicsm.controllers.signatures import boxes_table, fit_signatures, signatures_source
+
+FITTED = Path(__file__).resolve().parent.parent / "quicsm" / "controllers" / "fitted.py"
+
+
+def markdown(frame: pl.DataFrame) -> str:
+    def cell(v: object) -> str:
+        if v is None:
+            return ""
+        if isinstance(v, float):
+            return f"{v:.3f}"
+        return str(v)
+
+    head = "| " + " | ".join(frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.iter_rows()]
+    return "\n".join([head, rule, *body])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("paths", nargs="*", default=["traces/*.qlog"])
+    parser.add_argument(
+        "--unseen",
+        nargs="*",
+        default=["benchmarks/corpora/", "traces/stacks/"],
+        help="labelled traces never used for fitting, classified whole (default: %(default)s)",
+    )
+    parser.add_argument("--write-fitted", action="store_true", help="rewrite fitted.py")
+    args = parser.parse_args(argv)
+
+    labelled = load_labelled(args.paths).filter(pl.col("controller").is_not_null())
+    senders = sender_traces(labelled)
+    train = senders.filter(pl.col("split") == "train")
+    heldout = senders.filter(pl.col("split") == "heldout")
+    boxes = fit_signatures(train)
+    if args.write_fitted:
+        FITTED.write_text(signatures_source(boxes))
+        print(f"wrote {FITTED.name}", file=sys.stderr)
+
+    predicted = predict(heldout, boxes)
+    total = predicted.height
+    correct = predicted.filter(pl.col("family") == pl.col("controller")).height
+    answered = predicted.filter(pl.col("family") != "unknown").height
+    controllers = sorted(senders["controller"].unique().to_list())
+    stacks = sorted(senders["stack"].unique().to_list())
+    print("# identify: accuracy on held-back lab runs\n")
+    print(
+        f"corpus: {', '.join(args.paths)}; senders: {senders.height} traces "
+        f"({train.height} train, {heldout.height} held back); "
+        f"controllers: {', '.join(controllers)}; stacks: {', '.join(stacks)}\n"
+    )
+    print(
+        f"**held-back accuracy: {correct}/{total} = {correct / max(total, 1):.1%}** "
+        f"(unknown counts as wrong); answered {answered}/{total}; "
+        f"accuracy when answered: {correct}/{answered} = {correct / max(answered, 1):.1%}\n"
+    )
+    evident = predicted.filter((pl.col("n_reductions") > 0) | (pl.col("n_epochs") > 0))
+    right = evident.filter(pl.col("family") == pl.col("controller")).height
+    print(
+        f"held-back senders with evidence (a window reduction or a congestion-avoidance "
+        f"interval): {evident.height}/{total}; correct {right}/{evident.height} = "
+        f"{right / max(evident.height, 1):.1%}; unknown "
+        f"{evident.filter(pl.col('family') == 'unknown').height} (ambiguous between two "
+        f"controllers: {evident.filter(pl.col('ambiguous')).height}); wrong "
+        f"{evident.height - right - evident.filter(pl.col('family') == 'unknown').height}\n"
+    )
+    print("## Features per controller (held-back senders; min / median / max)\n")
+    print(markdown(feature_summary(heldout)) + "\n")
+    print("## Fitted signatures (training runs)\n")
+    print(markdown(boxes_table(boxes)) + "\n")
+    print("## Confusion matrix (held-back senders; rows: true controller)\n")
+    print(markdown(confusion(predicted)) + "\n")
+    for key in ("controller", "stack", "scenario"):
+        print(f"## Accuracy per {key}\n")
+        print(
+            markdown(
+                accuracy_by(
+                    predicted.with_columns(
+                        (pl.col("stack") + " " + pl.col("version")).alias("stack")
+                    )
+                    if key == "stack"
+                    else predicted,
+                    key,
+                )
+            )
+            + "\n"
+        )
+    print("## Receivers (vantage=client, held back)\n")
+    receivers = predict(
+        labelled.filter((pl.col("vantage") == "client") & (pl.col("split") == "heldout")), boxes
+    )
+    print(
+        markdown(receivers.group_by("family").agg(pl.len().alias("traces")).sort("family")) + "\n"
+    )
+    if args.unseen:
+        unseen = predict(
+            sender_traces(load_labelled(args.unseen)).filter(pl.col("controller").is_not_null()),
+            boxes,
+        )
+        print(f"## Unseen implementations: {', '.join(args.unseen)} (all runs, no fitting)\n")
+        print(markdown(confusion(unseen)) + "\n")
+        stacked = unseen.with_columns(
+            (pl.col("stack") + " " + pl.col("version") + " " + pl.col("controller")).alias("stack")
+        )
+        print(markdown(accuracy_by(stacked, "stack")) + "\n")
+        print(markdown(feature_summary(unseen)) + "\n")
+    print("## A controller left out of fitting: share answered unknown (held-back senders)\n")
+    loo = leave_one_out(senders)
+    print(
+        markdown(
+            loo.with_columns(
+                (pl.col("unknown") / pl.col("traces")).alias("unknown_share"),
+                (pl.col("unknown_with_evidence") / pl.col("with_evidence")).alias(
+                    "unknown_share_with_evidence"
+                ),
+            )
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,219 @@
+"""Measuring identification on labelled traces: ground truth, the train/held-out split, the
+confusion matrix, accuracy per label, and "unknown" for a controller left out of training.
+
+The split is fixed by repetition (:func:`split_of`): the first 60 % of each scenario's
+repetitions train — runs 1-3 of 5, run 1 of 2 — and the rest are held back. The lab derives each
+repetition's relay seed from (scenario file seed, scenario, repetition), so held-back runs met
+loss and jitter draws that no training run met.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+import numpy as np
+import orjson
+import polars as pl
+
+from quicsm.controllers.features import compute_features
+from quicsm.controllers.signatures import (
+    BBR1,
+    BBR2,
+    CUBIC,
+    NEWRENO,
+    UNKNOWN,
+    Box,
+    classify,
+    fit_signatures,
+)
+from quicsm.core.aliases import CC_ALGORITHM_KEYS
+from quicsm.core.diagnostics import QuicsmWarning
+from quicsm.extract.read import read_metrics, read_traces, read_transitions
+from quicsm.qlog.paths import PathLike, expand_paths
+
+#: a declared controller name (lower case, letters and digits only) -> family
+DECLARED_FAMILIES: Final[dict[str, str]] = {
+    "reno": NEWRENO,
+    "newreno": NEWRENO,
+    "cubic": CUBIC,
+    "bbr": BBR1,
+    "bbr1": BBR1,
+    "bbrv1": BBR1,
+    "bbr2": BBR2,
+    "bbrv2": BBR2,
+    "bbr3": BBR2,
+    "bbrv3": BBR2,
+}
+#: the controller a lab stack runs when its run does not declare one: quic-go's "Cubic" sender
+#: runs in Reno mode unless patched; aioquic's default is CUBIC
+STACK_DEFAULTS: Final[dict[str, str]] = {"quic-go": NEWRENO, "aioquic": CUBIC}
+TRAIN_RUNS: Final[frozenset[int]] = frozenset({1, 2, 3})
+
+
+def family_of(name: str | None) -> str | None:
+    if not name:
+        return None
+    return DECLARED_FAMILIES.get("".join(c for c in name.lower() if c.isalnum()))
+
+
+def truth_of(labels: Mapping[str, Any]) -> str | None:
+    """The true family of a labelled trace: its declared controller, else its stack's default."""
+    for key in CC_ALGORITHM_KEYS:
+        family = family_of(labels.get(key) if isinstance(labels.get(key), str) else None)
+        if family:
+            return family
+    return STACK_DEFAULTS.get(str(labels.get("stack")))
+
+
+def split_of(run: Any, repetitions: Any = None) -> str:
+    """``train`` or ``heldout`` for a repetition number: the first 60 % of a scenario's
+    repetitions train (rounded down, at least one), the rest are held back — runs 1-3 of 5,
+    run 1 of 2. Without a repetition count, runs 1-3 of every five train."""
+    try:
+        number = int(run)
+    except (TypeError, ValueError):
+        return "heldout"
+    try:
+        total = int(repetitions)
+    except (TypeError, ValueError):
+        total = 0
+    if total >= 2:
+        return "train" if number <= max(1, (3 * total) // 5) else "heldout"
+    return "train" if ((number - 1) % 5) + 1 in TRAIN_RUNS else "heldout"
+
+
+def label_frame(features: pl.DataFrame, traces: pl.DataFrame) -> pl.DataFrame:
+    """``features`` with stack, version, scenario, run, split and controller (the truth)."""
+    rows = []
+    for trace, raw in traces.select("trace", "labels").iter_rows():
+        labels = orjson.loads(raw) if raw else {}
+        rows.append(
+            {
+                "trace": trace,
+                "stack": str(labels.get("stack")),
+                "version": str(labels.get("version")),
+                "scenario": str(labels.get("scenario")),
+                "run": str(labels.get("run")),
+                "split": split_of(labels.get("run"), labels.get("repetitions")),
+                "controller": truth_of(labels),
+                "role": str(labels.get("role")) if labels.get("role") is not None else None,
+            }
+        )
+    info = pl.DataFrame(rows, schema={"trace": pl.String, "stack": pl.String, "version": pl.String,
+                                      "scenario": pl.String, "run": pl.String, "split": pl.String,
+                                      "controller": pl.String, "role": pl.String})  # fmt: skip
+    return features.join(info, on="trace", how="left")
+
+
+def load_labelled(paths: PathLike | Iterable[PathLike]) -> pl.DataFrame:
+    """Features of every trace in ``paths`` with their labels, split and true controller."""
+    files = expand_paths(paths)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        transitions = read_transitions(files)
+        metrics = read_metrics(files)
+        traces = read_traces(files)
+    return label_frame(compute_features(metrics, transitions), traces)
+
+
+def senders(frame: pl.DataFrame) -> pl.DataFrame:
+    """The sending side of every lab connection: the server (the lab's objects flow from server
+    to client), by vantage point or, for traces that do not say, by the run's ``role`` label."""
+    vantage = pl.col("vantage").cast(pl.String)
+    is_server = (vantage == "server") | ((vantage == "unknown") & (pl.col("role") == "server"))
+    return frame.filter(is_server)
+
+
+def predict(frame: pl.DataFrame, signatures: Sequence[Box]) -> pl.DataFrame:
+    verdicts = [classify(row, signatures) for row in frame.iter_rows(named=True)]
+    return frame.with_columns(
+        pl.Series("family", [v.family for v in verdicts], pl.String),
+        pl.Series("confidence", [v.confidence for v in verdicts], pl.Float64),
+        pl.Series(
+            "ambiguous", [v.family == UNKNOWN and len(v.matched) > 1 for v in verdicts], pl.Boolean
+        ),
+    )
+
+
+def confusion(predicted: pl.DataFrame) -> pl.DataFrame:
+    """Rows: true controller; columns: predicted family (``unknown`` included); cells: traces."""
+    columns = [f for f in (NEWRENO, CUBIC, BBR1, BBR2, UNKNOWN)]
+    rows = []
+    for truth in sorted(predicted["controller"].drop_nulls().unique().to_list()):
+        part = predicted.filter(pl.col("controller") == truth)
+        counts = {c: part.filter(pl.col("family") == c).height for c in columns}
+        rows.append({"controller": truth, **counts, "traces": part.height})
+    return pl.DataFrame(rows, schema={"controller": pl.String, **{c: pl.Int64 for c in columns},
+                                      "traces": pl.Int64})  # fmt: skip
+
+
+def accuracy_by(predicted: pl.DataFrame, key: str) -> pl.DataFrame:
+    """Per value of ``key``: traces, answered (not unknown), correct, accuracy over all traces
+    (unknown counts as wrong) and accuracy over answered traces."""
+    return (
+        predicted.with_columns(
+            (pl.col("family") == pl.col("controller")).alias("_correct"),
+            (pl.col("family") != UNKNOWN).alias("_answered"),
+        )
+        .group_by(key)
+        .agg(
+            pl.len().alias("traces"),
+            pl.col("_answered").sum().alias("answered"),
+            pl.col("_correct").sum().alias("correct"),
+        )
+        .with_columns(
+            (pl.col("correct") / pl.col("traces")).alias("accuracy"),
+            (pl.col("correct") / pl.col("answered")).alias("accuracy_answered"),
+        )
+        .sort(key)
+    )
+
+
+def leave_one_out(labelled: pl.DataFrame) -> pl.DataFrame:
+    """For every controller of the training split: fit without it (its priors too) and count how
+    many of its held-back traces come out ``unknown``, and how many of those had evidence."""
+    train = labelled.filter(pl.col("split") == "train")
+    heldout = labelled.filter(pl.col("split") == "heldout")
+    rows = []
+    for left_out in sorted(train["controller"].drop_nulls().unique().to_list()):
+        boxes = fit_signatures(train, exclude=[left_out])
+        part = predict(heldout.filter(pl.col("controller") == left_out), boxes)
+        with_evidence = part.filter((pl.col("n_reductions") > 0) | (pl.col("n_epochs") > 0))
+        rows.append(
+            {
+                "left_out": left_out,
+                "traces": part.height,
+                "unknown": part.filter(pl.col("family") == UNKNOWN).height,
+                "with_evidence": with_evidence.height,
+                "unknown_with_evidence": with_evidence.filter(pl.col("family") == UNKNOWN).height,
+            }
+        )
+    return pl.DataFrame(rows, schema={"left_out": pl.String, "traces": pl.Int64,
+                                      "unknown": pl.Int64, "with_evidence": pl.Int64,
+                                      "unknown_with_evidence": pl.Int64})  # fmt: skip
+
+
+def feature_summary(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per true controller: how many traces have each kind of evidence, and the range (min,
+    median, max) of the reduction factor, its spread, the growth and the curvature."""
+    rows = []
+    for truth in sorted(frame["controller"].drop_nulls().unique().to_list()):
+        part = frame.filter(pl.col("controller") == truth)
+        row: dict[str, Any] = {"controller": truth, "traces": part.height}
+        for name, where in (
+            ("beta", pl.col("n_reductions") >= 1),
+            ("beta_spread", pl.col("n_reductions") >= 2),
+            ("growth", pl.col("n_epochs") >= 1),
+            ("curvature", pl.col("n_epochs") >= 1),
+        ):
+            values = [float(v) for v in part.filter(where)[name].drop_nulls().to_list()]
+            row[name] = (
+                f"{min(values):.2f} / {float(np.median(values)):.2f} / {max(values):.2f} "
+                f"(n={len(values)})"
+                if values
+                else ""
+            )
+        rows.append(row)
+    return pl.DataFrame(rows)

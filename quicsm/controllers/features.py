@@ -1,0 +1,317 @@
+"""The evidence a congestion controller leaves in a sender's trace, one row per trace.
+
+Computed from the metrics frame (:func:`quicsm.extract.read.read_metrics`) and the transitions
+frame (:func:`quicsm.extract.read.read_transitions`), so it needs no instrumentation: stock qlog
+with ``congestion_window`` and ``packet_lost`` events is enough.
+
+* **Loss response.** A *reduction* is a drop of the congestion window by more than 10 % within
+  two smoothed RTTs after a ``packet_lost``/``pto`` event. Its factor is the lowest window of the
+  event over the largest window before it since the loss (``beta``), and over the most
+  bytes in flight in the RTT before it (``beta_flight``): RFC 9002 NewReno halves the window
+  (0.5), CUBIC (RFC 9438) multiplies it or the flight size by 0.7, BBR does not reduce it
+  multiplicatively. Collapses to the minimum window after persistent congestion (factor < 0.3)
+  are counted apart (``n_collapses``), not as a factor.
+  A trace that logs no ``packet_lost`` event (quiche counts lost packets in its metrics) uses
+  its entries into ``Recovery`` (explicit or derived) as the loss events.
+* **Growth between losses.** Over every congestion-avoidance interval (the
+  ``CongestionAvoidance`` state, explicit or derived; for traces whose states never leave slow
+  start, from two RTTs after each loss to the next loss) that lasts at least four smoothed RTTs and
+  shows at least five distinct windows, a straight line and a parabola are fitted to the window
+  over time. ``growth`` is the slope in 1250-byte segments per smoothed RTT (Reno: about 1
+  segment per RTT); ``curvature`` is the parabola's quadratic coefficient over the linear slope,
+  both over the interval scaled to [0, 1]: about 0 for linear growth, negative for concave growth
+  towards a previous maximum (CUBIC's concave region), positive for convex growth.
+* **Sending.** ``cwnd_gain`` is the largest window over the first: a receiver, which sends
+  little but acknowledgements, barely moves its window.
+* **Phases.** Explicit BBR phase names: ``Startup``/``Drain``/``ProbeBW``/``ProbeRTT`` and, for
+  BBRv2/v3, the ProbeBW sub-phases (``up``, ``down``, ``cruise``, ``refill``) in the raw name;
+  ``probe_rtt_depth``, the smallest window in ``ProbeRTT`` over the window before it (BBRv1
+  drains to 4 packets, BBRv2/v3 to half the bandwidth-delay product).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any, Final
+
+import numpy as np
+import polars as pl
+
+from quicsm.core.states import BBR_STATES
+
+#: the nominal segment size that growth is measured in (QUIC datagrams are 1200-1500 bytes)
+SEGMENT_BYTES: Final[float] = 1250.0
+#: a window drop counts as a reduction when it removes more than this share of the window
+DROP_SHARE: Final[float] = 0.10
+#: factors below this are collapses to the minimum window (persistent congestion, RTO)
+COLLAPSE_BELOW: Final[float] = 0.3
+#: a congestion-avoidance interval is used when it lasts this many smoothed RTTs ...
+MIN_EPOCH_RTTS: Final[float] = 4.0
+#: ... and shows at least this many distinct windows
+MIN_EPOCH_POINTS: Final[int] = 5
+#: the RTT assumed before the trace reports one
+DEFAULT_RTT_MS: Final[float] = 100.0
+
+#: raw-name fragments of BBRv2/v3's ProbeBW sub-phases
+BBR2_MARKERS: Final[tuple[str, ...]] = ("probe_bw_up", "probe_bw_down", "cruise", "refill",
+                                         "probebwup", "probebwdown")  # fmt: skip
+
+FEATURES_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "trace": pl.String(),
+    "vantage": pl.String(),
+    "n_metrics": pl.Int64(),
+    "cwnd_gain": pl.Float64(),
+    "n_losses": pl.Int64(),
+    "n_reductions": pl.Int64(),
+    "n_collapses": pl.Int64(),
+    "beta": pl.Float64(),
+    "beta_spread": pl.Float64(),
+    "beta_flight": pl.Float64(),
+    "n_epochs": pl.Int64(),
+    "epoch_rtts": pl.Float64(),
+    "growth": pl.Float64(),
+    "curvature": pl.Float64(),
+    "bbr_phases": pl.Int64(),
+    "bbr2_phases": pl.Int64(),
+    "probe_rtt_depth": pl.Float64(),
+    "explicit_states": pl.Boolean(),
+}
+
+
+def _median(values: list[float]) -> float | None:
+    return float(np.median(values)) if values else None
+
+
+def _reductions(
+    events: list[str], times: np.ndarray, cwnd: np.ndarray, flight: np.ndarray, rtt: np.ndarray
+) -> tuple[list[float], list[float], int]:
+    """Factors of the window reductions that follow loss events, against cwnd and flight."""
+    betas: list[float] = []
+    flights: list[float] = []
+    collapses = 0
+    n = len(events)
+    i = 0
+    while i < n:
+        if events[i] not in ("packet_lost", "pto") or math.isnan(cwnd[i]):
+            i += 1
+            continue
+        start = i
+        srtt = rtt[i] if not math.isnan(rtt[i]) else DEFAULT_RTT_MS
+        before = cwnd[i]
+        recent = (times >= times[i] - srtt) & (times <= times[i])
+        flight_before = float(np.nanmax(flight[recent])) if np.any(~np.isnan(flight[recent])) else 0
+        # the loss event: every loss/pto within two RTTs; its window is the lowest reached then,
+        # against the largest window before that low (acknowledgements processed with the loss
+        # may still have grown the window just before it was cut)
+        horizon = times[i] + 2 * srtt
+        low = peak = running = before
+        j = i + 1
+        while j < n and times[j] <= horizon:
+            if events[j] == "metrics" and not math.isnan(cwnd[j]):
+                if cwnd[j] < low:
+                    low, peak = cwnd[j], running
+                running = max(running, cwnd[j])
+            if events[j] in ("packet_lost", "pto"):
+                horizon = max(horizon, times[j] + 2 * srtt) if times[j] - times[start] < 4 * srtt \
+                    else horizon  # fmt: skip
+            j += 1
+        if peak > 0 and low < (1 - DROP_SHARE) * peak:
+            factor = low / peak
+            if factor < COLLAPSE_BELOW:
+                collapses += 1
+            else:
+                betas.append(factor)
+                if flight_before > 0:
+                    flights.append(low / flight_before)
+        i = j
+    return betas, flights, collapses
+
+
+def _between_losses(
+    events: list[str], times: np.ndarray, rtt: np.ndarray
+) -> list[tuple[float, float]]:
+    """Congestion-avoidance intervals for traces whose states do not say (derived states stay in
+    slow start when no ssthresh is logged): from two smoothed RTTs after each loss (the cut and
+    the recovery period, RFC 9002 section 7.3.2) to the next loss."""
+    losses = [k for k, e in enumerate(events) if e in ("packet_lost", "pto")]
+    out = []
+    for k, nxt in zip(losses, losses[1:], strict=False):
+        srtt = rtt[k] if not math.isnan(rtt[k]) else DEFAULT_RTT_MS
+        start = float(times[k]) + 2 * srtt
+        if start < float(times[nxt]):
+            out.append((start, float(times[nxt])))
+    return out
+
+
+def _recovery_markers(events: list[str], times: np.ndarray, transitions: pl.DataFrame) -> list[str]:
+    """``events`` with the metrics row just before each entry into ``Recovery`` marked as a loss
+    (``packet_lost``), for traces that log no loss events (quiche logs its lost-packet counters
+    in metrics, not as events)."""
+    marked = list(events)
+    entries = [
+        float(t)
+        for t, s in zip(
+            transitions["time_ms"].to_list(), transitions["state"].to_list(), strict=True
+        )
+        if str(s) == "Recovery"
+    ]
+    for t in entries:
+        k = int(np.searchsorted(times, t, side="left")) - 1
+        if k >= 0 and marked[k] == "metrics":
+            marked[k] = "packet_lost"
+    return marked
+
+
+def _intervals(transitions: pl.DataFrame, state: str) -> list[tuple[float, float]]:
+    """(start, end) of every interval of one trace spent in ``state``."""
+    times = transitions["time_ms"].to_list()
+    states = [str(s) for s in transitions["state"].to_list()]
+    ends = [*times[1:], float(transitions["end_ms"][0]) if transitions.height else 0.0]
+    return [(t, e) for t, s, e in zip(times, states, ends, strict=True) if s == state]
+
+
+def _ca_intervals(transitions: pl.DataFrame) -> list[tuple[float, float]]:
+    """(start, end) of every CongestionAvoidance interval of one trace."""
+    return _intervals(transitions, "CongestionAvoidance")
+
+
+def _epochs(
+    intervals: list[tuple[float, float]], times: np.ndarray, cwnd: np.ndarray, rtt: np.ndarray
+) -> list[tuple[float, float, float]]:
+    """(growth in segments per RTT, curvature, length in RTTs) of each usable CA interval."""
+    out = []
+    for start, end in intervals:
+        inside = (times >= start) & (times < end) & ~np.isnan(cwnd)
+        t = times[inside]
+        w = cwnd[inside]
+        if len(w) < 2:
+            continue
+        keep = np.concatenate(([True], np.diff(w) != 0))  # one point per window value
+        t, w = t[keep], w[keep]
+        r = rtt[inside][keep]
+        srtt = float(np.nanmedian(r)) if np.any(~np.isnan(r)) else DEFAULT_RTT_MS
+        span = float(t[-1] - t[0]) if len(t) else 0.0
+        if len(np.unique(w)) < MIN_EPOCH_POINTS or span < MIN_EPOCH_RTTS * srtt or srtt <= 0:
+            continue
+        # the x axis counts round trips, each as long as the smoothed RTT of its time, so that
+        # a queue that lengthens the RTT does not bend a per-RTT (Reno) growth line
+        r = np.where(np.isnan(r), srtt, r)
+        rounds = np.concatenate(([0.0], np.cumsum(np.diff(t) / np.maximum(r[1:], 1e-3))))
+        total = float(rounds[-1])
+        if total <= 0:
+            continue
+        s = rounds / total
+        slope = float(np.polyfit(s, w, 1)[0])
+        quad = float(np.polyfit(s, w, 2)[0])
+        growth = slope / total / SEGMENT_BYTES
+        curvature = quad / max(abs(slope), SEGMENT_BYTES)
+        out.append((growth, curvature, total))
+    return out
+
+
+def _rtt_ms(rtt: np.ndarray) -> np.ndarray:
+    """Smoothed RTTs in milliseconds. A trace whose first RTT is RFC 9002's initial 333 ms
+    written as 0.333 logs RTTs in seconds (quinn 0.11 does, against the qlog drafts' ms): such a
+    trace is scaled to milliseconds here."""
+    known = rtt[~np.isnan(rtt)]
+    if len(known) and abs(known[0] - 0.333) < 0.0005 and float(np.median(known)) < 1.0:
+        return rtt * 1000.0
+    return rtt
+
+
+def _gain(cwnd: np.ndarray) -> float | None:
+    """The largest window over the first one (a receiver's window hardly moves)."""
+    known = cwnd[~np.isnan(cwnd)]
+    if not len(known) or known[0] <= 0:
+        return None
+    return float(known.max() / known[0])
+
+
+def _probe_rtt_depth(
+    transitions: pl.DataFrame, times: np.ndarray, cwnd: np.ndarray
+) -> float | None:
+    """The smallest window inside a ``ProbeRTT`` interval over the largest in the second before
+    it (the lowest over all intervals): BBRv1 drains to 4 packets (a few percent of a
+    bandwidth-delay product), BBRv2/v3 to half the estimated BDP."""
+    depths = []
+    for start, end in _intervals(transitions, "ProbeRTT"):
+        inside = (times >= start) & (times <= end) & ~np.isnan(cwnd)
+        before = (times >= start - 1000.0) & (times < start) & ~np.isnan(cwnd)
+        if inside.any() and before.any() and cwnd[before].max() > 0:
+            depths.append(float(cwnd[inside].min() / cwnd[before].max()))
+    return min(depths) if depths else None
+
+
+def _phases(transitions: pl.DataFrame) -> tuple[int, int]:
+    states = [str(s) for s in transitions["state"].to_list()]
+    raws = [str(r).lower() for r in transitions["raw_state"].to_list() if r is not None]
+    bbr = sum(1 for s in states if s in BBR_STATES)
+    bbr2 = sum(1 for r in raws if any(m in r for m in BBR2_MARKERS))
+    return bbr, bbr2
+
+
+def trace_features(
+    trace: str, vantage: str, metrics: pl.DataFrame, transitions: pl.DataFrame
+) -> dict[str, Any]:
+    """The features of one trace from its own rows of the two frames."""
+    events = metrics["event"].to_list()
+    times = metrics["time_ms"].to_numpy().astype(float)
+    cwnd = metrics["cwnd_bytes"].fill_null(float("nan")).to_numpy().astype(float)
+    flight = metrics["bytes_in_flight"].fill_null(float("nan")).to_numpy().astype(float)
+    rtt = _rtt_ms(metrics["smoothed_rtt_ms"].fill_null(float("nan")).to_numpy().astype(float))
+    n_losses = sum(1 for e in events if e == "packet_lost")
+    markers = events
+    if not n_losses and transitions.height:
+        markers = _recovery_markers(events, times, transitions)
+    betas, flights, collapses = _reductions(markers, times, cwnd, flight, rtt)
+    intervals = _ca_intervals(transitions) if transitions.height else []
+    if not intervals and betas:
+        intervals = _between_losses(markers, times, rtt)
+    epochs = _epochs(intervals, times, cwnd, rtt)
+    bbr, bbr2 = _phases(transitions) if transitions.height else (0, 0)
+    explicit = bool(transitions.height) and bool(
+        (transitions["source"].cast(pl.String) == "explicit").any()
+    )
+    spread = (
+        float(np.median(np.abs(np.array(betas) - np.median(betas)))) if len(betas) >= 2 else None
+    )
+    return {
+        "trace": trace,
+        "vantage": vantage,
+        "n_metrics": sum(1 for e in events if e == "metrics"),
+        "cwnd_gain": _gain(cwnd),
+        "n_losses": n_losses,
+        "n_reductions": len(betas),
+        "n_collapses": collapses,
+        "beta": _median(betas),
+        "beta_spread": spread,
+        "beta_flight": _median(flights),
+        "n_epochs": len(epochs),
+        "epoch_rtts": float(sum(e[2] for e in epochs)),
+        "growth": _median([e[0] for e in epochs]),
+        "curvature": _median([e[1] for e in epochs]),
+        "bbr_phases": bbr,
+        "bbr2_phases": bbr2,
+        "probe_rtt_depth": _probe_rtt_depth(transitions, times, cwnd) if bbr else None,
+        "explicit_states": explicit,
+    }
+
+
+def compute_features(metrics: pl.DataFrame, transitions: pl.DataFrame) -> pl.DataFrame:
+    """One row of :data:`FEATURES_SCHEMA` per trace of ``transitions`` (in its order)."""
+    by_trace: dict[str, pl.DataFrame] = {
+        str(key[0]): frame for key, frame in metrics.group_by("trace", maintain_order=True)
+    }
+    empty = metrics.clear()
+    rows: list[dict[str, Any]] = []
+    traces: Iterable[tuple[Any, ...]] = transitions.group_by("trace", maintain_order=True)
+    for key, frame in traces:
+        trace = str(key[0])
+        vantage = str(frame["vantage"][0])
+        rows.append(trace_features(trace, vantage, by_trace.get(trace, empty), frame))
+    return (
+        pl.DataFrame(rows, schema=FEATURES_SCHEMA, orient="row")
+        if rows
+        else pl.DataFrame(schema=FEATURES_SCHEMA)
+    )

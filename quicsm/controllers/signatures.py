@@ -1,0 +1,279 @@
+"""Controller signatures: boxes in feature space, and the rule that matches a trace to them.
+
+A *signature* is one box — an interval per feature — labelled with a controller family. A
+family may have several boxes (quic-go's Reno multiplies the window by 0.7 where RFC 9002
+NewReno halves it: two boxes, one family). A trace matches a box when every feature the trace
+has evidence for lies inside the box's interval (a feature without evidence neither matches nor
+rejects). The answer is:
+
+* the family of the explicit BBR phases when the trace logs them: BBRv2/v3 when the ProbeBW
+  sub-phases ``up``/``down``/``cruise``/``refill`` appear or ProbeRTT keeps half the window,
+  BBRv1 when ProbeRTT drains it to a few packets, ``unknown`` (version undetermined) otherwise;
+* ``BBRv1`` when the sender lost packets at least :data:`BBR_MIN_LOSSES` times and never
+  reduced its window (no multiplicative decrease at all);
+* ``unknown`` when the window was never reduced on loss: growth alone does not tell Reno from
+  CUBIC, which grows like Reno in its Reno-friendly region (RFC 9438 section 4.3);
+* else the family of the matching boxes, or ``unknown`` ("ambiguous") when boxes of more than
+  one family match;
+* ``unknown`` when the trace has no evidence (no reduction, no usable congestion-avoidance
+  interval: receivers, transfers that never left slow start or were capped) or matches no box.
+
+:data:`PRIORS` are the boxes from the specifications, for controllers the lab has no traces of;
+:func:`fit_signatures` widens boxes around training traces of known controllers.
+:data:`DEFAULT_SIGNATURES` is ``fit_signatures`` on the training runs of the shipped corpus
+(``benchmarks/identify_accuracy.py --fit`` prints it; a test checks that it still does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+import polars as pl
+
+from quicsm.core.errors import InputError
+
+NEWRENO: Final = "NewReno/Reno"
+CUBIC: Final = "Cubic"
+BBR1: Final = "BBRv1"
+BBR2: Final = "BBRv2/v3"
+UNKNOWN: Final = "unknown"
+FAMILIES: Final[tuple[str, ...]] = (NEWRENO, CUBIC, BBR1, BBR2)
+
+#: the features a box constrains; ``beta_spread`` only counts with two reductions or more
+BOX_FEATURES: Final[tuple[str, ...]] = ("beta", "beta_spread", "growth", "curvature")
+#: smallest margin added on each side of a fitted interval, per feature
+MARGINS: Final[dict[str, float]] = {
+    "beta": 0.04,
+    "beta_spread": 0.01,
+    "growth": 0.25,
+    "curvature": 0.15,
+}
+#: losses without any window reduction that make a trace BBR-like ...
+BBR_MIN_LOSSES: Final[int] = 5
+#: ... when its window grew at least this much (it was sending, not only acknowledging)
+SENDER_GAIN: Final[float] = 2.0
+
+
+@dataclass(frozen=True)
+class Box:
+    """One signature: a family and an interval per constrained feature."""
+
+    family: str
+    intervals: Mapping[str, tuple[float, float]]
+    #: "prior" (from a specification), "fit" or "fit:<variant>" (from training traces)
+    source: str = "prior"
+
+    def contains(self, evidence: Mapping[str, float]) -> bool:
+        return all(
+            lo <= evidence[name] <= hi
+            for name, (lo, hi) in self.intervals.items()
+            if name in evidence
+        )
+
+
+#: boxes from the specifications (RFC 9002 NewReno: half the window, linear growth of about one
+#: segment per RTT; RFC 9438 CUBIC: 0.7 of the window or of the flight size)
+PRIORS: Final[tuple[Box, ...]] = (
+    Box(NEWRENO, {"beta": (0.45, 0.55), "beta_spread": (0.0, 0.02), "growth": (0.5, 1.6),
+                  "curvature": (-0.3, 0.3)}),
+    # CUBIC: 0.7 of the window, and growth that is concave (towards the last maximum) ...
+    Box(CUBIC, {"beta": (0.66, 0.74), "beta_spread": (0.0, 0.02), "curvature": (-3.0, -0.3)}),
+    # ... or faster than Reno's segment per RTT
+    Box(CUBIC, {"beta": (0.66, 0.74), "beta_spread": (0.0, 0.02), "growth": (1.6, 6.0)}),
+)  # fmt: skip
+#: ProbeRTT depth (window in ProbeRTT over the window before) at or below which BBR is v1 (4
+#: packets), and at or above which it is v2/v3 (half the BDP)
+BBR1_PROBE_RTT_DEPTH: Final[float] = 0.1
+BBR2_PROBE_RTT_DEPTH: Final[float] = 0.3
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What :func:`classify` concludes about one trace."""
+
+    family: str
+    confidence: float
+    evidence: str
+    matched: tuple[str, ...] = field(default_factory=tuple)
+
+
+def evidence_of(row: Mapping[str, Any]) -> dict[str, float]:
+    """The box features a feature row has evidence for."""
+    out: dict[str, float] = {}
+    if row.get("n_reductions", 0) >= 1 and row.get("beta") is not None:
+        out["beta"] = float(row["beta"])
+    if row.get("n_reductions", 0) >= 2 and row.get("beta_spread") is not None:
+        out["beta_spread"] = float(row["beta_spread"])
+    if row.get("n_epochs", 0) >= 1 and row.get("growth") is not None:
+        out["growth"] = float(row["growth"])
+        out["curvature"] = float(row["curvature"])
+    return out
+
+
+def _describe(row: Mapping[str, Any]) -> str:
+    parts = []
+    if row.get("n_reductions"):
+        spread = row.get("beta_spread")
+        parts.append(
+            f"{row['n_reductions']} window reductions on loss, factor {row['beta']:.2f}"
+            + (f" (spread {spread:.3f})" if spread is not None else "")
+        )
+    elif row.get("n_losses"):
+        parts.append(f"{row['n_losses']} losses, no window reduction")
+    if row.get("n_collapses"):
+        parts.append(f"{row['n_collapses']} collapses to the minimum window")
+    if row.get("n_epochs"):
+        curvature = row["curvature"]
+        shape = "concave" if curvature < -0.3 else "convex" if curvature > 0.3 else "linear"
+        parts.append(
+            f"{shape} growth of {row['growth']:.2f} segments/RTT over "
+            f"{row['n_epochs']} congestion-avoidance intervals ({row['epoch_rtts']:.0f} RTTs)"
+        )
+    return "; ".join(parts) if parts else "no loss response and no congestion-avoidance growth"
+
+
+def _amount(row: Mapping[str, Any]) -> float:
+    """1 - 2^-k for k units of evidence (reductions and usable intervals), at most 0.99."""
+    units = int(row.get("n_reductions") or 0) + int(row.get("n_epochs") or 0)
+    return min(0.99, 1.0 - 0.5**units)
+
+
+def classify(row: Mapping[str, Any], signatures: Sequence[Box] = ()) -> Verdict:
+    """The controller family of one feature row (``features.FEATURES_SCHEMA``)."""
+    if row.get("bbr2_phases", 0):
+        return Verdict(
+            BBR2, 0.99, "explicit BBRv2/v3 ProbeBW sub-phases (up, down, cruise, refill)"
+        )
+    if row.get("bbr_phases", 0):
+        depth = row.get("probe_rtt_depth")
+        if depth is not None and depth <= BBR1_PROBE_RTT_DEPTH:
+            return Verdict(
+                BBR1, 0.9, f"explicit BBR phases; ProbeRTT drains the window to {depth:.2f} of it"
+            )
+        if depth is not None and depth >= BBR2_PROBE_RTT_DEPTH:
+            return Verdict(
+                BBR2, 0.9, f"explicit BBR phases; ProbeRTT keeps {depth:.2f} of the window"
+            )
+        return Verdict(
+            UNKNOWN, 0.0, "explicit BBR phases, no sub-phases and no ProbeRTT: BBR version unknown"
+        )
+    described = _describe(row)
+    if (
+        int(row.get("n_losses") or 0) >= BBR_MIN_LOSSES
+        and not row.get("n_reductions")
+        and not row.get("n_collapses")
+        and float(row.get("cwnd_gain") or 0.0) >= SENDER_GAIN
+    ):
+        return Verdict(BBR1, 0.6, described + " (no multiplicative decrease)")
+    evidence = evidence_of(row)
+    if not evidence:
+        return Verdict(UNKNOWN, 0.0, described)
+    if "beta" not in evidence:
+        # CUBIC grows like Reno in its Reno-friendly region (RFC 9438 section 4.3), so growth
+        # without a loss response names no controller
+        return Verdict(UNKNOWN, 0.0, described + "; growth alone does not tell Reno from CUBIC")
+    matched = [box for box in signatures if box.contains(evidence)]
+    families = sorted({box.family for box in matched})
+    if not families:
+        return Verdict(UNKNOWN, 0.0, described + "; matches no known controller")
+    if len(families) > 1:
+        # boxes of two controllers take the trace: the evidence does not separate them (one
+        # reduction by 0.7 is quic-go's Reno and RFC 9438 CUBIC alike)
+        return Verdict(
+            UNKNOWN,
+            0.0,
+            described + f"; ambiguous between {' and '.join(families)}",
+            tuple(families),
+        )
+    return Verdict(families[0], round(_amount(row), 3), described, tuple(families))
+
+
+def _interval(values: list[float], name: str) -> tuple[float, float]:
+    """The 10th-90th percentile of the values (all of them when fewer than ten), widened by a
+    quarter of that range or :data:`MARGINS`, whichever is larger."""
+    ordered = sorted(values)
+    if len(ordered) >= 10:
+        lo, hi = (float(q) for q in np.quantile(ordered, [0.1, 0.9]))
+    else:
+        lo, hi = ordered[0], ordered[-1]
+    margin = max(MARGINS[name], 0.25 * (hi - lo))
+    return (round(lo - margin, 3), round(hi + margin, 3))
+
+
+def fit_signatures(
+    features: pl.DataFrame,
+    *,
+    truth: str = "controller",
+    variant: str | None = "stack",
+    priors: Iterable[Box] = PRIORS,
+    exclude: Iterable[str] = (),
+) -> tuple[Box, ...]:
+    """Priors plus one fitted box per controller in ``features[truth]`` and, when ``features``
+    has a ``variant`` column, per value of it (an implementation: the same controller reduces by
+    0.7 of the window in one stack and of the flight size in another). Controllers in
+    ``exclude`` are left out entirely, priors included.
+
+    A fitted box spans the training traces' values of each feature they have evidence for,
+    widened as :func:`_interval` says. The variant only groups the training traces; matching
+    never looks at it.
+    """
+    if truth not in features.columns:
+        raise InputError(f"fit_signatures: features need a {truth!r} column (the true family)")
+    excluded = set(exclude)
+    boxes = [box for box in priors if box.family not in excluded]
+    by = [truth, variant] if variant and variant in features.columns else [truth]
+    keys = features.select(by).drop_nulls(truth).unique().sort(by).iter_rows()
+    for key in keys:
+        family = str(key[0])
+        if family in excluded or family == UNKNOWN:
+            continue
+        part = features.filter(pl.col(truth) == family)
+        if len(key) > 1:
+            part = part.filter(pl.col(by[1]).eq_missing(key[1]))
+        samples: dict[str, list[float]] = {name: [] for name in BOX_FEATURES}
+        for row in part.iter_rows(named=True):
+            for name, value in evidence_of(row).items():
+                samples[name].append(value)
+        intervals = {name: _interval(v, name) for name, v in samples.items() if v}
+        if intervals:
+            source = f"fit:{key[1]}" if len(key) > 1 else "fit"
+            boxes.append(Box(family, intervals, source))
+    return tuple(boxes)
+
+
+def boxes_table(boxes: Sequence[Box]) -> pl.DataFrame:
+    """The boxes as a table: family, source, feature, lo, hi."""
+    rows = [
+        (box.family, box.source, name, lo, hi)
+        for box in boxes
+        for name, (lo, hi) in box.intervals.items()
+    ]
+    return pl.DataFrame(rows, schema=["family", "source", "feature", "lo", "hi"], orient="row")
+
+
+def signatures_source(boxes: Sequence[Box]) -> str:
+    """Python source of a module defining ``DEFAULT_SIGNATURES = boxes`` (``fitted.py``)."""
+    lines = [
+        '"""Generated by ``benchmarks/identify_accuracy.py --write-fitted``: do not edit.',
+        "",
+        "The signatures fitted on the training runs of the shipped corpus (docs/identify.md).",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Final",
+        "",
+        "from quicsm.controllers.signatures import Box",
+        "",
+        "# fmt: off",
+        "DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (",
+    ]
+    for box in boxes:
+        lines.append(f'    Box("{box.family}", {{')
+        lines += [f'        "{k}": ({lo!r}, {hi!r}),' for k, (lo, hi) in box.intervals.items()]
+        lines.append(f'    }}, "{box.source}"),')
+    lines += [")", "# fmt: on"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,107 @@
+"""Synthetic sender traces for identify tests: metrics and transitions frames of an AIMD or
+CUBIC window under periodic loss, computed round by round from the controllers' rules."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import polars as pl
+
+from quicsm.core.frames import METRICS_SCHEMA, TRANSITIONS_SCHEMA
+
+TRACE = "synthetic#0000"
+
+
+def window_trace(
+    *,
+    beta: float = 0.5,
+    cubic: bool = False,
+    reduce: bool = True,
+    rtt_ms: float = 40.0,
+    segment: float = 1250.0,
+    start_segments: float = 60.0,
+    rounds_between_losses: int = 30,
+    losses: int = 6,
+    offset_ms: float = 0.0,
+    cubic_c: float = 0.4,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Slow start to ``start_segments``, then ``losses`` congestion epochs of
+    ``rounds_between_losses`` round trips each: Reno growth of one segment per RTT, or CUBIC's
+    W(t) = C (t - K)^3 + W_max (segments, seconds); at each loss the window is multiplied by
+    ``beta`` (not reduced at all when ``reduce`` is false, as BBR)."""
+    metrics: list[dict[str, Any]] = []
+    states: list[tuple[float, str]] = [(offset_ms, "Init"), (offset_ms, "SlowStart")]
+    t = offset_ms
+    cwnd = 10.0
+
+    def log(event: str, window: float) -> None:
+        size = window * segment
+        metrics.append({"time_ms": t, "event": event, "cwnd_bytes": size,
+                        "bytes_in_flight": size, "smoothed_rtt_ms": rtt_ms})  # fmt: skip
+
+    while cwnd < start_segments:
+        log("metrics", cwnd)
+        t += rtt_ms
+        cwnd = min(cwnd * 2, start_segments)
+    log("metrics", cwnd)
+    states.append((t, "CongestionAvoidance"))
+    w_max = cwnd
+    for _ in range(losses):
+        epoch_start = t
+        w0 = cwnd
+        k = ((w_max - w0) / cubic_c) ** (1 / 3) if cubic and w_max > w0 else 0.0
+        for _ in range(rounds_between_losses):
+            t += rtt_ms
+            if cubic:
+                elapsed = (t - epoch_start) / 1000
+                cwnd = max(cwnd, cubic_c * (elapsed - k) ** 3 + w_max)
+            else:
+                cwnd += 1
+            log("metrics", cwnd)
+        t += rtt_ms / 4
+        metrics.append({"time_ms": t, "event": "packet_lost", "cwnd_bytes": cwnd * segment,
+                        "bytes_in_flight": cwnd * segment, "smoothed_rtt_ms": rtt_ms})  # fmt: skip
+        states.append((t, "Recovery"))
+        w_max = cwnd
+        if reduce:
+            cwnd *= beta
+        t += 1.0
+        log("metrics", cwnd)
+        t += rtt_ms
+        states.append((t, "CongestionAvoidance"))
+    end = t + rtt_ms
+    frame = pl.DataFrame(metrics)
+    frame = frame.with_columns(
+        pl.lit("synthetic").alias("file"),
+        pl.lit(TRACE).alias("trace"),
+        pl.lit("server").alias("vantage"),
+    )
+    metrics_frame = frame.with_columns(
+        [pl.lit(None, d).alias(c) for c, d in METRICS_SCHEMA.items() if c not in frame.columns]
+    ).select([pl.col(c).cast(d) for c, d in METRICS_SCHEMA.items()])
+    transitions = pl.DataFrame(
+        {
+            "file": ["synthetic"] * len(states),
+            "trace": [TRACE] * len(states),
+            "vantage": ["server"] * len(states),
+            "time_ms": [s[0] for s in states],
+            "state": [s[1] for s in states],
+            "raw_state": [None] * len(states),
+            "trigger": [None] * len(states),
+            "source": ["derived"] * len(states),
+            "end_ms": [end] * len(states),
+        }
+    ).select([pl.col(c).cast(d) for c, d in TRANSITIONS_SCHEMA.items()])
+    return metrics_frame, transitions
+
+
+def relabel(frame: pl.DataFrame, scale: float) -> pl.DataFrame:
+    """``frame`` with every byte count multiplied by ``scale`` (another segment size)."""
+    return frame.with_columns(
+        [pl.col(c) * scale for c in ("cwnd_bytes", "bytes_in_flight") if c in frame.columns]
+    )
+
+
+def isclose(a: float | None, b: float, tol: float) -> bool:
+    return a is not None and math.isclose(a, b, abs_tol=tol)

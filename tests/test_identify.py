@@ -1,0 +1,369 @@
+"""quicsm identify: features against the rules that generated a window, answers on real stock
+and lab traces, held-back accuracy on the committed corpus, errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from pathlib import Path
+
+import polars as pl
+import pytest
+import zstandard
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from identify_helpers import isclose, relabel, window_trace
+
+import quicsm
+from quicsm.cli import main
+from quicsm.controllers.api import IDENTIFY_SCHEMA, identify_frames
+from quicsm.controllers.fitted import DEFAULT_SIGNATURES
+from quicsm.controllers.signatures import (
+    BBR1,
+    BBR2,
+    CUBIC,
+    NEWRENO,
+    PRIORS,
+    UNKNOWN,
+    classify,
+    fit_signatures,
+    signatures_source,
+)
+from quicsm.core.errors import InputError, QlogError
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+STOCK_QUICGO = FIXTURES / "stock" / "quic-go-v0.48.2" / "server.sqlog.zst"
+REAL = FIXTURES / "real"
+
+
+def one(metrics: pl.DataFrame, transitions: pl.DataFrame, **kw: object) -> dict[str, object]:
+    rows = identify_frames(metrics, transitions, **kw).to_dicts()  # type: ignore[arg-type]
+    assert len(rows) == 1
+    return rows[0]
+
+
+# -- features against the generating rules ---------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    beta=st.floats(0.35, 0.85),  # a reduction removes more than 10 % of the window
+    rtt=st.floats(5.0, 400.0),
+    segment=st.floats(1000.0, 1500.0),
+    start=st.floats(20.0, 400.0),
+)
+def test_reduction_factor_is_the_generating_one(
+    beta: float, rtt: float, segment: float, start: float
+) -> None:
+    m, t = window_trace(beta=beta, rtt_ms=rtt, segment=segment, start_segments=start)
+    row = one(m, t)
+    assert isclose(row["beta"], beta, 1e-6)  # type: ignore[arg-type]
+    assert row["n_reductions"] == 6 and row["n_collapses"] == 0
+    # Reno adds one segment per RTT whatever the RTT: growth is one segment in 1250-byte units
+    assert isclose(row["growth"], segment / 1250, 1e-6)  # type: ignore[arg-type]
+    assert abs(row["curvature"]) < 1e-6  # type: ignore[arg-type]
+
+
+@settings(max_examples=25, deadline=None)
+@given(offset=st.floats(0.0, 1e7), scale=st.floats(0.5, 2.0), beta=st.sampled_from([0.5, 0.7]))
+def test_clock_origin_changes_nothing_and_byte_unit_only_growth(
+    offset: float, scale: float, beta: float
+) -> None:
+    m, t = window_trace(beta=beta)
+    base = one(m, t)
+    m2, t2 = window_trace(beta=beta, offset_ms=offset)
+    shifted = one(m2, t2)
+    assert shifted["family"] == base["family"]
+    assert shifted["evidence"] == base["evidence"]
+    scaled = one(relabel(m, scale), t)
+    assert isclose(scaled["beta"], base["beta"], 1e-9)  # type: ignore[arg-type]
+    # growth is counted in nominal 1250-byte segments, so it scales with the byte unit
+    assert isclose(scaled["growth"], base["growth"] * scale, 1e-6)  # type: ignore[arg-type,operator]
+
+
+@pytest.mark.parametrize("rtt", [20.0, 40.0, 200.0])
+def test_reno_halving_is_newreno_from_the_specification_alone(rtt: float) -> None:
+    m, t = window_trace(beta=0.5, rtt_ms=rtt)
+    row = one(m, t, signatures=PRIORS)
+    assert row["family"] == NEWRENO and row["confidence"] == 0.99  # type: ignore[comparison-overlap]
+
+
+@pytest.mark.parametrize(("rtt", "start"), [(20.0, 100.0), (40.0, 200.0), (100.0, 60.0)])
+def test_cubic_window_is_cubic_from_the_specification_alone(rtt: float, start: float) -> None:
+    # epochs long enough to come back to the previous maximum: K = cbrt(W_max (1 - beta) / C)
+    k_seconds = (start * 0.3 / 0.4) ** (1 / 3)
+    rounds = math.ceil(1.2 * k_seconds * 1000 / rtt)
+    m, t = window_trace(
+        beta=0.7, cubic=True, rtt_ms=rtt, start_segments=start, rounds_between_losses=rounds
+    )
+    row = one(m, t, signatures=PRIORS)
+    assert row["family"] == CUBIC, row["evidence"]
+    assert row["curvature"] < -0.3  # type: ignore[operator]
+
+
+def test_linear_growth_with_factor_07_is_not_cubic() -> None:
+    """quic-go's Reno multiplies by 0.7, like CUBIC, but grows linearly: the specification's
+    CUBIC box (concave or fast growth) does not take it."""
+    m, t = window_trace(beta=0.7)
+    assert one(m, t, signatures=PRIORS)["family"] == UNKNOWN
+    assert one(m, t)["family"] == NEWRENO  # the box fitted on quic-go's lab runs does
+
+
+def test_losses_without_reduction_are_bbr_like() -> None:
+    m, t = window_trace(reduce=False)
+    row = one(m, t)
+    assert row["family"] == BBR1 and "no multiplicative decrease" in str(row["evidence"])
+
+
+def test_no_loss_and_no_congestion_avoidance_is_unknown() -> None:
+    m, t = window_trace(losses=0, rounds_between_losses=0)
+    row = one(m, t)
+    assert row["family"] == UNKNOWN and row["confidence"] == 0.0
+
+
+def test_ambiguity_is_unknown_not_a_guess() -> None:
+    # one reduction by exactly 0.7 and no growth to tell Reno-0.7 from CUBIC
+    row = {"n_reductions": 1, "beta": 0.7, "n_losses": 1, "n_epochs": 0}
+    verdict = classify(row, DEFAULT_SIGNATURES)
+    assert verdict.family == UNKNOWN and "ambiguous" in verdict.evidence
+    assert set(verdict.matched) == {CUBIC, NEWRENO}
+
+
+def test_leaving_a_controller_out_removes_every_box_of_it() -> None:
+    features = pl.DataFrame(
+        {"controller": [CUBIC, NEWRENO], "n_reductions": [3, 3], "beta": [0.6, 0.7],
+         "beta_spread": [0.05, 0.0], "n_epochs": [1, 1], "growth": [0.9, 1.2],
+         "curvature": [0.0, 0.0]}
+    )  # fmt: skip
+    boxes = fit_signatures(features, exclude=[CUBIC])
+    assert {b.family for b in boxes} == {NEWRENO}
+    with pytest.raises(InputError, match="controller"):
+        fit_signatures(features.drop("controller"))
+
+
+# -- real traces ---------------------------------------------------------------------------
+
+
+def test_stock_quicgo_is_newreno() -> None:
+    """quic-go v0.48.2 built without our patch (stock qlog) under 1% loss."""
+    row = quicsm.identify(STOCK_QUICGO).to_dicts()[0]
+    assert row["family"] == NEWRENO and row["confidence"] >= 0.9
+    assert row["vantage"] == "server" and row["n_reductions"] >= 5
+    assert isclose(row["beta"], 0.7, 0.01)
+
+
+def test_stock_quiche_bbr_is_bbr2() -> None:
+    row = quicsm.identify(FIXTURES / "qlog" / "quiche_bbr.sqlog").to_dicts()[0]
+    assert row["family"] == BBR2 and "sub-phases" in row["evidence"]
+
+
+def test_quiche_without_loss_is_unknown() -> None:
+    # slow start, HyStart++ and one ECN recovery but no window values around it: no evidence
+    row = quicsm.identify(FIXTURES / "qlog" / "quiche_quic.sqlog").to_dicts()[0]
+    assert row["family"] == UNKNOWN
+
+
+def test_receivers_are_unknown() -> None:
+    frame = quicsm.identify(REAL)
+    clients = frame.filter(pl.col("vantage") == "client")
+    assert clients.height == 3 and set(clients["family"]) == {UNKNOWN}
+
+
+def _strip_states(path: Path, out: Path) -> None:
+    raw = path.read_bytes()
+    data = zstandard.ZstdDecompressor().decompressobj().decompress(raw)
+    keep = [line for line in data.split(b"\n") if b"congestion_state_updated" not in line]
+    out.write_bytes(gzip.compress(b"\n".join(keep)))
+
+
+def test_same_answer_without_any_state_events(tmp_path: Path) -> None:
+    """The evidence is in the metrics: dropping every congestion_state_updated (the states are
+    then derived from metrics) leaves the answer and the reduction factor alone."""
+    stripped = tmp_path / "server.sqlog.gz"
+    _strip_states(STOCK_QUICGO, stripped)
+    before = quicsm.identify(STOCK_QUICGO).to_dicts()[0]
+    after = quicsm.identify(stripped).to_dicts()[0]
+    assert after["explicit_states"] is False
+    assert after["family"] == before["family"] == NEWRENO
+    assert after["beta"] == before["beta"]
+
+
+# -- the committed corpus --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus() -> pl.DataFrame:
+    from quicsm.controllers.evaluation import load_labelled
+
+    return load_labelled(str(ROOT / "traces" / "*.qlog")).filter(pl.col("controller").is_not_null())
+
+
+@pytest.mark.slow
+def test_shipped_signatures_are_the_training_fit(corpus: pl.DataFrame) -> None:
+    train = corpus.filter((pl.col("vantage") == "server") & (pl.col("split") == "train"))
+    fitted = fit_signatures(train)
+    assert fitted == DEFAULT_SIGNATURES
+    source = (ROOT / "quicsm" / "controllers" / "fitted.py").read_text()
+    assert source == signatures_source(fitted)
+
+
+@pytest.mark.slow
+def test_heldout_accuracy_on_the_corpus(corpus: pl.DataFrame) -> None:
+    """Guards the numbers of docs/identify.md (benchmarks/identify_accuracy.py)."""
+    from quicsm.controllers.evaluation import leave_one_out, predict
+
+    senders = corpus.filter(pl.col("vantage") == "server")
+    heldout = predict(senders.filter(pl.col("split") == "heldout"), DEFAULT_SIGNATURES)
+    answered = heldout.filter(pl.col("family") != UNKNOWN)
+    assert heldout.height == 64 and answered.height >= 16
+    assert (answered["family"] == answered["controller"]).all()  # no wrong answer
+    loo = leave_one_out(senders)
+    cubic_out = loo.filter(pl.col("left_out") == CUBIC).to_dicts()[0]
+    assert cubic_out["unknown"] == cubic_out["traces"] == 20
+
+
+@pytest.mark.slow
+def test_an_implementation_never_fitted_is_named_or_unknown() -> None:
+    """aioquic running its Reno controller (benchmarks/corpora): no box was fitted on it, the
+    specification's NewReno box names it, and nothing is named wrongly."""
+    from quicsm.controllers.evaluation import load_labelled, predict
+
+    unseen = load_labelled(ROOT / "benchmarks" / "corpora").filter(pl.col("vantage") == "server")
+    assert set(unseen["controller"]) == {NEWRENO} and unseen.height == 25
+    predicted = predict(unseen, DEFAULT_SIGNATURES)
+    assert predicted.filter(pl.col("family") == NEWRENO).height >= 15
+    assert set(predicted["family"]) <= {NEWRENO, UNKNOWN}
+
+
+# -- API, CLI and errors ---------------------------------------------------------------------
+
+
+def test_frame_schema_and_cli_views() -> None:
+    frame = quicsm.identify(STOCK_QUICGO)
+    assert dict(frame.schema) == IDENTIFY_SCHEMA
+    result = CliRunner().invoke(main, ["identify", str(STOCK_QUICGO), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert rows[0]["family"] == NEWRENO and set(rows[0]) == set(IDENTIFY_SCHEMA)
+    table = CliRunner().invoke(main, ["identify", str(REAL), "--vantage", "client"])
+    assert table.exit_code == 0
+    lines = table.output.splitlines()
+    assert lines[0].split()[:3] == ["trace", "vantage", "family"] and len(lines) == 4
+    csv = CliRunner().invoke(main, ["identify", str(STOCK_QUICGO), "--format", "csv"])
+    assert pl.read_csv(csv.output.encode())["family"].to_list() == [NEWRENO]
+
+
+def test_missing_path_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError):
+        quicsm.identify(tmp_path / "nope.qlog")
+    result = CliRunner().invoke(main, ["identify", str(tmp_path / "nope.qlog")])
+    assert result.exit_code == 1 and "Error:" in result.output and "nope.qlog" in result.output
+
+
+def test_bad_record_names_the_file_and_lenient_skips_it(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.sqlog"
+    good = STOCK_QUICGO.read_bytes()
+    lines = zstandard.ZstdDecompressor().decompressobj().decompress(good).split(b"\n")
+    lines.insert(5, b'{"time": "soon", "name": "recovery:metrics_updated", "data": {}}')
+    bad.write_bytes(b"\n".join(lines))
+    with pytest.raises(QlogError, match="bad.sqlog"):
+        quicsm.identify(bad)
+    result = CliRunner().invoke(main, ["identify", str(bad), "--lenient"])
+    assert result.exit_code == 0 and NEWRENO in result.stdout
+    assert "bad.sqlog" in result.stderr and "skipped 1" in result.stderr.lower()
+
+
+def test_confidence_is_a_score_in_range() -> None:
+    frame = quicsm.identify([STOCK_QUICGO, REAL, FIXTURES / "qlog" / "quiche_bbr.sqlog"])
+    assert frame["confidence"].is_between(0.0, 1.0).all()
+    assert not frame.filter((pl.col("family") == UNKNOWN) & (pl.col("confidence") > 0)).height
+    assert all(math.isfinite(c) for c in frame["confidence"])
+
+
+def test_docs_example_is_what_the_command_prints() -> None:
+    doc = (ROOT / "docs" / "identify.md").read_text()
+    command = (
+        "quicsm identify tests/fixtures/stock/quic-go-v0.48.2 tests/fixtures/qlog/quiche_bbr.sqlog"
+    )
+    assert command in doc
+    block = doc.split("```text\n", 1)[1].split("```", 1)[0]
+    result = CliRunner().invoke(main, command.split()[1:])
+    assert result.exit_code == 0 and result.stdout == block
+
+
+@given(st.integers(2, 50))
+def test_split_keeps_runs_back_in_every_scenario(repetitions: int) -> None:
+    from quicsm.controllers.evaluation import split_of
+
+    splits = [split_of(run, repetitions) for run in range(1, repetitions + 1)]
+    train = splits.count("train")
+    assert train == max(1, 3 * repetitions // 5) and splits.count("heldout") >= 1
+    assert splits == sorted(splits, key=lambda s: s != "train")  # the first runs train
+    assert split_of(4, None) == split_of(9, None) == "heldout" and split_of(6, None) == "train"
+
+
+@pytest.mark.parametrize(
+    ("depth", "family"), [(0.02, BBR1), (0.1, BBR1), (0.5, BBR2), (0.3, BBR2), (0.2, UNKNOWN),
+                          (None, UNKNOWN)]
+)  # fmt: skip
+def test_bbr_version_from_probe_rtt_depth(depth: float | None, family: str) -> None:
+    """BBRv1 drains to 4 packets in ProbeRTT, BBRv2/v3 keeps half the BDP; canonical phase
+    names alone do not say which."""
+    row = {"bbr_phases": 5, "bbr2_phases": 0, "probe_rtt_depth": depth}
+    assert classify(row, DEFAULT_SIGNATURES).family == family
+
+
+def test_two_families_matching_is_unknown_not_the_nearer() -> None:
+    # a single cut by 0.7 with Reno-like growth: quic-go's Reno, or CUBIC in its Reno-friendly
+    # region (aioquic's box) -- no answer
+    row = {"n_reductions": 1, "beta": 0.7, "n_losses": 1, "n_epochs": 2, "growth": 1.1,
+           "curvature": 0.0, "epoch_rtts": 20.0}  # fmt: skip
+    verdict = classify(row, DEFAULT_SIGNATURES)
+    assert verdict.family == UNKNOWN and len(verdict.matched) >= 2
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(1.0, 400.0))
+def test_rtts_logged_in_seconds_are_read_as_milliseconds(rtt_ms: float) -> None:
+    """quinn writes RFC 9002's initial RTT as 0.333 and every later RTT in seconds; the growth
+    per RTT must come out as from a trace that logs milliseconds."""
+    m, t = window_trace(beta=0.5, rtt_ms=rtt_ms)
+    base = one(m, t)
+    first = pl.DataFrame({"smoothed_rtt_ms": [333.0]})
+    seconds = m.with_columns(
+        pl.concat([first["smoothed_rtt_ms"], m["smoothed_rtt_ms"][1:]]).alias("smoothed_rtt_ms")
+        / 1000.0
+    )
+    row = one(seconds, t)
+    assert row["family"] == base["family"] == NEWRENO
+    assert isclose(row["growth"], base["growth"], 1e-6)  # type: ignore[arg-type]
+
+
+def test_stock_quicgo_v054_runs_are_reno_or_unknown() -> None:
+    """Fifteen stock quic-go v0.54.0 lab runs (tests/fixtures/stock), a version no box was fitted
+    on: the senders with a loss response and growth are named NewReno/Reno, none otherwise."""
+    frame = quicsm.identify(FIXTURES / "stock" / "quic-go-v0.54.0.qlog")
+    servers = frame.filter(pl.col("vantage") == "server")
+    assert servers.height == 15
+    assert set(servers["family"]) <= {NEWRENO, UNKNOWN}
+    assert servers.filter(pl.col("family") == NEWRENO).height >= 6
+    assert set(frame.filter(pl.col("vantage") == "client")["family"]) == {UNKNOWN}
+
+
+@pytest.mark.slow
+def test_cross_implementation_corpus_is_named_rightly_or_unknown() -> None:
+    """traces/stacks: every lab stack with each of its controllers, never fitted on. Guards the
+    numbers of docs/identify.md: 21 named, one wrong (a compounded cut read as a halving)."""
+    from quicsm.controllers.evaluation import load_labelled, predict, senders
+
+    frame = senders(load_labelled(ROOT / "traces" / "stacks"))
+    assert frame.height == 60
+    predicted = predict(frame, DEFAULT_SIGNATURES)
+    answered = predicted.filter(pl.col("family") != UNKNOWN)
+    right = answered.filter(pl.col("family") == pl.col("controller"))
+    assert answered.height >= 21 and answered.height - right.height <= 1
+    assert set(right["controller"]) >= {NEWRENO, CUBIC, BBR1}
+    assert set(right["stack"]) == {"aioquic", "quic-go", "quiche", "quinn"}
