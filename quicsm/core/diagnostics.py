@@ -45,6 +45,14 @@ class RecordProblem(Exception):
         self.line = line
 
 
+class RecordTooLarge(RecordProblem):
+    """A record (or contained-JSON value) grew past the reader's cap before it ended."""
+
+    def __init__(self, offset: int | None, size: int) -> None:
+        super().__init__(offset, "a record within the size cap", f"more than {size} bytes")
+        self.size = size
+
+
 def locate(data: bytes, offset: int, *, sep: bytes) -> tuple[int, int]:
     """1-based (record, line) of the record that contains ``offset``.
 

@@ -36,9 +36,10 @@ from quicsm.core.frames import METRICS_SCHEMA, TRANSITIONS_SCHEMA, normalize_tra
 from quicsm.core.states import UNKNOWN
 from quicsm.extract.derive import derive_states
 from quicsm.qlog.paths import PathLike, expand_paths
-from quicsm.qlog.source import CSV, PARQUET, DecompressedFile, FileRead, read_qlog
+from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
+from quicsm.qlog.source import CSV, PARQUET, FileRead, read_qlog, without_bom
 from quicsm.qlog.tabular import read_table
-from quicsm.qlog.trace import TraceData
+from quicsm.qlog.trace import TraceData, label_value
 
 __all__ = [
     "Diagnostics",
@@ -104,7 +105,7 @@ def _sidecar(
             if not isinstance(value, dict):
                 raise QlogError(str(run), "a JSON object of run labels", got=type(value).__name__)
             labels = {
-                str(k): v
+                str(k): label_value(v)
                 for k, v in value.items()
                 if v is None or isinstance(v, str | int | float | bool)
             }
@@ -130,21 +131,30 @@ def _load_all(
     diag: Diagnostics,
     want_metrics: bool = False,
     count: bool = False,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> Iterator[_Loaded]:
+    """Each file read (qlog) or loaded (tables); a qlog file without a trace is an error."""
     cache: dict[Path, dict[str, Any]] = {}
     for path in expand_paths(paths):
         try:
             read: FileRead | None = read_qlog(
-                path, want_metrics=want_metrics, count=count, lenient=lenient
+                path, want_metrics=want_metrics, count=count, lenient=lenient, limits=limits
             )
             assert read is not None
             table = None
             kind = read.kind
             if read.kind in (CSV, PARQUET):
-                data = None
+                blocks = None
                 if read.kind == CSV:
-                    data = b"".join(DecompressedFile(path).blocks())
-                table = read_table(path, read.kind, data=data, lenient=lenient, diagnostics=diag)
+                    blocks = without_bom(DecompressedFile(path, limits=limits).blocks())
+                table = read_table(
+                    path,
+                    read.kind,
+                    blocks=blocks,
+                    lenient=lenient,
+                    diagnostics=diag,
+                    max_line_bytes=limits.max_record_bytes,
+                )
                 read = None
             elif not read.traces:
                 raise QlogError(str(path), "at least one complete qlog trace", got="none")
@@ -160,6 +170,10 @@ def _load_all(
             if read.truncated:
                 diag.truncated.append(read.truncated)
         yield _Loaded(path, kind, read, table, _sidecar(path, cache, lenient, diag))
+
+
+def _labels_json(labels: dict[str, Any]) -> str:
+    return orjson.dumps(labels, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def _cc_algorithm(trace: TraceData, sidecar: dict[str, Any]) -> str | None:
@@ -209,24 +223,27 @@ def _transition_rows(
             add(derived.time - start, derived.state, None, derived.trigger, "derived")
 
 
-def read_transitions(
+def scan_transitions(
     paths: PathLike | Iterable[PathLike],
     *,
     on_error: OnError = "raise",
     diagnostics: Diagnostics | None = None,
-) -> pl.DataFrame:
-    """One row per state entered, per trace, in time order (:data:`TRANSITIONS_SCHEMA`).
+    limits: ReadLimits = DEFAULT_LIMITS,
+) -> pl.LazyFrame:
+    """One row per state entered, per trace, in time order (:data:`TRANSITIONS_SCHEMA`), as a
+    LazyFrame; the files are read (and problems raised or reported) when this is called.
 
     Traces with ``congestion_state_updated`` events give ``source="explicit"`` rows (names
     mapped by :mod:`quicsm.core.aliases`); traces without give rows derived from metrics and
     loss events (``source="derived"``, :mod:`quicsm.extract.derive`). Every trace starts with
-    ``Init`` at its first event (0 ms); ``end_ms`` is its last event.
+    ``Init`` at its first event (0 ms); ``end_ms`` is its last event. ``limits`` caps what
+    one file may inflate to (:class:`quicsm.qlog.blocks.ReadLimits`).
     """
     lenient = _check_on_error(on_error)
     diag = diagnostics if diagnostics is not None else Diagnostics()
     rows: dict[str, list[Any]] = {name: [] for name in TRANSITIONS_SCHEMA}
     tables: list[pl.DataFrame] = []
-    for loaded in _load_all(paths, lenient=lenient, diag=diag):
+    for loaded in _load_all(paths, lenient=lenient, diag=diag, limits=limits):
         if loaded.table is not None:
             tables.append(loaded.table)
             continue
@@ -245,17 +262,20 @@ def read_transitions(
         frame = pl.concat([frame, *tables])
     out = normalize_transitions(frame)
     diag.warn()
-    return out
+    return out.lazy()
 
 
-def scan_transitions(
+def read_transitions(
     paths: PathLike | Iterable[PathLike],
     *,
     on_error: OnError = "raise",
     diagnostics: Diagnostics | None = None,
-) -> pl.LazyFrame:
-    """:func:`read_transitions` as a LazyFrame (the files are read when this is called)."""
-    return read_transitions(paths, on_error=on_error, diagnostics=diagnostics).lazy()
+    limits: ReadLimits = DEFAULT_LIMITS,
+) -> pl.DataFrame:
+    """:func:`scan_transitions`, collected."""
+    return scan_transitions(
+        paths, on_error=on_error, diagnostics=diagnostics, limits=limits
+    ).collect()
 
 
 _METRIC_COLUMNS = (
@@ -348,7 +368,7 @@ def read_traces(
                 rows["code_version"].append(None)
                 rows["n_events"].append(n)
                 rows["duration_ms"].append(end)
-                rows["labels"].append(orjson.dumps(labels, option=orjson.OPT_SORT_KEYS).decode())
+                rows["labels"].append(_labels_json(labels))
             continue
         assert loaded.read is not None
         for t in loaded.read.traces:
@@ -366,7 +386,7 @@ def read_traces(
             rows["code_version"].append(t.code_version)
             rows["n_events"].append(t.n_events)
             rows["duration_ms"].append(round(t.duration_ms, TIME_DECIMALS))
-            rows["labels"].append(orjson.dumps(labels, option=orjson.OPT_SORT_KEYS).decode())
+            rows["labels"].append(_labels_json(labels))
     frame = pl.DataFrame(
         {
             k: pl.Series(v, dtype=pl.String if k == "vantage" else TRACES_SCHEMA[k])

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from quicsm.core.diagnostics import RecordProblem, describe
+from quicsm.core.diagnostics import RecordProblem, RecordTooLarge, describe
 from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES, TIMER_NEEDLE, TIMER_REQUIRED
 from quicsm.qlog.trace import TraceBuilder, TraceData, is_header, object_event
 
@@ -98,6 +98,7 @@ class SeqScanner:
         full: bool = False,
         count: bool = False,
         lenient: bool = False,
+        max_record_bytes: int = 256 << 20,
     ) -> None:
         if sep not in (RS, LF):
             raise ValueError("sep must be RS or LF")
@@ -113,7 +114,9 @@ class SeqScanner:
         self.truncated_at: int | None = None
         # the record in progress, as pieces (joined once its end is seen: no quadratic copying)
         self._carry: list[bytes] = []
+        self._carry_size = 0
         self._carry_offset = 0
+        self.max_record_bytes = max_record_bytes
         self._fed = 0
         self._seen_sep = sep == LF  # NDJSON has no preamble: its first line is a record
         self._trace: TraceBuilder | None = None
@@ -135,6 +138,9 @@ class SeqScanner:
         first = data.find(sep)
         if first == -1:
             self._carry.append(bytes(data))
+            self._carry_size += len(data)
+            if self._carry_size > self.max_record_bytes:
+                raise RecordTooLarge(self._carry_offset, self._carry_size)
             return
         # the record that straddled the previous block boundary (or the JSON-SEQ preamble)
         head = b"".join(self._carry) + data[:first]
@@ -147,6 +153,7 @@ class SeqScanner:
         if last > first:
             self._region(data, first, last, base)
         self._carry = [bytes(data[last + 1 :])]
+        self._carry_size = len(data) - last - 1
         self._carry_offset = base + last + 1
 
     def close(self) -> list[TraceData]:
@@ -156,6 +163,7 @@ class SeqScanner:
         self._closed = True
         tail = b"".join(self._carry)
         self._carry = []
+        self._carry_size = 0
         if not self._seen_sep:
             self._preamble(tail, self._carry_offset)
         elif tail.strip():
@@ -277,20 +285,20 @@ class SeqScanner:
         trace = self._trace
         if trace is None:
             return
+        if not trace.states:
+            for record, offset in self._pending:
+                self._decode_event(trace, record, offset)
+        self._pending.clear()
         if self._last is not None and not (self.full or trace.delta):
             record, offset = self._last
             try:
                 obj = orjson.loads(record)
                 _, raw_time, _ = object_event(obj, offset)
-                trace.last_time = trace.event_time(raw_time, offset)
+                trace.end_at(trace.event_time(raw_time, offset), offset)
             except orjson.JSONDecodeError:
                 self._problem(RecordProblem(offset, "a JSON text", _got_bytes(record)))
             except RecordProblem as problem:
                 self._problem(problem)
-        if not trace.states:
-            for record, offset in self._pending:
-                self._decode_event(trace, record, offset)
-        self._pending.clear()
         self.traces.append(trace.finish())
         self._trace = None
         self._last = None
@@ -298,7 +306,7 @@ class SeqScanner:
     def _event(self, trace: TraceBuilder, obj: Any, offset: int) -> None:
         name, raw_time, data = object_event(obj, offset)
         t = trace.event_time(raw_time, offset)
-        trace.observe(t)
+        trace.observe(t, offset)
         trace.add(name, t, data, offset)
 
     def _full_region(self, buf: Buffer, pos: int, b: int, base: int) -> None:
@@ -397,7 +405,7 @@ class SeqScanner:
                     try:
                         obj = self._decode(buf, pos + 1, nxt, base)
                         _, raw_time, _ = object_event(obj, base + pos + 1)
-                        trace.observe(trace.event_time(raw_time, base + pos + 1))
+                        trace.observe(trace.event_time(raw_time, base + pos + 1), base + pos + 1)
                     except RecordProblem as problem:
                         self._problem(problem)
                 pos = nxt

@@ -13,27 +13,27 @@ Formats are told apart by their bytes, never by file names (section "Formats" of
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
 
 import orjson
-import zstandard
 
-from quicsm.core.diagnostics import MAX_REASONS, RecordProblem
-from quicsm.core.errors import InputError, QlogError
-from quicsm.qlog.contained import ContainedParser
+from quicsm.core.diagnostics import MAX_REASONS, RecordProblem, RecordTooLarge
+from quicsm.core.errors import QlogError, QuicsmError
+from quicsm.qlog.blocks import (
+    BLOCK_SIZE,
+    DEFAULT_LIMITS,
+    DecompressedFile,
+    ReadLimits,
+    record_too_large,
+)
+from quicsm.qlog.contained import ContainedParser, Headers
 from quicsm.qlog.seq import LF, RS, Buffer, SeqScanner
 from quicsm.qlog.trace import TraceData
 
-#: decompressed bytes handed to the parser at a time
-BLOCK_SIZE = 8 << 20
-
-GZIP_MAGIC = b"\x1f\x8b"
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 PARQUET_MAGIC = b"PAR1"
+BOM = b"\xef\xbb\xbf"
 
 JSON_SEQ = "JSON-SEQ"
 NDJSON = "NDJSON"
@@ -57,72 +57,11 @@ class FileRead:
     truncated: str | None = None
 
 
-class DecompressedFile:
-    """A file's decompressed content in blocks; notes a compressed stream that ends early."""
-
-    def __init__(self, path: Path, *, block_size: int = BLOCK_SIZE) -> None:
-        self.path = path
-        self.block_size = block_size
-        self.cut_short = False
-        with path.open("rb") as f:
-            magic = f.read(4)
-        self.compression = (
-            "gzip" if magic.startswith(GZIP_MAGIC) else "zstd" if magic == ZSTD_MAGIC else None
-        )
-
-    def blocks(self) -> Iterator[Buffer]:
-        try:
-            with self.path.open("rb", buffering=0) as raw:
-                if self.compression is None:
-                    # one reused buffer: no fresh allocation (and page faults) per block; the
-                    # parsers copy what they keep
-                    buffer = bytearray(self.block_size)
-                    while n := raw.readinto(buffer):
-                        if n < len(buffer):
-                            del buffer[n:]
-                        yield buffer
-                else:
-                    yield from self._decompress(raw)
-        except (OSError, zlib.error, zstandard.ZstdError) as exc:
-            if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError):
-                raise InputError(f"{self.path}: cannot read: {exc.strerror}") from None
-            raise QlogError(
-                str(self.path), f"a readable {self.compression} stream", got=str(exc)
-            ) from None
-
-    def _decompressor(self) -> Any:
-        if self.compression == "gzip":
-            return zlib.decompressobj(wbits=31)
-        return zstandard.ZstdDecompressor().decompressobj()
-
-    def _decompress(self, raw: BinaryIO) -> Iterator[bytes]:
-        """Decompress frame after frame (concatenated gzip members / zstd frames); output
-        already produced is kept when the compressed stream stops mid-frame."""
-        d = self._decompressor()
-        started = False
-        read_size = max(1 << 16, self.block_size // 8)
-        while chunk := raw.read(read_size):
-            data = chunk
-            while data:
-                started = True
-                out = d.decompress(data)
-                if out:
-                    yield out
-                if d.eof:
-                    data = d.unused_data
-                    d = self._decompressor()
-                    started = False
-                else:
-                    data = b""
-        if started and not d.eof:
-            self.cut_short = True
-
-
 def detect(head: Buffer) -> str | None:
     """The format of decompressed content from its first block, ``None`` if unrecognised."""
     if head.startswith(PARQUET_MAGIC):
         return PARQUET
-    body = bytes(head[: 1 << 16]).lstrip(b" \t\r\n\xef\xbb\xbf")
+    body = bytes(head[: 1 << 16]).removeprefix(BOM).lstrip(b" \t\r\n")
     if body.startswith(RS):
         return JSON_SEQ
     if body.startswith(b"{"):
@@ -161,7 +100,7 @@ def locate_in_file(source: DecompressedFile, offset: int, sep: bytes) -> tuple[i
     """1-based (record, line) of a stream offset, recounted from the file's start."""
     records = lines = 0
     seen = 0
-    for block in source.blocks():
+    for block in without_bom(source.blocks()):
         take = min(len(block), offset + 1 - seen)
         if take <= 0:
             break
@@ -190,6 +129,25 @@ def to_error(
     return QlogError(name, problem.expected, line=problem.line, got=problem.got)
 
 
+def without_bom(blocks: Iterator[bytes]) -> Iterator[bytes]:
+    """The blocks of a stream without a leading UTF-8 byte order mark (some Windows tools
+    write one; JSON forbids it, RFC 8259 section 8.1, but parsers may ignore it)."""
+    first = True
+    pending = b""
+    for block in blocks:
+        if first:
+            pending += block
+            if len(pending) < len(BOM) and BOM.startswith(pending):
+                continue
+            first = False
+            block = pending.removeprefix(BOM)
+            if not block:
+                continue
+        yield block
+    if first and pending and pending != BOM[: len(pending)]:
+        yield pending
+
+
 def read_qlog(
     path: Path,
     *,
@@ -199,21 +157,59 @@ def read_qlog(
     lenient: bool = False,
     block_size: int = BLOCK_SIZE,
     max_problems: int = MAX_REASONS,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> FileRead:
     """Read one qlog file (any serialization, compressed or not) into traces.
 
     Strict (``lenient=False``): the first bad record raises :class:`QlogError`. Lenient: bad
     records are skipped and returned in ``problems``. Truncation is never an error.
     CSV/Parquet files are only detected here (``kind``); :mod:`quicsm.qlog.tabular` reads them.
+    Any other exception raised while reading (a bug, or a library failing on hostile input) is
+    turned into a :class:`QlogError` naming the file.
     """
-    source = DecompressedFile(path, block_size=block_size)
-    blocks = source.blocks()
-    head: Buffer = b""
+    try:
+        return _read_qlog(
+            path,
+            want_metrics=want_metrics,
+            full=full,
+            count=count,
+            lenient=lenient,
+            block_size=block_size,
+            max_problems=max_problems,
+            limits=limits,
+        )
+    except QuicsmError:
+        raise
+    except (Exception, RecursionError) as exc:  # noqa: BLE001 - the reader's boundary
+        raise unexpected(path, exc) from exc
+
+
+def unexpected(path: Path | str, exc: BaseException) -> QlogError:
+    """A failure no check of ours anticipated, as our error naming the file."""
+    detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    return QlogError(
+        str(path),
+        "a file quicsm can read",
+        got=f"an unexpected {type(exc).__name__}{': ' + detail if detail else ''}",
+    )
+
+
+def _read_qlog(
+    path: Path,
+    *,
+    want_metrics: bool,
+    full: bool,
+    count: bool,
+    lenient: bool,
+    block_size: int,
+    max_problems: int,
+    limits: ReadLimits,
+) -> FileRead:
+    source = DecompressedFile(path, block_size=block_size, limits=limits)
+    blocks = without_bom(source.blocks())
+    head = b""
     for block in blocks:  # enough of the start to tell the format
-        if not head and len(block) >= 1 << 16:
-            head = block  # a full block: fed before the reused buffer is refilled
-            break
-        head = bytes(head) + bytes(block)  # copies: the next block may reuse the buffer
+        head += block
         if len(head) >= 1 << 16:
             break
     kind = detect(head)
@@ -229,20 +225,26 @@ def read_qlog(
     sep = RS if kind == JSON_SEQ else LF
     try:
         if kind == JSON:
-            data = bytes(head) + b"".join(blocks)
-            parser = ContainedParser(want_metrics=want_metrics, lenient=lenient)
-            result.traces = parser.parse(data)
-            problems, truncated_at = parser.problems, parser.truncated_at
-            if truncated_at is not None:
-                line = data.count(LF, 0, truncated_at) + 1
+            parser = _contained(head, blocks, want_metrics, lenient, limits, None)
+            if parser.reread:  # time conventions named after the events: read them again
+                again = without_bom(source.blocks())
+                parser = _contained(b"", again, want_metrics, lenient, limits, parser.reread)
+            result.traces = parser.traces
+            problems = parser.problems
+            if parser.truncated_at is not None:
                 kept = sum(t.n_events or 0 for t in result.traces)
                 result.truncated = (
-                    f"{path}: the JSON document ends early (line {line}): "
+                    f"{path}: the JSON document ends early (line {parser.truncated_line}): "
                     f"kept {kept} complete events"
                 )
         else:
             scanner = SeqScanner(
-                sep=sep, want_metrics=want_metrics, full=full, count=count, lenient=lenient
+                sep=sep,
+                want_metrics=want_metrics,
+                full=full,
+                count=count,
+                lenient=lenient,
+                max_record_bytes=limits.max_record_bytes,
             )
             if head:
                 scanner.feed(head)
@@ -257,6 +259,8 @@ def read_qlog(
                     f"{path}: {what} is incomplete: the file was cut mid-write; "
                     "every complete record before it was kept"
                 )
+    except RecordTooLarge as problem:
+        raise record_too_large(path, problem.size, limits) from None
     except RecordProblem as problem:
         raise to_error(path, problem, source, sep) from None
     if source.cut_short:
@@ -265,3 +269,25 @@ def read_qlog(
     result.skipped = len(problems)
     result.problems = [to_error(path, p, source, sep) for p in problems[:max_problems]]
     return result
+
+
+def _contained(
+    head: bytes,
+    blocks: Iterator[bytes],
+    want_metrics: bool,
+    lenient: bool,
+    limits: ReadLimits,
+    headers: Headers | None,
+) -> ContainedParser:
+    parser = ContainedParser(
+        want_metrics=want_metrics,
+        lenient=lenient,
+        max_record_bytes=limits.max_record_bytes,
+        headers=headers,
+    )
+    if head:
+        parser.feed(head)
+    for block in blocks:
+        parser.feed(block)
+    parser.close()
+    return parser

@@ -20,14 +20,16 @@ CSV may be gzip or zstd compressed.
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
 import polars as pl
+from polars.exceptions import PanicException as _PanicException
 
 from quicsm.core.aliases import canonical_state
 from quicsm.core.diagnostics import Diagnostics
-from quicsm.core.errors import QlogError
+from quicsm.core.errors import QlogError, QuicsmError
 from quicsm.core.frames import SOURCE_DTYPE, TRANSITIONS_SCHEMA, VANTAGE_DTYPE
 from quicsm.core.states import CANONICAL_STATES, UNKNOWN
 
@@ -42,26 +44,130 @@ OPTIONAL: Final[tuple[str, ...]] = (
 )
 
 
+#: CSV text parsed at a time (whole lines): memory is bounded by this plus the rows kept
+CSV_CHUNK_BYTES = 8 << 20
+
+
+def csv_chunks(
+    blocks: Iterable[bytes], *, chunk_bytes: int = CSV_CHUNK_BYTES, max_line_bytes: int = 256 << 20
+) -> Iterator[tuple[bytes, int]]:
+    """``(header + whole lines, 1-based line of the first of them)`` of a CSV stream.
+
+    Lines are cut only outside quoted fields (a quoted field may hold line feeds); the header
+    line is repeated at the start of every chunk.
+    """
+    header: bytes | None = None
+    pending: list[bytes] = []
+    size = 0
+    line = 2
+
+    def cut(text: bytes) -> int:
+        """The end of the last complete line of ``text`` outside quotes (0 if none); a chunk
+        always starts outside quotes."""
+        end = text.rfind(b"\n")
+        odd = end != -1 and text.count(b'"', 0, end) % 2 == 1
+        while end != -1 and odd:
+            before = text.rfind(b"\n", 0, end)
+            odd ^= text.count(b'"', before + 1, end) % 2 == 1
+            end = before
+        return end + 1
+
+    for block in blocks:
+        pending.append(block)
+        size += len(block)
+        if header is None:
+            text = b"".join(pending)
+            end = text.find(b"\n")
+            if end == -1:
+                if size > max_line_bytes:
+                    raise _TooLong(size)
+                continue
+            header, pending, size = text[: end + 1], [text[end + 1 :]], len(text) - end - 1
+        if size < chunk_bytes:
+            continue
+        text = b"".join(pending)
+        end = cut(text)
+        if end == 0:
+            if size > max_line_bytes:
+                raise _TooLong(size)
+            pending = [text]
+            continue
+        body = text[:end]
+        yield header + body, line
+        line += body.count(b"\n")
+        pending, size = [text[end:]], len(text) - end
+    text = b"".join(pending)
+    if header is None:
+        if text:
+            yield text, 2
+        return
+    if text.strip() or line == 2:
+        yield header + text, line
+
+
+class _TooLong(Exception):
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
 def _load(path: Path, kind: str, data: bytes | None) -> pl.DataFrame:
     try:
         if kind == "Parquet":
             return pl.read_parquet(path)
         assert data is not None
         return pl.read_csv(io.BytesIO(data), infer_schema=False)
-    except (pl.exceptions.PolarsError, OSError) as exc:
+    except (Exception, _PanicException) as exc:  # noqa: BLE001 - polars/pyarrow on bad input
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise QlogError(str(path), f"a {kind} transitions table", got=detail) from None
+        raise QlogError(str(path), f"a {kind} transitions table", got=detail[:200]) from None
 
 
 def read_table(
-    path: Path, kind: str, *, data: bytes | None = None, lenient: bool, diagnostics: Diagnostics
+    path: Path,
+    kind: str,
+    *,
+    blocks: Iterable[bytes] | None = None,
+    lenient: bool,
+    diagnostics: Diagnostics,
+    max_line_bytes: int = 256 << 20,
 ) -> pl.DataFrame:
-    """Read a CSV (``data`` = its decompressed bytes) or Parquet table into transitions rows.
+    """Read a CSV (``blocks`` = its decompressed content) or Parquet table into transitions rows.
 
     Returns the rows (not yet normalised); bad rows raise :class:`QlogError` naming the line
-    (CSV) or row (Parquet), or are skipped and counted when ``lenient``.
+    (CSV) or row (Parquet), or are skipped and counted when ``lenient``. CSV is read in chunks of
+    whole lines (:func:`csv_chunks`). A failure of the table libraries on a mangled file is our
+    error naming the file.
     """
-    raw = _load(path, kind, data)
+    try:
+        if kind == "Parquet":
+            return _finish(path, [_rows(path, kind, _load(path, kind, None), 0, lenient, diagnostics)], diagnostics)
+        assert blocks is not None
+        parts = []
+        try:
+            for text, line in csv_chunks(blocks, max_line_bytes=max_line_bytes):
+                raw = _load(path, kind, text)
+                parts.append(_rows(path, kind, raw, line - 2, lenient, diagnostics))
+        except _TooLong as exc:
+            raise QlogError(
+                str(path),
+                f"CSV lines of at most {max_line_bytes >> 20} MiB (ReadLimits.max_record_bytes)",
+                got=f"more than {exc.size >> 20} MiB without a line end",
+            ) from None
+        return _finish(path, parts, diagnostics)
+    except QuicsmError:
+        raise
+    except (Exception, _PanicException) as exc:  # noqa: BLE001 - the reader's boundary
+        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise QlogError(
+            str(path),
+            f"a {kind} transitions table",
+            got=f"an unexpected {type(exc).__name__}{': ' + detail if detail else ''}",
+        ) from None
+
+
+def _rows(
+    path: Path, kind: str, raw: pl.DataFrame, offset: int, lenient: bool, diagnostics: Diagnostics
+) -> pl.DataFrame:
+    """The valid rows of one chunk as strings (``offset``: rows before it in the file)."""
     missing = [c for c in REQUIRED if c not in raw.columns]
     if missing:
         raise QlogError(
@@ -107,14 +213,24 @@ def read_table(
     for row in flags.filter(bad).iter_rows(named=True):
         column = next(c for c in checks if row[f"_bad_{c}"])
         expected, _ = checks[column]
-        where = {"line": row["_row"] + 2} if kind == "CSV" else {"record": row["_row"] + 1}
+        row_number = row["_row"] + offset
+        where = {"line": row_number + 2} if kind == "CSV" else {"record": row_number + 1}
         error = QlogError(str(path), expected, got=repr(row[column]), **where)
         if not lenient:
             raise error
         diagnostics.skip(error)
     strings = flags.select(strings.columns)
     bad = pl.any_horizontal([expr.fill_null(True) for _, expr in checks.values()])
-    good = strings.filter(~bad).drop("_row")
+    return strings.filter(~bad).drop("_row")
+
+
+def _finish(path: Path, parts: list[pl.DataFrame], diagnostics: Diagnostics) -> pl.DataFrame:
+    """The transitions rows of the valid rows of every chunk."""
+    good = (
+        pl.concat(parts, how="diagonal_relaxed")
+        if parts
+        else pl.DataFrame({c: pl.Series([], dtype=pl.String) for c in REQUIRED})
+    )
     names = good["state"].to_list()
     states: list[str] = []
     for name in names:
