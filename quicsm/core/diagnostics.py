@@ -15,6 +15,8 @@ from quicsm.core.errors import QlogError
 
 #: how many reasons a lenient read keeps verbatim
 MAX_REASONS = 5
+#: how many problems a parser keeps (the rest are only counted: memory stays bounded)
+MAX_KEPT_PROBLEMS = 64
 
 
 class QuicsmWarning(UserWarning):

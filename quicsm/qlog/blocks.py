@@ -54,7 +54,7 @@ class ReadLimits:
     max_decompressed_bytes: int | None = 64 << 30
     max_ratio: float = 1000.0
     ratio_after_bytes: int = 64 << 20
-    max_record_bytes: int = 256 << 20
+    max_record_bytes: int = 64 << 20
 
 
 DEFAULT_LIMITS = ReadLimits()

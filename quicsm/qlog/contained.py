@@ -34,7 +34,12 @@ from typing import Any
 import numpy as np
 import orjson
 
-from quicsm.core.diagnostics import RecordProblem, RecordTooLarge, describe
+from quicsm.core.diagnostics import (
+    MAX_KEPT_PROBLEMS,
+    RecordProblem,
+    RecordTooLarge,
+    describe,
+)
 from quicsm.qlog.trace import TraceBuilder, TraceData, object_event
 
 _STRUCTURAL = np.zeros(256, dtype=bool)
@@ -82,13 +87,15 @@ class ContainedParser:
         *,
         want_metrics: bool = False,
         lenient: bool = False,
-        max_record_bytes: int = 256 << 20,
+        max_record_bytes: int = 64 << 20,
         headers: Headers | None = None,
     ) -> None:
         self.want_metrics = want_metrics
         self.lenient = lenient
         self.max_record_bytes = max_record_bytes
         self.problems: list[RecordProblem] = []
+        #: how many records a lenient read skipped (only the first few are in ``problems``)
+        self.skipped = 0
         #: stream offset where a document cut mid-write was cut, and its 1-based line
         self.truncated_at: int | None = None
         self.truncated_line: int | None = None
@@ -197,6 +204,9 @@ class ContainedParser:
                 break
         if self._done:
             keep = self._end_of_top
+            rest = self._buf[keep - self._base :]
+            if rest.strip():  # content after the document: fail now, not at close()
+                raise self._fatal(keep, "the end of the document", _got_bytes(rest))
         cut = keep - self._base
         if cut > 0:
             self._lines += self._buf.count(b"\n", 0, cut)
@@ -225,7 +235,9 @@ class ContainedParser:
     def _problem(self, problem: RecordProblem) -> None:
         if not self.lenient:
             raise problem
-        self.problems.append(problem)
+        self.skipped += 1
+        if len(self.problems) < MAX_KEPT_PROBLEMS:
+            self.problems.append(problem)
 
     # -- the state machine ----------------------------------------------------------------------
     def _char(self, pos: int, c: int) -> None:

@@ -34,7 +34,12 @@ from typing import Any
 import numpy as np
 import orjson
 
-from quicsm.core.diagnostics import RecordProblem, RecordTooLarge, describe
+from quicsm.core.diagnostics import (
+    MAX_KEPT_PROBLEMS,
+    RecordProblem,
+    RecordTooLarge,
+    describe,
+)
 from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES, TIMER_NEEDLE, TIMER_REQUIRED
 from quicsm.qlog.trace import TraceBuilder, TraceData, is_header, object_event
 
@@ -98,7 +103,7 @@ class SeqScanner:
         full: bool = False,
         count: bool = False,
         lenient: bool = False,
-        max_record_bytes: int = 256 << 20,
+        max_record_bytes: int = 64 << 20,
     ) -> None:
         if sep not in (RS, LF):
             raise ValueError("sep must be RS or LF")
@@ -110,6 +115,8 @@ class SeqScanner:
         self.lenient = lenient
         self.traces: list[TraceData] = []
         self.problems: list[RecordProblem] = []
+        #: how many records a lenient read skipped (only the first few are in ``problems``)
+        self.skipped = 0
         #: stream offset of a final record that did not decode (the file was cut there)
         self.truncated_at: int | None = None
         # the record in progress, as pieces (joined once its end is seen: no quadratic copying)
@@ -198,7 +205,9 @@ class SeqScanner:
             self._reported.add(problem.offset)
         if not self.lenient:
             raise problem
-        self.problems.append(problem)
+        self.skipped += 1
+        if len(self.problems) < MAX_KEPT_PROBLEMS:
+            self.problems.append(problem)
 
     def _decode(self, buf: Buffer, start: int, end: int, base: int) -> Any:
         """Decode record content ``buf[start:end]``; ``RecordProblem`` if it is not JSON."""

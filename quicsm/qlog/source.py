@@ -230,7 +230,7 @@ def _read_qlog(
                 again = without_bom(source.blocks())
                 parser = _contained(b"", again, want_metrics, lenient, limits, parser.reread)
             result.traces = parser.traces
-            problems = parser.problems
+            problems, skipped = parser.problems, parser.skipped
             if parser.truncated_at is not None:
                 kept = sum(t.n_events or 0 for t in result.traces)
                 result.truncated = (
@@ -252,6 +252,7 @@ def _read_qlog(
                 scanner.feed(block)
             result.traces = scanner.close()
             problems, truncated_at = scanner.problems, scanner.truncated_at
+            skipped = scanner.skipped
             if truncated_at is not None:
                 record, line = locate_in_file(source, truncated_at, sep)
                 what = f"record {record} (line {line})" if sep == RS else f"line {line}"
@@ -266,7 +267,7 @@ def _read_qlog(
     if source.cut_short:
         cut = f"{path}: the {source.compression} stream ends early; every complete record was kept"
         result.truncated = cut if result.truncated is None else f"{result.truncated}; {cut}"
-    result.skipped = len(problems)
+    result.skipped = skipped
     result.problems = [to_error(path, p, source, sep) for p in problems[:max_problems]]
     return result
 

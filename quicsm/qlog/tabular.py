@@ -49,7 +49,7 @@ CSV_CHUNK_BYTES = 8 << 20
 
 
 def csv_chunks(
-    blocks: Iterable[bytes], *, chunk_bytes: int = CSV_CHUNK_BYTES, max_line_bytes: int = 256 << 20
+    blocks: Iterable[bytes], *, chunk_bytes: int = CSV_CHUNK_BYTES, max_line_bytes: int = 64 << 20
 ) -> Iterator[tuple[bytes, int]]:
     """``(header + whole lines, 1-based line of the first of them)`` of a CSV stream.
 
@@ -128,7 +128,7 @@ def read_table(
     blocks: Iterable[bytes] | None = None,
     lenient: bool,
     diagnostics: Diagnostics,
-    max_line_bytes: int = 256 << 20,
+    max_line_bytes: int = 64 << 20,
 ) -> pl.DataFrame:
     """Read a CSV (``blocks`` = its decompressed content) or Parquet table into transitions rows.
 
