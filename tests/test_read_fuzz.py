@@ -98,7 +98,7 @@ def test_out_of_range_values_are_our_error_in_both_modes(tmp_path: Path) -> None
             + value
             + b"}}\n"
         )
-        with pytest.raises(QuicsmError, match=r'record 2 \(line 2\): expected a (non-neg|finite)'):
+        with pytest.raises(QuicsmError, match=r"record 2 \(line 2\): expected a (non-neg|finite)"):
             read_metrics(path)
         diag = Diagnostics()
         with pytest.warns(UserWarning):

@@ -40,9 +40,7 @@ def _big_contained(path: Path, min_bytes: int) -> int:
     span = events[-1]["time"] - events[0]["time"] + 1.0
     one = len(orjson.dumps(events))
     copies = min_bytes // one + 1
-    trace["events"] = [
-        {**e, "time": e["time"] + k * span} for k in range(copies) for e in events
-    ]
+    trace["events"] = [{**e, "time": e["time"] + k * span} for k in range(copies) for e in events]
     path.write_bytes(orjson.dumps(doc))
     assert path.stat().st_size >= min_bytes
     return sum(e["name"].endswith("congestion_state_updated") for e in trace["events"])

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 import click
 
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
+from quicsm.cli.report_warnings import note as report_note
+from quicsm.cli.report_warnings import terminal_safe
 
 #: exit status of ``--fail-on-significant`` when something differs significantly
 EXIT_SIGNIFICANT = 3
@@ -63,7 +65,7 @@ def diff_command(
     results = []
     for comp in comps:
         for note in comp.notes:
-            click.echo(f"note: {note}", err=True)
+            report_note(note)
         results.append(
             diff(
                 comp.a.transitions,
@@ -83,6 +85,6 @@ def diff_command(
             click.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
     else:
         text = [r.to_markdown() if fmt == "md" else r.to_table() for r in results]
-        click.echo("\n".join(text), nl=False)
+        click.echo(terminal_safe("\n".join(text)), nl=False)
     if fail_on_significant and any(r.any_significant for r in results):
         sys.exit(EXIT_SIGNIFICANT)

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 import click
 import polars as pl
 
+from quicsm.cli.report_warnings import note as report_note
+from quicsm.cli.report_warnings import print_warnings, warn
 from quicsm.core.errors import InputError
 from quicsm.model.inference import ALGORITHMS
 from quicsm.render.dot import RENDER_FORMATS
@@ -183,7 +185,7 @@ def _select(
             text = ", ".join(f"{k}={v}" for k, v in conditions.items())
             raise InputError(f"no traces with states match --where {text}")
     for note in vantage_notes([transitions], subject="the input mixes", purpose="analyse"):
-        click.echo(f"note: {note}", err=True)
+        report_note(note)
     return transitions
 
 
@@ -204,11 +206,10 @@ def _read(
             frames.append(
                 read_transitions([str(f) for f in batch], on_error=on_error, diagnostics=diag)
             )
-    for line in diag.messages():
-        click.echo(f"warning: {line}", err=True)
+    print_warnings(diag)
     for w in caught:
         if not issubclass(w.category, QuicsmWarning):
-            click.echo(f"warning: {w.message}", err=True)
+            warn(str(w.message))
     if not frames:
         raise InputError("no input files to read")
     return pl.concat(frames) if len(frames) > 1 else frames[0]

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
+from quicsm.cli.report_warnings import note as report_note
 from quicsm.core.errors import InputError
 
 
@@ -111,7 +112,7 @@ def report_command(
     )
     for comp in comps:
         for note in comp.notes:
-            click.echo(f"note: {note}", err=True)
+            report_note(note)
     if fmt is None:
         fmt = "md" if output.suffix.lower() in (".md", ".markdown") else "html"
     text = build_report(

@@ -8,7 +8,7 @@ import warnings
 import click
 import polars as pl
 
-from quicsm.cli.report_warnings import print_warnings
+from quicsm.cli.report_warnings import print_warnings, terminal_safe
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.extract.read import read_transitions
 
@@ -61,4 +61,4 @@ def states(paths: tuple[str, ...], fmt: str, lenient: bool) -> None:
     elif fmt == "jsonl":
         sys.stdout.write(frame.write_ndjson())
     else:
-        sys.stdout.write(_table(frame))
+        sys.stdout.write(terminal_safe(_table(frame)))

@@ -35,8 +35,8 @@ from quicsm.core.errors import InputError, QlogError
 from quicsm.core.frames import METRICS_SCHEMA, TRANSITIONS_SCHEMA, normalize_transitions
 from quicsm.core.states import UNKNOWN
 from quicsm.extract.derive import derive_states
-from quicsm.qlog.paths import PathLike, expand_paths
 from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
+from quicsm.qlog.paths import PathLike, expand_paths
 from quicsm.qlog.source import CSV, PARQUET, FileRead, read_qlog, without_bom
 from quicsm.qlog.tabular import read_table
 from quicsm.qlog.trace import TraceData, label_value

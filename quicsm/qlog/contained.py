@@ -297,7 +297,11 @@ class ContainedParser:
         if ctx.expecting_key:
             raise self._fatal(pos, "a member name", f"{chr(c)!r}")
         fresh = not self._slice(ctx.mark + 1, pos).strip()
-        if fresh and ctx.kind == _TOP and (ctx.key, c) in (("traces", ord("[")), ("trace", ord("{"))):
+        if (
+            fresh
+            and ctx.kind == _TOP
+            and (ctx.key, c) in (("traces", ord("[")), ("trace", ord("{")))
+        ):
             ctx.descended = True
             if c == ord("["):
                 self._stack.append(_Ctx(_TRACES, ord("]"), pos))
@@ -383,7 +387,9 @@ class ContainedParser:
         try:
             event = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
-            self._problem(RecordProblem(None, "a JSON value", _got_bytes(text, str(exc)), where=where))
+            self._problem(
+                RecordProblem(None, "a JSON value", _got_bytes(text, str(exc)), where=where)
+            )
             return
         if event == []:  # converter exports end their events with an empty array
             return
@@ -422,10 +428,9 @@ class ContainedParser:
 
     def _builder(self, index: int, top: dict[str, Any], trace: dict[str, Any]) -> TraceBuilder:
         builder = TraceBuilder(index, top, trace, "JSON", want_metrics=self.want_metrics, full=True)
-        fields = trace.get("event_fields")
-        if isinstance(fields, list) and all(isinstance(f, str) for f in fields):
-            if "delta_time" in (f.lower() for f in fields):
-                builder.delta = True
+        columns = _columns(trace)
+        if columns is not None and "delta_time" in columns:
+            builder.delta = True
         return builder
 
     def _object_closed(self, ctx: _Ctx, pos: int) -> None:
@@ -449,7 +454,7 @@ class ContainedParser:
         if isinstance(version, str | int | float) and str(version).startswith("0.1"):
             raise self._fatal(
                 pos,
-                "qlog draft-00 or later (a \"traces\" array)",
+                'qlog draft-00 or later (a "traces" array)',
                 f'qlog_version "{version}": qlog 0.1 is not supported',
             )
         raise self._fatal(pos, 'a "traces" array', describe(top.members.get("traces")))
@@ -517,9 +522,11 @@ class ContainedParser:
         open_traces = [c for c in self._stack if c.kind == _TRACE]
         for ctx in open_traces:
             self._finish_trace(ctx)
-        if "traces" not in top.members and not any(
-            c.kind == _TRACES for c in self._stack
-        ) and not open_traces:
+        if (
+            "traces" not in top.members
+            and not any(c.kind == _TRACES for c in self._stack)
+            and not open_traces
+        ):
             version = top.members.get("qlog_version")
             if isinstance(version, str | int | float) and str(version).startswith("0.1"):
                 self._no_traces(top, end)

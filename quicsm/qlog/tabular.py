@@ -139,7 +139,11 @@ def read_table(
     """
     try:
         if kind == "Parquet":
-            return _finish(path, [_rows(path, kind, _load(path, kind, None), 0, lenient, diagnostics)], diagnostics)
+            return _finish(
+                path,
+                [_rows(path, kind, _load(path, kind, None), 0, lenient, diagnostics)],
+                diagnostics,
+            )
         assert blocks is not None
         parts = []
         try:
