@@ -70,7 +70,7 @@ def test_bad_record_exact_text(tmp_path: Path) -> None:
     code, out, err = run("states", "--lenient", str(path))
     assert code == 0
     assert err == (
-        "Warning: skipped 1 record; first 1 reason:\n"
+        "warning: skipped 1 record; first 1 reason:\n"
         f'  {path}: record 2 (line 2): expected an object with "time" and "name", got an array\n'
     )
     assert "Init" in out
@@ -80,7 +80,7 @@ def test_warnings_go_to_stderr() -> None:
     code, out, err = run("states", str(FIX / "quicgo_truncated.sqlog"))
     assert code == 0
     assert err.startswith(
-        f"Warning: {FIX / 'quicgo_truncated.sqlog'}: record 9 (line 9) is incomplete"
+        f"warning: {FIX / 'quicgo_truncated.sqlog'}: record 9 (line 9) is incomplete"
     )
     assert "SlowStart" in out
 
@@ -103,7 +103,7 @@ def test_inspect_summarises_and_validates_everything(tmp_path: Path) -> None:
         "\x1e{oops}\n"
     )
     code, out, _ = run("inspect", str(path))
-    assert code == 0
+    assert code == 2  # problems found: usable as a validator
     assert (
         f"problems: 1 (first 1 listed)\n"
         f"  {path}: record 3 (line 3): expected a JSON text, got '{{oops}}'"

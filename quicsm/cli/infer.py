@@ -113,6 +113,9 @@ def infer_command(
         model = infer(transitions, algorithm=algorithm, k=k, seed=seed)
         progress.stage("writing outputs")
         written = write_outputs(model, out_dir, fmt=fmt)
+    if written.replaced or written.removed:
+        names = ", ".join(p.name for p in [*written.replaced, *written.removed])
+        report_note(f"replaced the outputs of an earlier run in {out_dir} ({names})")
     if not quiet:
         out = Console()
         if not out.is_terminal:
