@@ -17,7 +17,7 @@ import click
 import polars as pl
 
 from quicsm.cli.report_warnings import note as report_note
-from quicsm.cli.report_warnings import print_warnings, warn
+from quicsm.cli.report_warnings import print_warnings, set_quiet, warn
 from quicsm.core.errors import InputError
 from quicsm.model.inference import ALGORITHMS
 from quicsm.render.dot import RENDER_FORMATS
@@ -104,6 +104,7 @@ def infer_command(
 
     from quicsm.model.inference import infer
 
+    set_quiet(quiet)
     err = Console(stderr=True)
     files = _expand(paths)
     with _progress(files, quiet=quiet, console=err) as progress:

@@ -1,9 +1,9 @@
 """The one way the CLI reports warnings and notes on stderr.
 
-Every warning is printed as ``warning: <text>`` and every note as ``note: <text>``, once per
-command (repeats are dropped), with trace-provided text made safe for a terminal first
-(:func:`terminal_safe`). Python warnings raised while a command runs are caught by the command
-group and reported the same way, so none leaks with a file name and source line.
+Every warning is printed as ``warning: <text>`` and every note as ``note: <text>`` (not with
+``-q``), once per command (repeats are dropped), with trace-provided text made safe for a
+terminal first (:func:`terminal_safe`). Python warnings raised while a command runs are caught
+by the command group and reported the same way, so none leaks with a file name and source line.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import click
 from quicsm.core.diagnostics import Diagnostics
 
 _printed: set[str] = set()
+_quiet = False
 
 
 def terminal_safe(text: str, *, keep_newlines: bool = True) -> str:
@@ -34,7 +35,15 @@ def terminal_safe(text: str, *, keep_newlines: bool = True) -> str:
 
 def reset() -> None:
     """Forget what was printed (each command invocation starts afresh)."""
+    global _quiet
     _printed.clear()
+    _quiet = False
+
+
+def set_quiet(quiet: bool) -> None:
+    """``-q``: notes are not printed (warnings and errors still are)."""
+    global _quiet
+    _quiet = quiet
 
 
 def _emit(prefix: str, text: str) -> None:
@@ -51,7 +60,8 @@ def warn(text: str) -> None:
 
 
 def note(text: str) -> None:
-    _emit("note: ", text)
+    if not _quiet:
+        _emit("note: ", text)
 
 
 def print_warnings(diagnostics: Diagnostics) -> None:

@@ -39,7 +39,7 @@ from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
 from quicsm.qlog.paths import PathLike, expand_paths
 from quicsm.qlog.source import CSV, PARQUET, FileRead, read_qlog, without_bom
 from quicsm.qlog.tabular import read_table
-from quicsm.qlog.trace import TraceData, label_value
+from quicsm.qlog.trace import TraceData
 
 __all__ = [
     "Diagnostics",
@@ -101,11 +101,17 @@ def _sidecar(
     run = directory / "run.json"
     if run.is_file():
         try:
-            value = orjson.loads(run.read_bytes())
+            try:
+                text = run.read_bytes()
+            except OSError as exc:
+                raise QlogError(
+                    str(run), "a readable JSON object of run labels", got=exc.strerror
+                ) from None
+            value = orjson.loads(text)
             if not isinstance(value, dict):
                 raise QlogError(str(run), "a JSON object of run labels", got=type(value).__name__)
             labels = {
-                str(k): label_value(v)
+                str(k): v
                 for k, v in value.items()
                 if v is None or isinstance(v, str | int | float | bool)
             }

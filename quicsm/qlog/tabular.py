@@ -32,6 +32,7 @@ from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import QlogError, QuicsmError
 from quicsm.core.frames import SOURCE_DTYPE, TRANSITIONS_SCHEMA, VANTAGE_DTYPE
 from quicsm.core.states import CANONICAL_STATES, UNKNOWN
+from quicsm.qlog.events import MAX_MAGNITUDE
 
 REQUIRED: Final[tuple[str, ...]] = ("trace", "time_ms", "state")
 OPTIONAL: Final[tuple[str, ...]] = (
@@ -168,6 +169,12 @@ def read_table(
         ) from None
 
 
+def _plausible(column: pl.Expr) -> pl.Expr:
+    """A number (as text) that is finite and at most 1e18 in magnitude (as qlog times)."""
+    number = column.cast(pl.Float64, strict=False)
+    return number.is_finite() & (number.abs() <= MAX_MAGNITUDE)
+
+
 def _rows(
     path: Path, kind: str, raw: pl.DataFrame, offset: int, lenient: bool, diagnostics: Diagnostics
 ) -> pl.DataFrame:
@@ -188,8 +195,7 @@ def _rows(
         "trace": ("a trace id", pl.col("trace").is_null() | (pl.col("trace") == "")),
         "time_ms": (
             "a number in time_ms",
-            pl.col("time_ms").cast(pl.Float64, strict=False).is_null()
-            | ~pl.col("time_ms").cast(pl.Float64, strict=False).is_finite(),
+            ~_plausible(pl.col("time_ms")).fill_null(False),
         ),
         "state": ("a state name", pl.col("state").is_null() | (pl.col("state") == "")),
     }
@@ -207,8 +213,7 @@ def _rows(
     if "end_ms" in strings.columns:
         checks["end_ms"] = (
             "a number in end_ms",
-            pl.col("end_ms").is_not_null()
-            & pl.col("end_ms").cast(pl.Float64, strict=False).is_null(),
+            pl.col("end_ms").is_not_null() & ~_plausible(pl.col("end_ms")).fill_null(False),
         )
     flags = strings.with_columns(
         [expr.fill_null(True).alias(f"_bad_{c}") for c, (_, expr) in checks.items()]

@@ -39,20 +39,9 @@ def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-#: integers JSON tools (and the labels column) carry exactly
-_INT_RANGE = (-(2**63), 2**64)
-
-
-def label_value(value: Any) -> Any:
-    """A scalar label as kept: integers beyond 64 bits become their decimal text."""
-    if type(value) is int and not _INT_RANGE[0] <= value < _INT_RANGE[1]:
-        return str(value)
-    return value
-
-
 def _scalar_labels(value: object) -> dict[str, Any]:
     return {
-        str(k): label_value(v)
+        str(k): v
         for k, v in _dict(value).items()
         if v is None or isinstance(v, str | int | float | bool)
     }
