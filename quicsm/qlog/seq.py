@@ -162,6 +162,8 @@ class SeqScanner:
         self._carry = [bytes(data[last + 1 :])]
         self._carry_size = len(data) - last - 1
         self._carry_offset = base + last + 1
+        if self._carry_size > self.max_record_bytes:
+            raise RecordTooLarge(self._carry_offset, self._carry_size)
 
     def close(self) -> list[TraceData]:
         """Finish: the final record may be truncated. Returns every trace read."""

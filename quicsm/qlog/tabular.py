@@ -46,7 +46,7 @@ OPTIONAL: Final[tuple[str, ...]] = (
 
 
 #: CSV text parsed at a time (whole lines): memory is bounded by this plus the rows kept
-CSV_CHUNK_BYTES = 8 << 20
+CSV_CHUNK_BYTES = 2 << 20
 
 
 def csv_chunks(
@@ -87,16 +87,18 @@ def csv_chunks(
         if size < chunk_bytes:
             continue
         text = b"".join(pending)
-        end = cut(text)
-        if end == 0:
-            if size > max_line_bytes:
-                raise _TooLong(size)
-            pending = [text]
-            continue
-        body = text[:end]
-        yield header + body, line
-        line += body.count(b"\n")
-        pending, size = [text[end:]], len(text) - end
+        start = 0
+        while len(text) - start >= chunk_bytes:
+            end = cut(text[start : start + chunk_bytes]) or cut(text[start:])
+            if end == 0:
+                break
+            body = text[start : start + end]
+            yield header + body, line
+            line += body.count(b"\n")
+            start += end
+        if len(text) - start > max_line_bytes:
+            raise _TooLong(len(text) - start)
+        pending, size = [text[start:]], len(text) - start
     text = b"".join(pending)
     if header is None:
         if text:
@@ -141,23 +143,29 @@ def read_table(
     try:
         if kind == "Parquet":
             return _finish(
-                path,
-                [_rows(path, kind, _load(path, kind, None), 0, lenient, diagnostics)],
-                diagnostics,
+                [
+                    _typed(
+                        path,
+                        _rows(path, kind, _load(path, kind, None), 0, lenient, diagnostics),
+                        diagnostics,
+                    )
+                ]
             )
         assert blocks is not None
         parts = []
         try:
             for text, line in csv_chunks(blocks, max_line_bytes=max_line_bytes):
                 raw = _load(path, kind, text)
-                parts.append(_rows(path, kind, raw, line - 2, lenient, diagnostics))
+                good = _rows(path, kind, raw, line - 2, lenient, diagnostics)
+                del raw
+                parts.append(_typed(path, good, diagnostics))
         except _TooLong as exc:
             raise QlogError(
                 str(path),
                 f"CSV lines of at most {max_line_bytes >> 20} MiB (ReadLimits.max_record_bytes)",
                 got=f"more than {exc.size >> 20} MiB without a line end",
             ) from None
-        return _finish(path, parts, diagnostics)
+        return _finish(parts)
     except QuicsmError:
         raise
     except (Exception, _PanicException) as exc:  # noqa: BLE001 - the reader's boundary
@@ -233,54 +241,61 @@ def _rows(
     return strings.filter(~bad).drop("_row")
 
 
-def _finish(path: Path, parts: list[pl.DataFrame], diagnostics: Diagnostics) -> pl.DataFrame:
-    """The transitions rows of the valid rows of every chunk."""
-    good = (
-        pl.concat(parts, how="diagonal_relaxed")
-        if parts
-        else pl.DataFrame({c: pl.Series([], dtype=pl.String) for c in REQUIRED})
+def _finish(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """Every chunk's rows; ``end_ms`` defaults to the trace's last row."""
+    if not parts:
+        return pl.DataFrame(schema=TRANSITIONS_SCHEMA)
+    frame = pl.concat(parts) if len(parts) > 1 else parts[0]
+    return frame.with_columns(
+        pl.col("end_ms").fill_null(pl.col("time_ms").max().over("trace")).max().over("trace"),
     )
-    names = good["state"].to_list()
-    states: list[str] = []
-    for name in names:
+
+
+def _typed(path: Path, good: pl.DataFrame, diagnostics: Diagnostics) -> pl.DataFrame:
+    """The valid rows of one chunk in the transitions schema (compact dtypes at once: a large
+    table is never held as text)."""
+    # each distinct name is mapped once (no Python object per row: memory follows the frame)
+    counts = good["state"].value_counts()
+    mapping: dict[str, str] = {}
+    for name, n in counts.iter_rows():
         state = name if name in CANONICAL_STATES else canonical_state(name)
         if state == UNKNOWN and name != UNKNOWN:
-            diagnostics.unknown_state(name)
-        states.append(state)
+            diagnostics.unknown_states[name] += n
+        mapping[name] = state
+    states = good["state"].replace_strict(mapping, return_dtype=pl.String)
     # the raw name is always kept: the given raw_state, else the state as written
     raw_state = (
         good["raw_state"].fill_null(good["state"]) if "raw_state" in good.columns else good["state"]
     )
+    n = good.height
     columns = {
-        "file": good["file"] if "file" in good.columns else pl.Series([str(path)] * good.height),
+        "file": good["file"] if "file" in good.columns else pl.repeat(str(path), n, eager=True),
         "trace": good["trace"],
         "vantage": (
             good["vantage"].fill_null("unknown")
             if "vantage" in good.columns
-            else pl.Series(["unknown"] * good.height)
+            else pl.repeat("unknown", n, eager=True)
         ),
         "time_ms": good["time_ms"].cast(pl.Float64),
-        "state": pl.Series(states, dtype=pl.String),
+        "state": states,
         "raw_state": raw_state,
         "trigger": good["trigger"]
         if "trigger" in good.columns
-        else pl.Series([None] * good.height, dtype=pl.String),
+        else pl.repeat(None, n, dtype=pl.String, eager=True),
         "source": (
             good["source"].fill_null("explicit")
             if "source" in good.columns
-            else pl.Series(["explicit"] * good.height)
+            else pl.repeat("explicit", n, eager=True)
         ),
     }
     frame = pl.DataFrame(columns)
     end = (
         good["end_ms"].cast(pl.Float64)
         if "end_ms" in good.columns
-        else pl.Series([None] * good.height, dtype=pl.Float64)
+        else pl.repeat(None, n, dtype=pl.Float64, eager=True)
     )
     frame = frame.with_columns(end.alias("end_ms"))
     frame = frame.with_columns(
-        pl.col("vantage").cast(VANTAGE_DTYPE),
-        pl.col("source").cast(SOURCE_DTYPE),
-        pl.col("end_ms").fill_null(pl.col("time_ms").max().over("trace")).max().over("trace"),
+        pl.col("vantage").cast(VANTAGE_DTYPE), pl.col("source").cast(SOURCE_DTYPE)
     )
     return frame.select([pl.col(c).cast(t) for c, t in TRANSITIONS_SCHEMA.items()])
