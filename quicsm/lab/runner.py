@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from quicsm.core.errors import LabError
 from quicsm.lab.device import CpuLimiter
 from quicsm.lab.link import link_config_to_dict
 from quicsm.lab.procs import Child, stop_all
@@ -222,7 +223,7 @@ def execute(spec: RunSpec, *, out_dir: Path,
         _wait_for_qlog(run_dir / "server-qlog", timeout_s=qlog_linger_s)
     except _RunFailed as exc:
         labels["reason"] = str(exc)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, LabError) as exc:
         labels["reason"] = f"{type(exc).__name__}: {exc}"
     except KeyboardInterrupt:
         labels["reason"] = "interrupted"

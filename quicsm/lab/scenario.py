@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from quicsm.core.errors import InputError
+from quicsm.core.errors import InputError, LabError
 from quicsm.lab.device import DeviceProfile, device_profile
 from quicsm.lab.link import LinkConfig, link_config_from_dict, link_config_to_dict
 
@@ -215,7 +215,7 @@ def _resolve(raw: dict[str, Any], *, file: Path, where: str, run: dict[str, Any]
         try:
             links[direction] = link_config_from_dict(_merge(both, own),
                                                      where=f"network.{direction}")
-        except ValueError as exc:
+        except LabError as exc:
             raise _err(file, where, str(exc)) from None
 
     device_raw = _table(raw.get("device", {}), file, f"{where}.device")
@@ -223,7 +223,7 @@ def _resolve(raw: dict[str, Any], *, file: Path, where: str, run: dict[str, Any]
     try:
         device = device_profile(device_raw.get("profile", "desktop"),
                                 cpu_percent=device_raw.get("cpu_percent"))
-    except ValueError as exc:
+    except LabError as exc:
         raise _err(file, f"{where}.device", str(exc)) from None
 
     wl = _table(raw.get("workload", {}), file, f"{where}.workload")

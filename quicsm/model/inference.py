@@ -21,8 +21,9 @@ from typing import Final
 
 import polars as pl
 
-from quicsm.core.errors import ModelError
+from quicsm.core.errors import InputError, ModelError
 from quicsm.model.replay import node_times
+from quicsm.model.synoptic.options import tail_length
 from quicsm.model.tables import Model, renumber
 from quicsm.stats.descriptive import INITIAL, TERMINAL, Stats, Visits, compute_stats
 
@@ -44,11 +45,10 @@ def infer(
     choice the algorithm makes at random, so the same input and seed give the same model.
     """
     if algorithm not in ALGORITHMS:
-        raise ModelError(f"unknown algorithm {algorithm!r}; valid choices: {', '.join(ALGORITHMS)}")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ModelError(f"k must be a positive integer, got {k!r}")
+        raise InputError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+    k = tail_length(k)
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ModelError(f"seed must be an integer, got {seed!r}")
+        raise InputError(f"seed must be an integer, got {seed!r}")
     if isinstance(transitions, pl.LazyFrame):
         transitions = transitions.collect()
     visits = Visits(transitions)

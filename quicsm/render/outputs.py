@@ -2,7 +2,7 @@
 
 =====================  =====================================================================
 ``model.json``         :meth:`quicsm.model.tables.Model.to_json` (schema in ``docs/model.md``)
-``model.dot``          :meth:`quicsm.model.tables.Model.to_dot` (Fig. 13 style)
+``model.dot``          :func:`quicsm.render.dot.model_to_dot` (Fig. 13 style)
 ``model.svg|png|pdf``  the diagram rendered by Graphviz (only for those formats)
 ``stats.csv``          :func:`state_table`: one row per state
 ``transitions.csv``    transition probabilities with 95 % confidence intervals
@@ -24,7 +24,7 @@ import polars as pl
 
 from quicsm.core.errors import InputError, QuicsmError
 from quicsm.model.tables import Model
-from quicsm.render.dot import RENDER_FORMATS
+from quicsm.render.dot import RENDER_FORMATS, model_to_dot, render_dot
 
 #: significant digits kept for floats in CSV outputs.
 CSV_DIGITS: Final[int] = 12
@@ -160,13 +160,11 @@ def _render(model: Model, fmt: str) -> tuple[dict[str, str | bytes], QuicsmError
     """Every output's content, in the order they are listed, and why the diagram could not be
     rendered (Graphviz missing or failing): the other files are still written, together."""
     files: dict[str, str | bytes] = {"model.json": model.to_json()}
-    dot = model.to_dot()
+    dot = model_to_dot(model)
     files["model.dot"] = dot
     files["stats.csv"] = _csv(state_table(model))
     files["transitions.csv"] = _csv(model.stats.transition_probabilities)
     if fmt in RENDER_FORMATS:
-        from quicsm.render.dot import render_dot
-
         try:
             files[f"model.{fmt}"] = render_dot(dot, format=fmt)
         except QuicsmError as exc:
