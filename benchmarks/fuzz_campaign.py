@@ -34,6 +34,9 @@ import psutil
 
 from quicsm.testing import mutate as m
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from read_outcome import read_everything  # noqa: E402
+
 
 def _case(i: int, seed: int) -> tuple[int, int, list[str]]:
     rng = random.Random(seed * 1_000_003 + i)
@@ -58,7 +61,7 @@ def _worker(conn: Connection, workdir: str) -> None:
                 del data
                 conn.send(("ok", "written"))
                 continue
-            conn.send(("ok", m.read_everything(path, lenient=lenient)[0]))
+            conn.send(("ok", read_everything(path, lenient=lenient)[0]))
         except BaseException:  # noqa: BLE001 - a defect, reported to the parent
             conn.send(("defect", traceback.format_exc(limit=4)))
 

@@ -17,11 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
+from read_outcome import read_everything
 
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import QuicsmError
 from quicsm.extract.read import read_transitions
-from quicsm.testing.mutate import MUTATIONS, mutate, read_everything, seed_files
+from quicsm.testing.mutate import MUTATIONS, mutate, seed_files
 
 SEEDS = seed_files()
 KINDS = sorted(MUTATIONS)
