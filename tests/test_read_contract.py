@@ -273,3 +273,22 @@ def test_gzip_copy_of_every_fixture_reads_the_same(tmp_path: Path) -> None:
         b = read_qlog(copy, lenient=True)
         assert [t.states for t in a.traces] == [t.states for t in b.traces], path.name
         assert a.skipped == b.skipped
+
+
+@pytest.mark.parametrize("form", ["seq", "contained"])
+def test_lenient_counts_every_skipped_record_beyond_those_kept(tmp_path: Path, form: str) -> None:
+    n = 300
+    if form == "seq":
+        path = tmp_path / "many.sqlog"
+        path.write_bytes(
+            b'\x1e{"qlog_format": "JSON-SEQ", "trace": {}}\n'
+            + b'\x1e{"time": 1, "name": "recovery:congestion_state_updated", "data": {}}\n' * n
+        )
+    else:
+        path = tmp_path / "many.qlog"
+        bad = {"time": 1, "name": "recovery:congestion_state_updated", "data": {}}
+        path.write_bytes(orjson.dumps({"traces": [{"events": [bad] * n}]}))
+    diag = Diagnostics()
+    with pytest.warns(UserWarning, match=f"skipped {n} records"):
+        read_transitions(path, on_error="skip", diagnostics=diag)
+    assert diag.skipped_records == n and len(diag.reasons) == 5

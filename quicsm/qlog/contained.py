@@ -75,6 +75,7 @@ class _Ctx:
     columns: list[str] | None = None
     #: problems of events read before the trace's header was known to be complete
     pending: list[RecordProblem] = field(default_factory=list)
+    pending_more: int = 0  # beyond the ones kept in ``pending``
     #: array events met before event_fields: the trace must be read again
     deferred: bool = False
 
@@ -411,8 +412,10 @@ class ContainedParser:
         except RecordProblem as problem:
             if not provisional:
                 self._problem(problem)
-            elif self.lenient or not trace.pending:
+            elif len(trace.pending) < (MAX_KEPT_PROBLEMS if self.lenient else 1):
                 trace.pending.append(problem)  # raised or kept once the header is complete
+            else:
+                trace.pending_more += 1
 
     def _open_trace(self, pos: int, index: int) -> None:
         self._stack.append(_Ctx(_TRACE, ord("}"), pos, index=index))
@@ -473,6 +476,7 @@ class ContainedParser:
         else:
             for problem in ctx.pending:
                 self._problem(problem)
+            self.skipped += ctx.pending_more
         self._trace_members.append(members)
         self.traces.append(builder.finish())
 
