@@ -161,7 +161,6 @@ def test_a_1gb_stream_read_without_the_ratio_cap_finishes_in_bounded_memory(
         f"""
         from quicsm.extract.read import read_traces
         from quicsm.qlog.blocks import ReadLimits
-from quicsm.testing.large import big_contained
         frame = read_traces({str(bomb)!r}, limits=ReadLimits(max_ratio=float("inf")))
         print("EVENTS", frame["n_events"][0])
         """

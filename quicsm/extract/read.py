@@ -299,6 +299,7 @@ def read_metrics(
     *,
     on_error: OnError = "raise",
     diagnostics: Diagnostics | None = None,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> pl.DataFrame:
     """One row per metrics update and loss/PTO event (:data:`METRICS_SCHEMA`).
 
@@ -310,7 +311,7 @@ def read_metrics(
     lenient = _check_on_error(on_error)
     diag = diagnostics if diagnostics is not None else Diagnostics()
     rows: dict[str, list[Any]] = {name: [] for name in METRICS_SCHEMA}
-    for loaded in _load_all(paths, lenient=lenient, diag=diag, want_metrics=True):
+    for loaded in _load_all(paths, lenient=lenient, diag=diag, want_metrics=True, limits=limits):
         if loaded.read is None:
             continue
         file = str(loaded.path)
@@ -345,6 +346,7 @@ def read_traces(
     *,
     on_error: OnError = "raise",
     diagnostics: Diagnostics | None = None,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> pl.DataFrame:
     """One row per trace: file, trace, vantage, format, title, code_version, n_events,
     duration_ms, labels.
@@ -356,7 +358,7 @@ def read_traces(
     lenient = _check_on_error(on_error)
     diag = diagnostics if diagnostics is not None else Diagnostics()
     rows: dict[str, list[Any]] = {name: [] for name in TRACES_SCHEMA}
-    for loaded in _load_all(paths, lenient=lenient, diag=diag, count=True):
+    for loaded in _load_all(paths, lenient=lenient, diag=diag, count=True, limits=limits):
         file = str(loaded.path)
         if loaded.table is not None:
             summary = loaded.table.group_by("trace", maintain_order=True).agg(
