@@ -103,6 +103,7 @@ class DecompressedFile:
                 if self.compression is None:
                     while block := raw.read(self.block_size):
                         yield block
+                        del block  # freed before the next read (when the consumer drops it)
                 else:
                     yield from self._decompress(raw)
         except (OSError, zlib.error, zstandard.ZstdError) as exc:

@@ -141,9 +141,11 @@ def without_bom(blocks: Iterator[bytes]) -> Iterator[bytes]:
                 continue
             first = False
             block = pending.removeprefix(BOM)
+            pending = b""
             if not block:
                 continue
         yield block
+        del block
     if first and pending and pending != BOM[: len(pending)]:
         yield pending
 
@@ -223,12 +225,14 @@ def _read_qlog(
             got=_describe_head(head),
         )
     sep = RS if kind == JSON_SEQ else LF
+    stream = _prepend([head], blocks)
+    del head  # one block alive at a time
     try:
         if kind == JSON:
-            parser = _contained(head, blocks, want_metrics, lenient, limits, None)
+            parser = _contained(stream, want_metrics, lenient, limits, None)
             if parser.reread:  # time conventions named after the events: read them again
                 again = without_bom(source.blocks())
-                parser = _contained(b"", again, want_metrics, lenient, limits, parser.reread)
+                parser = _contained(again, want_metrics, lenient, limits, parser.reread)
             result.traces = parser.traces
             problems, skipped = parser.problems, parser.skipped
             if parser.truncated_at is not None:
@@ -246,10 +250,9 @@ def _read_qlog(
                 lenient=lenient,
                 max_record_bytes=limits.max_record_bytes,
             )
-            if head:
-                scanner.feed(head)
-            for block in blocks:
+            for block in stream:
                 scanner.feed(block)
+                del block  # one block alive at a time
             result.traces = scanner.close()
             problems, truncated_at = scanner.problems, scanner.truncated_at
             skipped = scanner.skipped
@@ -272,8 +275,17 @@ def _read_qlog(
     return result
 
 
+def _prepend(first: list[bytes], blocks: Iterator[bytes]) -> Iterator[bytes]:
+    """``first``'s blocks, then ``blocks``, keeping no reference to a block once yielded."""
+    while first:
+        block = first.pop(0)
+        if block:
+            yield block
+        del block
+    yield from blocks
+
+
 def _contained(
-    head: bytes,
     blocks: Iterator[bytes],
     want_metrics: bool,
     lenient: bool,
@@ -286,9 +298,8 @@ def _contained(
         max_record_bytes=limits.max_record_bytes,
         headers=headers,
     )
-    if head:
-        parser.feed(head)
     for block in blocks:
         parser.feed(block)
+        del block  # one block alive at a time
     parser.close()
     return parser
