@@ -49,12 +49,11 @@ def truncate(data: bytes, rng: random.Random) -> bytes:
 
 
 def swap_type(data: bytes, rng: random.Random) -> bytes:
-    """One JSON scalar (string, number or literal) replaced by a value of another type."""
     matches = list(_SCALAR.finditer(data))
-    if not matches:
-        return data
-    m = rng.choice(matches)
-    return data[: m.start()] + rng.choice(_SWAPS) + data[m.end() :]
+    for m in rng.sample(matches, min(len(matches), rng.randint(1, 4))):
+        data = data[: m.start()] + rng.choice(_SWAPS) + data[m.end() :]
+        break  # offsets shift after one swap; one per call keeps them right
+    return data
 
 
 def huge_number(data: bytes, rng: random.Random) -> bytes:
