@@ -80,11 +80,13 @@ def _run_child(code: str) -> tuple[int, str, float]:
     """Run ``code`` in a fresh interpreter; (exit code, output, peak RSS in MB)."""
     wrapper = textwrap.dedent(
         """
-        import resource, sys
+        import sys
         try:
         {body}
         finally:
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            # VmHWM is this process image's peak (ru_maxrss would keep the forking parent's)
+            status = open("/proc/self/status").read()
+            peak = int(status.split("VmHWM:")[1].split()[0]) / 1024
             print(f"PEAK_MB={{peak:.1f}}", file=sys.stderr)
         """
     ).format(body=textwrap.indent(textwrap.dedent(code), "    "))
