@@ -2,10 +2,12 @@
 
 Each input is a seeded mutation of one real fixture (``quicsm.testing.mutate``: byte flips,
 truncation, JSON type swaps, huge numbers, deep nesting, times going backwards, BOM and trailing
-empty events, gzip/zstd recompression with skippable frames and cuts, and bombs). A worker
-process reads it with every reader and ``inspect`` (strict, then lenient); the parent watches
-the worker: over ``--timeout`` seconds is a hang, a resident set over ``--rss-mb`` is a memory
-failure, and either kills and restarts the worker. Outcomes are counted by class:
+empty events, gzip/zstd recompression with skippable frames and cuts, and bombs). A fresh worker
+process (forked for each input and mode from a parent that imported everything, so that each
+read's memory is measured alone) reads it with every reader and ``inspect``, strict and
+lenient. The parent watches the worker: over ``--timeout`` CPU seconds (or 120 s of wall
+clock) is a hang, a resident set over ``--rss-mb`` a memory failure; either kills the worker.
+Outcomes are counted by class:
 
 - ``read`` (rows), ``QlogError``, ``InputError``: the contract holds;
 - ``defect``: another exception, a leaked Python warning, or an error only the last-resort
@@ -37,6 +39,9 @@ from quicsm.testing import mutate as m
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from read_outcome import read_everything  # noqa: E402
 
+import quicsm.extract.read  # noqa: E402, F401 - imported once, before the workers fork
+import quicsm.qlog.inspect  # noqa: E402, F401
+
 
 def _case(i: int, seed: int) -> tuple[int, int, list[str]]:
     rng = random.Random(seed * 1_000_003 + i)
@@ -48,8 +53,10 @@ SEEDS = m.seed_files()
 
 
 def _worker(conn: Connection, workdir: str) -> None:
+    """One job in a fresh process (forked from a parent that imported everything), so that an
+    input's memory is measured alone."""
     path = Path(workdir) / "input"
-    while True:
+    for _ in range(1):
         job = conn.recv()
         if job is None:
             return
@@ -69,7 +76,6 @@ def _worker(conn: Connection, workdir: str) -> None:
 class Worker:
     def __init__(self, workdir: str) -> None:
         self.workdir = workdir
-        self.start()
 
     def start(self) -> None:
         self.conn, child = mp.Pipe()
@@ -82,7 +88,6 @@ class Worker:
     def kill(self) -> None:
         self.proc.kill()
         self.proc.join()
-        self.start()
 
     def cpu(self) -> float:
         with contextlib.suppress(psutil.Error):
@@ -100,6 +105,7 @@ class Worker:
         """``(kind, payload, CPU seconds)``; a hang is over ``timeout`` CPU seconds (the
         machine may be shared: wall-clock time mostly measures other jobs) or over
         ``wall_timeout`` wall-clock seconds."""
+        self.start()
         start_cpu = self.cpu()
         self.conn.send(job)
         wall_deadline = time.monotonic() + wall_timeout
@@ -118,8 +124,8 @@ class Worker:
         used = self.cpu() - start_cpu
         with contextlib.suppress(psutil.Error):
             peak = max(peak, self.ps.memory_info().rss / 2**20)
+        self.proc.join()
         if peak > rss_mb:
-            self.kill()
             return "rss", f"{peak:.0f} MB", used
         if used > timeout:
             return "hang", f"{used:.1f} s CPU", used
@@ -164,7 +170,6 @@ def main(argv: list[str] | None = None) -> int:
             done += 1
             if done % 1000 == 0:
                 print(f"{done} inputs, {time.monotonic() - started:.0f} s", file=sys.stderr)
-        worker.conn.send(None)
     print(f"inputs: {done} (seed {args.seed}), each read strict and lenient by read_transitions,")
     print("read_metrics, read_traces and inspect")
     for mode, c in counts.items():

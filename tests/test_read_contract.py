@@ -292,3 +292,10 @@ def test_lenient_counts_every_skipped_record_beyond_those_kept(tmp_path: Path, f
     with pytest.warns(UserWarning, match=f"skipped {n} records"):
         read_transitions(path, on_error="skip", diagnostics=diag)
     assert diag.skipped_records == n and len(diag.reasons) == 5
+
+
+def test_a_csv_header_without_an_end_is_our_error_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "wide.csv"
+    path.write_bytes(b"trace,time_ms,state" + b",vantage" * 20000)
+    with pytest.raises(QlogError, match=r"wide\.csv: line 1: expected a CSV header line of at most"):
+        read_transitions(path)

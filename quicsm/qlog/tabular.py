@@ -45,6 +45,8 @@ OPTIONAL: Final[tuple[str, ...]] = (
 )
 
 
+#: the longest CSV header line accepted (a transitions table names at most nine columns)
+MAX_HEADER_BYTES = 64 << 10
 #: CSV text parsed at a time (whole lines): memory is bounded by this plus the rows kept
 CSV_CHUNK_BYTES = 2 << 20
 
@@ -79,9 +81,9 @@ def csv_chunks(
         if header is None:
             text = b"".join(pending)
             end = text.find(b"\n")
+            if end > MAX_HEADER_BYTES or (end == -1 and size > MAX_HEADER_BYTES):
+                raise _HeaderTooLong(size if end == -1 else end)
             if end == -1:
-                if size > max_line_bytes:
-                    raise _TooLong(size)
                 continue
             header, pending, size = text[: end + 1], [text[end + 1 :]], len(text) - end - 1
         if size < chunk_bytes:
@@ -101,11 +103,18 @@ def csv_chunks(
         pending, size = [text[start:]], len(text) - start
     text = b"".join(pending)
     if header is None:
+        if len(text) > MAX_HEADER_BYTES:
+            raise _HeaderTooLong(len(text))
         if text:
             yield text, 2
         return
     if text.strip() or line == 2:
         yield header + text, line
+
+
+class _HeaderTooLong(Exception):
+    def __init__(self, size: int) -> None:
+        self.size = size
 
 
 class _TooLong(Exception):
@@ -159,6 +168,13 @@ def read_table(
                 good = _rows(path, kind, raw, line - 2, lenient, diagnostics)
                 del raw
                 parts.append(_typed(path, good, diagnostics))
+        except _HeaderTooLong as exc:
+            raise QlogError(
+                str(path),
+                f"a CSV header line of at most {MAX_HEADER_BYTES >> 10} KiB",
+                line=1,
+                got=f"{exc.size} bytes without a line end" if exc.size else "a longer line",
+            ) from None
         except _TooLong as exc:
             raise QlogError(
                 str(path),
