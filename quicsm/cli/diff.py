@@ -8,9 +8,9 @@ from collections.abc import Sequence
 import click
 
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
+from quicsm.cli.report_warnings import caution as report_caution
 from quicsm.cli.report_warnings import note as report_note
 from quicsm.cli.report_warnings import terminal_safe
-from quicsm.render import diff_format
 
 #: exit status of ``--fail-on-significant`` when something differs significantly
 EXIT_SIGNIFICANT = 3
@@ -38,22 +38,25 @@ def diff_command(
     vs_paths: Sequence[str],
     by_label: str | None,
     where: Sequence[str],
+    within: Sequence[str],
     baseline: str | None,
     lenient: bool,
+    states: str,
     alpha: float,
     fmt: str,
     seed: int,
     fail_on_significant: bool,
 ) -> None:
-    """Compare group B with group A: time in state, transition probabilities, dwell times and
-    invariants, each with a significance test (see docs/diff.md).
+    """Compare group B with group A: outcomes, time in state, transition probabilities, dwell
+    times and invariants, each with a significance test (Holm over all of them), and the
+    events that explain what changed (see docs/diff.md).
 
     \b
     quicsm diff traces/v1/ --vs traces/v2/
     quicsm diff traces/*.qlog --by version --where scenario=jitter --format md
     """
-    from quicsm.compare.diff import diff
-    from quicsm.render.diff_format import to_dict
+    from quicsm.compare.run import run_comparison
+    from quicsm.render.diff_format import to_dict, to_json, to_markdown, to_table
 
     comps = comparisons(
         paths=paths,
@@ -62,32 +65,28 @@ def diff_command(
         where=where,
         baseline=baseline,
         lenient=lenient,
+        states=states,
+        within=within,
+        metrics=True,
     )
-    results = []
+    done = []
     for comp in comps:
+        for caveat in comp.caveats:
+            report_caution(caveat)
         for note in comp.notes:
             report_note(note)
-        results.append(
-            diff(
-                comp.a.transitions,
-                comp.b.transitions,
-                alpha=alpha,
-                seed=seed,
-                names=(comp.a.name, comp.b.name),
-            )
-        )
+        done.append(run_comparison(comp, alpha=alpha, seed=seed))
     if fmt == "json":
         import orjson
 
-        if len(results) == 1:
-            click.echo(diff_format.to_json(results[0]), nl=False)
+        if len(done) == 1:
+            click.echo(to_json(done[0].result, explanations=done[0].explanations), nl=False)
         else:
-            doc = {"comparisons": [to_dict(r) for r in results]}
+            doc = {"comparisons": [to_dict(c.result, explanations=c.explanations) for c in done]}
             click.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
     else:
-        text = [
-            diff_format.to_markdown(r) if fmt == "md" else diff_format.to_table(r) for r in results
-        ]
+        view = to_markdown if fmt == "md" else to_table
+        text = [view(c.result, explanations=c.explanations) for c in done]
         click.echo(terminal_safe("\n".join(text)), nl=False)
-    if fail_on_significant and any(r.any_significant for r in results):
+    if fail_on_significant and any(c.result.any_significant for c in done):
         sys.exit(EXIT_SIGNIFICANT)

@@ -7,13 +7,9 @@ from typing import Any
 
 import click
 
-from quicsm.compare.grouping import (
-    Comparison,
-    OnError,
-    compare_by_label,
-    compare_paths,
-    parse_where,
-)
+from quicsm.cli.states_option import states_option
+from quicsm.compare.grouping import Comparison, OnError, parse_where
+from quicsm.compare.load import compare_by_label, compare_paths
 from quicsm.core.errors import InputError
 
 
@@ -44,7 +40,8 @@ class GroupCommand(click.Command):
 
 
 def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a command with PATHS, --vs, --by, --where, --baseline, --lenient."""
+    """Decorate a command with PATHS, --vs, --by, --where, --within, --baseline, --lenient,
+    --states."""
     options = [
         click.argument("paths", nargs=-1, required=True),
         click.option(
@@ -69,6 +66,15 @@ def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="Keep only traces whose label KEY equals VALUE, or one of V1,V2,... (repeatable).",
         ),
         click.option(
+            "--within",
+            "within",
+            multiple=True,
+            metavar="LABEL",
+            help="Compare the groups within each value of this label (e.g. scenario) and "
+            "combine (repeatable). By default quicsm stratifies by a condition whose mix "
+            "differs between the groups, and says so.",
+        ),
+        click.option(
             "--baseline",
             metavar="VALUE",
             help="With --by and more than two values: compare every value with this one "
@@ -80,6 +86,7 @@ def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="Skip unreadable records and files (reported) instead of stopping.",
         ),
     ]
+    f = states_option(f)
     for option in reversed(options):
         f = option(f)
     return f
@@ -95,7 +102,7 @@ def test_options(f: Callable[..., Any]) -> Callable[..., Any]:
         type=click.FloatRange(0, 1, min_open=True, max_open=True),
         default=0.01,
         show_default=True,
-        help="Significance level after Holm correction.",
+        help="Significance level, after Holm correction over every test of a comparison.",
     )(f)
 
 
@@ -107,6 +114,9 @@ def comparisons(
     where: Sequence[str],
     baseline: str | None,
     lenient: bool,
+    within: Sequence[str] = (),
+    metrics: bool = False,
+    states: str = "hybrid",
 ) -> list[Comparison]:
     """Turn the group options into comparisons (one, or several with ``--by``)."""
     conditions = parse_where(where)
@@ -116,9 +126,26 @@ def comparisons(
     if vs_paths:
         if baseline is not None:
             raise InputError("--baseline only applies with --by")
-        return [compare_paths(paths, vs_paths, where=conditions, on_error=on_error)]
+        return [
+            compare_paths(
+                paths,
+                vs_paths,
+                where=conditions,
+                within=within,
+                on_error=on_error,
+                metrics=metrics,
+                states=states,
+            )
+        ]
     if by_label:
         return compare_by_label(
-            paths, by_label, where=conditions, baseline=baseline, on_error=on_error
+            paths,
+            by_label,
+            where=conditions,
+            baseline=baseline,
+            within=within,
+            on_error=on_error,
+            metrics=metrics,
+            states=states,
         )
     raise InputError("say how to form the two groups: A_PATH... --vs B_PATH..., or --by LABEL")

@@ -18,6 +18,7 @@ import polars as pl
 
 from quicsm.cli.report_warnings import note as report_note
 from quicsm.cli.report_warnings import print_warnings, set_quiet, warn
+from quicsm.cli.states_option import states_option
 from quicsm.core.errors import InputError
 from quicsm.model.inference import ALGORITHMS
 from quicsm.render.dot import RENDER_FORMATS
@@ -80,6 +81,7 @@ PROGRESS_MIN_FILES = 16
 @click.option(
     "--lenient", is_flag=True, help="Skip unreadable records/files and report what was skipped."
 )
+@states_option
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors and warnings.")
 def infer_command(
     paths: Sequence[str],
@@ -90,6 +92,7 @@ def infer_command(
     fmt: str,
     where: Sequence[str],
     lenient: bool,
+    states: str,
     quiet: bool,
 ) -> None:
     """Infer the congestion-control state machine of qlog traces (or of a transitions table in
@@ -108,7 +111,9 @@ def infer_command(
     err = Console(stderr=True)
     files = _expand(paths)
     with _progress(files, quiet=quiet, console=err) as progress:
-        transitions = _read(files, lenient=lenient, progress=progress, console=err)
+        transitions = _read(
+            files, lenient=lenient, states=states, progress=progress, console=err
+        )
         transitions = _select(transitions, files, where=where, lenient=lenient)
         progress.stage("inferring the model")
         model = infer(transitions, algorithm=algorithm, k=k, seed=seed)
@@ -127,6 +132,8 @@ def infer_command(
 def _print_summary(model: Model, written: list[Path], *, console: Console) -> None:
     from rich.table import Table
 
+    from quicsm.core.numbers import ms, pct
+
     s = model.stats
     console.print(
         f"{s.traces} trace{'s' * (s.traces != 1)}, {s.visits} state entries, "
@@ -142,27 +149,16 @@ def _print_summary(model: Model, written: list[Path], *, console: Console) -> No
     for row in state_table(model).iter_rows(named=True):
         table.add_row(
             row["state"],
-            _pct(row["fraction"]),
+            pct(row["fraction"]),
             f"{row['seconds']:.3f}",
             str(row["traces"]),
             str(row["visits"]),
             str(row["nodes"]),
-            _ms(row["dwell_median_ms"]),
-            f"{_ms(row['dwell_p10_ms'])}–{_ms(row['dwell_p90_ms'])}",
+            ms(row["dwell_median_ms"], unit=False),
+            f"{ms(row['dwell_p10_ms'], unit=False)}–{ms(row['dwell_p90_ms'], unit=False)}",
         )
     console.print(table)
     console.print("wrote " + ", ".join(str(p) for p in written), highlight=False, soft_wrap=True)
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
-
-
-def _ms(x: float | None) -> str:
-    """Milliseconds with one decimal below 10 ms, whole numbers above."""
-    if x is None:
-        return "–"
-    return f"{x:.1f}" if abs(x) < 10 else f"{x:.0f}"
 
 
 def _expand(paths: Sequence[str]) -> list[Path]:
@@ -175,7 +171,8 @@ def _select(
     transitions: pl.DataFrame, files: list[Path], *, where: Sequence[str], lenient: bool
 ) -> pl.DataFrame:
     """Keep the traces whose labels satisfy ``--where``; note mixed client/server traces."""
-    from quicsm.compare.grouping import parse_where, traces_where, vantage_notes
+    from quicsm.compare.grouping import parse_where, vantage_notes
+    from quicsm.compare.load import traces_where
 
     conditions = parse_where(where)
     if conditions:
@@ -194,7 +191,12 @@ def _select(
 
 
 def _read(
-    files: list[Path], *, lenient: bool, progress: _Progress, console: object
+    files: list[Path],
+    *,
+    lenient: bool,
+    progress: _Progress,
+    console: object,
+    states: str = "hybrid",
 ) -> pl.DataFrame:
     """Read every file (one call per file when a progress bar is shown); report what the
     readers noted (skipped records, truncation, unknown states) once, on stderr."""
@@ -208,7 +210,9 @@ def _read(
         warnings.simplefilter("always")
         for batch in progress.batches(files):
             frames.append(
-                read_transitions([str(f) for f in batch], on_error=on_error, diagnostics=diag)
+                read_transitions(
+                    [str(f) for f in batch], on_error=on_error, diagnostics=diag, states=states
+                )
             )
     print_warnings(diag)
     for w in caught:

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
+from quicsm.cli.report_warnings import caution as report_caution
 from quicsm.cli.report_warnings import note as report_note
 from quicsm.core.errors import InputError
 
@@ -82,8 +83,10 @@ def report_command(
     vs_paths: Sequence[str],
     by_label: str | None,
     where: Sequence[str],
+    within: Sequence[str],
     baseline: str | None,
     lenient: bool,
+    states: str,
     output: Path,
     fmt: str | None,
     alpha: float,
@@ -93,8 +96,9 @@ def report_command(
     title: str | None,
 ) -> None:
     """Write a self-contained comparison report of group B against group A: what changed
-    (ranked), the state machines side by side and their diff, time in state and dwell times,
-    the congestion window of a representative trace, a scenario heatmap, and the methods.
+    (outcomes, then the state changes, with the events that explain them, then the caveats),
+    the state machines side by side and their diff, time in state and dwell times, the
+    congestion window of a representative trace, a scenario heatmap, and the methods.
 
     \b
     quicsm report traces/v1/ --vs traces/v2/ -o report.html
@@ -109,8 +113,13 @@ def report_command(
         where=where,
         baseline=baseline,
         lenient=lenient,
+        states=states,
+        within=within,
+        metrics=True,
     )
     for comp in comps:
+        for caveat in comp.caveats:
+            report_caution(caveat)
         for note in comp.notes:
             report_note(note)
     if fmt is None:

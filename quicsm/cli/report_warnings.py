@@ -59,6 +59,11 @@ def warn(text: str) -> None:
     _emit("warning: ", text)
 
 
+def caution(text: str) -> None:
+    """A caveat about a comparison (printed even with ``-q``)."""
+    _emit("caution: ", text)
+
+
 def note(text: str) -> None:
     if not _quiet:
         _emit("note: ", text)

@@ -9,6 +9,7 @@ import click
 import polars as pl
 
 from quicsm.cli.report_warnings import print_warnings, terminal_safe
+from quicsm.cli.states_option import states_option
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.extract.read import read_transitions
 
@@ -41,7 +42,8 @@ def _table(frame: pl.DataFrame) -> str:
     is_flag=True,
     help="Skip bad records and unreadable files; report how many on stderr.",
 )
-def states(paths: tuple[str, ...], fmt: str, lenient: bool) -> None:
+@states_option
+def states(paths: tuple[str, ...], fmt: str, lenient: bool, states: str) -> None:
     """Print one row per congestion state entered, per trace, for PATHS.
 
     PATHS are qlog files (JSON, JSON-SEQ, NDJSON, any qlog draft, optionally gzip or zstd
@@ -52,7 +54,10 @@ def states(paths: tuple[str, ...], fmt: str, lenient: bool) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", QuicsmWarning)
         frame = read_transitions(
-            list(paths), on_error="skip" if lenient else "raise", diagnostics=diagnostics
+            list(paths),
+            on_error="skip" if lenient else "raise",
+            diagnostics=diagnostics,
+            states=states,
         )
     print_warnings(diagnostics)
     frame = frame.with_columns(pl.col(pl.Enum).cast(pl.String))

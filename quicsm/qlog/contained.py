@@ -40,7 +40,7 @@ from quicsm.core.diagnostics import (
     RecordTooLarge,
     describe,
 )
-from quicsm.qlog.trace import TraceBuilder, TraceData, object_event
+from quicsm.qlog.trace import MetricSink, TraceBuilder, TraceData, object_event
 
 _STRUCTURAL = np.zeros(256, dtype=bool)
 _STRUCTURAL[list(b"{}[],:")] = True
@@ -90,8 +90,10 @@ class ContainedParser:
         lenient: bool = False,
         max_record_bytes: int = 64 << 20,
         headers: Headers | None = None,
+        metric_sink: MetricSink | None = None,
     ) -> None:
         self.want_metrics = want_metrics
+        self.metric_sink = metric_sink
         self.lenient = lenient
         self.max_record_bytes = max_record_bytes
         self.problems: list[RecordProblem] = []
@@ -425,12 +427,24 @@ class ContainedParser:
 
     def _open_events(self, ctx: _Ctx, pos: int) -> None:
         top, members = self._headers.get(ctx.index, (self._top(), ctx.members))
-        ctx.builder = self._builder(len(self.traces), top, members)
+        ctx.builder = self._builder(len(self.traces), top, members, sink=True)
         ctx.columns = _columns(members)
         self._stack.append(_Ctx(_EVENTS, ord("]"), pos))
 
-    def _builder(self, index: int, top: dict[str, Any], trace: dict[str, Any]) -> TraceBuilder:
-        builder = TraceBuilder(index, top, trace, "JSON", want_metrics=self.want_metrics, full=True)
+    def _builder(
+        self, index: int, top: dict[str, Any], trace: dict[str, Any], *, sink: bool = False
+    ) -> TraceBuilder:
+        """A trace's builder; only the one that reads the events gets the metric sink (the
+        others only compare headers)."""
+        builder = TraceBuilder(
+            index,
+            top,
+            trace,
+            "JSON",
+            want_metrics=self.want_metrics,
+            full=True,
+            metric_sink=self.metric_sink if sink else None,
+        )
         columns = _columns(trace)
         if columns is not None and "delta_time" in columns:
             builder.delta = True
@@ -466,7 +480,7 @@ class ContainedParser:
         members = {k: v for k, v in ctx.members.items() if k != "events"}
         builder = ctx.builder
         if builder is None:  # no events array
-            builder = self._builder(len(self.traces), self._top(), members)
+            builder = self._builder(len(self.traces), self._top(), members, sink=True)
         final = self._builder(builder.index, self._top(), members)
         late = ctx.builder is not None and (
             ctx.deferred or final.timing != builder.timing or _columns(members) != ctx.columns

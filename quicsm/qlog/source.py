@@ -30,7 +30,7 @@ from quicsm.qlog.blocks import (
 )
 from quicsm.qlog.contained import ContainedParser, Headers
 from quicsm.qlog.seq import LF, RS, Buffer, SeqScanner
-from quicsm.qlog.trace import TraceData
+from quicsm.qlog.trace import MetricSink, TraceData
 
 PARQUET_MAGIC = b"PAR1"
 BOM = b"\xef\xbb\xbf"
@@ -160,6 +160,7 @@ def read_qlog(
     block_size: int = BLOCK_SIZE,
     max_problems: int = MAX_REASONS,
     limits: ReadLimits = DEFAULT_LIMITS,
+    metric_sink: MetricSink | None = None,
 ) -> FileRead:
     """Read one qlog file (any serialization, compressed or not) into traces.
 
@@ -179,6 +180,7 @@ def read_qlog(
             block_size=block_size,
             max_problems=max_problems,
             limits=limits,
+            metric_sink=metric_sink,
         )
     except QuicsmError:
         raise
@@ -206,6 +208,7 @@ def _read_qlog(
     block_size: int,
     max_problems: int,
     limits: ReadLimits,
+    metric_sink: MetricSink | None,
 ) -> FileRead:
     source = DecompressedFile(path, block_size=block_size, limits=limits)
     blocks = without_bom(source.blocks())
@@ -229,10 +232,12 @@ def _read_qlog(
     del head  # one block alive at a time
     try:
         if kind == JSON:
-            parser = _contained(stream, want_metrics, lenient, limits, None)
+            parser = _contained(stream, want_metrics, lenient, limits, None, metric_sink)
             if parser.reread:  # time conventions named after the events: read them again
                 again = without_bom(source.blocks())
-                parser = _contained(again, want_metrics, lenient, limits, parser.reread)
+                parser = _contained(
+                    again, want_metrics, lenient, limits, parser.reread, metric_sink
+                )
             result.traces = parser.traces
             problems, skipped = parser.problems, parser.skipped
             if parser.truncated_at is not None:
@@ -249,6 +254,7 @@ def _read_qlog(
                 count=count,
                 lenient=lenient,
                 max_record_bytes=limits.max_record_bytes,
+                metric_sink=metric_sink,
             )
             for block in stream:
                 scanner.feed(block)
@@ -291,12 +297,14 @@ def _contained(
     lenient: bool,
     limits: ReadLimits,
     headers: Headers | None,
+    metric_sink: MetricSink | None,
 ) -> ContainedParser:
     parser = ContainedParser(
         want_metrics=want_metrics,
         lenient=lenient,
         max_record_bytes=limits.max_record_bytes,
         headers=headers,
+        metric_sink=metric_sink,
     )
     for block in blocks:
         parser.feed(block)

@@ -17,8 +17,9 @@ Time handling (qlog main schema, "time_format" / draft-00 "time_units"):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from quicsm.core.diagnostics import RecordProblem, describe
 from quicsm.qlog.events import (
@@ -33,6 +34,21 @@ from quicsm.qlog.events import (
 )
 
 DELTA_FORMATS = frozenset({"delta", "relative_to_previous_event"})
+
+
+class EventSink(Protocol):
+    """Consumes a trace's metric, loss and timer events as they are decoded."""
+
+    def __call__(self, event: MetricEvent) -> object: ...
+
+    def wanted(self) -> bool:
+        """Whether more events are wanted (``False``: the reader may skip decoding them)."""
+        ...
+
+
+#: given a trace's builder (its header is read), the sink of its metric, loss and timer events
+#: (instead of keeping them in ``metrics``), or ``None`` to keep them
+MetricSink = Callable[["TraceBuilder"], EventSink | None]
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -101,6 +117,7 @@ class TraceBuilder:
         *,
         want_metrics: bool,
         full: bool,
+        metric_sink: MetricSink | None = None,
     ) -> None:
         self.index = index
         self.serialization = serialization
@@ -119,6 +136,11 @@ class TraceBuilder:
         #: decodes state events before the others of a block): times may not go backwards
         self.latest: float | None = None
         self._latest_of: dict[bool, float] = {}
+        self._sink = metric_sink(self) if metric_sink is not None else None
+
+    def metrics_wanted(self) -> bool:
+        """Metric, loss and timer events are wanted (and their sink, if any, still wants them)."""
+        return self.want_metrics and (self._sink is None or self._sink.wanted())
 
     def header(self, top: dict[str, Any], trace: dict[str, Any]) -> None:
         """Take the header fields of ``top`` (the file) and ``trace``; may be called again when
@@ -215,7 +237,11 @@ class TraceBuilder:
         if state is not None and kind == MVFST_METRIC:
             self.states.append(state)
         if metric is not None:
-            self.metrics.append(metric)
+            if self._sink is not None:
+                if self._sink.wanted():
+                    self._sink(metric)  # streamed: memory does not grow with the trace
+            else:
+                self.metrics.append(metric)
 
     def finish(self) -> TraceData:
         if self.latest is not None and (self.last_time is None or self.last_time < self.latest):

@@ -1,0 +1,139 @@
+"""Read the traces under paths and form the groups to compare: the file-reading front of
+:mod:`quicsm.compare.grouping` (which only groups frames it is given).
+
+- :func:`compare_paths`: group A = the traces under some paths, group B = those under others;
+- :func:`compare_by_label`: one group per value of a label.
+
+With ``metrics=True`` (the default) the congestion metrics
+(:func:`quicsm.extract.read.read_metrics`) are read as well and attached to each group: the
+report's representative traces and the explanations of changes (losses, PTOs, spurious losses)
+come from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import polars as pl
+
+from quicsm.compare.grouping import (
+    Comparison,
+    OnError,
+    labelled_traces,
+    split_by_label,
+    split_paths,
+)
+from quicsm.core.errors import InputError
+
+__all__ = ["compare_by_label", "compare_paths", "read_labelled", "traces_where"]
+
+
+def traces_where(
+    paths: Sequence[str], *, where: Mapping[str, str], on_error: OnError
+) -> pl.DataFrame:
+    """``file, trace, labels`` of the traces under ``paths`` whose labels satisfy ``where``
+    (every trace when ``where`` is empty). Reads only the trace headers."""
+    from quicsm.extract.read import read_traces
+
+    return labelled_traces(read_traces(list(paths), on_error=on_error), where=where)
+
+
+def read_labelled(
+    paths: Sequence[str],
+    *,
+    on_error: OnError,
+    metrics: bool = False,
+    states: str = "hybrid",
+    notes: list[str] | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
+    """Transitions, labelled traces (``file, trace, labels``) and, when asked, metrics of
+    every trace under ``paths``; ``states`` as in :func:`quicsm.extract.read.read_transitions`.
+    The states the traces cannot show ("... cannot be derived: ...") are added to ``notes``."""
+    from quicsm.core.diagnostics import Diagnostics
+    from quicsm.extract.read import read_metrics, read_transitions
+
+    if not paths:
+        raise InputError("no input paths given")
+    traces = traces_where(paths, where={}, on_error=on_error)
+    diag = Diagnostics()
+    transitions = read_transitions(
+        list(paths), on_error=on_error, diagnostics=diag, states=states
+    )
+    if notes is not None:
+        notes.extend(m for m in diag.derivation_messages() if m not in notes)
+    frame = read_metrics(list(paths), on_error=on_error) if metrics else None
+    return transitions, traces, frame
+
+
+def compare_paths(
+    a_paths: Sequence[str],
+    b_paths: Sequence[str],
+    *,
+    where: Mapping[str, str] | None = None,
+    within: Sequence[str] = (),
+    on_error: OnError = "raise",
+    names: tuple[str, str] | None = None,
+    metrics: bool = True,
+    states: str = "hybrid",
+) -> Comparison:
+    """Group A = traces under ``a_paths``, group B = traces under ``b_paths``; ``states`` as
+    in :func:`quicsm.extract.read.read_transitions` (what the traces cannot show is noted)."""
+    if not b_paths:
+        raise InputError("--vs needs at least one path for group B")
+    derivation: list[str] = []
+    ta, ra, ma = read_labelled(
+        a_paths, on_error=on_error, metrics=metrics, states=states, notes=derivation
+    )
+    tb, rb, mb = read_labelled(
+        b_paths, on_error=on_error, metrics=metrics, states=states, notes=derivation
+    )
+    if names is None:
+        names = (
+            a_paths[0] if len(a_paths) == 1 else "A",
+            b_paths[0] if len(b_paths) == 1 else "B",
+        )
+        if names[0] == names[1]:
+            names = ("A", "B")
+    frame = pl.concat([ma, mb]) if ma is not None and mb is not None else None
+    comparison = split_paths(
+        (ta, ra),
+        (tb, rb),
+        names=names,
+        paths=(a_paths, b_paths),
+        where=where,
+        within=within,
+        metrics=frame,
+    )
+    comparison.notes.extend(derivation)
+    return comparison
+
+
+def compare_by_label(
+    paths: Sequence[str],
+    label: str,
+    *,
+    where: Mapping[str, str] | None = None,
+    baseline: str | None = None,
+    within: Sequence[str] = (),
+    on_error: OnError = "raise",
+    metrics: bool = True,
+    states: str = "hybrid",
+) -> list[Comparison]:
+    """One comparison per pair of values of ``label`` among the traces under ``paths``."""
+    derivation: list[str] = []
+    transitions, traces, frame = read_labelled(
+        paths, on_error=on_error, metrics=metrics, states=states, notes=derivation
+    )
+    comparisons = split_by_label(
+        transitions,
+        traces,
+        label,
+        where=where,
+        baseline=baseline,
+        within=within,
+        paths=paths,
+        metrics=frame,
+    )
+    for comparison in comparisons:
+        comparison.notes.extend(derivation)
+    return comparisons
