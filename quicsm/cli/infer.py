@@ -19,6 +19,7 @@ import polars as pl
 from quicsm.cli.report_warnings import note as report_note
 from quicsm.cli.report_warnings import print_warnings, set_quiet, warn
 from quicsm.cli.states_option import states_option
+from quicsm.cli.trace_options import where_option
 from quicsm.core.errors import InputError
 from quicsm.model.inference import ALGORITHMS
 from quicsm.render.dot import RENDER_FORMATS
@@ -28,13 +29,14 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
 
+    from quicsm.compare.selection import Selection
     from quicsm.model.tables import Model
 
 FORMATS = (*RENDER_FORMATS, "dot", "json")
 #: show a progress bar when the inputs are at least this large in total (bytes) ...
-PROGRESS_MIN_BYTES = 32 * 1024 * 1024
+PROGRESS_MIN_BYTES = 4 * 1024 * 1024
 #: ... or this many files.
-PROGRESS_MIN_FILES = 16
+PROGRESS_MIN_FILES = 8
 
 
 @click.command("infer")
@@ -51,10 +53,11 @@ PROGRESS_MIN_FILES = 16
 @click.option(
     "--algorithm",
     type=click.Choice(ALGORITHMS),
-    default="synoptic",
+    default="observed",
     show_default=True,
-    help="synoptic (refinement + k-tails coarsening), ktails, or observed (one node per state, "
-    "as in the paper's Fig. 13).",
+    help="observed: one node per state, the paper's Fig. 13 (each node's share of time is "
+    "exact); synoptic: Synoptic's refinement + k-tails coarsening (a state may be split into "
+    "several nodes to satisfy the mined invariants); ktails.",
 )
 @click.option(
     "-k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="k-tails depth."
@@ -70,14 +73,7 @@ PROGRESS_MIN_FILES = 16
     show_default=True,
     help="Format of the diagram (dot and json write no rendered image).",
 )
-@click.option(
-    "--where",
-    "where",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Keep only traces whose label KEY equals VALUE, or one of V1,V2,... (repeatable), "
-    "e.g. vantage=server for the senders of downloads, or scenario=jitter.",
-)
+@where_option
 @click.option(
     "--lenient", is_flag=True, help="Skip unreadable records/files and report what was skipped."
 )
@@ -101,20 +97,22 @@ def infer_command(
     \b
     quicsm infer traces/*.qlog -o out
     quicsm infer traces/*.qlog --where vantage=server --where scenario=jitter
-    quicsm infer run/server.sqlog --algorithm observed --format png
+    quicsm infer traces/*.qlog --where vantage=server --algorithm synoptic --format png
     """
     from rich.console import Console
 
+    from quicsm.cli.trace_options import selection
     from quicsm.model.inference import infer
 
     set_quiet(quiet)
     err = Console(stderr=True)
-    files = _expand(paths)
+    chosen = selection(paths, where=where, lenient=lenient)
+    files = _expand(chosen.paths)
     with _progress(files, quiet=quiet, console=err) as progress:
         transitions = _read(
             files, lenient=lenient, states=states, progress=progress, console=err
         )
-        transitions = _select(transitions, files, where=where, lenient=lenient)
+        transitions = _select(transitions, chosen)
         progress.stage("inferring the model")
         model = infer(transitions, algorithm=algorithm, k=k, seed=seed)
         progress.stage("writing outputs")
@@ -167,24 +165,13 @@ def _expand(paths: Sequence[str]) -> list[Path]:
     return list(expand_paths(list(paths)))
 
 
-def _select(
-    transitions: pl.DataFrame, files: list[Path], *, where: Sequence[str], lenient: bool
-) -> pl.DataFrame:
-    """Keep the traces whose labels satisfy ``--where``; note mixed client/server traces."""
-    from quicsm.compare.grouping import parse_where, vantage_notes
-    from quicsm.compare.load import traces_where
+def _select(transitions: pl.DataFrame, chosen: Selection) -> pl.DataFrame:
+    """Keep the chosen traces (``FILE#N``, ``--where``); note mixed client/server traces."""
+    from quicsm.compare.grouping import vantage_notes
 
-    conditions = parse_where(where)
-    if conditions:
-        keep = traces_where(
-            [str(f) for f in files], where=conditions, on_error="skip" if lenient else "raise"
-        )
-        transitions = transitions.join(
-            keep.select("file", "trace"), on=["file", "trace"], how="semi"
-        )
-        if transitions.height == 0:
-            text = ", ".join(f"{k}={v}" for k, v in conditions.items())
-            raise InputError(f"no traces with states match --where {text}")
+    transitions = chosen.keep(transitions)
+    if transitions.height == 0:
+        raise InputError("none of the chosen traces has states")
     for note in vantage_notes([transitions], subject="the input mixes", purpose="analyse"):
         report_note(note)
     return transitions

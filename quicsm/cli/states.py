@@ -8,8 +8,10 @@ import warnings
 import click
 import polars as pl
 
+from quicsm.cli.progress import reading
 from quicsm.cli.report_warnings import print_warnings, terminal_safe
 from quicsm.cli.states_option import states_option
+from quicsm.cli.trace_options import selection, where_option
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.extract.read import read_transitions
 
@@ -37,28 +39,38 @@ def _table(frame: pl.DataFrame) -> str:
     show_default=True,
     help="Output format.",
 )
+@where_option
 @click.option(
     "--lenient",
     is_flag=True,
     help="Skip bad records and unreadable files; report how many on stderr.",
 )
 @states_option
-def states(paths: tuple[str, ...], fmt: str, lenient: bool, states: str) -> None:
+def states(
+    paths: tuple[str, ...], fmt: str, where: tuple[str, ...], lenient: bool, states: str
+) -> None:
     """Print one row per congestion state entered, per trace, for PATHS.
 
     PATHS are qlog files (JSON, JSON-SEQ, NDJSON, any qlog draft, optionally gzip or zstd
-    compressed), transition tables (CSV/Parquet), directories (searched recursively) and glob
-    patterns (** matches any number of directories).
+    compressed), transition tables (CSV/Parquet), directories (searched recursively), glob
+    patterns (** matches any number of directories) and single traces as FILE#N (N counts
+    the file's traces from 0, as in the trace column).
+
+    \b
+    quicsm states traces/quic-go-v0.65.0.qlog#0 --format csv
+    quicsm states traces/*.qlog --where scenario=loss1 --where vantage=server --format csv
     """
     diagnostics = Diagnostics()
-    with warnings.catch_warnings():
+    with reading("reading traces"), warnings.catch_warnings():
         warnings.simplefilter("ignore", QuicsmWarning)
+        chosen = selection(paths, where=where, lenient=lenient)
         frame = read_transitions(
-            list(paths),
+            chosen.paths,
             on_error="skip" if lenient else "raise",
             diagnostics=diagnostics,
             states=states,
         )
+        frame = chosen.keep(frame)
     print_warnings(diagnostics)
     frame = frame.with_columns(pl.col(pl.Enum).cast(pl.String))
     if fmt == "csv":

@@ -478,6 +478,7 @@ _METRIC_COLUMNS = (
     "smoothed_rtt_ms",
     "min_rtt_ms",
     "pto_count",
+    "pacing_rate_bps",
 )
 
 
