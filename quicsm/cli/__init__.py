@@ -3,8 +3,7 @@
 Each subcommand lives in its own module under :mod:`quicsm.cli` and makes one library call.
 Commands are loaded lazily from :data:`COMMANDS`, so ``quicsm --help`` stays fast. Every
 :class:`quicsm.core.errors.QuicsmError` becomes ``Error: <message>`` on stderr and exit code 1;
-anything else is a bug and keeps its traceback. Python warnings raised by a command are reported
-once, as ``warning: <message>`` (:mod:`quicsm.cli.report_warnings`).
+anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -26,6 +25,8 @@ COMMANDS: dict[str, str] = {
     "report": "quicsm.cli.report:report_command",
     "states": "quicsm.cli.states:states",
     "inspect": "quicsm.cli.inspect:inspect",
+    "labels": "quicsm.cli.labels:labels_command",
+    "plot": "quicsm.cli.plot:plot_command",
 }
 
 
