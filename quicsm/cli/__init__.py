@@ -3,7 +3,8 @@
 Each subcommand lives in its own module under :mod:`quicsm.cli` and makes one library call.
 Commands are loaded lazily from :data:`COMMANDS`, so ``quicsm --help`` stays fast. Every
 :class:`quicsm.core.errors.QuicsmError` becomes ``Error: <message>`` on stderr and exit code 1;
-anything else is a bug and keeps its traceback.
+anything else is a bug and keeps its traceback. Python warnings raised by a command are reported
+once, as ``warning: <message>`` (:mod:`quicsm.cli.report_warnings`).
 """
 
 from __future__ import annotations
