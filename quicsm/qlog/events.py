@@ -112,9 +112,16 @@ class MetricEvent:
 MAX_MAGNITUDE: Final[float] = 1e18
 
 
-def as_number(value: object, offset: int | None, what: str, *, where: str | None = None) -> float:
+def as_number(
+    value: object,
+    offset: int | None,
+    what: str,
+    *,
+    where: str | None = None,
+    bound: float = math.inf,
+) -> float:
     """A JSON number (or a numeric string, as some draft-00 producers wrote) as a float."""
-    if type(value) is float and -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE:  # the common case
+    if type(value) is float and -bound <= value <= bound:  # the common case
         return value
     if isinstance(value, bool):
         raise RecordProblem(offset, f"a number for {what}", describe(value), where=where)
@@ -134,9 +141,10 @@ def as_number(value: object, offset: int | None, what: str, *, where: str | None
             ) from None
     else:
         raise RecordProblem(offset, f"a number for {what}", describe(value), where=where)
-    if not math.isfinite(number) or abs(number) > MAX_MAGNITUDE:
+    if not math.isfinite(number) or abs(number) > bound:
+        limit = f" (at most {bound:g})" if math.isfinite(bound) else ""
         raise RecordProblem(
-            offset, f"a finite number for {what} (at most 1e18)", describe(value), where=where
+            offset, f"a finite number for {what}{limit}", describe(value), where=where
         )
     return number
 
@@ -196,10 +204,10 @@ def metric_values(
         if kind is int:
             value = (
                 float(raw)
-                if -MAX_MAGNITUDE <= raw <= MAX_MAGNITUDE
+                if -(2**63) <= raw < 2**64  # quinn logs ssthresh u64::MAX
                 else as_number(raw, offset, f'"{name}"', where=where)
             )
-        elif kind is float and -MAX_MAGNITUDE <= raw <= MAX_MAGNITUDE:
+        elif kind is float and math.isfinite(raw):
             value = raw
         else:
             value = as_number(raw, offset, f'"{name}"', where=where)

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from quicsm.core.diagnostics import RecordProblem, describe
 from quicsm.qlog.events import (
+    MAX_MAGNITUDE,
     MVFST_METRIC,
     STATE,
     MetricEvent,
@@ -184,7 +185,7 @@ class TraceBuilder:
 
     def event_time(self, raw: object, offset: int | None, *, where: str | None = None) -> float:
         """Milliseconds on the trace clock; delta formats are summed in reading order."""
-        t = as_number(raw, offset, '"time"', where=where) * self.scale
+        t = as_number(raw, offset, '"time"', where=where, bound=MAX_MAGNITUDE) * self.scale
         if self.delta:
             t += self._previous
             self._previous = t
