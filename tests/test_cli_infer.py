@@ -18,8 +18,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.fixture()
-def csv_input(tmp_path: Path) -> Path:
-    path = tmp_path / "fig13.csv"
+def csv_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # beside, not inside, the output directory (one holding other files is left alone)
+    path = tmp_path_factory.mktemp("input") / "fig13.csv"
     fig13_transitions().write_csv(path)
     return path
 
@@ -46,15 +47,16 @@ def test_writes_every_output_and_a_summary(csv_input: Path, tmp_path: Path) -> N
 
 
 def test_stats_csv_layout(csv_input: Path, tmp_path: Path) -> None:
-    run(csv_input, "-o", tmp_path, "--algorithm", "observed", "--format", "json")
-    stats = pl.read_csv(tmp_path / "stats.csv")
+    out = tmp_path / "out"
+    run(csv_input, "-o", out, "--algorithm", "observed", "--format", "json")
+    stats = pl.read_csv(out / "stats.csv")
     assert stats.columns == [
         "state", "seconds", "fraction", "mean_fraction", "traces", "visits", "censored", "nodes",
         "dwell_mean_ms", "dwell_median_ms", "dwell_p10_ms", "dwell_p90_ms",
     ]  # fmt: skip
     assert stats["fraction"].sum() == pytest.approx(1.0)
     assert stats["visits"].sum() == 34
-    tr = pl.read_csv(tmp_path / "transitions.csv")
+    tr = pl.read_csv(out / "transitions.csv")
     assert tr.columns == [
         "source", "target", "count", "traces", "probability", "ci_low", "ci_high"
     ]  # fmt: skip
@@ -118,7 +120,7 @@ def test_real_qlog_traces(tmp_path: Path) -> None:
 
 
 def test_quiet_prints_nothing(csv_input: Path, tmp_path: Path) -> None:
-    code, stdout, stderr = run(csv_input, "-o", tmp_path, "--quiet")
+    code, stdout, stderr = run(csv_input, "-o", tmp_path / "out", "--quiet")
     assert (code, stdout, stderr) == (0, "", "")
 
 
@@ -150,11 +152,13 @@ def test_missing_dot_keeps_json_and_says_why(
     csv_input: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", "")
-    code, _, stderr = run(csv_input, "-o", tmp_path, "--quiet")
+    out = tmp_path / "out"
+    code, _, stderr = run(csv_input, "-o", out, "--quiet")
     assert code == 1
     assert "Error: rendering a diagram needs Graphviz's `dot` program" in stderr
-    assert (tmp_path / "model.json").exists() and (tmp_path / "model.dot").exists()
-    code, _, stderr = run(csv_input, "-o", tmp_path, "--quiet", "--format", "dot")
+    assert (out / "model.json").exists() and (out / "model.dot").exists()
+    assert not (out / "model.svg").exists()
+    code, _, stderr = run(csv_input, "-o", out, "--quiet", "--format", "dot")
     assert code == 0, stderr
 
 

@@ -70,9 +70,9 @@ def test_bad_record_exact_text(tmp_path: Path) -> None:
     code, out, err = run("states", "--lenient", str(path))
     assert code == 0
     assert err == (
-        "Warning: skipped 1 record; first 1 reason:\n"
+        "warning: skipped 1 record; first 1 reason:\n"
         f'  {path}: record 2 (line 2): expected an object with "time" and "name", got an array\n'
-        "Warning: all states cannot be derived: the trace logs no recovery metrics, losses or "
+        "warning: all states cannot be derived: the trace logs no recovery metrics, losses or "
         f"timers ({path}#0000)\n"
     )
     assert "Init" in out
@@ -82,7 +82,7 @@ def test_warnings_go_to_stderr() -> None:
     code, out, err = run("states", str(FIX / "quicgo_truncated.sqlog"))
     assert code == 0
     assert err.startswith(
-        f"Warning: {FIX / 'quicgo_truncated.sqlog'}: record 9 (line 9) is incomplete"
+        f"warning: {FIX / 'quicgo_truncated.sqlog'}: record 9 (line 9) is incomplete"
     )
     assert "SlowStart" in out
 
@@ -118,7 +118,7 @@ def test_inspect_summarises_and_validates_everything(tmp_path: Path) -> None:
         "\x1e{oops}\n"
     )
     code, out, _ = run("inspect", str(path))
-    assert code == 0
+    assert code == 2  # problems found: usable as a validator
     assert (
         f"problems: 1 (first 1 listed)\n"
         f"  {path}: record 3 (line 3): expected a JSON text, got '{{oops}}'" in out
@@ -145,7 +145,7 @@ def test_states_says_what_a_trace_cannot_show() -> None:
     code, _, err = run("states", str(FIX / "neqo_0.4.sqlog"))
     assert code == 0
     assert err == (
-        "Warning: CongestionAvoidanceMaxed, ApplicationLimited, RetransmissionTimeout and "
+        "warning: CongestionAvoidanceMaxed, ApplicationLimited, RetransmissionTimeout and "
         "TailLossProbe cannot be derived: the trace logs no recovery metrics, losses or timers "
         f"({FIX / 'neqo_0.4.sqlog'}#0000)\n"
     )

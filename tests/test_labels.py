@@ -154,5 +154,5 @@ def test_library_warnings_print_as_plain_lines() -> None:
     table = Path(__file__).parent / "fixtures" / "qlog" / "transitions.csv"  # has 'Mystery'
     code, _, err = run("labels", str(table))
     assert code == 0
-    assert "Warning: state names not in the alias table were kept as Unknown: 'Mystery'" in err
+    assert "warning: state names not in the alias table were kept as Unknown: 'Mystery'" in err
     assert "QuicsmWarning" not in err and ".py:" not in err

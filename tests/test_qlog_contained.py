@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quicsm.core.diagnostics import RecordProblem
-from quicsm.qlog.contained import ContainedParser, repair_truncated
+from quicsm.qlog.contained import ContainedParser
+from quicsm.qlog.trace import TraceData
 
 STATES = ["slow_start", "recovery", "congestion_avoidance"]
 
@@ -69,17 +70,88 @@ def test_any_cut_keeps_a_prefix_of_complete_events(
         assert parser.truncated_at is not None
 
 
-def test_repair_refuses_mismatched_brackets() -> None:
-    assert repair_truncated(b'{"traces": [{"events": [1, 2}') is None
-    assert repair_truncated(b'{"traces": [{"events": [[1], [2') == (
-        b'{"traces": [{"events": [[1]]}]}',
-        27,
+def test_mismatched_brackets_are_an_error_not_a_truncation() -> None:
+    with pytest.raises(RecordProblem, match="']'"):
+        ContainedParser().parse(b'{"traces": [{"events": [{"time": 1, "name": "a:b"}}')
+
+
+def _summary(traces: list[TraceData]) -> list[tuple[object, ...]]:
+    return [
+        (t.index, t.vantage, t.n_events, t.first_time, t.last_time, [s.new for s in t.states])
+        for t in traces
+    ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(documents(), st.lists(st.integers(1, 64), min_size=1, max_size=40), st.booleans())
+def test_any_chunking_reads_the_same(
+    doc: tuple[bytes, list[list[str]]], sizes: list[int], escapes: bool
+) -> None:
+    """The streaming parser's result does not depend on where blocks begin and end (strings
+    with escaped quotes and backslashes crossing block boundaries included)."""
+    data, _ = doc
+    if escapes:
+        data = data.replace(b'"note": "', b'"note": "\\\\\\"\\\\')
+    whole = ContainedParser()
+    expected = _summary(whole.parse(data))
+    parser = ContainedParser()
+    pos = i = 0
+    while pos < len(data):
+        size = sizes[i % len(sizes)]
+        parser.feed(data[pos : pos + size])
+        pos += size
+        i += 1
+    assert _summary(parser.close()) == expected
+    assert parser.truncated_at is None
+
+
+def test_members_after_the_events_are_read() -> None:
+    """vantage_point and time units named after the events (the document is read twice when
+    the time conventions come late)."""
+    doc = (
+        b'{"traces": [{"events": [[1000, "recovery", "congestion_state_updated", '
+        b'{"new": "slow_start"}], [3000, "recovery", "congestion_state_updated", '
+        b'{"new": "recovery"}]], "event_fields": ["relative_time", "category", "event", "data"],'
+        b' "configuration": {"time_units": "us"}, "vantage_point": {"type": "server"}}],'
+        b' "qlog_version": "draft-01"}'
     )
+    parser = ContainedParser()
+    parser.parse(doc)
+    assert list(parser.reread) == [0]
+    again = ContainedParser(headers=parser.reread)
+    (trace,) = again.parse(doc)
+    assert not again.reread
+    assert trace.vantage == "server" and trace.format == "JSON draft-01"
+    assert [s.time for s in trace.states] == [1.0, 3.0]
+
+
+def test_a_cut_keeps_a_complete_member_after_the_events() -> None:
+    doc = (
+        b'{"traces": [{"events": [{"time": 1, "name": "recovery:congestion_state_updated", '
+        b'"data": {"new": "slow_start"}}], "vantage_point": {"type": "client"}'
+    )
+    parser = ContainedParser()
+    (trace,) = parser.parse(doc)
+    assert trace.vantage == "client" and parser.truncated_at is not None
+
+
+def test_trailing_empty_event_and_qlog_01() -> None:
+    doc = b'{"qlog_version": "draft-01", "traces": [{"events": [{"time": 1, "name": "a:b"}, []]}]}'
+    parser = ContainedParser()
+    (trace,) = parser.parse(doc)
+    assert trace.n_events == 1 and not parser.problems
+    for old in (
+        b'{"qlog_version": "0.1", "events": [[0, "x"]]}',
+        b'{"qlog_version": "0.1", "fields": ["time"], "events": [[0',
+    ):
+        with pytest.raises(RecordProblem) as info:
+            ContainedParser().parse(old)
+        assert "qlog 0.1 is not supported" in str(info.value.got)
 
 
 def test_whole_document_errors() -> None:
     with pytest.raises(RecordProblem) as info:
         ContainedParser().parse(b"[1, 2]")
     assert info.value.expected == 'a qlog object with "traces"' and info.value.got == "an array"
-    with pytest.raises(RecordProblem, match="JSON document"):
+    with pytest.raises(RecordProblem, match="the end of the document"):
         ContainedParser().parse(b'{"traces": [] } trailing')

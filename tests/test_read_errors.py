@@ -132,7 +132,7 @@ def test_contained_json_errors_name_the_event(tmp_path: Path) -> None:
         f"{path}: traces[0].events[1]: expected an array of 4 values (event_fields), got 3 values"
     )
     path.write_text('{"traces": [}')
-    with pytest.raises(QlogError, match=r"x.qlog: line 1: expected a JSON document"):
+    with pytest.raises(QlogError, match=r"x.qlog: line 1: expected ',' or '\]', got '}'"):
         read_transitions(path)
 
 

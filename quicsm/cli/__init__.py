@@ -3,7 +3,8 @@
 Each subcommand lives in its own module under :mod:`quicsm.cli` and makes one library call.
 Commands are loaded lazily from :data:`COMMANDS`, so ``quicsm --help`` stays fast. Every
 :class:`quicsm.core.errors.QuicsmError` becomes ``Error: <message>`` on stderr and exit code 1;
-anything else is a bug and keeps its traceback.
+anything else is a bug and keeps its traceback. Python warnings raised by a command are reported
+once, as ``warning: <message>`` (:mod:`quicsm.cli.report_warnings`).
 """
 
 from __future__ import annotations
@@ -44,28 +45,20 @@ class _Group(click.Group):
         return command
 
     def invoke(self, ctx: click.Context) -> Any:
-        with warnings.catch_warnings():
-            warnings.showwarning = _show_warning
+        from quicsm.cli import report_warnings
+
+        report_warnings.reset()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             try:
                 return super().invoke(ctx)
             except QuicsmError as exc:
-                raise click.ClickException(str(exc)) from None
-
-
-def _show_warning(
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: Any = None,
-    line: str | None = None,
-) -> None:
-    """A warning raised while a command runs, as ``Warning: <message>`` on stderr (no source
-    file and line: they are the library's, not the user's)."""
-    text = str(message).splitlines() or [""]
-    click.echo(f"Warning: {text[0]}", err=True)
-    for rest in text[1:]:
-        click.echo(rest if rest.startswith("  ") else f"Warning: {rest}", err=True)
+                raise click.ClickException(report_warnings.terminal_safe(str(exc))) from None
+            finally:
+                for w in caught:  # reported once, in the CLI's own words
+                    text = str(w.message)
+                    if not report_warnings.already_reported(text):
+                        report_warnings.warn(text)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -10,6 +10,9 @@ import click
 
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
 from quicsm.cli.progress import reading
+from quicsm.cli.report_warnings import caution as report_caution
+from quicsm.cli.report_warnings import note as report_note
+from quicsm.cli.report_warnings import terminal_safe
 from quicsm.core.errors import InputError
 
 #: exit status of ``--fail-on-significant`` when something differs significantly
@@ -88,9 +91,9 @@ def diff_command(
             done.append(run_comparison(comp, alpha=alpha, seed=seed))
     for comp in comps:
         for caveat in comp.caveats:
-            click.echo(f"caution: {caveat}", err=True)
+            report_caution(caveat)
         for note in comp.notes:
-            click.echo(f"note: {note}", err=True)
+            report_note(note)
     if fmt == "json":
         import orjson
 
@@ -124,6 +127,6 @@ def diff_command(
                 explanations=c.explanations,
             )
     elif output is None:
-        click.echo(text, nl=False)
+        click.echo(terminal_safe(text) if fmt != "json" else text, nl=False)
     if fail_on_significant and any(c.result.any_significant for c in done):
         sys.exit(EXIT_SIGNIFICANT)

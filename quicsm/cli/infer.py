@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 import click
 import polars as pl
 
+from quicsm.cli.report_warnings import note as report_note
+from quicsm.cli.report_warnings import print_warnings, set_quiet, warn
 from quicsm.cli.states_option import states_option
 from quicsm.cli.trace_options import where_option
 from quicsm.core.errors import InputError
@@ -102,6 +104,7 @@ def infer_command(
     from quicsm.cli.trace_options import selection
     from quicsm.model.inference import infer
 
+    set_quiet(quiet)
     err = Console(stderr=True)
     chosen = selection(paths, where=where, lenient=lenient)
     files = _expand(chosen.paths)
@@ -114,6 +117,9 @@ def infer_command(
         model = infer(transitions, algorithm=algorithm, k=k, seed=seed)
         progress.stage("writing outputs")
         written = write_outputs(model, out_dir, fmt=fmt)
+    if written.replaced or written.removed:
+        names = ", ".join(p.name for p in [*written.replaced, *written.removed])
+        report_note(f"replaced the outputs of an earlier run in {out_dir} ({names})")
     if not quiet:
         out = Console()
         if not out.is_terminal:
@@ -167,7 +173,7 @@ def _select(transitions: pl.DataFrame, chosen: Selection) -> pl.DataFrame:
     if transitions.height == 0:
         raise InputError("none of the chosen traces has states")
     for note in vantage_notes([transitions], subject="the input mixes", purpose="analyse"):
-        click.echo(f"note: {note}", err=True)
+        report_note(note)
     return transitions
 
 
@@ -195,11 +201,10 @@ def _read(
                     [str(f) for f in batch], on_error=on_error, diagnostics=diag, states=states
                 )
             )
-    for line in diag.messages():
-        click.echo(f"warning: {line}", err=True)
+    print_warnings(diag)
     for w in caught:
         if not issubclass(w.category, QuicsmWarning):
-            click.echo(f"warning: {w.message}", err=True)
+            warn(str(w.message))
     if not frames:
         raise InputError("no input files to read")
     return pl.concat(frames) if len(frames) > 1 else frames[0]

@@ -12,6 +12,8 @@ from pathlib import Path
 import click
 
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
+from quicsm.cli.report_warnings import caution as report_caution
+from quicsm.cli.report_warnings import note as report_note
 from quicsm.compare.grouping import Comparison
 from quicsm.core.errors import InputError
 
@@ -125,9 +127,9 @@ def report_command(
                       matrix=matrix, metric=metric, title=title)  # fmt: skip
     for comp in comps:
         for caveat in comp.caveats:
-            click.echo(f"caution: {caveat}", err=True)
+            report_caution(caveat)
         for note in comp.notes:
-            click.echo(f"note: {note}", err=True)
+            report_note(note)
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as exc:

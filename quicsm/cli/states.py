@@ -9,7 +9,7 @@ import click
 import polars as pl
 
 from quicsm.cli.progress import reading
-from quicsm.cli.report_warnings import print_warnings
+from quicsm.cli.report_warnings import print_warnings, terminal_safe
 from quicsm.cli.states_option import states_option
 from quicsm.cli.trace_options import selection, where_option
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
@@ -78,4 +78,4 @@ def states(
     elif fmt == "jsonl":
         sys.stdout.write(frame.write_ndjson())
     else:
-        sys.stdout.write(_table(frame))
+        sys.stdout.write(terminal_safe(_table(frame)))

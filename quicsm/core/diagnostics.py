@@ -15,6 +15,8 @@ from quicsm.core.errors import QlogError
 
 #: how many reasons a lenient read keeps verbatim
 MAX_REASONS = 5
+#: how many problems a parser keeps (the rest are only counted: memory stays bounded)
+MAX_KEPT_PROBLEMS = 64
 
 
 class QuicsmWarning(UserWarning):
@@ -43,6 +45,14 @@ class RecordProblem(Exception):
         self.got = got
         self.where = where
         self.line = line
+
+
+class RecordTooLarge(RecordProblem):
+    """A record (or contained-JSON value) grew past the reader's cap before it ended."""
+
+    def __init__(self, offset: int | None, size: int) -> None:
+        super().__init__(offset, "a record within the size cap", f"more than {size} bytes")
+        self.size = size
 
 
 def locate(data: bytes, offset: int, *, sep: bytes) -> tuple[int, int]:

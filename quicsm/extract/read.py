@@ -49,9 +49,10 @@ from quicsm.extract.derive import (
 )
 from quicsm.extract.deriver import STATE_CODES, CompactRows, Deriver, describe_states
 from quicsm.extract.profiles import Profile, detect_profile, profile_named
+from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
 from quicsm.qlog.events import MetricEvent
 from quicsm.qlog.paths import PathLike, expand_paths
-from quicsm.qlog.source import CSV, PARQUET, DecompressedFile, FileRead, read_qlog
+from quicsm.qlog.source import CSV, PARQUET, FileRead, read_qlog, without_bom
 from quicsm.qlog.tabular import read_table
 from quicsm.qlog.trace import TraceBuilder, TraceData
 
@@ -133,9 +134,7 @@ class _Streamed:
     timer event as it is decoded; the rows are kept, the events are not (memory O(one trace's
     open state), not O(file))."""
 
-    def __init__(
-        self, *, sidecar: dict[str, Any], profile: Profile | None, hybrid: bool
-    ) -> None:
+    def __init__(self, *, sidecar: dict[str, Any], profile: Profile | None, hybrid: bool) -> None:
         self.sidecar = sidecar
         self.profile = profile
         self.hybrid = hybrid
@@ -177,7 +176,13 @@ def _sidecar(
     run = directory / "run.json"
     if run.is_file():
         try:
-            value = orjson.loads(run.read_bytes())
+            try:
+                text = run.read_bytes()
+            except OSError as exc:
+                raise QlogError(
+                    str(run), "a readable JSON object of run labels", got=exc.strerror
+                ) from None
+            value = orjson.loads(text)
             if not isinstance(value, dict):
                 raise QlogError(str(run), "a JSON object of run labels", got=type(value).__name__)
             labels = {
@@ -210,7 +215,9 @@ def _load_all(
     derive: bool = False,
     profile: Profile | None = None,
     hybrid: bool = False,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> Iterator[_Loaded]:
+    """Each file read (qlog) or loaded (tables); a qlog file without a trace is an error."""
     cache: dict[Path, dict[str, Any]] = {}
     for path in expand_paths(paths):
         streamed = None
@@ -223,16 +230,24 @@ def _load_all(
                 want_metrics=want_metrics or derive,
                 count=count,
                 lenient=lenient,
+                limits=limits,
                 metric_sink=streamed,
             )
             assert read is not None
             table = None
             kind = read.kind
             if read.kind in (CSV, PARQUET):
-                data = None
+                blocks = None
                 if read.kind == CSV:
-                    data = b"".join(DecompressedFile(path).blocks())
-                table = read_table(path, read.kind, data=data, lenient=lenient, diagnostics=diag)
+                    blocks = without_bom(DecompressedFile(path, limits=limits).blocks())
+                table = read_table(
+                    path,
+                    read.kind,
+                    blocks=blocks,
+                    lenient=lenient,
+                    diagnostics=diag,
+                    max_line_bytes=limits.max_record_bytes,
+                )
                 read = None
             elif not read.traces:
                 raise QlogError(str(path), "at least one complete qlog trace", got="none")
@@ -250,6 +265,10 @@ def _load_all(
         yield _Loaded(path, kind, read, table, _sidecar(path, cache, lenient, diag), streamed)
 
 
+def _labels_json(labels: dict[str, Any]) -> str:
+    return orjson.dumps(labels, option=orjson.OPT_SORT_KEYS).decode()
+
+
 def _cc_algorithm(trace: TraceData, sidecar: dict[str, Any]) -> str | None:
     if trace.cc_algorithm:
         return trace.cc_algorithm
@@ -259,9 +278,7 @@ def _cc_algorithm(trace: TraceData, sidecar: dict[str, Any]) -> str | None:
     return None
 
 
-def _trace_profile(
-    loaded: _Loaded, trace: TraceData, profile: Profile | None
-) -> Profile:
+def _trace_profile(loaded: _Loaded, trace: TraceData, profile: Profile | None) -> Profile:
     if profile is not None:
         return profile
     labels = {**loaded.sidecar, **trace.labels}
@@ -283,8 +300,9 @@ def _derived_frame(
             "trace": pl.Series([tid], dtype=pl.String).extend_constant(tid, n - 1),
             "vantage": pl.Series([vantage], dtype=pl.String).extend_constant(vantage, n - 1),
             "time_ms": np.round(np.concatenate([[start], times]) - start, TIME_DECIMALS),
-            "state": pl.Series(np.concatenate([[0], codes]).astype(np.uint32))
-            .replace_strict(dict(enumerate(STATE_CODES)), return_dtype=pl.String),
+            "state": pl.Series(np.concatenate([[0], codes]).astype(np.uint32)).replace_strict(
+                dict(enumerate(STATE_CODES)), return_dtype=pl.String
+            ),
             "raw_state": pl.Series([None] * 1, dtype=pl.String).extend_constant(None, n - 1),
             "trigger": names.gather(np.concatenate([[0], triggers.astype(np.int64) + 1])),
             "source": pl.Series(["derived"], dtype=pl.String).extend_constant("derived", n - 1),
@@ -365,15 +383,17 @@ def _transition_rows(
         add(row.time - start, row.state, row.raw, row.trigger, row.source)
 
 
-def read_transitions(
+def scan_transitions(
     paths: PathLike | Iterable[PathLike],
     *,
     on_error: OnError = "raise",
     diagnostics: Diagnostics | None = None,
     states: str = HYBRID,
     profile: str | None = None,
-) -> pl.DataFrame:
-    """One row per state entered, per trace, in time order (:data:`TRANSITIONS_SCHEMA`).
+    limits: ReadLimits = DEFAULT_LIMITS,
+) -> pl.LazyFrame:
+    """One row per state entered, per trace, in time order (:data:`TRANSITIONS_SCHEMA`), as a
+    LazyFrame; the files are read (and problems raised or reported) when this is called.
 
     ``states`` chooses where states come from (:mod:`quicsm.extract.derive`): ``"explicit"``
     (``congestion_state_updated`` events, names mapped by :mod:`quicsm.core.aliases`),
@@ -383,7 +403,8 @@ def read_transitions(
     log). ``source`` says which for every row. ``profile`` names the producer profile
     (:mod:`quicsm.extract.profiles`) instead of detecting it per trace. States a trace cannot
     show are reported in ``diagnostics`` ("... cannot be derived: ..."). Every trace starts
-    with ``Init`` at its first event (0 ms); ``end_ms`` is its last event.
+    with ``Init`` at its first event (0 ms); ``end_ms`` is its last event. ``limits`` caps what
+    one file may inflate to (:class:`quicsm.qlog.blocks.ReadLimits`).
     """
     lenient = _check_on_error(on_error)
     mode = check_mode(states)
@@ -399,6 +420,7 @@ def read_transitions(
         derive=mode != EXPLICIT,
         profile=chosen_profile,
         hybrid=mode == HYBRID,
+        limits=limits,
     ):
         if loaded.table is not None:
             tables.append(loaded.table)
@@ -426,21 +448,27 @@ def read_transitions(
         frame = pl.concat([frame, *derived_frames, *tables])
     out = normalize_transitions(frame)
     diag.warn()
-    return out
+    return out.lazy()
 
 
-def scan_transitions(
+def read_transitions(
     paths: PathLike | Iterable[PathLike],
     *,
     on_error: OnError = "raise",
     diagnostics: Diagnostics | None = None,
     states: str = HYBRID,
     profile: str | None = None,
-) -> pl.LazyFrame:
-    """:func:`read_transitions` as a LazyFrame (the files are read when this is called)."""
-    return read_transitions(
-        paths, on_error=on_error, diagnostics=diagnostics, states=states, profile=profile
-    ).lazy()
+    limits: ReadLimits = DEFAULT_LIMITS,
+) -> pl.DataFrame:
+    """:func:`scan_transitions`, collected."""
+    return scan_transitions(
+        paths,
+        on_error=on_error,
+        diagnostics=diagnostics,
+        states=states,
+        profile=profile,
+        limits=limits,
+    ).collect()
 
 
 _METRIC_COLUMNS = (
@@ -459,6 +487,7 @@ def read_metrics(
     *,
     on_error: OnError = "raise",
     diagnostics: Diagnostics | None = None,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> pl.DataFrame:
     """One row per metrics update and loss/PTO event (:data:`METRICS_SCHEMA`).
 
@@ -470,7 +499,7 @@ def read_metrics(
     lenient = _check_on_error(on_error)
     diag = diagnostics if diagnostics is not None else Diagnostics()
     rows: dict[str, list[Any]] = {name: [] for name in METRICS_SCHEMA}
-    for loaded in _load_all(paths, lenient=lenient, diag=diag, want_metrics=True):
+    for loaded in _load_all(paths, lenient=lenient, diag=diag, want_metrics=True, limits=limits):
         if loaded.read is None:
             continue
         file = str(loaded.path)
@@ -505,6 +534,7 @@ def read_traces(
     *,
     on_error: OnError = "raise",
     diagnostics: Diagnostics | None = None,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> pl.DataFrame:
     """One row per trace: file, trace, vantage, format, title, code_version, n_events,
     duration_ms, labels.
@@ -516,7 +546,7 @@ def read_traces(
     lenient = _check_on_error(on_error)
     diag = diagnostics if diagnostics is not None else Diagnostics()
     rows: dict[str, list[Any]] = {name: [] for name in TRACES_SCHEMA}
-    for loaded in _load_all(paths, lenient=lenient, diag=diag, count=True):
+    for loaded in _load_all(paths, lenient=lenient, diag=diag, count=True, limits=limits):
         file = str(loaded.path)
         if loaded.table is not None:
             summary = loaded.table.group_by("trace", maintain_order=True).agg(
@@ -534,7 +564,7 @@ def read_traces(
                 rows["code_version"].append(None)
                 rows["n_events"].append(n)
                 rows["duration_ms"].append(end)
-                rows["labels"].append(orjson.dumps(labels, option=orjson.OPT_SORT_KEYS).decode())
+                rows["labels"].append(_labels_json(labels))
             continue
         assert loaded.read is not None
         for t in loaded.read.traces:
@@ -552,7 +582,7 @@ def read_traces(
             rows["code_version"].append(t.code_version)
             rows["n_events"].append(t.n_events)
             rows["duration_ms"].append(round(t.duration_ms, TIME_DECIMALS))
-            rows["labels"].append(orjson.dumps(labels, option=orjson.OPT_SORT_KEYS).decode())
+            rows["labels"].append(_labels_json(labels))
     frame = pl.DataFrame(
         {
             k: pl.Series(v, dtype=pl.String if k == "vantage" else TRACES_SCHEMA[k])

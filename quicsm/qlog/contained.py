@@ -9,105 +9,433 @@ Two event encodings exist inside ``traces[i].events``:
   upper-case categories (``RECOVERY``, ``METRIC_UPDATE``) or write times as strings;
 - draft-02 and later: each event is an object ``{time, name, data}``.
 
-A document cut mid-write (quiche and picoquic write the closing brackets only at the end) is
-repaired by :func:`repair_truncated`: it is cut after the last complete event (or trace) and the
-open brackets are closed; every complete event is kept and the truncation is reported.
+The parser is sans-I/O and streaming: it is fed the document in blocks of any size
+(:meth:`ContainedParser.feed`) and keeps only the value being read (one event, or one member of
+the file or trace object), so its memory is bounded by the largest event, not the document.
+Each block is scanned once with numpy for the structural characters outside strings and their
+nesting depth; only those at the depth of the file, ``traces``, trace and ``events`` containers
+are looked at in Python, and each event is decoded on its own with orjson.
+
+A document cut mid-write (quiche and picoquic write the closing brackets only at the end) keeps
+every complete event and every complete member; the truncation is reported. Converter exports
+that end ``events`` with an empty ``[]`` are accepted (the empty event is ignored).
+
+When a trace names members that change how its times are read (``event_fields``,
+``configuration.time_units``, ``common_fields.time_format``) only *after* its events,
+:attr:`ContainedParser.reread` lists those traces with their complete headers: feeding the
+document again to a parser given them as ``headers`` reads the events right.
 """
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import orjson
 
-from quicsm.core.diagnostics import RecordProblem, describe
+from quicsm.core.diagnostics import (
+    MAX_KEPT_PROBLEMS,
+    RecordProblem,
+    RecordTooLarge,
+    describe,
+)
 from quicsm.qlog.trace import MetricSink, TraceBuilder, TraceData, object_event
 
-_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|["\[\]{},]', re.S)
-_CLOSER = {ord("{"): "}", ord("["): "]"}
-# cut points: between traces (stack "{[") and between events of a trace (stack "{[{[")
-_CUT_DEPTHS = (b"{[", b"{[{[")
+_STRUCTURAL = np.zeros(256, dtype=bool)
+_STRUCTURAL[list(b"{}[],:")] = True
+_DEPTH_DELTA = np.zeros(256, dtype=np.int64)
+_DEPTH_DELTA[list(b"{[")] = 1
+_DEPTH_DELTA[list(b"}]")] = -1
+_QUOTE, _BACKSLASH = 34, 92
+_OPEN = {ord("{"): ord("}"), ord("["): ord("]")}
+#: structural characters deeper than this are inside an event (or a member value) as a whole
+_VISIBLE_DEPTH = 4
+
+_TOP, _TRACES, _TRACE, _EVENTS, _SKIP = range(5)
+
+#: (file header members, trace members) of a trace, by its position in ``traces``
+Headers = dict[int, tuple[dict[str, Any], dict[str, Any]]]
 
 
-def repair_truncated(data: bytes) -> tuple[bytes, int] | None:
-    """``(repaired document, cut offset)`` for a JSON document cut mid-write, else ``None``."""
-    stack = bytearray()
-    best: tuple[int, bytes] | None = None
-    for match in _TOKEN.finditer(data):
-        token = match.group()
-        c = token[0]
-        if len(token) > 1:  # a complete string
-            continue
-        if c == ord('"'):  # a string that never ends: the cut is inside it
-            break
-        if c in (ord("{"), ord("[")):
-            stack.append(c)
-        elif c in (ord("}"), ord("]")):
-            if not stack or _CLOSER[stack[-1]] != chr(c):
-                return None
-            stack.pop()
-            if bytes(stack) in _CUT_DEPTHS:
-                best = (match.end(), bytes(stack))
-        elif c == ord(",") and bytes(stack) in _CUT_DEPTHS:
-            best = (match.start(), bytes(stack))
-    if best is None:
-        return None
-    cut, open_ = best
-    closers = "".join(_CLOSER[b] for b in reversed(open_)).encode()
-    return data[:cut] + closers, cut
+@dataclass
+class _Ctx:
+    kind: int
+    closer: int
+    #: stream offset of the last structural character of this container that was handled:
+    #: the pending key or value starts right after it
+    mark: int
+    members: dict[str, Any] = field(default_factory=dict)
+    expecting_key: bool = True
+    key: str | None = None
+    descended: bool = False
+    count: int = 0
+    index: int = 0  # traces: the position in traces[]; trace: its own position
+    builder: TraceBuilder | None = None
+    columns: list[str] | None = None
+    #: problems of events read before the trace's header was known to be complete
+    pending: list[RecordProblem] = field(default_factory=list)
+    pending_more: int = 0  # beyond the ones kept in ``pending``
+    #: array events met before event_fields: the trace must be read again
+    deferred: bool = False
 
 
 class ContainedParser:
-    """Parses a whole contained-JSON qlog document into traces."""
+    """Parses a contained-JSON qlog document, fed in blocks, into traces."""
 
     def __init__(
         self,
         *,
         want_metrics: bool = False,
         lenient: bool = False,
+        max_record_bytes: int = 64 << 20,
+        headers: Headers | None = None,
         metric_sink: MetricSink | None = None,
     ) -> None:
         self.want_metrics = want_metrics
         self.metric_sink = metric_sink
         self.lenient = lenient
+        self.max_record_bytes = max_record_bytes
         self.problems: list[RecordProblem] = []
+        #: how many records a lenient read skipped (only the first few are in ``problems``)
+        self.skipped = 0
+        #: stream offset where a document cut mid-write was cut, and its 1-based line
         self.truncated_at: int | None = None
+        self.truncated_line: int | None = None
+        self.traces: list[TraceData] = []
+        #: traces whose time conventions were named only after their events (see the module)
+        self.reread: Headers = {}
+        self._headers = headers or {}
+        self._buf = b""
+        self._base = 0  # stream offset of _buf[0]
+        self._lines = 0  # line feeds before _buf[0]
+        self._scanned = 0  # stream offset up to which structural characters were handled
+        self._depth = 0
+        self._in_string = False
+        self._backslashes = 0  # trailing backslashes of the bytes scanned so far, in a string
+        self._stack: list[_Ctx] = []
+        self._done = False
+        self._started = False
+        self._closed = False
+        self._end_of_top = 0
+        self._top_ctx = _Ctx(_TOP, ord("}"), 0)
+        self._trace_members: list[dict[str, Any]] = []
+        self._late: dict[int, dict[str, Any]] = {}
+
+    # -- public ---------------------------------------------------------------------------------
+    def parse(self, data: bytes) -> list[TraceData]:
+        """The whole document at once."""
+        self.feed(data)
+        return self.close()
+
+    def feed(self, data: bytes) -> None:
+        if self._closed:
+            raise ValueError("feed() after close()")
+        if not data:
+            return
+        start = self._base + len(self._buf)
+        self._buf += data
+        positions, chars = self._structure(data)
+        for pos, c in zip((positions + start).tolist(), chars.tolist(), strict=True):
+            self._char(pos, c)
+        self._scanned = start + len(data)
+        self._trim()
+
+    def close(self) -> list[TraceData]:
+        if self._closed:
+            return self.traces
+        self._closed = True
+        end = self._base + len(self._buf)
+        if self._done:
+            rest = self._buf[self._end_of_top - self._base :]
+            if rest.strip():
+                raise self._fatal(self._end_of_top, "the end of the document", _got_bytes(rest))
+        elif not self._started:
+            raise RecordProblem(None, "a JSON document", "nothing", line=1)
+        else:
+            self._truncated(end)
+        return self.traces
+
+    # -- scanning -------------------------------------------------------------------------------
+    def _structure(self, data: bytes) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (in ``data``) and bytes of the structural characters outside strings that
+        are at most :data:`_VISIBLE_DEPTH` deep; updates the carried scanner state."""
+        v = np.frombuffer(data, dtype=np.uint8)
+        quotes = np.flatnonzero(v == _QUOTE)
+        if len(quotes) and (self._backslashes or np.any(v == _BACKSLASH)):
+            quotes = self._unescaped(data, quotes)
+        trailing = len(data) - len(data.rstrip(b"\\"))
+        self._backslashes = trailing + (self._backslashes if trailing == len(data) else 0)
+        candidates = np.flatnonzero(_STRUCTURAL[v])
+        outside = (np.searchsorted(quotes, candidates) + self._in_string) % 2 == 0
+        self._in_string = bool((len(quotes) + self._in_string) % 2)
+        positions = candidates[outside]
+        chars = v[positions]
+        delta = _DEPTH_DELTA[chars]
+        after = np.cumsum(delta) + self._depth
+        if len(after):
+            self._depth = int(after[-1])
+        visible = np.minimum(after - delta, after) <= _VISIBLE_DEPTH
+        return positions[visible], chars[visible]
+
+    def _unescaped(self, data: bytes, quotes: np.ndarray) -> np.ndarray:
+        """The quotes not escaped by an odd run of backslashes (runs may cross blocks)."""
+        v = np.frombuffer(data, dtype=np.uint8)
+        after_backslash = np.zeros(len(quotes), dtype=bool)
+        inner = quotes > 0
+        after_backslash[inner] = v[quotes[inner] - 1] == _BACKSLASH
+        if quotes[0] == 0 and self._backslashes:
+            after_backslash[0] = True
+        keep = np.ones(len(quotes), dtype=bool)
+        for k in np.flatnonzero(after_backslash).tolist():
+            i = int(quotes[k]) - 1
+            run = 0
+            while i >= 0 and data[i] == _BACKSLASH:
+                run += 1
+                i -= 1
+            if i < 0:
+                run += self._backslashes
+            keep[k] = run % 2 == 0
+        return quotes[keep]
+
+    def _trim(self) -> None:
+        """Drop the bytes no pending key or value needs."""
+        keep = self._scanned if self._started else self._base
+        for ctx in reversed(self._stack):
+            if ctx.kind != _SKIP:
+                keep = ctx.mark
+                break
+        if self._done:
+            keep = self._end_of_top
+            rest = self._buf[keep - self._base :]
+            if rest.strip():  # content after the document: fail now, not at close()
+                raise self._fatal(keep, "the end of the document", _got_bytes(rest))
+        cut = keep - self._base
+        if cut > 0:
+            self._lines += self._buf.count(b"\n", 0, cut)
+            self._buf = self._buf[cut:]
+            self._base = keep
+        if len(self._buf) > self.max_record_bytes:
+            raise RecordTooLarge(self._base, len(self._buf))
+
+    def _slice(self, a: int, b: int) -> bytes:
+        return self._buf[a - self._base : b - self._base]
+
+    def _line(self, offset: int) -> int:
+        return self._lines + self._buf.count(b"\n", 0, max(0, offset - self._base)) + 1
+
+    def _fatal(self, offset: int, expected: str, got: str | None = None) -> RecordProblem:
+        return RecordProblem(None, expected, got, line=self._line(offset))
+
+    def _value(self, a: int, b: int) -> Any:
+        """The JSON value between two structural characters (exclusive)."""
+        text = self._slice(a + 1, b)
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            raise self._fatal(a + 1, "a JSON value", _got_bytes(text, str(exc))) from None
 
     def _problem(self, problem: RecordProblem) -> None:
         if not self.lenient:
             raise problem
-        self.problems.append(problem)
+        self.skipped += 1
+        if len(self.problems) < MAX_KEPT_PROBLEMS:
+            self.problems.append(problem)
 
-    def parse(self, data: bytes) -> list[TraceData]:
-        try:
-            top = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            repaired = repair_truncated(data) if "end of data" in str(exc) else None
-            if repaired is None:
-                raise RecordProblem(
-                    None, "a JSON document", _got(str(exc)), line=exc.lineno
-                ) from None
-            document, self.truncated_at = repaired
-            top = orjson.loads(document)
-        if not isinstance(top, dict):
-            raise RecordProblem(None, 'a qlog object with "traces"', describe(top), line=1)
-        traces = top.get("traces")
-        if traces is None and isinstance(top.get("trace"), dict):
-            traces = [top["trace"]]
-        if not isinstance(traces, list):
-            raise RecordProblem(None, 'a "traces" array', describe(traces), line=1)
-        out: list[TraceData] = []
-        for i, trace in enumerate(traces):
-            if not isinstance(trace, dict):
-                self._problem(
-                    RecordProblem(None, "a trace object", describe(trace), where=f"traces[{i}]")
+    # -- the state machine ----------------------------------------------------------------------
+    def _char(self, pos: int, c: int) -> None:
+        stack = self._stack
+        if not stack:
+            if self._done or self._started:
+                raise self._fatal(pos, "the end of the document", f"{chr(c)!r}")
+            before = self._slice(self._base, pos)
+            if c != ord("{") or before.strip():
+                got = "an array" if c == ord("[") and not before.strip() else None
+                if got is None:
+                    got = _got_bytes(self._slice(self._base, pos + 1))
+                raise RecordProblem(None, 'a qlog object with "traces"', got, line=1)
+            self._started = True
+            self._top_ctx = _Ctx(_TOP, ord("}"), pos)
+            stack.append(self._top_ctx)
+            return
+        ctx = stack[-1]
+        if ctx.kind == _SKIP:
+            if c in _OPEN:
+                stack.append(_Ctx(_SKIP, _OPEN[c], pos))
+            elif c in (ord("}"), ord("]")):
+                if c != ctx.closer:
+                    raise self._fatal(pos, f"{chr(ctx.closer)!r}", f"{chr(c)!r}")
+                stack.pop()
+                self._child_closed(pos)
+            return
+        if ctx.kind in (_TOP, _TRACE):
+            self._object_char(ctx, pos, c)
+        else:
+            self._array_char(ctx, pos, c)
+
+    def _object_char(self, ctx: _Ctx, pos: int, c: int) -> None:
+        if c == ord(":"):
+            if not ctx.expecting_key:
+                raise self._fatal(pos, "',' or '}'", "':'")
+            key = self._value(ctx.mark, pos)
+            if not isinstance(key, str):
+                raise self._fatal(ctx.mark + 1, "a member name", describe(key))
+            ctx.key, ctx.expecting_key, ctx.descended, ctx.mark = key, False, False, pos
+            return
+        if c in (ord(","), ord("}")):
+            if not ctx.expecting_key:
+                self._member_done(ctx, pos)
+            elif c == ord(",") or ctx.count or self._slice(ctx.mark + 1, pos).strip():
+                raise self._fatal(pos, "a member name and ':'", f"{chr(c)!r}")
+            if c == ord(","):
+                ctx.expecting_key, ctx.mark = True, pos
+                return
+            self._stack.pop()
+            self._object_closed(ctx, pos)
+            self._child_closed(pos)
+            return
+        if c == ord("]"):
+            raise self._fatal(pos, "'}'", "']'")
+        # an opener
+        if ctx.expecting_key:
+            raise self._fatal(pos, "a member name", f"{chr(c)!r}")
+        fresh = not self._slice(ctx.mark + 1, pos).strip()
+        if (
+            fresh
+            and ctx.kind == _TOP
+            and (ctx.key, c) in (("traces", ord("[")), ("trace", ord("{")))
+        ):
+            ctx.descended = True
+            if c == ord("["):
+                self._stack.append(_Ctx(_TRACES, ord("]"), pos))
+            else:
+                self._open_trace(pos, 0)
+        elif fresh and ctx.kind == _TRACE and ctx.key == "events" and c == ord("["):
+            ctx.descended = True
+            self._open_events(ctx, pos)
+        else:
+            self._stack.append(_Ctx(_SKIP, _OPEN[c], pos))
+
+    def _array_char(self, ctx: _Ctx, pos: int, c: int) -> None:
+        if c in (ord(","), ord("]")):
+            if ctx.descended:
+                if self._slice(ctx.mark + 1, pos).strip():
+                    raise self._fatal(pos, "',' or ']'", _got_bytes(self._slice(ctx.mark + 1, pos)))
+            else:
+                text = self._slice(ctx.mark + 1, pos)
+                if text.strip():
+                    self._element(ctx, ctx.mark + 1, pos)
+                elif c == ord(",") or ctx.count:
+                    raise self._fatal(pos, "a value", f"{chr(c)!r}")
+            if c == ord(","):
+                ctx.mark, ctx.descended = pos, False
+                return
+            self._stack.pop()
+            self._child_closed(pos)
+            return
+        if c in (ord(":"), ord("}")):
+            raise self._fatal(pos, "',' or ']'", f"{chr(c)!r}")
+        if ctx.kind == _TRACES and c == ord("{") and not self._slice(ctx.mark + 1, pos).strip():
+            ctx.descended = True
+            self._open_trace(pos, ctx.index)
+            return
+        self._stack.append(_Ctx(_SKIP, _OPEN[c], pos))
+
+    def _child_closed(self, pos: int) -> None:
+        """A container ended at ``pos``: its parent's pending value continues after it."""
+        if self._stack:
+            parent = self._stack[-1]
+            if parent.descended:
+                parent.mark = pos
+
+    def _member_done(self, ctx: _Ctx, pos: int) -> None:
+        key = ctx.key
+        assert key is not None
+        ctx.count += 1
+        if ctx.descended:
+            if self._slice(ctx.mark + 1, pos).strip():
+                raise self._fatal(pos, "',' or '}'", _got_bytes(self._slice(ctx.mark + 1, pos)))
+            if ctx.kind == _TOP and key == "traces":
+                ctx.members["traces"] = []
+            return
+        value = self._value(ctx.mark, pos)
+        ctx.members[key] = value
+        if ctx.kind == _TOP and key == "traces" and not isinstance(value, list):
+            self._no_traces(ctx, pos)
+        if ctx.kind == _TRACE and key == "events":
+            self._problem(
+                RecordProblem(
+                    None, 'an "events" array', describe(value), where=f"traces[{ctx.index}]"
                 )
-                continue
-            out.append(self._trace(len(out), i, top, trace))
-        return out
+            )
 
-    def _trace(self, index: int, i: int, top: dict[str, Any], trace: dict[str, Any]) -> TraceData:
+    def _element(self, ctx: _Ctx, a: int, b: int) -> None:
+        """A complete element of ``traces`` (not an object: a problem) or of ``events``."""
+        index = ctx.count
+        ctx.count += 1
+        if ctx.kind == _TRACES:
+            ctx.index += 1
+            text = self._slice(a, b)
+            try:
+                value: Any = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                raise self._fatal(a, "a JSON value", _got_bytes(text)) from None
+            self._problem(
+                RecordProblem(None, "a trace object", describe(value), where=f"traces[{index}]")
+            )
+            return
+        trace = self._stack[-2]
+        where = f"traces[{trace.index}].events[{index}]"
+        text = self._slice(a, b)
+        try:
+            event = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            self._problem(
+                RecordProblem(None, "a JSON value", _got_bytes(text, str(exc)), where=where)
+            )
+            return
+        if event == []:  # converter exports end their events with an empty array
+            return
+        builder = trace.builder
+        assert builder is not None
+        provisional = trace.index not in self._headers
+        if provisional and trace.columns is None and isinstance(event, list):
+            trace.deferred = True  # event_fields may follow the events
+            return
+        try:
+            if trace.columns is not None and isinstance(event, list):
+                name, raw_time, data = _array_event(trace.columns, event, where)
+            else:
+                name, raw_time, data = object_event(event, None, where=where)
+            t = builder.event_time(raw_time, None, where=where)
+            builder.observe(t, None, where=where)
+            builder.n_events += 1
+            builder.add(name, t, data, None, where=where)
+        except RecordProblem as problem:
+            if not provisional:
+                self._problem(problem)
+            elif len(trace.pending) < (MAX_KEPT_PROBLEMS if self.lenient else 1):
+                trace.pending.append(problem)  # raised or kept once the header is complete
+            else:
+                trace.pending_more += 1
+
+    def _open_trace(self, pos: int, index: int) -> None:
+        self._stack.append(_Ctx(_TRACE, ord("}"), pos, index=index))
+
+    def _top(self) -> dict[str, Any]:
+        return {k: v for k, v in self._top_ctx.members.items() if k not in ("traces", "trace")}
+
+    def _open_events(self, ctx: _Ctx, pos: int) -> None:
+        top, members = self._headers.get(ctx.index, (self._top(), ctx.members))
+        ctx.builder = self._builder(len(self.traces), top, members, sink=True)
+        ctx.columns = _columns(members)
+        self._stack.append(_Ctx(_EVENTS, ord("]"), pos))
+
+    def _builder(
+        self, index: int, top: dict[str, Any], trace: dict[str, Any], *, sink: bool = False
+    ) -> TraceBuilder:
+        """A trace's builder; only the one that reads the events gets the metric sink (the
+        others only compare headers)."""
         builder = TraceBuilder(
             index,
             top,
@@ -115,37 +443,123 @@ class ContainedParser:
             "JSON",
             want_metrics=self.want_metrics,
             full=True,
-            metric_sink=self.metric_sink,
+            metric_sink=self.metric_sink if sink else None,
         )
-        events = trace.get("events", [])
-        if not isinstance(events, list):
-            self._problem(
-                RecordProblem(None, 'an "events" array', describe(events), where=f"traces[{i}]")
+        columns = _columns(trace)
+        if columns is not None and "delta_time" in columns:
+            builder.delta = True
+        return builder
+
+    def _object_closed(self, ctx: _Ctx, pos: int) -> None:
+        if ctx.kind == _TOP:
+            self._done = True
+            self._end_of_top = pos + 1
+            if "traces" not in ctx.members and not isinstance(ctx.members.get("trace"), dict):
+                self._no_traces(ctx, pos)
+            self._final_headers()
+        else:
+            self._finish_trace(ctx)
+            parent = self._stack[-1]
+            if parent.kind == _TRACES:
+                parent.index += 1
+                parent.count += 1
+            else:
+                parent.members["trace"] = {}
+
+    def _no_traces(self, top: _Ctx, pos: int) -> None:
+        version = top.members.get("qlog_version")
+        if isinstance(version, str | int | float) and str(version).startswith("0.1"):
+            raise self._fatal(
+                pos,
+                'qlog draft-00 or later (a "traces" array)',
+                f'qlog_version "{version}": qlog 0.1 is not supported',
             )
-            events = []
-        fields = trace.get("event_fields")
-        columns = None
-        if isinstance(fields, list) and all(isinstance(f, str) for f in fields):
-            columns = [f.lower() for f in fields]
-            if "delta_time" in columns:
-                builder.delta = True
-        for j, event in enumerate(events):
-            where = f"traces[{i}].events[{j}]"
-            try:
-                if columns is not None and isinstance(event, list):
-                    name, raw_time, data = _array_event(columns, event, where)
-                else:
-                    name, raw_time, data = object_event(event, None, where=where)
-                t = builder.event_time(raw_time, None, where=where)
-                builder.n_events += 1
-                builder.observe(t)
-                builder.add(name, t, data, None, where=where)
-            except RecordProblem as problem:
+        raise self._fatal(pos, 'a "traces" array', describe(top.members.get("traces")))
+
+    def _finish_trace(self, ctx: _Ctx) -> None:
+        members = {k: v for k, v in ctx.members.items() if k != "events"}
+        builder = ctx.builder
+        if builder is None:  # no events array
+            builder = self._builder(len(self.traces), self._top(), members, sink=True)
+        final = self._builder(builder.index, self._top(), members)
+        late = ctx.builder is not None and (
+            ctx.deferred or final.timing != builder.timing or _columns(members) != ctx.columns
+        )
+        if late and ctx.index not in self._headers:
+            self._late[ctx.index] = members
+        else:
+            for problem in ctx.pending:
                 self._problem(problem)
-        return builder.finish()
+            self.skipped += ctx.pending_more
+        self._trace_members.append(members)
+        self.traces.append(builder.finish())
+
+    def _final_headers(self) -> None:
+        """Header fields from the complete file and trace objects; traces whose time
+        conventions were named after their events are listed in :attr:`reread`."""
+        top = self._top()
+        for trace, members in zip(self.traces, self._trace_members, strict=True):
+            final = self._builder(trace.index, top, members)
+            trace.vantage, trace.title = final.vantage, final.title
+            trace.code_version, trace.labels = final.code_version, final.labels
+            trace.cc_algorithm, trace.format = final.cc_algorithm, final.format
+        self.reread = {index: (top, members) for index, members in self._late.items()}
+
+    def _complete_pending(self, end: int) -> None:
+        """At a cut: an event or trace member that is complete but not yet followed by ',' or
+        a closing bracket is kept."""
+        ctx = self._stack[-1]
+        if ctx.kind not in (_EVENTS, _TRACE) or ctx.descended:
+            return
+        if ctx.kind == _TRACE and ctx.expecting_key:
+            return
+        text = self._slice(ctx.mark + 1, end)
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return
+        if not isinstance(value, dict | list | str):
+            return  # a number or literal may have been cut
+        if ctx.kind == _EVENTS:
+            self._element(ctx, ctx.mark + 1, end)
+            self.truncated_at = end
+            self.truncated_line = self._line(end)
+        elif ctx.key is not None:
+            ctx.members[ctx.key] = value
+
+    def _truncated(self, end: int) -> None:
+        """The document ends inside it: keep every complete event and member."""
+        last = end
+        for ctx in self._stack:
+            if ctx.kind == _EVENTS:
+                last = ctx.mark
+        self.truncated_at = last
+        self.truncated_line = self._line(last)
+        top = self._top_ctx
+        self._complete_pending(end)
+        open_traces = [c for c in self._stack if c.kind == _TRACE]
+        for ctx in open_traces:
+            self._finish_trace(ctx)
+        if (
+            "traces" not in top.members
+            and not any(c.kind == _TRACES for c in self._stack)
+            and not open_traces
+        ):
+            version = top.members.get("qlog_version")
+            if isinstance(version, str | int | float) and str(version).startswith("0.1"):
+                self._no_traces(top, end)
+        self._final_headers()
 
 
 _TIME_COLUMNS = ("relative_time", "delta_time", "time")
+
+
+def _columns(trace: dict[str, Any]) -> list[str] | None:
+    """A draft-00/01 trace's ``event_fields``, lower-cased."""
+    fields = trace.get("event_fields")
+    if isinstance(fields, list) and all(isinstance(f, str) for f in fields):
+        return [f.lower() for f in fields]
+    return None
 
 
 def _array_event(columns: list[str], event: list[Any], where: str) -> tuple[str, object, object]:
@@ -173,5 +587,10 @@ def _array_event(columns: list[str], event: list[Any], where: str) -> tuple[str,
     return name, raw_time, data
 
 
-def _got(message: str) -> str:
-    return message.split(":")[0]
+def _got_bytes(data: bytes, error: str | None = None) -> str:
+    text = data.strip()[:40].decode("utf-8", "replace")
+    if not text:
+        return "nothing"
+    if error is not None and "unexpected end" not in error:
+        return f"{text!r} ({error.split(':')[0]})"
+    return repr(text)

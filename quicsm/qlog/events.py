@@ -107,9 +107,21 @@ class MetricEvent:
     trigger: str | None = None
 
 
-def as_number(value: object, offset: int | None, what: str, *, where: str | None = None) -> float:
+#: the largest magnitude accepted for a time or metric: differences and sums of such numbers
+#: stay finite (epoch microseconds are about 1.7e15)
+MAX_MAGNITUDE: Final[float] = 1e18
+
+
+def as_number(
+    value: object,
+    offset: int | None,
+    what: str,
+    *,
+    where: str | None = None,
+    bound: float = math.inf,
+) -> float:
     """A JSON number (or a numeric string, as some draft-00 producers wrote) as a float."""
-    if type(value) is float and math.isfinite(value):  # the common case, first
+    if type(value) is float and -bound <= value <= bound:  # the common case
         return value
     if isinstance(value, bool):
         raise RecordProblem(offset, f"a number for {what}", describe(value), where=where)
@@ -129,8 +141,11 @@ def as_number(value: object, offset: int | None, what: str, *, where: str | None
             ) from None
     else:
         raise RecordProblem(offset, f"a number for {what}", describe(value), where=where)
-    if not math.isfinite(number):
-        raise RecordProblem(offset, f"a finite number for {what}", describe(value), where=where)
+    if not math.isfinite(number) or abs(number) > bound:
+        limit = f" (at most {bound:g})" if math.isfinite(bound) else ""
+        raise RecordProblem(
+            offset, f"a finite number for {what}{limit}", describe(value), where=where
+        )
     return number
 
 
@@ -189,13 +204,17 @@ def metric_values(
         if kind is int:
             value = (
                 float(raw)
-                if -(2**63) <= raw < 2**64
+                if -(2**63) <= raw < 2**64  # quinn logs ssthresh u64::MAX
                 else as_number(raw, offset, f'"{name}"', where=where)
             )
         elif kind is float and math.isfinite(raw):
             value = raw
         else:
             value = as_number(raw, offset, f'"{name}"', where=where)
+        if metric == "pto_count" and not (0 <= value < 2**63 and value.is_integer()):
+            raise RecordProblem(
+                offset, f'a non-negative integer for "{name}"', describe(raw), where=where
+            )
         values[metric] = value * rtt_scale if metric in RTT_METRICS else value
     return values
 

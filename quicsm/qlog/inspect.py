@@ -16,7 +16,8 @@ import polars as pl
 from quicsm.core.aliases import canonical_state
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.states import UNKNOWN
-from quicsm.qlog.source import CSV, PARQUET, DecompressedFile, read_qlog
+from quicsm.qlog.blocks import DecompressedFile
+from quicsm.qlog.source import CSV, PARQUET, read_qlog, without_bom
 from quicsm.qlog.tabular import read_table
 
 #: how many problems an inspection lists verbatim
@@ -86,8 +87,8 @@ def inspect_file(path: Path) -> Inspection:
     result = Inspection(path, read.kind, read.compression, truncated=read.truncated)
     if read.kind in (CSV, PARQUET):
         diag = Diagnostics()
-        data = b"".join(DecompressedFile(path).blocks()) if read.kind == CSV else None
-        table = read_table(path, read.kind, data=data, lenient=True, diagnostics=diag)
+        blocks = without_bom(DecompressedFile(path).blocks()) if read.kind == CSV else None
+        table = read_table(path, read.kind, blocks=blocks, lenient=True, diagnostics=diag)
         summary = table.group_by("trace", maintain_order=True).agg(
             n=pl.len(), start=pl.col("time_ms").min(), end=pl.col("end_ms").max()
         )

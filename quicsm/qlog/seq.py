@@ -34,7 +34,12 @@ from typing import Any
 import numpy as np
 import orjson
 
-from quicsm.core.diagnostics import RecordProblem, describe
+from quicsm.core.diagnostics import (
+    MAX_KEPT_PROBLEMS,
+    RecordProblem,
+    RecordTooLarge,
+    describe,
+)
 from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES, TIMER_NEEDLE, TIMER_REQUIRED
 from quicsm.qlog.trace import MetricSink, TraceBuilder, TraceData, is_header, object_event
 
@@ -98,6 +103,7 @@ class SeqScanner:
         full: bool = False,
         count: bool = False,
         lenient: bool = False,
+        max_record_bytes: int = 64 << 20,
         metric_sink: MetricSink | None = None,
     ) -> None:
         if sep not in (RS, LF):
@@ -111,11 +117,15 @@ class SeqScanner:
         self.lenient = lenient
         self.traces: list[TraceData] = []
         self.problems: list[RecordProblem] = []
+        #: how many records a lenient read skipped (only the first few are in ``problems``)
+        self.skipped = 0
         #: stream offset of a final record that did not decode (the file was cut there)
         self.truncated_at: int | None = None
         # the record in progress, as pieces (joined once its end is seen: no quadratic copying)
         self._carry: list[bytes] = []
+        self._carry_size = 0
         self._carry_offset = 0
+        self.max_record_bytes = max_record_bytes
         self._fed = 0
         self._seen_sep = sep == LF  # NDJSON has no preamble: its first line is a record
         self._trace: TraceBuilder | None = None
@@ -137,6 +147,9 @@ class SeqScanner:
         first = data.find(sep)
         if first == -1:
             self._carry.append(bytes(data))
+            self._carry_size += len(data)
+            if self._carry_size > self.max_record_bytes:
+                raise RecordTooLarge(self._carry_offset, self._carry_size)
             return
         # the record that straddled the previous block boundary (or the JSON-SEQ preamble)
         head = b"".join(self._carry) + data[:first]
@@ -149,7 +162,10 @@ class SeqScanner:
         if last > first:
             self._region(data, first, last, base)
         self._carry = [bytes(data[last + 1 :])]
+        self._carry_size = len(data) - last - 1
         self._carry_offset = base + last + 1
+        if self._carry_size > self.max_record_bytes:
+            raise RecordTooLarge(self._carry_offset, self._carry_size)
 
     def close(self) -> list[TraceData]:
         """Finish: the final record may be truncated. Returns every trace read."""
@@ -158,6 +174,7 @@ class SeqScanner:
         self._closed = True
         tail = b"".join(self._carry)
         self._carry = []
+        self._carry_size = 0
         if not self._seen_sep:
             self._preamble(tail, self._carry_offset)
         elif tail.strip():
@@ -192,7 +209,9 @@ class SeqScanner:
             self._reported.add(problem.offset)
         if not self.lenient:
             raise problem
-        self.problems.append(problem)
+        self.skipped += 1
+        if len(self.problems) < MAX_KEPT_PROBLEMS:
+            self.problems.append(problem)
 
     def _decode(self, buf: Buffer, start: int, end: int, base: int) -> Any:
         """Decode record content ``buf[start:end]``; ``RecordProblem`` if it is not JSON."""
@@ -280,20 +299,20 @@ class SeqScanner:
         trace = self._trace
         if trace is None:
             return
+        if not trace.states:
+            for record, offset in self._pending:
+                self._decode_event(trace, record, offset)
+        self._pending.clear()
         if self._last is not None and not (self.full or trace.delta):
             record, offset = self._last
             try:
                 obj = orjson.loads(record)
                 _, raw_time, _ = object_event(obj, offset)
-                trace.last_time = trace.event_time(raw_time, offset)
+                trace.end_at(trace.event_time(raw_time, offset), offset)
             except orjson.JSONDecodeError:
                 self._problem(RecordProblem(offset, "a JSON text", _got_bytes(record)))
             except RecordProblem as problem:
                 self._problem(problem)
-        if not trace.states:
-            for record, offset in self._pending:
-                self._decode_event(trace, record, offset)
-        self._pending.clear()
         self.traces.append(trace.finish())
         self._trace = None
         self._last = None
@@ -301,7 +320,7 @@ class SeqScanner:
     def _event(self, trace: TraceBuilder, obj: Any, offset: int) -> None:
         name, raw_time, data = object_event(obj, offset)
         t = trace.event_time(raw_time, offset)
-        trace.observe(t)
+        trace.observe(t, offset)
         trace.add(name, t, data, offset)
 
     def _full_region(self, buf: Buffer, pos: int, b: int, base: int) -> None:
@@ -400,7 +419,7 @@ class SeqScanner:
                     try:
                         obj = self._decode(buf, pos + 1, nxt, base)
                         _, raw_time, _ = object_event(obj, base + pos + 1)
-                        trace.observe(trace.event_time(raw_time, base + pos + 1))
+                        trace.observe(trace.event_time(raw_time, base + pos + 1), base + pos + 1)
                     except RecordProblem as problem:
                         self._problem(problem)
                 pos = nxt

@@ -13,27 +13,27 @@ Formats are told apart by their bytes, never by file names (section "Formats" of
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
 
 import orjson
-import zstandard
 
-from quicsm.core.diagnostics import MAX_REASONS, RecordProblem
-from quicsm.core.errors import InputError, QlogError
-from quicsm.qlog.contained import ContainedParser
+from quicsm.core.diagnostics import MAX_REASONS, RecordProblem, RecordTooLarge
+from quicsm.core.errors import QlogError, QuicsmError
+from quicsm.qlog.blocks import (
+    BLOCK_SIZE,
+    DEFAULT_LIMITS,
+    DecompressedFile,
+    ReadLimits,
+    record_too_large,
+)
+from quicsm.qlog.contained import ContainedParser, Headers
 from quicsm.qlog.seq import LF, RS, Buffer, SeqScanner
 from quicsm.qlog.trace import MetricSink, TraceData
 
-#: decompressed bytes handed to the parser at a time
-BLOCK_SIZE = 8 << 20
-
-GZIP_MAGIC = b"\x1f\x8b"
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 PARQUET_MAGIC = b"PAR1"
+BOM = b"\xef\xbb\xbf"
 
 JSON_SEQ = "JSON-SEQ"
 NDJSON = "NDJSON"
@@ -57,72 +57,11 @@ class FileRead:
     truncated: str | None = None
 
 
-class DecompressedFile:
-    """A file's decompressed content in blocks; notes a compressed stream that ends early."""
-
-    def __init__(self, path: Path, *, block_size: int = BLOCK_SIZE) -> None:
-        self.path = path
-        self.block_size = block_size
-        self.cut_short = False
-        with path.open("rb") as f:
-            magic = f.read(4)
-        self.compression = (
-            "gzip" if magic.startswith(GZIP_MAGIC) else "zstd" if magic == ZSTD_MAGIC else None
-        )
-
-    def blocks(self) -> Iterator[Buffer]:
-        try:
-            with self.path.open("rb", buffering=0) as raw:
-                if self.compression is None:
-                    # one reused buffer: no fresh allocation (and page faults) per block; the
-                    # parsers copy what they keep
-                    buffer = bytearray(self.block_size)
-                    while n := raw.readinto(buffer):
-                        if n < len(buffer):
-                            del buffer[n:]
-                        yield buffer
-                else:
-                    yield from self._decompress(raw)
-        except (OSError, zlib.error, zstandard.ZstdError) as exc:
-            if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError):
-                raise InputError(f"{self.path}: cannot read: {exc.strerror}") from None
-            raise QlogError(
-                str(self.path), f"a readable {self.compression} stream", got=str(exc)
-            ) from None
-
-    def _decompressor(self) -> Any:
-        if self.compression == "gzip":
-            return zlib.decompressobj(wbits=31)
-        return zstandard.ZstdDecompressor().decompressobj()
-
-    def _decompress(self, raw: BinaryIO) -> Iterator[bytes]:
-        """Decompress frame after frame (concatenated gzip members / zstd frames); output
-        already produced is kept when the compressed stream stops mid-frame."""
-        d = self._decompressor()
-        started = False
-        read_size = max(1 << 16, self.block_size // 8)
-        while chunk := raw.read(read_size):
-            data = chunk
-            while data:
-                started = True
-                out = d.decompress(data)
-                if out:
-                    yield out
-                if d.eof:
-                    data = d.unused_data
-                    d = self._decompressor()
-                    started = False
-                else:
-                    data = b""
-        if started and not d.eof:
-            self.cut_short = True
-
-
 def detect(head: Buffer) -> str | None:
     """The format of decompressed content from its first block, ``None`` if unrecognised."""
     if head.startswith(PARQUET_MAGIC):
         return PARQUET
-    body = bytes(head[: 1 << 16]).lstrip(b" \t\r\n\xef\xbb\xbf")
+    body = bytes(head[: 1 << 16]).removeprefix(BOM).lstrip(b" \t\r\n")
     if body.startswith(RS):
         return JSON_SEQ
     if body.startswith(b"{"):
@@ -161,7 +100,7 @@ def locate_in_file(source: DecompressedFile, offset: int, sep: bytes) -> tuple[i
     """1-based (record, line) of a stream offset, recounted from the file's start."""
     records = lines = 0
     seen = 0
-    for block in source.blocks():
+    for block in without_bom(source.blocks()):
         take = min(len(block), offset + 1 - seen)
         if take <= 0:
             break
@@ -190,6 +129,27 @@ def to_error(
     return QlogError(name, problem.expected, line=problem.line, got=problem.got)
 
 
+def without_bom(blocks: Iterator[bytes]) -> Iterator[bytes]:
+    """The blocks of a stream without a leading UTF-8 byte order mark (some Windows tools
+    write one; JSON forbids it, RFC 8259 section 8.1, but parsers may ignore it)."""
+    first = True
+    pending = b""
+    for block in blocks:
+        if first:
+            pending += block
+            if len(pending) < len(BOM) and BOM.startswith(pending):
+                continue
+            first = False
+            block = pending.removeprefix(BOM)
+            pending = b""
+            if not block:
+                continue
+        yield block
+        del block
+    if first and pending and pending != BOM[: len(pending)]:
+        yield pending
+
+
 def read_qlog(
     path: Path,
     *,
@@ -199,6 +159,7 @@ def read_qlog(
     lenient: bool = False,
     block_size: int = BLOCK_SIZE,
     max_problems: int = MAX_REASONS,
+    limits: ReadLimits = DEFAULT_LIMITS,
     metric_sink: MetricSink | None = None,
 ) -> FileRead:
     """Read one qlog file (any serialization, compressed or not) into traces.
@@ -206,15 +167,54 @@ def read_qlog(
     Strict (``lenient=False``): the first bad record raises :class:`QlogError`. Lenient: bad
     records are skipped and returned in ``problems``. Truncation is never an error.
     CSV/Parquet files are only detected here (``kind``); :mod:`quicsm.qlog.tabular` reads them.
+    Any other exception raised while reading (a bug, or a library failing on hostile input) is
+    turned into a :class:`QlogError` naming the file.
     """
-    source = DecompressedFile(path, block_size=block_size)
-    blocks = source.blocks()
-    head: Buffer = b""
+    try:
+        return _read_qlog(
+            path,
+            want_metrics=want_metrics,
+            full=full,
+            count=count,
+            lenient=lenient,
+            block_size=block_size,
+            max_problems=max_problems,
+            limits=limits,
+            metric_sink=metric_sink,
+        )
+    except QuicsmError:
+        raise
+    except (Exception, RecursionError) as exc:  # noqa: BLE001 - the reader's boundary
+        raise unexpected(path, exc) from exc
+
+
+def unexpected(path: Path | str, exc: BaseException) -> QlogError:
+    """A failure no check of ours anticipated, as our error naming the file."""
+    detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    return QlogError(
+        str(path),
+        "a file quicsm can read",
+        got=f"an unexpected {type(exc).__name__}{': ' + detail if detail else ''}",
+    )
+
+
+def _read_qlog(
+    path: Path,
+    *,
+    want_metrics: bool,
+    full: bool,
+    count: bool,
+    lenient: bool,
+    block_size: int,
+    max_problems: int,
+    limits: ReadLimits,
+    metric_sink: MetricSink | None,
+) -> FileRead:
+    source = DecompressedFile(path, block_size=block_size, limits=limits)
+    blocks = without_bom(source.blocks())
+    head = b""
     for block in blocks:  # enough of the start to tell the format
-        if not head and len(block) >= 1 << 16:
-            head = block  # a full block: fed before the reused buffer is refilled
-            break
-        head = bytes(head) + bytes(block)  # copies: the next block may reuse the buffer
+        head += block
         if len(head) >= 1 << 16:
             break
     kind = detect(head)
@@ -228,19 +228,22 @@ def read_qlog(
             got=_describe_head(head),
         )
     sep = RS if kind == JSON_SEQ else LF
+    stream = _prepend([head], blocks)
+    del head  # one block alive at a time
     try:
         if kind == JSON:
-            data = bytes(head) + b"".join(blocks)
-            parser = ContainedParser(
-                want_metrics=want_metrics, lenient=lenient, metric_sink=metric_sink
-            )
-            result.traces = parser.parse(data)
-            problems, truncated_at = parser.problems, parser.truncated_at
-            if truncated_at is not None:
-                line = data.count(LF, 0, truncated_at) + 1
+            parser = _contained(stream, want_metrics, lenient, limits, None, metric_sink)
+            if parser.reread:  # time conventions named after the events: read them again
+                again = without_bom(source.blocks())
+                parser = _contained(
+                    again, want_metrics, lenient, limits, parser.reread, metric_sink
+                )
+            result.traces = parser.traces
+            problems, skipped = parser.problems, parser.skipped
+            if parser.truncated_at is not None:
                 kept = sum(t.n_events or 0 for t in result.traces)
                 result.truncated = (
-                    f"{path}: the JSON document ends early (line {line}): "
+                    f"{path}: the JSON document ends early (line {parser.truncated_line}): "
                     f"kept {kept} complete events"
                 )
         else:
@@ -250,14 +253,15 @@ def read_qlog(
                 full=full,
                 count=count,
                 lenient=lenient,
+                max_record_bytes=limits.max_record_bytes,
                 metric_sink=metric_sink,
             )
-            if head:
-                scanner.feed(head)
-            for block in blocks:
+            for block in stream:
                 scanner.feed(block)
+                del block  # one block alive at a time
             result.traces = scanner.close()
             problems, truncated_at = scanner.problems, scanner.truncated_at
+            skipped = scanner.skipped
             if truncated_at is not None:
                 record, line = locate_in_file(source, truncated_at, sep)
                 what = f"record {record} (line {line})" if sep == RS else f"line {line}"
@@ -265,11 +269,45 @@ def read_qlog(
                     f"{path}: {what} is incomplete: the file was cut mid-write; "
                     "every complete record before it was kept"
                 )
+    except RecordTooLarge as problem:
+        raise record_too_large(path, problem.size, limits) from None
     except RecordProblem as problem:
         raise to_error(path, problem, source, sep) from None
     if source.cut_short:
         cut = f"{path}: the {source.compression} stream ends early; every complete record was kept"
         result.truncated = cut if result.truncated is None else f"{result.truncated}; {cut}"
-    result.skipped = len(problems)
+    result.skipped = skipped
     result.problems = [to_error(path, p, source, sep) for p in problems[:max_problems]]
     return result
+
+
+def _prepend(first: list[bytes], blocks: Iterator[bytes]) -> Iterator[bytes]:
+    """``first``'s blocks, then ``blocks``, keeping no reference to a block once yielded."""
+    while first:
+        block = first.pop(0)
+        if block:
+            yield block
+        del block
+    yield from blocks
+
+
+def _contained(
+    blocks: Iterator[bytes],
+    want_metrics: bool,
+    lenient: bool,
+    limits: ReadLimits,
+    headers: Headers | None,
+    metric_sink: MetricSink | None,
+) -> ContainedParser:
+    parser = ContainedParser(
+        want_metrics=want_metrics,
+        lenient=lenient,
+        max_record_bytes=limits.max_record_bytes,
+        headers=headers,
+        metric_sink=metric_sink,
+    )
+    for block in blocks:
+        parser.feed(block)
+        del block  # one block alive at a time
+    parser.close()
+    return parser

@@ -20,16 +20,19 @@ CSV may be gzip or zstd compressed.
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
 import polars as pl
+from polars.exceptions import PanicException as _PanicException
 
 from quicsm.core.aliases import canonical_state
 from quicsm.core.diagnostics import Diagnostics
-from quicsm.core.errors import QlogError
+from quicsm.core.errors import QlogError, QuicsmError
 from quicsm.core.frames import SOURCE_DTYPE, TRANSITIONS_SCHEMA, VANTAGE_DTYPE
 from quicsm.core.states import CANONICAL_STATES, UNKNOWN
+from quicsm.qlog.events import MAX_MAGNITUDE
 
 REQUIRED: Final[tuple[str, ...]] = ("trace", "time_ms", "state")
 OPTIONAL: Final[tuple[str, ...]] = (
@@ -42,26 +45,164 @@ OPTIONAL: Final[tuple[str, ...]] = (
 )
 
 
+#: the longest CSV header line accepted (a transitions table names at most nine columns)
+MAX_HEADER_BYTES = 64 << 10
+#: CSV text parsed at a time (whole lines): memory is bounded by this plus the rows kept
+CSV_CHUNK_BYTES = 2 << 20
+
+
+def csv_chunks(
+    blocks: Iterable[bytes], *, chunk_bytes: int = CSV_CHUNK_BYTES, max_line_bytes: int = 64 << 20
+) -> Iterator[tuple[bytes, int]]:
+    """``(header + whole lines, 1-based line of the first of them)`` of a CSV stream.
+
+    Lines are cut only outside quoted fields (a quoted field may hold line feeds); the header
+    line is repeated at the start of every chunk.
+    """
+    header: bytes | None = None
+    pending: list[bytes] = []
+    size = 0
+    line = 2
+
+    def cut(text: bytes) -> int:
+        """The end of the last complete line of ``text`` outside quotes (0 if none); a chunk
+        always starts outside quotes."""
+        end = text.rfind(b"\n")
+        odd = end != -1 and text.count(b'"', 0, end) % 2 == 1
+        while end != -1 and odd:
+            before = text.rfind(b"\n", 0, end)
+            odd ^= text.count(b'"', before + 1, end) % 2 == 1
+            end = before
+        return end + 1
+
+    for block in blocks:
+        pending.append(block)
+        size += len(block)
+        if header is None:
+            text = b"".join(pending)
+            end = text.find(b"\n")
+            if end > MAX_HEADER_BYTES or (end == -1 and size > MAX_HEADER_BYTES):
+                raise _HeaderTooLong(size if end == -1 else end)
+            if end == -1:
+                continue
+            header, pending, size = text[: end + 1], [text[end + 1 :]], len(text) - end - 1
+        if size < chunk_bytes:
+            continue
+        text = b"".join(pending)
+        start = 0
+        while len(text) - start >= chunk_bytes:
+            end = cut(text[start : start + chunk_bytes]) or cut(text[start:])
+            if end == 0:
+                break
+            body = text[start : start + end]
+            yield header + body, line
+            line += body.count(b"\n")
+            start += end
+        if len(text) - start > max_line_bytes:
+            raise _TooLong(len(text) - start)
+        pending, size = [text[start:]], len(text) - start
+    text = b"".join(pending)
+    if header is None:
+        if len(text) > MAX_HEADER_BYTES:
+            raise _HeaderTooLong(len(text))
+        if text:
+            yield text, 2
+        return
+    if text.strip() or line == 2:
+        yield header + text, line
+
+
+class _HeaderTooLong(Exception):
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+class _TooLong(Exception):
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
 def _load(path: Path, kind: str, data: bytes | None) -> pl.DataFrame:
     try:
         if kind == "Parquet":
             return pl.read_parquet(path)
         assert data is not None
         return pl.read_csv(io.BytesIO(data), infer_schema=False)
-    except (pl.exceptions.PolarsError, OSError) as exc:
+    except (Exception, _PanicException) as exc:  # noqa: BLE001 - polars/pyarrow on bad input
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise QlogError(str(path), f"a {kind} transitions table", got=detail) from None
+        raise QlogError(str(path), f"a {kind} transitions table", got=detail[:200]) from None
 
 
 def read_table(
-    path: Path, kind: str, *, data: bytes | None = None, lenient: bool, diagnostics: Diagnostics
+    path: Path,
+    kind: str,
+    *,
+    blocks: Iterable[bytes] | None = None,
+    lenient: bool,
+    diagnostics: Diagnostics,
+    max_line_bytes: int = 64 << 20,
 ) -> pl.DataFrame:
-    """Read a CSV (``data`` = its decompressed bytes) or Parquet table into transitions rows.
+    """Read a CSV (``blocks`` = its decompressed content) or Parquet table into transitions rows.
 
     Returns the rows (not yet normalised); bad rows raise :class:`QlogError` naming the line
-    (CSV) or row (Parquet), or are skipped and counted when ``lenient``.
+    (CSV) or row (Parquet), or are skipped and counted when ``lenient``. CSV is read in chunks of
+    whole lines (:func:`csv_chunks`). A failure of the table libraries on a mangled file is our
+    error naming the file.
     """
-    raw = _load(path, kind, data)
+    try:
+        if kind == "Parquet":
+            return _finish(
+                [
+                    _typed(
+                        path,
+                        _rows(path, kind, _load(path, kind, None), 0, lenient, diagnostics),
+                        diagnostics,
+                    )
+                ]
+            )
+        assert blocks is not None
+        parts = []
+        try:
+            for text, line in csv_chunks(blocks, max_line_bytes=max_line_bytes):
+                raw = _load(path, kind, text)
+                good = _rows(path, kind, raw, line - 2, lenient, diagnostics)
+                del raw
+                parts.append(_typed(path, good, diagnostics))
+        except _HeaderTooLong as exc:
+            raise QlogError(
+                str(path),
+                f"a CSV header line of at most {MAX_HEADER_BYTES >> 10} KiB",
+                line=1,
+                got=f"{exc.size} bytes without a line end" if exc.size else "a longer line",
+            ) from None
+        except _TooLong as exc:
+            raise QlogError(
+                str(path),
+                f"CSV lines of at most {max_line_bytes >> 20} MiB (ReadLimits.max_record_bytes)",
+                got=f"more than {exc.size >> 20} MiB without a line end",
+            ) from None
+        return _finish(parts)
+    except QuicsmError:
+        raise
+    except (Exception, _PanicException) as exc:  # noqa: BLE001 - the reader's boundary
+        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise QlogError(
+            str(path),
+            f"a {kind} transitions table",
+            got=f"an unexpected {type(exc).__name__}{': ' + detail if detail else ''}",
+        ) from None
+
+
+def _plausible(column: pl.Expr) -> pl.Expr:
+    """A number (as text) that is finite and at most 1e18 in magnitude (as qlog times)."""
+    number = column.cast(pl.Float64, strict=False)
+    return number.is_finite() & (number.abs() <= MAX_MAGNITUDE)
+
+
+def _rows(
+    path: Path, kind: str, raw: pl.DataFrame, offset: int, lenient: bool, diagnostics: Diagnostics
+) -> pl.DataFrame:
+    """The valid rows of one chunk as strings (``offset``: rows before it in the file)."""
     missing = [c for c in REQUIRED if c not in raw.columns]
     if missing:
         raise QlogError(
@@ -78,8 +219,7 @@ def read_table(
         "trace": ("a trace id", pl.col("trace").is_null() | (pl.col("trace") == "")),
         "time_ms": (
             "a number in time_ms",
-            pl.col("time_ms").cast(pl.Float64, strict=False).is_null()
-            | ~pl.col("time_ms").cast(pl.Float64, strict=False).is_finite(),
+            ~_plausible(pl.col("time_ms")).fill_null(False),
         ),
         "state": ("a state name", pl.col("state").is_null() | (pl.col("state") == "")),
     }
@@ -97,8 +237,7 @@ def read_table(
     if "end_ms" in strings.columns:
         checks["end_ms"] = (
             "a number in end_ms",
-            pl.col("end_ms").is_not_null()
-            & pl.col("end_ms").cast(pl.Float64, strict=False).is_null(),
+            pl.col("end_ms").is_not_null() & ~_plausible(pl.col("end_ms")).fill_null(False),
         )
     flags = strings.with_columns(
         [expr.fill_null(True).alias(f"_bad_{c}") for c, (_, expr) in checks.items()]
@@ -107,55 +246,72 @@ def read_table(
     for row in flags.filter(bad).iter_rows(named=True):
         column = next(c for c in checks if row[f"_bad_{c}"])
         expected, _ = checks[column]
-        where = {"line": row["_row"] + 2} if kind == "CSV" else {"record": row["_row"] + 1}
+        row_number = row["_row"] + offset
+        where = {"line": row_number + 2} if kind == "CSV" else {"record": row_number + 1}
         error = QlogError(str(path), expected, got=repr(row[column]), **where)
         if not lenient:
             raise error
         diagnostics.skip(error)
     strings = flags.select(strings.columns)
     bad = pl.any_horizontal([expr.fill_null(True) for _, expr in checks.values()])
-    good = strings.filter(~bad).drop("_row")
-    names = good["state"].to_list()
-    states: list[str] = []
-    for name in names:
+    return strings.filter(~bad).drop("_row")
+
+
+def _finish(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """Every chunk's rows; ``end_ms`` defaults to the trace's last row."""
+    if not parts:
+        return pl.DataFrame(schema=TRANSITIONS_SCHEMA)
+    frame = pl.concat(parts) if len(parts) > 1 else parts[0]
+    return frame.with_columns(
+        pl.col("end_ms").fill_null(pl.col("time_ms").max().over("trace")).max().over("trace"),
+    )
+
+
+def _typed(path: Path, good: pl.DataFrame, diagnostics: Diagnostics) -> pl.DataFrame:
+    """The valid rows of one chunk in the transitions schema (compact dtypes at once: a large
+    table is never held as text)."""
+    # each distinct name is mapped once (no Python object per row: memory follows the frame)
+    counts = good["state"].value_counts()
+    mapping: dict[str, str] = {}
+    for name, n in counts.iter_rows():
         state = name if name in CANONICAL_STATES else canonical_state(name)
         if state == UNKNOWN and name != UNKNOWN:
-            diagnostics.unknown_state(name)
-        states.append(state)
+            diagnostics.unknown_states[name] += n
+        mapping[name] = state
+    states = good["state"].replace_strict(mapping, return_dtype=pl.String)
     # the raw name is always kept: the given raw_state, else the state as written
     raw_state = (
         good["raw_state"].fill_null(good["state"]) if "raw_state" in good.columns else good["state"]
     )
+    n = good.height
     columns = {
-        "file": good["file"] if "file" in good.columns else pl.Series([str(path)] * good.height),
+        "file": good["file"] if "file" in good.columns else pl.repeat(str(path), n, eager=True),
         "trace": good["trace"],
         "vantage": (
             good["vantage"].fill_null("unknown")
             if "vantage" in good.columns
-            else pl.Series(["unknown"] * good.height)
+            else pl.repeat("unknown", n, eager=True)
         ),
         "time_ms": good["time_ms"].cast(pl.Float64),
-        "state": pl.Series(states, dtype=pl.String),
+        "state": states,
         "raw_state": raw_state,
         "trigger": good["trigger"]
         if "trigger" in good.columns
-        else pl.Series([None] * good.height, dtype=pl.String),
+        else pl.repeat(None, n, dtype=pl.String, eager=True),
         "source": (
             good["source"].fill_null("explicit")
             if "source" in good.columns
-            else pl.Series(["explicit"] * good.height)
+            else pl.repeat("explicit", n, eager=True)
         ),
     }
     frame = pl.DataFrame(columns)
     end = (
         good["end_ms"].cast(pl.Float64)
         if "end_ms" in good.columns
-        else pl.Series([None] * good.height, dtype=pl.Float64)
+        else pl.repeat(None, n, dtype=pl.Float64, eager=True)
     )
     frame = frame.with_columns(end.alias("end_ms"))
     frame = frame.with_columns(
-        pl.col("vantage").cast(VANTAGE_DTYPE),
-        pl.col("source").cast(SOURCE_DTYPE),
-        pl.col("end_ms").fill_null(pl.col("time_ms").max().over("trace")).max().over("trace"),
+        pl.col("vantage").cast(VANTAGE_DTYPE), pl.col("source").cast(SOURCE_DTYPE)
     )
     return frame.select([pl.col(c).cast(t) for c, t in TRANSITIONS_SCHEMA.items()])

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from quicsm.core.diagnostics import RecordProblem, describe
 from quicsm.qlog.events import (
+    MAX_MAGNITUDE,
     MVFST_METRIC,
     STATE,
     MetricEvent,
@@ -120,6 +121,31 @@ class TraceBuilder:
         metric_sink: MetricSink | None = None,
     ) -> None:
         self.index = index
+        self.serialization = serialization
+        self.header(top, trace)
+        self.want_metrics = want_metrics
+        self.full = full
+        self.first_time: float | None = None
+        self.last_time: float | None = None
+        self._previous = 0.0
+        self.n_events = 0
+        self.counts: Counter[str] | None = Counter() if full else None
+        self.states: list[StateEvent] = []
+        self.metrics: list[MetricEvent] = []
+        self.problems: list[RecordProblem] = []
+        #: the latest time seen so far, overall and per kind of kept event (the fast path
+        #: decodes state events before the others of a block): times may not go backwards
+        self.latest: float | None = None
+        self._latest_of: dict[bool, float] = {}
+        self._sink = metric_sink(self) if metric_sink is not None else None
+
+    def metrics_wanted(self) -> bool:
+        """Metric, loss and timer events are wanted (and their sink, if any, still wants them)."""
+        return self.want_metrics and (self._sink is None or self._sink.wanted())
+
+    def header(self, top: dict[str, Any], trace: dict[str, Any]) -> None:
+        """Take the header fields of ``top`` (the file) and ``trace``; may be called again when
+        a contained-JSON trace names members after its events."""
         common = _dict(trace.get("common_fields"))
         configuration = _dict(trace.get("configuration"))
         vantage = _dict(trace.get("vantage_point")).get("type")
@@ -149,35 +175,50 @@ class TraceBuilder:
         self.delta = isinstance(time_format, str) and time_format in DELTA_FORMATS
         units = configuration.get("time_units", common.get("time_units"))
         self.scale = 0.001 if units == "us" else 1.0
-        self.format = f"{serialization} {version_of(top)}"
-        self.want_metrics = want_metrics
-        self.full = full
-        self.first_time: float | None = None
-        self.last_time: float | None = None
-        self._previous = 0.0
-        self.n_events = 0
-        self.counts: Counter[str] | None = Counter() if full else None
-        self.states: list[StateEvent] = []
-        self.metrics: list[MetricEvent] = []
-        self.problems: list[RecordProblem] = []
-        self._sink = metric_sink(self) if metric_sink is not None else None
+        self.format = f"{self.serialization} {version_of(top)}"
 
-    def metrics_wanted(self) -> bool:
-        """Metric, loss and timer events are wanted (and their sink, if any, still wants them)."""
-        return self.want_metrics and (self._sink is None or self._sink.wanted())
+    @property
+    def timing(self) -> tuple[bool, float]:
+        """What the header says about event times (a change after events were read means
+        they must be read again)."""
+        return self.delta, self.scale
 
     def event_time(self, raw: object, offset: int | None, *, where: str | None = None) -> float:
         """Milliseconds on the trace clock; delta formats are summed in reading order."""
-        t = as_number(raw, offset, '"time"', where=where) * self.scale
+        t = as_number(raw, offset, '"time"', where=where, bound=MAX_MAGNITUDE) * self.scale
         if self.delta:
             t += self._previous
             self._previous = t
         return t
 
-    def observe(self, t: float) -> None:
+    def observe(self, t: float, offset: int | None = None, *, where: str | None = None) -> None:
+        """An event's time, in reading order (every event when all are decoded)."""
+        self._check_order(t, offset, where)
         if self.first_time is None:
             self.first_time = t
         self.last_time = t
+
+    def end_at(self, t: float, offset: int | None) -> None:
+        """The time of the trace's last event (read without decoding the ones between)."""
+        self._check_order(t, offset, None)
+        self.last_time = t
+
+    def _check_order(
+        self, t: float, offset: int | None, where: str | None, kind: bool | None = None
+    ) -> None:
+        latest = self.latest if kind is None else self._latest_of.get(kind, self.first_time)
+        if latest is not None and t < latest:
+            raise RecordProblem(
+                offset,
+                f"a time no earlier than {latest:.6g} ms (times may not go backwards within "
+                "a trace)",
+                f"{t:.6g} ms",
+                where=where,
+            )
+        if kind is not None:
+            self._latest_of[kind] = t
+        if self.latest is None or t > self.latest:
+            self.latest = t
 
     def add(
         self, name: str, t: float, data: object, offset: int | None, *, where: str | None = None
@@ -188,6 +229,8 @@ class TraceBuilder:
         kind = event_kind(name)
         if kind is None:
             return
+        if not self.full:
+            self._check_order(t, offset, where, kind == STATE)
         if kind == STATE:
             self.states.append(state_event(t, data, offset, where=where))
             return
@@ -202,6 +245,8 @@ class TraceBuilder:
                 self.metrics.append(metric)
 
     def finish(self) -> TraceData:
+        if self.latest is not None and (self.last_time is None or self.last_time < self.latest):
+            self.last_time = self.latest  # a last record skipped by a lenient read
         return TraceData(
             index=self.index,
             format=self.format,

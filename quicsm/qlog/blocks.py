@@ -1,0 +1,179 @@
+"""A file's decompressed content as a sequence of immutable blocks, within a budget.
+
+Every block is a fresh ``bytes`` object: a consumer may keep any block (or slice of one) for as
+long as it likes, and joining blocks gives the file's content. (An earlier reader reused one
+``bytearray`` for every block, so ``b"".join(blocks)`` silently repeated the last block.)
+
+Decompression is bounded (:class:`ReadLimits`): compressed input is fed in small pieces so that
+one call can never inflate more than :data:`FEED_BYTES` times the best ratio zstd or deflate can
+reach, the total decompressed size of a file and its expansion ratio are capped, and the parsers
+cap the size of one record (:attr:`ReadLimits.max_record_bytes`). Exceeding a limit is a
+:class:`quicsm.core.errors.QlogError` naming the file and the limit.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import zstandard
+
+from quicsm.core.errors import InputError, QlogError
+
+#: decompressed bytes handed to the parser at a time
+BLOCK_SIZE = 8 << 20
+
+#: compressed bytes fed to a decompressor per call: zstd inflates a piece at most ~32768x, so
+#: one call produces at most ~32 MiB
+FEED_BYTES = 1 << 10
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: zstd skippable frames (RFC 8878 section 3.1.2): magic 0x184D2A50 to 0x184D2A5F, little-endian
+_SKIPPABLE_TAIL = b"\x2a\x4d\x18"
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB"
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """Caps that keep reading a hostile file bounded in memory and time.
+
+    - ``max_decompressed_bytes``: total decompressed bytes of one file (``None``: no cap);
+    - ``max_ratio``: decompressed / compressed bytes, checked once ``ratio_after_bytes`` have
+      been inflated (real qlog compresses 10-20x; decompression bombs reach thousands);
+    - ``max_record_bytes``: one JSON-SEQ/NDJSON record, one contained-JSON event or member,
+      one CSV line.
+    """
+
+    max_decompressed_bytes: int | None = 64 << 30
+    max_ratio: float = 1000.0
+    ratio_after_bytes: int = 64 << 20
+    max_record_bytes: int = 64 << 20
+
+
+DEFAULT_LIMITS = ReadLimits()
+
+
+def record_too_large(path: Path | str, size: int, limits: ReadLimits) -> QlogError:
+    return QlogError(
+        str(path),
+        f"records of at most {_mib(limits.max_record_bytes)} (ReadLimits.max_record_bytes)",
+        got=f"a record of more than {_mib(size)}",
+    )
+
+
+def is_zstd(magic: bytes) -> bool:
+    return magic == ZSTD_MAGIC or (
+        len(magic) == 4 and magic[1:] == _SKIPPABLE_TAIL and magic[0] & 0xF0 == 0x50
+    )
+
+
+class DecompressedFile:
+    """A file's decompressed content in blocks; notes a compressed stream that ends early.
+
+    :meth:`blocks` may be called again to re-read the file from its start.
+    """
+
+    def __init__(
+        self, path: Path, *, block_size: int = BLOCK_SIZE, limits: ReadLimits = DEFAULT_LIMITS
+    ) -> None:
+        self.path = path
+        self.block_size = block_size
+        self.limits = limits
+        self.cut_short = False
+        try:
+            with path.open("rb") as f:
+                magic = f.read(4)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        self.compression = (
+            "gzip" if magic.startswith(GZIP_MAGIC) else "zstd" if is_zstd(magic) else None
+        )
+
+    def blocks(self) -> Iterator[bytes]:
+        """Fresh ``bytes`` blocks of at most ``block_size`` bytes (never an empty block)."""
+        try:
+            with self.path.open("rb", buffering=0) as raw:
+                if self.compression is None:
+                    while block := raw.read(self.block_size):
+                        yield block
+                        del block  # freed before the next read (when the consumer drops it)
+                else:
+                    yield from self._decompress(raw)
+        except (OSError, zlib.error, zstandard.ZstdError) as exc:
+            if isinstance(exc, OSError):
+                raise InputError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+            raise QlogError(
+                str(self.path), f"a readable {self.compression} stream", got=str(exc)
+            ) from None
+
+    def _decompressor(self) -> Any:
+        if self.compression == "gzip":
+            return zlib.decompressobj(wbits=31)
+        return zstandard.ZstdDecompressor().decompressobj()
+
+    def _check_budget(self, produced: int, consumed: int) -> None:
+        limits = self.limits
+        cap = limits.max_decompressed_bytes
+        if cap is not None and produced > cap:
+            raise QlogError(
+                str(self.path),
+                f"at most {_mib(cap)} decompressed (ReadLimits.max_decompressed_bytes)",
+                got=f"more than {_mib(produced)}",
+            )
+        if produced >= limits.ratio_after_bytes and produced > limits.max_ratio * max(consumed, 1):
+            raise QlogError(
+                str(self.path),
+                f"a {self.compression} stream expanding at most {limits.max_ratio:g}x "
+                "(ReadLimits.max_ratio; a decompression bomb?)",
+                got=f"{produced / max(consumed, 1):.0f}x after {_mib(produced)}",
+            )
+
+    def _decompress(self, raw: BinaryIO) -> Iterator[bytes]:
+        """Decompress frame after frame (concatenated gzip members / zstd frames, zstd skippable
+        frames); output already produced is kept when the compressed stream stops mid-frame."""
+        d = self._decompressor()
+        gzip = self.compression == "gzip"
+        started = False
+        produced = consumed = 0
+        pending: list[bytes] = []
+        pending_size = 0
+        block_size = self.block_size
+        while chunk := raw.read(1 << 16):
+            for i in range(0, len(chunk), FEED_BYTES):
+                data = chunk[i : i + FEED_BYTES]
+                consumed += len(data)
+                while data:
+                    started = True
+                    if gzip:
+                        out = d.decompress(data, block_size)
+                        data = d.unconsumed_tail
+                    else:
+                        out = d.decompress(data)
+                        data = b""
+                    if out:
+                        produced += len(out)
+                        self._check_budget(produced, consumed)
+                        pending.append(out)
+                        pending_size += len(out)
+                        if pending_size >= block_size:
+                            joined = b"".join(pending)
+                            for j in range(0, len(joined) - block_size + 1, block_size):
+                                yield joined[j : j + block_size]
+                            rest = len(joined) % block_size
+                            pending = [joined[len(joined) - rest :]] if rest else []
+                            pending_size = rest
+                    if d.eof:
+                        data = d.unused_data + data
+                        d = self._decompressor()
+                        started = False
+        if pending_size:
+            yield b"".join(pending)
+        if started and not d.eof:
+            self.cut_short = True

@@ -1,0 +1,47 @@
+"""What reading a file ends in, for the fuzz test and ``benchmarks/fuzz_campaign.py``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: what reading a file may end in; anything else is a defect
+OUTCOMES = ("read", "QlogError", "InputError")
+
+
+def read_everything(path: Path, *, lenient: bool) -> tuple[str, str]:
+    """Read ``path`` with every reader (and inspect it); ``(outcome, detail)``.
+
+    Raises whatever is not a :class:`quicsm.core.errors.QuicsmError`, a Python warning that is
+    not a :class:`QuicsmWarning`, and an error that only the readers' last-resort boundary
+    caught (``"an unexpected ..."``) as :class:`AssertionError`.
+    """
+    import warnings
+
+    from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
+    from quicsm.core.errors import InputError, QlogError
+    from quicsm.extract.read import read_metrics, read_traces, read_transitions
+    from quicsm.qlog.inspect import inspect_file
+
+    on_error = "skip" if lenient else "raise"
+    outcome, detail = "read", ""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            for reader in (read_transitions, read_metrics, read_traces):
+                reader(path, on_error=on_error, diagnostics=Diagnostics())
+        except QlogError as exc:
+            outcome, detail = "QlogError", str(exc)
+        except InputError as exc:
+            outcome, detail = "InputError", str(exc)
+        try:
+            inspect_file(path)
+        except QlogError as exc:
+            detail = detail or str(exc)
+        except InputError as exc:
+            detail = detail or str(exc)
+    foreign = [w for w in caught if not issubclass(w.category, QuicsmWarning)]
+    if foreign:
+        raise AssertionError(f"a Python warning leaked: {foreign[0].message}")
+    if "an unexpected " in detail:
+        raise AssertionError(f"only the last-resort boundary caught it: {detail}")
+    return outcome, detail
