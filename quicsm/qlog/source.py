@@ -14,7 +14,8 @@ Formats are told apart by their bytes, never by file names (section "Formats" of
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -57,6 +58,22 @@ class FileRead:
     truncated: str | None = None
 
 
+#: called with the number of bytes of the file just read (see :func:`count_bytes`)
+_byte_counter: Callable[[int], None] | None = None
+
+
+@contextmanager
+def count_bytes(callback: Callable[[int], None]) -> Iterator[None]:
+    """Call ``callback(n)`` whenever ``n`` more bytes of a file (as stored, compressed or not)
+    were read, while the block is active: how a progress bar advances inside large files."""
+    global _byte_counter
+    previous, _byte_counter = _byte_counter, callback
+    try:
+        yield
+    finally:
+        _byte_counter = previous
+
+
 class DecompressedFile:
     """A file's decompressed content in blocks; notes a compressed stream that ends early."""
 
@@ -78,6 +95,8 @@ class DecompressedFile:
                     # parsers copy what they keep
                     buffer = bytearray(self.block_size)
                     while n := raw.readinto(buffer):
+                        if _byte_counter is not None:
+                            _byte_counter(n)
                         if n < len(buffer):
                             del buffer[n:]
                         yield buffer
@@ -102,6 +121,8 @@ class DecompressedFile:
         started = False
         read_size = max(1 << 16, self.block_size // 8)
         while chunk := raw.read(read_size):
+            if _byte_counter is not None:
+                _byte_counter(len(chunk))
             data = chunk
             while data:
                 started = True

@@ -1,0 +1,43 @@
+"""Inference on a corpus' aggregate: the model of :func:`quicsm.model.inference.infer`, built
+from the deduplicated, weighted trace set and the merged statistics instead of every row."""
+
+from __future__ import annotations
+
+from quicsm.core.errors import ModelError
+from quicsm.engine.aggregate import Aggregate
+from quicsm.model.inference import ALGORITHMS, observed_graph
+from quicsm.model.synoptic import infer_graph, mine_invariants
+from quicsm.model.tables import Model, renumber
+
+
+def infer_aggregate(
+    aggregate: Aggregate, *, algorithm: str = "synoptic", k: int = 1, seed: int = 0
+) -> Model:
+    """The model :func:`quicsm.model.inference.infer` infers from the same traces (same nodes,
+    edges, invariants and counts; float statistics equal up to the last bits)."""
+    if algorithm not in ALGORITHMS:
+        raise ModelError(f"unknown algorithm {algorithm!r}; valid choices: {', '.join(ALGORITHMS)}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ModelError(f"k must be a positive integer, got {k!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ModelError(f"seed must be an integer, got {seed!r}")
+    if aggregate.visits == 0:
+        raise ModelError("no transitions to infer a model from (the input has no state rows)")
+    stats = aggregate.stats()
+    log = aggregate.event_log()
+    invariants = mine_invariants(log)
+    if algorithm == "observed":
+        nodes, edges = observed_graph(stats)
+    else:
+        nodes, edges = infer_graph(log, algorithm=algorithm, k=k, seed=seed)
+    nodes, edges = renumber(nodes, edges)
+    return Model(
+        nodes=nodes,
+        edges=edges,
+        invariants=invariants,
+        stats=stats,
+        algorithm=algorithm,
+        k=k,
+        seed=seed,
+        node_time=aggregate.node_times(nodes, edges),
+    )
