@@ -30,8 +30,16 @@ _EXPORTS: dict[str, str] = {
     "infer": "quicsm.model.inference",
     "Model": "quicsm.model.tables",
     **dict.fromkeys(
-        ("Stats", "compute_stats", "time_in_state", "time_in_state_summary", "transition_counts",
-         "transition_probabilities", "dwell_times", "dwell_summary"),
+        (
+            "Stats",
+            "compute_stats",
+            "time_in_state",
+            "time_in_state_summary",
+            "transition_counts",
+            "transition_probabilities",
+            "dwell_times",
+            "dwell_summary",
+        ),
         "quicsm.stats.descriptive",
     ),  # fmt: skip
     "diff": "quicsm.compare.diff",

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import click
 
+from quicsm.cli.engine_options import engine_choice, engine_options
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
 
 #: exit status of ``--fail-on-significant`` when something differs significantly
@@ -16,6 +18,7 @@ EXIT_SIGNIFICANT = 3
 @click.command("diff", cls=GroupCommand)
 @group_options
 @test_options
+@engine_options
 @click.option(
     "--format",
     "fmt",
@@ -41,6 +44,11 @@ def diff_command(
     fmt: str,
     seed: int,
     fail_on_significant: bool,
+    engine: str,
+    scheduler: str | None,
+    workers: int | None,
+    cache_dir: Path | None,
+    no_cache: bool,
 ) -> None:
     """Compare group B with group A: time in state, transition probabilities, dwell times and
     invariants, each with a significance test (see docs/diff.md).
@@ -59,6 +67,13 @@ def diff_command(
         where=where,
         baseline=baseline,
         lenient=lenient,
+        reader=engine_choice(
+            engine=engine,
+            scheduler=scheduler,
+            workers=workers,
+            cache_dir=cache_dir,
+            no_cache=no_cache,
+        ).reader(),
     )
     results = []
     for comp in comps:

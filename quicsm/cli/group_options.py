@@ -10,6 +10,7 @@ import click
 from quicsm.compare.grouping import (
     Comparison,
     OnError,
+    Reader,
     compare_by_label,
     compare_paths,
     parse_where,
@@ -107,8 +108,10 @@ def comparisons(
     where: Sequence[str],
     baseline: str | None,
     lenient: bool,
+    reader: Reader | None = None,
 ) -> list[Comparison]:
-    """Turn the group options into comparisons (one, or several with ``--by``)."""
+    """Turn the group options into comparisons (one, or several with ``--by``); ``reader``
+    reads the files (an engine's, see :mod:`quicsm.cli.engine_options`)."""
     conditions = parse_where(where)
     on_error: OnError = "skip" if lenient else "raise"
     if vs_paths and by_label:
@@ -116,9 +119,9 @@ def comparisons(
     if vs_paths:
         if baseline is not None:
             raise InputError("--baseline only applies with --by")
-        return [compare_paths(paths, vs_paths, where=conditions, on_error=on_error)]
+        return [compare_paths(paths, vs_paths, where=conditions, on_error=on_error, reader=reader)]
     if by_label:
         return compare_by_label(
-            paths, by_label, where=conditions, baseline=baseline, on_error=on_error
+            paths, by_label, where=conditions, baseline=baseline, on_error=on_error, reader=reader
         )
     raise InputError("say how to form the two groups: A_PATH... --vs B_PATH..., or --by LABEL")

@@ -1,8 +1,8 @@
 """``quicsm infer``: traces in, a Fig. 13-style state machine and its statistics out.
 
-One library call per step: :func:`quicsm.extract.read.read_transitions`,
-:func:`quicsm.model.inference.infer`,
-:meth:`quicsm.model.tables.Model.render`; :mod:`quicsm.render.outputs` writes the files.
+One library call per step: :func:`quicsm.engine.extract` (files read in parallel batches, each
+reduced to mergeable sums), :func:`quicsm.engine.infer_aggregate` (the model of the merged
+sums and the weighted distinct traces); :mod:`quicsm.render.outputs` writes the files.
 """
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-import polars as pl
 
+from quicsm.cli.engine_options import EngineChoice, engine_choice, engine_options
 from quicsm.core.errors import InputError
 from quicsm.model.inference import ALGORITHMS
 from quicsm.render.dot import RENDER_FORMATS
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
 
+    from quicsm.engine.aggregate import Aggregate
     from quicsm.model.tables import Model
 
 FORMATS = (*RENDER_FORMATS, "dot", "json")
@@ -79,6 +81,7 @@ PROGRESS_MIN_FILES = 16
     "--lenient", is_flag=True, help="Skip unreadable records/files and report what was skipped."
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors and warnings.")
+@engine_options
 def infer_command(
     paths: Sequence[str],
     out_dir: Path,
@@ -89,6 +92,11 @@ def infer_command(
     where: Sequence[str],
     lenient: bool,
     quiet: bool,
+    engine: str,
+    scheduler: str | None,
+    workers: int | None,
+    cache_dir: Path | None,
+    no_cache: bool,
 ) -> None:
     """Infer the congestion-control state machine of qlog traces (or of a transitions table in
     CSV/Parquet) and write it with its statistics into a directory.
@@ -97,18 +105,21 @@ def infer_command(
     quicsm infer traces/*.qlog -o out
     quicsm infer traces/*.qlog --where vantage=server --where scenario=jitter
     quicsm infer run/server.sqlog --algorithm observed --format png
+    quicsm infer 'fleet/**/*.qlog' --engine dask --scheduler tcp://10.0.0.5:8786
     """
     from rich.console import Console
 
-    from quicsm.model.inference import infer
+    from quicsm.engine import infer_aggregate
 
+    choice = engine_choice(
+        engine=engine, scheduler=scheduler, workers=workers, cache_dir=cache_dir, no_cache=no_cache
+    )
     err = Console(stderr=True)
     files = _expand(paths)
     with _progress(files, quiet=quiet, console=err) as progress:
-        transitions = _read(files, lenient=lenient, progress=progress, console=err)
-        transitions = _select(transitions, files, where=where, lenient=lenient)
+        aggregate = _read(files, where=where, lenient=lenient, progress=progress, choice=choice)
         progress.stage("inferring the model")
-        model = infer(transitions, algorithm=algorithm, k=k, seed=seed)
+        model = infer_aggregate(aggregate, algorithm=algorithm, k=k, seed=seed)
         progress.stage("writing outputs")
         written = write_outputs(model, out_dir, fmt=fmt)
     if not quiet:
@@ -165,53 +176,46 @@ def _expand(paths: Sequence[str]) -> list[Path]:
     return list(expand_paths(list(paths)))
 
 
-def _select(
-    transitions: pl.DataFrame, files: list[Path], *, where: Sequence[str], lenient: bool
-) -> pl.DataFrame:
-    """Keep the traces whose labels satisfy ``--where``; note mixed client/server traces."""
-    from quicsm.compare.grouping import parse_where, traces_where, vantage_notes
+def _read(
+    files: list[Path],
+    *,
+    where: Sequence[str],
+    lenient: bool,
+    progress: _Progress,
+    choice: EngineChoice,
+) -> Aggregate:
+    """Read every file on the chosen engine, keep the traces ``--where`` selects, and return
+    their merged aggregate; report what the readers noted (skipped records, truncation,
+    unknown states) once, on stderr, and note mixed client/server traces."""
+    from quicsm.compare.grouping import filter_traces, parse_where, vantage_notes
+    from quicsm.core.diagnostics import QuicsmWarning
+    from quicsm.engine import extract
 
     conditions = parse_where(where)
-    if conditions:
-        keep = traces_where(
-            [str(f) for f in files], where=conditions, on_error="skip" if lenient else "raise"
-        )
-        transitions = transitions.join(
-            keep.select("file", "trace"), on=["file", "trace"], how="semi"
-        )
-        if transitions.height == 0:
-            text = ", ".join(f"{k}={v}" for k, v in conditions.items())
-            raise InputError(f"no traces with states match --where {text}")
-    for note in vantage_notes([transitions], subject="the input mixes", purpose="analyse"):
-        click.echo(f"note: {note}", err=True)
-    return transitions
-
-
-def _read(
-    files: list[Path], *, lenient: bool, progress: _Progress, console: object
-) -> pl.DataFrame:
-    """Read every file (one call per file when a progress bar is shown); report what the
-    readers noted (skipped records, truncation, unknown states) once, on stderr."""
-    from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
-    from quicsm.extract.read import read_transitions
-
-    on_error = "skip" if lenient else "raise"
-    diag = Diagnostics()
-    frames = []
+    select = partial(filter_traces, where=conditions) if conditions else None
+    if not files:
+        raise InputError("no input files to read")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for batch in progress.batches(files):
-            frames.append(
-                read_transitions([str(f) for f in batch], on_error=on_error, diagnostics=diag)
-            )
-    for line in diag.messages():
+        corpus = extract(
+            [str(f) for f in files],
+            on_error="skip" if lenient else "raise",
+            select=select,
+            progress=progress.update,
+            **choice.kwargs(),
+        )
+    for line in corpus.diagnostics.messages():
         click.echo(f"warning: {line}", err=True)
     for w in caught:
         if not issubclass(w.category, QuicsmWarning):
             click.echo(f"warning: {w.message}", err=True)
-    if not frames:
-        raise InputError("no input files to read")
-    return pl.concat(frames) if len(frames) > 1 else frames[0]
+    assert corpus.aggregate is not None
+    if conditions and corpus.aggregate.visits == 0:
+        text = ", ".join(f"{k}={v}" for k, v in conditions.items())
+        raise InputError(f"no traces with states match --where {text}")
+    for note in vantage_notes([corpus.traces], subject="the input mixes", purpose="analyse"):
+        click.echo(f"note: {note}", err=True)
+    return corpus.aggregate
 
 
 class _Progress:
@@ -221,7 +225,7 @@ class _Progress:
         self.enabled = enabled
         self._bar: Progress | None = None
         self._stage: TaskID | None = None
-        self._sizes = [_size(f) for f in files] if enabled else []
+        self._reading: TaskID | None = None
         if enabled:
             from rich.console import Console
             from rich.progress import (
@@ -244,15 +248,13 @@ class _Progress:
                 transient=True,
             )
 
-    def batches(self, files: list[Path]) -> Iterator[list[Path]]:
+    def update(self, done: int, total: int) -> None:
+        """Bytes read so far (inside files not finished yet too) of ``total``."""
         if self._bar is None:
-            if files:
-                yield files
             return
-        task = self._bar.add_task("reading traces", total=sum(self._sizes))
-        for f, size in zip(files, self._sizes, strict=True):
-            yield [f]
-            self._bar.advance(task, size)
+        if self._reading is None:
+            self._reading = self._bar.add_task("reading traces", total=total)
+        self._bar.update(self._reading, completed=done, total=total)
 
     def stage(self, description: str) -> None:
         if self._bar is None:

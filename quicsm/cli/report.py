@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from quicsm.cli.engine_options import engine_choice, engine_options
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
 from quicsm.core.errors import InputError
 
@@ -48,6 +49,7 @@ def _metric(text: str | None) -> str | None:
 @click.command("report", cls=GroupCommand)
 @group_options
 @test_options
+@engine_options
 @click.option(
     "-o",
     "--output",
@@ -90,6 +92,11 @@ def report_command(
     matrix: str | None,
     metric: str | None,
     title: str | None,
+    engine: str,
+    scheduler: str | None,
+    workers: int | None,
+    cache_dir: Path | None,
+    no_cache: bool,
 ) -> None:
     """Write a self-contained comparison report of group B against group A: what changed
     (ranked), the state machines side by side and their diff, time in state and dwell times,
@@ -108,6 +115,13 @@ def report_command(
         where=where,
         baseline=baseline,
         lenient=lenient,
+        reader=engine_choice(
+            engine=engine,
+            scheduler=scheduler,
+            workers=workers,
+            cache_dir=cache_dir,
+            no_cache=no_cache,
+        ).reader(),
     )
     for comp in comps:
         for note in comp.notes:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 import warnings
+from pathlib import Path
 
 import click
 import polars as pl
 
+from quicsm.cli.engine_options import engine_choice, engine_options
 from quicsm.cli.report_warnings import print_warnings
-from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
-from quicsm.extract.read import read_transitions
+from quicsm.core.diagnostics import QuicsmWarning
 
 
 def _table(frame: pl.DataFrame) -> str:
@@ -41,20 +42,40 @@ def _table(frame: pl.DataFrame) -> str:
     is_flag=True,
     help="Skip bad records and unreadable files; report how many on stderr.",
 )
-def states(paths: tuple[str, ...], fmt: str, lenient: bool) -> None:
+@engine_options
+def states(
+    paths: tuple[str, ...],
+    fmt: str,
+    lenient: bool,
+    engine: str,
+    scheduler: str | None,
+    workers: int | None,
+    cache_dir: Path | None,
+    no_cache: bool,
+) -> None:
     """Print one row per congestion state entered, per trace, for PATHS.
 
     PATHS are qlog files (JSON, JSON-SEQ, NDJSON, any qlog draft, optionally gzip or zstd
     compressed), transition tables (CSV/Parquet), directories (searched recursively) and glob
     patterns (** matches any number of directories).
     """
-    diagnostics = Diagnostics()
+    from quicsm.engine import extract
+
+    choice = engine_choice(
+        engine=engine, scheduler=scheduler, workers=workers, cache_dir=cache_dir, no_cache=no_cache
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", QuicsmWarning)
-        frame = read_transitions(
-            list(paths), on_error="skip" if lenient else "raise", diagnostics=diagnostics
+        corpus = extract(
+            list(paths),
+            on_error="skip" if lenient else "raise",
+            rows=True,
+            aggregate=False,
+            **choice.kwargs(),
         )
-    print_warnings(diagnostics)
+    print_warnings(corpus.diagnostics)
+    assert corpus.transitions is not None
+    frame = corpus.transitions
     frame = frame.with_columns(pl.col(pl.Enum).cast(pl.String))
     if fmt == "csv":
         sys.stdout.write(frame.write_csv())

@@ -19,7 +19,7 @@ joined to the transitions on ``(file, trace)``. The trace table's own columns ``
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -117,6 +117,17 @@ def _matches(labels: Mapping[str, Any], where: Mapping[str, str]) -> bool:
     return all(k in labels and label_text(labels[k]) in v.split(",") for k, v in where.items())
 
 
+def filter_traces(traces: pl.DataFrame, *, where: Mapping[str, str]) -> pl.DataFrame:
+    """``file, trace, labels`` of the rows of a trace table
+    (:func:`quicsm.extract.read.read_traces`) whose labels satisfy ``where`` (every row when
+    ``where`` is empty)."""
+    labelled = _labelled_traces(traces)
+    if where:
+        keep = [_matches(orjson.loads(s), where) for s in labelled["labels"].to_list()]
+        labelled = labelled.filter(pl.Series(keep, dtype=pl.Boolean))
+    return labelled
+
+
 def traces_where(
     paths: Sequence[str], *, where: Mapping[str, str], on_error: OnError
 ) -> pl.DataFrame:
@@ -124,23 +135,27 @@ def traces_where(
     (every trace when ``where`` is empty). Reads only the trace headers."""
     from quicsm.extract.read import read_traces
 
-    traces = _labelled_traces(read_traces(list(paths), on_error=on_error))
-    if where:
-        keep = [_matches(orjson.loads(s), where) for s in traces["labels"].to_list()]
-        traces = traces.filter(pl.Series(keep, dtype=pl.Boolean))
-    return traces
+    return filter_traces(read_traces(list(paths), on_error=on_error), where=where)
+
+
+#: reads paths into (transitions frame, trace table) — how a parallel engine plugs in
+Reader = Callable[[Sequence[str], OnError], tuple[pl.DataFrame, pl.DataFrame]]
 
 
 def _load(
-    paths: Sequence[str], *, where: Mapping[str, str], on_error: OnError
+    paths: Sequence[str], *, where: Mapping[str, str], on_error: OnError, reader: Reader | None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Transitions and labelled traces under ``paths``, filtered by ``where``."""
     from quicsm.extract.read import read_transitions
 
     if not paths:
         raise InputError("no input paths given")
-    traces = traces_where(paths, where=where, on_error=on_error)
-    transitions = read_transitions(list(paths), on_error=on_error)
+    if reader is not None:
+        transitions, table = reader(paths, on_error)
+        traces = filter_traces(table, where=where)
+    else:
+        traces = traces_where(paths, where=where, on_error=on_error)
+        transitions = read_transitions(list(paths), on_error=on_error)
     transitions = transitions.join(traces.select("file", "trace"), on=["file", "trace"], how="semi")
     # a trace with no state at all still counts as a trace of its group only if it has
     # transitions; the trace table keeps only those the statistics see
@@ -226,13 +241,15 @@ def compare_paths(
     where: Mapping[str, str] | None = None,
     on_error: OnError = "raise",
     names: tuple[str, str] | None = None,
+    reader: Reader | None = None,
 ) -> Comparison:
-    """Group A = traces under ``a_paths``, group B = traces under ``b_paths``."""
+    """Group A = traces under ``a_paths``, group B = traces under ``b_paths``. ``reader``
+    replaces the default reading (:mod:`quicsm.extract.read`), e.g. by a parallel engine."""
     where = dict(where or {})
     if not b_paths:
         raise InputError("--vs needs at least one path for group B")
-    ta, ra = _load(a_paths, where=where, on_error=on_error)
-    tb, rb = _load(b_paths, where=where, on_error=on_error)
+    ta, ra = _load(a_paths, where=where, on_error=on_error, reader=reader)
+    tb, rb = _load(b_paths, where=where, on_error=on_error, reader=reader)
     if names is None:
         names = (
             a_paths[0] if len(a_paths) == 1 else "A",
@@ -255,11 +272,12 @@ def compare_by_label(
     where: Mapping[str, str] | None = None,
     baseline: str | None = None,
     on_error: OnError = "raise",
+    reader: Reader | None = None,
 ) -> list[Comparison]:
     """One comparison per pair of label values: consecutive in natural order, or each value
-    against ``baseline``."""
+    against ``baseline``. ``reader``: as for :func:`compare_paths`."""
     where = dict(where or {})
-    transitions, traces = _load(paths, where=where, on_error=on_error)
+    transitions, traces = _load(paths, where=where, on_error=on_error, reader=reader)
     values: list[str | None] = []
     for s in traces["labels"].to_list():
         labels = orjson.loads(s)

@@ -137,7 +137,7 @@ class Aggregate:
         )
 
     def merge(self, other: Aggregate) -> Aggregate:
-        """The aggregate of both sets of traces (``self``'s first: the order floats are added in)."""
+        """The aggregate of both sets of traces (``self``'s first: floats are added in order)."""
         sequences = {k: Sequence_(s.weight, s.dwell_ms.copy()) for k, s in self.sequences.items()}
         for key, seq in other.sequences.items():
             mine = sequences.get(key)
