@@ -8,7 +8,7 @@ Layout under the cache directory (default ``$QUICSM_CACHE_DIR``, else
         parts/<part>.transitions.parquet
         parts/<part>.traces.parquet
 
-A file's *key* hashes its bytes, its name's suffix and the bytes of the ``run.json`` beside it
+A file's *key* hashes its bytes and the bytes of the ``run.json`` beside it
 (whose fields become labels): the same content anywhere, under any name, is read once. The
 *fingerprint* hashes the source of everything that turns bytes into rows (``quicsm.core``,
 ``quicsm.qlog``, ``quicsm.extract`` and the partition layout), so a changed reader never serves
@@ -71,11 +71,10 @@ def extractor_fingerprint() -> str:
 
 
 def file_key(path: str) -> str:
-    """The cache key of a file: its bytes, its suffix and its ``run.json`` sidecar."""
+    """The cache key of a file: its bytes and its ``run.json`` sidecar (qlog formats are
+    told by content, never by name; transition tables, whose format is, are not cached)."""
     h = hashlib.blake2b(digest_size=16)
     p = Path(path)
-    h.update("".join(p.suffixes[-2:]).lower().encode())
-    h.update(b"\0")
     with p.open("rb") as f:
         while chunk := f.read(1 << 20):
             h.update(chunk)

@@ -121,12 +121,10 @@ def run_task(spec: TaskSpec) -> TaskResult:
         all_transitions = all_transitions.join(
             kept, on=["file", "trace"], how="semi", maintain_order="left"
         )
-    # a trace counts only if it has states (every qlog trace has; a table may list none)
+    # a trace counts only if it has states (every qlog trace has; a table may list none;
+    # a table's rows may name the file they came from, so only the trace id is compared)
     all_traces = all_traces.join(
-        all_transitions.select("file", "trace").unique(),
-        on=["file", "trace"],
-        how="semi",
-        maintain_order="left",
+        all_transitions.select("trace").unique(), on="trace", how="semi", maintain_order="left"
     )
     return TaskResult(
         index=spec.batch.index,
@@ -151,9 +149,13 @@ def _store(
 ) -> pl.DataFrame:
     """Write the files of ``todo`` that read cleanly as one partition; its index entries."""
     key_of = dict(zip(files, keys, strict=True))
+    # transition tables are columnar already, and their rows may name other files: not cached
+    tables = set(
+        traces.filter(pl.col("format").is_in(["CSV", "Parquet"])).get_column("file").to_list()
+    )
     first: dict[str, str] = {}
     for f in todo:
-        if not diagnostics[f]:
+        if not diagnostics[f] and f not in tables:
             first.setdefault(key_of[f], f)  # the same content twice: stored once
     if not first:
         return pl.DataFrame(schema=INDEX_SCHEMA)
