@@ -44,6 +44,10 @@ PARTITION_FORMAT: Final[str] = "quicsm-partition/1"
 INDEX_SCHEMA: Final[dict[str, pl.DataType]] = {"key": pl.String(), "part": pl.String()}
 
 
+#: index frames read by this process: path -> ((mtime, size, inode), frame)
+_INDEXES: dict[Path, tuple[tuple[int, int, int], pl.DataFrame]] = {}
+
+
 def default_cache_dir() -> Path:
     """``$QUICSM_CACHE_DIR``, else ``$XDG_CACHE_HOME/quicsm``, else ``~/.cache/quicsm``."""
     env = os.environ.get(CACHE_ENV)
@@ -95,13 +99,22 @@ class PartitionCache:
         self.index_path = self.root / "index.parquet"
 
     def index(self) -> pl.DataFrame:
-        """key -> part of every cached file (empty if nothing is cached yet)."""
-        if not self.index_path.is_file():
-            return pl.DataFrame(schema=INDEX_SCHEMA)
+        """key -> part of every cached file (empty if nothing is cached yet). A process reads
+        the index once per version of the file, not once per task."""
         try:
-            return pl.read_parquet(self.index_path).cast(INDEX_SCHEMA)  # type: ignore[arg-type]
+            stat = self.index_path.stat()
+        except OSError:
+            return pl.DataFrame(schema=INDEX_SCHEMA)
+        version = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        known = _INDEXES.get(self.index_path)
+        if known is not None and known[0] == version:
+            return known[1]
+        try:
+            frame = pl.read_parquet(self.index_path).cast(INDEX_SCHEMA)  # type: ignore[arg-type]
         except Exception:  # noqa: BLE001 - a damaged index only costs re-reading
             return pl.DataFrame(schema=INDEX_SCHEMA)
+        _INDEXES[self.index_path] = (version, frame)
+        return frame
 
     def lookup(self, keys: list[str]) -> dict[str, str]:
         """The part holding each of ``keys`` that is cached (and whose files still exist)."""
