@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from transitions_strategies import frame_of, raw_traces
 
-from quicsm.core.errors import ModelError
+from quicsm.core.errors import InputError, ModelError
 from quicsm.model.inference import ALGORITHMS, infer
 from quicsm.model.synoptic import EventLog
 from quicsm.model.synoptic.verify import rejected_traces, violated_invariants
 from quicsm.model.tables import Model
-from quicsm.stats.descriptive import transition_probabilities
+from quicsm.render.dot import model_to_dot
 from quicsm.testing.synthetic import generate_transitions
 
 
@@ -53,25 +53,38 @@ def test_each_algorithm_on_synthetic_traces(algorithm: str, synthetic: pl.DataFr
     assert model.invariants.height > 0
 
 
+def _chain_counts(df: pl.DataFrame) -> dict[tuple[str, str], int]:
+    """First-order transition counts recomputed from the raw rows, in plain Python."""
+    by_trace: dict[str, list[tuple[float, str]]] = {}
+    rows_ = df.select("trace", "time_ms", pl.col("state").cast(pl.String)).rows()
+    for trace, time_ms, state in rows_:
+        by_trace.setdefault(trace, []).append((time_ms, state))
+    counts: dict[tuple[str, str], int] = {}
+    for rows in by_trace.values():
+        seq = ["INITIAL", *(state for _, state in sorted(rows)), "TERMINAL"]
+        for pair in zip(seq, seq[1:], strict=False):
+            counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
 def test_observed_model_is_the_first_order_chain(synthetic: pl.DataFrame) -> None:
     model = infer(synthetic, algorithm="observed")
     # one node per state observed
     states = synthetic["state"].cast(pl.String).unique().to_list()
     assert sorted(model.nodes["state"].to_list()[2:]) == sorted(states)
-    # its edges are exactly the transition table of the statistics
+    # its edges are the chain's counts, and probabilities are counts over the source's total
     names = dict(model.nodes.select("id", "state").iter_rows())
     edges = {
         (names[s], names[t]): (c, p)
         for s, t, c, p in model.edges.select("source", "target", "count", "probability").iter_rows()
     }
-    tp = transition_probabilities(synthetic).with_columns(
-        pl.col("source", "target").cast(pl.String)
-    )
-    table = {
-        (s, t): (c, p)
-        for s, t, c, p in tp.select("source", "target", "count", "probability").iter_rows()
-    }
-    assert edges == table
+    counts = _chain_counts(synthetic)
+    out: dict[str, int] = {}
+    for (a, _), c in counts.items():
+        out[a] = out.get(a, 0) + c
+    assert {e: c for e, (c, _) in edges.items()} == counts
+    for (a, b), (_, p) in edges.items():
+        assert p == pytest.approx(counts[(a, b)] / out[a])
 
 
 def test_synoptic_splits_states_that_the_observed_model_merges(synthetic: pl.DataFrame) -> None:
@@ -123,15 +136,30 @@ def test_lazy_input_is_accepted(synthetic: pl.DataFrame) -> None:
 
 def test_unknown_algorithm_lists_the_choices(synthetic: pl.DataFrame) -> None:
     with pytest.raises(
-        ModelError, match=r"unknown algorithm 'perfume'; valid choices: synoptic, ktails, observed"
+        InputError, match=r"unknown algorithm 'perfume'; choose one of synoptic, ktails, observed"
     ):
         infer(synthetic, algorithm="perfume")
 
 
-@pytest.mark.parametrize("k", [0, -1, 1.5, True])
-def test_bad_k_is_an_error(k: object, synthetic: pl.DataFrame) -> None:
-    with pytest.raises(ModelError, match="k must be a positive integer"):
-        infer(synthetic, k=k)  # type: ignore[arg-type]
+@pytest.mark.parametrize("k", [0, -1, 1.5, True, "2"])
+@pytest.mark.parametrize("algorithm", ["synoptic", "ktails"])
+def test_bad_k_is_one_error_everywhere(k: object, algorithm: str, synthetic: pl.DataFrame) -> None:
+    # the model entry point and the engine's own entry points word it alike, as an InputError
+    from quicsm.model.synoptic import EventLog, infer_graph
+    from quicsm.model.synoptic.coarsen import coarsen
+    from quicsm.model.synoptic.ktails import ktails_graph
+
+    match = r"k \(the k-tails depth\) must be a positive integer"
+    with pytest.raises(InputError, match=match):
+        infer(synthetic, algorithm=algorithm, k=k)  # type: ignore[arg-type]
+    log = EventLog.from_transitions(synthetic)
+    with pytest.raises(InputError, match=match):
+        infer_graph(log, algorithm=algorithm, k=k)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=match):
+        ktails_graph(log, k=k)  # type: ignore[arg-type]
+    graph = ktails_graph(log, k=1)
+    with pytest.raises(InputError, match=match):
+        coarsen(graph, [], k=k)  # type: ignore[arg-type]
 
 
 def test_empty_input_is_an_error() -> None:
@@ -154,7 +182,7 @@ def test_split_states_get_their_own_time(synthetic: pl.DataFrame) -> None:
     assert joined["fraction"].to_list() == pytest.approx(joined["fraction_state"].to_list())
     assert per_node["fraction"].sum() == pytest.approx(1.0)
     assert model.states_sharing_a_fraction() == []
-    assert "(x)" not in model.to_dot()
+    assert "(x)" not in model_to_dot(model)
 
 
 def _hand_model(edges: list[tuple[int, int]]) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -214,11 +242,9 @@ def test_ambiguous_paths_are_not_attributed() -> None:
 def test_real_synoptic_models_get_node_times(synthetic: pl.DataFrame) -> None:
     for algorithm in ("synoptic", "ktails"):
         model = infer(synthetic, algorithm=algorithm, k=2)
-        if model.node_time is None:
-            assert model.states_sharing_a_fraction() == model.states_with_several_nodes()
-        else:
-            fractions = model.node_time["fraction"].drop_nulls()
-            assert fractions.sum() == pytest.approx(1.0)
+        assert model.node_time is not None, algorithm
+        assert model.node_time["fraction"].drop_nulls().sum() == pytest.approx(1.0)
+        assert model.states_sharing_a_fraction() == []
 
 
 def test_replay_follows_the_only_path(synthetic: pl.DataFrame) -> None:

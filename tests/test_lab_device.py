@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from quicsm.core.errors import LabError
 from quicsm.lab.device import MECHANISMS, CpuLimiter, device_profile
 
 # burns CPU for a fixed wall time and prints the CPU share it got
@@ -22,7 +23,7 @@ def _available(mechanism: str) -> bool:
     try:
         with CpuLimiter(device_profile("slow"), name="probe", mechanism=mechanism):
             return True
-    except ValueError:
+    except LabError:
         return False
 
 
@@ -37,7 +38,12 @@ def _cpu_share(limiter: CpuLimiter) -> float:
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_limited_child_gets_about_its_cpu_share(mechanism: str) -> None:
     if not _available(mechanism):
-        pytest.skip(f"{mechanism} not available here")
+        # not a skip: an unavailable mechanism must say so, and the default must fall back
+        with pytest.raises(LabError, match=f"'{mechanism}' is not available on this machine"):
+            CpuLimiter(device_profile("slow"), name="x", mechanism=mechanism)
+        with CpuLimiter(device_profile("slow"), name="x") as fallback:
+            assert fallback.mechanism != mechanism and _available(fallback.mechanism)
+        return
     profile = device_profile("custom", cpu_percent=20)
     with CpuLimiter(profile, name="test", mechanism=mechanism) as limiter:
         assert limiter.mechanism == mechanism
@@ -65,12 +71,12 @@ def test_duty_cycle_is_always_available() -> None:
      ("slow", "x", "cpu_percent must be a number")],
 )
 def test_profile_errors(name: str, pct: object, message: str) -> None:
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(LabError) as info:
         device_profile(name, cpu_percent=pct)
     assert message in str(info.value)
 
 
 def test_unknown_mechanism_is_an_error() -> None:
-    with pytest.raises(ValueError, match="unknown device mechanism 'magic'"):
+    with pytest.raises(LabError, match="unknown device mechanism 'magic'"):
         CpuLimiter(device_profile("slow"), name="x", mechanism="magic")
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from quicsm.core.errors import LabError
 from quicsm.lab.link import (
     Link,
     LinkConfig,
@@ -213,7 +214,7 @@ def test_config_round_trips_through_plain_data() -> None:
     ],
 )
 def test_config_errors_name_the_key(raw: dict[str, object], message: str) -> None:
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(LabError) as info:
         link_config_from_dict(raw, where="net")
     assert message in str(info.value)
 

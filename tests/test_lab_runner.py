@@ -187,10 +187,13 @@ def test_runs_are_ordered_by_scenario_repetition_then_stack(tmp_path: Path) -> N
 
 
 @pytest.mark.lab
-@pytest.mark.skipif(not STACKS_FILE.exists(), reason="instrumented stacks not built")
 def test_every_built_stack_completes_a_short_transfer_with_congestion_states(
     tmp_path: Path,
 ) -> None:
+    if os.environ.get("QUICSM_SKIP_STACKS") == "1":
+        pytest.skip("QUICSM_SKIP_STACKS=1: instrumented stacks not built")
+    if not STACKS_FILE.exists():
+        pytest.fail(f"{STACKS_FILE} missing: run instrumentation-patches/build.sh")
     stacks = load_stacks(STACKS_FILE)
     path = tmp_path / "s.toml"
     path.write_text('[run]\nrepetitions = 1\ntimeout_s = 60\n[[scenario]]\nname = "smoke"\n'

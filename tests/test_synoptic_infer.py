@@ -160,5 +160,5 @@ def test_unknown_algorithm_and_bad_k_are_errors() -> None:
     log = EventLog.from_sequences([["a"]])
     with pytest.raises(InputError, match="unknown algorithm 'bogus'; choose one of synoptic"):
         infer_graph(log, algorithm="bogus")
-    with pytest.raises(InputError, match="k must be at least 1"):
+    with pytest.raises(InputError, match=r"k \(the k-tails depth\) must be a positive integer"):
         infer_graph(log, k=0)

@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from quicsm import __version__
 from quicsm.core.errors import QuicsmError
+from quicsm.core.version import __version__
 
 #: command name -> "module:attribute" of its click command
 COMMANDS: dict[str, str] = {

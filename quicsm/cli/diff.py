@@ -10,6 +10,7 @@ import click
 
 from quicsm.cli.engine_options import engine_choice, engine_options
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
+from quicsm.render import diff_format
 
 #: exit status of ``--fail-on-significant`` when something differs significantly
 EXIT_SIGNIFICANT = 3
@@ -92,12 +93,14 @@ def diff_command(
         import orjson
 
         if len(results) == 1:
-            click.echo(results[0].to_json(), nl=False)
+            click.echo(diff_format.to_json(results[0]), nl=False)
         else:
             doc = {"comparisons": [to_dict(r) for r in results]}
             click.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
     else:
-        text = [r.to_markdown() if fmt == "md" else r.to_table() for r in results]
+        text = [
+            diff_format.to_markdown(r) if fmt == "md" else diff_format.to_table(r) for r in results
+        ]
         click.echo("\n".join(text), nl=False)
     if fail_on_significant and any(r.any_significant for r in results):
         sys.exit(EXIT_SIGNIFICANT)

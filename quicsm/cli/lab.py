@@ -279,7 +279,7 @@ def relay_cmd(
         cfg = RelayConfig(
             listen=parse_address(listen), target=parse_address(target), up=up, down=down, seed=seed
         )
-    except (ValueError, OSError) as exc:
+    except OSError as exc:
         raise InputError(str(exc)) from None
     relay = Relay(cfg)
     relay.scheduling = raise_priority()

@@ -100,27 +100,6 @@ class DiffResult:
         """Significant changes and one-sided states/edges/invariants, ranked, as sentences."""
         return _findings(self)
 
-    # -- views ----------------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        from quicsm.render.diff_format import to_dict
-
-        return to_dict(self)
-
-    def to_json(self) -> str:
-        from quicsm.render.diff_format import to_json
-
-        return to_json(self)
-
-    def to_markdown(self, *, heading: str = "##") -> str:
-        from quicsm.render.diff_format import to_markdown
-
-        return to_markdown(self, heading=heading)
-
-    def to_table(self) -> str:
-        from quicsm.render.diff_format import to_table
-
-        return to_table(self)
-
 
 def diff(
     a_transitions: pl.DataFrame,

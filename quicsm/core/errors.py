@@ -59,5 +59,9 @@ class QlogError(QuicsmError):
         )
 
 
+class LabError(QuicsmError):
+    """A lab setting (link, loss model, device profile, relay address) is not what was expected."""
+
+
 class ModelError(QuicsmError):
     """Inference or statistics could not run on the given transitions."""

@@ -36,6 +36,8 @@ from typing import Final
 
 import polars as pl
 
+from quicsm.core.version import __version__
+
 #: environment variable naming the cache directory
 CACHE_ENV: Final[str] = "QUICSM_CACHE_DIR"
 #: bump on any change of what a partition holds
@@ -61,12 +63,10 @@ def default_cache_dir() -> Path:
 @cache
 def extractor_fingerprint() -> str:
     """Hash of the source code that turns bytes into rows, and of the partition format."""
-    import quicsm
-
-    root = Path(quicsm.__file__).parent
+    root = Path(__file__).resolve().parent.parent  # the quicsm package
     h = hashlib.blake2b(digest_size=8)
     h.update(PARTITION_FORMAT.encode())
-    h.update(str(quicsm.__version__).encode())
+    h.update(__version__.encode())
     for package in ("core", "qlog", "extract"):
         for path in sorted((root / package).rglob("*.py")):
             h.update(path.relative_to(root).as_posix().encode())

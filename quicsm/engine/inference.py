@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from quicsm.core.errors import ModelError
 from quicsm.engine.aggregate import Aggregate
-from quicsm.model.inference import ALGORITHMS, observed_graph
+from quicsm.model.inference import check_options, observed_graph
 from quicsm.model.synoptic import infer_graph, mine_invariants
 from quicsm.model.tables import Model, renumber
 
@@ -15,12 +15,7 @@ def infer_aggregate(
 ) -> Model:
     """The model :func:`quicsm.model.inference.infer` infers from the same traces (same nodes,
     edges, invariants and counts; float statistics equal up to the last bits)."""
-    if algorithm not in ALGORITHMS:
-        raise ModelError(f"unknown algorithm {algorithm!r}; valid choices: {', '.join(ALGORITHMS)}")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ModelError(f"k must be a positive integer, got {k!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ModelError(f"seed must be an integer, got {seed!r}")
+    k = check_options(algorithm=algorithm, k=k, seed=seed)
     if aggregate.visits == 0:
         raise ModelError("no transitions to infer a model from (the input has no state rows)")
     stats = aggregate.stats()

@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from quicsm.core.errors import LabError
+
 #: named profiles -> share of one core the client may use (None: unlimited)
 PROFILES: dict[str, float | None] = {
     "desktop": None,
@@ -49,15 +51,14 @@ class DeviceProfile:
 def device_profile(name: object, *, cpu_percent: object = None) -> DeviceProfile:
     """Look up a named profile; ``cpu_percent`` overrides its CPU share."""
     if not isinstance(name, str) or (name not in PROFILES and cpu_percent is None):
-        raise ValueError(
+        raise LabError(
             f"unknown device profile {name!r} (known: {', '.join(sorted(PROFILES))}; "
             "or give cpu_percent for a custom one)"
         )
     pct = PROFILES.get(name) if cpu_percent is None else cpu_percent
-    if pct is not None and (
-        isinstance(pct, bool) or not isinstance(pct, int | float) or not 0 < pct <= 100
-    ):
-        raise ValueError(f"cpu_percent must be a number in (0, 100], got {pct!r}")
+    if pct is not None and (isinstance(pct, bool) or not isinstance(pct, int | float)
+                            or not 0 < pct <= 100):
+        raise LabError(f"cpu_percent must be a number in (0, 100], got {pct!r}")
     return DeviceProfile(name=name, cpu_percent=None if pct is None else float(pct))
 
 
@@ -130,7 +131,7 @@ class CpuLimiter:
         forced = mechanism or os.environ.get("QUICSM_DEVICE_MECHANISM") or None
         if forced is not None and forced not in MECHANISMS:
             known = ", ".join(MECHANISMS)
-            raise ValueError(f"unknown device mechanism {forced!r} (known: {known})")
+            raise LabError(f"unknown device mechanism {forced!r} (known: {known})")
         pct = profile.cpu_percent
         if pct is None:
             self.mechanism = "none"
@@ -150,7 +151,7 @@ class CpuLimiter:
             if cand == "duty-cycle":
                 self.mechanism = cand
                 return
-        raise ValueError(f"device mechanism {forced!r} is not available on this machine")
+        raise LabError(f"device mechanism {forced!r} is not available on this machine")
 
     def wrap(self, argv: list[str]) -> list[str]:
         if self._group is None:

@@ -28,6 +28,7 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Generic, Literal, TypeVar
 
+from quicsm.core.errors import LabError
 from quicsm.lab.loss import GilbertElliott, LossModel
 
 T = TypeVar("T")
@@ -54,20 +55,20 @@ class RateSchedule:
     def __post_init__(self) -> None:
         if self.kind == "uniform":
             if not 0.0 < self.low_mbit <= self.high_mbit:
-                raise ValueError(
+                raise LabError(
                     f"rate schedule needs 0 < low_mbit <= high_mbit, "
                     f"got {self.low_mbit} and {self.high_mbit}"
                 )
             if self.interval_s <= 0.0:
-                raise ValueError(f"rate schedule interval_s must be > 0, got {self.interval_s}")
+                raise LabError(f"rate schedule interval_s must be > 0, got {self.interval_s}")
         elif self.kind == "steps":
             if not self.steps:
-                raise ValueError("rate schedule of kind 'steps' needs at least one step")
+                raise LabError("rate schedule of kind 'steps' needs at least one step")
             times = [at for at, _ in self.steps]
             if times != sorted(times) or any(rate <= 0 for _, rate in self.steps):
-                raise ValueError("rate steps must be sorted by at_s and have rates > 0")
+                raise LabError("rate steps must be sorted by at_s and have rates > 0")
         else:
-            raise ValueError(f"rate schedule kind must be 'uniform' or 'steps', got {self.kind!r}")
+            raise LabError(f"rate schedule kind must be 'uniform' or 'steps', got {self.kind!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,20 +88,20 @@ class LinkConfig:
 
     def __post_init__(self) -> None:
         if any(at < 0 or duration <= 0 for at, duration in self.outages):
-            raise ValueError("outages must be [at_s >= 0, duration_s > 0] pairs")
+            raise LabError("outages must be [at_s >= 0, duration_s > 0] pairs")
         if self.rate_mbit is not None and self.rate_mbit <= 0:
-            raise ValueError(f"rate_mbit must be > 0, got {self.rate_mbit}")
+            raise LabError(f"rate_mbit must be > 0, got {self.rate_mbit}")
         if self.queue_packets < 1:
-            raise ValueError(f"queue_packets must be >= 1, got {self.queue_packets}")
+            raise LabError(f"queue_packets must be >= 1, got {self.queue_packets}")
         if self.delay_ms < 0 or self.jitter_ms < 0:
-            raise ValueError("delay_ms and jitter_ms must be >= 0")
+            raise LabError("delay_ms and jitter_ms must be >= 0")
         if self.jitter_distribution not in ("uniform", "normal"):
-            raise ValueError(
+            raise LabError(
                 "jitter_distribution must be 'uniform' or 'normal', "
                 f"got {self.jitter_distribution!r}"
             )
         if not 0.0 <= self.loss <= 1.0:
-            raise ValueError(f"loss must be a probability in [0, 1], got {self.loss}")
+            raise LabError(f"loss must be a probability in [0, 1], got {self.loss}")
 
 
 @dataclass(kw_only=True)
@@ -264,14 +265,14 @@ _NUMBER_KEYS = ("rate_mbit", "delay_ms", "jitter_ms", "loss")
 
 def _number(value: object, key: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{key}: expected a number, got {value!r}")
+        raise LabError(f"{key}: expected a number, got {value!r}")
     return float(value)
 
 
 def _check_keys(d: dict[str, object], allowed: set[str], where: str) -> None:
     unknown = sorted(set(d) - allowed)
     if unknown:
-        raise ValueError(
+        raise LabError(
             f"{where}: unknown key {unknown[0]!r} (expected one of: {', '.join(sorted(allowed))})"
         )
 
@@ -285,19 +286,9 @@ def link_config_from_dict(d: dict[str, object], *, where: str) -> LinkConfig:
     loss_bad}``), ``outages`` (``[[at_s, duration_s], ...]``).
     """
     if not isinstance(d, dict):
-        raise ValueError(f"{where}: expected a table, got {d!r}")
-    _check_keys(
-        d,
-        {
-            *_NUMBER_KEYS,
-            "rate_schedule",
-            "queue_packets",
-            "jitter_distribution",
-            "gilbert",
-            "outages",
-        },
-        where,
-    )
+        raise LabError(f"{where}: expected a table, got {d!r}")
+    _check_keys(d, {*_NUMBER_KEYS, "rate_schedule", "queue_packets", "jitter_distribution",
+                    "gilbert", "outages"}, where)
     kwargs: dict[str, object] = {}
     try:
         for key in _NUMBER_KEYS:
@@ -306,7 +297,7 @@ def link_config_from_dict(d: dict[str, object], *, where: str) -> LinkConfig:
         if "queue_packets" in d:
             q = d["queue_packets"]
             if isinstance(q, bool) or not isinstance(q, int):
-                raise ValueError(f"{where}.queue_packets: expected an integer, got {q!r}")
+                raise LabError(f"{where}.queue_packets: expected an integer, got {q!r}")
             kwargs["queue_packets"] = q
         if "jitter_distribution" in d:
             kwargs["jitter_distribution"] = d["jitter_distribution"]
@@ -314,18 +305,17 @@ def link_config_from_dict(d: dict[str, object], *, where: str) -> LinkConfig:
         if sched is not None:
             w = f"{where}.rate_schedule"
             if not isinstance(sched, dict):
-                raise ValueError(f"{w}: expected a table, got {sched!r}")
+                raise LabError(f"{w}: expected a table, got {sched!r}")
             _check_keys(sched, {"kind", "low_mbit", "high_mbit", "interval_s", "steps"}, w)
             steps_raw = sched.get("steps", [])
             if not isinstance(steps_raw, list):
-                raise ValueError(f"{w}.steps: expected a list of [at_s, rate_mbit]")
+                raise LabError(f"{w}.steps: expected a list of [at_s, rate_mbit]")
             steps = []
             for i, step in enumerate(steps_raw):
                 if not isinstance(step, list | tuple) or len(step) != 2:
-                    raise ValueError(f"{w}.steps[{i}]: expected [at_s, rate_mbit], got {step!r}")
-                steps.append(
-                    (_number(step[0], f"{w}.steps[{i}]"), _number(step[1], f"{w}.steps[{i}]"))
-                )
+                    raise LabError(f"{w}.steps[{i}]: expected [at_s, rate_mbit], got {step!r}")
+                steps.append((_number(step[0], f"{w}.steps[{i}]"),
+                              _number(step[1], f"{w}.steps[{i}]")))
             kwargs["rate_schedule"] = RateSchedule(
                 kind=sched.get("kind", "uniform"),
                 low_mbit=_number(sched.get("low_mbit", 0.0), f"{w}.low_mbit"),
@@ -335,27 +325,23 @@ def link_config_from_dict(d: dict[str, object], *, where: str) -> LinkConfig:
             )
         outages_raw = d.get("outages", [])
         if not isinstance(outages_raw, list):
-            raise ValueError(f"{where}.outages: expected a list of [at_s, duration_s]")
+            raise LabError(f"{where}.outages: expected a list of [at_s, duration_s]")
         outages = []
         for i, pair in enumerate(outages_raw):
             if not isinstance(pair, list | tuple) or len(pair) != 2:
-                raise ValueError(f"{where}.outages[{i}]: expected [at_s, duration_s], got {pair!r}")
-            outages.append(
-                (
-                    _number(pair[0], f"{where}.outages[{i}]"),
-                    _number(pair[1], f"{where}.outages[{i}]"),
-                )
-            )
+                raise LabError(f"{where}.outages[{i}]: expected [at_s, duration_s], got {pair!r}")
+            outages.append((_number(pair[0], f"{where}.outages[{i}]"),
+                            _number(pair[1], f"{where}.outages[{i}]")))
         if outages:
             kwargs["outages"] = tuple(outages)
         ge = d.get("gilbert")
         if ge is not None:
             w = f"{where}.gilbert"
             if not isinstance(ge, dict):
-                raise ValueError(f"{w}: expected a table, got {ge!r}")
+                raise LabError(f"{w}: expected a table, got {ge!r}")
             _check_keys(ge, {"p", "r", "loss_good", "loss_bad"}, w)
             if "p" not in ge or "r" not in ge:
-                raise ValueError(f"{w}: needs both 'p' and 'r'")
+                raise LabError(f"{w}: needs both 'p' and 'r'")
             kwargs["gilbert"] = GilbertElliott(
                 p=_number(ge["p"], f"{w}.p"),
                 r=_number(ge["r"], f"{w}.r"),
@@ -363,9 +349,9 @@ def link_config_from_dict(d: dict[str, object], *, where: str) -> LinkConfig:
                 loss_bad=_number(ge.get("loss_bad", 1.0), f"{w}.loss_bad"),
             )
         return LinkConfig(**kwargs)  # type: ignore[arg-type]
-    except ValueError as exc:
+    except LabError as exc:
         msg = str(exc)
-        raise ValueError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+        raise LabError(msg if msg.startswith(where) else f"{where}: {msg}") from None
 
 
 def link_config_to_dict(config: LinkConfig) -> dict[str, object]:

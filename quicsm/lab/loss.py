@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from quicsm.core.errors import LabError
+
 
 @dataclass(frozen=True, kw_only=True)
 class GilbertElliott:
@@ -29,9 +31,9 @@ class GilbertElliott:
         for name in ("p", "r", "loss_good", "loss_bad"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
-                raise ValueError(f"gilbert.{name} must be a probability in [0, 1], got {value}")
+                raise LabError(f"gilbert.{name} must be a probability in [0, 1], got {value}")
         if self.p + self.r == 0.0:
-            raise ValueError("gilbert.p and gilbert.r cannot both be 0")
+            raise LabError("gilbert.p and gilbert.r cannot both be 0")
 
     @property
     def mean_loss(self) -> float:
@@ -44,7 +46,7 @@ class LossModel:
 
     def __init__(self, *, loss: float, gilbert: GilbertElliott | None, rng: random.Random) -> None:
         if not 0.0 <= loss <= 1.0:
-            raise ValueError(f"loss must be a probability in [0, 1], got {loss}")
+            raise LabError(f"loss must be a probability in [0, 1], got {loss}")
         self._loss = loss
         self._gilbert = gilbert
         self._rng = rng

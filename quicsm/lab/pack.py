@@ -87,20 +87,13 @@ def _json_seq_traces(path: Path, data: bytes) -> Iterator[tuple[dict[str, Any], 
             record = orjson.loads(text)
         except orjson.JSONDecodeError:
             # a truncated last record (endpoint killed mid-write) is reported, never guessed
-            raise QlogError(
-                str(path),
-                "a JSON record",
-                record=i,
-                line=line,
-                got=repr(text[:60].decode(errors="replace")),
-            ) from None
+            raise QlogError(str(path), "a JSON record", record=i, line=line,
+                            got=repr(text[:60].decode(errors="replace"))) from None
         if not isinstance(record, dict):
-            raise QlogError(
-                str(path), "a JSON object", record=i, line=line, got=type(record).__name__
-            )
-        if "trace" in record and (
-            "qlog_version" in record or "file_schema" in record or "qlog_format" in record
-        ):
+            raise QlogError(str(path), "a JSON object", record=i, line=line,
+                            got=type(record).__name__)
+        if "trace" in record and ("qlog_version" in record or "file_schema" in record
+                                  or "qlog_format" in record):
             if header is not None:
                 yield header, events
             header, events = record, []
@@ -152,24 +145,21 @@ def _run_files(run_dir: Path, labels: dict[str, Any]) -> list[tuple[str, Path]]:
     out: list[tuple[str, Path]] = []
     for role in ROLES:
         listed = labels.get(f"files.{role}")
-        names = (
-            [n for n in str(listed).split(",") if n]
-            if listed
-            else sorted(
-                p.name
-                for p in run_dir.iterdir()
-                if p.name.startswith(role) and p.suffix in (".qlog", ".sqlog")
-            )
+        names = [n for n in str(listed).split(",") if n] if listed else sorted(
+            p.name for p in run_dir.iterdir()
+            if p.name.startswith(role) and p.suffix in (".qlog", ".sqlog")
         )
         out.extend((role, run_dir / n) for n in names)
     return out
 
 
 def _scalar_labels(raw: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in raw.items() if v is None or isinstance(v, str | int | float | bool)}
+    return {k: v for k, v in raw.items()
+            if v is None or isinstance(v, str | int | float | bool)}
 
 
-def pack_runs(run_dirs: Iterable[str | Path], *, output: str | Path, level: int = 15) -> PackReport:
+def pack_runs(run_dirs: Iterable[str | Path], *, output: str | Path, level: int = 15
+              ) -> PackReport:
     """Write the runs under ``run_dirs`` into ``output`` (see the module docstring).
 
     A run whose qlog files are missing is skipped and listed in the report with its status
@@ -188,9 +178,8 @@ def pack_runs(run_dirs: Iterable[str | Path], *, output: str | Path, level: int 
                 try:
                     labels = json.loads((run_dir / "run.json").read_text())
                 except ValueError as exc:
-                    raise InputError(
-                        f"{run_dir / 'run.json'}: expected a JSON object: {exc}"
-                    ) from None
+                    raise InputError(f"{run_dir / 'run.json'}: expected a JSON object: {exc}") \
+                        from None
                 if not isinstance(labels, dict):
                     raise InputError(f"{run_dir / 'run.json'}: expected a JSON object")
                 files = [(r, f) for r, f in _run_files(run_dir, labels) if f.is_file()]
@@ -206,9 +195,7 @@ def pack_runs(run_dirs: Iterable[str | Path], *, output: str | Path, level: int 
                     for header, events in read_qlog_traces(path):
                         trace = dict(header.get("trace") or {})
                         trace["quicsm_labels"] = {
-                            **_scalar_labels(labels),
-                            "role": role,
-                            "run_dir": rel.as_posix(),
+                            **_scalar_labels(labels), "role": role, "run_dir": rel.as_posix(),
                         }
                         header = {**header, "trace": trace}
                         out.write(RS + orjson.dumps(header, option=orjson.OPT_SORT_KEYS) + b"\n")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from quicsm.core.errors import LabError
 from quicsm.lab.link import Link, LinkConfig, link_config_from_dict
 
 Address = tuple[str, int]
@@ -52,7 +53,7 @@ def parse_address(text: str) -> Address:
     """``"127.0.0.1:4433"`` -> ``("127.0.0.1", 4433)``."""
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit():
-        raise ValueError(f"expected HOST:PORT, got {text!r}")
+        raise LabError(f"expected HOST:PORT, got {text!r}")
     return host.strip("[]"), int(port)
 
 
@@ -190,11 +191,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--config", type=Path, required=True, help='JSON {"up": {...}, "down": {...}}')
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stats", type=Path, help="write the counters here as JSON on exit")
-    ap.add_argument(
-        "--no-priority",
-        action="store_true",
-        help="keep the default scheduling policy (see raise_priority)",
-    )
+    ap.add_argument("--no-priority", action="store_true",
+                    help="keep the default scheduling policy (see raise_priority)")
     return ap.parse_args(argv)
 
 

@@ -21,8 +21,9 @@ from typing import Final
 
 import polars as pl
 
-from quicsm.core.errors import ModelError
+from quicsm.core.errors import InputError, ModelError
 from quicsm.model.replay import node_times
+from quicsm.model.synoptic.options import tail_length
 from quicsm.model.tables import Model, renumber
 from quicsm.stats.descriptive import INITIAL, TERMINAL, Stats, Visits, compute_stats
 
@@ -43,12 +44,7 @@ def infer(
     ``k`` is the k-tails depth (synoptic's coarsening and plain ktails); ``seed`` fixes every
     choice the algorithm makes at random, so the same input and seed give the same model.
     """
-    if algorithm not in ALGORITHMS:
-        raise ModelError(f"unknown algorithm {algorithm!r}; valid choices: {', '.join(ALGORITHMS)}")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ModelError(f"k must be a positive integer, got {k!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ModelError(f"seed must be an integer, got {seed!r}")
+    k = check_options(algorithm=algorithm, k=k, seed=seed)
     if isinstance(transitions, pl.LazyFrame):
         transitions = transitions.collect()
     visits = Visits(transitions)
@@ -75,6 +71,16 @@ def infer(
         seed=seed,
         node_time=node_times(visits, nodes, edges),
     )
+
+
+def check_options(*, algorithm: str, k: int, seed: int) -> int:
+    """Check the options of an inference (every entry point's one check); returns ``k``."""
+    if algorithm not in ALGORITHMS:
+        raise InputError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+    k = tail_length(k)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError(f"seed must be an integer, got {seed!r}")
+    return k
 
 
 def observed_graph(stats: Stats) -> tuple[pl.DataFrame, pl.DataFrame]:

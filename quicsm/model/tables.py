@@ -279,25 +279,6 @@ class Model:
             )
         return g
 
-    def to_dot(self) -> str:
-        """Graphviz DOT text in the style of the paper's Fig. 13 (see :mod:`quicsm.render.dot`)."""
-        from quicsm.render.dot import model_to_dot
-
-        return model_to_dot(self)
-
-    def render(self, format: str = "svg") -> bytes:
-        """The diagram rendered by Graphviz ``dot``: ``format`` is svg, png or pdf."""
-        from quicsm.render.dot import render_dot
-
-        return render_dot(self.to_dot(), format=format)
-
-    def _repr_svg_(self) -> str | None:
-        from quicsm.render.dot import dot_available
-
-        if not dot_available():
-            return None
-        return self.render("svg").decode()
-
     def __repr__(self) -> str:
         return (
             f"Model(algorithm={self.algorithm!r}, nodes={self.nodes.height}, "

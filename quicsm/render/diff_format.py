@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import polars as pl
 
-from quicsm import __version__
+from quicsm.core.version import __version__
 from quicsm.stats.significance import format_p
 
 if TYPE_CHECKING:

@@ -127,3 +127,15 @@ def render_dot(dot: str, *, format: str = "svg") -> bytes:
         err = done.stderr.decode(errors="replace").strip()
         raise QuicsmError(f"Graphviz dot failed (exit {done.returncode}): {err}")
     return done.stdout
+
+
+def render_model(model: Model, *, format: str = "svg", title: str | None = None) -> bytes:
+    """The model's Fig. 13-style diagram rendered by Graphviz ``dot`` (svg, png or pdf)."""
+    return render_dot(model_to_dot(model, title=title), format=format)
+
+
+def model_svg(model: Model) -> str | None:
+    """The diagram as SVG text, or None when Graphviz is not installed (Jupyter's display hook)."""
+    if not dot_available():
+        return None
+    return render_model(model, format="svg").decode()

@@ -2,7 +2,7 @@
 
 =====================  =====================================================================
 ``model.json``         :meth:`quicsm.model.tables.Model.to_json` (schema in ``docs/model.md``)
-``model.dot``          :meth:`quicsm.model.tables.Model.to_dot` (Fig. 13 style)
+``model.dot``          :func:`quicsm.render.dot.model_to_dot` (Fig. 13 style)
 ``model.svg|png|pdf``  the diagram rendered by Graphviz (only for those formats)
 ``stats.csv``          :func:`state_table`: one row per state
 ``transitions.csv``    transition probabilities with 95 % confidence intervals
@@ -21,7 +21,7 @@ import polars as pl
 
 from quicsm.core.errors import InputError
 from quicsm.model.tables import Model
-from quicsm.render.dot import RENDER_FORMATS
+from quicsm.render.dot import RENDER_FORMATS, model_to_dot, render_dot
 
 #: significant digits kept for floats in CSV outputs.
 CSV_DIGITS: Final[int] = 12
@@ -100,12 +100,10 @@ def write_outputs(model: Model, out_dir: Path | str, *, fmt: str = "svg") -> lis
         written.append(path)
 
     put("model.json", model.to_json())
-    dot = model.to_dot()
+    dot = model_to_dot(model)
     put("model.dot", dot)
     put("stats.csv", _csv(state_table(model)))
     put("transitions.csv", _csv(model.stats.transition_probabilities))
     if fmt in RENDER_FORMATS:
-        from quicsm.render.dot import render_dot
-
         put(f"model.{fmt}", render_dot(dot, format=fmt))
     return written

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from quicsm import __version__
+from quicsm.core.version import __version__
 from quicsm.report import fsm, svg
 from quicsm.report.methods import methods_items
 from quicsm.report.sections import ComparisonView

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from quicsm.render import diff_format
 from quicsm.render.diff_format import md_cell
 from quicsm.report.methods import methods_items
 from quicsm.report.sections import ComparisonView
@@ -20,7 +21,7 @@ def render_markdown(
     heading = title or (views[0].title if len(views) == 1 else "version-to-version comparison")
     out = [f"# quicsm report: {md_cell(heading)}", ""]
     for view in views:
-        out.append(view.result.to_markdown(heading="##").rstrip("\n"))
+        out.append(diff_format.to_markdown(view.result, heading="##").rstrip("\n"))
         out += ["", "### Representative traces", ""]
         for g in view.groups:
             if g.representative is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from quicsm import __version__
+from quicsm.core.version import __version__
 from quicsm.stats import significance as sig
 
 if TYPE_CHECKING:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from quicsm.model.synoptic.checking import Adjacency, Checker
 from quicsm.model.synoptic.mining import Invariant
+from quicsm.model.synoptic.options import tail_length
 from quicsm.model.synoptic.partitions import PartitionGraph
 
 
@@ -39,8 +40,7 @@ def kstrings(adj: Adjacency, plabel: list[int], p: int, k: int) -> frozenset[tup
 
 def coarsen(g: PartitionGraph, invariants: list[Invariant], *, k: int = 1) -> int:
     """Merge partitions of ``g`` in place (see the module docstring); returns merges done."""
-    if k < 1:
-        raise ValueError("k must be at least 1")
+    k = tail_length(k)
     checker = Checker(invariants, g.n_labels)
     blacklist: set[tuple[int, int]] = set()
     merges = 0

@@ -19,6 +19,7 @@ from quicsm.model.synoptic.coarsen import coarsen
 from quicsm.model.synoptic.ktails import ktails_graph
 from quicsm.model.synoptic.log import INITIAL, TERMINAL, EventLog
 from quicsm.model.synoptic.mining import mine
+from quicsm.model.synoptic.options import tail_length
 from quicsm.model.synoptic.partitions import INITIAL_ID, TERMINAL_ID, PartitionGraph, initial_graph
 from quicsm.model.synoptic.refine import refine
 
@@ -41,8 +42,7 @@ def infer_graph(
     """
     if algorithm not in ALGORITHMS:
         raise InputError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
-    if k < 1:
-        raise InputError(f"k must be at least 1, got {k}")
+    k = tail_length(k)
     if log.n_unique == 0:
         raise InputError("cannot infer a model from an empty log")
     if algorithm == "ktails":

@@ -13,12 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from quicsm.model.synoptic.log import EventLog
+from quicsm.model.synoptic.options import tail_length
 from quicsm.model.synoptic.partitions import PartitionGraph
 
 
 def ktails_graph(log: EventLog, *, k: int = 1) -> PartitionGraph:
-    if k < 1:
-        raise ValueError("k must be at least 1")
+    k = tail_length(k)
     n = len(log.labels)
     terminal, beyond = n, n + 1
     codes = log.codes.astype(np.int64)
