@@ -136,7 +136,13 @@ def test_aggregates_of_any_partitioning_merge_to_the_whole(seed: int, cuts: list
     one_by_one = Aggregate()
     for p in parts:
         one_by_one = one_by_one.merge(p)
-    assert one_by_one.stats().dwell.equals(merged.stats().dwell)
+    a, b = one_by_one.stats(), merged.stats()
+    assert a.duration_ms == b.duration_ms
+    assert a.dwell.equals(b.dwell) and a.time_in_state.equals(b.time_in_state)
+    assert a.transition_probabilities.equals(b.transition_probabilities)
+    assert {k: (v.weight, v.dwell_ms.tolist()) for k, v in one_by_one.sequences.items()} == {
+        k: (v.weight, v.dwell_ms.tolist()) for k, v in merged.sequences.items()
+    }
 
 
 @pytest.mark.parametrize("algorithm", ["synoptic", "ktails", "observed"])
@@ -293,3 +299,21 @@ def test_select_keeps_the_chosen_traces() -> None:
     assert set(got.transitions.get_column("vantage").cast(pl.String).unique()) == {"server"}
     assert got.aggregate is not None
     assert_stats_match(got.aggregate, got.transitions)
+
+
+def test_engine_options_are_checked_with_clear_errors() -> None:
+    from click.testing import CliRunner
+
+    from quicsm.cli import main
+
+    result = CliRunner().invoke(main, ["states", CLEAN[0], "--scheduler", "tcp://127.0.0.1:9"])
+    assert result.exit_code == 1
+    assert "Error: --scheduler only applies with --engine dask" in result.output
+    result = CliRunner().invoke(main, ["states", CLEAN[0], "--engine", "spark"])
+    assert result.exit_code == 2 and "'spark' is not one of" in result.output
+    from quicsm.core.errors import InputError
+
+    with pytest.raises(InputError, match="unknown engine 'spark'"):
+        extract(CLEAN[:1], engine="spark")
+    with pytest.raises(InputError, match="workers must be a positive integer"):
+        extract(CLEAN[:1], workers=0)

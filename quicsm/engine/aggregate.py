@@ -297,24 +297,39 @@ class Aggregate:
         return out.select(list(NODE_TIMES_SCHEMA)).cast(NODE_TIMES_SCHEMA)  # type: ignore[arg-type]
 
 
+_SUMMED = (
+    "traces", "visits", "positive", "duration_ms", "state_visits", "state_ms", "state_share",
+    "state_traces", "state_censored", "pair_count", "pair_traces", "pair_syy", "pair_syn",
+    "source_n", "source_snn", "source_m",
+)  # fmt: skip
+
+
 def merge_all(parts: Iterable[Aggregate]) -> Aggregate:
-    """All aggregates merged, in the order given (floats are added in that order): the same
-    as merging them one by one, with the dwell-time counts grouped once."""
+    """All aggregates merged, in the order given: the same sums, added in the same order, as
+    merging them one by one with :meth:`Aggregate.merge`, without copying the trace set at
+    every step, and with the dwell-time counts grouped once."""
     parts = list(parts)
-    if not parts:
-        return Aggregate()
     out = Aggregate()
+    sequences: dict[bytes, Sequence_] = {}
     for part in parts:
-        out = out.merge(
-            Aggregate(**{**part.__dict__, "dwell_counts": pl.DataFrame(schema=DWELL_COUNTS_SCHEMA)})
+        for name in _SUMMED:
+            setattr(out, name, getattr(out, name) + getattr(part, name))
+        for key, seq in part.sequences.items():
+            mine = sequences.get(key)
+            if mine is None:
+                sequences[key] = Sequence_(seq.weight, seq.dwell_ms.copy())
+            else:
+                mine.weight += seq.weight
+                mine.dwell_ms += seq.dwell_ms
+    out.sequences = sequences
+    if parts:
+        out.dwell_counts = (
+            pl.concat([p.dwell_counts for p in parts])
+            .group_by("code", "dwell_ms")
+            .agg(pl.col("count").sum())
+            .sort("code", "dwell_ms")
+            .cast(DWELL_COUNTS_SCHEMA)  # type: ignore[arg-type]
         )
-    out.dwell_counts = (
-        pl.concat([p.dwell_counts for p in parts])
-        .group_by("code", "dwell_ms")
-        .agg(pl.col("count").sum())
-        .sort("code", "dwell_ms")
-        .cast(DWELL_COUNTS_SCHEMA)  # type: ignore[arg-type]
-    )
     return out
 
 
