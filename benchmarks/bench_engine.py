@@ -15,9 +15,13 @@ each configuration in a fresh process:
 - **cache**: a run that fills the partition cache, a warm re-run, and a re-run after 10 % more
   files were added (it reads only those).
 
-Reported: files/s and MB/s (wall clock), the speed-up over the baseline, peak RSS of the driver
-and of the largest worker, and how many distinct state sequences inference runs on as the
-corpus grows (the weighted trace set). No cache is used except in the cache rows.
+Reported: files/s and MB/s (wall clock) and the speed-up over the baseline; CPU time per file
+(driver and workers together, worker start-up included) and the baseline's CPU per file divided
+by it (1.00 = no overhead); the mean load average during the run (on a shared machine the wall
+clock follows the load, CPU time much less); peak RSS of the driver and of the largest worker;
+and how many distinct state sequences inference runs on as the corpus grows (the weighted trace
+set). No cache is used except in the cache rows. The Dask rows time a running cluster (its
+start is not included); the process rows include starting the pool.
 
 ::
 
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import shutil
@@ -120,15 +125,24 @@ def _one(config: dict[str, Any]) -> dict[str, Any]:
     from quicsm.engine import extract
 
     files = Path(config["list"]).read_text().split("\n")
+    load = os.getloadavg()[0]
     if config.get("kind") == "per-file":
         from quicsm.extract.read import read_transitions
 
+        cpu0 = _cpu(resource.RUSAGE_SELF)
         start = time.perf_counter()
         for f in files:
             read_transitions([f])
         wall = time.perf_counter() - start
-        return {"wall_s": wall, "files": len(files), "driver_rss_mb": _rss(resource.RUSAGE_SELF)}
+        return {
+            "wall_s": wall,
+            "files": len(files),
+            "cpu_s": _cpu(resource.RUSAGE_SELF) - cpu0,
+            "load": (load + os.getloadavg()[0]) / 2,
+            "driver_rss_mb": _rss(resource.RUSAGE_SELF),
+        }
     worker_rss: list[float] = []
+    cpu0 = _cpu(resource.RUSAGE_SELF)
     start = time.perf_counter()
     corpus = extract(
         files,
@@ -138,12 +152,15 @@ def _one(config: dict[str, Any]) -> dict[str, Any]:
         cache_dir=config.get("cache_dir"),
     )
     wall = time.perf_counter() - start
-    if config["engine"] == "processes":
+    cpu = _cpu(resource.RUSAGE_SELF) - cpu0 + _cpu(resource.RUSAGE_CHILDREN)
+    if corpus.workers > 1 or config["engine"] == "processes":
         worker_rss.append(_rss(resource.RUSAGE_CHILDREN))
     assert corpus.aggregate is not None
     return {
         "wall_s": wall,
         "files": len(files),
+        "cpu_s": cpu,
+        "load": (load + os.getloadavg()[0]) / 2,
         "traces": corpus.aggregate.traces,
         "visits": corpus.aggregate.visits,
         "distinct": corpus.aggregate.distinct,
@@ -152,6 +169,11 @@ def _one(config: dict[str, Any]) -> dict[str, Any]:
         "driver_rss_mb": _rss(resource.RUSAGE_SELF),
         "worker_rss_mb": max(worker_rss) if worker_rss else None,
     }
+
+
+def _cpu(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _rss(who: int) -> float:
@@ -183,14 +205,22 @@ def _one_dask(config: dict[str, Any]) -> dict[str, Any]:
         ) as cluster,
         Client(cluster) as client,
     ):
+        load = os.getloadavg()[0]
+        before = client.run(_cpu, resource.RUSAGE_SELF)
+        cpu0 = _cpu(resource.RUSAGE_SELF)
         start = time.perf_counter()
         corpus = extract(files, engine="dask", scheduler=cluster.scheduler_address, cache=False)
         wall = time.perf_counter() - start
+        cpu = _cpu(resource.RUSAGE_SELF) - cpu0
+        after = client.run(_cpu, resource.RUSAGE_SELF)
+        cpu += sum(after[w] - before[w] for w in after if w in before)
         peaks = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
     assert corpus.aggregate is not None
     return {
         "wall_s": wall,
         "files": len(files),
+        "cpu_s": cpu,
+        "load": (load + os.getloadavg()[0]) / 2,
         "traces": corpus.aggregate.traces,
         "visits": corpus.aggregate.visits,
         "distinct": corpus.aggregate.distinct,
@@ -248,11 +278,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if "read_files" in result:
             extra = f"  read {result['read_files']}, cached {result['cached_files']}"
         worker = result.get("worker_rss_mb")
+        cpu_ms = 1000 * result["cpu_s"] / result["files"]
+        base_cpu = 1000 * base["cpu_s"] / base["files"] if base else cpu_ms
         print(
-            f"{name:32s} {result['wall_s']:8.1f} s {files_s:9.0f} files/s "
-            f"{nbytes * result['files'] / args.files / result['wall_s'] / 1e6:7.2f} MB/s "
-            f"x{speedup:5.2f}  driver {result['driver_rss_mb']:6.0f} MB"
-            + (f"  worker peak {worker:6.0f} MB" if worker else "")
+            f"{name:32s} {result['wall_s']:7.1f} s {files_s:7.0f} files/s "
+            f"{nbytes * result['files'] / args.files / result['wall_s'] / 1e6:6.2f} MB/s "
+            f"x{speedup:5.2f}  cpu {cpu_ms:5.3f} ms/file (x{base_cpu / cpu_ms:4.2f})  "
+            f"load {result['load']:4.1f}  driver {result['driver_rss_mb']:4.0f} MB"
+            + (f"  worker peak {worker:4.0f} MB" if worker else "")
             + extra,
             flush=True,
         )

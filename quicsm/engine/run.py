@@ -30,6 +30,11 @@ from quicsm.qlog.paths import PathLike, expand_paths
 #: valid values of ``engine``
 ENGINES: Final[tuple[str, ...]] = ("local", "processes", "dask")
 
+#: ``local`` starts worker processes only for inputs of at least this many bytes ...
+POOL_MIN_BYTES: Final[int] = 64 << 20
+#: ... or this many files (below both, starting workers costs more than it saves)
+POOL_MIN_FILES: Final[int] = 2 * BATCH_FILES
+
 #: progress callback: (bytes done, bytes in total)
 Progress = Callable[[int, int], None]
 
@@ -101,8 +106,8 @@ def extract(
 ) -> Corpus:
     """Read a corpus on an engine (see :mod:`quicsm.engine`).
 
-    ``engine``: ``local`` (this machine, every core: worker processes when there is more than
-    one batch, else this process), ``processes`` (always a pool of ``workers`` processes) or
+    ``engine``: ``local`` (this machine, every core: worker processes for inputs of at least
+    :data:`POOL_MIN_BYTES` or :data:`POOL_MIN_FILES`, else this process), ``processes`` (always a pool of ``workers`` processes) or
     ``dask`` (the cluster at ``scheduler``, or a local one of ``workers`` processes).
     ``workers`` defaults to every core. ``cache`` uses the partition cache in ``cache_dir``
     (default :func:`quicsm.engine.cache.default_cache_dir`). ``select`` keeps some traces
@@ -162,7 +167,11 @@ def extract(
         run_dask(
             specs, workers=n_workers, scheduler=scheduler, on_result=on_result, on_bytes=on_bytes
         )
-    elif engine == "processes" or (n_workers > 1 and len(specs) > 1):
+    elif engine == "processes" or (
+        n_workers > 1
+        and len(specs) > 1
+        and (total >= POOL_MIN_BYTES or len(files) >= POOL_MIN_FILES)
+    ):
         run_processes(
             specs, workers=min(n_workers, len(specs)) or 1, on_result=on_result, on_bytes=on_bytes
         )
