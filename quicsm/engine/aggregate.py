@@ -53,7 +53,7 @@ DWELL_COUNTS_SCHEMA: Final[dict[str, pl.DataType]] = {
 
 
 @dataclass
-class Sequence_:
+class DistinctTrace:
     """One distinct state sequence: how many traces had it, and their summed time per position."""
 
     weight: int
@@ -89,7 +89,7 @@ class Aggregate:
         default_factory=lambda: pl.DataFrame(schema=DWELL_COUNTS_SCHEMA)
     )
     #: distinct sequence (state codes as bytes) -> its weight and summed times
-    sequences: dict[bytes, Sequence_] = field(default_factory=dict)
+    sequences: dict[bytes, DistinctTrace] = field(default_factory=dict)
 
     # -- construction --------------------------------------------------------------------------
 
@@ -138,11 +138,11 @@ class Aggregate:
 
     def merge(self, other: Aggregate) -> Aggregate:
         """The aggregate of both sets of traces (``self``'s first: floats are added in order)."""
-        sequences = {k: Sequence_(s.weight, s.dwell_ms.copy()) for k, s in self.sequences.items()}
+        sequences = {k: DistinctTrace(s.weight, s.dwell_ms.copy()) for k, s in self.sequences.items()}
         for key, seq in other.sequences.items():
             mine = sequences.get(key)
             if mine is None:
-                sequences[key] = Sequence_(seq.weight, seq.dwell_ms.copy())
+                sequences[key] = DistinctTrace(seq.weight, seq.dwell_ms.copy())
             else:
                 mine.weight += seq.weight
                 mine.dwell_ms += seq.dwell_ms
@@ -310,14 +310,14 @@ def merge_all(parts: Iterable[Aggregate]) -> Aggregate:
     every step, and with the dwell-time counts grouped once."""
     parts = list(parts)
     out = Aggregate()
-    sequences: dict[bytes, Sequence_] = {}
+    sequences: dict[bytes, DistinctTrace] = {}
     for part in parts:
         for name in _SUMMED:
             setattr(out, name, getattr(out, name) + getattr(part, name))
         for key, seq in part.sequences.items():
             mine = sequences.get(key)
             if mine is None:
-                sequences[key] = Sequence_(seq.weight, seq.dwell_ms.copy())
+                sequences[key] = DistinctTrace(seq.weight, seq.dwell_ms.copy())
             else:
                 mine.weight += seq.weight
                 mine.dwell_ms += seq.dwell_ms
@@ -335,7 +335,7 @@ def merge_all(parts: Iterable[Aggregate]) -> Aggregate:
 
 def _sequences(
     tid: np.ndarray, code: np.ndarray, dwell: np.ndarray, first: np.ndarray
-) -> dict[bytes, Sequence_]:
+) -> dict[bytes, DistinctTrace]:
     """Distinct sequences of a Visits frame (rows grouped by trace, in time order)."""
     starts = np.flatnonzero(first)
     lengths = np.diff(np.append(starts, len(tid)))
@@ -346,14 +346,14 @@ def _sequences(
         .group_by("seq", maintain_order=True)
         .agg(pl.col("tid"))
     )
-    out: dict[bytes, Sequence_] = {}
+    out: dict[bytes, DistinctTrace] = {}
     for seq, tids in seqs.iter_rows():
         key = bytes(seq)
         rows = np.asarray(tids, dtype=np.int64)
         n = lengths[rows[0]]
         # time at each position, summed over the traces in trace order
         index = starts[rows][:, None] + np.arange(n)[None, :]
-        out[key] = Sequence_(len(rows), dwell[index].sum(axis=0))
+        out[key] = DistinctTrace(len(rows), dwell[index].sum(axis=0))
     return out
 
 
