@@ -138,7 +138,9 @@ class Aggregate:
 
     def merge(self, other: Aggregate) -> Aggregate:
         """The aggregate of both sets of traces (``self``'s first: floats are added in order)."""
-        sequences = {k: DistinctTrace(s.weight, s.dwell_ms.copy()) for k, s in self.sequences.items()}
+        sequences = {
+            k: DistinctTrace(s.weight, s.dwell_ms.copy()) for k, s in self.sequences.items()
+        }
         for key, seq in other.sequences.items():
             mine = sequences.get(key)
             if mine is None:

@@ -107,8 +107,9 @@ def extract(
     """Read a corpus on an engine (see :mod:`quicsm.engine`).
 
     ``engine``: ``local`` (this machine, every core: worker processes for inputs of at least
-    :data:`POOL_MIN_BYTES` or :data:`POOL_MIN_FILES`, else this process), ``processes`` (always a pool of ``workers`` processes) or
-    ``dask`` (the cluster at ``scheduler``, or a local one of ``workers`` processes).
+    :data:`POOL_MIN_BYTES` or :data:`POOL_MIN_FILES`, else this process), ``processes``
+    (always a pool of ``workers`` processes) or ``dask`` (the cluster at ``scheduler``, or a
+    local one of ``workers`` processes).
     ``workers`` defaults to every core. ``cache`` uses the partition cache in ``cache_dir``
     (default :func:`quicsm.engine.cache.default_cache_dir`). ``select`` keeps some traces
     (given the traces frame, returns the kept rows). ``rows`` returns the transitions frame,
