@@ -178,7 +178,7 @@ def test_read_batch_is_read_transitions_and_read_traces(lenient: bool) -> None:
     assert got.transitions.equals(want)
     with pytest.warns() if lenient else _no_warning():
         assert got.traces.equals(read_traces(files, on_error=on_error))
-    from quicsm.engine.run import merge_diagnostics
+    from quicsm.engine.task import merge_diagnostics
 
     assert merge_diagnostics(got.diagnostics[f] for f in files).messages() == diag.messages()
 

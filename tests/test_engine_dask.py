@@ -120,6 +120,23 @@ def test_states_and_diff_are_the_same_on_every_engine(cluster: LocalCluster) -> 
     assert run(*diff, *dask) == run(*diff, "--no-cache")
 
 
+def test_report_is_the_same_on_dask(cluster: LocalCluster, tmp_path: Path) -> None:
+    def report(name: str, *extra: str) -> list[str]:
+        out = tmp_path / f"{name}.md"
+        args = ["report", TRACES[1], "--vs", TRACES[2], "--where", "vantage=server"]
+        result = CliRunner().invoke(main, [*args, "-o", str(out), *extra])
+        assert result.exit_code == 0, result.output
+        # the report names when it was generated and the command: the rest must be equal
+        return [
+            line
+            for line in out.read_text().splitlines()
+            if "enerated" not in line and "**Command**" not in line
+        ]
+
+    dask = report("dask", "--engine", "dask", "--scheduler", cluster.scheduler_address)
+    assert dask == report("local", "--no-cache")
+
+
 def test_an_unreachable_scheduler_is_a_clear_error() -> None:
     result = CliRunner().invoke(
         main, ["states", CLEAN[0], "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9"]

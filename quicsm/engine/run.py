@@ -17,13 +17,13 @@ from typing import Final
 
 import polars as pl
 
-from quicsm.core.diagnostics import MAX_REASONS, Diagnostics
+from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import InputError
 from quicsm.engine.aggregate import Aggregate, merge_all
 from quicsm.engine.cache import INDEX_SCHEMA, PartitionCache, default_cache_dir
 from quicsm.engine.executors import run_dask, run_inline, run_processes
 from quicsm.engine.plan import BATCH_BYTES, BATCH_FILES, plan_batches
-from quicsm.engine.task import Select, TaskResult, TaskSpec
+from quicsm.engine.task import Select, TaskResult, TaskSpec, merge_diagnostics
 from quicsm.extract.read import TRACES_SCHEMA
 from quicsm.qlog.paths import PathLike, expand_paths
 
@@ -65,20 +65,6 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
-
-
-def merge_diagnostics(parts: Iterable[Diagnostics]) -> Diagnostics:
-    """Diagnostics of consecutive reads as one read would have reported them."""
-    out = Diagnostics()
-    for d in parts:
-        out.skipped_records += d.skipped_records
-        out.skipped_files += d.skipped_files
-        out.reasons.extend(d.reasons[: max(0, MAX_REASONS - len(out.reasons))])
-        out.truncated.extend(d.truncated)
-        out.unknown_states.update(d.unknown_states)
-        for note in d.notes:
-            out.note(note)
-    return out
 
 
 def _size(path: str) -> int:
@@ -202,7 +188,7 @@ def extract(
         traces=traces,
         transitions=transitions,
         aggregate=merged,
-        diagnostics=merge_diagnostics(d for r in ordered for d in r.diagnostics),
+        diagnostics=merge_diagnostics(r.diagnostics for r in ordered),
         engine=engine,
         workers=n_workers,
         batches=len(specs),

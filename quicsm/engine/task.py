@@ -9,12 +9,12 @@ worker lost mid-run) gives the same result and changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import polars as pl
 
-from quicsm.core.diagnostics import Diagnostics
+from quicsm.core.diagnostics import MAX_REASONS, Diagnostics
 from quicsm.core.frames import TRANSITIONS_SCHEMA
 from quicsm.engine.aggregate import Aggregate
 from quicsm.engine.cache import INDEX_SCHEMA, PartitionCache, file_key
@@ -45,10 +45,25 @@ class TaskResult:
     traces: pl.DataFrame
     transitions: pl.DataFrame | None
     aggregate: Aggregate | None
-    diagnostics: list[Diagnostics] = field(default_factory=list)
+    #: what reading the batch's files reported, merged in file order
+    diagnostics: Diagnostics = field(default_factory=Diagnostics)
     entries: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=INDEX_SCHEMA))
     read_files: int = 0
     cached_files: int = 0
+
+
+def merge_diagnostics(parts: Iterable[Diagnostics]) -> Diagnostics:
+    """Diagnostics of consecutive reads as one read would have reported them."""
+    out = Diagnostics()
+    for d in parts:
+        out.skipped_records += d.skipped_records
+        out.skipped_files += d.skipped_files
+        out.reasons.extend(d.reasons[: max(0, MAX_REASONS - len(out.reasons))])
+        out.truncated.extend(d.truncated)
+        out.unknown_states.update(d.unknown_states)
+        for note in d.notes:
+            out.note(note)
+    return out
 
 
 def _renamed(frame: pl.DataFrame, names: pl.DataFrame) -> pl.DataFrame:
@@ -131,7 +146,7 @@ def run_task(spec: TaskSpec) -> TaskResult:
         traces=all_traces,
         transitions=all_transitions if spec.rows else None,
         aggregate=Aggregate.of(all_transitions) if spec.aggregate else None,
-        diagnostics=[diagnostics[f] for f in files],
+        diagnostics=merge_diagnostics(diagnostics[f] for f in files),
         entries=entries,
         read_files=len(todo),
         cached_files=len(files) - len(todo),
