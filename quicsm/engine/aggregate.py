@@ -306,33 +306,55 @@ _SUMMED = (
 )  # fmt: skip
 
 
-def merge_all(parts: Iterable[Aggregate]) -> Aggregate:
-    """All aggregates merged, in the order given: the same sums, added in the same order, as
-    merging them one by one with :meth:`Aggregate.merge`, without copying the trace set at
-    every step, and with the dwell-time counts grouped once."""
-    parts = list(parts)
-    out = Aggregate()
-    sequences: dict[bytes, DistinctTrace] = {}
-    for part in parts:
+class Merger:
+    """Adds aggregates one at a time, in order (what :func:`merge_all` does), so a driver can
+    fold results in as they arrive and keep none of them."""
+
+    def __init__(self) -> None:
+        self._out = Aggregate()
+        self._sequences: dict[bytes, DistinctTrace] = {}
+        self._counts: list[pl.DataFrame] = []
+
+    def add(self, part: Aggregate) -> None:
+        out = self._out
         for name in _SUMMED:
             setattr(out, name, getattr(out, name) + getattr(part, name))
         for key, seq in part.sequences.items():
-            mine = sequences.get(key)
+            mine = self._sequences.get(key)
             if mine is None:
-                sequences[key] = DistinctTrace(seq.weight, seq.dwell_ms.copy())
+                self._sequences[key] = DistinctTrace(seq.weight, seq.dwell_ms.copy())
             else:
                 mine.weight += seq.weight
                 mine.dwell_ms += seq.dwell_ms
-    out.sequences = sequences
-    if parts:
-        out.dwell_counts = (
-            pl.concat([p.dwell_counts for p in parts])
-            .group_by("code", "dwell_ms")
-            .agg(pl.col("count").sum())
-            .sort("code", "dwell_ms")
-            .cast(DWELL_COUNTS_SCHEMA)  # type: ignore[arg-type]
-        )
-    return out
+        self._counts.append(part.dwell_counts)
+        if len(self._counts) >= 64:  # keep the pending value counts small
+            self._counts = [_grouped(self._counts)]
+
+    def result(self) -> Aggregate:
+        self._out.sequences = self._sequences
+        if self._counts:
+            self._out.dwell_counts = _grouped(self._counts)
+        return self._out
+
+
+def _grouped(counts: list[pl.DataFrame]) -> pl.DataFrame:
+    return (
+        pl.concat(counts)
+        .group_by("code", "dwell_ms")
+        .agg(pl.col("count").sum())
+        .sort("code", "dwell_ms")
+        .cast(DWELL_COUNTS_SCHEMA)  # type: ignore[arg-type]
+    )
+
+
+def merge_all(parts: Iterable[Aggregate]) -> Aggregate:
+    """All aggregates merged, in the order given: the same sums, added in the same order, as
+    merging them one by one with :meth:`Aggregate.merge`, without copying the trace set at
+    every step."""
+    merger = Merger()
+    for part in parts:
+        merger.add(part)
+    return merger.result()
 
 
 def _sequences(

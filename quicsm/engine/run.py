@@ -19,7 +19,7 @@ import polars as pl
 
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import InputError
-from quicsm.engine.aggregate import Aggregate, merge_all
+from quicsm.engine.aggregate import Aggregate, Merger
 from quicsm.engine.cache import INDEX_SCHEMA, PartitionCache, default_cache_dir
 from quicsm.engine.executors import run_dask, run_inline, run_processes
 from quicsm.engine.plan import BATCH_BYTES, BATCH_FILES, plan_batches
@@ -129,7 +129,17 @@ def extract(
         )
         for b in batches
     ]
-    results: dict[int, TaskResult] = {}
+    # results are folded in batch order as soon as the batches before them are in, so the
+    # driver keeps only results that arrived early, never all of them
+    early: dict[int, TaskResult] = {}
+    done: set[int] = set()
+    folded = 0
+    merger = Merger()
+    traces_parts: list[pl.DataFrame] = []
+    rows_parts: list[pl.DataFrame] = []
+    diagnostics: list[Diagnostics] = []
+    entries: list[pl.DataFrame] = []
+    counts = [0, 0]  # files read, files from the cache
     finished = 0  # bytes of finished batches (cached files included)
     live = 0  # bytes read so far inside files, finished or not
 
@@ -142,11 +152,27 @@ def extract(
         live = max(live, n)
         show()
 
+    def fold(result: TaskResult) -> None:
+        traces_parts.append(result.traces)
+        if result.transitions is not None:
+            rows_parts.append(result.transitions)
+        if result.aggregate is not None:
+            merger.add(result.aggregate)
+        diagnostics.append(result.diagnostics)
+        if result.entries.height:
+            entries.append(result.entries)
+        counts[0] += result.read_files
+        counts[1] += result.cached_files
+
     def on_result(result: TaskResult) -> None:
-        nonlocal finished
-        if result.index in results:
+        nonlocal finished, folded
+        if result.index in done:
             return  # a task that ran twice (a lost worker): its first result stands
-        results[result.index] = result
+        done.add(result.index)
+        early[result.index] = result
+        while folded in early:
+            fold(early.pop(folded))
+            folded += 1
         finished += batches[result.index].nbytes
         show()
 
@@ -165,35 +191,26 @@ def extract(
     else:
         n_workers = 1
         run_inline(specs, on_result=on_result, on_bytes=on_bytes)
-    missing = [i for i in range(len(specs)) if i not in results]
-    if missing:  # pragma: no cover - every executor raises or returns every result
+    if folded != len(specs):  # pragma: no cover - every executor raises or returns every result
+        missing = [i for i in range(len(specs)) if i not in done]
         raise InputError(f"batches {missing[:5]} returned no result")
-    ordered = [results[i] for i in range(len(specs))]
-    if cache:
-        entries = [r.entries for r in ordered if r.entries.height]
-        if entries:
-            PartitionCache(directory, lenient=on_error == "skip").record(pl.concat(entries))
-    traces = (
-        pl.concat([r.traces for r in ordered]) if ordered else pl.DataFrame(schema=TRACES_SCHEMA)
-    )
+    if cache and entries:
+        PartitionCache(directory, lenient=on_error == "skip").record(pl.concat(entries))
+    traces = pl.concat(traces_parts) if traces_parts else pl.DataFrame(schema=TRACES_SCHEMA)
     transitions = None
     if rows:
-        frames = [r.transitions for r in ordered if r.transitions is not None]
-        transitions = pl.concat(frames).sort("trace", maintain_order=True)
-    merged = None
-    if aggregate:
-        merged = merge_all(r.aggregate for r in ordered if r.aggregate is not None)
+        transitions = pl.concat(rows_parts).sort("trace", maintain_order=True)
     return Corpus(
         files=files,
         traces=traces,
         transitions=transitions,
-        aggregate=merged,
-        diagnostics=merge_diagnostics(r.diagnostics for r in ordered),
+        aggregate=merger.result() if aggregate else None,
+        diagnostics=merge_diagnostics(diagnostics),
         engine=engine,
         workers=n_workers,
         batches=len(specs),
-        read_files=sum(r.read_files for r in ordered),
-        cached_files=sum(r.cached_files for r in ordered),
+        read_files=counts[0],
+        cached_files=counts[1],
     )
 
 
