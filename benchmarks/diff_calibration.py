@@ -1,33 +1,41 @@
-"""Calibration of ``quicsm diff``: false-positive rate and power, over seeded repetitions.
+"""Calibration of ``quicsm diff``: family-wise false-positive rate and power, over seeded
+repetitions of synthetic comparisons (:mod:`quicsm.testing.synthetic`).
 
-Each repetition draws two groups of synthetic traces (:mod:`quicsm.testing.synthetic`) and runs
-:func:`quicsm.diff`:
+"Anything significant" is what ``--fail-on-significant`` and "What changed" act on: under the
+one error-control policy (Holm over every test of a comparison) its rate on groups without a
+difference is the family-wise error rate, and it should stay at most α. Settings, per number of
+traces per group:
 
-- **null**: both groups from the same profile. Any significant finding is a false positive.
-  Reported per family (time in state, per-source transitions, per-edge transitions, dwell
-  times, invariant breaks) and for "anything at all" (what ``--fail-on-significant`` acts on);
-- **mixed null**: both groups from the same *mixture*: each trace follows the default profile
-  or, with probability 1/2, a loss-heavy one that loops between CongestionAvoidance and
-  Recovery (CongestionAvoidance → Recovery 0.9, Recovery → CongestionAvoidance 0.97), so a few
-  long traces hold most transitions — as real traces from different network conditions do.
-  That is what breaks tests that treat transitions as independent;
-- **transition**: group B's Recovery → CongestionAvoidance probability 0.86 → 0.50;
-- **dwell**: group B's mean Recovery dwell 60 → 120 ms.
+- **null**: both groups from the default profile;
+- **heterogeneous null**: both groups from the same *mixture*: each trace follows the default
+  profile or, with probability 1/2, a loss-heavy one that loops between CongestionAvoidance and
+  Recovery, so that a few long traces hold most transitions, as in real corpora;
+- **10-point shift**: B's Recovery → CongestionAvoidance probability 0.86 → 0.76; power is the
+  share of repetitions that flag that transition;
+- **confounded null** (10 and 30 traces): A ran 3/4 of its traces in a lossy condition and 1/4
+  in a clean one, B the reverse, with identical behaviour inside each condition. Compared
+  pooled, the mix shows up as differences; compared within the condition (the default when the
+  mixes differ), it should not;
+- **within-stratum effect**: the same mixes, B's Recovery episodes four times as long in both
+  conditions; power is the share of stratified comparisons that flag anything about Recovery.
 
-For the last two, the power is the share of repetitions that flag the changed quantity.
-Every rate comes with a 95% Wilson interval. Results go to stdout (Markdown) and to
-``benchmarks/results/diff_calibration.json``::
+Every rate comes with its 95% Wilson interval. Results go to
+``docs/diff_calibration.json`` with every repetition's outcome, so that a part of
+the run can be checked to reproduce exactly (``--check``, as the tests do), and ``--markdown``
+prints the table of ``docs/diff.md`` from that file::
 
-    .venv/bin/python benchmarks/diff_calibration.py                      # 200 repetitions
-    .venv/bin/python benchmarks/diff_calibration.py --repetitions 50 --traces 20
-    .venv/bin/python benchmarks/diff_calibration.py --no-design-effect   # plain pooled G-test
+    .venv/bin/python benchmarks/diff_calibration.py                 # 200 repetitions, ~15 min
+    .venv/bin/python benchmarks/diff_calibration.py --markdown      # the docs table
+    .venv/bin/python benchmarks/diff_calibration.py --check 3       # re-run 3 repetitions
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,141 +43,186 @@ import numpy as np
 import polars as pl
 
 from quicsm.compare.diff import DiffResult, diff
-from quicsm.stats.significance import wilson
-from quicsm.testing.synthetic import Profile, generate_transitions
+from quicsm.stats.intervals import wilson
+from quicsm.testing.synthetic import (
+    Profile,
+    generate_transitions,
+    lossy_profile,
+    stratified_groups,
+)
 
-FAMILIES = ("states", "sources", "edges", "dwell", "invariants")
-
-
-def _any(r: DiffResult, family: str) -> bool:
-    return bool(getattr(r, family)["significant"].any())
-
-
-def _flagged_transition(r: DiffResult) -> bool:
-    e = r.edges.filter(
-        (pl.col("source") == "Recovery") & (pl.col("target") == "CongestionAvoidance")
-    )
-    return bool(e["significant"].any())
+#: the stored results: the data behind the table of docs/diff.md
+RESULTS = Path(__file__).resolve().parent.parent / "docs" / "diff_calibration.json"
+SIZES = (3, 5, 10, 30)
+CONFOUNDED_SIZES = (10, 30)
 
 
-def _flagged_dwell(r: DiffResult) -> bool:
-    return bool(r.dwell.filter(pl.col("state") == "Recovery")["significant"].any())
+def _flags_edge(source: str, target: str) -> Callable[[DiffResult], bool]:
+    def flagged(r: DiffResult) -> bool:
+        e = r.edges.filter((pl.col("source") == source) & (pl.col("target") == target))
+        return bool(e["significant"].any())
+
+    return flagged
+
+
+def _flags_recovery(r: DiffResult) -> bool:
+    return any("Recovery" in f.subject for f in r.findings() if f.p_value is not None)
 
 
 def _mixture(n: int, seed: int, profiles: tuple[Profile, Profile]) -> pl.DataFrame:
     """``n`` traces, each from one of two profiles with probability 1/2."""
     k = int(np.random.default_rng(seed).binomial(n, 0.5))
     parts = [
-        generate_transitions(k, seed=seed, profile=profiles[0]),
-        generate_transitions(n - k, seed=seed + 500_000, profile=profiles[1]),
+        generate_transitions(k, seed=seed, profile=profiles[0]).with_columns(
+            pl.lit("base.sqlog").alias("file")
+        ),
+        generate_transitions(n - k, seed=seed + 500_000, profile=profiles[1]).with_columns(
+            pl.lit("lossy.sqlog").alias("file")
+        ),
     ]
     return pl.concat([p for p in parts if p.height])
 
 
-def _rate(k: int, n: int) -> dict[str, float]:
+def repetition(rep: int, *, alpha: float, permutations: int, seed: int) -> dict[str, str]:
+    """One repetition of every setting: setting name -> outcome bits ("1" = flagged)."""
+    base = Profile()
+    lossy = lossy_profile()
+    shifted = base.with_transition("Recovery", "CongestionAvoidance", 0.76)
+    opts = {"alpha": alpha, "permutations": permutations, "seed": rep}
+    out: dict[str, str] = {}
+    s = seed + 10_000 + 4 * rep
+    for n in SIZES:
+        a = generate_transitions(n, seed=s)
+        r = diff(a, generate_transitions(n, seed=s + 1), **opts)  # type: ignore[arg-type]
+        out[f"null/{n}"] = str(int(r.any_significant))
+        r = diff(_mixture(n, s, (base, lossy)), _mixture(n, s + 1, (base, lossy)), **opts)  # type: ignore[arg-type]
+        out[f"mixed/{n}"] = str(int(r.any_significant))
+        r = diff(a, generate_transitions(n, seed=s + 1, profile=shifted), **opts)  # type: ignore[arg-type]
+        out[f"shift/{n}"] = str(int(_flags_edge("Recovery", "CongestionAvoidance")(r)))
+    clean = base.with_transition("CongestionAvoidance", "Recovery", 0.1)
+    noisy = lossy.with_dwell("Recovery", 300.0)
+    conditions = {"clean": clean, "lossy": noisy}
+    longer = {
+        "clean": clean.with_dwell("Recovery", 240.0),
+        "lossy": noisy.with_dwell("Recovery", 1200.0),
+    }
+    for n in CONFOUNDED_SIZES:
+        many, few = (3 * n) // 4, n - (3 * n) // 4
+        mix_a, mix_b = {"lossy": many, "clean": few}, {"lossy": few, "clean": many}
+        a, b, strata = stratified_groups(mix_a, mix_b, seed=s + 2, profiles=conditions)
+        out[f"confounded-pooled/{n}"] = str(int(diff(a, b, **opts).any_significant))  # type: ignore[arg-type]
+        r = diff(a, b, strata=strata, **opts)  # type: ignore[arg-type]
+        out[f"confounded/{n}"] = str(int(r.any_significant))
+        a, b, strata = stratified_groups(
+            mix_a, mix_b, seed=s + 2, profiles=conditions, b_profiles=longer
+        )
+        r = diff(a, b, strata=strata, **opts)  # type: ignore[arg-type]
+        out[f"within/{n}"] = str(int(_flags_recovery(r)))
+    return out
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    bits: dict[str, list[str]] = {}
+    start = time.perf_counter()
+    for rep in range(args.repetitions):
+        for key, b in repetition(
+            rep, alpha=args.alpha, permutations=args.permutations, seed=args.seed
+        ).items():
+            bits.setdefault(key, []).append(b)
+        if args.progress:
+            print(f"{rep + 1}/{args.repetitions}", file=sys.stderr, end="\r")
+    return {
+        "settings": {
+            "repetitions": args.repetitions,
+            "alpha": args.alpha,
+            "permutations": args.permutations,
+            "seed": args.seed,
+        },
+        "seconds": round(time.perf_counter() - start, 1),
+        "outcomes": {k: "".join(v) for k, v in bits.items()},
+    }
+
+
+def _rate(bits: str) -> str:
+    k, n = bits.count("1"), len(bits)
     lo, hi = wilson(k, n)
-    return {"count": k, "n": n, "rate": k / n, "ci_low": lo, "ci_high": hi}
+    return f"{k}/{n} = {100 * k / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+ROWS = (
+    ("null", "false positive (anything significant), same profile", SIZES),
+    ("mixed", "false positive, heterogeneous groups", SIZES),
+    ("shift", "power: Recovery → CongestionAvoidance 0.86 → 0.76 flagged", SIZES),
+    (
+        "confounded-pooled",
+        "confounded mix, compared pooled: anything significant",
+        CONFOUNDED_SIZES,
+    ),
+    (
+        "confounded",
+        "confounded mix, compared within strata: anything significant",
+        CONFOUNDED_SIZES,
+    ),
+    ("within", "power: within-stratum Recovery change flagged (within strata)", CONFOUNDED_SIZES),
+)
+
+
+def markdown(results: dict[str, Any]) -> str:
+    s = results["settings"]
+    head = " | ".join(f"{n} vs {n} traces" for n in SIZES)
+    lines = [
+        f"{s['repetitions']} repetitions per setting, α = {s['alpha']:g}, "
+        f"{s['permutations']} random permutations when the splits are many; "
+        "each rate with its 95% Wilson interval.",
+        "",
+        f"| setting | {head} |",
+        "|---|" + "---|" * len(SIZES),
+    ]
+    for key, label, sizes in ROWS:
+        cells = [_rate(results["outcomes"][f"{key}/{n}"]) if n in sizes else "–" for n in SIZES]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def check(results: dict[str, Any], count: int) -> list[str]:
+    """Re-run the first ``count`` repetitions; the differences from the stored outcomes."""
+    s = results["settings"]
+    problems = []
+    for rep in range(count):
+        got = repetition(rep, alpha=s["alpha"], permutations=s["permutations"], seed=s["seed"])
+        for key, bit in got.items():
+            stored = results["outcomes"][key][rep]
+            if stored != bit:
+                problems.append(f"repetition {rep}, {key}: stored {stored}, now {bit}")
+    return problems
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repetitions", type=int, default=200)
-    ap.add_argument("--traces", type=int, default=12, help="traces per group")
-    ap.add_argument("--alpha", type=float, default=0.01)
+    ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--permutations", type=int, default=999)
     ap.add_argument("--seed", type=int, default=0, help="base seed of the repetitions")
+    ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--results", type=Path, default=RESULTS)
     ap.add_argument(
-        "--no-design-effect",
-        action="store_true",
-        help="turn off the Rao-Scott correction of the G-test (to see what it buys)",
+        "--markdown", action="store_true", help="print the docs table from the results file"
+    )
+    ap.add_argument(
+        "--check", type=int, metavar="N", help="re-run the first N repetitions and compare"
     )
     args = ap.parse_args()
-    if args.no_design_effect:
-        from quicsm.stats import significance
-
-        significance.design_effect = lambda a, b: 1.0
-
-    base = Profile()
-    scenarios = {
-        "null": base,
-        "transition": base.with_transition("Recovery", "CongestionAvoidance", 0.5),
-        "dwell": base.with_dwell("Recovery", 120.0),
-    }
-    lossy = base.with_transition("CongestionAvoidance", "Recovery", 0.9).with_transition(
-        "Recovery", "CongestionAvoidance", 0.97
-    )
-    counts: dict[str, dict[str, int]] = {s: {} for s in [*scenarios, "mixed"]}
-    start = time.perf_counter()
-    for rep in range(args.repetitions):
-        seed_a = args.seed + 10_000 + 2 * rep
-        a = generate_transitions(args.traces, seed=seed_a)
-        runs = [
-            (name, a, generate_transitions(args.traces, seed=seed_a + 1, profile=profile))
-            for name, profile in scenarios.items()
-        ]
-        runs.append(
-            (
-                "mixed",
-                _mixture(args.traces, seed_a, (base, lossy)),
-                _mixture(args.traces, seed_a + 1, (base, lossy)),
-            )
-        )
-        for name, ga, gb in runs:
-            r = diff(ga, gb, alpha=args.alpha, permutations=args.permutations, seed=rep)
-            c = counts[name]
-            for fam in FAMILIES:
-                c[fam] = c.get(fam, 0) + _any(r, fam)
-            c["anything"] = c.get("anything", 0) + r.any_significant
-            c["transition_flagged"] = c.get("transition_flagged", 0) + _flagged_transition(r)
-            c["dwell_flagged"] = c.get("dwell_flagged", 0) + _flagged_dwell(r)
-    elapsed = time.perf_counter() - start
-    n = args.repetitions
-    results: dict[str, Any] = {
-        "settings": vars(args),
-        "seconds": round(elapsed, 1),
-        "false_positive": {
-            k: _rate(v, n)
-            for k, v in counts["null"].items()
-            if k not in ("transition_flagged", "dwell_flagged")
-        },
-        "false_positive_mixed": {
-            k: _rate(v, n)
-            for k, v in counts["mixed"].items()
-            if k not in ("transition_flagged", "dwell_flagged")
-        },
-        "power": {
-            "transition (Recovery→CongestionAvoidance 0.86→0.50)": _rate(
-                counts["transition"]["transition_flagged"], n
-            ),
-            "dwell (Recovery mean 60→120 ms)": _rate(counts["dwell"]["dwell_flagged"], n),
-        },
-        "collateral": {
-            "transition scenario, any dwell flagged": _rate(counts["transition"]["dwell"], n),
-            "dwell scenario, any edge flagged": _rate(counts["dwell"]["edges"], n),
-        },
-    }
-    out = Path(__file__).parent / "results" / "diff_calibration.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
-
-    def row(label: str, r: dict[str, float]) -> str:
-        return (
-            f"| {label} | {r['count']}/{r['n']} | {100 * r['rate']:.1f}% "
-            f"[{100 * r['ci_low']:.1f}, {100 * r['ci_high']:.1f}] |"
-        )
-
-    print(
-        f"{n} repetitions, {args.traces} vs {args.traces} traces, alpha = {args.alpha}, "
-        f"{args.permutations} permutations ({elapsed:.0f} s)\n"
-    )
-    print("| quantity | repetitions | rate [95% CI] |\n|---|---|---|")
-    for k, r in results["false_positive"].items():
-        print(row(f"false positive: {k}", r))
-    for k, r in results["false_positive_mixed"].items():
-        print(row(f"false positive, mixed groups: {k}", r))
-    for group in ("power", "collateral"):
-        for k, r in results[group].items():
-            print(row(f"{group}: {k}", r))
+    if args.markdown:
+        sys.stdout.write(markdown(json.loads(args.results.read_text())))
+        return
+    if args.check is not None:
+        problems = check(json.loads(args.results.read_text()), args.check)
+        print("\n".join(problems) or f"the first {args.check} repetitions reproduce exactly")
+        sys.exit(1 if problems else 0)
+    results = run(args)
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(results, indent=1) + "\n")
+    sys.stdout.write(markdown(results))
 
 
 if __name__ == "__main__":

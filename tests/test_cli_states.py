@@ -106,8 +106,7 @@ def test_inspect_summarises_and_validates_everything(tmp_path: Path) -> None:
     assert code == 0
     assert (
         f"problems: 1 (first 1 listed)\n"
-        f"  {path}: record 3 (line 3): expected a JSON text, got '{{oops}}'"
-        in out
+        f"  {path}: record 3 (line 3): expected a JSON text, got '{{oops}}'" in out
     )
     code, _, err = run("inspect", str(FIX))
     assert code == 1 and "inspect takes one file" in err

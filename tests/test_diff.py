@@ -14,8 +14,14 @@ from transitions_strategies import frame_of, raw_traces
 from quicsm.compare.diff import DiffResult, diff
 from quicsm.core.errors import InputError
 from quicsm.core.frames import empty_transitions
-from quicsm.render import diff_format
-from quicsm.testing.synthetic import Profile, generate_transitions
+from quicsm.render.diff_format import to_markdown, to_table
+from quicsm.stats import significance as sig
+from quicsm.testing.synthetic import (
+    Profile,
+    generate_transitions,
+    lossy_profile,
+    stratified_groups,
+)
 
 FAST = {"permutations": 199}
 FRAMES = ("states", "sources", "edges", "dwell", "invariants")
@@ -169,9 +175,8 @@ def test_too_few_traces_gives_no_p_value_and_says_why() -> None:
     assert r.states["p_value"].null_count() == r.states.height
     assert set(r.states["note"].to_list()) == {"n=2 < 3: no test"}
     assert not r.any_significant
-    assert "n=2 < 3: no test" in diff_format.to_table(r)
-    note = "28 of 28 tests not run (n=1 < 3: no test, n=2 < 3: no test)"
-    assert note in diff_format.to_markdown(r)
+    assert "n=2 < 3: no test" in to_table(r)
+    assert "28 of 28 tests not run (n=1 < 3: no test, n=2 < 3: no test)" in to_markdown(r)
 
 
 def test_states_ranked_by_effect_size_and_sentence_format() -> None:
@@ -216,3 +221,118 @@ def test_public_names_stay_functions_after_the_modules_are_imported() -> None:
     assert isinstance(quicsm.diff(a, a), DiffResult)
     assert quicsm.compare.diff.diff is quicsm.diff
     assert quicsm.model.inference.infer is quicsm.infer
+
+
+def test_two_files_with_the_same_trace_id_stay_two_traces() -> None:
+    """Trace ids need only be unique per file: the key is made before normalising, so two
+    files that both call their trace ``t1`` are two traces, each starting in Init."""
+    steps_1 = [(0.0, "SlowStart"), (10.0, "Recovery"), (30.0, "CongestionAvoidance")]
+    steps_2 = [(0.0, "SlowStart"), (5.0, "CongestionAvoidance"), (40.0, "ApplicationLimited")]
+    rows = [
+        {"file": f, "trace": "t1", "time_ms": t, "state": st_, "end_ms": 60.0}
+        for f, steps in (("x.sqlog", steps_1), ("y.sqlog", steps_2))
+        for t, st_ in steps
+    ]
+    a = pl.DataFrame(rows)
+    r = diff(a, a, min_n=2)
+    assert r.n_a == 2
+    edges = {(e["source"], e["target"]): e["a_count"] for e in r.edges.iter_rows(named=True)}
+    # each trace's own chain, not an interleaving of the two files' rows
+    assert edges[("INITIAL", "Init")] == 2
+    assert edges[("Init", "SlowStart")] == 2
+    assert edges[("SlowStart", "Recovery")] == 1
+    assert edges[("SlowStart", "CongestionAvoidance")] == 1
+    assert ("CongestionAvoidance", "SlowStart") not in edges
+
+
+def test_invariants_from_initial_are_compared() -> None:
+    """``INITIAL AlwaysFollowedBy X`` (every trace reaches X) is mined like any other invariant
+    and compared: here every trace of A reaches TailLossProbe, half of B's do not."""
+    # patterned traces visit TailLossProbe when their index is even
+    every = [t for i, t in enumerate(patterned_traces(12, prefix="a", app_ms=30)) if i % 2 == 0]
+    a = frame(every, file="a.sqlog")
+    b = frame(patterned_traces(6, prefix="b", app_ms=30), file="b.sqlog")
+    r = diff(a, b)
+    inv = r.invariants.filter(
+        (pl.col("a") == "INITIAL")
+        & (pl.col("kind") == "AlwaysFollowedBy")
+        & (pl.col("b") == "TailLossProbe")
+    )
+    assert inv.height == 1
+    row = inv.row(0, named=True)
+    assert row["holds_in"] == "a"
+    assert row["violations_a"] == 0 and row["violations_b"] == 3
+
+
+def _strata_diff(seed: int, *, effect: bool, stratified: bool) -> DiffResult:
+    # the lossy condition loops through long Recovery episodes
+    clean = Profile().with_transition("CongestionAvoidance", "Recovery", 0.1)
+    lossy = lossy_profile().with_dwell("Recovery", 300.0)
+    b_profiles = None
+    if effect:  # within both strata, B's Recovery episodes last four times as long
+        b_profiles = {
+            "clean": clean.with_dwell("Recovery", 240.0),  # 60 ms by default
+            "lossy": lossy.with_dwell("Recovery", 1200.0),
+        }
+    a, b, strata = stratified_groups(
+        {"lossy": 18, "clean": 6},
+        {"lossy": 6, "clean": 18},
+        seed=seed,
+        profiles={"clean": clean, "lossy": lossy},
+        b_profiles=b_profiles,
+    )
+    return diff(a, b, strata=strata if stratified else None, within=("scenario",), **FAST)
+
+
+def test_confounded_mix_without_a_within_stratum_effect_finds_nothing_when_stratified() -> None:
+    """A runs mostly the lossy condition, B mostly the clean one, with identical behaviour
+    inside each: pooled, the mix shows up as differences; compared within strata, nothing."""
+    pooled = _strata_diff(5, effect=False, stratified=False)
+    assert pooled.any_significant
+    for seed in (3, 4, 5):
+        r = _strata_diff(seed, effect=False, stratified=True)
+        assert not r.any_significant, [f.sentence for f in r.findings()]
+        assert r.strata == {"clean": (6, 18), "lossy": (18, 6)}
+
+
+def test_confounded_mix_with_a_within_stratum_effect_finds_it() -> None:
+    r = _strata_diff(3, effect=True, stratified=True)
+    assert r.any_significant
+    assert "Recovery" in {f.subject for f in r.findings() if f.kind in ("state", "dwell")}
+
+
+def test_one_error_control_policy_over_every_family() -> None:
+    """The table, the findings and any_significant use one Holm family over all tests."""
+    a = frame(patterned_traces(8, prefix="a", app_ms=30), file="a.sqlog")
+    b = frame(patterned_traces(8, prefix="b", app_ms=400), file="b.sqlog")
+    r = diff(a, b, names=("v1", "v2"))
+    rows = [row for f in r.frames() for row in f.iter_rows(named=True)]
+    tested = [row for row in rows if row["p_unadjusted"] is not None]
+    assert r.n_tests == len(tested)
+    inside = [row for row in tested if "cannot reach significance" not in (row["note"] or "")]
+    assert r.settings["family"] == len(inside)
+    adjusted = sig.holm([row["p_unadjusted"] for row in inside])
+    assert [row["p_value"] for row in inside] == pytest.approx(adjusted)
+    significant = {bool(row["significant"]) for row in rows}
+    assert r.any_significant == (True in significant)
+    # every significant row is a finding, and every tested finding is a significant row
+    assert len([f for f in r.findings() if f.p_value is not None]) >= sum(
+        bool(row["significant"])
+        for f in (r.states, r.edges, r.dwell)
+        for row in f.iter_rows(named=True)
+    )
+
+
+def test_outcomes_are_tested_per_cell_in_the_same_family() -> None:
+    a = frame(patterned_traces(6, prefix="a", app_ms=30), file="a.sqlog")
+    b = frame(patterned_traces(6, prefix="b", app_ms=30), file="b.sqlog")
+    rows = [
+        {"file": f, "trace": t, "cell": "jitter", "metric": "completion_ms", "value": v}
+        for f, df, base in (("a.sqlog", a, 1000.0), ("b.sqlog", b, 100.0))
+        for t, v in zip(sorted(df["trace"].unique()), [base + i for i in range(6)], strict=False)
+    ]
+    r = diff(a, b, outcomes=pl.DataFrame(rows))
+    row = r.outcomes.row(0, named=True)
+    assert row["cell"] == "jitter" and row["test"] == "permutation (exact)"
+    assert row["change"] == pytest.approx((102.5 - 1002.5) / 1002.5)
+    assert row["p_unadjusted"] == pytest.approx(2 / 924)  # 6 vs 6, completely separated

@@ -16,20 +16,22 @@ from quicsm.cli.diff import EXIT_SIGNIFICANT
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # 8 traces per group: 12870 splits, so the tests are Welch's and the G-test and can reach
+    # significance among the comparison's ~30 tests (6 vs 6 exact tests cannot go below 2/924)
     root = tmp_path_factory.mktemp("corpus")
     write_group(
         root / "v1",
-        patterned_traces(6, prefix="a", app_ms=30),
+        patterned_traces(8, prefix="a", app_ms=30),
         labels={"stack": "demo", "version": "1.9", "scenario": "bulk"},
     )
     write_group(
         root / "v2",
-        patterned_traces(6, prefix="b", app_ms=300),
+        patterned_traces(8, prefix="b", app_ms=300),
         labels={"stack": "demo", "version": "1.10", "scenario": "bulk"},
     )
     write_group(
         root / "v3",
-        patterned_traces(6, prefix="c", app_ms=30),
+        patterned_traces(8, prefix="c", app_ms=30),
         labels={"stack": "demo", "version": "1.11", "scenario": "jitter"},
     )
     return root
@@ -44,7 +46,7 @@ def test_vs_groups_and_json(corpus: Path) -> None:
     code, out, _ = run(str(corpus / "v1"), "--vs", str(corpus / "v2"), "--format", "json")
     assert code == 0
     doc = json.loads(out)
-    assert doc["groups"]["a"]["n_traces"] == 6 and doc["groups"]["b"]["n_traces"] == 6
+    assert doc["groups"]["a"]["n_traces"] == 8 and doc["groups"]["b"]["n_traces"] == 8
     top = doc["states"][0]
     assert top["state"] == "ApplicationLimited" and top["significant"] and top["difference"] > 0
     assert doc["summary"][0].startswith("ApplicationLimited: ")
@@ -55,7 +57,7 @@ def test_vs_takes_several_paths(corpus: Path) -> None:
         str(corpus / "v1"), "--vs", str(corpus / "v2"), str(corpus / "v3"), "--format", "json"
     )
     assert code == 0
-    assert json.loads(out)["groups"]["b"]["n_traces"] == 12
+    assert json.loads(out)["groups"]["b"]["n_traces"] == 16
 
 
 def test_by_label_in_natural_order_with_where(corpus: Path) -> None:
@@ -85,7 +87,7 @@ def test_by_label_with_three_values_gives_consecutive_comparisons(corpus: Path) 
 def test_table_and_markdown(corpus: Path) -> None:
     code, out, _ = run(str(corpus), "--by", "version", "--where", "scenario=bulk")
     assert code == 0
-    assert out.startswith("A = version=1.9 (6 traces), B = version=1.10 (6 traces)")
+    assert out.startswith("A = version=1.9 (8 traces), B = version=1.10 (8 traces)")
     assert "ApplicationLimited" in out.splitlines()[3]
     code, md, _ = run(str(corpus), "--by", "version", "--where", "scenario=bulk", "--format", "md")
     assert md.startswith("## quicsm diff: version=1.10 vs version=1.9")
@@ -129,10 +131,68 @@ def test_where_accepts_alternatives_and_confounders_are_named(corpus: Path) -> N
         "version=1.9",
         "version=1.11",
     )
-    # one value per group: a property of the groups, not a confounder
-    assert "differ in" not in err
+    assert (
+        "note: the groups also differ in scenario (version=1.9: bulk; version=1.11: jitter)"
+        not in err
+    )  # one value per group: a property of the groups, not a confounder
+    # A ran bulk and jitter, B only bulk: compared within scenario by default, jitter left out
     code, out, err = run(
         str(corpus / "v1"), str(corpus / "v3"), "--vs", str(corpus / "v2"), "--format", "json"
     )
     assert code == 0
-    assert "the groups also differ in scenario (" in err and "bulk, jitter" in err
+    assert "note: compared within scenario (by default, because the groups ran different " in err
+    assert "left out, present in one group only: scenario=jitter" in err
+    doc = json.loads(out)
+    assert doc["within"] == ["scenario"]
+    assert doc["strata"] == {"scenario=bulk": {"a": 8, "b": 8}, "scenario=jitter": {"a": 8, "b": 0}}
+
+
+def test_within_stratifies_and_non_overlapping_strata_are_refused(tmp_path: Path) -> None:
+    groups = {
+        "a1": ("1.0", "lossy", 30),
+        "a2": ("1.0", "clean", 30),
+        "b1": ("2.0", "lossy", 300),
+        "b2": ("2.0", "clean", 300),
+        "c1": ("3.0", "bulk", 30),
+        "c2": ("3.0", "jitter", 30),
+    }
+    for name, (version, scenario, app) in groups.items():
+        write_group(
+            tmp_path / name,
+            patterned_traces(5, prefix=name, app_ms=app),
+            labels={"stack": "demo", "version": version, "scenario": scenario},
+        )
+    a = [str(tmp_path / "a1"), str(tmp_path / "a2")]
+    b = [str(tmp_path / "b1"), str(tmp_path / "b2")]
+    code, out, err = run(*a, "--vs", *b, "--within", "scenario", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["within"] == ["scenario"]
+    assert "compared within scenario (as asked): 2 scenario value(s) in both groups" in err
+    top = next(r for r in doc["states"] if r["state"] == "ApplicationLimited")
+    assert top["test"] == "stratified" and top["significant"]
+    # strata that do not overlap: refused, naming the confounder
+    c = [str(tmp_path / "c1"), str(tmp_path / "c2")]
+    code, _, err = run(*a, "--vs", *c)
+    assert code == 1
+    assert "the groups differ in scenario" in err and "no scenario has traces in both" in err
+    assert "--where scenario=VALUE" in err and "Traceback" not in err
+    code, _, err = run(*a, "--vs", *b, "--within", "nosuch")
+    assert code == 1 and "--within nosuch: no trace of either group has the label" in err
+
+
+def test_cross_stack_comparison_is_flagged_above_the_findings(tmp_path: Path) -> None:
+    for name, stack, app in (("x", "quic-go", 30), ("y", "aioquic", 300)):
+        write_group(
+            tmp_path / name,
+            patterned_traces(8, prefix=name, app_ms=app),
+            labels={"stack": stack, "version": f"{name}1", "scenario": "bulk"},
+        )
+    code, out, err = run(str(tmp_path), "--by", "version")
+    assert code == 0
+    assert (
+        "caution: cross-stack comparison: version=x1 runs quic-go, version=y1 runs aioquic" in err
+    )
+    lines = out.splitlines()
+    caution = next(i for i, line in enumerate(lines) if line.startswith("CAUTION: cross-stack"))
+    assert caution < lines.index("What changed:")

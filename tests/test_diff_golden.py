@@ -1,6 +1,7 @@
 """Golden files of the diff's JSON and Markdown and of the Markdown report.
 
-Inputs are deterministic patterned traces (5 vs 5, so every permutation test is exact).
+Inputs are deterministic patterned traces (7 vs 7: 3432 splits, so every test is an exact
+permutation test over traces).
 Regenerate after an intended change with ``QUICSM_UPDATE_GOLDEN=1 python -m pytest
 tests/test_diff_golden.py`` and review the diff of tests/golden/.
 """
@@ -16,15 +17,15 @@ from diff_helpers import frame, patterned_traces
 
 from quicsm.compare.diff import DiffResult, diff
 from quicsm.compare.grouping import Comparison, group_from_frame
-from quicsm.render import diff_format
+from quicsm.render.diff_format import to_json, to_markdown, to_table
 from quicsm.report import build_report
 
 GOLDEN = Path(__file__).parent / "golden"
 
 
 def _groups() -> tuple[object, object]:
-    a = frame(patterned_traces(5, prefix="a", app_ms=30, tlp=False), file="v1/server.sqlog")
-    b = frame(patterned_traces(5, prefix="b", app_ms=250, recovery_ms=45), file="v2/server.sqlog")
+    a = frame(patterned_traces(7, prefix="a", app_ms=30, tlp=False), file="v1/server.sqlog")
+    b = frame(patterned_traces(7, prefix="b", app_ms=250, recovery_ms=45), file="v2/server.sqlog")
     return a, b
 
 
@@ -42,7 +43,7 @@ def _check(name: str, text: str) -> None:
 
 
 def test_diff_json_golden() -> None:
-    text = diff_format.to_json(_result())
+    text = to_json(_result())
     _check("diff.json", text)
     doc = json.loads(text)
     # the documented minimum schema
@@ -74,11 +75,11 @@ def test_diff_json_golden() -> None:
 
 
 def test_diff_markdown_golden() -> None:
-    _check("diff.md", diff_format.to_markdown(_result()))
+    _check("diff.md", to_markdown(_result()))
 
 
 def test_diff_table_golden() -> None:
-    _check("diff.txt", diff_format.to_table(_result()))
+    _check("diff.txt", to_table(_result()))
 
 
 @pytest.mark.parametrize("fmt", ["md"])

@@ -290,10 +290,10 @@ def test_files_with_something_to_report_are_not_cached(tmp_path: Path) -> None:
 def test_select_keeps_the_chosen_traces() -> None:
     from functools import partial
 
-    from quicsm.compare.grouping import filter_traces
+    from quicsm.compare.grouping import labelled_traces
 
     files = [str(p) for p in sorted(REAL.rglob("*.sqlog"))] or CLEAN
-    keep = partial(filter_traces, where={"vantage": "server"})
+    keep = partial(labelled_traces, where={"vantage": "server"})
     got = extract(files, workers=1, cache=False, select=keep, rows=True)
     assert got.transitions is not None
     assert set(got.transitions.get_column("vantage").cast(pl.String).unique()) == {"server"}

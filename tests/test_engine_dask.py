@@ -123,7 +123,7 @@ def test_states_and_diff_are_the_same_on_every_engine(cluster: LocalCluster) -> 
 def test_report_is_the_same_on_dask(cluster: LocalCluster, tmp_path: Path) -> None:
     def report(name: str, *extra: str) -> list[str]:
         out = tmp_path / f"{name}.md"
-        args = ["report", TRACES[1], "--vs", TRACES[2], "--where", "vantage=server"]
+        args = ["report", TRACES[2], "--vs", TRACES[3], "--where", "vantage=server"]
         result = CliRunner().invoke(main, [*args, "-o", str(out), *extra])
         assert result.exit_code == 0, result.output
         # the report names when it was generated and the command: the rest must be equal

@@ -12,19 +12,37 @@ from quicsm.cli import main
 
 def _stacks(tmp_path: Path) -> Path:
     path = tmp_path / "stacks.json"
-    path.write_text(json.dumps([
-        {"stack": "a", "version": "1", "server": ["srv"], "client": ["cli"]},
-        {"stack": "b", "version": "2", "server": ["srv"], "client": ["cli"]},
-    ]))
+    path.write_text(
+        json.dumps(
+            [
+                {"stack": "a", "version": "1", "server": ["srv"], "client": ["cli"]},
+                {"stack": "b", "version": "2", "server": ["srv"], "client": ["cli"]},
+            ]
+        )
+    )
     return path
 
 
 def test_dry_run_lists_every_run(tmp_path: Path) -> None:
     scen = tmp_path / "s.toml"
     scen.write_text('[run]\nrepetitions = 2\n[[scenario]]\nname = "x"\n[[scenario]]\nname = "y"\n')
-    result = CliRunner().invoke(main, ["lab", "run", str(scen), "--stacks",
-                                       str(_stacks(tmp_path)), "-o", "out", "--dry-run",
-                                       "--only", "y", "--stack", "b"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "lab",
+            "run",
+            str(scen),
+            "--stacks",
+            str(_stacks(tmp_path)),
+            "-o",
+            "out",
+            "--dry-run",
+            "--only",
+            "y",
+            "--stack",
+            "b",
+        ],
+    )
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert [line.split()[0] for line in lines] == ["out/b/2/y/run-1", "out/b/2/y/run-2"]
@@ -33,8 +51,9 @@ def test_dry_run_lists_every_run(tmp_path: Path) -> None:
 def test_unknown_stack_and_bad_scenario_are_errors(tmp_path: Path) -> None:
     scen = tmp_path / "s.toml"
     scen.write_text('[[scenario]]\nname = "x"\nstacks = ["c"]\n')
-    result = CliRunner().invoke(main, ["lab", "run", str(scen), "--stacks",
-                                       str(_stacks(tmp_path)), "--dry-run"])
+    result = CliRunner().invoke(
+        main, ["lab", "run", str(scen), "--stacks", str(_stacks(tmp_path)), "--dry-run"]
+    )
     assert result.exit_code == 1
     assert "stack 'c' is not built (built: a@1, b@2)" in result.output
     scen.write_text('[[scenario]]\nname = "x"\nnetwork = { loss = 5 }\n')
@@ -46,8 +65,9 @@ def test_unknown_stack_and_bad_scenario_are_errors(tmp_path: Path) -> None:
 def test_missing_stacks_file_says_how_to_build(tmp_path: Path) -> None:
     scen = tmp_path / "s.toml"
     scen.write_text('[[scenario]]\nname = "x"\n')
-    result = CliRunner().invoke(main, ["lab", "run", str(scen), "--stacks",
-                                       str(tmp_path / "none.json")])
+    result = CliRunner().invoke(
+        main, ["lab", "run", str(scen), "--stacks", str(tmp_path / "none.json")]
+    )
     assert result.exit_code == 1
     assert "no built stacks (run instrumentation-patches/build.sh first)" in result.output
 
@@ -57,9 +77,11 @@ def test_pack_reports_traces_and_skipped_runs(tmp_path: Path) -> None:
     run.mkdir(parents=True)
     (run / "server.sqlog").write_bytes(
         b'\x1e{"qlog_version":"0.3","qlog_format":"JSON-SEQ","trace":{}}\n'
-        b'\x1e{"time":1,"name":"recovery:congestion_state_updated","data":{"new":"SlowStart"}}\n')
-    (run / "run.json").write_text(json.dumps({"stack": "a", "status": "ok",
-                                              "files.server": "server.sqlog"}))
+        b'\x1e{"time":1,"name":"recovery:congestion_state_updated","data":{"new":"SlowStart"}}\n'
+    )
+    (run / "run.json").write_text(
+        json.dumps({"stack": "a", "status": "ok", "files.server": "server.sqlog"})
+    )
     failed = tmp_path / "runs" / "a" / "1" / "x" / "run-2"
     failed.mkdir()
     (failed / "run.json").write_text(json.dumps({"status": "failed", "reason": "boom"}))

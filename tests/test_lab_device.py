@@ -28,8 +28,12 @@ def _available(mechanism: str) -> bool:
 
 
 def _cpu_share(limiter: CpuLimiter) -> float:
-    proc = subprocess.Popen(limiter.wrap([sys.executable, "-c", BURNER]),
-                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        limiter.wrap([sys.executable, "-c", BURNER]),
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     limiter.attach(proc.pid)
     out, _ = proc.communicate(timeout=30)
     return float(out)
@@ -65,10 +69,12 @@ def test_duty_cycle_is_always_available() -> None:
 
 @pytest.mark.parametrize(
     ("name", "pct", "message"),
-    [("toaster", None, "unknown device profile 'toaster'"),
-     ("custom", 0, "cpu_percent must be a number in (0, 100]"),
-     ("custom", 150, "cpu_percent must be a number in (0, 100]"),
-     ("slow", "x", "cpu_percent must be a number")],
+    [
+        ("toaster", None, "unknown device profile 'toaster'"),
+        ("custom", 0, "cpu_percent must be a number in (0, 100]"),
+        ("custom", 150, "cpu_percent must be a number in (0, 100]"),
+        ("slow", "x", "cpu_percent must be a number"),
+    ],
 )
 def test_profile_errors(name: str, pct: object, message: str) -> None:
     with pytest.raises(LabError) as info:
@@ -79,4 +85,3 @@ def test_profile_errors(name: str, pct: object, message: str) -> None:
 def test_unknown_mechanism_is_an_error() -> None:
     with pytest.raises(LabError, match="unknown device mechanism 'magic'"):
         CpuLimiter(device_profile("slow"), name="x", mechanism="magic")
-

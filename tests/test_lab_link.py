@@ -35,7 +35,12 @@ def test_unimpaired_link_delivers_everything_at_once_in_order() -> None:
     assert _feed(link, n=100, gap_s=0.001) == list(range(100))
     c = link.counters
     assert (c.delivered, c.dropped_loss, c.dropped_queue, c.reordered, c.delayed) == (
-        100, 0, 0, 0, 0)
+        100,
+        0,
+        0,
+        0,
+        0,
+    )
 
 
 def test_fixed_delay_is_added_to_every_packet() -> None:
@@ -124,8 +129,14 @@ def test_gilbert_elliott_mean_loss_and_burstiness() -> None:
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10**6), jitter_ms=st.floats(0.0, 20.0))
 def test_same_seed_same_fate(seed: int, jitter_ms: float) -> None:
-    cfg = LinkConfig(rate_mbit=50, queue_packets=20, delay_ms=10, jitter_ms=jitter_ms, loss=0.05,
-                     gilbert=GilbertElliott(p=0.01, r=0.3))
+    cfg = LinkConfig(
+        rate_mbit=50,
+        queue_packets=20,
+        delay_ms=10,
+        jitter_ms=jitter_ms,
+        loss=0.05,
+        gilbert=GilbertElliott(p=0.01, r=0.3),
+    )
     runs = []
     for _ in range(2):
         link: Link[int] = Link(cfg, seed=seed)
@@ -153,14 +164,18 @@ def test_small_jitter_on_widely_spaced_packets_never_reorders() -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    delay=st.floats(0, 100), jitter=st.floats(0, 30), seed=st.integers(0, 10**6),
+    delay=st.floats(0, 100),
+    jitter=st.floats(0, 30),
+    seed=st.integers(0, 10**6),
     gap=st.floats(0, 0.01),
 )
 def test_delivery_never_precedes_arrival_and_conserves_packets(
     delay: float, jitter: float, seed: int, gap: float
 ) -> None:
-    link: Link[int] = Link(LinkConfig(delay_ms=delay, jitter_ms=jitter, rate_mbit=20,
-                                      queue_packets=30, loss=0.02), seed=seed)
+    link: Link[int] = Link(
+        LinkConfig(delay_ms=delay, jitter_ms=jitter, rate_mbit=20, queue_packets=30, loss=0.02),
+        seed=seed,
+    )
     arrival = {}
     for i in range(300):
         now = i * gap
@@ -192,11 +207,17 @@ def test_rate_schedule_steps() -> None:
 
 
 def test_config_round_trips_through_plain_data() -> None:
-    cfg = LinkConfig(rate_mbit=10, queue_packets=7, delay_ms=3, jitter_ms=1,
-                     jitter_distribution="normal", loss=0.1,
-                     gilbert=GilbertElliott(p=0.1, r=0.5, loss_good=0.01, loss_bad=0.9),
-                     rate_schedule=RateSchedule(kind="steps", steps=((0.0, 5.0), (1.0, 6.0))),
-                     outages=((0.5, 0.25),))
+    cfg = LinkConfig(
+        rate_mbit=10,
+        queue_packets=7,
+        delay_ms=3,
+        jitter_ms=1,
+        jitter_distribution="normal",
+        loss=0.1,
+        gilbert=GilbertElliott(p=0.1, r=0.5, loss_good=0.01, loss_bad=0.9),
+        rate_schedule=RateSchedule(kind="steps", steps=((0.0, 5.0), (1.0, 6.0))),
+        outages=((0.5, 0.25),),
+    )
     assert link_config_from_dict(link_config_to_dict(cfg), where="x") == cfg
 
 
@@ -208,8 +229,10 @@ def test_config_round_trips_through_plain_data() -> None:
         ({"rate_mbit": -1}, "net: rate_mbit must be > 0"),
         ({"bogus": 1}, "net: unknown key 'bogus'"),
         ({"gilbert": {"p": 0.1}}, "net.gilbert: needs both 'p' and 'r'"),
-        ({"rate_schedule": {"kind": "uniform", "low_mbit": 5, "high_mbit": 1}},
-         "net: rate schedule needs 0 < low_mbit <= high_mbit"),
+        (
+            {"rate_schedule": {"kind": "uniform", "low_mbit": 5, "high_mbit": 1}},
+            "net: rate schedule needs 0 < low_mbit <= high_mbit",
+        ),
         ({"queue_packets": 1.5}, "net.queue_packets: expected an integer"),
     ],
 )

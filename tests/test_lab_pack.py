@@ -14,14 +14,16 @@ from hypothesis import strategies as st
 from quicsm.core.errors import InputError, QlogError
 from quicsm.lab.pack import RS, pack_runs, read_qlog_traces
 
-SEQ_HEADER = {"qlog_version": "0.3", "qlog_format": "JSON-SEQ", "title": "t",
-              "trace": {"vantage_point": {"type": "server"},
-                        "common_fields": {"reference_time": 1.0}}}
+SEQ_HEADER = {
+    "qlog_version": "0.3",
+    "qlog_format": "JSON-SEQ",
+    "title": "t",
+    "trace": {"vantage_point": {"type": "server"}, "common_fields": {"reference_time": 1.0}},
+}
 
 
 def _event(i: int, state: str = "SlowStart") -> dict[str, object]:
-    return {"time": float(i), "name": "recovery:congestion_state_updated",
-            "data": {"new": state}}
+    return {"time": float(i), "name": "recovery:congestion_state_updated", "data": {"new": state}}
 
 
 def _seq_file(path: Path, n_events: int) -> None:
@@ -30,19 +32,36 @@ def _seq_file(path: Path, n_events: int) -> None:
 
 
 def _json_file(path: Path, n_events: int) -> None:
-    doc = {"qlog_format": "JSON", "qlog_version": "0.3", "traces": [
-        {"vantage_point": {"type": "client"}, "common_fields": {"ODCID": "ab"},
-         "events": [_event(i, "CongestionAvoidance") for i in range(n_events)]}]}
+    doc = {
+        "qlog_format": "JSON",
+        "qlog_version": "0.3",
+        "traces": [
+            {
+                "vantage_point": {"type": "client"},
+                "common_fields": {"ODCID": "ab"},
+                "events": [_event(i, "CongestionAvoidance") for i in range(n_events)],
+            }
+        ],
+    }
     path.write_text(json.dumps(doc))
 
 
-def _run(root: Path, stack: str, scenario: str, n: int, *, events: int = 3,
-         status: str = "ok") -> Path:
+def _run(
+    root: Path, stack: str, scenario: str, n: int, *, events: int = 3, status: str = "ok"
+) -> Path:
     d = root / stack / "v1" / scenario / f"run-{n}"
     d.mkdir(parents=True)
-    labels = {"stack": stack, "version": "v1", "scenario": scenario, "run": n,
-              "status": status, "reason": None if status == "ok" else "boom",
-              "network.down.loss": 0.01, "files.server": "", "files.client": ""}
+    labels = {
+        "stack": stack,
+        "version": "v1",
+        "scenario": scenario,
+        "run": n,
+        "status": status,
+        "reason": None if status == "ok" else "boom",
+        "network.down.loss": 0.01,
+        "files.server": "",
+        "files.client": "",
+    }
     if status == "ok":
         _seq_file(d / "server.sqlog", events)
         _json_file(d / "client.qlog", events + 1)
@@ -69,7 +88,11 @@ def test_pack_writes_one_header_per_trace_with_run_labels(tmp_path: Path) -> Non
     assert len(headers) == 4 and len(records) == 4 + 14
     labels = [h["trace"]["quicsm_labels"] for h in headers]  # type: ignore[index]
     assert [(lb["run"], lb["role"]) for lb in labels] == [
-        (1, "server"), (1, "client"), (2, "server"), (2, "client")]
+        (1, "server"),
+        (1, "client"),
+        (2, "server"),
+        (2, "client"),
+    ]
     assert labels[0]["scenario"] == "loss1" and labels[0]["network.down.loss"] == 0.01
     assert labels[0]["run_dir"] == "quic-go/v1/loss1/run-1"
     # JSON traces become JSON-SEQ: header keeps the trace's fields, events follow one by one
@@ -93,8 +116,9 @@ def test_pack_is_deterministic_and_reads_back(tmp_path: Path) -> None:
 
 @settings(max_examples=20, deadline=None)
 @given(sizes=st.lists(st.integers(0, 30), min_size=1, max_size=6))
-def test_multi_header_json_seq_splits_into_its_traces(tmp_path_factory: pytest.TempPathFactory,
-                                                      sizes: list[int]) -> None:
+def test_multi_header_json_seq_splits_into_its_traces(
+    tmp_path_factory: pytest.TempPathFactory, sizes: list[int]
+) -> None:
     path = tmp_path_factory.mktemp("seq") / "x.sqlog"
     chunks = []
     for k, n in enumerate(sizes):

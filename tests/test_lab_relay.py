@@ -102,10 +102,21 @@ def test_relay_process_prints_ready_and_writes_counters_on_sigterm(tmp_path: Pat
     sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sink.bind(("127.0.0.1", 0))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "quicsm.lab.relay", "--target",
-         f"127.0.0.1:{sink.getsockname()[1]}", "--config", str(cfg), "--seed", "3",
-         "--stats", str(stats)],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "quicsm.lab.relay",
+            "--target",
+            f"127.0.0.1:{sink.getsockname()[1]}",
+            "--config",
+            str(cfg),
+            "--seed",
+            "3",
+            "--stats",
+            str(stats),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None
@@ -130,9 +141,10 @@ def test_relay_config_errors_name_the_file(tmp_path: Path) -> None:
     cfg = tmp_path / "bad.json"
     cfg.write_text(json.dumps({"up": {"jitter_ms": -1}}))
     proc = subprocess.run(
-        [sys.executable, "-m", "quicsm.lab.relay", "--target", "127.0.0.1:9", "--config",
-         str(cfg)],
-        capture_output=True, text=True, timeout=30,
+        [sys.executable, "-m", "quicsm.lab.relay", "--target", "127.0.0.1:9", "--config", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert proc.returncode != 0
     assert "bad.json: up" in proc.stderr and "jitter_ms must be >= 0" in proc.stderr

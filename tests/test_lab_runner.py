@@ -26,7 +26,7 @@ STACKS_FILE = ROOT / "build" / "stacks.json"
 
 # A stand-in stack speaking the lab's command line over plain UDP: the server answers every
 # datagram with the requested number of bytes; behaviour is switched by environment variables.
-FAKE_STACK = r'''
+FAKE_STACK = r"""
 import json, os, socket, sys, time
 role, args = sys.argv[1], sys.argv[2:]
 opts = dict(zip(args[::2], args[1::2]))
@@ -59,7 +59,7 @@ else:
         f.write('\x1e{"qlog_version":"0.3","trace":{}}\n')
     print(json.dumps({"ok": True, "bytes": got, "completion_ms": (time.monotonic() - t0) * 1e3,
                       "error": None}))
-'''
+"""
 
 
 @pytest.fixture
@@ -116,8 +116,9 @@ def test_server_that_never_gets_ready_is_a_recorded_failure(
     tmp_path: Path, fake_stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_SERVER", "crash")
-    (labels,) = run_plan(load_plan(_scenario_file(tmp_path)), [fake_stack],
-                         out_dir=tmp_path / "out")
+    (labels,) = run_plan(
+        load_plan(_scenario_file(tmp_path)), [fake_stack], out_dir=tmp_path / "out"
+    )
     assert labels["status"] == "failed"
     assert "server not ready" in labels["reason"] and "cannot bind" in labels["reason"]
     assert json.loads((tmp_path / "out/fake/0/t/run-1/run.json").read_text())["status"] == "failed"
@@ -127,8 +128,12 @@ def test_missing_server_qlog_is_a_recorded_failure(
     tmp_path: Path, fake_stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_SERVER", "no-qlog")
-    (labels,) = run_plan(load_plan(_scenario_file(tmp_path)), [fake_stack],
-                         out_dir=tmp_path / "out", qlog_linger_s=0.3)
+    (labels,) = run_plan(
+        load_plan(_scenario_file(tmp_path)),
+        [fake_stack],
+        out_dir=tmp_path / "out",
+        qlog_linger_s=0.3,
+    )
     assert (labels["status"], labels["reason"]) == ("failed", "server wrote no qlog file")
 
 
@@ -146,16 +151,36 @@ def test_hanging_client_times_out_and_leaves_no_process(
 
 def test_ctrl_c_stops_every_child_and_records_the_run(tmp_path: Path, fake_stack: Stack) -> None:
     stacks_file = tmp_path / "stacks.json"
-    stacks_file.write_text(json.dumps([{"stack": "fake", "version": "0",
-                                        "server": list(fake_stack.server),
-                                        "client": list(fake_stack.client)}]))
+    stacks_file.write_text(
+        json.dumps(
+            [
+                {
+                    "stack": "fake",
+                    "version": "0",
+                    "server": list(fake_stack.server),
+                    "client": list(fake_stack.client),
+                }
+            ]
+        )
+    )
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "quicsm", "lab", "run",
-         str(_scenario_file(tmp_path, "timeout_s = 60")), "-o", str(out),
-         "--stacks", str(stacks_file)],
-        env={**os.environ, "FAKE_CLIENT": "hang"}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "quicsm",
+            "lab",
+            "run",
+            str(_scenario_file(tmp_path, "timeout_s = 60")),
+            "-o",
+            str(out),
+            "--stacks",
+            str(stacks_file),
+        ],
+        env={**os.environ, "FAKE_CLIENT": "hang"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 20
@@ -175,12 +200,20 @@ def test_ctrl_c_stops_every_child_and_records_the_run(tmp_path: Path, fake_stack
 
 def test_runs_are_ordered_by_scenario_repetition_then_stack(tmp_path: Path) -> None:
     path = tmp_path / "s.toml"
-    path.write_text('[run]\nrepetitions = 2\n[[scenario]]\nname = "a"\n[[scenario]]\n'
-                    'name = "b"\nstacks = ["y"]\n')
+    path.write_text(
+        '[run]\nrepetitions = 2\n[[scenario]]\nname = "a"\n[[scenario]]\n'
+        'name = "b"\nstacks = ["y"]\n'
+    )
     stacks = [Stack(stack=n, version="1", server=("s",), client=("c",)) for n in ("x", "y")]
     order = [(r.scenario.name, r.run, r.stack.stack) for r in plan_runs(load_plan(path), stacks)]
-    assert order == [("a", 1, "x"), ("a", 1, "y"), ("a", 2, "x"), ("a", 2, "y"),
-                     ("b", 1, "y"), ("b", 2, "y")]
+    assert order == [
+        ("a", 1, "x"),
+        ("a", 1, "y"),
+        ("a", 2, "x"),
+        ("a", 2, "y"),
+        ("b", 1, "y"),
+        ("b", 2, "y"),
+    ]
     # the relay seed depends on scenario and repetition, not on the stack
     seeds = {(r.scenario.name, r.run): r.seed for r in plan_runs(load_plan(path), stacks)}
     assert len(set(seeds.values())) == 4
@@ -196,9 +229,11 @@ def test_every_built_stack_completes_a_short_transfer_with_congestion_states(
         pytest.fail(f"{STACKS_FILE} missing: run instrumentation-patches/build.sh")
     stacks = load_stacks(STACKS_FILE)
     path = tmp_path / "s.toml"
-    path.write_text('[run]\nrepetitions = 1\ntimeout_s = 60\n[[scenario]]\nname = "smoke"\n'
-                    'network = { rate_mbit = 50, delay_ms = 10, loss = 0.01 }\n'
-                    'workload = { objects = 1, object_size = 300_000 }\n')
+    path.write_text(
+        '[run]\nrepetitions = 1\ntimeout_s = 60\n[[scenario]]\nname = "smoke"\n'
+        "network = { rate_mbit = 50, delay_ms = 10, loss = 0.01 }\n"
+        "workload = { objects = 1, object_size = 300_000 }\n"
+    )
     results = run_plan(load_plan(path), stacks, out_dir=tmp_path / "out")
     assert len(results) == len(stacks)
     for labels in results:

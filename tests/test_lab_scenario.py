@@ -21,7 +21,9 @@ def _write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
 
 
 def test_defaults_directions_and_labels(tmp_path: Path) -> None:
-    path = _write(tmp_path, """
+    path = _write(
+        tmp_path,
+        """
 [run]
 repetitions = 3
 seed = 7
@@ -36,7 +38,8 @@ name = "a"
 network.down = { loss = 0.01 }
 env = { QUICSM_MAX_CWND_PACKETS = 430, FLAG = true }
 device = { profile = "slow" }
-""")
+""",
+    )
     plan = load_plan(path)
     assert plan.seed == 7
     (s,) = plan.scenarios
@@ -56,12 +59,15 @@ device = { profile = "slow" }
 
 
 def test_matrix_expands_to_every_combination(tmp_path: Path) -> None:
-    path = _write(tmp_path, """
+    path = _write(
+        tmp_path,
+        """
 [[scenario]]
 name = "m"
 repetitions = 1
 matrix = { "workload.objects" = [1, 100], "network.rate_mbit" = [10, 50, 100] }
-""")
+""",
+    )
     plan = load_plan(path)
     names = [s.name for s in plan.scenarios]
     assert len(names) == 6 == len(set(names))
@@ -80,23 +86,34 @@ def test_include_uses_the_including_files_run_settings(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[[scenario]]\nname = "a"\nnetwork = { loss = "x" }\n',
-         "s.toml: scenario[1] (a): network.up.loss: expected a number, got 'x'"),
-        ('[[scenario]]\nname = "a"\nnetwork = { rate = 5 }\n',
-         "s.toml: scenario[1] (a): network.up: unknown key 'rate'"),
-        ('[[scenario]]\nname = "a"\nworkload = { objects = 0 }\n',
-         "s.toml: scenario[1] (a).workload.objects: expected an integer >= 1, got 0"),
-        ('[[scenario]]\nname = "a"\nworkload = { size = 5 }\n',
-         "s.toml: scenario[1] (a).workload.size: unknown key"),
-        ('[[scenario]]\nname = "a"\ndevice = { profile = "toaster" }\n',
-         "s.toml: scenario[1] (a).device: unknown device profile 'toaster'"),
-        ('[[scenario]]\nname = "a"\nmatrix = { "nope.x" = [1] }\n',
-         "s.toml: scenario[1].matrix.nope.x: expected 'section.key = [values...]'"),
+        (
+            '[[scenario]]\nname = "a"\nnetwork = { loss = "x" }\n',
+            "s.toml: scenario[1] (a): network.up.loss: expected a number, got 'x'",
+        ),
+        (
+            '[[scenario]]\nname = "a"\nnetwork = { rate = 5 }\n',
+            "s.toml: scenario[1] (a): network.up: unknown key 'rate'",
+        ),
+        (
+            '[[scenario]]\nname = "a"\nworkload = { objects = 0 }\n',
+            "s.toml: scenario[1] (a).workload.objects: expected an integer >= 1, got 0",
+        ),
+        (
+            '[[scenario]]\nname = "a"\nworkload = { size = 5 }\n',
+            "s.toml: scenario[1] (a).workload.size: unknown key",
+        ),
+        (
+            '[[scenario]]\nname = "a"\ndevice = { profile = "toaster" }\n',
+            "s.toml: scenario[1] (a).device: unknown device profile 'toaster'",
+        ),
+        (
+            '[[scenario]]\nname = "a"\nmatrix = { "nope.x" = [1] }\n',
+            "s.toml: scenario[1].matrix.nope.x: expected 'section.key = [values...]'",
+        ),
         ('[[scenario]]\nname = "a b"\n', "s.toml: scenario[1].name: expected a name"),
-        ('[[scenario]]\nname = "a"\n[[scenario]]\nname = "a"\n',
-         "scenario name 'a' is used twice"),
-        ('[run]\nrepetition = 5\n', "s.toml: run.repetition: unknown key"),
-        ('[run]\nrepetitions = 5\n', "s.toml: no scenarios"),
+        ('[[scenario]]\nname = "a"\n[[scenario]]\nname = "a"\n', "scenario name 'a' is used twice"),
+        ("[run]\nrepetition = 5\n", "s.toml: run.repetition: unknown key"),
+        ("[run]\nrepetitions = 5\n", "s.toml: no scenarios"),
         ('[[scenario]]\nname = "a"\nstacks = "quic-go"\n', "s.toml: scenario[1] (a).stacks"),
         ('[[scenario]\nname = "a"\n', "s.toml: invalid TOML"),
         ('include = ["missing.toml"]\n', "missing.toml: scenario file not found"),
@@ -135,7 +152,9 @@ def test_corpus_covers_the_issue_scenarios() -> None:
     caps=st.lists(st.integers(2, 5000), min_size=1, max_size=2, unique=True),
 )
 def test_matrix_cells_are_the_cartesian_product(
-    tmp_path_factory: pytest.TempPathFactory, objects: list[int], delays: list[int],
+    tmp_path_factory: pytest.TempPathFactory,
+    objects: list[int],
+    delays: list[int],
     caps: list[int],
 ) -> None:
     path = tmp_path_factory.mktemp("m") / "m.toml"
@@ -147,8 +166,9 @@ def test_matrix_cells_are_the_cartesian_product(
     scenarios = load_plan(path).scenarios
     assert len(scenarios) == len(objects) * len(delays) * len(caps)
     assert len({s.name for s in scenarios}) == len(scenarios)
-    cells = {(s.workload.objects, s.up.delay_ms, s.env["QUICSM_MAX_CWND_PACKETS"])
-             for s in scenarios}
+    cells = {
+        (s.workload.objects, s.up.delay_ms, s.env["QUICSM_MAX_CWND_PACKETS"]) for s in scenarios
+    }
     assert cells == {(o, float(d), str(c)) for o in objects for d in delays for c in caps}
 
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from diff_helpers import patterned_traces, write_group
 
 from quicsm.cli import main
-from quicsm.compare.grouping import compare_paths
+from quicsm.compare.load import compare_paths
 from quicsm.report import build_report, write_report
 
 XSS = "<script>alert(1)</script>"
@@ -21,13 +21,13 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("report")
     write_group(
         root / "v1",
-        patterned_traces(6, prefix="a", app_ms=30),
+        patterned_traces(8, prefix="a", app_ms=30),
         labels={"version": "1.0", "completion_ms": 100, "note": XSS},
         title=XSS,
     )
     write_group(
         root / "v2<b>",
-        patterned_traces(6, prefix="b", app_ms=300, recovery_ms=40),
+        patterned_traces(8, prefix="b", app_ms=300, recovery_ms=40),
         labels={"version": "2.0", "completion_ms": 140, "note": XSS},
         title=XSS,
     )
@@ -50,7 +50,7 @@ def test_every_section_is_there(html: str) -> None:
         "Methods",
     ):
         assert f"{heading}</h3>" in html
-    assert "ApplicationLimited: " in html and " of time (p &lt; 0.001, n = 6 vs 6)" in html
+    assert "ApplicationLimited: " in html and " of time (p &lt; 0.001, n = 8 vs 8)" in html
     assert html.count("<svg") >= 7  # 2 FSMs, diff graph, bars, dwell, 2 congestion charts, heatmap
 
 
@@ -175,3 +175,75 @@ def test_scenario_axes_prefer_a_full_crossing_then_the_scenario() -> None:
         _labelled("f", [{"scenario": "y"}] * 3),  # type: ignore[arg-type]
     )
     assert choose_axes(comp, exclude=set()) is None
+
+
+TRACES = Path(__file__).parent.parent / "traces"
+
+
+@pytest.fixture(scope="module")
+def version_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """The shipped corpus's version report, in both formats."""
+    out = tmp_path_factory.mktemp("version")
+    files = [str(TRACES / "quic-go-v0.48.2.qlog"), str(TRACES / "quic-go-v0.65.0.qlog")]
+    texts = []
+    for name in ("r.md", "r.html"):
+        result = CliRunner().invoke(
+            main,
+            [
+                "report",
+                *files,
+                "--by",
+                "version",
+                "--where",
+                "vantage=server",
+                "-o",
+                str(out / name),
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        texts.append((out / name).read_text(encoding="utf-8"))
+    return texts[0], texts[1]
+
+
+def _section(md: str, title: str) -> str:
+    start = md.index(f"### {title}\n")
+    end = md.index("\n### ", start + 1)
+    return md[start:end]
+
+
+def test_version_report_names_the_jitter_change_and_its_mechanism(
+    version_report: tuple[str, str],
+) -> None:
+    md, html = version_report
+    changed = _section(md, "What changed")
+    lines = [line for line in changed.splitlines() if line.startswith("- ")]
+    # outcomes lead: the jitter scenario's completion time, with its spurious-loss mechanism
+    assert lines[0].startswith("- completion time in jitter: ")
+    assert "(-96%;" in lines[0]
+    assert "why: spurious losses (declared lost, later acknowledged) 0.0 → " in lines[0]
+    assert "state changes undoing a spurious loss" in lines[0]
+    # the same in the HTML page's first card
+    first_card = html[html.index("What changed</h3>") : html.index("State machines</h3>")]
+    assert "completion time in jitter" in first_card and "spurious losses" in first_card
+    # the order: outcomes, the evidence, the caveats, then the detail
+    assert md.index("### What changed") < md.index("### Why") < md.index("### Outcomes")
+
+
+def test_representative_traces_share_a_stratum_and_axes(version_report: tuple[str, str]) -> None:
+    md, html = version_report
+    assert "both from jitter" in md
+    section = html[html.index("Congestion window of a representative trace</h3>") :]
+    section = section[: section.index("Scenario matrix</h3>")]
+    assert "Both traces come from <b>jitter</b>" in section
+    # the two charts are drawn on the same axes: the same time and byte tick labels
+    charts = section.split("<svg")[1:]
+    assert len(charts) == 2
+    ticks = [re.findall(r">(\d[\d.]*(?: [kM]?B)?)</text>", c) for c in charts]
+    assert len(ticks[0]) > 5 and ticks[0] == ticks[1]
+
+
+def test_every_share_says_whether_pooled_or_mean_per_trace(version_report: tuple[str, str]) -> None:
+    _, html = version_report
+    assert "share of time pooled over the group's traces" in html
+    assert "Mean of per-trace time shares" in html
+    assert "(mean of per-trace shares" in html

@@ -15,7 +15,7 @@ import pytest
 from cdp import Browser, find_chromium
 from diff_helpers import patterned_traces, write_group
 
-from quicsm.compare.grouping import compare_by_label
+from quicsm.compare.load import compare_by_label
 from quicsm.report import write_report
 
 XSS = "<script>alert(1)</script>"

@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
+from quicsm.core.numbers import format_p
 from quicsm.stats import significance as sig
+from quicsm.stats.intervals import cluster_wilson, mean_design_effect, wilson
 
 
 def test_welch_matches_scipy_and_orients_b_minus_a() -> None:
@@ -68,8 +70,9 @@ def test_holm_never_lowers_a_p_value_and_keeps_order(ps: list[float | None]) -> 
 
 
 def test_g_test_used_for_large_counts_and_matches_scipy() -> None:
-    a = np.array([[30, 10, 10]] * 4)
-    b = np.array([[10, 30, 10]] * 4)
+    # 10 vs 10 traces: 184756 splits, too many to enumerate, so the G-test
+    a = np.array([[30, 10, 10]] * 10)
+    b = np.array([[10, 30, 10]] * 10)
     res = sig.contingency_test(a, b)
     assert res.test == "g-test"
     table = np.vstack([a.sum(0), b.sum(0)])
@@ -112,6 +115,13 @@ def test_permutation_sampled_when_many_splits_and_symmetric() -> None:
     assert res.p_value == pytest.approx(reference, abs=0.05)
     swapped = sig.contingency_test(b, a, permutations=999, seed=3)
     assert swapped.p_value == res.p_value
+    # the sampled p-value estimates the exact one (every one of the 7.7 million splits is too
+    # many; a smaller design is enumerated instead)
+    a, b = a[:9], b[:8]
+    exact = sig.contingency_test(a, b, permutations=30_000)
+    sampled = sig.contingency_test(a, b, permutations=4999, seed=3)
+    assert exact.test == "permutation (exact)" and sampled.test == "permutation"
+    assert sampled.p_value == pytest.approx(exact.p_value, abs=0.03)
 
 
 def test_identical_single_outcome() -> None:
@@ -145,26 +155,179 @@ def test_mann_whitney_and_fisher_match_scipy() -> None:
 
 
 def test_wilson_and_format() -> None:
-    lo, hi = sig.wilson(0, 10)
+    lo, hi = wilson(0, 10)
     assert lo == 0.0 and 0.2 < hi < 0.35
-    assert all(math.isnan(x) for x in sig.wilson(0, 0))
-    assert sig.format_p(0.0004) == "p < 0.001"
-    assert sig.format_p(0.0123) == "p = 0.012"
-    assert sig.format_p(None, note="n=2 < 3: no test") == "n=2 < 3: no test"
+    assert all(math.isnan(x) for x in wilson(0, 0))
+    assert format_p(0.0004) == "p < 0.001"
+    assert format_p(0.0123) == "p = 0.012"
+    assert format_p(None, note="n=2 < 3: no test") == "n=2 < 3: no test"
+
+
+def test_cluster_interval_at_the_boundary_counts_traces_not_transitions() -> None:
+    # 4 traces x 10 transitions, every one to the same target: p = 1. The traces, not the 40
+    # transitions, are the replicates: the interval is Wilson over 4, not over 40.
+    counts = np.array([[10, 0]] * 4)
+    lo, hi = cluster_wilson(counts, 0)
+    assert hi == 1.0
+    assert lo == pytest.approx(wilson(4, 4)[0])
+    assert lo < wilson(40, 40)[0] - 0.2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 6), min_size=2, max_size=2), min_size=2, max_size=8))
+def test_cluster_interval_never_narrower_than_plain_wilson(rows: list[list[int]]) -> None:
+    counts = np.array(rows)
+    n = int(counts.sum())
+    if n == 0:
+        return
+    lo, hi = cluster_wilson(counts, 0)
+    plo, phi = wilson(int(counts[:, 0].sum()), n)
+    assert lo <= plo + 1e-12 and hi >= phi - 1e-12
+
+
+def test_mean_design_effect_weights_categories_by_one_minus_pooled_share() -> None:
+    rng = np.random.default_rng(2)
+    # category 2 is rare and its counts cluster heavily in a few traces; the weighted mean
+    # lets it count by 1 - p_2, near 1, as Rao and Scott's first-order correction does
+    a = rng.multinomial(30, [0.6, 0.38, 0.02], size=20)
+    b = rng.multinomial(30, [0.6, 0.38, 0.02], size=20)
+    a[0, 2] += 30
+    d = mean_design_effect(a, b)
+    from quicsm.stats.intervals import cluster_variances
+
+    cl, bi = np.zeros(3), np.zeros(3)
+    for g in (a, b):
+        _, c, v = cluster_variances(g)
+        cl += c
+        bi += v
+    pooled = (a.sum(0) + b.sum(0)) / (a.sum() + b.sum())
+    expected = max(1.0, float(np.sum((1 - pooled) * cl / bi) / np.sum(1 - pooled)))
+    assert d == pytest.approx(expected)
+
+
+def _brute_force_shift(a: list[float], b: list[float]) -> float:
+    import itertools
+
+    values = a + b
+    observed = abs(np.mean(b) - np.mean(a))
+    hits = total = 0
+    for idx in itertools.combinations(range(len(values)), len(b)):
+        xb = [values[i] for i in idx]
+        xa = [values[i] for i in range(len(values)) if i not in idx]
+        total += 1
+        hits += abs(np.mean(xb) - np.mean(xa)) >= observed - 1e-12
+    return hits / total
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.floats(0, 1), min_size=3, max_size=5),
+    st.lists(st.floats(0, 1), min_size=3, max_size=5),
+)
+def test_exact_mean_shift_equals_brute_force(a: list[float], b: list[float]) -> None:
+    w = sig.mean_shift(a, b)
+    if w.result.p_value is None:
+        return
+    assert w.result.test in ("permutation (exact)", "welch")
+    if w.result.test == "permutation (exact)":
+        assert w.result.p_value == pytest.approx(_brute_force_shift(a, b), abs=1e-9)
+        assert 0 < w.result.p_min <= w.result.p_value
+
+
+def test_exact_test_over_five_traces_cannot_go_below_two_in_252() -> None:
+    w = sig.mean_shift([1, 2, 3, 4, 5], [11, 12, 13, 14, 15])
+    assert w.result.test == "permutation (exact)"
+    assert w.result.p_value == pytest.approx(2 / 252)
+    assert w.result.p_min == pytest.approx(2 / 252)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.floats(0, 1), min_size=6, max_size=6),
+    st.lists(st.floats(0, 1), min_size=6, max_size=6),
+    st.floats(-50, 50),
+)
+def test_stratified_shift_ignores_a_stratum_offset(
+    a: list[float], b: list[float], offset: float
+) -> None:
+    # strata x and y; moving every value of stratum y (in both groups) by the same amount
+    # changes nothing: only within-stratum differences count
+    sa, sb = ["x", "x", "x", "y", "y", "y"], ["x", "x", "y", "y", "y", "y"]
+    r1 = sig.stratified_shift(a, sa, b, sb)
+    a2 = [v + offset if s == "y" else v for v, s in zip(a, sa, strict=True)]
+    b2 = [v + offset if s == "y" else v for v, s in zip(b, sb, strict=True)]
+    r2 = sig.stratified_shift(a2, sa, b2, sb)
+    assert r1.result.p_value == pytest.approx(r2.result.p_value, abs=1e-6)
+    assert r1.difference == pytest.approx(r2.difference, abs=1e-6)
+
+
+def test_stratified_shift_sees_through_a_confounded_mix() -> None:
+    # the outcome depends on the stratum only; A ran mostly stratum "lossy", B mostly "clean"
+    rng = np.random.default_rng(0)
+    sa = ["lossy"] * 16 + ["clean"] * 4
+    sb = ["lossy"] * 4 + ["clean"] * 16
+    level = {"lossy": 0.8, "clean": 0.2}
+    a = [level[s] + rng.normal(0, 0.05) for s in sa]
+    b = [level[s] + rng.normal(0, 0.05) for s in sb]
+    pooled = sig.welch(a, b)
+    assert pooled.result.p_value is not None and pooled.result.p_value < 1e-3
+    strat = sig.stratified_shift(a, sa, b, sb)
+    assert strat.result.p_value is not None and strat.result.p_value > 0.05
+    # a real within-stratum effect is found
+    b_up = [v + 0.1 for v in b]
+    assert sig.stratified_shift(a, sa, b_up, sb).result.p_value < 1e-3  # type: ignore[operator]
+
+
+def test_stratified_shift_with_one_stratum_is_the_exact_test() -> None:
+    a, b = [0.1, 0.5, 0.3, 0.2], [0.6, 0.4, 0.9, 0.7]
+    one = sig.stratified_shift(a, ["s"] * 4, b, ["s"] * 4)
+    assert one.result.test == "stratified (exact)"
+    assert one.result.p_value == pytest.approx(sig.mean_shift(a, b).result.p_value)
+
+
+def test_stratified_shift_without_shared_strata_says_so() -> None:
+    r = sig.stratified_shift([1, 2, 3], ["x"] * 3, [4, 5, 6], ["y"] * 3)
+    assert r.result.p_value is None
+    assert r.result.note == "no stratum with traces in both groups: no test"
+
+
+@given(
+    st.lists(
+        st.tuples(st.floats(0, 1), st.sampled_from([0.0, 0.004, 0.02, 0.1, 1.0])),
+        max_size=15,
+    )
+)
+def test_holm_tarone_is_holm_over_the_tests_that_can_reach_significance(
+    tests: list[tuple[float, float]],
+) -> None:
+    ps = [max(p, pm) for p, pm in tests]
+    p_mins = [pm for _, pm in tests]
+    adjusted, member = sig.holm_tarone(ps, p_mins, alpha=0.05)
+
+    for p, pm, q, inside in zip(ps, p_mins, adjusted, member, strict=True):
+        assert q is not None and q >= p
+        if not inside:
+            assert q >= 0.05  # never significant
+            assert pm > 0.05 / len(ps)
+    family = [p for p, inside in zip(ps, member, strict=True) if inside]
+    assert [q for q, inside in zip(adjusted, member, strict=True) if inside] == sig.holm(family)
+    if all(pm == 0.0 for pm in p_mins):
+        assert adjusted == sig.holm(ps)
 
 
 def test_design_effect_is_one_for_independent_counts_and_grows_with_clustering() -> None:
     rng = np.random.default_rng(5)
     iid_a = rng.multinomial(20, [0.5, 0.3, 0.2], size=30)
     iid_b = rng.multinomial(20, [0.5, 0.3, 0.2], size=30)
-    assert sig.design_effect(iid_a, iid_b) == pytest.approx(1.0, abs=0.35)
+    assert mean_design_effect(iid_a, iid_b) == pytest.approx(1.0, abs=0.35)
     # half the traces always take category 0, half category 1: strongly clustered
     clustered = np.array([[20, 0, 0], [0, 20, 0]] * 15)
-    assert sig.design_effect(clustered, clustered) > 10
-    # the G-test is corrected by it: the same pooled table is far less significant
+    assert mean_design_effect(clustered, clustered) > 10
+    # the G-test is corrected by it: the same pooled table is far less significant (with few
+    # permutations allowed, so that the 924 splits are not enumerated)
     a = np.array([[40, 0], [0, 40], [40, 0], [0, 40], [40, 0], [40, 0]])
     b = np.array([[0, 40], [40, 0], [0, 40], [0, 40], [40, 0], [0, 40]])
-    res = sig.contingency_test(a, b)
+    res = sig.contingency_test(a, b, permutations=100)
     assert res.test == "g-test" and res.note.startswith("design effect")
     naive = sps.chi2.sf(sig.g_statistic(np.vstack([a.sum(0), b.sum(0)])), 1)
     assert naive < 1e-6 < 0.05 < res.p_value  # type: ignore[operator]

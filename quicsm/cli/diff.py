@@ -10,7 +10,6 @@ import click
 
 from quicsm.cli.engine_options import engine_choice, engine_options
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
-from quicsm.render import diff_format
 
 #: exit status of ``--fail-on-significant`` when something differs significantly
 EXIT_SIGNIFICANT = 3
@@ -39,6 +38,7 @@ def diff_command(
     vs_paths: Sequence[str],
     by_label: str | None,
     where: Sequence[str],
+    within: Sequence[str],
     baseline: str | None,
     lenient: bool,
     alpha: float,
@@ -51,15 +51,16 @@ def diff_command(
     cache_dir: Path | None,
     no_cache: bool,
 ) -> None:
-    """Compare group B with group A: time in state, transition probabilities, dwell times and
-    invariants, each with a significance test (see docs/diff.md).
+    """Compare group B with group A: outcomes, time in state, transition probabilities, dwell
+    times and invariants, each with a significance test (Holm over all of them), and the
+    events that explain what changed (see docs/diff.md).
 
     \b
     quicsm diff traces/v1/ --vs traces/v2/
     quicsm diff traces/*.qlog --by version --where scenario=jitter --format md
     """
-    from quicsm.compare.diff import diff
-    from quicsm.render.diff_format import to_dict
+    from quicsm.compare.run import run_comparison
+    from quicsm.render.diff_format import to_dict, to_json, to_markdown, to_table
 
     comps = comparisons(
         paths=paths,
@@ -68,6 +69,8 @@ def diff_command(
         where=where,
         baseline=baseline,
         lenient=lenient,
+        within=within,
+        metrics=True,
         reader=engine_choice(
             engine=engine,
             scheduler=scheduler,
@@ -76,31 +79,24 @@ def diff_command(
             no_cache=no_cache,
         ).reader(),
     )
-    results = []
+    done = []
     for comp in comps:
+        for caveat in comp.caveats:
+            click.echo(f"caution: {caveat}", err=True)
         for note in comp.notes:
             click.echo(f"note: {note}", err=True)
-        results.append(
-            diff(
-                comp.a.transitions,
-                comp.b.transitions,
-                alpha=alpha,
-                seed=seed,
-                names=(comp.a.name, comp.b.name),
-            )
-        )
+        done.append(run_comparison(comp, alpha=alpha, seed=seed))
     if fmt == "json":
         import orjson
 
-        if len(results) == 1:
-            click.echo(diff_format.to_json(results[0]), nl=False)
+        if len(done) == 1:
+            click.echo(to_json(done[0].result, explanations=done[0].explanations), nl=False)
         else:
-            doc = {"comparisons": [to_dict(r) for r in results]}
+            doc = {"comparisons": [to_dict(c.result, explanations=c.explanations) for c in done]}
             click.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
     else:
-        text = [
-            diff_format.to_markdown(r) if fmt == "md" else diff_format.to_table(r) for r in results
-        ]
+        view = to_markdown if fmt == "md" else to_table
+        text = [view(c.result, explanations=c.explanations) for c in done]
         click.echo("\n".join(text), nl=False)
-    if fail_on_significant and any(r.any_significant for r in results):
+    if fail_on_significant and any(c.result.any_significant for c in done):
         sys.exit(EXIT_SIGNIFICANT)

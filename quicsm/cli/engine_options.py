@@ -12,6 +12,7 @@ import click
 import polars as pl
 
 from quicsm.cli.report_warnings import print_warnings
+from quicsm.compare.load import Reader
 from quicsm.engine.run import ENGINES
 
 
@@ -32,21 +33,26 @@ class EngineChoice:
             "cache": self.cache,
         }
 
-    def reader(
-        self,
-    ) -> Callable[[Sequence[str], str], tuple[pl.DataFrame, pl.DataFrame]]:
-        """A reader for :mod:`quicsm.compare.grouping`: transitions and trace table of paths,
-        read on this engine; what reading reported is printed on stderr."""
+    def reader(self) -> Reader:
+        """A reader for :mod:`quicsm.compare.load`: transitions, trace table and (when asked)
+        metrics of paths, read on this engine; what reading reported is printed on stderr."""
 
-        def read(paths: Sequence[str], on_error: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+        def read(
+            paths: Sequence[str], on_error: str, metrics: bool
+        ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
             from quicsm.engine import extract
 
             corpus = extract(
-                list(paths), on_error=on_error, rows=True, aggregate=False, **self.kwargs()
+                list(paths),
+                on_error=on_error,
+                rows=True,
+                aggregate=False,
+                metrics=metrics,
+                **self.kwargs(),
             )
             print_warnings(corpus.diagnostics)
             assert corpus.transitions is not None
-            return corpus.transitions, corpus.traces
+            return corpus.transitions, corpus.traces, corpus.metrics
 
         return read
 

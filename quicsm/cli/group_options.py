@@ -7,14 +7,8 @@ from typing import Any
 
 import click
 
-from quicsm.compare.grouping import (
-    Comparison,
-    OnError,
-    Reader,
-    compare_by_label,
-    compare_paths,
-    parse_where,
-)
+from quicsm.compare.grouping import Comparison, OnError, parse_where
+from quicsm.compare.load import Reader, compare_by_label, compare_paths
 from quicsm.core.errors import InputError
 
 
@@ -45,7 +39,7 @@ class GroupCommand(click.Command):
 
 
 def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a command with PATHS, --vs, --by, --where, --baseline, --lenient."""
+    """Decorate a command with PATHS, --vs, --by, --where, --within, --baseline, --lenient."""
     options = [
         click.argument("paths", nargs=-1, required=True),
         click.option(
@@ -68,6 +62,15 @@ def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
             multiple=True,
             metavar="KEY=VALUE",
             help="Keep only traces whose label KEY equals VALUE, or one of V1,V2,... (repeatable).",
+        ),
+        click.option(
+            "--within",
+            "within",
+            multiple=True,
+            metavar="LABEL",
+            help="Compare the groups within each value of this label (e.g. scenario) and "
+            "combine (repeatable). By default quicsm stratifies by a condition whose mix "
+            "differs between the groups, and says so.",
         ),
         click.option(
             "--baseline",
@@ -96,7 +99,7 @@ def test_options(f: Callable[..., Any]) -> Callable[..., Any]:
         type=click.FloatRange(0, 1, min_open=True, max_open=True),
         default=0.01,
         show_default=True,
-        help="Significance level after Holm correction.",
+        help="Significance level, after Holm correction over every test of a comparison.",
     )(f)
 
 
@@ -108,6 +111,8 @@ def comparisons(
     where: Sequence[str],
     baseline: str | None,
     lenient: bool,
+    within: Sequence[str] = (),
+    metrics: bool = False,
     reader: Reader | None = None,
 ) -> list[Comparison]:
     """Turn the group options into comparisons (one, or several with ``--by``); ``reader``
@@ -119,9 +124,26 @@ def comparisons(
     if vs_paths:
         if baseline is not None:
             raise InputError("--baseline only applies with --by")
-        return [compare_paths(paths, vs_paths, where=conditions, on_error=on_error, reader=reader)]
+        return [
+            compare_paths(
+                paths,
+                vs_paths,
+                where=conditions,
+                within=within,
+                on_error=on_error,
+                metrics=metrics,
+                reader=reader,
+            )
+        ]
     if by_label:
         return compare_by_label(
-            paths, by_label, where=conditions, baseline=baseline, on_error=on_error, reader=reader
+            paths,
+            by_label,
+            where=conditions,
+            baseline=baseline,
+            within=within,
+            on_error=on_error,
+            metrics=metrics,
+            reader=reader,
         )
     raise InputError("say how to form the two groups: A_PATH... --vs B_PATH..., or --by LABEL")

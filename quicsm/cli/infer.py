@@ -132,6 +132,8 @@ def infer_command(
 def _print_summary(model: Model, written: list[Path], *, console: Console) -> None:
     from rich.table import Table
 
+    from quicsm.core.numbers import ms, pct
+
     s = model.stats
     console.print(
         f"{s.traces} trace{'s' * (s.traces != 1)}, {s.visits} state entries, "
@@ -147,27 +149,16 @@ def _print_summary(model: Model, written: list[Path], *, console: Console) -> No
     for row in state_table(model).iter_rows(named=True):
         table.add_row(
             row["state"],
-            _pct(row["fraction"]),
+            pct(row["fraction"]),
             f"{row['seconds']:.3f}",
             str(row["traces"]),
             str(row["visits"]),
             str(row["nodes"]),
-            _ms(row["dwell_median_ms"]),
-            f"{_ms(row['dwell_p10_ms'])}–{_ms(row['dwell_p90_ms'])}",
+            ms(row["dwell_median_ms"], unit=False),
+            f"{ms(row['dwell_p10_ms'], unit=False)}–{ms(row['dwell_p90_ms'], unit=False)}",
         )
     console.print(table)
     console.print("wrote " + ", ".join(str(p) for p in written), highlight=False, soft_wrap=True)
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
-
-
-def _ms(x: float | None) -> str:
-    """Milliseconds with one decimal below 10 ms, whole numbers above."""
-    if x is None:
-        return "–"
-    return f"{x:.1f}" if abs(x) < 10 else f"{x:.0f}"
 
 
 def _expand(paths: Sequence[str]) -> list[Path]:
@@ -187,12 +178,12 @@ def _read(
     """Read every file on the chosen engine, keep the traces ``--where`` selects, and return
     their merged aggregate; report what the readers noted (skipped records, truncation,
     unknown states) once, on stderr, and note mixed client/server traces."""
-    from quicsm.compare.grouping import filter_traces, parse_where, vantage_notes
+    from quicsm.compare.grouping import labelled_traces, parse_where, vantage_notes
     from quicsm.core.diagnostics import QuicsmWarning
     from quicsm.engine import extract
 
     conditions = parse_where(where)
-    select = partial(filter_traces, where=conditions) if conditions else None
+    select = partial(labelled_traces, where=conditions) if conditions else None
     if not files:
         raise InputError("no input files to read")
     with warnings.catch_warnings(record=True) as caught:

@@ -83,6 +83,7 @@ def report_command(
     vs_paths: Sequence[str],
     by_label: str | None,
     where: Sequence[str],
+    within: Sequence[str],
     baseline: str | None,
     lenient: bool,
     output: Path,
@@ -99,8 +100,9 @@ def report_command(
     no_cache: bool,
 ) -> None:
     """Write a self-contained comparison report of group B against group A: what changed
-    (ranked), the state machines side by side and their diff, time in state and dwell times,
-    the congestion window of a representative trace, a scenario heatmap, and the methods.
+    (outcomes, then the state changes, with the events that explain them, then the caveats),
+    the state machines side by side and their diff, time in state and dwell times, the
+    congestion window of a representative trace, a scenario heatmap, and the methods.
 
     \b
     quicsm report traces/v1/ --vs traces/v2/ -o report.html
@@ -115,6 +117,8 @@ def report_command(
         where=where,
         baseline=baseline,
         lenient=lenient,
+        within=within,
+        metrics=True,
         reader=engine_choice(
             engine=engine,
             scheduler=scheduler,
@@ -124,6 +128,8 @@ def report_command(
         ).reader(),
     )
     for comp in comps:
+        for caveat in comp.caveats:
+            click.echo(f"caution: {caveat}", err=True)
         for note in comp.notes:
             click.echo(f"note: {note}", err=True)
     if fmt is None:

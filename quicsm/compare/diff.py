@@ -8,14 +8,25 @@ a :class:`DiffResult` whose frames are ranked by effect size. The statistics the
 the tests
 from :mod:`quicsm.stats.significance`:
 
-- time-in-state fraction per state: mean of per-trace fractions, Welch's t-test, Holm-corrected
-  across states;
-- outgoing transitions per source state: G-test on the pooled counts when every expected count
-  is at least 5, else a permutation test over traces; per edge the same on (this edge, any other
-  edge from the source); Holm-corrected across sources and across edges;
-- dwell time per state: Mann-Whitney U on the per-trace median dwell, Holm-corrected;
+- time-in-state fraction per state: mean of per-trace fractions, Welch's t-test;
+- outgoing transitions per source state: G-test on the pooled counts (Rao-Scott corrected) when
+  every expected count is at least 5, else a permutation test over traces; per edge the same on
+  (this edge, any other edge from the source);
+- dwell time per state: Mann-Whitney U on the per-trace median dwell;
 - invariants (AlwaysFollowedBy, NeverFollowedBy, AlwaysPrecedes) mined in each group that do not
-  hold in the other, and states/edges seen in only one group (reported, not tested).
+  hold in the other, and states/edges seen in only one group (reported, not tested);
+- outcomes (per-trace numbers such as completion time, per cell such as a scenario), when given.
+
+Whenever the traces can be split between the groups in at most ``permutations`` ways (5 vs 5
+traces: 252), the tests are exact permutation tests over traces instead.
+
+With ``strata`` (a stratum per trace, e.g. its scenario), every test compares each trace only
+with traces of its own stratum (:func:`quicsm.stats.significance.stratified_shift`, one number
+per trace), so that groups that ran different mixes of conditions are compared like with like.
+
+**One error-control policy**: the p-values of every test of one comparison — all families
+together — are Holm-adjusted as one family, and "significant" (the tables, the findings and
+``any_significant``, which ``--fail-on-significant`` acts on) means adjusted p < ``alpha``.
 
 Differences are always ``b - a``. A group with fewer than ``min_n`` traces gets no p-value, and
 the reason is stated (``"n=2 < 3: no test"``).
@@ -24,7 +35,7 @@ the reason is stated (``"n=2 < 3: no test"``).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,25 +44,43 @@ import polars as pl
 
 from quicsm.core.errors import InputError
 from quicsm.core.frames import normalize_transitions
+from quicsm.core.numbers import change, format_p, ms, pct
 from quicsm.core.states import CANONICAL_STATES
 from quicsm.stats import significance as sig
 from quicsm.stats.descriptive import (
     dwell_times,
     time_in_state,
     transition_counts,
-    transition_probabilities,
 )
+from quicsm.stats.intervals import cluster_wilson
 
-__all__ = ["DiffResult", "Finding", "diff"]
+__all__ = [
+    "POLICY",
+    "DiffResult",
+    "Finding",
+    "diff",
+    "fractions",
+    "keyed_transitions",
+    "split_key",
+]
 
 _KEY_SEP = "\x1f"
+
+#: the error-control policy, stated wherever significance is reported
+POLICY = (
+    "Holm over every test of the comparison, all families together, leaving out tests that "
+    "cannot reach significance with these traces (Tarone)"
+)
+
+#: families of tests, in the order of the findings
+FAMILIES = ("outcomes", "states", "sources", "edges", "dwell", "invariants")
 
 
 @dataclass(frozen=True)
 class Finding:
     """One plain-sentence result for the summary, with a score in [0, 1] used for ranking."""
 
-    kind: str  # state | edge | source | dwell | presence | invariant
+    kind: str  # outcome | state | edge | source | dwell | presence | invariant
     subject: str
     sentence: str
     score: float
@@ -60,7 +89,11 @@ class Finding:
 
 @dataclass
 class DiffResult:
-    """Everything ``quicsm diff`` reports about group B relative to group A (``b - a``)."""
+    """Everything ``quicsm diff`` reports about group B relative to group A (``b - a``).
+
+    A result holds frames; its views (JSON, Markdown, the terminal table) are the functions of
+    :mod:`quicsm.render.diff_format`.
+    """
 
     states: pl.DataFrame
     sources: pl.DataFrame
@@ -75,26 +108,48 @@ class DiffResult:
     files_a: list[str] = field(default_factory=list)
     files_b: list[str] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+    outcomes: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=_OUTCOMES_SCHEMA))
+    #: labels the comparison was stratified by (empty: not stratified)
+    within: tuple[str, ...] = ()
+    #: stratum -> (traces in A, traces in B); strata with none in one group were left out
+    strata: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: how the groups were formed and matched (from :class:`quicsm.compare.grouping.Comparison`)
+    notes: list[str] = field(default_factory=list)
+    #: what the comparison cannot separate, shown above the findings
+    caveats: list[str] = field(default_factory=list)
+
+    def frames(self) -> tuple[pl.DataFrame, ...]:
+        """The tested frames, in :data:`FAMILIES` order."""
+        return (self.outcomes, self.states, self.sources, self.edges, self.dwell, self.invariants)
 
     # -- conclusions ------------------------------------------------------------------------
     @property
     def any_significant(self) -> bool:
-        frames = (self.states, self.sources, self.edges, self.dwell, self.invariants)
-        return any(f.height and bool(f["significant"].any()) for f in frames)
+        return any(f.height and bool(f["significant"].any()) for f in self.frames())
+
+    @property
+    def n_tests(self) -> int:
+        """Tests run (the size of the one Holm family)."""
+        return sum(f.height - f["p_value"].null_count() for f in self.frames())
 
     def untested(self) -> tuple[int, int]:
-        """(tests not run, tests in total) over states, sources, edges, dwell, invariants."""
-        frames = (self.states, self.sources, self.edges, self.dwell, self.invariants)
+        """(tests not run, tests in total) over every family."""
+        frames = self.frames()
         total = sum(f.height for f in frames)
         return sum(f["p_value"].null_count() for f in frames), total
 
     def untested_reasons(self) -> list[str]:
         """The distinct reasons tests were not run, e.g. ``["n=2 < 3: no test"]``."""
-        frames = (self.states, self.sources, self.edges, self.dwell, self.invariants)
         reasons = {
-            str(n) for f in frames for n in f.filter(pl.col("p_value").is_null())["note"].to_list()
+            str(n)
+            for f in self.frames()
+            for n in f.filter(pl.col("p_value").is_null())["note"].to_list()
         }
         return sorted(reasons)
+
+    def stratified_left_out(self) -> list[str]:
+        """Strata with traces in one group only (they take no part in the tests)."""
+        return [s for s, (na, nb) in self.strata.items() if not (na and nb)]
 
     def findings(self) -> list[Finding]:
         """Significant changes and one-sided states/edges/invariants, ranked, as sentences."""
@@ -111,57 +166,91 @@ def diff(
     seed: int = 0,
     names: tuple[str, str] = ("A", "B"),
     invariants: bool = True,
+    strata: Mapping[tuple[str, str], str] | None = None,
+    within: Sequence[str] = (),
+    outcomes: pl.DataFrame | None = None,
 ) -> DiffResult:
-    """Compare group B against group A; see the module docstring for the tests used."""
+    """Compare group B against group A; see the module docstring for the tests used.
+
+    ``strata`` maps ``(file, trace)`` to the trace's stratum (``within`` names the labels it
+    was made of, for the record); ``outcomes`` is a frame ``file, trace, cell, metric, value``
+    of per-trace outcomes (e.g. ``completion_ms`` per ``scenario`` cell).
+    """
     if not 0.0 < alpha < 1.0:
         raise InputError(f"alpha must be between 0 and 1, got {alpha}")
     if min_n < 2:
         raise InputError(f"min_n must be at least 2, got {min_n}")
-    a = _keyed(a_transitions)
-    b = _keyed(b_transitions)
+    a = keyed_transitions(a_transitions)
+    b = keyed_transitions(b_transitions)
     n_a, n_b = a["trace"].n_unique(), b["trace"].n_unique()
     for name, n in zip(names, (n_a, n_b), strict=True):
         if n == 0:
             raise InputError(f"group {name} has no traces: nothing to compare")
-    states = _states(a, b, alpha=alpha, min_n=min_n)
-    sources, edges = _transitions(
-        a, b, alpha=alpha, min_n=min_n, permutations=permutations, seed=seed
-    )
-    dwell = _dwell(a, b, alpha=alpha, min_n=min_n)
-    inv = _invariants(a, b, alpha=alpha, min_n=min_n) if invariants else _empty_invariants()
-    presence = _presence(a, b, edges)
+    st = _Strata.make(strata, a, b)
+    opts = {"min_n": min_n, "permutations": permutations}
+    families = {
+        "outcomes": _outcomes(outcomes, a, b, st, **opts),
+        "states": _states(a, b, st, **opts),
+        **_transitions(a, b, st, seed=seed, **opts),
+        "dwell": _dwell(a, b, st, **opts),
+        "invariants": _invariants(a, b, st, **opts) if invariants else [],
+    }
+    family = _adjust(families, alpha=alpha)
     return DiffResult(
-        states=states,
-        sources=sources,
-        edges=edges,
-        dwell=dwell,
-        invariants=inv,
-        presence=presence,
+        states=_frame(families["states"], _STATES_SCHEMA, "difference", ["state"]),
+        sources=_frame(families["sources"], _SOURCES_SCHEMA, "effect", ["source"]),
+        edges=_frame(families["edges"], _EDGES_SCHEMA, "difference", ["source", "target"]),
+        dwell=_frame(families["dwell"], _DWELL_SCHEMA, "log2_ratio", ["state"]),
+        invariants=_frame(families["invariants"], _INVARIANTS_SCHEMA, "effect", ["kind", "a", "b"]),
+        outcomes=_frame(families["outcomes"], _OUTCOMES_SCHEMA, "change", ["metric", "cell"]),
+        presence=_presence(a, b, families["edges"]),
         alpha=alpha,
         names=names,
         n_a=n_a,
         n_b=n_b,
         files_a=_files(a_transitions),
         files_b=_files(b_transitions),
-        settings={"min_n": min_n, "permutations": permutations, "seed": seed},
+        settings={
+            "min_n": min_n,
+            "permutations": permutations,
+            "seed": seed,
+            "policy": POLICY,
+            "family": family,
+        },
+        within=tuple(within),
+        strata=st.counts if st is not None else {},
     )
 
 
 # -- inputs -----------------------------------------------------------------------------------
 
 
-def _keyed(df: pl.DataFrame) -> pl.DataFrame:
-    """Normalise and make ``trace`` unique across files (ids only need be unique per file)."""
+def _key_expr() -> pl.Expr:
+    return pl.concat_str(
+        [
+            pl.col("file").cast(pl.String).fill_null(""),
+            pl.lit(_KEY_SEP),
+            pl.col("trace").cast(pl.String),
+        ]
+    )
+
+
+def keyed_transitions(df: pl.DataFrame) -> pl.DataFrame:
+    """Make ``trace`` unique across files (ids only need be unique per file), then normalise:
+    keying first keeps two files' traces of the same id apart."""
     if not isinstance(df, pl.DataFrame):
         raise InputError(f"diff needs transitions frames, got {type(df).__name__}")
-    df = normalize_transitions(df)
-    if df.height == 0:
-        return df
-    return df.with_columns(
-        pl.concat_str([pl.col("file").fill_null(""), pl.lit(_KEY_SEP), pl.col("trace")]).alias(
-            "trace"
-        )
-    )
+    if "trace" in df.columns:
+        if "file" not in df.columns:
+            df = df.with_columns(pl.lit(None, pl.String).alias("file"))
+        df = df.with_columns(_key_expr().alias("trace"))
+    return normalize_transitions(df)
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``(file, trace)`` of a key made by :func:`keyed_transitions`."""
+    file, _, trace = key.partition(_KEY_SEP)
+    return file, trace
 
 
 def _files(df: pl.DataFrame) -> list[str]:
@@ -170,15 +259,131 @@ def _files(df: pl.DataFrame) -> list[str]:
     return sorted(str(f) for f in df["file"].drop_nulls().unique().to_list())
 
 
+@dataclass
+class _Strata:
+    """The stratum of every trace key of both groups."""
+
+    of: dict[str, str]
+    counts: dict[str, tuple[int, int]]
+
+    @classmethod
+    def make(
+        cls, strata: Mapping[tuple[str, str], str] | None, a: pl.DataFrame, b: pl.DataFrame
+    ) -> _Strata | None:
+        if strata is None:
+            return None
+        of = {f"{f or ''}{_KEY_SEP}{t}": str(s) for (f, t), s in strata.items()}
+        counts: dict[str, list[int]] = {}
+        for g, df in enumerate((a, b)):
+            for key in df["trace"].unique().to_list():
+                s = of.setdefault(key, "(no stratum)")
+                counts.setdefault(s, [0, 0])[g] += 1
+        return cls(of, {s: (c[0], c[1]) for s, c in sorted(counts.items())})
+
+    def labels(self, keys: Sequence[str]) -> list[str]:
+        return [self.of[k] for k in keys]
+
+
+def _shift(
+    xa: np.ndarray,
+    keys_a: Sequence[str],
+    xb: np.ndarray,
+    keys_b: Sequence[str],
+    st: _Strata | None,
+    *,
+    min_n: int,
+    permutations: int,
+) -> sig.WelchResult:
+    """One number per trace, B against A: within strata when stratified."""
+    if st is None:
+        return sig.mean_shift(xa, xb, min_n=min_n, permutations=permutations)
+    return sig.stratified_shift(
+        xa, st.labels(keys_a), xb, st.labels(keys_b), min_n=min_n, permutations=permutations
+    )
+
+
+# -- outcomes ---------------------------------------------------------------------------------
+
+
+def _outcomes(
+    outcomes: pl.DataFrame | None,
+    a: pl.DataFrame,
+    b: pl.DataFrame,
+    st: _Strata | None,
+    *,
+    min_n: int,
+    permutations: int,
+) -> list[dict[str, Any]]:
+    """Per metric and cell, ``mean(b) - mean(a)`` of a per-trace outcome and its relative
+    change (exact permutation test when the splits are few, else Welch)."""
+    if outcomes is None or outcomes.height == 0:
+        return []
+    missing = {"file", "trace", "cell", "metric", "value"} - set(outcomes.columns)
+    if missing:
+        raise InputError(
+            f"outcomes need columns file, trace, cell, metric, value; missing {sorted(missing)}"
+        )
+    o = outcomes.select(
+        _key_expr().alias("key"),
+        pl.col("cell").cast(pl.String),
+        pl.col("metric").cast(pl.String),
+        pl.col("value").cast(pl.Float64),
+    ).filter(pl.col("value").is_finite())
+    keys_a = set(a["trace"].unique().to_list())
+    keys_b = set(b["trace"].unique().to_list())
+    rows: list[dict[str, Any]] = []
+    for (metric, cell), part in sorted(
+        o.group_by("metric", "cell"), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))
+    ):
+        xa = part.filter(pl.col("key").is_in(list(keys_a)))["value"].to_numpy()
+        xb = part.filter(pl.col("key").is_in(list(keys_b)))["value"].to_numpy()
+        if not xa.size and not xb.size:
+            continue
+        w = sig.mean_shift(xa, xb, min_n=min_n, permutations=permutations)
+        mean_a = float(xa.mean()) if xa.size else math.nan
+        mean_b = float(xb.mean()) if xb.size else math.nan
+        rel = w.difference / abs(mean_a) if xa.size and xb.size and mean_a else math.nan
+        rows.append(
+            {
+                "metric": str(metric),
+                "cell": str(cell),
+                "a_mean": mean_a,
+                "b_mean": mean_b,
+                "difference": w.difference,
+                "change": rel,
+                "ci_low": w.ci_low,
+                "ci_high": w.ci_high,
+                "n_a": int(xa.size),
+                "n_b": int(xb.size),
+                "p_unadjusted": w.result.p_value,
+                "p_min": w.result.p_min,
+                "test": w.result.test,
+                "note": w.result.note,
+                "example_a": _example(part, keys_a, low=False),
+                "example_b": _example(part, keys_b, low=rel < 0 if rel == rel else True),
+            }
+        )
+    return rows
+
+
+def _example(part: pl.DataFrame, keys: set[str], *, low: bool) -> str:
+    """The trace of the group closest to its group's median value (a typical example)."""
+    g = part.filter(pl.col("key").is_in(list(keys))).sort("value", "key")
+    if g.height == 0:
+        return ""
+    return str(g["key"][g.height // 2]).replace(_KEY_SEP, "#", 1)
+
+
 # -- time in state ----------------------------------------------------------------------------
 
 
-def _fractions(df: pl.DataFrame, states: Sequence[str]) -> np.ndarray:
-    """(traces x states) matrix of time-in-state fractions; states absent from a trace are 0."""
-    if df.height == 0:
-        return np.zeros((0, len(states)))
-    tis = time_in_state(df).with_columns(pl.col("state").cast(pl.String))
-    # a trace of zero duration has no fractions: it cannot say how time was spent
+def fractions(transitions: pl.DataFrame, states: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """Trace ids and the (traces x states) matrix of their time-in-state fractions (states
+    absent from a trace are 0; traces of zero duration, which cannot say how time was spent,
+    are left out). Traces in sorted order."""
+    if transitions.height == 0:
+        return [], np.zeros((0, len(states)))
+    tis = time_in_state(transitions).with_columns(pl.col("state").cast(pl.String))
     traces = sorted(tis.filter(pl.col("fraction").is_not_null())["trace"].unique().to_list())
     out = np.zeros((len(traces), len(states)))
     row = {t: i for i, t in enumerate(traces)}
@@ -186,7 +391,7 @@ def _fractions(df: pl.DataFrame, states: Sequence[str]) -> np.ndarray:
     for trace, state, fraction in tis.select("trace", "state", "fraction").iter_rows():
         if trace in row and state in col and fraction is not None:
             out[row[trace], col[state]] = fraction
-    return out
+    return traces, out
 
 
 def _state_names(*frames: pl.DataFrame) -> list[str]:
@@ -197,13 +402,16 @@ def _state_names(*frames: pl.DataFrame) -> list[str]:
     return sorted(seen, key=lambda s: (order.get(s, len(order)), s))
 
 
-def _states(a: pl.DataFrame, b: pl.DataFrame, *, alpha: float, min_n: int) -> pl.DataFrame:
+def _states(
+    a: pl.DataFrame, b: pl.DataFrame, st: _Strata | None, *, min_n: int, permutations: int
+) -> list[dict[str, Any]]:
     names = _state_names(a, b)
-    fa, fb = _fractions(a, names), _fractions(b, names)
+    ka, fa = fractions(a, names)
+    kb, fb = fractions(b, names)
     rows: list[dict[str, Any]] = []
     for j, state in enumerate(names):
         ca, cb = sig.mean_ci(fa[:, j]), sig.mean_ci(fb[:, j])
-        w = sig.welch(fa[:, j], fb[:, j], min_n=min_n)
+        w = _shift(fa[:, j], ka, fb[:, j], kb, st, min_n=min_n, permutations=permutations)
         rows.append(
             {
                 "state": state,
@@ -213,6 +421,7 @@ def _states(a: pl.DataFrame, b: pl.DataFrame, *, alpha: float, min_n: int) -> pl
                 "ci_low": w.ci_low,
                 "ci_high": w.ci_high,
                 "p_unadjusted": w.result.p_value,
+                "p_min": w.result.p_min,
                 "test": w.result.test,
                 "note": w.result.note,
                 "n_a": ca.n,
@@ -223,7 +432,7 @@ def _states(a: pl.DataFrame, b: pl.DataFrame, *, alpha: float, min_n: int) -> pl
                 "b_ci_high": cb.ci_high,
             }
         )
-    return _finish(rows, _STATES_SCHEMA, alpha=alpha, effect="difference", key=["state"])
+    return rows
 
 
 # -- transitions ------------------------------------------------------------------------------
@@ -232,7 +441,7 @@ def _states(a: pl.DataFrame, b: pl.DataFrame, *, alpha: float, min_n: int) -> pl
 def _count_matrix(
     df: pl.DataFrame, edges: Sequence[tuple[str, str]]
 ) -> tuple[list[str], np.ndarray]:
-    """(traces x edges) matrix of transition counts."""
+    """Trace ids and the (traces x edges) matrix of their transition counts."""
     traces = sorted(df["trace"].unique().to_list())
     out = np.zeros((len(traces), len(edges)))
     if not traces:
@@ -267,43 +476,31 @@ def _state_order() -> Any:
     return lambda s: rank.get(s, 98)
 
 
-def _probabilities(df: pl.DataFrame) -> dict[tuple[str, str], tuple[float, float, float]]:
-    if df.height == 0:
-        return {}
-    tp = transition_probabilities(df).with_columns(
-        pl.col("source").cast(pl.String), pl.col("target").cast(pl.String)
-    )
-    return {
-        (s, t): (p, lo, hi)
-        for s, t, p, lo, hi in tp.select(
-            "source", "target", "probability", "ci_low", "ci_high"
-        ).iter_rows()
-    }
-
-
 def _transitions(
     a: pl.DataFrame,
     b: pl.DataFrame,
+    st: _Strata | None,
     *,
-    alpha: float,
     min_n: int,
     permutations: int,
     seed: int,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+) -> dict[str, list[dict[str, Any]]]:
     edges = _edge_list(a, b)
-    _, ma = _count_matrix(a, edges)
-    _, mb = _count_matrix(b, edges)
-    pa, pb = _probabilities(a), _probabilities(b)
+    ka, ma = _count_matrix(a, edges)
+    kb, mb = _count_matrix(b, edges)
     sources = sorted({s for s, _ in edges}, key=_state_order())
     src_rows: list[dict[str, Any]] = []
     edge_rows: list[dict[str, Any]] = []
     for source in sources:
         idx = [j for j, (s, _) in enumerate(edges) if s == source]
         sa, sb = ma[:, idx], mb[:, idx]
-        res = sig.contingency_test(sa, sb, min_n=min_n, permutations=permutations, seed=seed)
         tot_a, tot_b = sa.sum(), sb.sum()
         qa = sa.sum(axis=0) / tot_a if tot_a else np.zeros(len(idx))
         qb = sb.sum(axis=0) / tot_b if tot_b else np.zeros(len(idx))
+        if st is None:
+            res = sig.contingency_test(sa, sb, min_n=min_n, permutations=permutations, seed=seed)
+        else:
+            res = sig.TestResult("none", None, note="stratified: tested per transition")
         src_rows.append(
             {
                 "source": source,
@@ -315,20 +512,36 @@ def _transitions(
                 "effect": float(0.5 * np.abs(qb - qa).sum()) if tot_a and tot_b else math.nan,
                 "statistic": res.statistic,
                 "p_unadjusted": res.p_value,
+                "p_min": res.p_min,
                 "test": res.test,
                 "note": res.note,
             }
         )
+        row_a, row_b = sa.sum(axis=1), sb.sum(axis=1)
         for k, j in enumerate(idx):
             target = edges[j][1]
             this_a, this_b = ma[:, [j]], mb[:, [j]]
-            two_a = np.hstack([this_a, sa.sum(axis=1, keepdims=True) - this_a])
-            two_b = np.hstack([this_b, sb.sum(axis=1, keepdims=True) - this_b])
-            er = sig.contingency_test(
-                two_a, two_b, min_n=min_n, permutations=permutations, seed=seed
-            )
-            a_p = pa.get((source, target), (0.0, *sig.wilson(0, int(tot_a))))
-            b_p = pb.get((source, target), (0.0, *sig.wilson(0, int(tot_b))))
+            difference = float(qb[k] - qa[k]) if tot_a and tot_b else math.nan
+            if st is None:
+                two_a = np.hstack([this_a, row_a[:, None] - this_a])
+                two_b = np.hstack([this_b, row_b[:, None] - this_b])
+                er = sig.contingency_test(
+                    two_a, two_b, min_n=min_n, permutations=permutations, seed=seed
+                )
+            else:  # one number per trace: its share of the source's exits taking this edge
+                va, vb = row_a > 0, row_b > 0
+                w = _shift(
+                    this_a[va, 0] / row_a[va],
+                    [ka[i] for i in np.flatnonzero(va)],
+                    this_b[vb, 0] / row_b[vb],
+                    [kb[i] for i in np.flatnonzero(vb)],
+                    st,
+                    min_n=min_n,
+                    permutations=permutations,
+                )
+                er = w.result
+            a_ci = cluster_wilson(sa, k) if tot_a else (math.nan, math.nan)
+            b_ci = cluster_wilson(sb, k) if tot_b else (math.nan, math.nan)
             edge_rows.append(
                 {
                     "source": source,
@@ -337,21 +550,18 @@ def _transitions(
                     "b_count": int(this_b.sum()),
                     "a_probability": float(qa[k]) if tot_a else math.nan,
                     "b_probability": float(qb[k]) if tot_b else math.nan,
-                    "difference": float(qb[k] - qa[k]) if tot_a and tot_b else math.nan,
-                    "a_ci_low": a_p[1],
-                    "a_ci_high": a_p[2],
-                    "b_ci_low": b_p[1],
-                    "b_ci_high": b_p[2],
+                    "difference": difference,
+                    "a_ci_low": a_ci[0],
+                    "a_ci_high": a_ci[1],
+                    "b_ci_low": b_ci[0],
+                    "b_ci_high": b_ci[1],
                     "p_unadjusted": er.p_value,
+                    "p_min": er.p_min,
                     "test": er.test,
                     "note": er.note,
                 }
             )
-    sources_df = _finish(src_rows, _SOURCES_SCHEMA, alpha=alpha, effect="effect", key=["source"])
-    edges_df = _finish(
-        edge_rows, _EDGES_SCHEMA, alpha=alpha, effect="difference", key=["source", "target"]
-    )
-    return sources_df, edges_df
+    return {"sources": src_rows, "edges": edge_rows}
 
 
 # -- dwell times ------------------------------------------------------------------------------
@@ -373,16 +583,34 @@ def _dwell_medians(df: pl.DataFrame) -> pl.DataFrame:
         .with_columns(pl.col("state").cast(pl.String))
         .group_by("trace", "state")
         .agg(pl.col("dwell_ms").median().alias("median"), pl.len().alias("visits"))
+        .sort("trace", "state")
     )
 
 
-def _dwell(a: pl.DataFrame, b: pl.DataFrame, *, alpha: float, min_n: int) -> pl.DataFrame:
+def _dwell(
+    a: pl.DataFrame, b: pl.DataFrame, st: _Strata | None, *, min_n: int, permutations: int
+) -> list[dict[str, Any]]:
     da, db = _dwell_medians(a), _dwell_medians(b)
     rows: list[dict[str, Any]] = []
     for state in _state_names(a, b):
-        xa = np.sort(da.filter(pl.col("state") == state)["median"].to_numpy())
-        xb = np.sort(db.filter(pl.col("state") == state)["median"].to_numpy())
-        res = sig.mann_whitney(xa, xb, min_n=min_n)
+        pa = da.filter(pl.col("state") == state)
+        pb = db.filter(pl.col("state") == state)
+        xa, xb = pa["median"].to_numpy(), pb["median"].to_numpy()
+        if st is None:
+            res = sig.mann_whitney(np.sort(xa), np.sort(xb), min_n=min_n)
+        else:  # van Elteren: ranks within strata, compared within strata
+            keys_a, keys_b = pa["trace"].to_list(), pb["trace"].to_list()
+            labels = st.labels(keys_a) + st.labels(keys_b)
+            r = sig.ranks_within(np.concatenate([xa, xb]), labels)
+            res = _shift(
+                r[: xa.size],
+                keys_a,
+                r[xa.size :],
+                keys_b,
+                st,
+                min_n=min_n,
+                permutations=permutations,
+            ).result
         med_a = float(np.median(xa)) if xa.size else math.nan
         med_b = float(np.median(xb)) if xb.size else math.nan
         ratio = med_b / med_a if xa.size and xb.size and med_a > 0 and med_b > 0 else math.nan
@@ -391,24 +619,22 @@ def _dwell(a: pl.DataFrame, b: pl.DataFrame, *, alpha: float, min_n: int) -> pl.
                 "state": state,
                 "a_median_ms": med_a,
                 "b_median_ms": med_b,
-                "log2_ratio": math.log2(ratio) if ratio == ratio else math.nan,
+                "log2_ratio": math.log2(med_b) - math.log2(med_a) if ratio == ratio else math.nan,
                 "n_a": int(xa.size),
                 "n_b": int(xb.size),
-                "a_visits": int(da.filter(pl.col("state") == state)["visits"].sum()),
-                "b_visits": int(db.filter(pl.col("state") == state)["visits"].sum()),
+                "a_visits": int(pa["visits"].sum()),
+                "b_visits": int(pb["visits"].sum()),
                 "p_unadjusted": res.p_value,
+                "p_min": res.p_min,
                 "test": res.test,
                 "note": res.note,
             }
         )
-    return _finish(rows, _DWELL_SCHEMA, alpha=alpha, effect="log2_ratio", key=["state"])
+    return rows
 
 
 # -- invariants and presence ------------------------------------------------------------------
 
-
-def _empty_invariants() -> pl.DataFrame:
-    return pl.DataFrame(schema=_INVARIANTS_SCHEMA)
 
 
 def _mine(df: pl.DataFrame) -> pl.DataFrame:
@@ -425,15 +651,19 @@ def _mine(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _invariants(a: pl.DataFrame, b: pl.DataFrame, *, alpha: float, min_n: int) -> pl.DataFrame:
+def _invariants(
+    a: pl.DataFrame, b: pl.DataFrame, st: _Strata | None, *, min_n: int, permutations: int
+) -> list[dict[str, Any]]:
     """Invariants mined in one group that the other group breaks, with how many traces of
-    each group violate them and Fisher's exact test on those trace counts (Holm-corrected).
+    each group violate them and Fisher's exact test on those trace counts (within strata: the
+    stratified test on each trace's 0/1 violation, i.e. Cochran-Mantel-Haenszel).
 
-    Only invariants over states both groups visit are compared: an invariant about a state that
-    one group never enters is reported as that state's absence, not as a broken invariant.
+    Only invariants over states both groups visit are compared (the dummy INITIAL and
+    TERMINAL included): an invariant about a state that one group never enters is reported as
+    that state's absence, not as a broken invariant.
     """
     ia, ib = _mine(a), _mine(b)
-    both = set(_state_names(a)) & set(_state_names(b))
+    both = (set(_state_names(a)) & set(_state_names(b))) | {"INITIAL", "TERMINAL"}
     keys = ["kind", "a", "b"]
     seq_a, seq_b = _sequences(a), _sequences(b)
     rows: list[dict[str, Any]] = []
@@ -442,9 +672,21 @@ def _invariants(a: pl.DataFrame, b: pl.DataFrame, *, alpha: float, min_n: int) -
             pl.col("a").is_in(sorted(both)) & pl.col("b").is_in(sorted(both))
         )
         for kind, x, y, support in only.select(*keys, "support").iter_rows():
-            va = sum(_violates(kind, x, y, s) for s in seq_a)
-            vb = sum(_violates(kind, x, y, s) for s in seq_b)
-            res = sig.fisher_traces(va, len(seq_a), vb, len(seq_b), min_n=min_n)
+            bad_a = np.array([_violates(kind, x, y, q) for _, q in seq_a], dtype=float)
+            bad_b = np.array([_violates(kind, x, y, q) for _, q in seq_b], dtype=float)
+            va, vb = int(bad_a.sum()), int(bad_b.sum())
+            if st is None:
+                res = sig.fisher_traces(va, len(seq_a), vb, len(seq_b), min_n=min_n)
+            else:
+                res = _shift(
+                    bad_a,
+                    [k for k, _ in seq_a],
+                    bad_b,
+                    [k for k, _ in seq_b],
+                    st,
+                    min_n=min_n,
+                    permutations=permutations,
+                ).result
             rows.append(
                 {
                     "kind": kind,
@@ -457,15 +699,17 @@ def _invariants(a: pl.DataFrame, b: pl.DataFrame, *, alpha: float, min_n: int) -
                     # share of the breaking group's traces that break it
                     "effect": (vb / len(seq_b) if tag == "a" else va / len(seq_a)),
                     "p_unadjusted": res.p_value,
+                    "p_min": res.p_min,
                     "test": res.test,
                     "note": res.note,
                 }
             )
-    return _finish(rows, _INVARIANTS_SCHEMA, alpha=alpha, effect="effect", key=keys)
+    return rows
 
 
-def _sequences(df: pl.DataFrame) -> list[list[str]]:
-    """The state sequence of every trace (time order)."""
+def _sequences(df: pl.DataFrame) -> list[tuple[str, list[str]]]:
+    """Every trace's key and its observed chain ``INITIAL, states in time order, TERMINAL``
+    (the dummy nodes the mined invariants speak of)."""
     if df.height == 0:
         return []
     seqs = (
@@ -473,7 +717,10 @@ def _sequences(df: pl.DataFrame) -> list[list[str]]:
         .group_by("trace", maintain_order=True)
         .agg(pl.col("state").cast(pl.String))
     )
-    return [list(s) for s in seqs["state"].to_list()]
+    return [
+        (str(k), ["INITIAL", *s, "TERMINAL"])
+        for k, s in zip(seqs["trace"].to_list(), seqs["state"].to_list(), strict=True)
+    ]
 
 
 def _violates(kind: str, a: str, b: str, seq: Sequence[str]) -> bool:
@@ -494,12 +741,13 @@ def _violates(kind: str, a: str, b: str, seq: Sequence[str]) -> bool:
     raise InputError(f"unknown invariant kind {kind!r}")
 
 
-def _presence(a: pl.DataFrame, b: pl.DataFrame, edges: pl.DataFrame) -> dict[str, list[str]]:
+def _presence(
+    a: pl.DataFrame, b: pl.DataFrame, edges: list[dict[str, Any]]
+) -> dict[str, list[str]]:
     sa, sb = set(_state_names(a)), set(_state_names(b))
     order = _state_order()
-    ea = edges.filter(pl.col("a_count") > 0).select("source", "target").iter_rows()
-    eb = edges.filter(pl.col("b_count") > 0).select("source", "target").iter_rows()
-    set_ea, set_eb = set(ea), set(eb)
+    set_ea = {(r["source"], r["target"]) for r in edges if r["a_count"] > 0}
+    set_eb = {(r["source"], r["target"]) for r in edges if r["b_count"] > 0}
 
     def fmt(es: Iterable[tuple[str, str]]) -> list[str]:
         return [f"{s} → {t}" for s, t in sorted(es, key=lambda e: (order(e[0]), order(e[1])))]
@@ -512,21 +760,27 @@ def _presence(a: pl.DataFrame, b: pl.DataFrame, edges: pl.DataFrame) -> dict[str
     }
 
 
-# -- shared finishing: Holm, significance, ranking --------------------------------------------
+# -- shared finishing: one Holm family, significance, ranking ---------------------------------
 
 
-def _finish(
-    rows: list[dict[str, Any]],
-    schema: dict[str, pl.DataType],
-    *,
-    alpha: float,
-    effect: str,
-    key: list[str],
-) -> pl.DataFrame:
-    adjusted = sig.holm([r["p_unadjusted"] for r in rows])
-    for r, p in zip(rows, adjusted, strict=True):
+def _adjust(families: Mapping[str, list[dict[str, Any]]], *, alpha: float) -> int:
+    """One family of every test of every family at once (:data:`POLICY`); returns its size."""
+    rows = [r for name in FAMILIES for r in families[name]]
+    adjusted, member = sig.holm_tarone(
+        [r["p_unadjusted"] for r in rows], [r["p_min"] for r in rows], alpha=alpha
+    )
+    for r, p, inside in zip(rows, adjusted, member, strict=True):
         r["p_value"] = p
-        r["significant"] = p is not None and p < alpha
+        r["significant"] = inside and p is not None and p < alpha
+        if p is not None and not inside:
+            why = f"cannot reach significance (smallest possible p {r['p_min']:.3g})"
+            r["note"] = f"{r['note']}; {why}" if r["note"] else why
+    return sum(member)
+
+
+def _frame(
+    rows: list[dict[str, Any]], schema: dict[str, pl.DataType], effect: str, key: list[str]
+) -> pl.DataFrame:
     df = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
     df = df.select(list(schema))
     # rank by effect size (absolute, NaN last), then by name: the order is the same for diff(a, b)
@@ -611,6 +865,26 @@ _DWELL_SCHEMA: dict[str, pl.DataType] = {
     "test": _S,
     "note": _S,
 }
+_OUTCOMES_SCHEMA: dict[str, pl.DataType] = {
+    "metric": _S,
+    "cell": _S,
+    "a_mean": _F,
+    "b_mean": _F,
+    "difference": _F,
+    "change": _F,
+    "ci_low": _F,
+    "ci_high": _F,
+    "p_value": _F,
+    "significant": _B,
+    "n_a": _I,
+    "n_b": _I,
+    "p_unadjusted": _F,
+    "p_min": _F,
+    "test": _S,
+    "note": _S,
+    "example_a": _S,
+    "example_b": _S,
+}
 _INVARIANTS_SCHEMA: dict[str, pl.DataType] = {
     "kind": _S,
     "a": _S,
@@ -631,31 +905,47 @@ _INVARIANTS_SCHEMA: dict[str, pl.DataType] = {
 # -- findings ---------------------------------------------------------------------------------
 
 
-def _pct(x: float) -> str:
-    if x != x:
-        return "n/a"
-    v = 100.0 * x
-    if 0 < abs(v) < 1:
-        return f"{v:.1f}%"
-    return f"{v:.0f}%"
+#: outcome labels as people say them
+_OUTCOME_NAMES = {"completion_ms": "completion time", "throughput_mbit": "throughput"}
 
 
-def _ms(x: float) -> str:
-    if x != x:
-        return "n/a"
-    return f"{x:.0f} ms" if x >= 10 else f"{x:.1f} ms"
+def outcome_name(metric: str) -> str:
+    """``completion_ms`` -> ``completion time`` (other labels as they are)."""
+    return _OUTCOME_NAMES.get(metric, metric)
+
+
+def outcome_value(metric: str, x: float) -> str:
+    """An outcome's value in its unit: ``*_ms`` as milliseconds, ``*_mbit`` as Mbit/s."""
+    if metric.endswith("_ms"):
+        return ms(x)
+    if metric.endswith("_mbit"):
+        return "–" if x != x else f"{x:.1f} Mbit/s"
+    return "–" if x != x else f"{x:.4g}"
 
 
 def _findings(d: DiffResult) -> list[Finding]:
     na, nb = d.names
     out: list[Finding] = []
+    for r in d.outcomes.filter(pl.col("significant")).iter_rows(named=True):
+        cell = "" if r["cell"] in ("", "all") else f" in {r['cell']}"
+        out.append(
+            Finding(
+                "outcome",
+                f"{r['metric']}{cell}",
+                f"{outcome_name(r['metric'])}{cell}: {outcome_value(r['metric'], r['a_mean'])} → "
+                f"{outcome_value(r['metric'], r['b_mean'])} ({change(r['change'])}; "
+                f"{format_p(r['p_value'])}, n = {r['n_a']} vs {r['n_b']})",
+                min(1.0, abs(r["change"])) if r["change"] == r["change"] else 0.0,
+                r["p_value"],
+            )
+        )
     for r in d.states.filter(pl.col("significant")).iter_rows(named=True):
         out.append(
             Finding(
                 "state",
                 r["state"],
-                f"{r['state']}: {_pct(r['a_fraction'])} → {_pct(r['b_fraction'])} of time "
-                f"({sig.format_p(r['p_value'])}, n = {r['n_a']} vs {r['n_b']})",
+                f"{r['state']}: {pct(r['a_fraction'])} → {pct(r['b_fraction'])} of time "
+                f"({format_p(r['p_value'])}, n = {r['n_a']} vs {r['n_b']})",
                 abs(r["difference"]),
                 r["p_value"],
             )
@@ -667,9 +957,9 @@ def _findings(d: DiffResult) -> list[Finding]:
             Finding(
                 "edge",
                 f"{r['source']} -> {r['target']}",
-                f"{r['source']} → {r['target']}: {_pct(r['a_probability'])} → "
-                f"{_pct(r['b_probability'])} of exits from {r['source']} "
-                f"({sig.format_p(r['p_value'])}, {r['a_count']} vs {r['b_count']} transitions)",
+                f"{r['source']} → {r['target']}: {pct(r['a_probability'])} → "
+                f"{pct(r['b_probability'])} of exits from {r['source']} "
+                f"({format_p(r['p_value'])}, {r['a_count']} vs {r['b_count']} transitions)",
                 abs(r["difference"]),
                 r["p_value"],
             )
@@ -682,7 +972,7 @@ def _findings(d: DiffResult) -> list[Finding]:
                 "source",
                 r["source"],
                 f"exits from {r['source']} are distributed differently "
-                f"({r['test']}, {sig.format_p(r['p_value'])}, total variation "
+                f"({r['test']}, {format_p(r['p_value'])}, total variation "
                 f"{r['effect']:.2f})",
                 r["effect"],
                 r["p_value"],
@@ -695,8 +985,8 @@ def _findings(d: DiffResult) -> list[Finding]:
             Finding(
                 "dwell",
                 r["state"],
-                f"{r['state']}: median dwell {_ms(r['a_median_ms'])} → {_ms(r['b_median_ms'])} "
-                f"({sig.format_p(r['p_value'])}, n = {r['n_a']} vs {r['n_b']} traces)",
+                f"{r['state']}: median dwell {ms(r['a_median_ms'])} → {ms(r['b_median_ms'])} "
+                f"({format_p(r['p_value'])}, n = {r['n_a']} vs {r['n_b']} traces)",
                 score,
                 r["p_value"],
             )
@@ -713,7 +1003,7 @@ def _findings(d: DiffResult) -> list[Finding]:
                 Finding(
                     "presence",
                     state,
-                    f"{state} appears only in {name} ({_pct(frac)} of time, n = {n})",
+                    f"{state} appears only in {name} ({pct(frac)} of time, n = {n})",
                     frac,
                 )
             )
@@ -727,12 +1017,20 @@ def _findings(d: DiffResult) -> list[Finding]:
                 "invariant",
                 f"{r['a']} {r['kind']} {r['b']}",
                 f"“{r['a']} {r['kind']} {r['b']}” holds in all {n_hold} traces of {holds}, "
-                f"broken in {k} of {n_break} of {breaks} ({sig.format_p(r['p_value'])})",
+                f"broken in {k} of {n_break} of {breaks} ({format_p(r['p_value'])})",
                 r["effect"],
                 r["p_value"],
             )
         )
-    kinds = {"state": 0, "edge": 1, "source": 2, "dwell": 3, "presence": 4, "invariant": 5}
-    # time in state first (the paper's headline quantity), then transitions, dwell, presence and
-    # invariants; by effect size within each kind
+    kinds = {
+        "outcome": 0,
+        "state": 1,
+        "edge": 2,
+        "source": 3,
+        "dwell": 4,
+        "presence": 5,
+        "invariant": 6,
+    }
+    # outcomes first (what users feel), then time in state (the paper's headline quantity),
+    # transitions, dwell, presence and invariants; by effect size within each kind
     return sorted(out, key=lambda f: (kinds[f.kind], -f.score, f.subject))

@@ -1,12 +1,20 @@
-"""Split traces into the groups ``quicsm diff`` and ``quicsm report`` compare.
+"""Split traces into the groups ``quicsm diff`` and ``quicsm report`` compare — over frames it
+is given (reading files is :mod:`quicsm.compare.load`'s job).
 
 Two ways to form groups:
 
-- :func:`compare_paths`: group A is every trace under some paths, group B every trace under others
-  (``quicsm diff A... --vs B...``);
-- :func:`compare_by_label`: one group per value of a label (``--by version``); with more than two
+- :func:`split_paths`: group A is every trace read from some paths, group B every trace read from
+  others (``quicsm diff A... --vs B...``);
+- :func:`split_by_label`: one group per value of a label (``--by version``); with more than two
   values, each value is compared with the previous one in natural order (1.9 before 1.10), or
   every value with a chosen ``baseline``.
+
+Like with like: when the two groups ran different mixes of a condition (``scenario``, …), the
+comparison is stratified by it (every trace is compared only with traces of its own stratum),
+by default or as asked with ``within``; when the strata do not overlap at all, there is nothing
+like-with-like to compare and :class:`~quicsm.core.errors.InputError` names the confounder.
+A condition with one value per group (a different ``stack`` behind ``--by version``) cannot be
+stratified away: it becomes a caveat shown above the findings.
 
 Labels are the per-trace ``labels`` of :func:`quicsm.extract.read.read_traces` (the trace header's
 ``quicsm_labels``, a ``run.json`` sidecar, the qlog's own title / code_version / vantage point),
@@ -18,8 +26,9 @@ joined to the transitions on ``(file, trace)``. The trace table's own columns ``
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -29,6 +38,10 @@ import polars as pl
 from quicsm.core.errors import InputError
 
 OnError = Literal["raise", "skip"]
+
+#: per-trace outcome labels compared as outcomes (the lab's run.json: completion time and
+#: throughput of the transfer)
+OUTCOMES: tuple[str, ...] = ("completion_ms", "throughput_mbit")
 
 #: trace-table columns that also serve as labels
 _BUILTIN_LABELS = ("vantage", "title", "code_version", "format")
@@ -55,12 +68,20 @@ class Group:
 
 @dataclass
 class Comparison:
-    """Group B compared with group A; ``notes`` says what was left out and why."""
+    """Group B compared with group A.
+
+    ``notes`` say what was left out and how the groups were matched; ``caveats`` what the
+    comparison cannot separate (shown above the findings); ``strata`` the stratum of every
+    ``(file, trace)`` when the comparison is stratified by the labels ``within``.
+    """
 
     a: Group
     b: Group
     label: str | None = None
     notes: list[str] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+    within: tuple[str, ...] = ()
+    strata: dict[tuple[str, str], str] | None = None
 
 
 def parse_where(items: Iterable[str]) -> dict[str, str]:
@@ -117,48 +138,25 @@ def _matches(labels: Mapping[str, Any], where: Mapping[str, str]) -> bool:
     return all(k in labels and label_text(labels[k]) in v.split(",") for k, v in where.items())
 
 
-def filter_traces(traces: pl.DataFrame, *, where: Mapping[str, str]) -> pl.DataFrame:
-    """``file, trace, labels`` of the rows of a trace table
-    (:func:`quicsm.extract.read.read_traces`) whose labels satisfy ``where`` (every row when
+def filter_traces(traces: pl.DataFrame, where: Mapping[str, str]) -> pl.DataFrame:
+    """The rows of a ``file, trace, labels`` table whose labels satisfy ``where`` (all rows when
     ``where`` is empty)."""
-    labelled = _labelled_traces(traces)
-    if where:
-        keep = [_matches(orjson.loads(s), where) for s in labelled["labels"].to_list()]
-        labelled = labelled.filter(pl.Series(keep, dtype=pl.Boolean))
-    return labelled
+    if not where:
+        return traces
+    keep = [_matches(orjson.loads(s), where) for s in traces["labels"].to_list()]
+    return traces.filter(pl.Series(keep, dtype=pl.Boolean))
 
 
-def traces_where(
-    paths: Sequence[str], *, where: Mapping[str, str], on_error: OnError
-) -> pl.DataFrame:
-    """``file, trace, labels`` of the traces under ``paths`` whose labels satisfy ``where``
-    (every trace when ``where`` is empty). Reads only the trace headers."""
-    from quicsm.extract.read import read_traces
-
-    return filter_traces(read_traces(list(paths), on_error=on_error), where=where)
+def labelled_traces(traces: pl.DataFrame, *, where: Mapping[str, str]) -> pl.DataFrame:
+    """``file, trace, labels`` of a trace table (:func:`quicsm.extract.read.read_traces`), its
+    built-in columns merged into the labels, filtered by ``where``."""
+    return filter_traces(_labelled_traces(traces), where)
 
 
-#: reads paths into (transitions frame, trace table) — how a parallel engine plugs in
-Reader = Callable[[Sequence[str], OnError], tuple[pl.DataFrame, pl.DataFrame]]
-
-
-def _load(
-    paths: Sequence[str], *, where: Mapping[str, str], on_error: OnError, reader: Reader | None
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Transitions and labelled traces under ``paths``, filtered by ``where``."""
-    from quicsm.extract.read import read_transitions
-
-    if not paths:
-        raise InputError("no input paths given")
-    if reader is not None:
-        transitions, table = reader(paths, on_error)
-        traces = filter_traces(table, where=where)
-    else:
-        traces = traces_where(paths, where=where, on_error=on_error)
-        transitions = read_transitions(list(paths), on_error=on_error)
+def _restrict(transitions: pl.DataFrame, traces: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Transitions of the listed traces, and the traces that have transitions (a trace with no
+    state at all takes no part in the statistics)."""
     transitions = transitions.join(traces.select("file", "trace"), on=["file", "trace"], how="semi")
-    # a trace with no state at all still counts as a trace of its group only if it has
-    # transitions; the trace table keeps only those the statistics see
     traces = traces.join(
         transitions.select("file", "trace").unique(), on=["file", "trace"], how="semi"
     )
@@ -174,35 +172,148 @@ NOT_FACTORS: frozenset[str] = frozenset({
 NOT_FACTOR_PREFIXES = ("files.", "relay.")
 
 
-def confounder_notes(
-    a: Group, b: Group, *, exclude: Iterable[str] = (), max_values: int = 8
-) -> list[str]:
-    """Notes naming experimental conditions (labels such as ``scenario``) whose values differ
-    between the groups: a difference found may come from them rather than from the grouping."""
+def _is_condition(key: str) -> bool:
+    return key not in NOT_FACTORS and not key.startswith(NOT_FACTOR_PREFIXES)
+
+
+def _values(labels: Sequence[Mapping[str, Any]], key: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for d in labels:
+        if key in d:
+            v = label_text(d[key])
+            counts[v] = counts.get(v, 0) + 1
+    return counts
+
+
+def _show(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{v} ×{counts[v]}" for v in sorted(counts, key=natural_key))
+
+
+def _mix_differs(ca: Mapping[str, int], cb: Mapping[str, int]) -> bool:
+    na, nb = sum(ca.values()), sum(cb.values())
+    return any(ca.get(v, 0) * nb != cb.get(v, 0) * na for v in set(ca) | set(cb))
+
+
+def confounders(
+    a: Group, b: Group, *, exclude: Iterable[str] = (), max_values: int = 64
+) -> tuple[list[str], list[str]]:
+    """Condition labels (not run ids or outcomes) whose values are mixed differently in the two
+    groups: ``(stratifiable, fixed)``. *Stratifiable* ones take several values (the groups ran
+    different mixes of them); *fixed* ones take one value per group, so every difference is
+    between those values as much as between the groups."""
     la, lb = a.label_dicts(), b.label_dicts()
     skip = set(exclude)
     keys = sorted({k for d in la + lb for k in d})
-    notes = []
+    mixed, fixed = [], []
     for key in keys:
-        if key in skip or key in NOT_FACTORS or key.startswith(NOT_FACTOR_PREFIXES):
+        if key in skip or not _is_condition(key):
             continue
-        va = {label_text(d[key]) for d in la if key in d}
-        vb = {label_text(d[key]) for d in lb if key in d}
-        if not va or not vb or va == vb or len(va | vb) > max_values:
+        ca, cb = _values(la, key), _values(lb, key)
+        if not ca or not cb or len(set(ca) | set(cb)) > max_values or not _mix_differs(ca, cb):
             continue
-        if len(va) == 1 and len(vb) == 1:
-            continue  # one value per group: a property of the groups themselves
+        if len(ca) == 1 and len(cb) == 1:
+            fixed.append(key)
+        else:
+            mixed.append(key)
+    return mixed, fixed
 
-        def show(values: set[str]) -> str:
-            return ", ".join(sorted(values, key=natural_key))
 
-        notes.append(
-            f"the groups also differ in {key} ({a.name}: {show(va)}; {b.name}: {show(vb)}); "
-            f"differences may come from it — narrow with --where {key}=..."
+def _stratum(labels: Mapping[str, Any], keys: Sequence[str]) -> str:
+    return ", ".join(f"{k}={label_text(labels[k])}" if k in labels else f"{k}=(none)" for k in keys)
+
+
+def _strata(groups: Sequence[Group], keys: Sequence[str]) -> dict[tuple[str, str], str]:
+    out: dict[tuple[str, str], str] = {}
+    for g in groups:
+        for (file, trace), labels in zip(
+            g.traces.select("file", "trace").iter_rows(), g.label_dicts(), strict=True
+        ):
+            out[(str(file), str(trace))] = _stratum(labels, keys)
+    return out
+
+
+def _strata_word(keys: Sequence[str]) -> str:
+    return f"{keys[0]} value(s)" if len(keys) == 1 else "strata"
+
+
+def _distinct_partitions(
+    labels: Sequence[Mapping[str, Any]], keys: Sequence[str]
+) -> tuple[str, ...]:
+    """``keys`` without those that split the traces exactly as an earlier one does (a scenario's
+    rate, delay and queue labels usually move together)."""
+    seen: set[tuple[int, ...]] = set()
+    out = []
+    for key in keys:
+        codes: dict[str, int] = {}
+        part = tuple(codes.setdefault(label_text(d.get(key)), len(codes)) for d in labels)
+        if part not in seen:
+            seen.add(part)
+            out.append(key)
+    return tuple(out)
+
+
+def design(
+    a: Group, b: Group, *, label: str | None, within: Sequence[str] = ()
+) -> tuple[tuple[str, ...], dict[tuple[str, str], str] | None, list[str], list[str]]:
+    """How to compare ``a`` with ``b`` like with like: ``(within, strata, notes, caveats)``.
+
+    With ``within``, the comparison is stratified by those labels. Without, it is stratified by
+    default by the conditions whose mix differs between the groups (``scenario`` alone when it
+    is one of them: the other conditions follow from it), and a note says so. Raises
+    :class:`InputError` naming the confounder when no stratum has traces in both groups.
+    """
+    exclude = {label} if label else set()
+    mixed, fixed = confounders(a, b, exclude=exclude | set(within))
+    notes: list[str] = []
+    caveats: list[str] = []
+    la, lb = a.label_dicts(), b.label_dicts()
+    for key in fixed:
+        (va,), (vb,) = _values(la, key), _values(lb, key)
+        what = f"{label}s" if label else "the two path groups"
+        if key == "stack":
+            caveats.append(
+                f"cross-stack comparison: {a.name} runs {va}, {b.name} runs {vb} — every "
+                f"difference below is between implementations, not only between {what}"
+            )
+        else:
+            caveats.append(
+                f"{a.name} and {b.name} also differ in {key} ({va} vs {vb}): every difference "
+                f"below is between {key} values as much as between {what}"
+            )
+    keys: tuple[str, ...] = tuple(within)
+    default = False
+    if not keys and mixed:
+        keys = ("scenario",) if "scenario" in mixed else _distinct_partitions(la + lb, mixed)
+        default = True
+    for key in keys:
+        if not any(key in d for d in la + lb):
+            raise InputError(f"--within {key}: no trace of either group has the label {key!r}")
+    if not keys:
+        return (), None, notes, caveats
+    strata = _strata((a, b), keys)
+    in_a = {strata[(str(f), str(t))] for f, t in a.traces.select("file", "trace").iter_rows()}
+    in_b = {strata[(str(f), str(t))] for f, t in b.traces.select("file", "trace").iter_rows()}
+    shared = in_a & in_b
+    what = " and ".join(keys)
+    if not shared:
+        mixes = "; ".join(
+            f"{g.name}: {_show(_values(ls, k))}" for k in keys for g, ls in ((a, la), (b, lb))
         )
-    # the named scenario says it best (other conditions usually follow from it)
-    scenario = [n for n in notes if n.startswith("the groups also differ in scenario ")]
-    return scenario or notes[:2]
+        raise InputError(
+            f"the groups differ in {what} ({mixes}) and no {what} has traces in both groups: "
+            f"any difference could come from {what} rather than from the grouping. Narrow "
+            f"both groups to one {what} with --where {keys[0]}=VALUE"
+        )
+    left = sorted((in_a | in_b) - shared, key=natural_key)
+    them = "it" if len(keys) == 1 else "them"
+    how = f"by default, because the groups ran different mixes of {them}" if default else "as asked"
+    text = f"compared within {what} ({how}): {len(shared)} {_strata_word(keys)} in both groups"
+    if left:
+        n_left = sum(1 for s in strata.values() if s in left)
+        shown = ", ".join(left) if len(keys) == 1 and len(left) <= 8 else f"{len(left)} strata"
+        text += f"; left out, present in one group only: {shown} ({n_left} traces)"
+    notes.append(text)
+    return keys, strata, notes, caveats
 
 
 def vantage_notes(
@@ -234,50 +345,58 @@ def _require(group: Group, where: Mapping[str, str]) -> None:
         )
 
 
-def compare_paths(
-    a_paths: Sequence[str],
-    b_paths: Sequence[str],
-    *,
-    where: Mapping[str, str] | None = None,
-    on_error: OnError = "raise",
-    names: tuple[str, str] | None = None,
-    reader: Reader | None = None,
+def _comparison(
+    a: Group, b: Group, *, label: str | None, within: Sequence[str], notes: list[str]
 ) -> Comparison:
-    """Group A = traces under ``a_paths``, group B = traces under ``b_paths``. ``reader``
-    replaces the default reading (:mod:`quicsm.extract.read`), e.g. by a parallel engine."""
+    keys, strata, more, caveats = design(a, b, label=label, within=within)
+    return Comparison(
+        a, b, label=label, notes=notes + more, caveats=caveats, within=keys, strata=strata
+    )
+
+
+def split_paths(
+    a: tuple[pl.DataFrame, pl.DataFrame],
+    b: tuple[pl.DataFrame, pl.DataFrame],
+    *,
+    names: tuple[str, str],
+    paths: tuple[Sequence[str], Sequence[str]] = ((), ()),
+    where: Mapping[str, str] | None = None,
+    within: Sequence[str] = (),
+    metrics: pl.DataFrame | None = None,
+) -> Comparison:
+    """Group A and group B from ``(transitions, traces)`` pairs already read (``traces`` as
+    :func:`labelled_traces` returns them)."""
     where = dict(where or {})
-    if not b_paths:
-        raise InputError("--vs needs at least one path for group B")
-    ta, ra = _load(a_paths, where=where, on_error=on_error, reader=reader)
-    tb, rb = _load(b_paths, where=where, on_error=on_error, reader=reader)
-    if names is None:
-        names = (
-            a_paths[0] if len(a_paths) == 1 else "A",
-            b_paths[0] if len(b_paths) == 1 else "B",
-        )
-        if names[0] == names[1]:
-            names = ("A", "B")
-    a = Group(names[0], ta, ra, list(a_paths))
-    b = Group(names[1], tb, rb, list(b_paths))
-    _require(a, where)
-    _require(b, where)
-    notes = vantage_notes([ta, tb]) + confounder_notes(a, b)
-    return Comparison(a, b, notes=notes)
+    ta, ra = _restrict(a[0], filter_traces(a[1], where))
+    tb, rb = _restrict(b[0], filter_traces(b[1], where))
+    ga = Group(names[0], ta, ra, list(paths[0]), _metrics_of(metrics, ra))
+    gb = Group(names[1], tb, rb, list(paths[1]), _metrics_of(metrics, rb))
+    _require(ga, where)
+    _require(gb, where)
+    return _comparison(ga, gb, label=None, within=within, notes=vantage_notes([ta, tb]))
 
 
-def compare_by_label(
-    paths: Sequence[str],
+def _metrics_of(metrics: pl.DataFrame | None, traces: pl.DataFrame) -> pl.DataFrame | None:
+    if metrics is None:
+        return None
+    return metrics.join(traces.select("file", "trace"), on=["file", "trace"], how="semi")
+
+
+def split_by_label(
+    transitions: pl.DataFrame,
+    traces: pl.DataFrame,
     label: str,
     *,
     where: Mapping[str, str] | None = None,
     baseline: str | None = None,
-    on_error: OnError = "raise",
-    reader: Reader | None = None,
+    within: Sequence[str] = (),
+    paths: Sequence[str] = (),
+    metrics: pl.DataFrame | None = None,
 ) -> list[Comparison]:
-    """One comparison per pair of label values: consecutive in natural order, or each value
-    against ``baseline``. ``reader``: as for :func:`compare_paths`."""
+    """One comparison per pair of label values (consecutive in natural order, or each value
+    against ``baseline``) over traces already read."""
     where = dict(where or {})
-    transitions, traces = _load(paths, where=where, on_error=on_error, reader=reader)
+    transitions, traces = _restrict(transitions, filter_traces(traces, where))
     values: list[str | None] = []
     for s in traces["labels"].to_list():
         labels = orjson.loads(s)
@@ -299,6 +418,8 @@ def compare_by_label(
             f"--baseline {baseline!r}: not a value of label {label!r} "
             f"(values: {', '.join(distinct)})"
         )
+    if label in within:
+        raise InputError(f"--within {label}: that is the label the groups are formed by")
     if baseline is None:
         pairs = list(zip(distinct, distinct[1:], strict=False))
     else:
@@ -307,18 +428,55 @@ def compare_by_label(
     def group(value: str) -> Group:
         rows = traces.filter(pl.col("_value") == value).drop("_value")
         tr = transitions.join(rows.select("file", "trace"), on=["file", "trace"], how="semi")
-        return Group(f"{label}={value}", tr, rows, list(paths))
+        return Group(f"{label}={value}", tr, rows, list(paths), _metrics_of(metrics, rows))
 
     groups = {v: group(v) for v in distinct}
     return [
-        Comparison(
-            groups[x],
-            groups[y],
-            label=label,
-            notes=notes + confounder_notes(groups[x], groups[y], exclude={label}),
-        )
+        _comparison(groups[x], groups[y], label=label, within=within, notes=list(notes))
         for x, y in pairs
     ]
+
+
+def outcomes_frame(comp: Comparison, *, metrics: Sequence[str] = OUTCOMES) -> pl.DataFrame:
+    """Per-trace outcomes (numeric labels such as ``completion_ms``) of both groups, one row per
+    trace and metric: ``file, trace, cell, metric, value``. The cell is the trace's stratum
+    when the comparison is stratified, else its ``scenario`` when it has one, else ``all``.
+    When a group holds server traces only those count (one value per connection: a run's
+    client and server traces carry the same run labels)."""
+    rows: dict[str, list[Any]] = {k: [] for k in ("file", "trace", "cell", "metric", "value")}
+    for g in (comp.a, comp.b):
+        servers = _server_keys(g)
+        for (file, trace), labels in zip(
+            g.traces.select("file", "trace").iter_rows(), g.label_dicts(), strict=True
+        ):
+            if servers and (file, trace) not in servers:
+                continue
+            if comp.strata is not None:
+                cell = comp.strata.get((file, trace), "all")
+            else:
+                cell = label_text(labels["scenario"]) if "scenario" in labels else "all"
+            for metric in metrics:
+                v = labels.get(metric)
+                if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+                    for k, x in zip(rows, (file, trace, cell, metric, float(v)), strict=True):
+                        rows[k].append(x)
+    return pl.DataFrame(
+        rows,
+        schema={
+            "file": pl.String,
+            "trace": pl.String,
+            "cell": pl.String,
+            "metric": pl.String,
+            "value": pl.Float64,
+        },
+    )
+
+
+def _server_keys(group: Group) -> set[tuple[str, str]]:
+    if "vantage" not in group.transitions.columns:
+        return set()
+    servers = group.transitions.filter(pl.col("vantage").cast(pl.String) == "server")
+    return {(str(f), str(t)) for f, t in servers.select("file", "trace").unique().iter_rows()}
 
 
 def group_from_frame(

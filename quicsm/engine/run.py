@@ -51,6 +51,8 @@ class Corpus:
     transitions: pl.DataFrame | None
     #: the merged aggregate, when asked for with ``aggregate=True``
     aggregate: Aggregate | None
+    #: the congestion metrics of the traces kept, when asked for with ``metrics=True``
+    metrics: pl.DataFrame | None
     diagnostics: Diagnostics
     engine: str
     workers: int
@@ -86,6 +88,7 @@ def extract(
     select: Select | None = None,
     rows: bool = False,
     aggregate: bool = True,
+    metrics: bool = False,
     progress: Progress | None = None,
     batch_files: int = BATCH_FILES,
     batch_bytes: int = BATCH_BYTES,
@@ -99,9 +102,10 @@ def extract(
     ``workers`` defaults to every core. ``cache`` uses the partition cache in ``cache_dir``
     (default :func:`quicsm.engine.cache.default_cache_dir`). ``select`` keeps some traces
     (given the traces frame, returns the kept rows). ``rows`` returns the transitions frame,
-    ``aggregate`` the merged :class:`Aggregate`. ``progress(done, total)`` is called with
-    bytes. Errors are :class:`quicsm.core.errors.QuicsmError`: in strict mode (``on_error=
-    "raise"``) a bad file stops the run and is named; with ``"skip"`` it is reported in
+    ``aggregate`` the merged :class:`Aggregate`, ``metrics`` the congestion metrics.
+    ``progress(done, total)`` is called with bytes. Errors are
+    :class:`quicsm.core.errors.QuicsmError`: in strict mode (``on_error="raise"``) a bad file
+    stops the run and is named; with ``"skip"`` it is reported in
     ``diagnostics``.
     """
     if engine not in ENGINES:
@@ -126,6 +130,7 @@ def extract(
             select=select,
             rows=rows,
             aggregate=aggregate,
+            metrics=metrics,
         )
         for b in batches
     ]
@@ -137,6 +142,7 @@ def extract(
     merger = Merger()
     traces_parts: list[pl.DataFrame] = []
     rows_parts: list[pl.DataFrame] = []
+    metrics_parts: list[pl.DataFrame] = []
     diagnostics: list[Diagnostics] = []
     entries: list[pl.DataFrame] = []
     counts = [0, 0]  # files read, files from the cache
@@ -156,6 +162,8 @@ def extract(
         traces_parts.append(result.traces)
         if result.transitions is not None:
             rows_parts.append(result.transitions)
+        if result.metrics is not None:
+            metrics_parts.append(result.metrics)
         if result.aggregate is not None:
             merger.add(result.aggregate)
         diagnostics.append(result.diagnostics)
@@ -205,6 +213,7 @@ def extract(
         traces=traces,
         transitions=transitions,
         aggregate=merger.result() if aggregate else None,
+        metrics=pl.concat(metrics_parts) if metrics and metrics_parts else None,
         diagnostics=merge_diagnostics(diagnostics),
         engine=engine,
         workers=n_workers,

@@ -9,17 +9,18 @@ worker lost mid-run) gives the same result and changes nothing.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import polars as pl
 
-from quicsm.core.diagnostics import MAX_REASONS, Diagnostics
+from quicsm.core.diagnostics import MAX_REASONS, Diagnostics, QuicsmWarning
 from quicsm.core.frames import TRANSITIONS_SCHEMA
 from quicsm.engine.aggregate import Aggregate
 from quicsm.engine.cache import INDEX_SCHEMA, PartitionCache, file_key
 from quicsm.engine.plan import Batch
-from quicsm.extract.read import TRACES_SCHEMA, read_batch
+from quicsm.extract.read import TRACES_SCHEMA, read_batch, read_metrics
 
 #: keeps some traces: gets a traces frame (file, trace, labels, ...), returns the kept rows
 Select = Callable[[pl.DataFrame], pl.DataFrame]
@@ -35,6 +36,8 @@ class TaskSpec:
     select: Select | None = None
     rows: bool = False
     aggregate: bool = True
+    #: also read the congestion metrics (:func:`quicsm.extract.read.read_metrics`; not cached)
+    metrics: bool = False
 
 
 @dataclass
@@ -50,6 +53,7 @@ class TaskResult:
     entries: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=INDEX_SCHEMA))
     read_files: int = 0
     cached_files: int = 0
+    metrics: pl.DataFrame | None = None
 
 
 def merge_diagnostics(parts: Iterable[Diagnostics]) -> Diagnostics:
@@ -141,8 +145,20 @@ def run_task(spec: TaskSpec) -> TaskResult:
     all_traces = all_traces.join(
         all_transitions.select("trace").unique(), on="trace", how="semi", maintain_order="left"
     )
+    metrics = None
+    if spec.metrics:
+        with warnings.catch_warnings():  # what reading reports is in ``diagnostics`` already
+            warnings.simplefilter("ignore", QuicsmWarning)
+            metrics = read_metrics(files, on_error=spec.on_error)
+        metrics = metrics.join(
+            all_traces.select("file", "trace"),
+            on=["file", "trace"],
+            how="semi",
+            maintain_order="left",
+        )
     return TaskResult(
         index=spec.batch.index,
+        metrics=metrics,
         traces=all_traces,
         transitions=all_transitions if spec.rows else None,
         aggregate=Aggregate.of(all_transitions) if spec.aggregate else None,

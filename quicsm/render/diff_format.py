@@ -1,4 +1,6 @@
-"""Text views of a :class:`quicsm.compare.diff.DiffResult`: JSON, Markdown and a terminal table.
+"""Text views of a :class:`quicsm.compare.diff.DiffResult` (and the evidence that explains it):
+JSON, Markdown and a terminal table. Each leads with what changed, then why, then the caveats,
+then the detail.
 
 All three are deterministic (fixed float rounding, fixed order) so they can be golden-tested.
 The JSON layout is documented in ``docs/diff.md``.
@@ -8,16 +10,19 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import polars as pl
 
+from quicsm.compare.diff import outcome_value
+from quicsm.core.numbers import MISSING, change, format_p, ms, pct, pp
 from quicsm.core.version import __version__
-from quicsm.stats.significance import format_p
 
 if TYPE_CHECKING:
     from quicsm.compare.diff import DiffResult
+    from quicsm.compare.evidence import Explanation
 
 #: digits kept for every float in JSON
 _DIGITS = 6
@@ -37,7 +42,32 @@ def _records(df: pl.DataFrame, columns: list[str]) -> list[dict[str, Any]]:
     ]
 
 
-def to_dict(d: DiffResult) -> dict[str, Any]:
+def explanation_dict(e: Explanation) -> dict[str, Any]:
+    return {
+        "change": e.change,
+        "scope": e.scope,
+        "significant": e.significant,
+        "evidence": [
+            {
+                "indicator": v.indicator,
+                "a_mean": _clean(v.a_mean),
+                "b_mean": _clean(v.b_mean),
+                "a_traces": v.a_traces,
+                "b_traces": v.b_traces,
+                "n_a": v.n_a,
+                "n_b": v.n_b,
+                "cliffs_delta": _clean(v.delta),
+                "example_a": v.example_a,
+                "example_b": v.example_b,
+                "unlogged": list(v.unlogged),
+                "sentence": v.sentence,
+            }
+            for v in e.evidence
+        ],
+    }
+
+
+def to_dict(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> dict[str, Any]:
     cols = [c for c in d.invariants.columns if c != "holds_in"]
     inv = {
         side: _records(d.invariants.filter(pl.col("holds_in") == side[-1]), cols)
@@ -51,8 +81,15 @@ def to_dict(d: DiffResult) -> dict[str, Any]:
         },
         "alpha": d.alpha,
         "settings": d.settings,
+        "within": list(d.within),
+        "strata": {k: {"a": v[0], "b": v[1]} for k, v in d.strata.items()},
+        "tests": d.n_tests,
+        "caveats": list(d.caveats),
+        "notes": list(d.notes),
         "any_significant": d.any_significant,
         "summary": [f.sentence for f in d.findings()],
+        "explanations": [explanation_dict(e) for e in explanations],
+        "outcomes": _records(d.outcomes, list(d.outcomes.columns)),
         "states": _records(d.states, list(d.states.columns)),
         "sources": _records(d.sources, list(d.sources.columns)),
         "edges": _records(d.edges, list(d.edges.columns)),
@@ -62,30 +99,12 @@ def to_dict(d: DiffResult) -> dict[str, Any]:
     }
 
 
-def to_json(d: DiffResult) -> str:
-    return orjson.dumps(to_dict(d), option=orjson.OPT_INDENT_2).decode() + "\n"
+def to_json(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> str:
+    doc = to_dict(d, explanations=explanations)
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
 # -- text tables ------------------------------------------------------------------------------
-
-
-def _pct(x: float | None) -> str:
-    if x is None or x != x:
-        return "–"
-    return f"{100 * x:.1f}%"
-
-
-def _pp(x: float | None) -> str:
-    """A difference of fractions in percentage points, signed."""
-    if x is None or x != x:
-        return "–"
-    return f"{100 * x:+.1f} pp"
-
-
-def _ms(x: float | None) -> str:
-    if x is None or x != x:
-        return "–"
-    return f"{x:.1f} ms"
 
 
 def _p(row: dict[str, Any]) -> str:
@@ -98,13 +117,27 @@ def _mark(row: dict[str, Any]) -> str:
 
 def _tables(d: DiffResult) -> list[tuple[str, list[str], list[list[str]]]]:
     a, b = d.names
+    outcomes = [
+        [
+            r["metric"],
+            r["cell"],
+            outcome_value(r["metric"], r["a_mean"]),
+            outcome_value(r["metric"], r["b_mean"]),
+            change(r["change"]),
+            f"{r['n_a']} vs {r['n_b']}",
+            r["test"],
+            _p(r),
+            _mark(r),
+        ]
+        for r in d.outcomes.iter_rows(named=True)
+    ]
     states = [
         [
             r["state"],
-            _pct(r["a_fraction"]),
-            _pct(r["b_fraction"]),
-            _pp(r["difference"]),
-            f"[{_pp(r['ci_low'])}, {_pp(r['ci_high'])}]" if r["ci_low"] == r["ci_low"] else "–",
+            pct(r["a_fraction"]),
+            pct(r["b_fraction"]),
+            pp(r["difference"]),
+            f"[{pp(r['ci_low'])}, {pp(r['ci_high'])}]" if r["ci_low"] == r["ci_low"] else MISSING,
             _p(r),
             _mark(r),
         ]
@@ -115,7 +148,7 @@ def _tables(d: DiffResult) -> list[tuple[str, list[str], list[list[str]]]]:
             r["source"],
             str(r["a_count"]),
             str(r["b_count"]),
-            "–" if r["effect"] is None or r["effect"] != r["effect"] else f"{r['effect']:.3f}",
+            MISSING if r["effect"] is None or r["effect"] != r["effect"] else f"{r['effect']:.3f}",
             r["test"],
             _p(r),
             _mark(r),
@@ -125,9 +158,9 @@ def _tables(d: DiffResult) -> list[tuple[str, list[str], list[list[str]]]]:
     edges = [
         [
             f"{r['source']} → {r['target']}",
-            f"{_pct(r['a_probability'])} ({r['a_count']})",
-            f"{_pct(r['b_probability'])} ({r['b_count']})",
-            _pp(r["difference"]),
+            f"{pct(r['a_probability'])} ({r['a_count']})",
+            f"{pct(r['b_probability'])} ({r['b_count']})",
+            pp(r["difference"]),
             r["test"],
             _p(r),
             _mark(r),
@@ -137,18 +170,28 @@ def _tables(d: DiffResult) -> list[tuple[str, list[str], list[list[str]]]]:
     dwell = [
         [
             r["state"],
-            _ms(r["a_median_ms"]),
-            _ms(r["b_median_ms"]),
-            "–" if r["log2_ratio"] != r["log2_ratio"] else f"×{2 ** r['log2_ratio']:.2f}",
+            ms(r["a_median_ms"]),
+            ms(r["b_median_ms"]),
+            MISSING if r["log2_ratio"] != r["log2_ratio"] else f"×{2 ** r['log2_ratio']:.2f}",
             f"{r['n_a']} vs {r['n_b']}",
             _p(r),
             _mark(r),
         ]
         for r in d.dwell.iter_rows(named=True)
     ]
-    return [
+    tables: list[tuple[str, list[str], list[list[str]]]] = []
+    if outcomes:
+        tables.append(
+            (
+                "Outcomes (mean over traces per cell; relative change of B from A)",
+                ["metric", "cell", a, b, "change", "traces", "test", "p", "significant"],
+                outcomes,
+            )
+        )
+    within = " within strata" if d.within else ""
+    return tables + [
         (
-            "Time in state (mean of per-trace fractions; Welch t-test, Holm)",
+            f"Time in state (mean of per-trace shares; difference{within})",
             ["state", a, b, "difference", "95% CI", "p", "significant"],
             states,
         ),
@@ -163,17 +206,30 @@ def _tables(d: DiffResult) -> list[tuple[str, list[str], list[list[str]]]]:
             edges,
         ),
         (
-            "Dwell time (median over traces of each trace's median; Mann-Whitney U, Holm)",
+            "Dwell time (median over traces of each trace's median dwell)",
             ["state", a, b, "ratio", "traces", "p", "significant"],
             dwell,
         ),
     ]
 
 
-def _summary_lines(d: DiffResult) -> list[str]:
-    lines = [f.sentence for f in d.findings()]
-    if not lines:
-        lines = [f"Nothing differs significantly at α = {d.alpha:g}."]
+def what_changed(d: DiffResult, explanations: Sequence[Explanation] = ()) -> list[str]:
+    """The outcomes that changed most (each with its strongest evidence, and whether it is
+    significant), then the significant changes of the state machine."""
+    lines = [e.headline() for e in explanations if e.kind == "outcome"]
+    covered = any(e.kind == "outcome" and e.significant for e in explanations)
+    for f in d.findings():
+        if f.kind == "outcome" and covered:
+            continue
+        lines.append(f.sentence)
+    if not d.any_significant:
+        lines.append(f"Nothing differs significantly at α = {d.alpha:g}.")
+    return lines
+
+
+def caveat_lines(d: DiffResult) -> list[str]:
+    """How the groups were matched and what was left out or not tested."""
+    lines = list(d.notes)
     untested, total = d.untested()
     if untested:
         reasons = ", ".join(d.untested_reasons())
@@ -181,15 +237,37 @@ def _summary_lines(d: DiffResult) -> list[str]:
     return lines
 
 
+def why_lines(explanations: Sequence[Explanation]) -> list[tuple[str, list[str]]]:
+    """Each explained change (with the traces compared) and its evidence, strongest first."""
+    out = []
+    for e in explanations:
+        items = [v.sentence for v in e.evidence] or [
+            "no indicator separates the groups' traces (|Cliff's δ| < 0.3)"
+        ]
+        out.append((f"{e.change} [{e.scope}]", items))
+    return out
+
+
 def _traces(n: int) -> str:
     return "1 trace" if n == 1 else f"{n} traces"
 
 
-def _header(d: DiffResult) -> str:
+def header(d: DiffResult) -> str:
+    """One line saying what is compared with what, and how significance is decided."""
     a, b = d.names
-    return (
+    text = (
         f"A = {a} ({_traces(d.n_a)}), B = {b} ({_traces(d.n_b)}); α = {d.alpha:g}; "
         "differences are B − A"
+    )
+    if d.within:
+        used = sum(1 for na, nb in d.strata.values() if na and nb)
+        text += f"; compared within {', '.join(d.within)} ({used} shared strata)"
+        left = d.stratified_left_out()
+        if left:
+            text += f", left out (one group only): {', '.join(left)}"
+    family = d.settings.get("family", d.n_tests)
+    return text + (
+        f"; significance: {d.settings.get('policy', '')} ({family} of {d.n_tests} tests)"
     )
 
 
@@ -204,10 +282,25 @@ def md_cell(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
-def to_markdown(d: DiffResult, *, heading: str = "##") -> str:
+def to_markdown(
+    d: DiffResult, *, heading: str = "##", explanations: Sequence[Explanation] = ()
+) -> str:
     out = [f"{heading} quicsm diff: {md_cell(d.names[1])} vs {md_cell(d.names[0])}", ""]
-    out += [md_cell(_header(d)), "", f"{heading}# Summary", ""]
-    out += [f"- {md_cell(s)}" for s in _summary_lines(d)]
+    out += [md_cell(header(d)), ""]
+    out += [f"> **Caution:** {md_cell(c)}" for c in d.caveats]
+    if d.caveats:
+        out.append("")
+    out += [f"{heading}# What changed", ""]
+    out += [f"- {md_cell(s)}" for s in what_changed(d, explanations)]
+    if explanations:
+        out += ["", f"{heading}# Why", ""]
+        for change, items in why_lines(explanations):
+            out.append(f"- {md_cell(change)}")
+            out += [f"  - {md_cell(i)}" for i in items]
+    caveats = caveat_lines(d)
+    if caveats:
+        out += ["", f"{heading}# Caveats", ""]
+        out += [f"- {md_cell(c)}" for c in caveats]
     for title, head, rows in _tables(d):
         out += ["", f"{heading}# {title}", ""]
         if not rows:
@@ -246,9 +339,22 @@ def _presence_lines(d: DiffResult) -> list[str]:
     return lines
 
 
-def to_table(d: DiffResult) -> str:
-    out = [_header(d), "", "Summary:"]
-    out += [f"  - {s}" for s in _summary_lines(d)]
+def to_table(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> str:
+    out = [header(d), ""]
+    out += [f"CAUTION: {c}" for c in d.caveats]
+    if d.caveats:
+        out.append("")
+    out += ["What changed:"]
+    out += [f"  - {s}" for s in what_changed(d, explanations)]
+    if explanations:
+        out += ["", "Why:"]
+        for change, items in why_lines(explanations):
+            out.append(f"  - {change}")
+            out += [f"      · {i}" for i in items]
+    caveats = caveat_lines(d)
+    if caveats:
+        out += ["", "Caveats:"]
+        out += [f"  - {c}" for c in caveats]
     for title, head, rows in _tables(d):
         out += ["", title + ":"]
         if not rows:

@@ -1,9 +1,13 @@
 """The version-to-version comparison report (``quicsm report``): a self-contained HTML page or
 Markdown text built from the same groups as ``quicsm diff``.
 
-Sections: 1 what changed (ranked sentences), 2 side-by-side state machines and a diff graph,
-3 time in state and dwell times, 4 congestion window of a representative trace per group,
+Sections: 1 what changed (outcomes, then the state changes, with the events that explain them,
+then the caveats), 2 side-by-side state machines and a diff graph, 3 time in state and dwell
+times, 4 congestion window of a representative trace per group (same stratum, shared axes),
 5 a scenario-matrix heatmap, 6 methods.
+
+:func:`build_report` runs the comparisons (:func:`quicsm.compare.run.run_comparison`) and infers
+each group's observed model; the sections are composed from those results.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ def build_report(
 ) -> str:
     """The report text. ``generated_at`` and ``command`` are shown in Methods when given (pass
     them in; the report never reads the clock, so the same inputs give the same bytes)."""
+    from quicsm.compare.diff import keyed_transitions
+    from quicsm.compare.run import run_comparison
+    from quicsm.model.inference import infer
     from quicsm.report.html import render_html
     from quicsm.report.markdown import render_markdown
     from quicsm.report.sections import build_views
@@ -42,11 +49,22 @@ def build_report(
         raise InputError(f"report format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if not comparisons:
         raise InputError("nothing to compare")
+    compared = [
+        run_comparison(c, alpha=alpha, seed=seed, permutations=permutations) for c in comparisons
+    ]
+    models = [
+        tuple(
+            infer(keyed_transitions(g.transitions), algorithm="observed")
+            if g.transitions.height
+            else None
+            for g in (c.a, c.b)
+        )
+        for c in comparisons
+    ]
     views = build_views(
-        comparisons,
+        compared,
+        models,  # type: ignore[arg-type]
         alpha=alpha,
-        seed=seed,
-        permutations=permutations,
         matrix=matrix,
         metric=metric,
     )

@@ -9,13 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import polars as pl
-
-from quicsm.core.version import __version__
+from quicsm.core.numbers import format_p, pp
+from quicsm.render.diff_format import caveat_lines, what_changed
 from quicsm.report import fsm, svg
 from quicsm.report.methods import methods_items
+from quicsm.report.page import byline, heading
 from quicsm.report.sections import ComparisonView
-from quicsm.stats import significance as sig
 
 esc = svg.esc
 
@@ -39,6 +38,9 @@ section.comparison > h2 { font-size:20px; margin:28px 0 8px; padding-bottom:6px;
 ol.findings { margin:0; padding-left:22px; }
 ol.findings li { margin:4px 0; }
 ol.findings li.state { font-weight:600; }
+p.caution { background:#fff4e5; border-left:4px solid #c0392b; padding:6px 10px;
+  margin:4px 0 10px; }
+.card h4 { margin:12px 0 4px; font-size:14px; }
 .quiet { color:var(--muted); font-size:13px; }
 .groups { display:flex; gap:24px; flex-wrap:wrap; font-size:13px; margin-bottom:10px; }
 .swatch { display:inline-block; width:11px; height:11px; border-radius:2px; margin-right:5px;
@@ -72,20 +74,17 @@ def render_html(
     generated_at: str | None = None,
     command: str | None = None,
 ) -> str:
-    heading = title or (views[0].title if len(views) == 1 else "version-to-version comparison")
-    sub = [f"quicsm {__version__}"]
-    if generated_at:
-        sub.append(f"generated {generated_at}")
-    sub.append(f"α = {alpha:g}")
+    head = heading(views, title)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; img-src data:\">",
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>quicsm report: {esc(heading)}</title>",
+        f"<title>{esc(head)}</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<header><h1>quicsm report: {esc(heading)}</h1><p>{esc(' · '.join(sub))}</p></header>",
+        f"<header><h1>{esc(head)}</h1>"
+        f"<p>{esc(byline(alpha=alpha, generated_at=generated_at))}</p></header>",
         "<main>",
     ]
     if len(views) > 1:
@@ -129,26 +128,38 @@ def _comparison(view: ComparisonView, index: int, *, alpha: float) -> str:
 
 
 def _summary(view: ComparisonView, *, alpha: float) -> str:
-    findings = view.result.findings()
+    """Outcomes and the state changes that explain them, then the evidence, then the caveats."""
+    r = view.result
     parts: list[str] = []
-    if findings:
-        parts.append('<ol class="findings">')
-        parts += [f'<li class="{f.kind}">{esc(f.sentence)}</li>' for f in findings]
-        parts.append("</ol>")
-    else:
-        parts.append(f"<p>Nothing differs significantly at α = {alpha:g}.</p>")
-    untested = view.result.states.filter(pl.col("p_value").is_null())
-    if untested.height:
-        reasons = sorted({str(n) for n in untested["note"].to_list()})
+    for caveat in view.caveats:
+        parts.append(f'<p class="caution"><b>Caution:</b> {esc(caveat)}</p>')
+    parts.append('<ol class="findings">')
+    parts += [f"<li>{esc(line)}</li>" for line in what_changed(r, view.explanations)]
+    parts.append("</ol>")
+    if view.explanations:
+        parts.append("<h4>Why: the events behind each change</h4>")
+        for e in view.explanations:
+            items = "".join(f"<li>{esc(v.sentence)}</li>" for v in e.evidence) or (
+                "<li>no indicator separates the groups' traces (|Cliff's δ| &lt; 0.3)</li>"
+            )
+            parts.append(
+                f'<details open><summary>{esc(e.change)} <span class="quiet">[{esc(e.scope)}]'
+                f"</span></summary><ul>{items}</ul></details>"
+            )
         parts.append(
-            f'<p class="quiet">Time in state not tested for {untested.height} state(s): '
-            f"{esc('; '.join(reasons))}.</p>"
+            '<p class="quiet">Evidence ranks indicators by Cliff\'s δ = P(B &gt; A) − P(B &lt; A) '
+            "over pairs of traces; it explains, it is not a further test.</p>"
         )
-    for note in view.notes:
-        parts.append(f'<p class="quiet">{esc(note)}</p>')
+    caveats = caveat_lines(r)
+    if caveats:
+        parts.append("<h4>Caveats</h4><ul>")
+        parts += [f'<li class="quiet">{esc(c)}</li>' for c in caveats]
+        parts.append("</ul>")
+    family = r.settings.get("family", r.n_tests)
     parts.append(
-        '<p class="quiet">Differences are B − A; p-values are Holm-corrected within each '
-        "family (states, transitions, dwell times). Details in the tables below and in Methods.</p>"
+        f'<p class="quiet">Differences are B − A. Significance: {esc(r.settings.get("policy", ""))}'
+        f" ({family} of {r.n_tests} tests), at α = {alpha:g}. Details in the tables below and "
+        "in Methods.</p>"
     )
     return "\n".join(parts)
 
@@ -160,8 +171,9 @@ def _fsms(view: ComparisonView) -> str:
         drawing = fsm.render_svg(group.fsm_dot) if group.fsm_dot else "<p>No states.</p>"
         figs.append(
             f"<figure>{drawing}<figcaption><b>{esc(group.name)}</b> "
-            f"({_plural(group.n_traces, 'trace')}): observed model; share of time in red, "
-            "transition probabilities in black</figcaption></figure>"
+            f"({_plural(group.n_traces, 'trace')}): observed model; share of time pooled over "
+            "the group's traces (total time in the state / total time) in red, transition "
+            "probabilities in black</figcaption></figure>"
         )
     states = [s for s in r.states["state"].to_list()]
     shift = {
@@ -211,7 +223,7 @@ def _tables(view: ComparisonView) -> str:
             f'<td class="num">{_num(e["a_probability"], ".3f")} ({e["a_count"]})</td>'
             f'<td class="num">{_num(e["b_probability"], ".3f")} ({e["b_count"]})</td>'
             f'<td class="num">{_num(e["difference"], "+.3f")}</td><td>{esc(e["test"])}</td>'
-            f"<td>{esc(sig.format_p(e['p_value'], note=e['note']))}</td></tr>"
+            f"<td>{esc(format_p(e['p_value'], note=e['note']))}</td></tr>"
         )
     src_rows = []
     for s in r.sources.iter_rows(named=True):
@@ -220,7 +232,7 @@ def _tables(view: ComparisonView) -> str:
             f'<tr{cls}><td>{esc(s["source"])}</td><td class="num">{s["a_count"]}</td>'
             f'<td class="num">{s["b_count"]}</td><td class="num">{_num(s["effect"], ".3f")}</td>'
             f"<td>{esc(s['test'])}</td>"
-            f"<td>{esc(sig.format_p(s['p_value'], note=s['note']))}</td></tr>"
+            f"<td>{esc(format_p(s['p_value'], note=s['note']))}</td></tr>"
         )
     return (
         "<details><summary>Transition tables (ranked by effect size)</summary>"
@@ -237,9 +249,9 @@ def _time_in_state(view: ComparisonView) -> str:
     r = view.result
     bars = []
     for s in r.states.iter_rows(named=True):
-        note = sig.format_p(s["p_value"], note=s["note"])
+        note = format_p(s["p_value"], note=s["note"])
         if s["significant"]:
-            note += f"  {100 * s['difference']:+.1f} pp"
+            note += f"  {pp(s['difference'])}"
         bars.append(
             svg.Bar(
                 label=s["state"],
@@ -253,7 +265,7 @@ def _time_in_state(view: ComparisonView) -> str:
     boxes = []
     for d in r.dwell.iter_rows(named=True):
         q = view.dwell_quantiles.get(d["state"], (None, None))
-        note = sig.format_p(d["p_value"], note=d["note"])
+        note = format_p(d["p_value"], note=d["note"])
         if d["log2_ratio"] == d["log2_ratio"] and d["log2_ratio"] is not None:
             note += f"  ×{2 ** d['log2_ratio']:.2f}"
         boxes.append(
@@ -261,17 +273,19 @@ def _time_in_state(view: ComparisonView) -> str:
         )
     return (
         svg.time_in_state_bars(bars, names=r.names)
-        + '<p class="quiet">Mean of per-trace time shares with 95% confidence intervals; '
-        "ranked by the size of the difference; Welch's t-test, Holm-corrected.</p>"
+        + '<p class="quiet">Mean of per-trace time shares (each trace counts once; not the '
+        "pooled share of the state machines above) with 95% confidence intervals; ranked by "
+        "the size of the difference; the test of each row is in the tables of the diff.</p>"
         + svg.dwell_boxes(boxes, names=r.names)
         + '<p class="quiet">Dwell time of each visit: whiskers p10–p90, box p25–p75, line '
-        "median (log scale). Test: Mann-Whitney U on each trace's median dwell, "
-        "Holm-corrected; the ratio is B's median over A's.</p>"
+        "median (log scale). Test: Mann-Whitney U on each trace's median dwell (or its "
+        "stratified form); the ratio is B's median over A's.</p>"
     )
 
 
 def _series(view: ComparisonView) -> str:
     figs = []
+    t_max, y_top = view.axes if view.axes is not None else (None, None)
     for g in view.groups:
         if g.representative is None:
             figs.append(f"<figure><p>{esc(g.name)}: {esc(g.series_note)}</p></figure>")
@@ -279,7 +293,7 @@ def _series(view: ComparisonView) -> str:
         file, trace = g.representative
         chart = ""
         if g.series is not None and g.series.times_ms:
-            chart = svg.congestion_chart(g.series, title=g.name)
+            chart = svg.congestion_chart(g.series, title=g.name, t_max=t_max, y_top=y_top)
         where = trace if trace.startswith(file) else f"{trace} of {file}"
         caption = f"<b>{esc(g.name)}</b>: trace {esc(where)}"
         if g.representative_title:
@@ -287,12 +301,19 @@ def _series(view: ComparisonView) -> str:
         if g.series_note:
             caption += f" — {esc(g.series_note)}"
         figs.append(f"<figure>{chart}<figcaption>{caption}</figcaption></figure>")
+    scope = (
+        f"Both traces come from <b>{esc(view.stratum)}</b>"
+        + (" (where the first change above was found)" if view.explanations else "")
+        + " and share their axes. "
+        if view.stratum is not None
+        else "Both charts share their axes. "
+    )
     return (
         "".join(figs)
-        + '<p class="quiet">The representative trace of a group is the one whose time-in-state '
-        "profile is closest (L1 distance) to the group's mean profile. Coloured bands: the "
-        "state at each moment; × at the bottom: packets declared lost; ▼ at the top: probe "
-        "timeouts (RFC 9002 §6.2).</p>"
+        + f'<p class="quiet">{scope}The representative trace of a group is the one whose '
+        "time-in-state profile is closest (L1 distance) to the mean profile of the group's "
+        "traces there. Coloured bands: the state at each moment; × at the bottom: packets "
+        "declared lost; ▼ at the top: probe timeouts (RFC 9002 §6.2).</p>"
     )
 
 
@@ -315,8 +336,8 @@ def _matrix(view: ComparisonView, *, a: str, b: str) -> str:
         f'<p class="legend">Each cell: (mean in {esc(b)} − mean in {esc(a)}) / mean in {esc(a)}. '
         '<b class="up">Red</b>: lower in B, <b class="down">blue</b>: higher in B (for '
         "completion time, red means B is faster, as in the paper's Fig. 6); white: not "
-        "significant after Holm correction over the cells, or too few traces. The last numbers "
-        "are the traces in A/B.</p>"
+        f"significant, or too few traces. The last numbers are the traces in A/B. "
+        f"{esc(m.note)}.</p>"
     )
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from quicsm.render import diff_format
-from quicsm.render.diff_format import md_cell
+from quicsm.render.diff_format import md_cell, to_markdown
 from quicsm.report.methods import methods_items
+from quicsm.report.page import byline, heading
 from quicsm.report.sections import ComparisonView
 
 
@@ -18,11 +18,19 @@ def render_markdown(
     generated_at: str | None = None,
     command: str | None = None,
 ) -> str:
-    heading = title or (views[0].title if len(views) == 1 else "version-to-version comparison")
-    out = [f"# quicsm report: {md_cell(heading)}", ""]
+    out = [f"# {md_cell(heading(views, title))}", ""]
+    out += [md_cell(byline(alpha=alpha, generated_at=generated_at)), ""]
     for view in views:
-        out.append(diff_format.to_markdown(view.result, heading="##").rstrip("\n"))
+        out.append(
+            to_markdown(view.result, heading="##", explanations=view.explanations).rstrip("\n")
+        )
         out += ["", "### Representative traces", ""]
+        where = f"both from {md_cell(view.stratum)}, " if view.stratum is not None else ""
+        out.append(
+            f"The trace of each group closest to its mean time-in-state profile ({where}"
+            "charts in the HTML report share their axes):"
+        )
+        out.append("")
         for g in view.groups:
             if g.representative is None:
                 out.append(f"- {md_cell(g.name)}: {md_cell(g.series_note)}")

@@ -24,45 +24,65 @@ def methods_items(
     command: str | None,
 ) -> list[tuple[str, str]]:
     settings = views[0].result.settings if views else {}
+    policy = settings.get("policy", "")
     items = [
+        (
+            "Outcomes",
+            "per scenario (or stratum), the mean over traces of each run's completion time and "
+            "throughput; Welch's t-test, or an exact permutation test over traces when they can "
+            "be split between the groups in few ways",
+        ),
         (
             "Time in state",
             "per trace, the share of the trace's duration spent in each state (the last state "
-            "lasts until the trace's last event); group value = mean over traces with a 95% "
-            "t interval; Welch's unequal-variance t-test, Holm-corrected across states",
+            "lasts until the trace's last event); group value = mean of per-trace shares with a "
+            "95% t interval; Welch's t-test (exact permutation test when the splits are few)",
         ),
         (
             "Transitions",
             "per source state, the counts of each outgoing transition (end of trace included): "
-            f"G-test on the pooled counts, divided by the mean design effect (Rao-Scott "
-            "correction for transitions clustering within traces), when every expected count "
+            "G-test on the pooled counts, divided by the Rao-Scott mean design effect "
+            "(transitions cluster within traces), when every expected count "
             f"is at least {sig.MIN_EXPECTED:g}; otherwise a permutation test that shuffles whole "
             "traces "
             f"between the groups ({settings.get('permutations', '?')} random splits, or all "
             "splits when there are fewer; seed "
             f"{settings.get('seed', '?')}); per transition the same test on (this transition, "
-            "any other exit); Holm-corrected across source states and across transitions",
+            "any other exit)",
         ),
         (
             "Dwell time",
-            "Mann-Whitney U test on each trace's median dwell per state, Holm-corrected "
-            "across states",
+            "Mann-Whitney U test on each trace's median dwell per state",
         ),
         (
             "Invariants",
-            "AlwaysFollowedBy / NeverFollowedBy / AlwaysPrecedes mined in each group (Synoptic); "
-            "listed when they hold in one group and not the other, over states both visit; "
-            "Fisher's exact test on the number of traces breaking them, Holm-corrected",
+            "AlwaysFollowedBy / NeverFollowedBy / AlwaysPrecedes mined in each group (Synoptic), "
+            "INITIAL and TERMINAL included; listed when they hold in one group and not the "
+            "other, over states both visit; Fisher's exact test on the traces breaking them",
         ),
         (
-            "Thresholds",
-            f"significant when the Holm-corrected p < α = {alpha:g}; no test when a group has "
-            f'fewer than {settings.get("min_n", sig.MIN_N)} traces (said as "n=2 < 3: no test")',
+            "Within strata",
+            "when the groups ran different mixes of a condition (or with --within), every test "
+            "compares each trace only with traces of its own stratum: the stratified shift "
+            "(Cochran-Mantel-Haenszel weights; van Elteren for dwell times)",
+        ),
+        (
+            "Error control",
+            f"{policy}; significant when the adjusted p < α = {alpha:g}; no test when a group "
+            f"has fewer than {settings.get('min_n', sig.MIN_N)} traces "
+            '(said as "n=2 < 3: no test")',
+        ),
+        (
+            "Evidence",
+            "per explained change, indicators read from the events (spurious losses, loss "
+            "triggers, PTOs, episodes, cap hits, application-limited time) ranked by Cliff's "
+            "delta between the groups' traces; descriptive, not tested",
         ),
         (
             "Scenario matrix",
-            "per cell, Welch's t-test of the metric (server traces only when a group has them: "
-            "one value per connection), Holm-corrected across cells",
+            "an outcome over the scenarios uses the comparison's own outcome tests; other "
+            "matrices test each cell on its own (server traces only when a group has them) with "
+            "Holm over the cells of the matrix",
         ),
     ]
     for v in views:

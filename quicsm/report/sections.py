@@ -1,5 +1,6 @@
-"""The numbers behind each section of the comparison report, computed once and shared by the
-HTML and Markdown writers."""
+"""The numbers behind each section of the comparison report, composed from the results it is
+handed (:class:`quicsm.compare.run.Compared` and each group's observed model) and shared by the
+HTML and Markdown writers. Nothing here reads files or runs a comparison."""
 
 from __future__ import annotations
 
@@ -9,23 +10,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import orjson
 import polars as pl
 
-from quicsm.compare.diff import DiffResult, diff
+from quicsm.compare.diff import DiffResult, fractions, keyed_transitions, split_key
+from quicsm.compare.evidence import Explanation
 from quicsm.compare.grouping import (
     NOT_FACTOR_PREFIXES,
     NOT_FACTORS,
+    OUTCOMES,
     Comparison,
     Group,
     label_text,
     natural_key,
 )
-from quicsm.core.errors import QuicsmError
+from quicsm.compare.run import Compared
+from quicsm.core.numbers import format_p
+from quicsm.model.tables import Model
 from quicsm.report import svg
 from quicsm.stats import significance as sig
-
-_SEP = "\x1f"
 
 #: labels that never make a scenario-matrix axis: run ids, outcomes, and what groups usually
 _NOT_AXES = NOT_FACTORS | {"stack", "version"}
@@ -74,6 +76,12 @@ class ComparisonView:
     matrix: Matrix | None
     matrix_note: str
     notes: list[str] = field(default_factory=list)
+    explanations: list[Explanation] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+    #: the stratum (or scenario) the representative traces come from; None: every trace
+    stratum: str | None = None
+    #: shared axes of the representative traces' charts: (end ms, largest bytes)
+    axes: tuple[float, float] | None = None
 
     @property
     def title(self) -> str:
@@ -81,25 +89,23 @@ class ComparisonView:
 
 
 def build_views(
-    comparisons: Sequence[Comparison],
+    compared: Sequence[Compared],
+    models: Sequence[tuple[Model | None, Model | None]],
     *,
     alpha: float,
-    seed: int,
-    permutations: int,
     matrix: tuple[str, str | None] | None,
     metric: str | None,
 ) -> list[ComparisonView]:
+    """One view per comparison, from its results and each group's observed model."""
+    from quicsm.render.dot import model_to_dot
+
     views = []
-    for comp in comparisons:
-        result = diff(
-            comp.a.transitions,
-            comp.b.transitions,
-            alpha=alpha,
-            seed=seed,
-            permutations=permutations,
-            names=(comp.a.name, comp.b.name),
-        )
-        ga, gb = _group_view(comp.a), _group_view(comp.b)
+    for done, pair in zip(compared, models, strict=True):
+        comp, result = done.comparison, done.result
+        stratum = _stratum(comp, done.explanations)
+        dots = tuple("" if m is None else model_to_dot(m, title="") for m in pair)
+        ga = _group_view(comp, comp.a, dots[0], stratum)
+        gb = _group_view(comp, comp.b, dots[1], stratum)
         mat, note = _matrix(comp, result, alpha=alpha, axes=matrix, metric=metric)
         views.append(
             ComparisonView(
@@ -110,74 +116,83 @@ def build_views(
                 matrix=mat,
                 matrix_note=note,
                 notes=list(comp.notes),
+                explanations=list(done.explanations),
+                caveats=list(comp.caveats),
+                stratum=stratum,
+                axes=_shared_axes(ga.series, gb.series),
             )
         )
     return views
 
 
-# -- keyed per-trace statistics ---------------------------------------------------------------
+# -- representative traces --------------------------------------------------------------------
 
 
-def _keyed(df: pl.DataFrame) -> pl.DataFrame:
-    return df.with_columns(
-        pl.concat_str([pl.col("file").fill_null(""), pl.lit(_SEP), pl.col("trace")]).alias("trace")
-    )
+def _cell_of(comp: Comparison, group: Group) -> dict[tuple[str, str], str]:
+    """(file, trace) -> stratum, or scenario, of the group's traces (empty: neither)."""
+    if comp.strata is not None:
+        return {k: v for k, v in comp.strata.items()}
+    out = {}
+    for key, labels in zip(
+        group.traces.select("file", "trace").iter_rows(), _labels(group), strict=True
+    ):
+        if "scenario" in labels:
+            out[(str(key[0]), str(key[1]))] = label_text(labels["scenario"])
+    return out
 
 
-def _fractions(group: Group) -> pl.DataFrame:
-    """key, file, trace, state, fraction (positive-duration traces only)."""
-    from quicsm.stats.descriptive import time_in_state
-
-    if group.transitions.height == 0:
-        return pl.DataFrame(
-            schema={
-                "key": pl.String,
-                "file": pl.String,
-                "trace": pl.String,
-                "state": pl.String,
-                "fraction": pl.Float64,
-            }
+def _stratum(comp: Comparison, explanations: Sequence[Explanation]) -> str | None:
+    """Where the representative traces come from: the stratum of the first explained change,
+    else the stratum (or scenario) with the most traces in both groups; None: every trace."""
+    for e in explanations:
+        if e.cell is not None:
+            return e.cell
+    ca, cb = _cell_of(comp, comp.a), _cell_of(comp, comp.b)
+    shared: dict[str, int] = {}
+    for c in set(ca.values()) & set(cb.values()):
+        shared[c] = min(
+            sum(1 for v in ca.values() if v == c), sum(1 for v in cb.values() if v == c)
         )
-    tis = time_in_state(_keyed(group.transitions)).filter(pl.col("fraction").is_not_null())
-    parts = pl.col("trace").str.split_exact(_SEP, 1)
-    return tis.select(
-        pl.col("trace").alias("key"),
-        parts.struct.field("field_0").alias("file"),
-        parts.struct.field("field_1").alias("trace"),
-        pl.col("state").cast(pl.String),
-        "fraction",
-    )
+    if not shared:
+        return None
+    return sorted(shared, key=lambda c: (-shared[c], natural_key(c)))[0]
 
 
-def representative_trace(group: Group) -> tuple[str, str] | None:
-    """The trace whose time-in-state profile is closest (L1) to its group's mean profile.
+def representative_trace(
+    group: Group, *, candidates: set[tuple[str, str]] | None = None
+) -> tuple[str, str] | None:
+    """The trace whose time-in-state profile is closest (L1) to the mean profile of the
+    candidates (default: every trace of the group).
 
-    When the group holds server traces, only those are candidates: in the lab the server sends
+    When the candidates include server traces, only those count: in the lab the server sends
     the data, so its congestion window is the one that matters.
     """
-    fr = _fractions(group)
-    if "vantage" in group.transitions.columns:
-        servers = (
-            group.transitions.filter(pl.col("vantage").cast(pl.String) == "server")
-            .select(pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String))
-            .unique()
-        )
-        if servers.height:
-            fr = fr.join(servers, on=["file", "trace"], how="semi")
-    if fr.height == 0:
+    keyed = keyed_transitions(group.transitions)
+    if keyed.height == 0:
         return None
-    wide = fr.pivot(on="state", index=["key", "file", "trace"], values="fraction").fill_null(0.0)
-    wide = wide.sort("key")
-    states = [c for c in wide.columns if c not in ("key", "file", "trace")]
-    m = wide.select(states).to_numpy()
-    dist = np.abs(m - m.mean(axis=0)).sum(axis=1)
-    best = int(np.argmin(dist))  # first of equals: keys are sorted
-    return (str(wide["file"][best]), str(wide["trace"][best]))
+    states = sorted({str(s) for s in keyed["state"].cast(pl.String).unique().to_list()})
+    ids, m = fractions(keyed, states)
+    keys = [split_key(k) for k in ids]
+    keep = [candidates is None or k in candidates for k in keys]
+    servers = _server_keys(group)
+    if any(k in servers for k, ok in zip(keys, keep, strict=True) if ok):
+        keep = [ok and k in servers for k, ok in zip(keys, keep, strict=True)]
+    rows = [i for i, ok in enumerate(keep) if ok]
+    if not rows:
+        return None
+    sub = m[rows]
+    dist = np.abs(sub - sub.mean(axis=0)).sum(axis=1)
+    best = rows[int(np.argmin(dist))]  # first of equals: keys are sorted
+    return keys[best]
 
 
-def _group_view(group: Group) -> GroupView:
+def _group_view(comp: Comparison, group: Group, dot: str, stratum: str | None) -> GroupView:
     files = sorted({str(f) for f in group.traces["file"].to_list()}) if group.traces.height else []
-    rep = representative_trace(group)
+    candidates = None
+    if stratum is not None:
+        cells = _cell_of(comp, group)
+        candidates = {k for k, v in cells.items() if v == stratum}
+    rep = representative_trace(group, candidates=candidates)
     series, note = (None, "no trace with states")
     if rep is not None:
         series, note = _series(group, rep)
@@ -188,30 +203,25 @@ def _group_view(group: Group) -> GroupView:
         ):
             if (file, trace) == rep and isinstance(labels.get("title"), str):
                 title = labels["title"]
-    return GroupView(group.name, group.n_traces, files, rep, series, note, _fsm_dot(group), title)
+    return GroupView(group.name, group.n_traces, files, rep, series, note, dot, title)
 
 
-def _fsm_dot(group: Group) -> str:
-    from quicsm.model.inference import infer
-    from quicsm.render.dot import model_to_dot
-
-    if group.transitions.height == 0:
-        return ""
-    model = infer(_keyed(group.transitions), algorithm="observed")
-    return model_to_dot(model, title="")
+def _shared_axes(*series: svg.Series | None) -> tuple[float, float] | None:
+    ends: list[float] = []
+    tops: list[float] = []
+    for s in series:
+        if s is None or not s.times_ms:
+            continue
+        ends += [*s.times_ms, *(b[1] for b in s.bands)]
+        tops += [v for v in (*s.cwnd_bytes, *s.in_flight_bytes) if v is not None]
+    if not ends:
+        return None
+    return (max(ends), max(tops) if tops else 1.0)
 
 
 def _series(group: Group, rep: tuple[str, str]) -> tuple[svg.Series | None, str]:
     file, trace = rep
     metrics = group.metrics
-    if metrics is None:
-        try:
-            from quicsm.extract.read import read_metrics
-
-            metrics = read_metrics([file])
-        except (QuicsmError, OSError) as exc:
-            return None, f"metrics could not be read: {exc}"
-    m = metrics.filter((pl.col("file") == file) & (pl.col("trace") == trace)).sort("time_ms")
     tr = group.transitions.filter((pl.col("file") == file) & (pl.col("trace") == trace))
     tr = tr.sort("time_ms")
     times = tr["time_ms"].to_list()
@@ -221,6 +231,9 @@ def _series(group: Group, rep: tuple[str, str]) -> tuple[svg.Series | None, str]
         (float(t), float(times[i + 1]) if i + 1 < len(times) else end, s)
         for i, (t, s) in enumerate(zip(times, states, strict=True))
     ]
+    if metrics is None:
+        return svg.Series([], [], [], [], [], bands), "the metrics of this trace were not read"
+    m = metrics.filter((pl.col("file") == file) & (pl.col("trace") == trace)).sort("time_ms")
     upd = m.filter(pl.col("cwnd_bytes").is_not_null() | pl.col("bytes_in_flight").is_not_null())
     losses = m.filter(pl.col("event") == "packet_lost")["time_ms"].to_list()
     ptos = m.filter(pl.col("event") == "pto")["time_ms"].to_list()
@@ -249,7 +262,9 @@ def _dwell_quantiles(
     for g, group in enumerate((a, b)):
         if group.transitions.height == 0:
             continue
-        d = dwell_times(_keyed(group.transitions)).with_columns(pl.col("state").cast(pl.String))
+        d = dwell_times(keyed_transitions(group.transitions)).with_columns(
+            pl.col("state").cast(pl.String)
+        )
         q = d.group_by("state").agg(
             [
                 pl.col("dwell_ms").quantile(p, "linear").alias(f"q{p}")
@@ -265,7 +280,7 @@ def _dwell_quantiles(
 
 
 def _labels(group: Group) -> list[dict[str, Any]]:
-    return [orjson.loads(s) for s in group.traces["labels"].to_list()]
+    return group.label_dicts()
 
 
 def choose_axes(comp: Comparison, *, exclude: set[str]) -> tuple[str, str | None] | None:
@@ -316,12 +331,8 @@ def choose_axes(comp: Comparison, *, exclude: set[str]) -> tuple[str, str | None
 def _metric_values(group: Group, metric: str) -> dict[tuple[str, str], float]:
     """(file, trace) -> value of the metric: ``state:NAME`` (time share) or a numeric label."""
     if metric.startswith("state:"):
-        state = metric.split(":", 1)[1]
-        fr = _fractions(group)
-        keys = fr.select("file", "trace").unique()
-        vals = fr.filter(pl.col("state") == state)
-        got = {(f, t): v for f, t, v in vals.select("file", "trace", "fraction").iter_rows()}
-        return {(f, t): float(got.get((f, t), 0.0)) for f, t in keys.iter_rows()}
+        ids, m = fractions(keyed_transitions(group.transitions), [metric.split(":", 1)[1]])
+        return {split_key(k): float(v) for k, v in zip(ids, m[:, 0].tolist(), strict=True)}
     out: dict[tuple[str, str], float] = {}
     for (file, trace), labels in zip(
         group.traces.select("file", "trace").iter_rows(), _labels(group), strict=True
@@ -398,12 +409,29 @@ def _matrix(
             buckets.setdefault(cell, ([], []))[g].append(values[key])
     rows = sorted({r for r, _ in buckets}, key=natural_key)
     cols = sorted({c for _, c in buckets}, key=natural_key)
+    # the comparison's own outcome tests, under its one error-control policy, when the matrix
+    # is the outcome's cells; otherwise a descriptive family of its own (Holm over the cells)
+    own = _outcome_tests(comp, result, metric=metric, row_key=row_key, col_key=col_key)
+    cells: dict[tuple[str, str], svg.Cell] = {}
+    if own is not None:
+        note = "tests: the comparison's outcome tests (one Holm family with every other test)"
+        for cell, (xa, xb) in buckets.items():
+            r = own.get(cell[0])
+            if r is None:
+                continue
+            pct = 100.0 * r["change"] if r["change"] == r["change"] else None
+            p = r["p_value"]
+            text = (
+                format_p(p, note=r["note"]) if p is None or p < alpha else f"n.s. ({format_p(p)})"
+            )
+            text += f" · {len(xa)}/{len(xb)}"
+            cells[cell] = svg.Cell(pct, bool(r["significant"]), text, (len(xa), len(xb)))
+        return Matrix(row_key, col_key, rows, cols, cells, metric, note), ""
     tests = {}
     for cell, (xa, xb) in buckets.items():
-        tests[cell] = sig.welch(xa, xb)
+        tests[cell] = sig.mean_shift(xa, xb)
     order = sorted(tests)
     adjusted = sig.holm([tests[c].result.p_value for c in order])
-    cells: dict[tuple[str, str], svg.Cell] = {}
     for cell, p in zip(order, adjusted, strict=True):
         xa, xb = buckets[cell]
         w = tests[cell]
@@ -414,7 +442,32 @@ def _matrix(
         if p is None:
             text = w.result.note or "no test"
         else:
-            text = sig.format_p(p) if p < alpha else f"n.s. ({sig.format_p(p)})"
+            text = format_p(p) if p < alpha else f"n.s. ({format_p(p)})"
         text += f" · {len(xa)}/{len(xb)}"
         cells[cell] = svg.Cell(pct, p is not None and p < alpha, text, (len(xa), len(xb)))
-    return Matrix(row_key, col_key, rows, cols, cells, metric), ""
+    note = (
+        "tests: per cell, exact permutation or Welch; Holm over the cells of this matrix only "
+        "(a descriptive view, outside the comparison's family)"
+    )
+    return Matrix(row_key, col_key, rows, cols, cells, metric, note), ""
+
+
+def _outcome_tests(
+    comp: Comparison, result: DiffResult, *, metric: str, row_key: str, col_key: str | None
+) -> dict[str, dict[str, Any]] | None:
+    """The result's outcome rows by cell, when the matrix shows one of them over its cells."""
+    if metric not in OUTCOMES or col_key is not None:
+        return None
+    cell_label = "scenario" if comp.strata is None else None
+    if comp.strata is not None and tuple(comp.within) == (row_key,):
+        cell_label = row_key
+    if cell_label != row_key:
+        return None
+    rows = result.outcomes.filter(pl.col("metric") == metric)
+    out = {}
+    for r in rows.iter_rows(named=True):
+        cell = r["cell"]
+        if comp.strata is not None:
+            cell = cell.split("=", 1)[1] if "=" in cell else cell
+        out[cell] = r
+    return out or None

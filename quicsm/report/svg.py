@@ -281,8 +281,18 @@ def _polyline(xs: list[float], ys: list[float | None], colour: str, width: float
     )
 
 
-def congestion_chart(series: Series, *, title: str, max_points: int = 2500) -> str:
-    """cwnd and bytes in flight over time, states as coloured bands, losses and PTOs marked."""
+def congestion_chart(
+    series: Series,
+    *,
+    title: str,
+    max_points: int = 2500,
+    t_max: float | None = None,
+    y_top: float | None = None,
+) -> str:
+    """cwnd and bytes in flight over time, states as coloured bands, losses and PTOs marked.
+
+    ``t_max`` (ms) and ``y_top`` (bytes) fix the axes, so that charts drawn side by side share
+    them (default: this series' own extent)."""
     width, height = 820.0, 300.0
     left, right, top, bottom = 70.0, 20.0, 30.0, 64.0
     pw, ph = width - left - right, height - top - bottom
@@ -292,6 +302,10 @@ def congestion_chart(series: Series, *, title: str, max_points: int = 2500) -> s
     t0 = min([*series.times_ms, *(b[0] for b in series.bands), 0.0])
     ys = [v for v in (*series.cwnd_bytes, *series.in_flight_bytes) if v is not None]
     y_max = max(ys) * 1.08 if ys else 1.0
+    if t_max is not None:
+        t_end = max(t_end, t_max)
+    if y_top is not None:
+        y_max = max(y_max, y_top * 1.08)
 
     def x(t: float) -> float:
         return left + pw * (t - t0) / (t_end - t0 if t_end > t0 else 1.0)

@@ -44,8 +44,10 @@ binomial variance ``p(1−p)/Σn`` is the design effect ``deff`` (floored at 1, 
 never narrower than plain Wilson); the Wilson interval is then computed with ``n_eff = Σn / deff``.
 We chose this over a trace-level bootstrap because it respects the same dependence structure, is
 closed-form (no resampling seed, byte-identical output, fast on 10⁷ transitions) and, being
-Wilson, stays inside [0, 1] and behaves at p = 0 or 1. With a single trace (``m = 1``) the
-dependence cannot be estimated and the interval is plain Wilson.
+Wilson, stays inside [0, 1]. At p = 0 or 1 the design effect cannot be estimated (both
+variances are 0), so the interval counts each trace once (``n_eff = m``, see
+:mod:`quicsm.stats.intervals`). With a single trace (``m = 1``) the dependence cannot be
+estimated and the interval is plain Wilson.
 
 Dwell-time quantiles use linear interpolation between order statistics.
 """
@@ -60,6 +62,11 @@ import polars as pl
 
 from quicsm.core.errors import ModelError
 from quicsm.core.states import CANONICAL_STATES, STATE_DTYPE
+from quicsm.stats.intervals import Z95 as Z95
+from quicsm.stats.intervals import effective_n_expr, wilson_expr
+
+#: the Wilson interval as polars expressions (see :mod:`quicsm.stats.intervals`)
+wilson_interval = wilson_expr
 
 INITIAL: Final[str] = "INITIAL"
 TERMINAL: Final[str] = "TERMINAL"
@@ -69,8 +76,6 @@ NODE_LABELS: Final[tuple[str, ...]] = (INITIAL, *CANONICAL_STATES, TERMINAL)
 LABEL_DTYPE: Final[pl.Enum] = pl.Enum(list(NODE_LABELS))
 _TERMINAL_CODE: Final[int] = len(NODE_LABELS) - 1
 
-#: two-sided 95 % normal quantile.
-Z95: Final[float] = 1.959963984540054
 
 _STATE_LABELS = pl.Series("state", list(CANONICAL_STATES), dtype=STATE_DTYPE)
 _NODE_LABELS = pl.Series("label", list(NODE_LABELS), dtype=LABEL_DTYPE)
@@ -472,15 +477,6 @@ def transition_counts(transitions: pl.DataFrame | pl.LazyFrame | Visits) -> pl.D
     )
 
 
-def wilson_interval(p: pl.Expr, n: pl.Expr, *, z: float = Z95) -> tuple[pl.Expr, pl.Expr]:
-    """Wilson score interval for a proportion ``p`` over ``n`` (possibly fractional) trials."""
-    z2 = z * z
-    denom = 1 + z2 / n
-    center = (p + z2 / (2 * n)) / denom
-    half = (z / denom) * ((p * (1 - p) / n + z2 / (4 * n * n)).clip(lower_bound=0)).sqrt()
-    return (center - half).clip(lower_bound=0.0), (center + half).clip(upper_bound=1.0)
-
-
 def transition_probabilities(transitions: pl.DataFrame | pl.LazyFrame | Visits) -> pl.DataFrame:
     """Transition probabilities of the observed chain with 95 % cluster-robust Wilson intervals.
 
@@ -529,16 +525,10 @@ def probabilities_from_sums(
     p = pl.col("count") / pl.col("n")
     df = df.with_columns(p.alias("probability"))
     p = pl.col("probability")
-    resid = (pl.col("syy") - 2 * p * pl.col("syn") + p * p * pl.col("snn")).clip(lower_bound=0)
-    var_cluster = pl.col("m") / (pl.col("m") - 1) * resid / (pl.col("n") ** 2)
-    var_binom = p * (1 - p) / pl.col("n")
-    deff = (
-        pl.when((pl.col("m") > 1) & (var_binom > 0))
-        .then(var_cluster / var_binom)
-        .otherwise(1.0)
-        .clip(lower_bound=1.0)
+    n_eff = effective_n_expr(
+        p, pl.col("n"), pl.col("m"), pl.col("syy"), pl.col("syn"), pl.col("snn")
     )
-    df = df.with_columns((pl.col("n") / deff).alias("n_eff"))
+    df = df.with_columns(n_eff.alias("n_eff"))
     low, high = wilson_interval(p, pl.col("n_eff"))
     return (
         df.sort("src", "tgt")

@@ -20,10 +20,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
+from quicsm.core.numbers import format_p as format_p
+from quicsm.stats.intervals import mean_design_effect
+
 #: fewest traces per group for any test.
 MIN_N = 3
 #: a contingency table whose expected counts are all at least this uses the G-test.
 MIN_EXPECTED = 5.0
+#: Mann-Whitney is exact (over every split) up to this many values per group, without ties
+_MW_EXACT = 8
 #: cells of one block of permutation draws (bounds the memory of a permutation test)
 _MASK_CELLS = 2_000_000
 
@@ -36,6 +41,10 @@ class TestResult:
     p_value: float | None
     statistic: float | None = None
     note: str = ""
+    #: the smallest p-value this test could have given with these traces (over every possible
+    #: assignment of them to the groups): 0 for tests on a continuous scale, 2/252 for an exact
+    #: test over 5 vs 5 distinct traces, 1 when every assignment looks the same
+    p_min: float = 0.0
 
     __test__ = False  # not a pytest class
 
@@ -99,7 +108,7 @@ def welch(
     se2 = va / na + vb / nb
     if se2 <= 0.0:
         if diff == 0.0:
-            return WelchResult(0.0, 0.0, 0.0, TestResult("welch", 1.0, 0.0, "no variance"))
+            return WelchResult(0.0, 0.0, 0.0, TestResult("welch", 1.0, 0.0, "no variance", 1.0))
         return WelchResult(diff, diff, diff, TestResult("welch", None, note="no variance: no test"))
     se = math.sqrt(se2)
     df = se2**2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1))
@@ -107,6 +116,152 @@ def welch(
     p = float(2.0 * sps.t.sf(abs(t), df))
     half = float(sps.t.ppf(0.5 + level / 2, df)) * se
     return WelchResult(diff, diff - half, diff + half, TestResult("welch", p, t))
+
+
+def splits(n_a: int, n_b: int) -> int:
+    """How many ways ``n_a + n_b`` traces can be split into groups of ``n_a`` and ``n_b``."""
+    return math.comb(n_a + n_b, n_a)
+
+
+def _subset_sums(x: np.ndarray, k: int) -> np.ndarray:
+    """The sum of every ``k``-subset of ``x`` (in :func:`itertools.combinations` order)."""
+    n = x.size
+    if k == 0:
+        return np.zeros(1)
+    idx = np.fromiter(
+        itertools.chain.from_iterable(itertools.combinations(range(n), k)),
+        dtype=np.int64,
+        count=math.comb(n, k) * k,
+    ).reshape(-1, k)
+    return x[idx].sum(axis=1)
+
+
+def mean_shift(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    *,
+    min_n: int = MIN_N,
+    permutations: int = 4999,
+    level: float = 0.95,
+) -> WelchResult:
+    """``mean(b) - mean(a)`` tested over traces: an exact permutation test (every split of the
+    traces between the groups) when there are at most ``permutations`` splits, else Welch's
+    t-test. The interval is Welch's in both cases."""
+    w = welch(a, b, min_n=min_n, level=level)
+    xa = np.asarray(a, dtype=float)
+    xb = np.asarray(b, dtype=float)
+    if w.result.p_value is None and not w.result.note.startswith("no variance"):
+        return w
+    if splits(xa.size, xb.size) > permutations:
+        return w
+    p, p_min = _exact_shift([xa], [xb])
+    result = TestResult("permutation (exact)", p, note=w.result.note, p_min=p_min)
+    return WelchResult(w.difference, w.ci_low, w.ci_high, result)
+
+
+def _exact_shift(
+    a_parts: Sequence[np.ndarray], b_parts: Sequence[np.ndarray]
+) -> tuple[float, float]:
+    """Exact two-sided p-value of the stratum-weighted difference of means over every split
+    that keeps each stratum's group sizes, and the smallest p-value any split could give."""
+    observed = 0.0
+    every = np.zeros(1)
+    for xa, xb in zip(a_parts, b_parts, strict=True):
+        na, nb = xa.size, xb.size
+        n = na + nb
+        w = na * nb / n
+        values = np.concatenate([xa, xb])
+        total = float(values.sum())
+        sums = _subset_sums(values, nb)  # B's sum under every split
+        d = sums / nb - (total - sums) / na
+        observed += w * (float(xb.mean()) - float(xa.mean()))
+        every = (every[:, None] + w * d[None, :]).ravel()
+    eps = 1e-9 * max(1.0, abs(observed))
+    size = every.size
+    extreme = float(np.abs(every).max())
+    p_min = float(np.count_nonzero(np.abs(every) >= extreme - 1e-9 * max(1.0, extreme))) / size
+    return float(np.count_nonzero(np.abs(every) >= abs(observed) - eps)) / size, p_min
+
+
+def stratified_shift(
+    a: Sequence[float] | np.ndarray,
+    a_strata: Sequence[str],
+    b: Sequence[float] | np.ndarray,
+    b_strata: Sequence[str],
+    *,
+    min_n: int = MIN_N,
+    permutations: int = 4999,
+    level: float = 0.95,
+) -> WelchResult:
+    """Is B shifted against A *within* strata? One number per trace, compared only with traces
+    of the same stratum, combined over strata.
+
+    The statistic is ``T = Σ_s w_s (mean_b,s − mean_a,s)`` with ``w_s = n_a,s n_b,s / N_s``
+    (the Cochran-Mantel-Haenszel weights: on 0/1 values this is the CMH test, on ranks within
+    strata van Elteren's). Under the null that the grouping does not matter inside a stratum,
+    shuffling traces within strata leaves ``T`` centred on 0 with variance ``Σ_s w_s S_s²``
+    (``S_s²`` the variance of all values in the stratum). The p-value is exact (every such
+    shuffle) when there are at most ``permutations`` of them, else from the normal
+    approximation. ``difference`` is ``T / Σ w_s``, the weighted mean within-stratum
+    difference, with a normal interval from the within-group variances.
+
+    Strata without traces in both groups carry no information and are left out; fewer than
+    ``min_n`` traces in a group over the remaining strata: no test.
+    """
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    sa, sb = np.asarray(a_strata, dtype=object), np.asarray(b_strata, dtype=object)
+    shared = sorted(set(sa.tolist()) & set(sb.tolist()))
+    parts_a = [xa[sa == s] for s in shared]
+    parts_b = [xb[sb == s] for s in shared]
+    na, nb = sum(p.size for p in parts_a), sum(p.size for p in parts_b)
+    note = too_few(na, nb, min_n=min_n)
+    if note:
+        if not shared:
+            note = "no stratum with traces in both groups: no test"
+        return WelchResult(math.nan, math.nan, math.nan, TestResult("stratified", None, note=note))
+    weights, diffs, null_var, se2 = [], [], 0.0, 0.0
+    for pa, pb in zip(parts_a, parts_b, strict=True):
+        n = pa.size + pb.size
+        w = pa.size * pb.size / n
+        weights.append(w)
+        diffs.append(float(pb.mean() - pa.mean()))
+        null_var += w * (float(np.concatenate([pa, pb]).var(ddof=1)) if n > 1 else 0.0)
+        va = float(pa.var(ddof=1)) if pa.size > 1 else 0.0
+        vb = float(pb.var(ddof=1)) if pb.size > 1 else 0.0
+        se2 += w * w * (va / pa.size + vb / pb.size)
+    total_w = float(sum(weights))
+    stat = float(np.dot(weights, diffs))
+    estimate = stat / total_w
+    z_level = float(sps.norm.ppf(0.5 + level / 2))
+    half = z_level * math.sqrt(se2) / total_w
+    if null_var <= 0.0:
+        return WelchResult(
+            estimate,
+            estimate,
+            estimate,
+            TestResult("stratified", 1.0, 0.0, "all values equal", 1.0),
+        )
+    count = math.prod(splits(pa.size, pb.size) for pa, pb in zip(parts_a, parts_b, strict=True))
+    z = stat / math.sqrt(null_var)
+    strata_note = f"{len(shared)} strata" if len(shared) != 1 else "1 stratum"
+    if count <= permutations:
+        p, p_min = _exact_shift(parts_a, parts_b)
+        result = TestResult("stratified (exact)", p, z, strata_note, p_min)
+    else:
+        result = TestResult("stratified", float(2.0 * sps.norm.sf(abs(z))), z, strata_note)
+    return WelchResult(estimate, estimate - half, estimate + half, result)
+
+
+def ranks_within(values: np.ndarray, strata: Sequence[str]) -> np.ndarray:
+    """Mid-ranks of ``values`` inside each stratum, scaled to (0, 1) by ``N_s + 1`` (the
+    van Elteren scores)."""
+    x = np.asarray(values, dtype=float)
+    st = np.asarray(strata, dtype=object)
+    out = np.zeros_like(x)
+    for s in set(st.tolist()):
+        mask = st == s
+        out[mask] = sps.rankdata(x[mask]) / (int(mask.sum()) + 1)
+    return out
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
@@ -122,6 +277,38 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
         running = max(running, min(1.0, (m - rank) * p))
         out[i] = running
     return out
+
+
+def holm_tarone(
+    p_values: Sequence[float | None], p_mins: Sequence[float], *, alpha: float
+) -> tuple[list[float | None], list[bool]]:
+    """Holm over the tests that could reach significance (Tarone's rule for discrete tests).
+
+    A test whose smallest attainable p-value (:attr:`TestResult.p_min`) is above ``α/K`` can
+    never be significant, so it need not dilute the others: ``K`` is the smallest number such
+    that at most ``K`` tests have ``p_min <= α/K`` (Tarone, Biometrics 1990), and Holm runs over
+    those tests. The smallest attainable p-values depend only on which traces there are, not on
+    how they fall into the groups, so choosing the family this way keeps the family-wise error
+    rate at ``α``. Returns the adjusted p-values (Holm inside the family; ``min(1, K p)`` outside
+    it, never below ``α``) and whether each test is in the family.
+    """
+    tested = [i for i, p in enumerate(p_values) if p is not None]
+    k = 1
+    while k < len(tested) and sum(1 for i in tested if p_mins[i] <= alpha / k) > k:
+        k += 1
+    family = [i for i in tested if p_mins[i] <= alpha / k]
+    inside = holm([p_values[i] for i in family])
+    out: list[float | None] = [None] * len(p_values)
+    member = [False] * len(p_values)
+    for i, p in zip(family, inside, strict=True):
+        out[i] = p
+        member[i] = True
+    for i in tested:
+        if not member[i]:
+            p = p_values[i]
+            assert p is not None
+            out[i] = max(min(1.0, k * p), min(1.0, alpha))
+    return out, member
 
 
 def g_statistic(table: np.ndarray) -> float:
@@ -168,10 +355,12 @@ def contingency_test(
     - G-test (log-likelihood chi-square) on the pooled 2 x k table when every expected count is
       at least :data:`MIN_EXPECTED`, with the Rao-Scott first-order correction for clustering:
       G is divided by the mean design effect of the cell proportions (see
-      :func:`design_effect`), because transitions of one trace are not independent draws;
+      :func:`quicsm.stats.intervals.mean_design_effect`), because transitions of one trace are
+      not independent draws, unless the traces can be split between the groups in at most
+      ``permutations`` ways;
     - otherwise a permutation test over traces with the G statistic: whole traces are shuffled
       between the groups (exactly, over every split, when there are at most ``permutations``
-      splits), so small counts and within-trace dependence do not invalidate it;
+      splits), so small counts, few traces and within-trace dependence do not invalidate it;
     - fewer than ``min_n`` contributing traces in a group: no test.
 
     Categories observed in neither group are dropped; a single remaining category means the
@@ -188,47 +377,17 @@ def contingency_test(
     keep = table.sum(axis=0) > 0
     table, a, b = table[:, keep], a[:, keep], b[:, keep]
     if table.shape[1] < 2:
-        return TestResult("identical", 1.0, 0.0, "one outcome in both groups")
+        return TestResult("identical", 1.0, 0.0, "one outcome in both groups", 1.0)
     total = table.sum()
     expected = np.outer(table.sum(axis=1), table.sum(axis=0)) / total
     g = g_statistic(table)
-    if float(expected.min()) >= MIN_EXPECTED:
+    few_splits = math.comb(a.shape[0] + b.shape[0], a.shape[0]) <= permutations
+    if float(expected.min()) >= MIN_EXPECTED and not few_splits:
         dof = table.shape[1] - 1
-        deff = design_effect(a, b)
+        deff = mean_design_effect(a, b)
         p = float(sps.chi2.sf(g / deff, dof))
         return TestResult("g-test", p, g, f"design effect {deff:.2f}" if deff > 1.0 else "")
     return _permutation(np.vstack([a, b]), a.shape[0], g, permutations=permutations, seed=seed)
-
-
-def design_effect(a: np.ndarray, b: np.ndarray) -> float:
-    """Mean design effect of the category proportions of two groups of traces (floored at 1).
-
-    For each category j and group, with ``y_ij`` the count of j in trace i, ``N_i`` the trace's
-    total, ``N = sum N_i``, ``m`` traces and ``p_j = sum y_ij / N``: the cluster-robust
-    (ratio-estimator) variance of ``p_j`` is ``m/(m-1) * sum (y_ij - p_j N_i)^2 / N^2`` and the
-    multinomial one ``p_j (1 - p_j) / N``. The design effect of the difference of the two
-    groups' ``p_j`` is the ratio of the sums of these variances over both groups; its mean over
-    categories divides the G statistic (Rao & Scott, JASA 1981, first-order correction) — the
-    same design-effect idea as the transition-probability intervals of
-    :mod:`quicsm.stats.descriptive`.
-    Floored at 1, so the correction never makes the test less conservative than plain G.
-    """
-    cluster = np.zeros(a.shape[1])
-    binomial = np.zeros(a.shape[1])
-    for g in (a, b):
-        m = g.shape[0]
-        n_i = g.sum(axis=1)
-        n = n_i.sum()
-        if m < 2 or n <= 0:
-            continue
-        p = g.sum(axis=0) / n
-        resid = g - np.outer(n_i, p)
-        cluster += m / (m - 1) * (resid**2).sum(axis=0) / n**2
-        binomial += p * (1 - p) / n
-    ok = binomial > 0
-    if not ok.any():
-        return 1.0
-    return max(1.0, float(np.mean(cluster[ok] / binomial[ok])))
 
 
 def _permutation(
@@ -254,7 +413,9 @@ def _permutation(
             masks[row, list(combo)] = 1.0
         g = _g_statistics(masks @ units, totals)
         p = float(np.count_nonzero(g >= observed - eps)) / splits
-        return TestResult("permutation (exact)", p, observed)
+        top = float(g.max())
+        p_min = float(np.count_nonzero(g >= top - 1e-9 * max(1.0, top))) / splits
+        return TestResult("permutation (exact)", p, observed, p_min=p_min)
     # A random split only matters through the sum of the traces drawn, and traces with equal
     # counts are interchangeable: drawing m traces at random is a multivariate hypergeometric
     # draw over the distinct count rows. Same distribution as shuffling, at a cost that grows
@@ -271,7 +432,7 @@ def _permutation(
         extreme += int(np.count_nonzero(g >= observed - eps))
         done += rows
     p = (1.0 + extreme) / (permutations + 1.0)
-    return TestResult("permutation", p, observed)
+    return TestResult("permutation", p, observed, p_min=1.0 / (permutations + 1.0))
 
 
 def mann_whitney(
@@ -284,9 +445,16 @@ def mann_whitney(
     if note:
         return TestResult("mann-whitney", None, note=note)
     if np.ptp(np.concatenate([xa, xb])) == 0.0:
-        return TestResult("mann-whitney", 1.0, float(xa.size * xb.size) / 2, "all values equal")
-    res = sps.mannwhitneyu(xa, xb, alternative="two-sided")
-    return TestResult("mann-whitney", float(res.pvalue), float(res.statistic))
+        return TestResult(
+            "mann-whitney", 1.0, float(xa.size * xb.size) / 2, "all values equal", 1.0
+        )
+    small = max(xa.size, xb.size) <= _MW_EXACT and np.unique(np.concatenate([xa, xb])).size == (
+        xa.size + xb.size
+    )
+    method = "exact" if small else "asymptotic"
+    res = sps.mannwhitneyu(xa, xb, alternative="two-sided", method=method)
+    p_min = min(1.0, 2.0 / splits(int(xa.size), int(xb.size))) if small else 0.0
+    return TestResult("mann-whitney", float(res.pvalue), float(res.statistic), p_min=p_min)
 
 
 def fisher_traces(k_a: int, n_a: int, k_b: int, n_b: int, *, min_n: int = MIN_N) -> TestResult:
@@ -296,25 +464,9 @@ def fisher_traces(k_a: int, n_a: int, k_b: int, n_b: int, *, min_n: int = MIN_N)
     if note:
         return TestResult("fisher", None, note=note)
     res = sps.fisher_exact([[k_a, n_a - k_a], [k_b, n_b - k_b]], alternative="two-sided")
-    return TestResult("fisher", float(res.pvalue), float(res.statistic))
-
-
-def wilson(successes: int, n: int, *, level: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a proportion (``(nan, nan)`` when ``n == 0``)."""
-    if n <= 0:
-        return (math.nan, math.nan)
-    z = float(sps.norm.ppf(0.5 + level / 2))
-    p = successes / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
-def format_p(p: float | None, *, note: str = "") -> str:
-    """``"p < 0.001"``, ``"p = 0.013"`` or the plain reason no test was run."""
-    if p is None:
-        return note or "no test"
-    if p < 0.001:
-        return "p < 0.001"
-    return f"p = {p:.3f}"
+    k = k_a + k_b  # the margins are fixed: any k_a' with k_a' + k_b' = k could have been seen
+    p_min = min(
+        float(sps.fisher_exact([[x, n_a - x], [k - x, n_b - k + x]]).pvalue)
+        for x in range(max(0, k - n_b), min(k, n_a) + 1)
+    )
+    return TestResult("fisher", float(res.pvalue), float(res.statistic), p_min=p_min)

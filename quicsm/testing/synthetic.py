@@ -255,3 +255,44 @@ def write_synoptic_log(transitions: pl.DataFrame, path: str | Path) -> int:
             out.write("\n".join(states))
             out.write("\n")
     return seqs.height
+
+
+def lossy_profile(base: Profile | None = None) -> Profile:
+    """A loss-heavy variant of ``base``: it loops between CongestionAvoidance and Recovery
+    (CongestionAvoidance → Recovery 0.9, Recovery → CongestionAvoidance 0.97), so a few long
+    traces hold most transitions, as traces from a lossy network do."""
+    base = base or Profile()
+    return base.with_transition("CongestionAvoidance", "Recovery", 0.9).with_transition(
+        "Recovery", "CongestionAvoidance", 0.97
+    )
+
+
+def stratified_groups(
+    mix_a: Mapping[str, int],
+    mix_b: Mapping[str, int],
+    *,
+    seed: int,
+    profiles: Mapping[str, Profile],
+    b_profiles: Mapping[str, Profile] | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[tuple[str, str], str]]:
+    """Two groups of traces from several conditions (strata), in the mixes given
+    (``{"lossy": 8, "clean": 2}``): every trace of stratum *s* follows ``profiles[s]`` — in
+    group B ``b_profiles[s]`` when given (a within-stratum effect). Returns both transitions
+    frames (``file`` = ``<stratum>.sqlog``, ``<group>`` in the trace id) and the stratum of
+    every ``(file, trace)``."""
+    strata: dict[tuple[str, str], str] = {}
+    frames: list[pl.DataFrame] = []
+    for g, (mix, chosen) in enumerate(((mix_a, profiles), (mix_b, b_profiles or profiles))):
+        parts = []
+        for k, (stratum, n) in enumerate(sorted(mix.items())):
+            if n <= 0:
+                continue
+            part = generate_transitions(n, seed=seed + 1000 * g + 97 * k, profile=chosen[stratum])
+            part = part.with_columns(
+                pl.lit(f"{stratum}.sqlog").alias("file"),
+                (pl.lit("ab"[g] + "-") + pl.col("trace")).alias("trace"),
+            )
+            strata.update({(f"{stratum}.sqlog", t): stratum for t in part["trace"].unique()})
+            parts.append(part)
+        frames.append(pl.concat(parts) if parts else generate_transitions(0, seed=seed))
+    return frames[0], frames[1], strata

@@ -1,0 +1,445 @@
+"""Why did it change? The events behind a change, per trace, compared between the groups.
+
+For a change found by :func:`quicsm.compare.diff.diff` — a significant finding, or one of the
+largest outcome changes — :func:`explain` compares the traces of both groups (in the change's
+stratum or scenario when it has one) on indicators read from the events behind the states:
+
+- *spurious losses*: packets declared lost and later acknowledged (``spurious_loss`` events,
+  logged by producers that detect them), and state changes the stack made because of one
+  (transitions whose trigger is ``spurious_loss``: the undo of a congestion response);
+- *loss detection*: packets declared lost by the time threshold and by the packet (reordering)
+  threshold of RFC 9002 §6.1;
+- *probe timeouts* (RFC 9002 §6.2), *Recovery episodes*, *cwnd cap hits* (entries into
+  CongestionAvoidanceMaxed) and the share of time *application-limited*;
+- the *outcomes* of the transfer (completion time, throughput), when the labels carry them.
+
+Indicators are ranked by how cleanly they separate the groups: Cliff's δ = P(B > A) − P(B < A)
+over pairs of traces (1: every trace of B above every trace of A). They are evidence for an
+explanation, not further tests: their p-values would be part of no error-control policy, so
+none are given. Each comes with example trace ids to open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from quicsm.compare.diff import (
+    DiffResult,
+    fractions,
+    keyed_transitions,
+    outcome_name,
+    outcome_value,
+    split_key,
+)
+from quicsm.compare.grouping import OUTCOMES, Comparison, Group, label_text
+from quicsm.core.numbers import format_p
+
+__all__ = ["Evidence", "Explanation", "explain", "indicators"]
+
+#: how many of the largest outcome changes are explained besides the significant findings
+TOP_OUTCOMES = 2
+#: smallest |Cliff's δ| for an indicator to count as evidence
+MIN_DELTA = 0.3
+#: most indicators shown per change
+MAX_EVIDENCE = 5
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One indicator compared between the groups."""
+
+    indicator: str
+    a_mean: float
+    b_mean: float
+    a_traces: int  # traces of A where the indicator is non-zero
+    b_traces: int
+    n_a: int
+    n_b: int
+    delta: float  # Cliff's δ of B against A
+    example_a: str  # trace ids
+    example_b: str
+    unit: str = "per trace"
+    #: the groups (``"A"``, ``"B"``) none of whose traces log this kind of event at all: a
+    #: producer may not log it, so its 0 may mean "not logged" rather than "never happened"
+    unlogged: tuple[str, ...] = ()
+
+    @property
+    def short(self) -> str:
+        """``indicator a → b`` in a few words."""
+        if self.unit == "share":
+            return f"{self.indicator} {100 * self.a_mean:.1f}% → {100 * self.b_mean:.1f}%"
+        if self.unit.startswith("outcome:"):
+            metric = self.unit.split(":", 1)[1]
+            a, b = outcome_value(metric, self.a_mean), outcome_value(metric, self.b_mean)
+            return f"{self.indicator} {a} → {b}"
+        logged = f" (none logged in {', '.join(self.unlogged)})" if self.unlogged else ""
+        return f"{self.indicator} {self.a_mean:.1f} → {self.b_mean:.1f} {self.unit}{logged}"
+
+    @property
+    def sentence(self) -> str:
+        if self.unit == "share":
+            values = (
+                f"{100 * self.a_mean:.1f}% → {100 * self.b_mean:.1f}% of time "
+                "(mean of per-trace shares)"
+            )
+        elif self.unit.startswith("outcome:"):
+            metric = self.unit.split(":", 1)[1]
+            values = (
+                f"{outcome_value(metric, self.a_mean)} → {outcome_value(metric, self.b_mean)} "
+                "(mean over traces)"
+            )
+        else:
+            values = (
+                f"{self.a_mean:.1f} → {self.b_mean:.1f} {self.unit} (non-zero in "
+                f"{self.a_traces} of {self.n_a} vs {self.b_traces} of {self.n_b} traces)"
+            )
+        caution = "".join(
+            f"; none logged in any trace of {g} (not logged, or never happened)"
+            for g in self.unlogged
+        )
+        return (
+            f"{self.indicator}: {values}; Cliff's δ {self.delta:+.2f}; "
+            f"e.g. {self.example_b} (B), {self.example_a} (A){caution}"
+        )
+
+
+@dataclass
+class Explanation:
+    """The evidence behind one change."""
+
+    change: str  # the change in words
+    scope: str  # which traces were compared
+    significant: bool
+    evidence: list[Evidence] = field(default_factory=list)
+    kind: str = "outcome"  # or the kind of the finding explained (state, edge, ...)
+    cell: str | None = None  # the stratum or scenario compared (None: every trace)
+
+    def headline(self, *, evidence: int = 2) -> str:
+        """The change and its strongest evidence in one sentence."""
+        if not self.evidence:
+            return self.change
+        why = "; ".join(e.short for e in self.evidence[:evidence])
+        return f"{self.change} — why: {why} [{self.scope}]"
+
+
+# -- per-trace indicators ---------------------------------------------------------------------
+
+_Counter = Callable[[pl.DataFrame], pl.DataFrame]
+
+
+def _count_events(event: str, trigger: str | None = None) -> _Counter:
+    def count(metrics: pl.DataFrame) -> pl.DataFrame:
+        m = metrics.filter(pl.col("event") == event)
+        if trigger is not None:
+            m = m.filter(pl.col("trigger") == trigger)
+        return m.group_by("file", "trace").agg(pl.len().cast(pl.Float64).alias("value"))
+
+    return count
+
+
+#: indicator name -> (source, how to count it per trace, unit)
+_METRIC_INDICATORS: tuple[tuple[str, _Counter], ...] = (
+    ("spurious losses (declared lost, later acknowledged)", _count_events("spurious_loss")),
+    ("packets declared lost", _count_events("packet_lost")),
+    ("losses by time threshold", _count_events("packet_lost", "time_threshold")),
+    ("losses by packet threshold", _count_events("packet_lost", "reordering_threshold")),
+    ("probe timeouts", _count_events("pto")),
+)
+
+
+def _entries(state: str) -> _Counter:
+    def count(transitions: pl.DataFrame) -> pl.DataFrame:
+        t = transitions.filter(pl.col("state").cast(pl.String) == state)
+        return t.group_by("file", "trace").agg(pl.len().cast(pl.Float64).alias("value"))
+
+    return count
+
+
+def _triggered(trigger: str) -> _Counter:
+    def count(transitions: pl.DataFrame) -> pl.DataFrame:
+        t = transitions.filter(pl.col("trigger") == trigger)
+        return t.group_by("file", "trace").agg(pl.len().cast(pl.Float64).alias("value"))
+
+    return count
+
+
+_TRANSITION_INDICATORS: tuple[tuple[str, _Counter], ...] = (
+    ("state changes undoing a spurious loss", _triggered("spurious_loss")),
+    ("Recovery episodes", _entries("Recovery")),
+    ("cwnd cap hits (entries into CongestionAvoidanceMaxed)", _entries("CongestionAvoidanceMaxed")),
+    ("RetransmissionTimeout episodes", _entries("RetransmissionTimeout")),
+)
+
+
+def indicators(
+    group: Group, keys: Sequence[tuple[str, str]]
+) -> tuple[dict[str, tuple[str, np.ndarray]], set[str]]:
+    """Every indicator's value for each trace of ``keys`` (in that order): name -> (unit,
+    values), and the event indicators of which the group's traces log none at all. Event
+    indicators only when the group has metrics."""
+    frame = pl.DataFrame(
+        {"file": [k[0] for k in keys], "trace": [k[1] for k in keys]},
+        schema={"file": pl.String, "trace": pl.String},
+    )
+
+    def per_trace(counted: pl.DataFrame) -> np.ndarray:
+        joined = frame.join(
+            counted.select(
+                pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String), "value"
+            ),
+            on=["file", "trace"],
+            how="left",
+            maintain_order="left",
+        )
+        return joined["value"].fill_null(0.0).to_numpy()
+
+    out: dict[str, tuple[str, np.ndarray]] = {}
+    unlogged: set[str] = set()
+    tr = group.transitions.with_columns(
+        pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String)
+    )
+    if group.metrics is not None:
+        m = group.metrics.with_columns(
+            pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String)
+        )
+        for name, counter in _METRIC_INDICATORS:
+            counted = counter(m)
+            if counted.height == 0:
+                unlogged.add(name)
+            out[name] = ("per trace", per_trace(counted))
+    for name, counter in _TRANSITION_INDICATORS:
+        out[name] = ("per trace", per_trace(counter(tr)))
+    ids, shares = fractions(keyed_transitions(tr), ["ApplicationLimited"])
+    share = dict(zip(ids, shares[:, 0].tolist(), strict=True))
+    out["time application-limited"] = (
+        "share",
+        np.array([share.get(f"{f}\x1f{t}", 0.0) for f, t in keys]),
+    )
+    labels = {
+        (str(f), str(t)): d
+        for (f, t), d in zip(
+            group.traces.select("file", "trace").iter_rows(), group.label_dicts(), strict=True
+        )
+    }
+    for metric in OUTCOMES:
+        values = [labels.get(k, {}).get(metric) for k in keys]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values) and values:
+            out[outcome_name(metric)] = (f"outcome:{metric}", np.array(values, dtype=float))
+    return out, unlogged
+
+
+def cliffs_delta(a: np.ndarray, b: np.ndarray) -> float:
+    """P(B > A) − P(B < A) over all pairs (0 when a group is empty)."""
+    if a.size == 0 or b.size == 0:
+        return 0.0
+    diff = b[:, None] - a[None, :]
+    return float((np.count_nonzero(diff > 0) - np.count_nonzero(diff < 0)) / diff.size)
+
+
+# -- scopes and explanations ------------------------------------------------------------------
+
+
+def _keys(group: Group, cell: str | None, comp: Comparison) -> list[tuple[str, str]]:
+    """The group's traces in ``cell`` (its stratum, or scenario), servers only when it has them."""
+    servers = _servers(group)
+    out = []
+    for (file, trace), labels in zip(
+        group.traces.select("file", "trace").iter_rows(), group.label_dicts(), strict=True
+    ):
+        key = (str(file), str(trace))
+        if servers and key not in servers:
+            continue
+        if cell is not None:
+            if comp.strata is not None:
+                if comp.strata.get(key) != cell:
+                    continue
+            elif label_text(labels.get("scenario")) != cell:
+                continue
+        out.append(key)
+    return sorted(out)
+
+
+def _servers(group: Group) -> set[tuple[str, str]]:
+    if "vantage" not in group.transitions.columns:
+        return set()
+    s = group.transitions.filter(pl.col("vantage").cast(pl.String) == "server")
+    return {(str(f), str(t)) for f, t in s.select("file", "trace").unique().iter_rows()}
+
+
+def _example(keys: Sequence[tuple[str, str]], values: np.ndarray, *, high: bool) -> str:
+    if not keys:
+        return "–"
+    order = np.argsort(values, kind="stable")
+    i = int(order[-1]) if high else int(order[len(order) // 2])
+    return keys[i][1]
+
+
+def _evidence(
+    comp: Comparison, cell: str | None, *, outcomes: bool = True
+) -> tuple[str, list[Evidence]]:
+    ka, kb = _keys(comp.a, cell, comp), _keys(comp.b, cell, comp)
+    (ia, none_a), (ib, none_b) = indicators(comp.a, ka), indicators(comp.b, kb)
+    rows: list[Evidence] = []
+    for name, (unit, va) in ia.items():
+        if name not in ib or (not outcomes and unit.startswith("outcome:")):
+            continue
+        vb = ib[name][1]
+        if va.size == 0 or vb.size == 0:
+            continue
+        delta = cliffs_delta(va, vb)
+        if abs(delta) < MIN_DELTA:
+            continue
+        b_up = float(vb.mean()) > float(va.mean())
+        rows.append(
+            Evidence(
+                indicator=name,
+                a_mean=float(va.mean()),
+                b_mean=float(vb.mean()),
+                a_traces=int(np.count_nonzero(va)),
+                b_traces=int(np.count_nonzero(vb)),
+                n_a=int(va.size),
+                n_b=int(vb.size),
+                delta=delta,
+                example_a=_example(ka, va, high=not b_up),
+                example_b=_example(kb, vb, high=b_up),
+                unit=unit,
+                unlogged=tuple(g for g, none in (("A", none_a), ("B", none_b)) if name in none),
+            )
+        )
+    # cleanest separation first; among equals, the largest relative change, mechanisms before
+    # outcomes
+    rows.sort(
+        key=lambda e: (
+            -abs(e.delta),
+            e.unit.startswith("outcome:"),
+            -abs(e.b_mean - e.a_mean) / max(abs(e.a_mean), abs(e.b_mean), 1e-12),
+            e.indicator,
+        )
+    )
+    rows = rows[:MAX_EVIDENCE]
+    where = f"{cell}: " if cell is not None else ""
+    servers = " server" if _servers(comp.a) or _servers(comp.b) else ""
+    scope = f"{where}{len(ka)} vs {len(kb)}{servers} traces"
+    return scope, rows
+
+
+def explain(
+    comp: Comparison, result: DiffResult, *, top_outcomes: int = TOP_OUTCOMES
+) -> list[Explanation]:
+    """Evidence for every significant finding, and for the ``top_outcomes`` largest outcome
+    changes (by relative change, among cells with at least 3 traces per group) whether
+    significant or not — said which."""
+    out: list[Explanation] = []
+    done: set[str] = set()
+    outcomes = result.outcomes.filter(
+        (pl.col("n_a") >= 3) & (pl.col("n_b") >= 3) & pl.col("change").is_not_nan()
+    )
+    # the first outcome (completion time) speaks for its cell: throughput moves with it
+    ranked = outcomes.with_columns(
+        pl.col("change").abs().alias("_size"), (pl.col("metric") == OUTCOMES[0]).alias("_first")
+    ).sort(
+        ["significant", "_first", "_size", "metric", "cell"],
+        descending=[True, True, True, False, False],
+    )
+    cells_seen: set[str] = set()
+    for r in ranked.iter_rows(named=True):
+        if not r["significant"] and len(cells_seen) >= top_outcomes:
+            continue
+        if r["cell"] in cells_seen:
+            continue  # one explanation per cell (completion time and throughput move together)
+        cells_seen.add(r["cell"])
+        cell = None if r["cell"] == "all" else r["cell"]
+        scope, rows = _evidence(comp, cell, outcomes=False)
+        if r["significant"]:
+            status = f"{format_p(r['p_value'])}, significant"
+        elif "cannot reach" in (r["note"] or ""):
+            traces = f"{r['n_a']} vs {r['n_b']} traces"
+            if r["p_unadjusted"] <= r["p_min"] * (1 + 1e-9):
+                floor = f"{format_p(r['p_unadjusted'])}, the smallest p {traces} can give"
+            else:
+                least = f"{r['p_min']:.3f}"
+                floor = f"{format_p(r['p_unadjusted'])} ({traces} cannot give less than {least})"
+            status = (
+                f"{floor}: not significant among the comparison's "
+                f"{result.settings.get('family', '')} tests"
+            )
+        else:
+            status = f"{format_p(r['p_value'], note=r['note'])}; not significant"
+        values = (
+            f"{outcome_value(r['metric'], r['a_mean'])} → {outcome_value(r['metric'], r['b_mean'])}"
+        )
+        change = (
+            f"{outcome_name(r['metric'])}{'' if cell is None else f' in {cell}'}: {values} "
+            f"({100 * r['change']:+.0f}%; {status} — {r['test']}, n = {r['n_a']} vs {r['n_b']})"
+        )
+        out.append(Explanation(change, scope, bool(r["significant"]), rows, cell=cell))
+        done.add(change)
+    for f in result.findings():
+        if f.kind == "outcome" or f.kind == "presence":
+            continue
+        cell = _cell_of_largest_change(comp, f.kind, f.subject)
+        scope, rows = _evidence(comp, cell)
+        out.append(Explanation(f.sentence, scope, True, rows, kind=f.kind, cell=cell))
+    return out
+
+
+def _cells(comp: Comparison, group: Group) -> dict[tuple[str, str], str]:
+    """(file, trace) -> its stratum, or scenario; empty when traces have neither."""
+    if comp.strata is not None:
+        return dict(comp.strata)
+    out = {}
+    for (f, t), labels in zip(
+        group.traces.select("file", "trace").iter_rows(), group.label_dicts(), strict=True
+    ):
+        if "scenario" in labels:
+            out[(str(f), str(t))] = label_text(labels["scenario"])
+    return out
+
+
+def _per_trace(group: Group, kind: str, subject: str) -> dict[tuple[str, str], float]:
+    """The finding's quantity per trace: a state's time share, or a transition's share of its
+    source's exits (traces that leave the source)."""
+    tr = keyed_transitions(group.transitions)
+    if kind == "state":
+        ids, m = fractions(tr, [subject])
+        return {split_key(k): float(v) for k, v in zip(ids, m[:, 0].tolist(), strict=True)}
+    if kind == "edge":
+        from quicsm.stats.descriptive import transition_counts
+
+        source, _, target = subject.partition(" -> ")
+        tc = transition_counts(tr).with_columns(
+            pl.col("source").cast(pl.String), pl.col("target").cast(pl.String)
+        )
+        exits = (
+            tc.filter(pl.col("source") == source)
+            .group_by("trace")
+            .agg(
+                pl.col("count").sum().alias("n"),
+                pl.col("count").filter(pl.col("target") == target).sum().alias("y"),
+            )
+        )
+        return {split_key(k): y / n for k, n, y in exits.select("trace", "n", "y").iter_rows()}
+    return {}
+
+
+def _cell_of_largest_change(comp: Comparison, kind: str, subject: str) -> str | None:
+    """The stratum (or scenario) in which the finding's quantity moves most between the
+    groups, where it is measured on at least 2 traces of each; None to use every trace."""
+    va, vb = _per_trace(comp.a, kind, subject), _per_trace(comp.b, kind, subject)
+    ca, cb = _cells(comp, comp.a), _cells(comp, comp.b)
+    if not va or not vb or not ca or not cb:
+        return None
+    best: tuple[float, str] | None = None
+    for cell in sorted(set(ca.values()) & set(cb.values())):
+        xa = [v for k, v in va.items() if ca.get(k) == cell]
+        xb = [v for k, v in vb.items() if cb.get(k) == cell]
+        if len(xa) < 2 or len(xb) < 2:
+            continue
+        size = abs(float(np.mean(xb)) - float(np.mean(xa)))
+        if best is None or size > best[0]:
+            best = (size, cell)
+    return None if best is None else best[1]

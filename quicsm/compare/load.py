@@ -1,0 +1,128 @@
+"""Read the traces under paths and form the groups to compare: the file-reading front of
+:mod:`quicsm.compare.grouping` (which only groups frames it is given).
+
+- :func:`compare_paths`: group A = the traces under some paths, group B = those under others;
+- :func:`compare_by_label`: one group per value of a label.
+
+With ``metrics=True`` (the default) the congestion metrics
+(:func:`quicsm.extract.read.read_metrics`) are read as well and attached to each group: the
+report's representative traces and the explanations of changes (losses, PTOs, spurious losses)
+come from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import polars as pl
+
+from quicsm.compare.grouping import (
+    Comparison,
+    OnError,
+    labelled_traces,
+    split_by_label,
+    split_paths,
+)
+from quicsm.core.errors import InputError
+
+__all__ = ["Reader", "compare_by_label", "compare_paths", "read_labelled", "traces_where"]
+
+#: reads paths (with on_error, and whether metrics are wanted) into the transitions frame, the
+#: trace table of :func:`quicsm.extract.read.read_traces` and the metrics (or None): how a
+#: parallel engine (:mod:`quicsm.engine`) replaces the default readers
+Reader = Callable[
+    [Sequence[str], OnError, bool], tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]
+]
+
+
+def traces_where(
+    paths: Sequence[str], *, where: Mapping[str, str], on_error: OnError
+) -> pl.DataFrame:
+    """``file, trace, labels`` of the traces under ``paths`` whose labels satisfy ``where``
+    (every trace when ``where`` is empty). Reads only the trace headers."""
+    from quicsm.extract.read import read_traces
+
+    return labelled_traces(read_traces(list(paths), on_error=on_error), where=where)
+
+
+def read_labelled(
+    paths: Sequence[str], *, on_error: OnError, metrics: bool = False, reader: Reader | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
+    """Transitions, labelled traces (``file, trace, labels``) and, when asked, metrics of
+    every trace under ``paths``; ``reader`` reads them instead of :mod:`quicsm.extract.read`
+    (the engine's, :mod:`quicsm.engine`)."""
+    from quicsm.extract.read import read_metrics, read_transitions
+
+    if not paths:
+        raise InputError("no input paths given")
+    if reader is not None:
+        transitions, table, frame = reader(paths, on_error, metrics)
+        return transitions, labelled_traces(table, where={}), frame
+    traces = traces_where(paths, where={}, on_error=on_error)
+    transitions = read_transitions(list(paths), on_error=on_error)
+    frame = read_metrics(list(paths), on_error=on_error) if metrics else None
+    return transitions, traces, frame
+
+
+def compare_paths(
+    a_paths: Sequence[str],
+    b_paths: Sequence[str],
+    *,
+    where: Mapping[str, str] | None = None,
+    within: Sequence[str] = (),
+    on_error: OnError = "raise",
+    names: tuple[str, str] | None = None,
+    metrics: bool = True,
+    reader: Reader | None = None,
+) -> Comparison:
+    """Group A = traces under ``a_paths``, group B = traces under ``b_paths`` (``reader``: see
+    :func:`read_labelled`)."""
+    if not b_paths:
+        raise InputError("--vs needs at least one path for group B")
+    ta, ra, ma = read_labelled(a_paths, on_error=on_error, metrics=metrics, reader=reader)
+    tb, rb, mb = read_labelled(b_paths, on_error=on_error, metrics=metrics, reader=reader)
+    if names is None:
+        names = (
+            a_paths[0] if len(a_paths) == 1 else "A",
+            b_paths[0] if len(b_paths) == 1 else "B",
+        )
+        if names[0] == names[1]:
+            names = ("A", "B")
+    frame = pl.concat([ma, mb]) if ma is not None and mb is not None else None
+    return split_paths(
+        (ta, ra),
+        (tb, rb),
+        names=names,
+        paths=(a_paths, b_paths),
+        where=where,
+        within=within,
+        metrics=frame,
+    )
+
+
+def compare_by_label(
+    paths: Sequence[str],
+    label: str,
+    *,
+    where: Mapping[str, str] | None = None,
+    baseline: str | None = None,
+    within: Sequence[str] = (),
+    on_error: OnError = "raise",
+    metrics: bool = True,
+    reader: Reader | None = None,
+) -> list[Comparison]:
+    """One comparison per pair of values of ``label`` among the traces under ``paths``
+    (``reader``: see :func:`read_labelled`)."""
+    transitions, traces, frame = read_labelled(
+        paths, on_error=on_error, metrics=metrics, reader=reader
+    )
+    return split_by_label(
+        transitions,
+        traces,
+        label,
+        where=where,
+        baseline=baseline,
+        within=within,
+        paths=paths,
+        metrics=frame,
+    )

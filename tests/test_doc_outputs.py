@@ -1,0 +1,66 @@
+"""Every command output quoted in docs/diff.md is what the command prints today, and the
+calibration numbers quoted there reproduce (scripts/gen_doc_outputs regenerates them)."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _gen() -> object:
+    loader = importlib.machinery.SourceFileLoader(
+        "gen_doc_outputs", str(ROOT / "scripts" / "gen_doc_outputs")
+    )
+    spec = importlib.util.spec_from_loader("gen_doc_outputs", loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+GEN = _gen()
+DIFF_MD = (ROOT / "docs" / "diff.md").read_text(encoding="utf-8")
+BLOCKS = list(GEN.BLOCK.finditer(DIFF_MD))  # type: ignore[attr-defined]
+
+
+def test_docs_quote_command_outputs() -> None:
+    assert len(BLOCKS) >= 4
+    assert any("diff_calibration.py --markdown" in m["command"] for m in BLOCKS)
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[m["command"][:60] for m in BLOCKS])
+def test_quoted_output_is_current(block: re.Match[str]) -> None:
+    got = GEN.run(block["command"])  # type: ignore[attr-defined]
+    assert got == block["body"], (
+        f"docs/diff.md: the output of {block['command']!r} changed; run scripts/gen_doc_outputs"
+    )
+
+
+def test_no_number_outside_a_quoted_output_claims_a_measurement() -> None:
+    """Prose may explain, but rates and p-values come from the quoted outputs."""
+    prose = GEN.BLOCK.sub("", DIFF_MD)  # type: ignore[attr-defined]
+    prose = re.sub(r"```.*?```", "", prose, flags=re.S)
+    prose = prose.replace("95%", "")  # the confidence level of an interval is a setting
+    assert not re.findall(r"\d+(?:\.\d+)?%", prose), re.findall(r".{30}\d+(?:\.\d+)?%.{10}", prose)
+    assert not re.findall(r"p [=<] 0\.\d", prose)
+
+
+def test_calibration_results_reproduce() -> None:
+    """The stored calibration outcomes are what the benchmark computes: its first repetitions,
+    re-run, give the same outcome in every setting."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import diff_calibration
+    finally:
+        sys.path.pop(0)
+    results = json.loads(diff_calibration.RESULTS.read_text())
+    assert results["settings"]["repetitions"] >= 200
+    assert diff_calibration.check(results, 2) == []
