@@ -19,7 +19,7 @@ from quicsm.core.errors import QlogError
 from quicsm.engine import Aggregate, extract, infer_aggregate, merge_all
 from quicsm.engine.aggregate import quantiles_from_counts
 from quicsm.engine.plan import plan_batches
-from quicsm.extract.read import read_batch, read_traces, read_transitions
+from quicsm.extract.read import read_batch, read_metrics, read_traces, read_transitions
 from quicsm.model.inference import infer
 from quicsm.model.synoptic import EventLog
 from quicsm.qlog.source import count_bytes, read_qlog
@@ -232,6 +232,11 @@ def test_worker_processes_give_the_answers_of_one_process(tmp_path: Path) -> Non
     assert inline.transitions is not None and pool.transitions is not None
     assert inline.transitions.equals(whole) and pool.transitions.equals(whole)
     assert inline.traces.equals(read_traces(CLEAN))
+    with_metrics = extract(
+        CLEAN, engine="processes", workers=2, cache=False, metrics=True, batch_files=2
+    )
+    assert with_metrics.metrics is not None
+    assert with_metrics.metrics.equals(read_metrics(CLEAN))
     assert inline.aggregate is not None
     assert_stats_match(inline.aggregate, whole)
 
