@@ -9,7 +9,8 @@ Measured in the same run, on one core:
 
 - **baseline**: split the file into records at the RS bytes and ``orjson.loads`` every record
   (cyclic GC off, which favours the baseline);
-- **quicsm**: ``quicsm.read_transitions(file)`` (GC on, as users run it);
+- **quicsm**: ``quicsm.read_transitions(file, states="explicit")`` (GC on, as users run it;
+  ``--states`` changes the mode);
 - **peak memory**: how much a process's RSS peaks above its level before a second
   ``read_transitions`` call (``/proc/self/clear_refs`` resets the peak), compared with the file
   size and the largest trace.
@@ -193,12 +194,12 @@ def baseline(path: Path, block: int = 8 << 20) -> tuple[float, float]:
         gc.enable()
 
 
-def ours(path: Path) -> tuple[float, float, int]:
+def ours(path: Path, states: str = "explicit") -> tuple[float, float, int]:
     """(wall, CPU) seconds of read_transitions, and the number of rows it returned."""
     from quicsm.extract.read import read_transitions
 
     start = _clock()
-    frame = read_transitions(path)
+    frame = read_transitions(path, states=states)
     wall, cpu = _since(start)
     return wall, cpu, frame.height
 
@@ -212,19 +213,22 @@ def status(key):
         if line.startswith(key):
             return int(line.split()[1]) * 1024
 
-quicsm.extract.read.read_transitions(sys.argv[1])  # warm up imports and caches
+quicsm.extract.read.read_transitions(sys.argv[1], states=sys.argv[2])  # warm up
 with open("/proc/self/clear_refs", "w") as f:  # reset the peak (VmHWM) to the current RSS
     f.write("5")
 before = status("VmRSS:")
-quicsm.extract.read.read_transitions(sys.argv[1])
+quicsm.extract.read.read_transitions(sys.argv[1], states=sys.argv[2])
 print(before, status("VmHWM:"))
 """
 
 
-def peak_memory(path: Path) -> dict[str, int]:
+def peak_memory(path: Path, states: str = "explicit") -> dict[str, int]:
     """Peak RSS growth (bytes) of a process while it runs read_transitions on ``path``."""
     out = subprocess.run(
-        [sys.executable, "-c", _MEASURE, str(path)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", _MEASURE, str(path), states],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     before, peak = (int(x) for x in out.stdout.split())
     return {"rss_before": before, "rss_peak": peak, "extra_rss": peak - before}
@@ -236,6 +240,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeat", type=int, default=3, help="best of N timings")
     parser.add_argument("--data-dir", type=Path, default=ROOT / "data")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--states",
+        choices=("explicit", "hybrid", "derived"),
+        help="read_transitions(states=...): default explicit (hybrid with --derived); hybrid "
+        "on these stock-quic-go-like traces derives the states quic-go does not log",
+    )
     parser.add_argument(
         "--derived",
         action="store_true",
@@ -249,10 +259,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     mb = meta["bytes"] / 1e6
     path.read_bytes()  # warm the page cache for both contenders
     bases = [baseline(path) for _ in range(args.repeat)]
-    runs = [ours(path) for _ in range(args.repeat)]
+    states = args.states or ("hybrid" if args.derived else "explicit")
+    runs = [ours(path, states) for _ in range(args.repeat)]
     base_wall, base_cpu = min(b[0] for b in bases), min(b[1] for b in bases)
     our_wall, our_cpu = min(r[0] for r in runs), min(r[1] for r in runs)
-    memory = peak_memory(path)
+    memory = peak_memory(path, states)
     result = {
         "file_mb": round(mb, 1),
         "traces": meta["traces"],

@@ -108,6 +108,39 @@ build_aioquic() {
     "$version" "$version" "$venv/bin/python" "$labsrc" "$venv/bin/python" "$labsrc")")
 }
 
+# ------------------------------------------------------------------ stock quic-go (no patch)
+# Opt-in: QUICSM_STOCK_QUICGO=v0.54.0 instrumentation-patches/build.sh
+# An unpatched upstream release, built with the same lab program, listed on its own in
+# build/stacks-stock.json (for `quicsm lab run --stacks build/stacks-stock.json`): its traces
+# carry quic-go's own four congestion states only, for validating derived states on a release
+# that was not used to tune them (docs/derive.md). It is never part of build/stacks.json.
+build_quicgo_stock() {
+  local version="$1"
+  local labsrc="$here/quic-go/lab/main.go"
+  local dir="$build/quic-go-stock/$version" bin="$build/quic-go-stock/$version/quicsm-quicgo"
+  command -v go >/dev/null || die "the Go toolchain (go >= 1.21) is needed to build quic-go"
+  export GOMODCACHE="$build/go/mod" GOCACHE="$build/go/cache" GOPATH="$build/go/path"
+  export GOFLAGS="-modcacherw -buildvcs=false" GOTOOLCHAIN="${GOTOOLCHAIN:-auto}" GOTELEMETRY=off
+  local stamp
+  stamp="$(hash_of "$labsrc" "$0")"
+  if [[ -x "$bin" && "$(cat "$dir/.stamp" 2>/dev/null)" == "$stamp" ]]; then
+    log "quic-go $version (stock): up to date"
+  else
+    log "quic-go $version (stock): building the lab program against the unpatched module"
+    rm -rf "$dir"
+    mkdir -p "$dir/lab"
+    cp "$labsrc" "$dir/lab/main.go"
+    printf 'module quicsm.lab/quicgo\n\ngo 1.22\n\nrequire github.com/quic-go/quic-go %s\n' \
+      "$version" >"$dir/lab/go.mod"
+    (cd "$dir/lab" && go mod tidy 2>"$dir/tidy.log" && go build -trimpath -o "$bin" .) ||
+      die "quic-go $version (stock): build failed"
+    echo "$stamp" >"$dir/.stamp"
+  fi
+  printf '[\n  {"stack": "quic-go-stock", "version": "%s", "patch": "", "server": ["%s"], "client": ["%s"], "env": {}}\n]\n' \
+    "$version" "$bin" "$bin" >"$build/stacks-stock.json"
+  log "wrote build/stacks-stock.json"
+}
+
 want() { [[ -z "$only" || "$1" == *"$only"* ]]; }
 want quic-go && build_quicgo v0.48.2
 want quic-go && build_quicgo v0.65.0
@@ -123,3 +156,5 @@ want aioquic && build_aioquic 1.7.2
 } >"$build/stacks.json.tmp"
 mv "$build/stacks.json.tmp" "$build/stacks.json"
 log "wrote build/stacks.json (${#entries[@]} stacks)"
+
+[[ -z "${QUICSM_STOCK_QUICGO:-}" ]] || build_quicgo_stock "$QUICSM_STOCK_QUICGO"

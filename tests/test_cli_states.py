@@ -72,6 +72,8 @@ def test_bad_record_exact_text(tmp_path: Path) -> None:
     assert err == (
         "Warning: skipped 1 record; first 1 reason:\n"
         f'  {path}: record 2 (line 2): expected an object with "time" and "name", got an array\n'
+        "Warning: all states cannot be derived: the trace logs no recovery metrics, losses or "
+        f"timers ({path}#0000)\n"
     )
     assert "Init" in out
 
@@ -110,3 +112,27 @@ def test_inspect_summarises_and_validates_everything(tmp_path: Path) -> None:
     )
     code, _, err = run("inspect", str(FIX))
     assert code == 1 and "inspect takes one file" in err
+
+
+def test_states_option_chooses_where_states_come_from() -> None:
+    path = str(FIX / "quicgo_0.3.sqlog")
+    for mode in ("explicit", "derived", "hybrid"):
+        code, out, _ = run("states", "--states", mode, "--format", "csv", path)
+        expected = read_transitions(path, states=mode).with_columns(
+            pl.col(pl.Enum).cast(pl.String)
+        )
+        assert code == 0 and out == expected.write_csv()
+    code, out, _ = run("states", "--states", "derived", "--format", "jsonl", path)
+    assert {json.loads(line)["source"] for line in out.splitlines()} == {"derived"}
+    code, _, err = run("states", "--states", "guessed", path)
+    assert code == 2 and "'guessed' is not one of 'hybrid', 'explicit', 'derived'" in err
+
+
+def test_states_says_what_a_trace_cannot_show() -> None:
+    code, _, err = run("states", str(FIX / "neqo_0.4.sqlog"))
+    assert code == 0
+    assert err == (
+        "Warning: CongestionAvoidanceMaxed, ApplicationLimited, RetransmissionTimeout and "
+        "TailLossProbe cannot be derived: the trace logs no recovery metrics, losses or timers "
+        f"({FIX / 'neqo_0.4.sqlog'}#0000)\n"
+    )

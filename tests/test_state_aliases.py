@@ -70,7 +70,9 @@ PRODUCER_STRINGS: dict[str, dict[str, str]] = {
 
 @pytest.mark.parametrize("name", sorted(PRODUCER_STRINGS))
 def test_real_producer_strings_map_as_their_sources_mean(name: str) -> None:
-    frame = read_transitions([FIXTURES / name]).filter(pl.col("source") == "explicit")
+    frame = read_transitions([FIXTURES / name], states="explicit").filter(
+        pl.col("source") == "explicit"
+    )
     found = set(frame["raw_state"].to_list())
     expected = PRODUCER_STRINGS[name]
     assert found == set(expected), "the fixture's strings and this table must list the same names"

@@ -41,6 +41,7 @@ def diff_command(
     within: Sequence[str],
     baseline: str | None,
     lenient: bool,
+    states: str,
     alpha: float,
     fmt: str,
     seed: int,
@@ -69,6 +70,7 @@ def diff_command(
         where=where,
         baseline=baseline,
         lenient=lenient,
+        states=states,
         within=within,
         metrics=True,
         reader=engine_choice(

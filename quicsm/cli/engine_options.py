@@ -13,6 +13,7 @@ import polars as pl
 
 from quicsm.cli.report_warnings import print_warnings
 from quicsm.compare.load import Reader
+from quicsm.core.diagnostics import Diagnostics
 from quicsm.engine.run import ENGINES
 
 
@@ -38,8 +39,8 @@ class EngineChoice:
         metrics of paths, read on this engine; what reading reported is printed on stderr."""
 
         def read(
-            paths: Sequence[str], on_error: str, metrics: bool
-        ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
+            paths: Sequence[str], on_error: str, metrics: bool, states: str
+        ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None, Diagnostics]:
             from quicsm.engine import extract
 
             corpus = extract(
@@ -48,11 +49,12 @@ class EngineChoice:
                 rows=True,
                 aggregate=False,
                 metrics=metrics,
+                states=states,
                 **self.kwargs(),
             )
             print_warnings(corpus.diagnostics)
             assert corpus.transitions is not None
-            return corpus.transitions, corpus.traces, corpus.metrics
+            return corpus.transitions, corpus.traces, corpus.metrics, corpus.diagnostics
 
         return read
 

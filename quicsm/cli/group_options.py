@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from quicsm.cli.states_option import states_option
 from quicsm.compare.grouping import Comparison, OnError, parse_where
 from quicsm.compare.load import Reader, compare_by_label, compare_paths
 from quicsm.core.errors import InputError
@@ -39,7 +40,8 @@ class GroupCommand(click.Command):
 
 
 def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a command with PATHS, --vs, --by, --where, --within, --baseline, --lenient."""
+    """Decorate a command with PATHS, --vs, --by, --where, --within, --baseline, --lenient,
+    --states."""
     options = [
         click.argument("paths", nargs=-1, required=True),
         click.option(
@@ -84,6 +86,7 @@ def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="Skip unreadable records and files (reported) instead of stopping.",
         ),
     ]
+    f = states_option(f)
     for option in reversed(options):
         f = option(f)
     return f
@@ -113,6 +116,7 @@ def comparisons(
     lenient: bool,
     within: Sequence[str] = (),
     metrics: bool = False,
+    states: str = "hybrid",
     reader: Reader | None = None,
 ) -> list[Comparison]:
     """Turn the group options into comparisons (one, or several with ``--by``); ``reader``
@@ -132,6 +136,7 @@ def comparisons(
                 within=within,
                 on_error=on_error,
                 metrics=metrics,
+                states=states,
                 reader=reader,
             )
         ]
@@ -144,6 +149,7 @@ def comparisons(
             within=within,
             on_error=on_error,
             metrics=metrics,
+            states=states,
             reader=reader,
         )
     raise InputError("say how to form the two groups: A_PATH... --vs B_PATH..., or --by LABEL")

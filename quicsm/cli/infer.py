@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import click
 
 from quicsm.cli.engine_options import EngineChoice, engine_choice, engine_options
+from quicsm.cli.states_option import states_option
 from quicsm.core.errors import InputError
 from quicsm.model.inference import ALGORITHMS
 from quicsm.render.dot import RENDER_FORMATS
@@ -80,6 +81,7 @@ PROGRESS_MIN_FILES = 16
 @click.option(
     "--lenient", is_flag=True, help="Skip unreadable records/files and report what was skipped."
 )
+@states_option
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors and warnings.")
 @engine_options
 def infer_command(
@@ -91,6 +93,7 @@ def infer_command(
     fmt: str,
     where: Sequence[str],
     lenient: bool,
+    states: str,
     quiet: bool,
     engine: str,
     scheduler: str | None,
@@ -117,7 +120,9 @@ def infer_command(
     err = Console(stderr=True)
     files = _expand(paths)
     with _progress(files, quiet=quiet, console=err) as progress:
-        aggregate = _read(files, where=where, lenient=lenient, progress=progress, choice=choice)
+        aggregate = _read(
+            files, where=where, lenient=lenient, progress=progress, choice=choice, states=states
+        )
         progress.stage("inferring the model")
         model = infer_aggregate(aggregate, algorithm=algorithm, k=k, seed=seed)
         progress.stage("writing outputs")
@@ -174,6 +179,7 @@ def _read(
     lenient: bool,
     progress: _Progress,
     choice: EngineChoice,
+    states: str = "hybrid",
 ) -> Aggregate:
     """Read every file on the chosen engine, keep the traces ``--where`` selects, and return
     their merged aggregate; report what the readers noted (skipped records, truncation,
@@ -193,6 +199,7 @@ def _read(
             on_error="skip" if lenient else "raise",
             select=select,
             progress=progress.update,
+            states=states,
             **choice.kwargs(),
         )
     for line in corpus.diagnostics.messages():

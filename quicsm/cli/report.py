@@ -86,6 +86,7 @@ def report_command(
     within: Sequence[str],
     baseline: str | None,
     lenient: bool,
+    states: str,
     output: Path,
     fmt: str | None,
     alpha: float,
@@ -117,6 +118,7 @@ def report_command(
         where=where,
         baseline=baseline,
         lenient=lenient,
+        states=states,
         within=within,
         metrics=True,
         reader=engine_choice(

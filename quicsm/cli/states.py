@@ -11,6 +11,7 @@ import polars as pl
 
 from quicsm.cli.engine_options import engine_choice, engine_options
 from quicsm.cli.report_warnings import print_warnings
+from quicsm.cli.states_option import states_option
 from quicsm.core.diagnostics import QuicsmWarning
 
 
@@ -42,11 +43,13 @@ def _table(frame: pl.DataFrame) -> str:
     is_flag=True,
     help="Skip bad records and unreadable files; report how many on stderr.",
 )
+@states_option
 @engine_options
 def states(
     paths: tuple[str, ...],
     fmt: str,
     lenient: bool,
+    states: str,
     engine: str,
     scheduler: str | None,
     workers: int | None,
@@ -71,6 +74,7 @@ def states(
             on_error="skip" if lenient else "raise",
             rows=True,
             aggregate=False,
+            states=states,
             **choice.kwargs(),
         )
     print_warnings(corpus.diagnostics)

@@ -23,15 +23,18 @@ from quicsm.compare.grouping import (
     split_by_label,
     split_paths,
 )
+from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import InputError
 
 __all__ = ["Reader", "compare_by_label", "compare_paths", "read_labelled", "traces_where"]
 
-#: reads paths (with on_error, and whether metrics are wanted) into the transitions frame, the
-#: trace table of :func:`quicsm.extract.read.read_traces` and the metrics (or None): how a
-#: parallel engine (:mod:`quicsm.engine`) replaces the default readers
+#: reads paths (given on_error, whether metrics are wanted, and the states mode) into the
+#: transitions frame, the trace table of :func:`quicsm.extract.read.read_traces`, the metrics
+#: (or None) and what reading reported: how a parallel engine (:mod:`quicsm.engine`) replaces
+#: the default readers
 Reader = Callable[
-    [Sequence[str], OnError, bool], tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]
+    [Sequence[str], OnError, bool, str],
+    tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None, Diagnostics],
 ]
 
 
@@ -46,20 +49,35 @@ def traces_where(
 
 
 def read_labelled(
-    paths: Sequence[str], *, on_error: OnError, metrics: bool = False, reader: Reader | None = None
+    paths: Sequence[str],
+    *,
+    on_error: OnError,
+    metrics: bool = False,
+    states: str = "hybrid",
+    notes: list[str] | None = None,
+    reader: Reader | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     """Transitions, labelled traces (``file, trace, labels``) and, when asked, metrics of
-    every trace under ``paths``; ``reader`` reads them instead of :mod:`quicsm.extract.read`
-    (the engine's, :mod:`quicsm.engine`)."""
+    every trace under ``paths``; ``states`` as in :func:`quicsm.extract.read.read_transitions`.
+    The states the traces cannot show ("... cannot be derived: ...") are added to ``notes``.
+    ``reader`` reads them instead of :mod:`quicsm.extract.read` (the engine's,
+    :mod:`quicsm.engine`)."""
     from quicsm.extract.read import read_metrics, read_transitions
 
     if not paths:
         raise InputError("no input paths given")
     if reader is not None:
-        transitions, table, frame = reader(paths, on_error, metrics)
+        transitions, table, frame, read_diag = reader(paths, on_error, metrics, states)
+        if notes is not None:
+            notes.extend(m for m in read_diag.derivation_messages() if m not in notes)
         return transitions, labelled_traces(table, where={}), frame
     traces = traces_where(paths, where={}, on_error=on_error)
-    transitions = read_transitions(list(paths), on_error=on_error)
+    diag = Diagnostics()
+    transitions = read_transitions(
+        list(paths), on_error=on_error, diagnostics=diag, states=states
+    )
+    if notes is not None:
+        notes.extend(m for m in diag.derivation_messages() if m not in notes)
     frame = read_metrics(list(paths), on_error=on_error) if metrics else None
     return transitions, traces, frame
 
@@ -73,14 +91,20 @@ def compare_paths(
     on_error: OnError = "raise",
     names: tuple[str, str] | None = None,
     metrics: bool = True,
+    states: str = "hybrid",
     reader: Reader | None = None,
 ) -> Comparison:
-    """Group A = traces under ``a_paths``, group B = traces under ``b_paths`` (``reader``: see
-    :func:`read_labelled`)."""
+    """Group A = traces under ``a_paths``, group B = traces under ``b_paths``; ``states`` as
+    in :func:`quicsm.extract.read.read_transitions` (what the traces cannot show is noted)."""
     if not b_paths:
         raise InputError("--vs needs at least one path for group B")
-    ta, ra, ma = read_labelled(a_paths, on_error=on_error, metrics=metrics, reader=reader)
-    tb, rb, mb = read_labelled(b_paths, on_error=on_error, metrics=metrics, reader=reader)
+    derivation: list[str] = []
+    ta, ra, ma = read_labelled(
+        a_paths, on_error=on_error, metrics=metrics, states=states, notes=derivation, reader=reader
+    )
+    tb, rb, mb = read_labelled(
+        b_paths, on_error=on_error, metrics=metrics, states=states, notes=derivation, reader=reader
+    )
     if names is None:
         names = (
             a_paths[0] if len(a_paths) == 1 else "A",
@@ -89,7 +113,7 @@ def compare_paths(
         if names[0] == names[1]:
             names = ("A", "B")
     frame = pl.concat([ma, mb]) if ma is not None and mb is not None else None
-    return split_paths(
+    comparison = split_paths(
         (ta, ra),
         (tb, rb),
         names=names,
@@ -98,6 +122,8 @@ def compare_paths(
         within=within,
         metrics=frame,
     )
+    comparison.notes.extend(derivation)
+    return comparison
 
 
 def compare_by_label(
@@ -109,14 +135,15 @@ def compare_by_label(
     within: Sequence[str] = (),
     on_error: OnError = "raise",
     metrics: bool = True,
+    states: str = "hybrid",
     reader: Reader | None = None,
 ) -> list[Comparison]:
-    """One comparison per pair of values of ``label`` among the traces under ``paths``
-    (``reader``: see :func:`read_labelled`)."""
+    """One comparison per pair of values of ``label`` among the traces under ``paths``."""
+    derivation: list[str] = []
     transitions, traces, frame = read_labelled(
-        paths, on_error=on_error, metrics=metrics, reader=reader
+        paths, on_error=on_error, metrics=metrics, states=states, notes=derivation, reader=reader
     )
-    return split_by_label(
+    comparisons = split_by_label(
         transitions,
         traces,
         label,
@@ -126,3 +153,6 @@ def compare_by_label(
         paths=paths,
         metrics=frame,
     )
+    for comparison in comparisons:
+        comparison.notes.extend(derivation)
+    return comparisons

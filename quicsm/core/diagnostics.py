@@ -88,6 +88,23 @@ class Diagnostics:
     truncated: list[str] = field(default_factory=list)
     unknown_states: Counter[str] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
+    #: ``(trace, states, reason)``: states a trace's events cannot show (derived states)
+    derivation: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def cannot_derive(self, trace: str, states: str, reason: str) -> None:
+        self.derivation.append((trace, states, reason))
+
+    def derivation_messages(self) -> list[str]:
+        """One line per distinct notice: ``<states> cannot be derived: <reason>``, with the
+        number of traces and the first of them."""
+        groups: dict[tuple[str, str], list[str]] = {}
+        for trace, states, reason in self.derivation:
+            groups.setdefault((states, reason), []).append(trace)
+        out = []
+        for (states, reason), traces in groups.items():
+            where = traces[0] if len(traces) == 1 else f"{len(traces)} traces, e.g. {traces[0]}"
+            out.append(f"{states} cannot be derived: {reason} ({where})")
+        return out
 
     def skip(self, error: QlogError, *, file_level: bool = False) -> None:
         if file_level:
@@ -121,6 +138,7 @@ class Diagnostics:
             names = ", ".join(f"{k!r} ({v}x)" for k, v in sorted(self.unknown_states.items()))
             out.append(f"state names not in the alias table were kept as Unknown: {names}")
         out.extend(self.notes)
+        out.extend(self.derivation_messages())
         return out
 
     def __bool__(self) -> bool:

@@ -3,7 +3,7 @@
 Layout under the cache directory (default ``$QUICSM_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/quicsm``, else ``~/.cache/quicsm``)::
 
-    <fingerprint>-<strict|lenient>/
+    <fingerprint>-<strict|lenient>-<states>/
         index.parquet                  key -> part: where each file's rows are
         parts/<part>.transitions.parquet
         parts/<part>.traces.parquet
@@ -15,7 +15,8 @@ A file's *key* hashes its bytes and the bytes of the ``run.json`` beside it
 stale rows. Rows of a cached file are stored with the path it had when it was read and are
 renamed to the path it has now when they are loaded.
 
-Only files that read cleanly (no skipped record, truncation, unknown state or note) are cached:
+Only files that read cleanly (no skipped record, truncation, unknown state, note or state that
+cannot be derived) are cached:
 a file with something to report is read again, so the report is the same on every run.
 Partitions are written under a temporary name and renamed, so a task that is run twice (a
 worker lost mid-run) or two runs at once never leave a half-written partition. The index is
@@ -90,11 +91,12 @@ def file_key(path: str) -> str:
 
 
 class PartitionCache:
-    """One cache directory for one reading mode (strict or lenient)."""
+    """One cache directory for one reading mode (strict or lenient, and where states come
+    from)."""
 
-    def __init__(self, directory: Path | str, *, lenient: bool) -> None:
+    def __init__(self, directory: Path | str, *, lenient: bool, states: str = "hybrid") -> None:
         mode = "lenient" if lenient else "strict"
-        self.root = Path(directory) / f"{extractor_fingerprint()}-{mode}"
+        self.root = Path(directory) / f"{extractor_fingerprint()}-{mode}-{states}"
         self.parts = self.root / "parts"
         self.index_path = self.root / "index.parquet"
 

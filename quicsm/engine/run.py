@@ -89,6 +89,7 @@ def extract(
     rows: bool = False,
     aggregate: bool = True,
     metrics: bool = False,
+    states: str = "hybrid",
     progress: Progress | None = None,
     batch_files: int = BATCH_FILES,
     batch_bytes: int = BATCH_BYTES,
@@ -102,7 +103,8 @@ def extract(
     ``workers`` defaults to every core. ``cache`` uses the partition cache in ``cache_dir``
     (default :func:`quicsm.engine.cache.default_cache_dir`). ``select`` keeps some traces
     (given the traces frame, returns the kept rows). ``rows`` returns the transitions frame,
-    ``aggregate`` the merged :class:`Aggregate`, ``metrics`` the congestion metrics.
+    ``aggregate`` the merged :class:`Aggregate`, ``metrics`` the congestion metrics;
+    ``states`` is where states come from (as in :func:`quicsm.extract.read.read_transitions`).
     ``progress(done, total)`` is called with bytes. Errors are
     :class:`quicsm.core.errors.QuicsmError`: in strict mode (``on_error="raise"``) a bad file
     stops the run and is named; with ``"skip"`` it is reported in
@@ -114,6 +116,9 @@ def extract(
         raise InputError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     if workers is not None and (isinstance(workers, bool) or workers < 1):
         raise InputError(f"workers must be a positive integer, got {workers!r}")
+    from quicsm.extract.derive import check_mode
+
+    check_mode(states)
     if scheduler and engine != "dask":
         raise InputError("--scheduler only applies with --engine dask")
     n_workers = workers or default_workers()
@@ -131,6 +136,7 @@ def extract(
             rows=rows,
             aggregate=aggregate,
             metrics=metrics,
+            states=states,
         )
         for b in batches
     ]
@@ -203,7 +209,9 @@ def extract(
         missing = [i for i in range(len(specs)) if i not in done]
         raise InputError(f"batches {missing[:5]} returned no result")
     if cache and entries:
-        PartitionCache(directory, lenient=on_error == "skip").record(pl.concat(entries))
+        PartitionCache(directory, lenient=on_error == "skip", states=states).record(
+            pl.concat(entries)
+        )
     traces = pl.concat(traces_parts) if traces_parts else pl.DataFrame(schema=TRACES_SCHEMA)
     transitions = None
     if rows:

@@ -36,6 +36,8 @@ class TaskSpec:
     select: Select | None = None
     rows: bool = False
     aggregate: bool = True
+    #: where states come from (``states`` of :func:`quicsm.extract.read.read_transitions`)
+    states: str = "hybrid"
     #: also read the congestion metrics (:func:`quicsm.extract.read.read_metrics`; not cached)
     metrics: bool = False
 
@@ -67,6 +69,7 @@ def merge_diagnostics(parts: Iterable[Diagnostics]) -> Diagnostics:
         out.unknown_states.update(d.unknown_states)
         for note in d.notes:
             out.note(note)
+        out.derivation.extend(d.derivation)
     return out
 
 
@@ -93,7 +96,11 @@ def _renamed(frame: pl.DataFrame, names: pl.DataFrame) -> pl.DataFrame:
 def run_task(spec: TaskSpec) -> TaskResult:
     files = list(spec.batch.files)
     lenient = spec.on_error == "skip"
-    cache = PartitionCache(spec.cache_dir, lenient=lenient) if spec.cache_dir else None
+    cache = (
+        PartitionCache(spec.cache_dir, lenient=lenient, states=spec.states)
+        if spec.cache_dir
+        else None
+    )
     keys = [file_key(f) for f in files] if cache is not None else [""] * len(files)
     hits = cache.lookup(keys) if cache is not None else {}
     todo = [f for f, k in zip(files, keys, strict=True) if k not in hits]
@@ -102,7 +109,7 @@ def run_task(spec: TaskSpec) -> TaskResult:
     traces: list[pl.DataFrame] = []
     entries = pl.DataFrame(schema=INDEX_SCHEMA)
     if todo:
-        got = read_batch(todo, on_error=spec.on_error)
+        got = read_batch(todo, on_error=spec.on_error, states=spec.states)
         diagnostics.update(got.diagnostics)
         transitions.append(got.transitions)
         traces.append(got.traces)

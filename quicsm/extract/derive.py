@@ -1,114 +1,148 @@
-"""Congestion states derived from metrics and loss events, for traces that log no state.
+"""Explicit, derived and hybrid congestion states of one trace.
 
-aioquic, ngtcp2 and quinn log ``metrics_updated`` and ``packet_lost`` but no
-``congestion_state_updated``. For such traces the state is reconstructed from RFC 9002
-(Appendix B and sections 6.2, 7.3) by these rules, applied to the events in time order with
-every metric carried forward (section "Derived states" of ``docs/states.md``):
+Three modes (``states=`` of the readers, ``--states`` of the CLI):
 
-1. ``packet_lost`` (any trigger) enters ``Recovery`` (RFC 9002 section 7.3.2: a loss starts a
-   recovery period);
-2. while in ``Recovery`` the congestion window does not grow (section 7.3.2); the first metrics
-   update whose ``cwnd`` exceeds the smallest ``cwnd`` seen since entering recovery ends it;
-3. a probe timeout — ``pto_count`` rising, or a ``pto`` timer ``expired`` when the trace does
-   not log ``pto_count`` — enters ``TailLossProbe`` for the first consecutive PTO and
-   ``RetransmissionTimeout`` from the second on (the paper's TLP/RTO; RFC 9002 section 6.2
-   merged both into the PTO); ``pto_count`` back at 0 (an ACK arrived, section 6.2.1) leaves it;
-4. an application-limited flag (picoquic ``app_limited``, quiche ``cf_app_limited``) that is
-   true enters ``ApplicationLimited``; false leaves it;
-5. otherwise the state follows the window: ``SlowStart`` while ``ssthresh`` is unknown or
-   ``cwnd < ssthresh``, else ``CongestionAvoidance`` (RFC 9002 sections 7.3.1 and 7.3.3).
+- ``explicit``: only what the producer logged in ``congestion_state_updated`` (a trace that
+  logs none has only its ``Init`` row);
+- ``derived``: only states derived from metrics, losses and timers by the rule table
+  (:mod:`quicsm.extract.rules`), explicit events set aside;
+- ``hybrid`` (the default): explicit states where the producer logs them, derived states for
+  the states it does not log (quic-go logs no ``TailLossProbe``, ``RetransmissionTimeout``,
+  ``CongestionAvoidanceMaxed`` or ``Init``; aioquic logs none). Each row says which in
+  ``source``.
 
-``CongestionAvoidanceMaxed`` and the BBR phases cannot be told from these metrics and are never
-derived. Every derived row has ``source = "derived"`` and a ``trigger`` naming the rule.
+The producer profile (:mod:`quicsm.extract.profiles`) is detected per trace unless given.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Final
 
+from quicsm.core.errors import InputError
+from quicsm.core.states import PAPER_STATES
+from quicsm.extract.deriver import CompactRows, DerivedState, Deriver
+from quicsm.extract.profiles import Profile
+from quicsm.extract.rules import INIT, Thresholds
 from quicsm.qlog.events import MetricEvent
 
+EXPLICIT = "explicit"
+DERIVED = "derived"
+HYBRID = "hybrid"
+STATE_MODES: Final[tuple[str, ...]] = (HYBRID, EXPLICIT, DERIVED)
 
-@dataclass(frozen=True)
-class DerivedState:
+#: states no stock stack logs: a trace that logs one of them is instrumented and logs all eight
+INSTRUMENTED_ONLY: Final[frozenset[str]] = frozenset(
+    {INIT, "TailLossProbe", "RetransmissionTimeout", "CongestionAvoidanceMaxed"}
+)
+
+__all__ = [
+    "DERIVED",
+    "EXPLICIT",
+    "HYBRID",
+    "INSTRUMENTED_ONLY",
+    "STATE_MODES",
+    "DerivedState",
+    "Derivation",
+    "Row",
+    "check_mode",
+    "derive_states",
+    "logged_states",
+    "merge_hybrid",
+]
+
+
+def check_mode(states: str) -> str:
+    if states not in STATE_MODES:
+        raise InputError(f"states must be one of {', '.join(STATE_MODES)}, not {states!r}")
+    return states
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One state entered: time (trace clock, ms), canonical state, raw name, trigger, source."""
+
     time: float
     state: str
-    trigger: str
+    raw: str | None
+    trigger: str | None
+    source: str
 
 
-def derive_states(events: list[MetricEvent]) -> list[DerivedState]:
-    """States implied by metrics/loss events (in file order; stable-sorted by time here)."""
-    out: list[DerivedState] = []
-    cwnd: float | None = None
-    ssthresh: float | None = None
-    pto = 0
-    logs_pto_count = any("pto_count" in e.values for e in events)
-    in_recovery = False
-    recovery_min_cwnd: float | None = None
-    app_limited = False
-    current: str | None = None
+@dataclass
+class Derivation:
+    """The derived states of one trace and what it cannot show."""
 
-    def emit(t: float, state: str, trigger: str) -> None:
-        nonlocal current
-        if state != current:
-            out.append(DerivedState(t, state, trigger))
-            current = state
+    profile: Profile
+    #: a list, or :class:`~quicsm.extract.deriver.CompactRows` when derived while reading
+    states: list[DerivedState] | CompactRows = field(default_factory=list)
+    #: ``(states, reason)``: "<states> cannot be derived: <reason>" (no states: all of them)
+    notices: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
 
-    for e in sorted(events, key=lambda ev: ev.time):
-        if e.event == "packet_lost":
-            in_recovery = True
-            recovery_min_cwnd = cwnd
-            emit(e.time, "Recovery", f"packet_lost:{e.trigger}" if e.trigger else "packet_lost")
-            continue
-        if e.event == "pto" and not logs_pto_count:
-            pto += 1
-            emit(e.time, "TailLossProbe" if pto == 1 else "RetransmissionTimeout", f"pto={pto}")
-            continue
-        if e.event != "metrics":
-            continue
-        values = e.values
-        trigger = None
-        if "cwnd_bytes" in values:
-            new_cwnd = values["cwnd_bytes"]
-            if in_recovery:
-                if recovery_min_cwnd is None or new_cwnd < recovery_min_cwnd:
-                    recovery_min_cwnd = new_cwnd
-                elif new_cwnd > recovery_min_cwnd:
-                    in_recovery = False
-                    trigger = "cwnd_grew"
-            cwnd = new_cwnd
-        if "ssthresh_bytes" in values:
-            ssthresh = values["ssthresh_bytes"]
-        if "pto_count" in values:
-            new_pto = int(values["pto_count"])
-            if new_pto > pto:
-                pto = new_pto
-                emit(
-                    e.time,
-                    "TailLossProbe" if pto == 1 else "RetransmissionTimeout",
-                    f"pto_count={pto}",
-                )
-                continue
-            pto = new_pto
-        elif (
-            not logs_pto_count
-            and pto
-            and ("smoothed_rtt_ms" in values or "latest_rtt_ms" in values)
-        ):
-            pto = 0  # an RTT sample means an ACK arrived (RFC 9002 section 6.2.1)
-        if e.app_limited is not None:
-            app_limited = e.app_limited
-        if pto:
-            continue
-        if in_recovery:
-            continue
-        if app_limited:
-            emit(e.time, "ApplicationLimited", "app_limited")
-            continue
-        if cwnd is None:
-            continue
-        if ssthresh is None or cwnd < ssthresh:
-            emit(e.time, "SlowStart", trigger or "cwnd<ssthresh")
+
+def derive_states(
+    events: Iterable[MetricEvent], *, profile: Profile, thresholds: Thresholds | None = None
+) -> Derivation:
+    """Run the deriver over ``events`` (file order) and collect its rows and notices."""
+    deriver = Deriver(profile, thresholds=thresholds)
+    for event in events:
+        deriver.feed(event)
+    return Derivation(profile, list(deriver.rows), deriver.notices())
+
+
+def logged_states(profile: Profile, explicit: Iterable[str]) -> frozenset[str]:
+    """The states a trace's producer logs: its profile's, plus every state it did log (and
+    Init, which its first logged state ends, unless the profile says that state comes at
+    creation); all eight when it logged one that no stock stack logs (quicsm's
+    instrumentation)."""
+    seen = frozenset(explicit)
+    if seen & INSTRUMENTED_ONLY:
+        return frozenset(PAPER_STATES)
+    if seen and not profile.creation_state_is_init:
+        seen |= {INIT}  # the first explicit state ends Init
+    return profile.logged_states | seen
+
+
+def merge_hybrid(
+    explicit: list[Row], derived: list[DerivedState], *, logged: frozenset[str]
+) -> list[Row]:
+    """Explicit rows where the producer logs the state, derived rows where it does not.
+
+    Both inputs are step functions of time (each row lasts until the next). At every moment
+    the derived state is shown when the producer never logs it and it began no earlier than
+    the current explicit state (or nothing explicit was logged yet); otherwise the explicit
+    state is: a state the producer logs is never derived, and a later explicit change ends a
+    derived state that the events after it no longer confirm.
+    """
+    points: list[tuple[float, int, int]] = [(r.time, 0, i) for i, r in enumerate(explicit)]
+    points += [(d.time, 1, i) for i, d in enumerate(derived)]
+    points.sort()
+    out: list[Row] = []
+    current_explicit: Row | None = None
+    current_derived: Row = Row(0.0, INIT, None, None, DERIVED)
+    shown: tuple[str, str] | None = None
+    initial = True  # the derived Init before any derived decision
+    for time, which, index in points:
+        if which == 0:
+            current_explicit = explicit[index]
         else:
-            emit(e.time, "CongestionAvoidance", trigger or "cwnd>=ssthresh")
+            initial = False
+            d = derived[index]
+            current_derived = Row(d.time, d.state, None, d.trigger, DERIVED)
+        if (
+            current_explicit is None
+            or (initial and INIT not in logged)
+            or (
+                current_derived.state not in logged
+                and current_derived.time >= current_explicit.time
+            )
+        ):
+            pick = current_derived
+        else:
+            pick = current_explicit
+        key = (pick.state, pick.source)
+        if key != shown:
+            out.append(Row(time, pick.state, pick.raw, pick.trigger, pick.source))
+            shown = key
     return out

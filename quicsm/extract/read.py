@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import polars as pl
 
@@ -33,12 +34,26 @@ from quicsm.core.aliases import CC_ALGORITHM_KEYS, canonical_state, is_numeric
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.core.errors import InputError, QlogError
 from quicsm.core.frames import METRICS_SCHEMA, TRANSITIONS_SCHEMA, normalize_transitions
-from quicsm.core.states import UNKNOWN
-from quicsm.extract.derive import derive_states
+from quicsm.core.states import PAPER_STATES, UNKNOWN
+from quicsm.extract.derive import (
+    DERIVED,
+    EXPLICIT,
+    HYBRID,
+    INSTRUMENTED_ONLY,
+    Derivation,
+    Row,
+    check_mode,
+    derive_states,
+    logged_states,
+    merge_hybrid,
+)
+from quicsm.extract.deriver import STATE_CODES, CompactRows, Deriver, describe_states
+from quicsm.extract.profiles import Profile, detect_profile, profile_named
+from quicsm.qlog.events import MetricEvent
 from quicsm.qlog.paths import PathLike, expand_paths
 from quicsm.qlog.source import CSV, PARQUET, DecompressedFile, FileRead, read_qlog
 from quicsm.qlog.tabular import read_table
-from quicsm.qlog.trace import TraceData
+from quicsm.qlog.trace import TraceBuilder, TraceData
 
 __all__ = [
     "BatchRead",
@@ -83,6 +98,68 @@ class _Loaded:
     read: FileRead | None  # qlog
     table: pl.DataFrame | None  # CSV / Parquet transitions
     sidecar: dict[str, Any]
+    #: states derived while the file was read (hybrid and derived modes)
+    streamed: _Streamed | None = None
+
+
+class _TraceSink:
+    """Feeds one trace's deriver; in hybrid mode it stops wanting events once the trace has
+    logged a state that only an instrumented stack logs (it logs all eight: nothing to derive,
+    and the reader skips decoding its metrics)."""
+
+    __slots__ = ("_builder", "_checked", "_deriver", "_wanted")
+
+    def __init__(self, deriver: Deriver, builder: TraceBuilder | None) -> None:
+        self._deriver = deriver
+        self._builder = builder
+        self._checked = 0
+        self._wanted = True
+
+    def __call__(self, event: MetricEvent) -> object:
+        return self._deriver.feed(event)
+
+    def wanted(self) -> bool:
+        builder = self._builder
+        if builder is not None and self._wanted:
+            logged = builder.states
+            while self._checked < len(logged):
+                if canonical_state(logged[self._checked].new) in INSTRUMENTED_ONLY:
+                    self._wanted = False
+                    break
+                self._checked += 1
+        return self._wanted
+
+
+class _Streamed:
+    """Derives states while a file is read: one deriver per trace is fed each metric, loss and
+    timer event as it is decoded; the rows are kept, the events are not (memory O(one trace's
+    open state), not O(file))."""
+
+    def __init__(
+        self, *, sidecar: dict[str, Any], profile: Profile | None, hybrid: bool
+    ) -> None:
+        self.sidecar = sidecar
+        self.profile = profile
+        self.hybrid = hybrid
+        self._traces: dict[int, tuple[Deriver, Derivation]] = {}
+
+    def __call__(self, builder: TraceBuilder) -> _TraceSink:
+        profile = self.profile or detect_profile(
+            title=builder.title,
+            code_version=builder.code_version,
+            labels={**self.sidecar, **builder.labels},
+        )
+        deriver = Deriver(profile)
+        self._traces[builder.index] = (deriver, Derivation(profile, deriver.rows))
+        return _TraceSink(deriver, builder if self.hybrid else None)
+
+    def derivation(self, index: int) -> Derivation | None:
+        found = self._traces.get(index)
+        if found is None:
+            return None
+        deriver, out = found
+        out.notices = deriver.notices()
+        return out
 
 
 def _check_on_error(on_error: str) -> bool:
@@ -132,13 +209,24 @@ def _load_all(
     diag: Diagnostics,
     want_metrics: bool = False,
     count: bool = False,
+    derive: bool = False,
+    profile: Profile | None = None,
+    hybrid: bool = False,
     sidecars: dict[Path, dict[str, Any]] | None = None,
 ) -> Iterator[_Loaded]:
     cache: dict[Path, dict[str, Any]] = {} if sidecars is None else sidecars
     for path in expand_paths(paths):
+        streamed = None
         try:
+            if derive:
+                sidecar = _sidecar(path, cache, lenient, diag)
+                streamed = _Streamed(sidecar=sidecar, profile=profile, hybrid=hybrid)
             read: FileRead | None = read_qlog(
-                path, want_metrics=want_metrics, count=count, lenient=lenient
+                path,
+                want_metrics=want_metrics or derive,
+                count=count,
+                lenient=lenient,
+                metric_sink=streamed,
             )
             assert read is not None
             table = None
@@ -162,7 +250,7 @@ def _load_all(
             diag.skipped_records += max(0, read.skipped - len(read.problems))
             if read.truncated:
                 diag.truncated.append(read.truncated)
-        yield _Loaded(path, kind, read, table, _sidecar(path, cache, lenient, diag))
+        yield _Loaded(path, kind, read, table, _sidecar(path, cache, lenient, diag), streamed)
 
 
 def _cc_algorithm(trace: TraceData, sidecar: dict[str, Any]) -> str | None:
@@ -174,8 +262,49 @@ def _cc_algorithm(trace: TraceData, sidecar: dict[str, Any]) -> str | None:
     return None
 
 
+def _trace_profile(
+    loaded: _Loaded, trace: TraceData, profile: Profile | None
+) -> Profile:
+    if profile is not None:
+        return profile
+    labels = {**loaded.sidecar, **trace.labels}
+    return detect_profile(title=trace.title, code_version=trace.code_version, labels=labels)
+
+
+def _derived_frame(
+    file: str, tid: str, vantage: str, start: float, end: float, rows: CompactRows
+) -> pl.DataFrame:
+    """A trace's derived rows as a frame, built from the arrays (no object per row)."""
+    times = np.frombuffer(rows.times, dtype=np.float64) if len(rows) else np.zeros(0)
+    n = len(rows) + 1
+    codes = np.frombuffer(rows.states, dtype=np.uint8) if len(rows) else np.zeros(0, np.uint8)
+    triggers = np.frombuffer(rows.triggers, dtype=np.uint16) if len(rows) else np.zeros(0, "u2")
+    names = pl.Series("names", [None, *rows.trigger_names], dtype=pl.String)
+    return pl.DataFrame(
+        {
+            "file": pl.Series([file], dtype=pl.String).extend_constant(file, n - 1),
+            "trace": pl.Series([tid], dtype=pl.String).extend_constant(tid, n - 1),
+            "vantage": pl.Series([vantage], dtype=pl.String).extend_constant(vantage, n - 1),
+            "time_ms": np.round(np.concatenate([[start], times]) - start, TIME_DECIMALS),
+            "state": pl.Series(np.concatenate([[0], codes]).astype(np.uint32))
+            .replace_strict(dict(enumerate(STATE_CODES)), return_dtype=pl.String),
+            "raw_state": pl.Series([None] * 1, dtype=pl.String).extend_constant(None, n - 1),
+            "trigger": names.gather(np.concatenate([[0], triggers.astype(np.int64) + 1])),
+            "source": pl.Series(["derived"], dtype=pl.String).extend_constant("derived", n - 1),
+            "end_ms": pl.Series([end], dtype=pl.Float64).extend_constant(end, n - 1),
+        }
+    ).select([pl.col(c).cast(t) for c, t in TRANSITIONS_SCHEMA.items()])
+
+
 def _transition_rows(
-    loaded: _Loaded, trace: TraceData, rows: dict[str, list[Any]], diag: Diagnostics
+    loaded: _Loaded,
+    trace: TraceData,
+    rows: dict[str, list[Any]],
+    diag: Diagnostics,
+    *,
+    states: str = HYBRID,
+    profile: Profile | None = None,
+    frames: list[pl.DataFrame] | None = None,
 ) -> None:
     file = str(loaded.path)
     tid = trace_id(file, trace.index)
@@ -193,8 +322,8 @@ def _transition_rows(
         rows["source"].append(source)
         rows["end_ms"].append(end)
 
-    add(0.0, "Init", None, None, "derived")
-    if trace.states:
+    explicit: list[Row] = []
+    if trace.states and states != DERIVED:
         cc = _cc_algorithm(trace, loaded.sidecar)
         for event in trace.states:
             state = canonical_state(event.new, cc_algorithm=cc)
@@ -206,10 +335,37 @@ def _transition_rows(
                         "controller: give it as the label cc_algorithm (trace header or run.json); "
                         "kept raw as Unknown"
                     )
-            add(event.time - start, state, event.new, event.trigger, "explicit")
+            explicit.append(Row(event.time, state, event.new, event.trigger, EXPLICIT))
+    if states == EXPLICIT:
+        chosen = explicit
     else:
-        for derived in derive_states(trace.metrics):
-            add(derived.time - start, derived.state, None, derived.trigger, "derived")
+        derivation = loaded.streamed.derivation(trace.index) if loaded.streamed else None
+        if derivation is None:  # read without streaming (or a trace without a builder)
+            derivation = derive_states(
+                trace.metrics, profile=_trace_profile(loaded, trace, profile)
+            )
+        used = derivation.profile
+        logged = logged_states(used, (r.state for r in explicit)) if states == HYBRID else None
+        if logged is not None and logged >= set(PAPER_STATES):
+            chosen = explicit  # the producer logs every state itself: nothing to derive
+        else:
+            for what, reason in derivation.notices:
+                named = what or PAPER_STATES[1:]  # none named: all (Init is always there)
+                missing = tuple(st for st in named if logged is None or st not in logged)
+                if not missing:
+                    continue  # the producer logs these states itself
+                if len(missing) == len(PAPER_STATES) - 1:
+                    missing = ()  # "all states"
+                diag.cannot_derive(tid, describe_states(missing), reason)
+            compact = derivation.states
+            if not explicit and frames is not None and isinstance(compact, CompactRows):
+                # derived rows only: straight from the arrays into a frame
+                frames.append(_derived_frame(file, tid, trace.vantage, start, end, compact))
+                return
+            chosen = merge_hybrid(explicit, list(compact), logged=logged or frozenset())
+    add(0.0, "Init", None, None, "derived")
+    for row in chosen:
+        add(row.time - start, row.state, row.raw, row.trigger, row.source)
 
 
 def read_transitions(
@@ -217,32 +373,59 @@ def read_transitions(
     *,
     on_error: OnError = "raise",
     diagnostics: Diagnostics | None = None,
+    states: str = HYBRID,
+    profile: str | None = None,
 ) -> pl.DataFrame:
     """One row per state entered, per trace, in time order (:data:`TRANSITIONS_SCHEMA`).
 
-    Traces with ``congestion_state_updated`` events give ``source="explicit"`` rows (names
-    mapped by :mod:`quicsm.core.aliases`); traces without give rows derived from metrics and
-    loss events (``source="derived"``, :mod:`quicsm.extract.derive`). Every trace starts with
-    ``Init`` at its first event (0 ms); ``end_ms`` is its last event.
+    ``states`` chooses where states come from (:mod:`quicsm.extract.derive`): ``"explicit"``
+    (``congestion_state_updated`` events, names mapped by :mod:`quicsm.core.aliases`),
+    ``"derived"`` (metrics, losses and timers through the rule table
+    :mod:`quicsm.extract.rules`, explicit events set aside) or ``"hybrid"`` (the default:
+    explicit states where the producer logs them, derived ones for the states it does not
+    log). ``source`` says which for every row. ``profile`` names the producer profile
+    (:mod:`quicsm.extract.profiles`) instead of detecting it per trace. States a trace cannot
+    show are reported in ``diagnostics`` ("... cannot be derived: ..."). Every trace starts
+    with ``Init`` at its first event (0 ms); ``end_ms`` is its last event.
     """
     lenient = _check_on_error(on_error)
+    mode = check_mode(states)
+    chosen_profile = profile_named(profile) if profile is not None else None
     diag = diagnostics if diagnostics is not None else Diagnostics()
     rows: dict[str, list[Any]] = {name: [] for name in TRANSITIONS_SCHEMA}
     tables: list[pl.DataFrame] = []
-    for loaded in _load_all(paths, lenient=lenient, diag=diag):
+    derived_frames: list[pl.DataFrame] = []
+    for loaded in _load_all(
+        paths,
+        lenient=lenient,
+        diag=diag,
+        derive=mode != EXPLICIT,
+        profile=chosen_profile,
+        hybrid=mode == HYBRID,
+    ):
         if loaded.table is not None:
             tables.append(loaded.table)
             continue
         assert loaded.read is not None
         for trace in loaded.read.traces:
-            _transition_rows(loaded, trace, rows, diag)
-    out = _transitions_frame(rows, tables)
+            _transition_rows(
+                loaded,
+                trace,
+                rows,
+                diag,
+                states=mode,
+                profile=chosen_profile,
+                frames=derived_frames,
+            )
+    out = _transitions_frame(rows, derived_frames, tables)
     diag.warn()
     return out
 
 
-def _transitions_frame(rows: dict[str, list[Any]], tables: list[pl.DataFrame]) -> pl.DataFrame:
-    """The collected rows (and tables) of many files, normalised once."""
+def _transitions_frame(
+    rows: dict[str, list[Any]], derived_frames: list[pl.DataFrame], tables: list[pl.DataFrame]
+) -> pl.DataFrame:
+    """The collected rows (and derived frames and tables) of many files, normalised once."""
     frame = pl.DataFrame(
         {
             k: pl.Series(
@@ -251,8 +434,8 @@ def _transitions_frame(rows: dict[str, list[Any]], tables: list[pl.DataFrame]) -
             for k, v in rows.items()
         }
     ).select([pl.col(c).cast(t) for c, t in TRANSITIONS_SCHEMA.items()])
-    if tables:
-        frame = pl.concat([frame, *tables])
+    if tables or derived_frames:
+        frame = pl.concat([frame, *derived_frames, *tables])
     return normalize_transitions(frame)
 
 
@@ -266,31 +449,59 @@ class BatchRead:
     diagnostics: dict[str, Diagnostics]
 
 
-def read_batch(files: Iterable[PathLike], *, on_error: OnError = "raise") -> BatchRead:
+def read_batch(
+    files: Iterable[PathLike],
+    *,
+    on_error: OnError = "raise",
+    states: str = HYBRID,
+    profile: str | None = None,
+) -> BatchRead:
     """:func:`read_transitions` and :func:`read_traces` of many files at once: every file is
     read once, the transitions are normalised once for the whole batch, and the diagnostics
     are kept per file (so a caller can tell which files read cleanly). No warning is emitted.
 
     ``files`` are files (not directories or patterns); the result equals what the two readers
-    return for the same list.
+    return for the same list (``states`` and ``profile`` as in :func:`read_transitions`).
     """
     lenient = _check_on_error(on_error)
+    mode = check_mode(states)
+    chosen_profile = profile_named(profile) if profile is not None else None
     rows: dict[str, list[Any]] = {name: [] for name in TRANSITIONS_SCHEMA}
     trace_rows: dict[str, list[Any]] = {name: [] for name in TRACES_SCHEMA}
     tables: list[pl.DataFrame] = []
+    derived_frames: list[pl.DataFrame] = []
     diagnostics: dict[str, Diagnostics] = {}
     sidecars: dict[Path, dict[str, Any]] = {}  # each run.json read (and reported) once
     for file in files:
         diag = diagnostics.setdefault(str(file), Diagnostics())
-        for loaded in _load_all([file], lenient=lenient, diag=diag, count=True, sidecars=sidecars):
+        for loaded in _load_all(
+            [file],
+            lenient=lenient,
+            diag=diag,
+            count=True,
+            derive=mode != EXPLICIT,
+            profile=chosen_profile,
+            hybrid=mode == HYBRID,
+            sidecars=sidecars,
+        ):
             _trace_rows(loaded, trace_rows)
             if loaded.table is not None:
                 tables.append(loaded.table)
                 continue
             assert loaded.read is not None
             for trace in loaded.read.traces:
-                _transition_rows(loaded, trace, rows, diag)
-    return BatchRead(_transitions_frame(rows, tables), _traces_frame(trace_rows), diagnostics)
+                _transition_rows(
+                    loaded,
+                    trace,
+                    rows,
+                    diag,
+                    states=mode,
+                    profile=chosen_profile,
+                    frames=derived_frames,
+                )
+    return BatchRead(
+        _transitions_frame(rows, derived_frames, tables), _traces_frame(trace_rows), diagnostics
+    )
 
 
 def scan_transitions(
@@ -298,9 +509,13 @@ def scan_transitions(
     *,
     on_error: OnError = "raise",
     diagnostics: Diagnostics | None = None,
+    states: str = HYBRID,
+    profile: str | None = None,
 ) -> pl.LazyFrame:
     """:func:`read_transitions` as a LazyFrame (the files are read when this is called)."""
-    return read_transitions(paths, on_error=on_error, diagnostics=diagnostics).lazy()
+    return read_transitions(
+        paths, on_error=on_error, diagnostics=diagnostics, states=states, profile=profile
+    ).lazy()
 
 
 _METRIC_COLUMNS = (

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from quicsm.core.diagnostics import RecordProblem, describe
-from quicsm.qlog.trace import TraceBuilder, TraceData, object_event
+from quicsm.qlog.trace import MetricSink, TraceBuilder, TraceData, object_event
 
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|["\[\]{},]', re.S)
 _CLOSER = {ord("{"): "}", ord("["): "]"}
@@ -61,8 +61,15 @@ def repair_truncated(data: bytes) -> tuple[bytes, int] | None:
 class ContainedParser:
     """Parses a whole contained-JSON qlog document into traces."""
 
-    def __init__(self, *, want_metrics: bool = False, lenient: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        want_metrics: bool = False,
+        lenient: bool = False,
+        metric_sink: MetricSink | None = None,
+    ) -> None:
         self.want_metrics = want_metrics
+        self.metric_sink = metric_sink
         self.lenient = lenient
         self.problems: list[RecordProblem] = []
         self.truncated_at: int | None = None
@@ -101,7 +108,15 @@ class ContainedParser:
         return out
 
     def _trace(self, index: int, i: int, top: dict[str, Any], trace: dict[str, Any]) -> TraceData:
-        builder = TraceBuilder(index, top, trace, "JSON", want_metrics=self.want_metrics, full=True)
+        builder = TraceBuilder(
+            index,
+            top,
+            trace,
+            "JSON",
+            want_metrics=self.want_metrics,
+            full=True,
+            metric_sink=self.metric_sink,
+        )
         events = trace.get("events", [])
         if not isinstance(events, list):
             self._problem(

@@ -60,10 +60,13 @@ METRIC_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "smoothed_rtt_ms": ("smoothed_rtt", "srtt"),
     "min_rtt_ms": ("min_rtt", "rtt_min"),
     "latest_rtt_ms": ("latest_rtt",),
+    "rtt_variance_ms": ("rtt_variance", "rttvar"),
     "pto_count": ("pto_count",),
 }
 #: metrics expressed in the trace's time unit (draft-00/01 ``time_units``)
-RTT_METRICS: Final[frozenset[str]] = frozenset({"smoothed_rtt_ms", "min_rtt_ms", "latest_rtt_ms"})
+RTT_METRICS: Final[frozenset[str]] = frozenset(
+    {"smoothed_rtt_ms", "min_rtt_ms", "latest_rtt_ms", "rtt_variance_ms"}
+)
 #: application-limited flags: picoquic ``app_limited``, quiche ``cf_app_limited``
 APP_LIMITED_FIELDS: Final[tuple[str, ...]] = (
     "app_limited",

@@ -36,7 +36,7 @@ import orjson
 
 from quicsm.core.diagnostics import RecordProblem, describe
 from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES, TIMER_NEEDLE, TIMER_REQUIRED
-from quicsm.qlog.trace import TraceBuilder, TraceData, is_header, object_event
+from quicsm.qlog.trace import MetricSink, TraceBuilder, TraceData, is_header, object_event
 
 #: what the scanner is fed: the I/O side reuses one bytearray for every block
 Buffer = bytes | bytearray
@@ -98,12 +98,14 @@ class SeqScanner:
         full: bool = False,
         count: bool = False,
         lenient: bool = False,
+        metric_sink: MetricSink | None = None,
     ) -> None:
         if sep not in (RS, LF):
             raise ValueError("sep must be RS or LF")
         self.sep = sep
         self.serialization = "JSON-SEQ" if sep == RS else "NDJSON"
         self.want_metrics = want_metrics
+        self.metric_sink = metric_sink
         self.full = full
         self.count = count or full
         self.lenient = lenient
@@ -270,6 +272,7 @@ class SeqScanner:
             self.serialization,
             want_metrics=self.want_metrics,
             full=self.full,
+            metric_sink=self.metric_sink,
         )
         self._last = None
 
@@ -405,7 +408,7 @@ class SeqScanner:
         # derived from only while the trace has shown no explicit state (or metrics are wanted)
         done: set[int] = set()
         self._decode_hits(trace, buf, s, e, base, STATE_NEEDLES, done)
-        if self.want_metrics or not trace.states:
+        if trace.metrics_wanted() or (not self.want_metrics and not trace.states):
             # without explicit states so far, the events states are derived from are kept
             # undecoded until the trace ends: decoded only if the trace never logs a state
             self._decode_hits(

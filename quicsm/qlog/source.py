@@ -28,7 +28,7 @@ from quicsm.core.diagnostics import MAX_REASONS, RecordProblem
 from quicsm.core.errors import InputError, QlogError
 from quicsm.qlog.contained import ContainedParser
 from quicsm.qlog.seq import LF, RS, Buffer, SeqScanner
-from quicsm.qlog.trace import TraceData
+from quicsm.qlog.trace import MetricSink, TraceData
 
 #: decompressed bytes handed to the parser at a time
 BLOCK_SIZE = 8 << 20
@@ -223,6 +223,7 @@ def read_qlog(
     lenient: bool = False,
     block_size: int = BLOCK_SIZE,
     max_problems: int = MAX_REASONS,
+    metric_sink: MetricSink | None = None,
 ) -> FileRead:
     """Read one qlog file (any serialization, compressed or not) into traces.
 
@@ -254,7 +255,9 @@ def read_qlog(
     try:
         if kind == JSON:
             data = bytes(head) + b"".join(blocks)
-            parser = ContainedParser(want_metrics=want_metrics, lenient=lenient)
+            parser = ContainedParser(
+                want_metrics=want_metrics, lenient=lenient, metric_sink=metric_sink
+            )
             result.traces = parser.parse(data)
             problems, truncated_at = parser.problems, parser.truncated_at
             if truncated_at is not None:
@@ -266,7 +269,12 @@ def read_qlog(
                 )
         else:
             scanner = SeqScanner(
-                sep=sep, want_metrics=want_metrics, full=full, count=count, lenient=lenient
+                sep=sep,
+                want_metrics=want_metrics,
+                full=full,
+                count=count,
+                lenient=lenient,
+                metric_sink=metric_sink,
             )
             if head:
                 scanner.feed(head)

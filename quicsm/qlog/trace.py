@@ -17,8 +17,9 @@ Time handling (qlog main schema, "time_format" / draft-00 "time_units"):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from quicsm.core.diagnostics import RecordProblem, describe
 from quicsm.qlog.events import (
@@ -33,6 +34,21 @@ from quicsm.qlog.events import (
 )
 
 DELTA_FORMATS = frozenset({"delta", "relative_to_previous_event"})
+
+
+class EventSink(Protocol):
+    """Consumes a trace's metric, loss and timer events as they are decoded."""
+
+    def __call__(self, event: MetricEvent) -> object: ...
+
+    def wanted(self) -> bool:
+        """Whether more events are wanted (``False``: the reader may skip decoding them)."""
+        ...
+
+
+#: given a trace's builder (its header is read), the sink of its metric, loss and timer events
+#: (instead of keeping them in ``metrics``), or ``None`` to keep them
+MetricSink = Callable[["TraceBuilder"], EventSink | None]
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -101,6 +117,7 @@ class TraceBuilder:
         *,
         want_metrics: bool,
         full: bool,
+        metric_sink: MetricSink | None = None,
     ) -> None:
         self.index = index
         common = _dict(trace.get("common_fields"))
@@ -143,6 +160,11 @@ class TraceBuilder:
         self.states: list[StateEvent] = []
         self.metrics: list[MetricEvent] = []
         self.problems: list[RecordProblem] = []
+        self._sink = metric_sink(self) if metric_sink is not None else None
+
+    def metrics_wanted(self) -> bool:
+        """Metric, loss and timer events are wanted (and their sink, if any, still wants them)."""
+        return self.want_metrics and (self._sink is None or self._sink.wanted())
 
     def event_time(self, raw: object, offset: int | None, *, where: str | None = None) -> float:
         """Milliseconds on the trace clock; delta formats are summed in reading order."""
@@ -173,7 +195,11 @@ class TraceBuilder:
         if state is not None and kind == MVFST_METRIC:
             self.states.append(state)
         if metric is not None:
-            self.metrics.append(metric)
+            if self._sink is not None:
+                if self._sink.wanted():
+                    self._sink(metric)  # streamed: memory does not grow with the trace
+            else:
+                self.metrics.append(metric)
 
     def finish(self) -> TraceData:
         return TraceData(
