@@ -5,9 +5,10 @@
 #   instrumentation-patches/build.sh            # build everything (cached: re-runs take seconds)
 #   instrumentation-patches/build.sh quic-go    # only the stacks whose name matches
 #
-# Sources come only from the Go module proxy (`go mod download`) and the Python package index
-# (`pip download --no-binary :all:`). A patch that no longer applies stops the build with the
-# rejected hunks printed. Everything lands under build/ (ignored by git).
+# Sources come only from the Go module proxy (`go mod download`), the Python package index
+# (`pip download --no-binary :all:`) and Rust's package registry (`cargo fetch` of a throw-away
+# project). A patch that no longer applies stops the build with the rejected hunks printed.
+# Everything lands under build/ (ignored by git).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -36,7 +37,7 @@ entries=()
 
 # ------------------------------------------------------------------ quic-go (Go module proxy)
 build_quicgo() {
-  local version="$1"
+  local version="$1" ccs="$2"
   local patchfile="$here/quic-go/$version.patch" labsrc="$here/quic-go/lab/main.go"
   local dir="$build/quic-go/$version" bin="$build/quic-go/$version/quicsm-quicgo"
   [[ -f "$patchfile" ]] || die "missing $patchfile"
@@ -72,8 +73,8 @@ EOF
       die "quic-go $version: build failed"
     echo "$stamp" >"$dir/.stamp"
   fi
-  entries+=("$(printf '{"stack": "quic-go", "version": "%s", "patch": "quic-go/%s.patch", "server": ["%s"], "client": ["%s"], "env": {}}' \
-    "$version" "$version" "$bin" "$bin")")
+  entries+=("$(printf '{"stack": "quic-go", "version": "%s", "patch": "quic-go/%s.patch", "server": ["%s"], "client": ["%s"], "env": {}, "controllers": %s}' \
+    "$version" "$version" "$bin" "$bin" "$ccs")")
 }
 
 # ------------------------------------------------------------------ aioquic (Python package index)
@@ -104,8 +105,68 @@ build_aioquic() {
     "$venv/bin/python" -m pip install -q "$dir/src" || die "aioquic $version: install failed"
     echo "$stamp" >"$dir/.stamp"
   fi
-  entries+=("$(printf '{"stack": "aioquic", "version": "%s", "patch": "aioquic/%s.patch", "server": ["%s", "%s"], "client": ["%s", "%s"], "env": {}}' \
+  entries+=("$(printf '{"stack": "aioquic", "version": "%s", "patch": "aioquic/%s.patch", "server": ["%s", "%s"], "client": ["%s", "%s"], "env": {}, "controllers": ["cubic"]}' \
     "$version" "$version" "$venv/bin/python" "$labsrc" "$venv/bin/python" "$labsrc")")
+}
+
+# ------------------------------------------------------------------ Rust crates (cargo's registry)
+# Compiled crates are shared by every Rust stack in one target directory. Builds run niced with
+# CARGO_BUILD_JOBS (default 2) and a modest release profile (opt-level 2, no LTO).
+cargo_target="$build/cargo/target"
+lab_profile='[profile.release]
+opt-level = 2
+debug = false
+incremental = false
+codegen-units = 16
+'
+
+# crate_source NAME VERSION DEST: the pinned crate's source as cargo fetched it, copied to DEST.
+crate_source() {
+  local name="$1" version="$2" dest="$3" fetch="$3.fetch"
+  rm -rf "$fetch" "$dest"
+  mkdir -p "$fetch/src"
+  echo 'fn main() {}' >"$fetch/src/main.rs"
+  printf '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\npublish = false\n\n[dependencies]\n%s = "=%s"\n' \
+    "$name" "$version" >"$fetch/Cargo.toml"
+  (cd "$fetch" && cargo fetch -q) || die "cargo fetch $name $version failed"
+  local manifest
+  manifest="$(cd "$fetch" && cargo metadata -q --format-version 1 |
+    python3 -c 'import json,sys; n,v=sys.argv[1:]; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"]==n and p["version"]==v))' "$name" "$version")" ||
+    die "cargo metadata: no $name $version"
+  cp -r "$(dirname "$manifest")" "$dest"
+  chmod -R u+w "$dest"
+  rm -rf "$fetch"
+}
+
+# build_rust STACK VERSION CRATE CRATE_VERSION PATCH LAB_DEPS CONTROLLERS
+#   CRATE (at CRATE_VERSION) is patched; the lab program depends on it through
+#   cargo's [patch] table, so STACK (at VERSION, possibly another crate) uses the patched copy.
+build_rust() {
+  local stack="$1" version="$2" crate="$3" crate_version="$4" patchfile="$here/$5" deps="$6" ccs="$7"
+  local labsrc="$here/$stack/lab/main.rs" dir="$build/$stack/$version" bin="$build/$stack/$version/quicsm-$stack"
+  [[ -f "$patchfile" ]] || die "missing $patchfile"
+  command -v cargo >/dev/null || die "the Rust toolchain (cargo) is needed to build $stack"
+  local stamp
+  stamp="$(hash_of "$patchfile" "$labsrc" "$0")"
+  if [[ -x "$bin" && "$(cat "$dir/.stamp" 2>/dev/null)" == "$stamp" ]]; then
+    log "$stack $version: up to date"
+  else
+    log "$stack $version: fetching $crate $crate_version, patching, building (takes minutes)"
+    rm -rf "$dir"
+    mkdir -p "$dir/lab"
+    crate_source "$crate" "$crate_version" "$dir/src"
+    apply_patch "$dir/src" "$patchfile"
+    cp "$labsrc" "$dir/lab/main.rs"
+    printf '[package]\nname = "quicsm-%s"\nversion = "0.0.0"\nedition = "2021"\npublish = false\n\n[[bin]]\nname = "quicsm-%s"\npath = "main.rs"\n\n[dependencies]\n%s\n[patch.crates-io]\n%s = { path = "../src" }\n\n%s' \
+      "$stack" "$stack" "$deps" "$crate" "$lab_profile" >"$dir/lab/Cargo.toml"
+    (cd "$dir/lab" && CARGO_TARGET_DIR="$cargo_target" CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}" \
+      nice -n 10 cargo build -q --release >"$dir/cargo.log" 2>&1) ||
+      { tail -30 "$dir/cargo.log" >&2; die "$stack $version: build failed (log: $dir/cargo.log)"; }
+    cp "$cargo_target/release/quicsm-$stack" "$bin"
+    echo "$stamp" >"$dir/.stamp"
+  fi
+  entries+=("$(printf '{"stack": "%s", "version": "%s", "patch": "%s", "server": ["%s"], "client": ["%s"], "env": {}, "controllers": %s}' \
+    "$stack" "$version" "$5" "$bin" "$bin" "$ccs")")
 }
 
 # ------------------------------------------------------------------ stock quic-go (no patch)
@@ -142,9 +203,21 @@ build_quicgo_stock() {
 }
 
 want() { [[ -z "$only" || "$1" == *"$only"* ]]; }
-want quic-go && build_quicgo v0.48.2
-want quic-go && build_quicgo v0.65.0
+want quic-go && build_quicgo v0.48.2 '["newreno"]'
+want quic-go && build_quicgo v0.65.0 '["newreno", "cubic"]'
 want aioquic && build_aioquic 1.7.2
+want quiche && build_rust quiche 0.30.0 quiche 0.30.0 quiche/0.30.0.patch \
+  'quiche = { version = "=0.30.0", features = ["qlog"] }
+rcgen = { version = "0.13", default-features = false, features = ["ring", "pem", "crypto"] }
+signal-hook = "0.3"
+' '["cubic", "reno", "bbr2"]'
+want quinn && build_rust quinn 0.11.12 quinn-proto 0.11.19 quinn/quinn-proto-0.11.19.patch \
+  'quinn = { version = "=0.11.12", default-features = false, features = ["runtime-tokio", "rustls-ring", "qlog", "log"] }
+quinn-proto = { version = "=0.11.19", default-features = false, features = ["rustls-ring", "qlog", "log"] }
+tokio = { version = "1", features = ["rt", "net", "time", "signal", "macros", "sync"] }
+rustls = { version = "0.23", default-features = false, features = ["ring", "std"] }
+rcgen = { version = "0.13", default-features = false, features = ["ring", "pem", "crypto"] }
+' '["newreno", "cubic", "bbr"]'
 
 {
   echo "["

@@ -5,7 +5,7 @@ the server-to-client direction once (so that probe timeouts, losses and recovery
 returns the congestion states the server's qlog recorded. Used by ``tests/test_patches.py`` and
 ``scripts/make_fixtures``; the lab proper (``quicsm lab``) has its own impairment relay.
 
-    python instrumentation-patches/smoke.py [STACK[@VERSION]] ...   # prints states per stack
+    python instrumentation-patches/smoke.py [STACK[@VERSION[/CC]]] ...   # states per stack
     python instrumentation-patches/smoke.py --fixtures DIR          # writes real qlog fixtures
 """
 
@@ -36,6 +36,30 @@ def load_stacks(path: Path = STACKS_JSON) -> list[dict[str, Any]]:
         return []
     stacks: list[dict[str, Any]] = json.loads(path.read_text())
     return stacks
+
+
+def with_controllers(stacks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per (stack, congestion controller): ``cc`` set, ``QUICSM_CC`` in ``env``."""
+    out = []
+    for stack in stacks:
+        for cc in stack.get("controllers") or [""]:
+            env = dict(stack.get("env", {}), **({"QUICSM_CC": cc} if cc else {}))
+            out.append(dict(stack, cc=cc, env=env))
+    return out
+
+
+def selects(selector: str, stack: dict[str, Any]) -> bool:
+    """``quinn``, ``quinn@0.11.12``, ``quinn/bbr`` or ``quinn@0.11.12/bbr`` (as ``quicsm lab``)."""
+    rest, _, cc = selector.partition("/")
+    name, _, version = rest.partition("@")
+    return (name == stack["stack"] and version in ("", stack["version"])
+            and cc in ("", stack.get("cc", "")))
+
+
+def stack_name(stack: dict[str, Any]) -> str:
+    """``quic-go@v0.65.0`` or, for one controller, ``quic-go@v0.65.0/cubic``."""
+    name = f"{stack['stack']}@{stack['version']}"
+    return f"{name}/{stack['cc']}" if stack.get("cc") else name
 
 
 def free_port() -> int:
@@ -212,6 +236,8 @@ def run_smoke(
 
 
 PAPER_STATES = frozenset(states.PAPER_STATES)
+#: stacks whose patch honours QUICSM_MAX_CWND_PACKETS (quiche and quinn have no window cap)
+WINDOW_CAP_STACKS = ("quic-go", "aioquic")
 
 
 def write_fixtures(stack: dict[str, Any], outdir: Path, *, attempts: int = 5) -> Path:
@@ -275,12 +301,13 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--fixtures"]:
         outdir = Path(argv[1])
         for stack in stacks:
+            if stack["stack"] not in WINDOW_CAP_STACKS:
+                continue  # without a window cap, CongestionAvoidanceMaxed cannot occur
             print(f"wrote {write_fixtures(stack, outdir)}")
         return 0
-    wanted = argv or [f"{s['stack']}@{s['version']}" for s in stacks]
-    for stack in stacks:
-        name = f"{stack['stack']}@{stack['version']}"
-        if not any(name == w or stack["stack"] == w for w in wanted):
+    for stack in with_controllers(stacks):
+        name = stack_name(stack)
+        if argv and not any(selects(w, stack) for w in argv):
             continue
         with tempfile.TemporaryDirectory() as tmp:
             res = run_smoke(stack, Path(tmp))

@@ -31,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "infer": "quicsm.model.inference",
     "Model": "quicsm.model.tables",
     **dict.fromkeys(("model_to_dot", "render_model", "render_dot"), "quicsm.render.dot"),
+    "side_by_side": "quicsm.render.notebook",
     **dict.fromkeys(
         ("Stats", "compute_stats", "time_in_state", "time_in_state_summary", "transition_counts",
          "transition_probabilities", "dwell_times", "dwell_summary"),
@@ -60,20 +61,37 @@ def _model_svg(model: Any) -> str | None:
     return model_svg(model)
 
 
-def register_jupyter(shell: Any = None) -> None:
-    """Show models as their diagrams in Jupyter/IPython.
+def _model_html(model: Any) -> str:
+    from quicsm.render.notebook import model_html
 
-    Views are functions over results (``quicsm.render``), so the model itself knows nothing of
-    rendering; this registers the SVG view with IPython's display formatter by class name, which
-    imports nothing until a model is displayed. Called on ``import quicsm`` inside IPython.
+    return model_html(model)
+
+
+def _diff_html(result: Any) -> str:
+    from quicsm.render.notebook import diff_html
+
+    return diff_html(result)
+
+
+def register_jupyter(shell: Any = None) -> None:
+    """Show results as rich HTML in Jupyter/IPython: a model as its diagram (scaled to the cell)
+    with its time-in-state table, a diff as its summary and tables with significant rows
+    highlighted (:mod:`quicsm.render.notebook`); a model also has an SVG view.
+
+    Views are functions over results (``quicsm.render``), so the results themselves know
+    nothing of rendering; this registers the views with IPython's display formatter by class
+    name, which imports nothing until a result is displayed. Called on ``import quicsm``
+    inside IPython.
     """
     if shell is None:
         ipython = sys.modules.get("IPython")
         shell = ipython.get_ipython() if ipython is not None else None
     if shell is None:
         return
-    svg = shell.display_formatter.formatters["image/svg+xml"]
-    svg.for_type_by_name("quicsm.model.tables", "Model", _model_svg)
+    formatters = shell.display_formatter.formatters
+    formatters["image/svg+xml"].for_type_by_name("quicsm.model.tables", "Model", _model_svg)
+    formatters["text/html"].for_type_by_name("quicsm.model.tables", "Model", _model_html)
+    formatters["text/html"].for_type_by_name("quicsm.compare.diff", "DiffResult", _diff_html)
 
 
 register_jupyter()

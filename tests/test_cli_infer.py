@@ -82,7 +82,9 @@ def test_formats(
 
 def test_same_seed_gives_byte_identical_outputs(csv_input: Path, tmp_path: Path) -> None:
     for d in ("a", "b"):
-        code, _, stderr = run(csv_input, "-o", tmp_path / d, "--seed", "5", "--quiet")
+        code, _, stderr = run(
+            csv_input, "-o", tmp_path / d, "--seed", "5", "--algorithm", "synoptic", "--quiet"
+        )
         assert code == 0, stderr
     for name in ("model.json", "model.dot", "stats.csv", "transitions.csv"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
@@ -106,6 +108,12 @@ def test_real_qlog_traces(tmp_path: Path) -> None:
     assert data["traces"] >= 2
     assert {n["state"] for n in data["nodes"]} >= {"INITIAL", "TERMINAL", "Init"}
     assert (tmp_path / "model.png").read_bytes().startswith(b"\x89PNG")
+    # the default picture is the observed model (one node per state, as in Fig. 13)
+    assert "observed model" in stdout and data["algorithm"] == "observed"
+    states = [n["state"] for n in data["nodes"]]
+    assert len(states) == len(set(states))
+    code, stdout, stderr = run(FIXTURES / "real", "-o", tmp_path / "s", "--algorithm", "synoptic")
+    assert code == 0, stderr
     assert "synoptic model" in stdout
 
 
@@ -176,7 +184,7 @@ def test_progress_bar_counts_bytes_with_the_same_result(tmp_path: Path) -> None:
     console = Console(file=sink, force_terminal=True, width=100)
     choice = EngineChoice("local", None, 1, tmp_path / "cache", True)
     with _Progress(files, enabled=True, console=console) as progress:
-        got = _read(files, where=(), lenient=False, progress=progress, choice=choice)
+        got = _read(files, select=None, lenient=False, progress=progress, choice=choice)
         progress.stage("inferring the model")
     whole = compute_stats(read_transitions([str(f) for f in files]))
     assert (got.traces, got.visits) == (whole.traces, whole.visits)
@@ -220,7 +228,19 @@ def test_where_matching_nothing_is_a_clean_error(tmp_path: Path) -> None:
         main, ["infer", str(FIXTURES / "real"), "-o", str(tmp_path), "--where", "scenario=nope"]
     )
     assert result.exit_code == 1
-    assert result.stderr.endswith("Error: no traces with states match --where scenario=nope\n")
+    assert result.stderr.endswith(
+        f"Error: no traces match --where scenario=nope under {FIXTURES / 'real'} "
+        "(scenario takes loopback-blackout (6))\n"
+    )
+    # an unknown key lists the keys that exist
+    result = CliRunner().invoke(
+        main, ["infer", str(FIXTURES / "real"), "-o", str(tmp_path), "--where", "scenari=x"]
+    )
+    assert result.exit_code == 1
+    assert "Error: --where scenari: no trace has the label 'scenari' (did you mean scenario?)" in (
+        result.stderr
+    )
+    assert "device, format, max_cwnd_packets," in result.stderr
     result = CliRunner().invoke(
         main, ["infer", str(FIXTURES / "real"), "-o", str(tmp_path), "--where", "scenario"]
     )

@@ -96,7 +96,20 @@ def test_inspect_summarises_and_validates_everything(tmp_path: Path) -> None:
         "traces: 3",
     ]
     assert "  recovery:congestion_state_updated  10" in out
-    assert out.rstrip().endswith("problems: none")
+    assert "\nproblems: none\n" in out
+    # the labels --where and --by select on: shared ones once, then each trace's own
+    assert out.split("problems: none\n")[1].splitlines() == [
+        "labels of every trace (3):",
+        "  code_version=v0.50.0",
+        "  device=desktop",
+        "  format=JSON-SEQ 0.3",
+        "  scenario=loss-1pct",
+        "  vantage=server",
+        "labels by trace:",
+        "  #0: run=1, stack=quic-go, title=quic-go qlog",
+        "  #1: run=2, stack=quic-go, title=quic-go qlog",
+        "  #2: run=3, stack=ours, title=ours qlog",
+    ]
     # a broken record the fast path never decodes is still found by inspect
     path = tmp_path / "x.sqlog"
     path.write_text(

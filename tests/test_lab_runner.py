@@ -219,15 +219,27 @@ def test_runs_are_ordered_by_scenario_repetition_then_stack(tmp_path: Path) -> N
     assert len(set(seeds.values())) == 4
 
 
+def _built_stacks() -> list[Stack]:
+    """Every built (stack, controller); a missing build fails unless QUICSM_SKIP_STACKS=1."""
+    if os.environ.get("QUICSM_SKIP_STACKS") == "1":
+        pytest.skip("QUICSM_SKIP_STACKS=1: instrumented stacks not built")
+    if not STACKS_FILE.exists():
+        pytest.fail("build/stacks.json missing: run instrumentation-patches/build.sh")
+    return load_stacks(STACKS_FILE)
+
+
+# A state that only the controller's growth rule decides: SlowStart, or a BBR phase under BBR
+# (quinn's BBR may spend a short transfer in ProbeRTT and ProbeBW without Startup).
+GROWTH_STATES = {"SlowStart", "Startup", "Drain", "ProbeBW", "ProbeRTT"}
+
+
 @pytest.mark.lab
 def test_every_built_stack_completes_a_short_transfer_with_congestion_states(
     tmp_path: Path,
 ) -> None:
-    if os.environ.get("QUICSM_SKIP_STACKS") == "1":
-        pytest.skip("QUICSM_SKIP_STACKS=1: instrumented stacks not built")
-    if not STACKS_FILE.exists():
-        pytest.fail(f"{STACKS_FILE} missing: run instrumentation-patches/build.sh")
-    stacks = load_stacks(STACKS_FILE)
+    """A smoke transfer through `quicsm lab` per built stack and congestion controller."""
+    stacks = _built_stacks()
+    assert {s.stack for s in stacks} >= {"quic-go", "aioquic", "quiche", "quinn"}
     path = tmp_path / "s.toml"
     path.write_text(
         '[run]\nrepetitions = 1\ntimeout_s = 60\n[[scenario]]\nname = "smoke"\n'
@@ -236,10 +248,14 @@ def test_every_built_stack_completes_a_short_transfer_with_congestion_states(
     )
     results = run_plan(load_plan(path), stacks, out_dir=tmp_path / "out")
     assert len(results) == len(stacks)
-    for labels in results:
-        assert labels["status"] == "ok", (labels["stack"], labels["reason"])
-        run_dir = tmp_path / "out" / labels["stack"] / labels["version"] / "smoke" / "run-1"
-        server = run_dir / labels["files.server"]
+    for stack, labels in zip(stacks, results, strict=True):
+        assert labels["status"] == "ok", (stack.key, labels["reason"])
+        assert labels.get("cc_algorithm", "") == stack.cc_algorithm
+        run_dir = tmp_path / "out" / labels["stack"] / labels["version"]
+        if stack.cc_algorithm:
+            run_dir = run_dir / stack.cc_algorithm
+        server = run_dir / "smoke" / "run-1" / labels["files.server"]
         text = server.read_text(errors="replace")
-        assert "congestion_state_updated" in text and "SlowStart" in text
+        assert "congestion_state_updated" in text, stack.key
+        assert any(f'"new":"{s}"' in text.replace(" ", "") for s in GROWTH_STATES), stack.key
         assert labels["relay.down.packets_in"] > 200

@@ -16,7 +16,8 @@ from quicsm.core.errors import ModelError, QuicsmError
 from quicsm.core.frames import normalize_transitions
 from quicsm.model.inference import infer
 from quicsm.model.tables import JSON_SCHEMA, Model, renumber
-from quicsm.render.dot import model_svg, model_to_dot, render_model
+from quicsm.render.colours import state_colour
+from quicsm.render.dot import model_svg, model_to_dot, node_names, pct, render_model
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("QUICSM_UPDATE_GOLDEN") == "1"
@@ -162,13 +163,52 @@ def test_networkx_view(model: Model) -> None:
 
 def test_dot_is_fig13_style(model: Model) -> None:
     dot = model_to_dot(model)
-    assert 'n0 [label="INITIAL", shape=box];' in dot
-    assert 'n1 [label="TERMINAL", shape=diamond];' in dot
-    assert '<FONT COLOR="red" POINT-SIZE="11">' in dot
+    assert '"INITIAL" [label="INITIAL", shape=box];' in dot
+    assert '"TERMINAL" [label="TERMINAL", shape=diamond];' in dot
+    assert '<FONT COLOR="#c0001a" POINT-SIZE="11">' in dot
     frac = model.stats.fraction_of("ApplicationLimited")
     assert frac is not None and "ApplicationLimited<BR/>" in dot
-    assert f">{frac:.2f}</FONT>" in dot
-    assert 'n0 -> n2 [label="1.00"];' in dot
+    assert f">{pct(frac)} of time</FONT>" in dot
+    assert '"INITIAL" -> "Init" [label="100%"];' in dot
+    assert "0.00" not in dot  # percentages, never a bare 0.00
+
+
+@pytest.mark.parametrize(
+    ("x", "text"),
+    [(None, "–"), (0.0, "0%"), (0.0004, "<0.1%"), (0.001, "0.1%"), (0.0423, "4.2%"),
+     (0.0996, "10%"), (0.4249, "42%"), (1.0, "100%")],
+)  # fmt: skip
+def test_percentages(x: float | None, text: str) -> None:
+    assert pct(x) == text
+
+
+@given(st.floats(0, 1))
+def test_percentages_never_read_zero_for_a_positive_share(x: float) -> None:
+    text = pct(x)
+    assert text.endswith("%")
+    assert (text == "0%") == (x == 0)
+
+
+def test_node_names_are_states_and_unique(model: Model) -> None:
+    names = node_names(model.nodes)
+    assert len(set(names.values())) == len(names)
+    assert names[0] == "INITIAL" and "SlowStart" in names.values()
+    extra = pl.DataFrame({"id": [99], "state": ["SlowStart"], "events": [1]})
+    two = node_names(pl.concat([model.nodes, extra]))
+    assert {"SlowStart 1", "SlowStart 2"} <= set(two.values()) and "SlowStart" not in two.values()
+
+
+def test_loss_states_have_distinct_colours() -> None:
+    loss = ["Recovery", "TailLossProbe", "RetransmissionTimeout"]
+    colours = [state_colour(s) for s in loss]
+    assert len(set(colours)) == 3
+
+    def rgb(c: str) -> tuple[int, ...]:
+        return tuple(int(c[i : i + 2], 16) for i in (1, 3, 5))
+
+    for i, a in enumerate(colours):
+        for b in colours[i + 1 :]:
+            assert sum(abs(x - y) for x, y in zip(rgb(a), rgb(b), strict=True)) > 150, (a, b)
 
 
 @pytest.mark.parametrize(
@@ -178,7 +218,7 @@ def test_render_uses_graphviz(model: Model, fmt: str, magic: bytes) -> None:
     out = render_model(model, format=fmt)
     assert magic in out[:512]
     if fmt == "svg":
-        assert b"CongestionAvoidance" in out and b'fill="red"' in out
+        assert b"CongestionAvoidance" in out and b'fill="#c0001a"' in out
 
 
 def test_render_rejects_unknown_format(model: Model) -> None:
@@ -214,8 +254,12 @@ def test_split_states_are_marked() -> None:
     two = Model(nodes=nodes, edges=m.edges, stats=m.stats)
     dot = model_to_dot(two)
     frac = m.stats.fraction_of("SlowStart")
-    assert f">({frac:.2f})</FONT>" in dot
-    assert "(x) = total of a state drawn as several nodes" in dot
+    visits = m.nodes.filter(pl.col("state") == "SlowStart")["events"][0]
+    # each SlowStart node: the state's total, labelled, and the node's own share of the visits
+    assert dot.count(f">state: {pct(frac)} of time</FONT>") == 2
+    assert f">node: {pct(1 / (visits + 1))} of its visits</FONT>" in dot
+    assert f">node: {pct(visits / (visits + 1))} of its visits</FONT>" in dot
+    assert "each node's share of its visits" in dot
 
 
 # -- tables and ids ---------------------------------------------------------------------------

@@ -67,6 +67,32 @@ def test_report_loads_cleanly_in_chromium(chromium: str, report_file: Path, tmp_
             "[s.getBoundingClientRect().width, s.getBoundingClientRect().height])",
         )
         assert all(w > 50 and h > 50 for w, h in sizes), sizes
+        # the two groups' state machines share one layout: every state at the same place
+        places = browser.evaluate(
+            session,
+            "Array.from(document.querySelectorAll('.fsms svg.fsm')).map(s => "
+            "Object.fromEntries(Array.from(s.querySelectorAll('g.node')).map(g => "
+            "[g.querySelector('title').textContent, (() => { const r = g.getBoundingClientRect();"
+            " return [Math.round(r.x - s.getBoundingClientRect().x), Math.round(r.y - "
+            "s.getBoundingClientRect().y)]; })()])))",
+        )
+        assert len(places) == 2 and len(places[0]) >= 5
+        assert places[0] == places[1]
+        # hover text names states, not graphviz ids
+        titles = browser.evaluate(
+            session,
+            "Array.from(document.querySelectorAll('.fsms svg.fsm g.node title, "
+            ".fsms svg.fsm g.edge title')).map(t => t.textContent)",
+        )
+        assert "ApplicationLimited" in titles
+        assert not any(t.startswith("n") and t[1:2].isdigit() for t in titles), titles
+        # the diagrams' text is readable on the page
+        smallest = browser.evaluate(
+            session,
+            "Math.min(...Array.from(document.querySelectorAll('.fsms svg.fsm text'))"
+            ".map(t => t.getBoundingClientRect().height))",
+        )
+        assert smallest >= 9, smallest
         shot = browser.screenshot(session, tmp_path / "report.png")
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000

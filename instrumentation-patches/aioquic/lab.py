@@ -287,8 +287,13 @@ def main(argv: list[str] | None = None) -> int:
     cli.add_argument("--timeout", type=float, default=120.0)
     for p in (srv, cli):
         p.add_argument("--qlog-dir", required=True)
-        p.add_argument("--congestion-control", default="cubic", choices=["cubic", "reno"])
+        # the lab selects the sender's controller with QUICSM_CC, as for the other stacks
+        p.add_argument("--congestion-control", default=os.environ.get("QUICSM_CC", "cubic"),
+                       choices=["cubic", "reno"])
     args = parser.parse_args(argv)
+    if args.congestion_control not in ("cubic", "reno"):
+        parser.error(f"QUICSM_CC: unknown congestion controller {args.congestion_control!r}"
+                     " (cubic, reno)")
     if args.role == "client" and (args.objects < 1 or args.parallel < 1 or args.object_size < 0):
         parser.error("--objects and --parallel must be >= 1 and --object-size >= 0")
     asyncio.run(run_server(args) if args.role == "server" else run_client(args))

@@ -9,6 +9,7 @@ anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import Any
 
 import click
@@ -24,6 +25,8 @@ COMMANDS: dict[str, str] = {
     "report": "quicsm.cli.report:report_command",
     "states": "quicsm.cli.states:states",
     "inspect": "quicsm.cli.inspect:inspect",
+    "labels": "quicsm.cli.labels:labels_command",
+    "plot": "quicsm.cli.plot:plot_command",
 }
 
 
@@ -40,10 +43,28 @@ class _Group(click.Group):
         return command
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except QuicsmError as exc:
-            raise click.ClickException(str(exc)) from None
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            try:
+                return super().invoke(ctx)
+            except QuicsmError as exc:
+                raise click.ClickException(str(exc)) from None
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """A warning raised while a command runs, as ``Warning: <message>`` on stderr (no source
+    file and line: they are the library's, not the user's)."""
+    text = str(message).splitlines() or [""]
+    click.echo(f"Warning: {text[0]}", err=True)
+    for rest in text[1:]:
+        click.echo(rest if rest.startswith("  ") else f"Warning: {rest}", err=True)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

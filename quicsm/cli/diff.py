@@ -10,6 +10,8 @@ import click
 
 from quicsm.cli.engine_options import engine_choice, engine_options
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
+from quicsm.cli.progress import reading
+from quicsm.core.errors import InputError
 
 #: exit status of ``--fail-on-significant`` when something differs significantly
 EXIT_SIGNIFICANT = 3
@@ -26,6 +28,14 @@ EXIT_SIGNIFICANT = 3
     default="table",
     show_default=True,
     help="Output format.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the full output (every row, in the chosen format) to this file; a terminal "
+    "still gets the summary view.",
 )
 @click.option(
     "--fail-on-significant",
@@ -45,6 +55,7 @@ def diff_command(
     alpha: float,
     fmt: str,
     seed: int,
+    output: Path | None,
     fail_on_significant: bool,
     engine: str,
     scheduler: str | None,
@@ -56,49 +67,77 @@ def diff_command(
     times and invariants, each with a significance test (Holm over all of them), and the
     events that explain what changed (see docs/diff.md).
 
+    On a terminal, table output is fitted to the window: significant rows are highlighted and
+    long tables show their significant and largest rows (-o FILE writes every row).
+
     \b
-    quicsm diff traces/v1/ --vs traces/v2/
-    quicsm diff traces/*.qlog --by version --where scenario=jitter --format md
+    quicsm diff traces/quic-go-v0.48.2.qlog --vs traces/quic-go-v0.65.0.qlog --where vantage=server
+    quicsm diff traces/*.qlog --by version --where stack=quic-go --where scenario=jitter --format md
     """
     from quicsm.compare.run import run_comparison
     from quicsm.render.diff_format import to_dict, to_json, to_markdown, to_table
 
-    comps = comparisons(
-        paths=paths,
-        vs_paths=vs_paths,
-        by_label=by_label,
-        where=where,
-        baseline=baseline,
-        lenient=lenient,
-        states=states,
-        within=within,
-        metrics=True,
-        reader=engine_choice(
-            engine=engine,
-            scheduler=scheduler,
-            workers=workers,
-            cache_dir=cache_dir,
-            no_cache=no_cache,
-        ).reader(),
-    )
-    done = []
+    with reading("reading traces") as stage:
+        comps = comparisons(
+            paths=paths,
+            vs_paths=vs_paths,
+            by_label=by_label,
+            where=where,
+            baseline=baseline,
+            lenient=lenient,
+            states=states,
+            within=within,
+            metrics=True,
+            reader=engine_choice(
+                engine=engine,
+                scheduler=scheduler,
+                workers=workers,
+                cache_dir=cache_dir,
+                no_cache=no_cache,
+            ).reader(),
+        )
+        done = []
+        for i, comp in enumerate(comps, 1):
+            stage.update(f"testing {comp.b.name} against {comp.a.name} ({i}/{len(comps)})")
+            done.append(run_comparison(comp, alpha=alpha, seed=seed))
     for comp in comps:
         for caveat in comp.caveats:
             click.echo(f"caution: {caveat}", err=True)
         for note in comp.notes:
             click.echo(f"note: {note}", err=True)
-        done.append(run_comparison(comp, alpha=alpha, seed=seed))
     if fmt == "json":
         import orjson
 
         if len(done) == 1:
-            click.echo(to_json(done[0].result, explanations=done[0].explanations), nl=False)
+            text = to_json(done[0].result, explanations=done[0].explanations)
         else:
             doc = {"comparisons": [to_dict(c.result, explanations=c.explanations) for c in done]}
-            click.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
+            text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
     else:
         view = to_markdown if fmt == "md" else to_table
-        text = [view(c.result, explanations=c.explanations) for c in done]
-        click.echo("\n".join(text), nl=False)
+        text = "\n".join(view(c.result, explanations=c.explanations) for c in done)
+    if output is not None:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"{output}: cannot write: {exc.strerror}") from None
+        click.echo(f"wrote {output}", err=True)
+    if fmt == "table" and sys.stdout.isatty():
+        from rich.console import Console
+
+        from quicsm.cli.diff_view import print_diff
+
+        console = Console()
+        for i, c in enumerate(done):
+            if i:
+                console.rule()
+            print_diff(
+                c.result,
+                console=console,
+                full_output=str(output) if output else None,
+                explanations=c.explanations,
+            )
+    elif output is None:
+        click.echo(text, nl=False)
     if fail_on_significant and any(c.result.any_significant for c in done):
         sys.exit(EXIT_SIGNIFICANT)

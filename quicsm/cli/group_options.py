@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from quicsm.cli.states_option import states_option
+from quicsm.cli.trace_options import WHERE_HELP
 from quicsm.compare.grouping import Comparison, OnError, parse_where
 from quicsm.compare.load import Reader, compare_by_label, compare_paths
 from quicsm.core.errors import InputError
@@ -56,14 +57,14 @@ def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "by_label",
             metavar="LABEL",
             help="Form groups by this label (run.json field, trace label, title, code_version, "
-            "vantage).",
+            "vantage; `quicsm labels` lists them).",
         ),
         click.option(
             "--where",
             "where",
             multiple=True,
             metavar="KEY=VALUE",
-            help="Keep only traces whose label KEY equals VALUE, or one of V1,V2,... (repeatable).",
+            help=WHERE_HELP,
         ),
         click.option(
             "--within",

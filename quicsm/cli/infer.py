@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Iterator, Sequence
-from functools import partial
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+import polars as pl
 
 from quicsm.cli.engine_options import EngineChoice, engine_choice, engine_options
 from quicsm.cli.states_option import states_option
+from quicsm.cli.trace_options import where_option
 from quicsm.core.errors import InputError
 from quicsm.model.inference import ALGORITHMS
 from quicsm.render.dot import RENDER_FORMATS
@@ -32,9 +33,9 @@ if TYPE_CHECKING:
 
 FORMATS = (*RENDER_FORMATS, "dot", "json")
 #: show a progress bar when the inputs are at least this large in total (bytes) ...
-PROGRESS_MIN_BYTES = 32 * 1024 * 1024
+PROGRESS_MIN_BYTES = 4 * 1024 * 1024
 #: ... or this many files.
-PROGRESS_MIN_FILES = 16
+PROGRESS_MIN_FILES = 8
 
 
 @click.command("infer")
@@ -51,10 +52,11 @@ PROGRESS_MIN_FILES = 16
 @click.option(
     "--algorithm",
     type=click.Choice(ALGORITHMS),
-    default="synoptic",
+    default="observed",
     show_default=True,
-    help="synoptic (refinement + k-tails coarsening), ktails, or observed (one node per state, "
-    "as in the paper's Fig. 13).",
+    help="observed: one node per state, the paper's Fig. 13 (each node's share of time is "
+    "exact); synoptic: Synoptic's refinement + k-tails coarsening (a state may be split into "
+    "several nodes to satisfy the mined invariants); ktails.",
 )
 @click.option(
     "-k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="k-tails depth."
@@ -70,14 +72,7 @@ PROGRESS_MIN_FILES = 16
     show_default=True,
     help="Format of the diagram (dot and json write no rendered image).",
 )
-@click.option(
-    "--where",
-    "where",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Keep only traces whose label KEY equals VALUE, or one of V1,V2,... (repeatable), "
-    "e.g. vantage=server for the senders of downloads, or scenario=jitter.",
-)
+@where_option
 @click.option(
     "--lenient", is_flag=True, help="Skip unreadable records/files and report what was skipped."
 )
@@ -107,21 +102,28 @@ def infer_command(
     \b
     quicsm infer traces/*.qlog -o out
     quicsm infer traces/*.qlog --where vantage=server --where scenario=jitter
-    quicsm infer run/server.sqlog --algorithm observed --format png
+    quicsm infer traces/*.qlog --where vantage=server --algorithm synoptic --format png
     quicsm infer 'fleet/**/*.qlog' --engine dask --scheduler tcp://10.0.0.5:8786
     """
     from rich.console import Console
 
+    from quicsm.cli.trace_options import selection
     from quicsm.engine import infer_aggregate
 
     choice = engine_choice(
         engine=engine, scheduler=scheduler, workers=workers, cache_dir=cache_dir, no_cache=no_cache
     )
     err = Console(stderr=True)
-    files = _expand(paths)
+    chosen = selection(paths, where=where, lenient=lenient)
+    files = _expand(chosen.paths)
     with _progress(files, quiet=quiet, console=err) as progress:
         aggregate = _read(
-            files, where=where, lenient=lenient, progress=progress, choice=choice, states=states
+            files,
+            select=chosen.keep if chosen.traces is not None else None,
+            lenient=lenient,
+            progress=progress,
+            choice=choice,
+            states=states,
         )
         progress.stage("inferring the model")
         model = infer_aggregate(aggregate, algorithm=algorithm, k=k, seed=seed)
@@ -175,21 +177,20 @@ def _expand(paths: Sequence[str]) -> list[Path]:
 def _read(
     files: list[Path],
     *,
-    where: Sequence[str],
+    select: Callable[[pl.DataFrame], pl.DataFrame] | None,
     lenient: bool,
     progress: _Progress,
     choice: EngineChoice,
     states: str = "hybrid",
 ) -> Aggregate:
-    """Read every file on the chosen engine, keep the traces ``--where`` selects, and return
-    their merged aggregate; report what the readers noted (skipped records, truncation,
-    unknown states) once, on stderr, and note mixed client/server traces."""
-    from quicsm.compare.grouping import labelled_traces, parse_where, vantage_notes
+    """Read every file on the chosen engine, keep the traces ``select`` chooses (``FILE#N``,
+    ``--where``), and return their merged aggregate; report what the readers noted (skipped
+    records, truncation, unknown states) once, on stderr, and note mixed client/server
+    traces."""
+    from quicsm.compare.grouping import vantage_notes
     from quicsm.core.diagnostics import QuicsmWarning
     from quicsm.engine import extract
 
-    conditions = parse_where(where)
-    select = partial(labelled_traces, where=conditions) if conditions else None
     if not files:
         raise InputError("no input files to read")
     with warnings.catch_warnings(record=True) as caught:
@@ -208,9 +209,8 @@ def _read(
         if not issubclass(w.category, QuicsmWarning):
             click.echo(f"warning: {w.message}", err=True)
     assert corpus.aggregate is not None
-    if conditions and corpus.aggregate.visits == 0:
-        text = ", ".join(f"{k}={v}" for k, v in conditions.items())
-        raise InputError(f"no traces with states match --where {text}")
+    if select is not None and corpus.aggregate.visits == 0:
+        raise InputError("none of the chosen traces has states")
     for note in vantage_notes([corpus.traces], subject="the input mixes", purpose="analyse"):
         click.echo(f"note: {note}", err=True)
     return corpus.aggregate

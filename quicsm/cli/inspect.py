@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from quicsm.cli.progress import reading
 from quicsm.core.errors import InputError
 from quicsm.qlog.inspect import inspect_file
 from quicsm.qlog.paths import expand_paths
@@ -15,9 +16,53 @@ from quicsm.qlog.paths import expand_paths
 @click.argument("path")
 def inspect(path: str) -> None:
     """Summarise PATH: the format detected, its traces, event counts by name, the time span
-    of each trace, and every problem found (every record is decoded and validated)."""
+    of each trace, its labels (what --where and --by select on), and every problem found
+    (every record is decoded and validated)."""
     files = expand_paths([path])
     if len(files) != 1:
         raise InputError(f"{path!r} names {len(files)} files; inspect takes one file")
-    report = inspect_file(Path(files[0]))
-    click.echo("\n".join(report.lines()))
+    with reading(f"inspecting {files[0]}"):
+        report = inspect_file(Path(files[0]))
+        labels = _label_lines(str(files[0])) if report.traces else []
+    click.echo("\n".join(report.lines() + labels))
+
+
+#: label families too detailed to print per trace (``quicsm labels FILE#N`` shows them)
+_DETAIL = ("relay.", "network.", "files.")
+
+
+def _label_lines(file: str) -> list[str]:
+    """The labels shared by every trace of the file, then each trace's own."""
+    import orjson
+
+    from quicsm.compare.labels import label_text
+    from quicsm.compare.load import traces_where
+    from quicsm.core.errors import QuicsmError
+
+    try:
+        traces = traces_where([file], where={}, on_error="skip")
+    except QuicsmError as exc:
+        return [f"labels: unreadable ({exc})"]
+    dicts = [{k: label_text(v) for k, v in orjson.loads(s).items()} for s in traces["labels"]]
+    if not dicts:
+        return ["labels: none"]
+    common = {k: v for k, v in dicts[0].items() if all(d.get(k) == v for d in dicts[1:])}
+    out = [f"labels of every trace ({len(dicts)}):"]
+    out += [f"  {k}={v}" for k, v in sorted(common.items())] or ["  none"]
+    own = [
+        (t, {k: v for k, v in d.items() if common.get(k) != v})
+        for t, d in zip(traces["trace"].to_list(), dicts, strict=True)
+    ]
+    hidden = sorted({k.split(".", 1)[0] for _, o in own for k in o if k.startswith(_DETAIL)})
+    own = [(t, {k: v for k, v in o.items() if not k.startswith(_DETAIL)}) for t, o in own]
+    if any(o for _, o in own):
+        more = ", ".join(f"{h}.*" for h in hidden)
+        out.append(
+            "labels by trace"
+            + (f" ({more} not shown: quicsm labels {file}#N)" if hidden else "")
+            + ":"
+        )
+        for trace, o in own:
+            text = ", ".join(f"{k}={v}" for k, v in sorted(o.items()))
+            out.append(f"  #{trace.rpartition('#')[2].lstrip('0') or '0'}: {text}")
+    return out

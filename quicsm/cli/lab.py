@@ -29,7 +29,7 @@ def lab() -> None:
     type=click.Path(path_type=Path),
     default=Path("traces"),
     show_default=True,
-    help="Root of <stack>/<version>/<scenario>/run-<n>/.",
+    help="Root of <stack>/<version>/<cc_algorithm>/<scenario>/run-<n>/.",
 )
 @click.option(
     "--stacks",
@@ -49,7 +49,8 @@ def lab() -> None:
     "--stack",
     "stack_selectors",
     multiple=True,
-    help='Run only these stacks ("quic-go" or "quic-go@v0.48.2"); repeatable.',
+    help='Run only these stacks ("quic-go", "quic-go@v0.65.0" or, one congestion controller, '
+    '"quic-go@v0.65.0/cubic", "quinn/bbr"); repeatable.',
 )
 @click.option(
     "--repetitions",
@@ -150,13 +151,14 @@ def _collect_written(out_dir: Path, specs: list[Any]) -> list[dict[str, Any]]:
 def _print_summary(console: Any, results: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in results:
-        groups[(r["stack"], r["version"], r["scenario"])].append(r)
+        groups[(r["stack"], r["version"], r.get("cc_algorithm") or "-", r["scenario"])].append(r)
     table = Table(title="quicsm lab run")
     for col in (
         "stack",
         "version",
+        "cc",
         "scenario",
         "ok",
         "completion ms (median)",
@@ -165,9 +167,9 @@ def _print_summary(console: Any, results: list[dict[str, Any]]) -> None:
         "reordered",
     ):
         table.add_column(
-            col, justify="left" if col in ("stack", "version", "scenario") else "right"
+            col, justify="left" if col in ("stack", "version", "cc", "scenario") else "right"
         )
-    for (stack, version, scenario), rs in sorted(groups.items()):
+    for (stack, version, cc, scenario), rs in sorted(groups.items()):
         ok = [r for r in rs if r["status"] == "ok"]
         comp = [r["completion_ms"] for r in ok if isinstance(r.get("completion_ms"), int | float)]
         thr = [
@@ -183,6 +185,7 @@ def _print_summary(console: Any, results: list[dict[str, Any]]) -> None:
         table.add_row(
             stack,
             version,
+            cc,
             scenario,
             f"{len(ok)}/{len(rs)}",
             f"{statistics.median(comp):.0f}" if comp else "-",
@@ -194,7 +197,8 @@ def _print_summary(console: Any, results: list[dict[str, Any]]) -> None:
     failed = [r for r in results if r["status"] != "ok"]
     for r in failed:
         console.print(
-            f"[red]failed[/] {r['stack']} {r['version']} {r['scenario']} "
+            f"[red]failed[/] {r['stack']} {r['version']} {r.get('cc_algorithm') or ''} "
+            f"{r['scenario']} "
             f"run-{r['run']}: {r['reason']}"
         )
     console.print(f"{len(results) - len(failed)} ok, {len(failed)} failed")

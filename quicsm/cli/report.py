@@ -13,6 +13,7 @@ import click
 
 from quicsm.cli.engine_options import engine_choice, engine_options
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
+from quicsm.compare.grouping import Comparison
 from quicsm.core.errors import InputError
 
 
@@ -106,37 +107,64 @@ def report_command(
     congestion window of a representative trace, a scenario heatmap, and the methods.
 
     \b
-    quicsm report traces/v1/ --vs traces/v2/ -o report.html
-    quicsm report traces/*.qlog --by version -o report.md
+    quicsm report traces/quic-go-v0.48.2.qlog --vs traces/quic-go-v0.65.0.qlog -o report.html
+    quicsm report traces/ --by version --where stack=quic-go --where vantage=server -o report.md
     """
-    from quicsm.report import build_report
+    from quicsm.cli.progress import reading
 
-    comps = comparisons(
-        paths=paths,
-        vs_paths=vs_paths,
-        by_label=by_label,
-        where=where,
-        baseline=baseline,
-        lenient=lenient,
-        states=states,
-        within=within,
-        metrics=True,
-        reader=engine_choice(
-            engine=engine,
-            scheduler=scheduler,
-            workers=workers,
-            cache_dir=cache_dir,
-            no_cache=no_cache,
-        ).reader(),
-    )
+    with reading("reading traces") as stage:
+        comps = comparisons(
+            paths=paths,
+            vs_paths=vs_paths,
+            by_label=by_label,
+            where=where,
+            baseline=baseline,
+            lenient=lenient,
+            states=states,
+            within=within,
+            metrics=True,
+            reader=engine_choice(
+                engine=engine,
+                scheduler=scheduler,
+                workers=workers,
+                cache_dir=cache_dir,
+                no_cache=no_cache,
+            ).reader(),
+        )
+        stage.update(
+            f"testing and drawing {len(comps)} comparison{'s' * (len(comps) != 1)} "
+            "(permutation tests, state machines, charts)"
+        )
+        text = _build(comps, output=output, fmt=fmt, alpha=alpha, seed=seed,
+                      matrix=matrix, metric=metric, title=title)  # fmt: skip
     for comp in comps:
         for caveat in comp.caveats:
             click.echo(f"caution: {caveat}", err=True)
         for note in comp.notes:
             click.echo(f"note: {note}", err=True)
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{output}: cannot write the report: {exc.strerror}") from None
+    click.echo(f"wrote {output}", err=True)
+
+
+def _build(
+    comps: Sequence[Comparison],
+    *,
+    output: Path,
+    fmt: str | None,
+    alpha: float,
+    seed: int,
+    matrix: str | None,
+    metric: str | None,
+    title: str | None,
+) -> str:
+    from quicsm.report import build_report
+
     if fmt is None:
         fmt = "md" if output.suffix.lower() in (".md", ".markdown") else "html"
-    text = build_report(
+    return build_report(
         comps,
         fmt=fmt,
         alpha=alpha,
@@ -147,8 +175,3 @@ def report_command(
         generated_at=_generated_at(),
         command=shlex.join(["quicsm", *sys.argv[1:]]) if sys.argv[1:2] == ["report"] else None,
     )
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{output}: cannot write the report: {exc.strerror}") from None
-    click.echo(f"wrote {output}", err=True)

@@ -10,8 +10,10 @@ import click
 import polars as pl
 
 from quicsm.cli.engine_options import engine_choice, engine_options
+from quicsm.cli.progress import reading
 from quicsm.cli.report_warnings import print_warnings
 from quicsm.cli.states_option import states_option
+from quicsm.cli.trace_options import selection, where_option
 from quicsm.core.diagnostics import QuicsmWarning
 
 
@@ -38,6 +40,7 @@ def _table(frame: pl.DataFrame) -> str:
     show_default=True,
     help="Output format.",
 )
+@where_option
 @click.option(
     "--lenient",
     is_flag=True,
@@ -48,6 +51,7 @@ def _table(frame: pl.DataFrame) -> str:
 def states(
     paths: tuple[str, ...],
     fmt: str,
+    where: tuple[str, ...],
     lenient: bool,
     states: str,
     engine: str,
@@ -59,27 +63,33 @@ def states(
     """Print one row per congestion state entered, per trace, for PATHS.
 
     PATHS are qlog files (JSON, JSON-SEQ, NDJSON, any qlog draft, optionally gzip or zstd
-    compressed), transition tables (CSV/Parquet), directories (searched recursively) and glob
-    patterns (** matches any number of directories).
+    compressed), transition tables (CSV/Parquet), directories (searched recursively), glob
+    patterns (** matches any number of directories) and single traces as FILE#N (N counts
+    the file's traces from 0, as in the trace column).
+
+    \b
+    quicsm states traces/quic-go-v0.65.0.qlog#0 --format csv
+    quicsm states traces/*.qlog --where scenario=loss1 --where vantage=server --format csv
     """
     from quicsm.engine import extract
 
     choice = engine_choice(
         engine=engine, scheduler=scheduler, workers=workers, cache_dir=cache_dir, no_cache=no_cache
     )
-    with warnings.catch_warnings():
+    with reading("reading traces"), warnings.catch_warnings():
         warnings.simplefilter("ignore", QuicsmWarning)
+        chosen = selection(paths, where=where, lenient=lenient)
         corpus = extract(
-            list(paths),
+            chosen.paths,
             on_error="skip" if lenient else "raise",
             rows=True,
             aggregate=False,
             states=states,
             **choice.kwargs(),
         )
+        assert corpus.transitions is not None
+        frame = chosen.keep(corpus.transitions)
     print_warnings(corpus.diagnostics)
-    assert corpus.transitions is not None
-    frame = corpus.transitions
     frame = frame.with_columns(pl.col(pl.Enum).cast(pl.String))
     if fmt == "csv":
         sys.stdout.write(frame.write_csv())

@@ -35,6 +35,7 @@ from typing import Any, Literal
 import orjson
 import polars as pl
 
+from quicsm.compare.labels import check_keys, label_text, matches
 from quicsm.core.errors import InputError
 
 OnError = Literal["raise", "skip"]
@@ -85,25 +86,18 @@ class Comparison:
 
 
 def parse_where(items: Iterable[str]) -> dict[str, str]:
-    """``["scenario=jitter", "vantage=server"]`` -> ``{"scenario": "jitter", ...}``."""
+    """``["scenario=jitter", "vantage=server"]`` -> ``{"scenario": "jitter", ...}``.
+
+    A key given more than once means "one of": ``scenario=loss scenario=jitter`` gives
+    ``{"scenario": "loss,jitter"}``, the same as ``scenario=loss,jitter``."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise InputError(f"--where {item!r}: expected KEY=VALUE, e.g. scenario=jitter")
-        out[key.strip()] = value.strip()
+        key, value = key.strip(), value.strip()
+        out[key] = f"{out[key]},{value}" if key in out else value
     return out
-
-
-def label_text(value: Any) -> str:
-    """A label value as the text ``--where`` and ``--by`` compare against."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if value is None:
-        return "null"
-    return str(value)
 
 
 def natural_key(text: str) -> tuple[tuple[int, int, str], ...]:
@@ -133,17 +127,14 @@ def _labelled_traces(traces: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(pl.Series("labels", merged, dtype=pl.String))
 
 
-def _matches(labels: Mapping[str, Any], where: Mapping[str, str]) -> bool:
-    """Every condition holds; ``KEY=V1,V2`` accepts any of the listed values."""
-    return all(k in labels and label_text(labels[k]) in v.split(",") for k, v in where.items())
-
-
 def filter_traces(traces: pl.DataFrame, where: Mapping[str, str]) -> pl.DataFrame:
     """The rows of a ``file, trace, labels`` table whose labels satisfy ``where`` (all rows when
     ``where`` is empty)."""
     if not where:
         return traces
-    keep = [_matches(orjson.loads(s), where) for s in traces["labels"].to_list()]
+    dicts = [orjson.loads(s) for s in traces["labels"].to_list()]
+    check_keys(list(where), dicts, option="--where")  # a key no trace has: name those there are
+    keep = [matches(d, where) for d in dicts]
     return traces.filter(pl.Series(keep, dtype=pl.Boolean))
 
 
@@ -397,6 +388,7 @@ def split_by_label(
     against ``baseline``) over traces already read."""
     where = dict(where or {})
     transitions, traces = _restrict(transitions, filter_traces(traces, where))
+    check_keys([label], traces["labels"].to_list(), option="--by")
     values: list[str | None] = []
     for s in traces["labels"].to_list():
         labels = orjson.loads(s)

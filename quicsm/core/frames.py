@@ -45,6 +45,7 @@ METRICS_SCHEMA: Final[dict[str, pl.DataType]] = {
     "smoothed_rtt_ms": pl.Float64(),
     "min_rtt_ms": pl.Float64(),
     "pto_count": pl.Int64(),
+    "pacing_rate_bps": pl.Float64(),  # null unless the producer logs it (quiche does)
     "trigger": pl.String(),
 }
 

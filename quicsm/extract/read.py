@@ -525,6 +525,7 @@ _METRIC_COLUMNS = (
     "smoothed_rtt_ms",
     "min_rtt_ms",
     "pto_count",
+    "pacing_rate_bps",
 )
 
 

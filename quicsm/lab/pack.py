@@ -164,7 +164,8 @@ def pack_runs(run_dirs: Iterable[str | Path], *, output: str | Path, level: int 
 
     A run whose qlog files are missing is skipped and listed in the report with its status
     and reason; a malformed qlog file is an error naming the file and record. The label
-    ``run_dir`` is ``<stack>/<version>/<scenario>/run-<n>`` (machine independent).
+    ``run_dir`` is ``<stack>/<version>/[<cc_algorithm>/]<scenario>/run-<n>`` (machine
+    independent).
     """
     dirs = find_run_dirs(run_dirs)
     output = Path(output)
@@ -190,7 +191,8 @@ def pack_runs(run_dirs: Iterable[str | Path], *, output: str | Path, level: int 
                     )
                     continue
                 report.runs += 1
-                rel = Path(*run_dir.resolve().parts[-4:])
+                depth = 5 if labels.get("cc_algorithm") else 4
+                rel = Path(*run_dir.resolve().parts[-depth:])
                 for role, path in files:
                     for header, events in read_qlog_traces(path):
                         trace = dict(header.get("trace") or {})

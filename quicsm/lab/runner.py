@@ -9,7 +9,8 @@ the paper's methodology) the runner
    stack, so stacks meet the same random losses and jitter;
 3. runs the client against the relay under the device profile's CPU limit;
 4. stops everything (process groups; also on Ctrl-C) and writes
-   ``<out>/<stack>/<version>/<scenario>/run-<n>/{server,client}.(s)qlog`` and ``run.json``.
+   ``<out>/<stack>/<version>/[<cc_algorithm>/]<scenario>/run-<n>/{server,client}.(s)qlog``
+   and ``run.json``.
 
 ``run.json`` is one flat JSON object of scalar labels (``stack``, ``version``, ``scenario``,
 ``device``, ``network.down.loss``, ``relay.down.dropped_loss``, ``status``, ``reason``...):
@@ -61,8 +62,10 @@ class RunSpec:
     seed: int
 
     def directory(self, out_dir: Path) -> Path:
-        return (out_dir / self.stack.stack / self.stack.version / self.scenario.name
-                / f"run-{self.run}")
+        base = out_dir / self.stack.stack / self.stack.version
+        if self.stack.cc_algorithm:
+            base = base / self.stack.cc_algorithm
+        return base / self.scenario.name / f"run-{self.run}"
 
 
 def run_seed(plan_seed: int, scenario: str, run: int) -> int:
@@ -150,6 +153,7 @@ def execute(spec: RunSpec, *, out_dir: Path,
         "stack": stack.stack,
         "version": stack.version,
         "patch": stack.patch,
+        **({"cc_algorithm": stack.cc_algorithm} if stack.cc_algorithm else {}),
         **scenario.labels(),
         "run": spec.run,
         "seed": spec.seed,

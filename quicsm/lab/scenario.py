@@ -8,7 +8,7 @@ a ``matrix`` that expands it into one scenario per combination of values::
     [run]
     repetitions = 5                      # runs per scenario and stack, back to back
     seed = 1                             # base seed of the relay's random streams
-    stacks = ["quic-go@v0.48.2", "aioquic"]   # "stack" or "stack@version"; [] = all built
+    stacks = ["quic-go@v0.48.2", "quinn/bbr"]  # "stack[@version][/cc]"; [] = all built
     timeout_s = 60                       # per client run
 
     [defaults]                           # merged into every scenario of this file
@@ -165,7 +165,8 @@ def _positive(value: object, file: Path, where: str) -> float:
 
 def _stacks(value: object, file: Path, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(s, str) and s for s in value):
-        raise _err(file, where, f'expected a list of "stack" or "stack@version", got {value!r}')
+        raise _err(file, where, 'expected a list of "stack", "stack@version" or '
+                   f'"stack@version/cc", got {value!r}')
     return tuple(value)
 
 

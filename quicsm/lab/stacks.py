@@ -2,20 +2,30 @@
 
 ``instrumentation-patches/build.sh`` writes that file: a list of objects
 ``{"stack", "version", "server": [argv...], "client": [argv...], "env": {...}}`` (optionally
-``"patch"``). Every program speaks the same command line (``server --listen HOST:PORT
---qlog-dir DIR`` / ``client --connect HOST:PORT --objects N --object-size BYTES --qlog-dir DIR
-[--parallel P]``). Relative paths in argv are resolved against the file's directory.
+``"patch"`` and ``"controllers"``). Every program speaks the same command line (``server
+--listen HOST:PORT --qlog-dir DIR`` / ``client --connect HOST:PORT --objects N --object-size
+BYTES --qlog-dir DIR [--parallel P]``). Relative paths in argv are resolved against the file's
+directory.
+
+``"controllers"`` lists the congestion controllers the program can run; each becomes one
+:class:`Stack` whose environment sets ``QUICSM_CC`` to it (the programs read it at start-up)
+and whose runs are labelled ``cc_algorithm``. An entry without ``controllers`` is one stack
+without a ``cc_algorithm`` label.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from quicsm.core.errors import InputError
 
 DEFAULT_STACKS_FILE = Path("build/stacks.json")
+#: the environment variable through which every lab program is told its congestion controller
+CC_ENV = "QUICSM_CC"
+_CC_NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,15 +38,21 @@ class Stack:
     client: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     patch: str = ""
+    cc_algorithm: str = ""
 
     @property
     def key(self) -> str:
-        return f"{self.stack}@{self.version}"
+        base = f"{self.stack}@{self.version}"
+        return f"{base}/{self.cc_algorithm}" if self.cc_algorithm else base
 
     def matches(self, selector: str) -> bool:
-        """``"quic-go"`` matches every version, ``"quic-go@v0.48.2"`` one."""
-        name, _, version = selector.partition("@")
-        return name == self.stack and (not version or version == self.version)
+        """``"quic-go"`` matches every version and controller, ``"quic-go@v0.65.0"`` every
+        controller of one version, ``"quic-go/cubic"`` or ``"quic-go@v0.65.0/cubic"`` one
+        controller."""
+        rest, _, cc = selector.partition("/")
+        name, _, version = rest.partition("@")
+        return (name == self.stack and (not version or version == self.version)
+                and (not cc or cc == self.cc_algorithm))
 
 
 def _argv(value: object, base: Path, where: str) -> tuple[str, ...]:
@@ -46,6 +62,19 @@ def _argv(value: object, base: Path, where: str) -> tuple[str, ...]:
     if not first.is_absolute() and (base / first).exists():
         value = [str((base / first).resolve()), *value[1:]]
     return tuple(value)
+
+
+def _controllers(value: object, where: str) -> list[str]:
+    if value is None:
+        return [""]
+    if not isinstance(value, list) or not value or not all(
+        isinstance(c, str) and _CC_NAME.match(c) for c in value
+    ):
+        raise InputError(f"{where}: expected 'controllers' to be a non-empty list of "
+                         f"lower-case names, got {value!r}")
+    if len(set(value)) != len(value):
+        raise InputError(f"{where}: 'controllers' lists a name twice: {value!r}")
+    return list(value)
 
 
 def load_stacks(path: str | Path = DEFAULT_STACKS_FILE) -> list[Stack]:
@@ -72,16 +101,21 @@ def load_stacks(path: str | Path = DEFAULT_STACKS_FILE) -> list[Stack]:
         env = entry.get("env") or {}
         if not isinstance(env, dict):
             raise InputError(f"{where}: expected 'env' to be an object")
-        stacks.append(
-            Stack(
-                stack=entry["stack"],
-                version=entry["version"],
-                server=_argv(entry.get("server"), path.parent, f"{where}.server"),
-                client=_argv(entry.get("client"), path.parent, f"{where}.client"),
-                env={str(k): str(v) for k, v in env.items()},
-                patch=str(entry.get("patch", "")),
+        controllers = _controllers(entry.get("controllers"), where)
+        server = _argv(entry.get("server"), path.parent, f"{where}.server")
+        client = _argv(entry.get("client"), path.parent, f"{where}.client")
+        for cc in controllers:
+            stacks.append(
+                Stack(
+                    stack=entry["stack"],
+                    version=entry["version"],
+                    server=server,
+                    client=client,
+                    env={str(k): str(v) for k, v in env.items()} | ({CC_ENV: cc} if cc else {}),
+                    patch=str(entry.get("patch", "")),
+                    cc_algorithm=cc,
+                )
             )
-        )
     return stacks
 
 

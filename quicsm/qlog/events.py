@@ -62,6 +62,7 @@ METRIC_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "latest_rtt_ms": ("latest_rtt",),
     "rtt_variance_ms": ("rtt_variance", "rttvar"),
     "pto_count": ("pto_count",),
+    "pacing_rate_bps": ("pacing_rate",),  # bits per second (qlog recovery metrics)
 }
 #: metrics expressed in the trace's time unit (draft-00/01 ``time_units``)
 RTT_METRICS: Final[frozenset[str]] = frozenset(

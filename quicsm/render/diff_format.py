@@ -115,8 +115,12 @@ def _mark(row: dict[str, Any]) -> str:
     return "yes" if row["significant"] else ""
 
 
-def _tables(d: DiffResult) -> list[tuple[str, list[str], list[list[str]]]]:
-    a, b = d.names
+def _tables(
+    d: DiffResult, *, short_names: bool = False
+) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, header, rows) of each table; ``short_names`` heads the group columns "A" and
+    "B" (the header line says which is which) to keep terminal tables narrow."""
+    a, b = ("A", "B") if short_names else d.names
     outcomes = [
         [
             r["metric"],
@@ -339,23 +343,72 @@ def _presence_lines(d: DiffResult) -> list[str]:
     return lines
 
 
+#: width the plain-text table wraps its prose at
+TABLE_WIDTH = 100
+
+
+def _wrapped(text: str, *, first: str, rest: str) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(
+        text,
+        width=TABLE_WIDTH,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_on_hyphens=False,
+        break_long_words=False,
+    ) or [first.rstrip()]
+
+
+def table_sections(
+    d: DiffResult, *, explanations: Sequence[Explanation] = ()
+) -> tuple[
+    str,
+    list[tuple[str, list[str]]],
+    list[tuple[str, list[str], list[list[str]]]],
+    list[str],
+]:
+    """The pieces of the text views: the header line; the prose sections (title, sentences:
+    cautions, what changed, why, caveats); the tables (title, header with the group columns
+    headed "A" and "B", rows whose last column is "yes" when significant); the
+    invariants-and-presence sentences."""
+    sections: list[tuple[str, list[str]]] = []
+    if d.caveats:
+        sections.append(("CAUTION", list(d.caveats)))
+    sections.append(("What changed", what_changed(d, explanations)))
+    if explanations:
+        sections.append(
+            ("Why", [f"{change}: {'; '.join(items)}" for change, items in why_lines(explanations)])
+        )
+    caveats = caveat_lines(d)
+    if caveats:
+        sections.append(("Caveats", caveats))
+    return header(d), sections, _tables(d, short_names=True), _presence_lines(d)
+
+
 def to_table(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> str:
-    out = [header(d), ""]
-    out += [f"CAUTION: {c}" for c in d.caveats]
+    """Plain fixed-width text: the group columns headed A and B (the first line says which is
+    which), prose wrapped at :data:`TABLE_WIDTH` columns."""
+    out = _wrapped(header(d), first="", rest="  ") + [""]
+    for c in d.caveats:
+        out += _wrapped(c, first="CAUTION: ", rest="  ")
     if d.caveats:
         out.append("")
     out += ["What changed:"]
-    out += [f"  - {s}" for s in what_changed(d, explanations)]
+    for s in what_changed(d, explanations):
+        out += _wrapped(s, first="  - ", rest="    ")
     if explanations:
         out += ["", "Why:"]
         for change, items in why_lines(explanations):
-            out.append(f"  - {change}")
-            out += [f"      · {i}" for i in items]
+            out += _wrapped(change, first="  - ", rest="    ")
+            for i in items:
+                out += _wrapped(i, first="      · ", rest="        ")
     caveats = caveat_lines(d)
     if caveats:
         out += ["", "Caveats:"]
-        out += [f"  - {c}" for c in caveats]
-    for title, head, rows in _tables(d):
+        for c in caveats:
+            out += _wrapped(c, first="  - ", rest="    ")
+    for title, head, rows in _tables(d, short_names=True):
         out += ["", title + ":"]
         if not rows:
             out.append("  (none)")
@@ -368,5 +421,6 @@ def to_table(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> str:
                 "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
             )
     out += ["", "Invariants and presence:"]
-    out += [f"  - {s}" for s in _presence_lines(d)]
+    for s in _presence_lines(d):
+        out += _wrapped(s, first="  - ", rest="    ")
     return "\n".join(out) + "\n"

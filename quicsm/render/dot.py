@@ -1,28 +1,35 @@
 """DOT text of a model in the style of the paper's Fig. 13, and rendering it with Graphviz.
 
-Kakhki et al. (IMC 2017), Fig. 13: each state is labelled with the fraction of time spent in it
-(red) and each transition with its probability (black). As in Synoptic's own output, the dummy
-INITIAL node is a box and TERMINAL a diamond. When a state is split into several nodes, each
-node shows the time spent in that node (:mod:`quicsm.model.replay`); if visits cannot be attributed
-to nodes, each shows its state's total in parentheses.
+Kakhki et al. (IMC 2017), Fig. 13: each state is labelled with the share of time spent in it
+(red) and each transition with its probability (black). Here both are percentages ("<0.1%"
+rather than a bare ``0.00``), each node is filled with its state's colour
+(:mod:`quicsm.render.colours`) and, as in Synoptic's own output, the dummy INITIAL node is a box
+and TERMINAL a diamond. When a state is split into several nodes, each node shows the time spent
+in that node (:mod:`quicsm.model.replay`), labelled "of time in this node"; if visits cannot be
+attributed to nodes, each node shows the state's total, labelled as such, and the node's own
+share of the state's visits.
 
-The DOT text is a pure function of the model: node names are ``n<id>`` (ids are stable, see
-:mod:`quicsm.model.tables`), nodes and edges are written in id order, and every number has a fixed
-format (two decimals, like the figure — so a probability below 0.005 reads ``0.00``, as the
-paper's caption notes), so golden files can compare it byte for byte. Rendering runs Debian's
-Graphviz ``dot`` program (``scripts/setup`` installs it).
+Node names are the state names (``SlowStart``; ``SlowStart 2`` for the second node of a split
+state, in id order), so a drawing's hover text names states rather than ids. The DOT text is a
+pure function of the model: ids are stable (:mod:`quicsm.model.tables`), nodes and edges are
+written in id order and every number has a fixed format, so golden files can compare it byte
+for byte. Rendering runs Debian's Graphviz ``dot`` program (``scripts/setup`` installs it).
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
-from typing import TYPE_CHECKING, Final
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from quicsm.core.errors import QuicsmError
+from quicsm.render.colours import state_colour, tint
 from quicsm.stats.descriptive import INITIAL, TERMINAL
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from quicsm.model.tables import Model
 
 #: formats :func:`render_dot` produces.
@@ -33,13 +40,23 @@ PNG_DPI: Final[int] = 144
 DOT_TIMEOUT_S: Final[float] = 300.0
 
 FONT: Final[str] = "Helvetica"
-FRACTION_COLOR: Final[str] = "red"
+FRACTION_COLOR: Final[str] = "#c0001a"
 PROBABILITY_COLOR: Final[str] = "black"
+#: how strongly a node is filled with its state's colour (0 = white)
+NODE_TINT: Final[float] = 0.3
 
 
-def _fmt(x: float | None) -> str:
-    """Fixed two-decimal format used for every number in the diagram."""
-    return "–" if x is None else f"{x:.2f}"
+def pct(x: float | None) -> str:
+    """A share as a percentage: ``42%``, ``4.2%``, ``<0.1%``, ``0%``; ``–`` when unknown."""
+    if x is None or x != x:
+        return "–"
+    if x <= 0:
+        return "0%"
+    if x < 0.001:
+        return "<0.1%"
+    if x < 0.0995:
+        return f"{100 * x:.1f}%"
+    return f"{100 * x:.0f}%"
 
 
 def _quote(text: str) -> str:
@@ -50,21 +67,68 @@ def _html_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def model_to_dot(model: Model, *, title: str | None = None) -> str:
-    """The model as DOT text (see the module docstring). ``title`` overrides the caption."""
-    nodes = model.node_fractions()
-    split = set(model.states_sharing_a_fraction())
-    caption = title
-    if caption is None:
-        where = "node" if model.states_with_several_nodes() and not split else "state"
-        caption = (
-            f"{model.algorithm} model of {model.stats.traces} trace"
-            f"{'' if model.stats.traces == 1 else 's'}: red = fraction of time in the {where}, "
-            "black = transition probability"
+def node_names(nodes: pl.DataFrame) -> dict[int, str]:
+    """A readable, unique DOT name per node id: the state, numbered when it has several."""
+    states = dict(zip(nodes["id"].to_list(), nodes["state"].to_list(), strict=True))
+    total: dict[str, int] = {}
+    for state in states.values():
+        total[state] = total.get(state, 0) + 1
+    seen: dict[str, int] = {}
+    names: dict[int, str] = {}
+    for node_id in sorted(states):
+        state = states[node_id]
+        seen[state] = seen.get(state, 0) + 1
+        names[node_id] = state if total[state] == 1 else f"{state} {seen[state]}"
+    return names
+
+
+def node_label(
+    state: str,
+    share: float | None,
+    *,
+    state_total: float | None = None,
+    visit_share: float | None = None,
+    split: bool = False,
+) -> str:
+    """The HTML-like label of a state node (see the module docstring)."""
+    name = _html_escape(state)
+    if state_total is not None:
+        lines = [f"state: {pct(state_total)} of time", f"node: {pct(visit_share)} of its visits"]
+    else:
+        lines = [f"{pct(share)} of time" + (" in this node" if split else "")]
+    body = "<BR/>".join(
+        f'<FONT COLOR="{FRACTION_COLOR}" POINT-SIZE="11">{_html_escape(line)}</FONT>'
+        for line in lines
+    )
+    return f"<{name}<BR/>{body}>"
+
+
+def node_attrs(state: str, label: str) -> str:
+    if state == INITIAL:
+        return f"label={_quote(INITIAL)}, shape=box"
+    if state == TERMINAL:
+        return f"label={_quote(TERMINAL)}, shape=diamond"
+    colour = state_colour(state)
+    return f'label={label}, style=filled, fillcolor="{tint(colour, NODE_TINT)}", color="{colour}"'
+
+
+def _caption(model: Model, *, attributed: bool, unattributed: bool) -> str:
+    n = model.stats.traces
+    caption = (
+        f"{model.algorithm} model of {n} trace{'' if n == 1 else 's'}: red = share of time in "
+        "the state"
+    )
+    if attributed:
+        caption += " (in the node, for a state drawn as several nodes)"
+    if unattributed:
+        caption += (
+            "; a state drawn as several nodes shows its total and each node's share of its visits"
         )
-        if split:
-            caption += "; (x) = total of a state drawn as several nodes"
-    lines = [
+    return caption + ", black = probability of the transition out of its source"
+
+
+def graph_header(caption: str) -> list[str]:
+    return [
         "digraph quicsm {",
         f"  graph [fontname={_quote(FONT)}, fontsize=11, labelloc=b, nodesep=0.35, ranksep=0.45,"
         f" label={_quote(caption)}];",
@@ -72,25 +136,41 @@ def model_to_dot(model: Model, *, title: str | None = None) -> str:
         f"  edge [fontname={_quote(FONT)}, fontsize=10, fontcolor={PROBABILITY_COLOR},"
         " arrowsize=0.7];",
     ]
+
+
+def model_to_dot(model: Model, *, title: str | None = None) -> str:
+    """The model as DOT text (see the module docstring). ``title`` overrides the caption."""
+    nodes = model.node_fractions()
+    names = node_names(model.nodes)
+    unattributed = set(model.states_sharing_a_fraction())
+    several = set(model.states_with_several_nodes())
+    events: Mapping[str, int] = {}
+    if unattributed:
+        per_state: dict[str, int] = {}
+        for state, n in model.nodes.select("state", "events").iter_rows():
+            per_state[state] = per_state.get(state, 0) + int(n)
+        events = per_state
+    caption = title
+    if caption is None:
+        caption = _caption(
+            model, attributed=bool(several - unattributed), unattributed=bool(unattributed)
+        )
+    lines = graph_header(caption)
     for row in nodes.iter_rows(named=True):
         state = row["state"]
-        if state == INITIAL:
-            attrs = f"label={_quote(INITIAL)}, shape=box"
-        elif state == TERMINAL:
-            attrs = f"label={_quote(TERMINAL)}, shape=diamond"
-        else:
-            frac = _fmt(row["fraction"])
-            if state in split:
-                frac = f"({frac})"
-            label = (
-                f"<{_html_escape(state)}<BR/>"
-                f'<FONT COLOR="{FRACTION_COLOR}" POINT-SIZE="11">{frac}</FONT>>'
-            )
-            attrs = f"label={label}"
-        lines.append(f"  n{row['id']} [{attrs}];")
+        extra: dict[str, Any] = {}
+        if state in unattributed:
+            total = events.get(state, 0)
+            extra = {
+                "state_total": row["fraction"],
+                "visit_share": row["events"] / total if total else None,
+            }
+        label = node_label(state, row["fraction"], split=state in several, **extra)
+        lines.append(f"  {_quote(names[row['id']])} [{node_attrs(state, label)}];")
     for row in model.edges.iter_rows(named=True):
         lines.append(
-            f"  n{row['source']} -> n{row['target']} [label={_quote(_fmt(row['probability']))}];"
+            f"  {_quote(names[row['source']])} -> {_quote(names[row['target']])} "
+            f"[label={_quote(pct(row['probability']))}];"
         )
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -139,3 +219,95 @@ def model_svg(model: Model) -> str | None:
     if not dot_available():
         return None
     return render_model(model, format="svg").decode()
+
+
+# -- two models drawn on one layout -----------------------------------------------------------
+
+#: edge labels of a shared layout are set in a monospace font and padded to this many
+#: characters, so every label has the same size whatever its number (``<0.1%`` is the longest)
+_EDGE_LABEL_CHARS: Final[int] = 5
+_MONO: Final[str] = "Courier"
+_NBSP: Final[str] = "\u00a0"
+
+
+def _node_width(state: str) -> float:
+    """Width in inches of a fixed-size node that holds the state name and a share line."""
+    chars = max(len(state), len("state: 100% of time"))
+    return round(0.25 + 1.3 * 0.088 * chars, 2)  # an ellipse around a line of text
+
+
+def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]) -> list[str]:
+    """DOT texts of several models (the groups of a comparison) with one common layout:
+    every text holds the union of the nodes and edges, in the same order and with the same
+    sizes (fixed-size nodes, equal-width edge labels), so Graphviz places every state at the
+    same spot in each drawing. A state or transition a model lacks is drawn faint ("not
+    seen") or left invisible. ``None`` stands for a group without states."""
+    if len(captions) != len(models):
+        raise QuicsmError("shared_model_dots needs one caption per model")
+    from quicsm.model.tables import label_rank
+
+    per_model: list[tuple[dict[str, dict[str, Any]], dict[tuple[str, str], float]]] = []
+    states: dict[str, str] = {}
+    for model in models:
+        if model is None:
+            per_model.append(({}, {}))
+            continue
+        names = node_names(model.nodes)
+        unattributed = set(model.states_sharing_a_fraction())
+        several = set(model.states_with_several_nodes())
+        nodes: dict[str, dict[str, Any]] = {}
+        for row in model.node_fractions().iter_rows(named=True):
+            name = names[row["id"]]
+            states[name] = row["state"]
+            nodes[name] = {
+                "state": row["state"],
+                "fraction": row["fraction"],
+                "split": row["state"] in several,
+                "unattributed": row["state"] in unattributed,
+            }
+        edges = {
+            (names[s], names[t]): float(p)
+            for s, t, p in model.edges.select("source", "target", "probability").iter_rows()
+        }
+        per_model.append((nodes, edges))
+    order = sorted(states, key=lambda n: (*label_rank(states[n]), n))
+    all_edges = sorted(
+        {e for _, edges in per_model for e in edges},
+        key=lambda e: (order.index(e[0]), order.index(e[1])),
+    )
+    out = []
+    for (nodes, edges), caption in zip(per_model, captions, strict=True):
+        lines = graph_header(caption)
+        lines.append("  node [fixedsize=true, height=0.62];")
+        lines.append(f"  edge [fontname={_quote(_MONO)}];")
+        for name in order:
+            state = states[name]
+            node = nodes.get(name)
+            if state in (INITIAL, TERMINAL):
+                attrs = node_attrs(state, "")
+                attrs += ", width=1.1" if state == INITIAL else ", width=1.4"
+                if node is None:
+                    attrs += ', style=dashed, color="#bbbbbb", fontcolor="#999999"'
+            elif node is None:
+                label = f'<{_html_escape(state)}<BR/><FONT POINT-SIZE="11">not seen</FONT>>'
+                attrs = (
+                    f'label={label}, style=dashed, color="#bbbbbb", fontcolor="#999999", '
+                    f"width={_node_width(state)}"
+                )
+            else:
+                label = node_label(
+                    state,
+                    node["fraction"],
+                    split=node["split"],
+                    state_total=node["fraction"] if node["unattributed"] else None,
+                )
+                attrs = f"{node_attrs(state, label)}, width={_node_width(state)}"
+            lines.append(f"  {_quote(name)} [{attrs}];")
+        for source, target in all_edges:
+            p = edges.get((source, target))
+            text = (pct(p) if p is not None else "").rjust(_EDGE_LABEL_CHARS, _NBSP)
+            style = "" if p is not None else ", style=invis"
+            lines.append(f"  {_quote(source)} -> {_quote(target)} [label={_quote(text)}{style}];")
+        lines.append("}")
+        out.append("\n".join(lines) + "\n")
+    return out

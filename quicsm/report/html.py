@@ -47,6 +47,7 @@ p.caution { background:#fff4e5; border-left:4px solid #c0392b; padding:6px 10px;
   vertical-align:-1px; }
 .pair { display:flex; gap:16px; flex-wrap:wrap; align-items:flex-start; }
 .pair figure { flex:1 1 460px; margin:0; min-width:0; }
+.pair.fsms figure { flex-basis:100%; }
 figure { margin:8px 0; }
 figcaption { font-size:13px; color:var(--muted); margin-top:4px; overflow-wrap:anywhere; }
 svg { max-width:100%; height:auto; }
@@ -173,7 +174,8 @@ def _fsms(view: ComparisonView) -> str:
             f"<figure>{drawing}<figcaption><b>{esc(group.name)}</b> "
             f"({_plural(group.n_traces, 'trace')}): observed model; share of time pooled over "
             "the group's traces (total time in the state / total time) in red, transition "
-            "probabilities in black</figcaption></figure>"
+            "probabilities in black; both groups are drawn on one layout, so a state sits at the "
+            "same spot in each (dashed: not seen in this group)</figcaption></figure>"
         )
     states = [s for s in r.states["state"].to_list()]
     shift = {
@@ -190,7 +192,7 @@ def _fsms(view: ComparisonView) -> str:
         "filled red take significantly more of the time in B, blue less.</p>"
     )
     return (
-        f'<div class="pair">{figs[0]}{figs[1]}</div>'
+        f'<div class="pair fsms">{figs[0]}{figs[1]}</div>'
         f"<figure>{diff_svg}<figcaption>Diff graph: {esc(view.title)}</figcaption></figure>"
         + legend
         + _tables(view)

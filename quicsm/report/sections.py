@@ -97,13 +97,15 @@ def build_views(
     metric: str | None,
 ) -> list[ComparisonView]:
     """One view per comparison, from its results and each group's observed model."""
-    from quicsm.render.dot import model_to_dot
+    from quicsm.render.dot import shared_model_dots
 
     views = []
     for done, pair in zip(compared, models, strict=True):
         comp, result = done.comparison, done.result
         stratum = _stratum(comp, done.explanations)
-        dots = tuple("" if m is None else model_to_dot(m, title="") for m in pair)
+        # both groups on one layout: a state sits at the same spot in each drawing
+        shared = shared_model_dots(list(pair), captions=["", ""])
+        dots = tuple("" if m is None else d for m, d in zip(pair, shared, strict=True))
         ga = _group_view(comp, comp.a, dots[0], stratum)
         gb = _group_view(comp, comp.b, dots[1], stratum)
         mat, note = _matrix(comp, result, alpha=alpha, axes=matrix, metric=metric)

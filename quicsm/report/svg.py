@@ -12,22 +12,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-#: fill colour of each state (bands, legend); unknown names get grey
-STATE_COLOURS: dict[str, str] = {
-    "Init": "#9e9e9e",
-    "SlowStart": "#4e79a7",
-    "CongestionAvoidance": "#59a14f",
-    "CongestionAvoidanceMaxed": "#a0cbe8",
-    "ApplicationLimited": "#f28e2b",
-    "RetransmissionTimeout": "#e15759",
-    "Recovery": "#b07aa1",
-    "TailLossProbe": "#ff9da7",
-    "Startup": "#76b7b2",
-    "Drain": "#edc948",
-    "ProbeBW": "#9c755f",
-    "ProbeRTT": "#bab0ac",
-    "Unknown": "#d4d4d4",
-}
+from quicsm.render.colours import state_colour
+
 #: colours of group A and group B in every chart
 GROUP_COLOURS = ("#4e79a7", "#f28e2b")
 FONT = "font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"
@@ -36,10 +22,6 @@ FONT = "font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"
 def esc(text: object) -> str:
     """HTML/XML-escape any text (quotes included) for element content and attributes."""
     return html.escape(str(text), quote=True)
-
-
-def state_colour(state: str) -> str:
-    return STATE_COLOURS.get(state, "#cccccc")
 
 
 def _f(x: float) -> str:

@@ -1,0 +1,128 @@
+"""Rich HTML views for Jupyter: a model as its diagram with its time-in-state table, a diff as
+its summary and tables (significant rows highlighted), and several models side by side on one
+shared layout. :func:`quicsm.register_jupyter` hooks the first two into IPython's display
+formatter; :func:`side_by_side` is called directly.
+
+Every SVG is scaled to the width of its cell (``width:100%``), so nothing is clipped however
+narrow the notebook. All text from traces is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from quicsm.compare.diff import DiffResult
+    from quicsm.model.tables import Model
+
+_PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->", re.S)
+_SIZE = re.compile(r'(<svg\b[^>]*?)\swidth="[^"]*"\s+height="[^"]*"', re.S)
+
+_STYLE = (
+    "<style>.quicsm table{border-collapse:collapse;font-size:12px;margin:6px 0}"
+    ".quicsm th,.quicsm td{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}"
+    ".quicsm td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    ".quicsm tr.sig td{background:#fde2e1;font-weight:600}"
+    ".quicsm svg{max-width:100%;height:auto}</style>"
+)
+
+
+def _esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def scalable_svg(svg: str) -> str:
+    """Graphviz SVG without its XML prolog and fixed size: it scales to its container."""
+    svg = _PROLOG.sub("", svg).strip()
+    return _SIZE.sub(r'\1 width="100%"', svg, count=1)
+
+
+def _svg_of(dot: str) -> str:
+    from quicsm.render.dot import dot_available, render_dot
+
+    if not dot_available():
+        return "<p><i>(Graphviz's dot is not installed: no diagram)</i></p>"
+    return scalable_svg(render_dot(dot, format="svg").decode())
+
+
+def _state_rows(model: Model) -> str:
+    from quicsm.render.dot import pct
+    from quicsm.render.outputs import state_table
+
+    rows = []
+    for r in state_table(model).iter_rows(named=True):
+        median = r["dwell_median_ms"]
+        rows.append(
+            f"<tr><td>{_esc(r['state'])}</td><td class='num'>{pct(r['fraction'])}</td>"
+            f"<td class='num'>{r['visits']}</td><td class='num'>{r['traces']}</td>"
+            f"<td class='num'>{'–' if median is None else f'{median:.1f}'}</td></tr>"
+        )
+    return (
+        "<table><tr><th>state</th><th>time</th><th>visits</th><th>traces</th>"
+        "<th>median dwell (ms)</th></tr>" + "".join(rows) + "</table>"
+    )
+
+
+def model_html(model: Model) -> str:
+    """The model's diagram (scaled to the cell) above its time-in-state table."""
+    from quicsm.render.dot import model_to_dot
+
+    s = model.stats
+    head = (
+        f"<p><b>{_esc(model.algorithm)} model</b> of {s.traces} trace{'s' * (s.traces != 1)}: "
+        f"{model.nodes.height} nodes, {model.edges.height} edges, "
+        f"{model.invariants.height} invariants</p>"
+    )
+    return (
+        f"<div class='quicsm'>{_STYLE}{head}{_svg_of(model_to_dot(model))}"
+        f"{_state_rows(model)}</div>"
+    )
+
+
+def diff_html(d: DiffResult) -> str:
+    """The diff's header, ranked summary and tables; significant rows highlighted."""
+    from quicsm.render.diff_format import table_sections
+
+    header, summary, tables, presence = table_sections(d)
+    parts = [f"<div class='quicsm'>{_STYLE}<p>{'<br>'.join(_esc(h) for h in header)}</p>"]
+    parts.append("<ul>" + "".join(f"<li><b>{_esc(s)}</b></li>" for s in summary) + "</ul>")
+    for title, head, rows in tables:
+        parts.append(f"<h4>{_esc(title)}</h4>")
+        if not rows:
+            parts.append("<p>(none)</p>")
+            continue
+        body = "".join(
+            f"<tr{' class=sig' if r[-1] == 'yes' else ''}>"
+            + "".join(f"<td>{_esc(c)}</td>" for c in r)
+            + "</tr>"
+            for r in rows
+        )
+        parts.append(
+            "<table><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr>"
+            f"{body}</table>"
+        )
+    parts.append("<h4>Invariants and presence</h4><ul>")
+    parts += [f"<li>{_esc(s)}</li>" for s in presence]
+    parts.append("</ul></div>")
+    return "".join(parts)
+
+
+def side_by_side(models: Mapping[str, Model]) -> str:
+    """Several models next to each other on one shared layout (a state sits at the same spot
+    in each drawing), each scaled to its column; columns of equal width, at least 320 px."""
+    from quicsm.render.dot import shared_model_dots
+
+    names = list(models)
+    dots = shared_model_dots([models[n] for n in names], captions=["" for _ in names])
+    cells = "".join(
+        f"<div style='min-width:0'><h4>{_esc(name)}</h4>{_svg_of(dot)}</div>"
+        for name, dot in zip(names, dots, strict=True)
+    )
+    # a grid: every drawing gets the same column width, also alone on the last row
+    return (
+        f"<div class='quicsm'>{_STYLE}<div style='display:grid;gap:12px;align-items:start;"
+        f"grid-template-columns:repeat(auto-fill,minmax(320px,1fr))'>{cells}</div></div>"
+    )
