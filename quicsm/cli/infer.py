@@ -103,7 +103,7 @@ def infer_command(
     quicsm infer traces/*.qlog -o out
     quicsm infer traces/*.qlog --where vantage=server --where scenario=jitter
     quicsm infer traces/*.qlog --where vantage=server --algorithm synoptic --format png
-    quicsm infer 'fleet/**/*.qlog' --engine dask --scheduler tcp://10.0.0.5:8786
+    quicsm infer traces/*.qlog --engine processes --workers 2 -o out
     """
     from rich.console import Console
 
