@@ -979,8 +979,9 @@ def _findings(d: DiffResult) -> list[Finding]:
             )
         )
     for r in d.dwell.filter(pl.col("significant")).iter_rows(named=True):
-        ratio = 2.0 ** r["log2_ratio"] if r["log2_ratio"] == r["log2_ratio"] else math.nan
-        score = 1.0 - min(ratio, 1.0 / ratio) if ratio == ratio and ratio > 0 else 0.0
+        x = r["log2_ratio"]
+        # 1 - min(ratio, 1/ratio), written so that extreme ratios cannot overflow
+        score = 1.0 - 2.0 ** (-abs(x)) if x == x else 0.0
         out.append(
             Finding(
                 "dwell",

@@ -350,14 +350,17 @@ TABLE_WIDTH = 100
 def _wrapped(text: str, *, first: str, rest: str) -> list[str]:
     import textwrap
 
-    return textwrap.wrap(
-        text,
+    keep = "\u00a0"  # "B − A" and "A → B" stay on one line: no break around the operator
+    glued = text.replace(" − ", f"{keep}−{keep}").replace(" → ", f"{keep}→{keep}")
+    lines = textwrap.wrap(
+        glued,
         width=TABLE_WIDTH,
         initial_indent=first,
         subsequent_indent=rest,
         break_on_hyphens=False,
         break_long_words=False,
     ) or [first.rstrip()]
+    return [line.replace(keep, " ") for line in lines]
 
 
 def table_sections(
