@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from quicsm.cli.engine_options import engine_choice, engine_options
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
 from quicsm.cli.progress import reading
 from quicsm.cli.report_warnings import caution as report_caution
@@ -22,6 +23,7 @@ EXIT_SIGNIFICANT = 3
 @click.command("diff", cls=GroupCommand)
 @group_options
 @test_options
+@engine_options
 @click.option(
     "--format",
     "fmt",
@@ -58,6 +60,11 @@ def diff_command(
     seed: int,
     output: Path | None,
     fail_on_significant: bool,
+    engine: str,
+    scheduler: str | None,
+    workers: int | None,
+    cache_dir: Path | None,
+    no_cache: bool,
 ) -> None:
     """Compare group B with group A: outcomes, time in state, transition probabilities, dwell
     times and invariants, each with a significance test (Holm over all of them), and the
@@ -84,6 +91,13 @@ def diff_command(
             states=states,
             within=within,
             metrics=True,
+            reader=engine_choice(
+                engine=engine,
+                scheduler=scheduler,
+                workers=workers,
+                cache_dir=cache_dir,
+                no_cache=no_cache,
+            ).reader(),
         )
         done = []
         for i, comp in enumerate(comps, 1):

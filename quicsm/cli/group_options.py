@@ -10,7 +10,7 @@ import click
 from quicsm.cli.states_option import states_option
 from quicsm.cli.trace_options import WHERE_HELP
 from quicsm.compare.grouping import Comparison, OnError, parse_where
-from quicsm.compare.load import compare_by_label, compare_paths
+from quicsm.compare.load import Reader, compare_by_label, compare_paths
 from quicsm.core.errors import InputError
 
 
@@ -118,8 +118,10 @@ def comparisons(
     within: Sequence[str] = (),
     metrics: bool = False,
     states: str = "hybrid",
+    reader: Reader | None = None,
 ) -> list[Comparison]:
-    """Turn the group options into comparisons (one, or several with ``--by``)."""
+    """Turn the group options into comparisons (one, or several with ``--by``); ``reader``
+    reads the files (an engine's, see :mod:`quicsm.cli.engine_options`)."""
     conditions = parse_where(where)
     on_error: OnError = "skip" if lenient else "raise"
     if vs_paths and by_label:
@@ -136,6 +138,7 @@ def comparisons(
                 on_error=on_error,
                 metrics=metrics,
                 states=states,
+                reader=reader,
             )
         ]
     if by_label:
@@ -148,5 +151,6 @@ def comparisons(
             on_error=on_error,
             metrics=metrics,
             states=states,
+            reader=reader,
         )
     raise InputError("say how to form the two groups: A_PATH... --vs B_PATH..., or --by LABEL")

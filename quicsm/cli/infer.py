@@ -1,21 +1,22 @@
 """``quicsm infer``: traces in, a Fig. 13-style state machine and its statistics out.
 
-One library call per step: :func:`quicsm.extract.read.read_transitions`,
-:func:`quicsm.model.inference.infer`,
-:meth:`quicsm.model.tables.Model.render`; :mod:`quicsm.render.outputs` writes the files.
+One library call per step: :func:`quicsm.engine.extract` (files read in parallel batches, each
+reduced to mergeable sums), :func:`quicsm.engine.infer_aggregate` (the model of the merged
+sums and the weighted distinct traces); :mod:`quicsm.render.outputs` writes the files.
 """
 
 from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 import polars as pl
 
+from quicsm.cli.engine_options import EngineChoice, engine_choice, engine_options
 from quicsm.cli.report_warnings import note as report_note
 from quicsm.cli.report_warnings import print_warnings, set_quiet, warn
 from quicsm.cli.states_option import states_option
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
 
-    from quicsm.compare.selection import Selection
+    from quicsm.engine.aggregate import Aggregate
     from quicsm.model.tables import Model
 
 FORMATS = (*RENDER_FORMATS, "dot", "json")
@@ -79,6 +80,7 @@ PROGRESS_MIN_FILES = 8
 )
 @states_option
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors and warnings.")
+@engine_options
 def infer_command(
     paths: Sequence[str],
     out_dir: Path,
@@ -90,6 +92,11 @@ def infer_command(
     lenient: bool,
     states: str,
     quiet: bool,
+    engine: str,
+    scheduler: str | None,
+    workers: int | None,
+    cache_dir: Path | None,
+    no_cache: bool,
 ) -> None:
     """Infer the congestion-control state machine of qlog traces (or of a transitions table in
     CSV/Parquet) and write it with its statistics into a directory.
@@ -98,23 +105,31 @@ def infer_command(
     quicsm infer traces/*.qlog -o out
     quicsm infer traces/*.qlog --where vantage=server --where scenario=jitter
     quicsm infer traces/*.qlog --where vantage=server --algorithm synoptic --format png
+    quicsm infer traces/*.qlog --engine processes --workers 2 -o out
     """
     from rich.console import Console
 
     from quicsm.cli.trace_options import selection
-    from quicsm.model.inference import infer
+    from quicsm.engine import infer_aggregate
 
     set_quiet(quiet)
+    choice = engine_choice(
+        engine=engine, scheduler=scheduler, workers=workers, cache_dir=cache_dir, no_cache=no_cache
+    )
     err = Console(stderr=True)
     chosen = selection(paths, where=where, lenient=lenient)
     files = _expand(chosen.paths)
     with _progress(files, quiet=quiet, console=err) as progress:
-        transitions = _read(
-            files, lenient=lenient, states=states, progress=progress, console=err
+        aggregate = _read(
+            files,
+            select=chosen.keep if chosen.traces is not None else None,
+            lenient=lenient,
+            progress=progress,
+            choice=choice,
+            states=states,
         )
-        transitions = _select(transitions, chosen)
         progress.stage("inferring the model")
-        model = infer(transitions, algorithm=algorithm, k=k, seed=seed)
+        model = infer_aggregate(aggregate, algorithm=algorithm, k=k, seed=seed)
         progress.stage("writing outputs")
         written = write_outputs(model, out_dir, fmt=fmt)
     if written.replaced or written.removed:
@@ -165,49 +180,45 @@ def _expand(paths: Sequence[str]) -> list[Path]:
     return list(expand_paths(list(paths)))
 
 
-def _select(transitions: pl.DataFrame, chosen: Selection) -> pl.DataFrame:
-    """Keep the chosen traces (``FILE#N``, ``--where``); note mixed client/server traces."""
-    from quicsm.compare.grouping import vantage_notes
-
-    transitions = chosen.keep(transitions)
-    if transitions.height == 0:
-        raise InputError("none of the chosen traces has states")
-    for note in vantage_notes([transitions], subject="the input mixes", purpose="analyse"):
-        report_note(note)
-    return transitions
-
-
 def _read(
     files: list[Path],
     *,
+    select: Callable[[pl.DataFrame], pl.DataFrame] | None,
     lenient: bool,
     progress: _Progress,
-    console: object,
+    choice: EngineChoice,
     states: str = "hybrid",
-) -> pl.DataFrame:
-    """Read every file (one call per file when a progress bar is shown); report what the
-    readers noted (skipped records, truncation, unknown states) once, on stderr."""
-    from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
-    from quicsm.extract.read import read_transitions
+) -> Aggregate:
+    """Read every file on the chosen engine, keep the traces ``select`` chooses (``FILE#N``,
+    ``--where``), and return their merged aggregate; report what the readers noted (skipped
+    records, truncation, unknown states) once, on stderr, and note mixed client/server
+    traces."""
+    from quicsm.compare.grouping import vantage_notes
+    from quicsm.core.diagnostics import QuicsmWarning
+    from quicsm.engine import extract
 
-    on_error = "skip" if lenient else "raise"
-    diag = Diagnostics()
-    frames = []
+    if not files:
+        raise InputError("no input files to read")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for batch in progress.batches(files):
-            frames.append(
-                read_transitions(
-                    [str(f) for f in batch], on_error=on_error, diagnostics=diag, states=states
-                )
-            )
-    print_warnings(diag)
+        corpus = extract(
+            [str(f) for f in files],
+            on_error="skip" if lenient else "raise",
+            select=select,
+            progress=progress.update,
+            states=states,
+            **choice.kwargs(),
+        )
+    print_warnings(corpus.diagnostics)
     for w in caught:
         if not issubclass(w.category, QuicsmWarning):
             warn(str(w.message))
-    if not frames:
-        raise InputError("no input files to read")
-    return pl.concat(frames) if len(frames) > 1 else frames[0]
+    assert corpus.aggregate is not None
+    if select is not None and corpus.aggregate.visits == 0:
+        raise InputError("none of the chosen traces has states")
+    for note in vantage_notes([corpus.traces], subject="the input mixes", purpose="analyse"):
+        report_note(note)
+    return corpus.aggregate
 
 
 class _Progress:
@@ -217,7 +228,7 @@ class _Progress:
         self.enabled = enabled
         self._bar: Progress | None = None
         self._stage: TaskID | None = None
-        self._sizes = [_size(f) for f in files] if enabled else []
+        self._reading: TaskID | None = None
         if enabled:
             from rich.console import Console
             from rich.progress import (
@@ -240,15 +251,13 @@ class _Progress:
                 transient=True,
             )
 
-    def batches(self, files: list[Path]) -> Iterator[list[Path]]:
+    def update(self, done: int, total: int) -> None:
+        """Bytes read so far (inside files not finished yet too) of ``total``."""
         if self._bar is None:
-            if files:
-                yield files
             return
-        task = self._bar.add_task("reading traces", total=sum(self._sizes))
-        for f, size in zip(files, self._sizes, strict=True):
-            yield [f]
-            self._bar.advance(task, size)
+        if self._reading is None:
+            self._reading = self._bar.add_task("reading traces", total=total)
+        self._bar.update(self._reading, completed=done, total=total)
 
     def stage(self, description: str) -> None:
         if self._bar is None:

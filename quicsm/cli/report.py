@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from quicsm.cli.engine_options import engine_choice, engine_options
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
 from quicsm.cli.report_warnings import caution as report_caution
 from quicsm.cli.report_warnings import note as report_note
@@ -51,6 +52,7 @@ def _metric(text: str | None) -> str | None:
 @click.command("report", cls=GroupCommand)
 @group_options
 @test_options
+@engine_options
 @click.option(
     "-o",
     "--output",
@@ -95,6 +97,11 @@ def report_command(
     matrix: str | None,
     metric: str | None,
     title: str | None,
+    engine: str,
+    scheduler: str | None,
+    workers: int | None,
+    cache_dir: Path | None,
+    no_cache: bool,
 ) -> None:
     """Write a self-contained comparison report of group B against group A: what changed
     (outcomes, then the state changes, with the events that explain them, then the caveats),
@@ -118,6 +125,13 @@ def report_command(
             states=states,
             within=within,
             metrics=True,
+            reader=engine_choice(
+                engine=engine,
+                scheduler=scheduler,
+                workers=workers,
+                cache_dir=cache_dir,
+                no_cache=no_cache,
+            ).reader(),
         )
         stage.update(
             f"testing and drawing {len(comps)} comparison{'s' * (len(comps) != 1)} "

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import sys
 import warnings
+from pathlib import Path
 
 import click
 import polars as pl
 
+from quicsm.cli.engine_options import engine_choice, engine_options
 from quicsm.cli.progress import reading
 from quicsm.cli.report_warnings import print_warnings, terminal_safe
 from quicsm.cli.states_option import states_option
 from quicsm.cli.trace_options import selection, where_option
-from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
-from quicsm.extract.read import read_transitions
+from quicsm.core.diagnostics import QuicsmWarning
 
 
 def _table(frame: pl.DataFrame) -> str:
@@ -46,8 +47,18 @@ def _table(frame: pl.DataFrame) -> str:
     help="Skip bad records and unreadable files; report how many on stderr.",
 )
 @states_option
+@engine_options
 def states(
-    paths: tuple[str, ...], fmt: str, where: tuple[str, ...], lenient: bool, states: str
+    paths: tuple[str, ...],
+    fmt: str,
+    where: tuple[str, ...],
+    lenient: bool,
+    states: str,
+    engine: str,
+    scheduler: str | None,
+    workers: int | None,
+    cache_dir: Path | None,
+    no_cache: bool,
 ) -> None:
     """Print one row per congestion state entered, per trace, for PATHS.
 
@@ -60,18 +71,25 @@ def states(
     quicsm states traces/quic-go-v0.65.0.qlog#0 --format csv
     quicsm states traces/*.qlog --where scenario=loss1 --where vantage=server --format csv
     """
-    diagnostics = Diagnostics()
+    from quicsm.engine import extract
+
+    choice = engine_choice(
+        engine=engine, scheduler=scheduler, workers=workers, cache_dir=cache_dir, no_cache=no_cache
+    )
     with reading("reading traces"), warnings.catch_warnings():
         warnings.simplefilter("ignore", QuicsmWarning)
         chosen = selection(paths, where=where, lenient=lenient)
-        frame = read_transitions(
+        corpus = extract(
             chosen.paths,
             on_error="skip" if lenient else "raise",
-            diagnostics=diagnostics,
+            rows=True,
+            aggregate=False,
             states=states,
+            **choice.kwargs(),
         )
-        frame = chosen.keep(frame)
-    print_warnings(diagnostics)
+        assert corpus.transitions is not None
+        frame = chosen.keep(corpus.transitions)
+    print_warnings(corpus.diagnostics)
     frame = frame.with_columns(pl.col(pl.Enum).cast(pl.String))
     if fmt == "csv":
         sys.stdout.write(frame.write_csv())

@@ -12,7 +12,7 @@ come from them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import polars as pl
 
@@ -23,9 +23,19 @@ from quicsm.compare.grouping import (
     split_by_label,
     split_paths,
 )
+from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import InputError
 
-__all__ = ["compare_by_label", "compare_paths", "read_labelled", "traces_where"]
+__all__ = ["Reader", "compare_by_label", "compare_paths", "read_labelled", "traces_where"]
+
+#: reads paths (given on_error, whether metrics are wanted, and the states mode) into the
+#: transitions frame, the trace table of :func:`quicsm.extract.read.read_traces`, the metrics
+#: (or None) and what reading reported: how a parallel engine (:mod:`quicsm.engine`) replaces
+#: the default readers
+Reader = Callable[
+    [Sequence[str], OnError, bool, str],
+    tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None, Diagnostics],
+]
 
 
 def traces_where(
@@ -45,15 +55,22 @@ def read_labelled(
     metrics: bool = False,
     states: str = "hybrid",
     notes: list[str] | None = None,
+    reader: Reader | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     """Transitions, labelled traces (``file, trace, labels``) and, when asked, metrics of
     every trace under ``paths``; ``states`` as in :func:`quicsm.extract.read.read_transitions`.
-    The states the traces cannot show ("... cannot be derived: ...") are added to ``notes``."""
-    from quicsm.core.diagnostics import Diagnostics
+    The states the traces cannot show ("... cannot be derived: ...") are added to ``notes``.
+    ``reader`` reads them instead of :mod:`quicsm.extract.read` (the engine's,
+    :mod:`quicsm.engine`)."""
     from quicsm.extract.read import read_metrics, read_transitions
 
     if not paths:
         raise InputError("no input paths given")
+    if reader is not None:
+        transitions, table, frame, read_diag = reader(paths, on_error, metrics, states)
+        if notes is not None:
+            notes.extend(m for m in read_diag.derivation_messages() if m not in notes)
+        return transitions, labelled_traces(table, where={}), frame
     traces = traces_where(paths, where={}, on_error=on_error)
     diag = Diagnostics()
     transitions = read_transitions(
@@ -75,6 +92,7 @@ def compare_paths(
     names: tuple[str, str] | None = None,
     metrics: bool = True,
     states: str = "hybrid",
+    reader: Reader | None = None,
 ) -> Comparison:
     """Group A = traces under ``a_paths``, group B = traces under ``b_paths``; ``states`` as
     in :func:`quicsm.extract.read.read_transitions` (what the traces cannot show is noted)."""
@@ -82,10 +100,10 @@ def compare_paths(
         raise InputError("--vs needs at least one path for group B")
     derivation: list[str] = []
     ta, ra, ma = read_labelled(
-        a_paths, on_error=on_error, metrics=metrics, states=states, notes=derivation
+        a_paths, on_error=on_error, metrics=metrics, states=states, notes=derivation, reader=reader
     )
     tb, rb, mb = read_labelled(
-        b_paths, on_error=on_error, metrics=metrics, states=states, notes=derivation
+        b_paths, on_error=on_error, metrics=metrics, states=states, notes=derivation, reader=reader
     )
     if names is None:
         names = (
@@ -118,11 +136,12 @@ def compare_by_label(
     on_error: OnError = "raise",
     metrics: bool = True,
     states: str = "hybrid",
+    reader: Reader | None = None,
 ) -> list[Comparison]:
     """One comparison per pair of values of ``label`` among the traces under ``paths``."""
     derivation: list[str] = []
     transitions, traces, frame = read_labelled(
-        paths, on_error=on_error, metrics=metrics, states=states, notes=derivation
+        paths, on_error=on_error, metrics=metrics, states=states, notes=derivation, reader=reader
     )
     comparisons = split_by_label(
         transitions,

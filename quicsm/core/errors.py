@@ -6,6 +6,9 @@ Anything else escaping the library is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 
 class QuicsmError(Exception):
     """Base class of every error quicsm raises deliberately."""
@@ -47,6 +50,13 @@ class QlogError(QuicsmError):
         if got is not None:
             msg += f", got {got}"
         super().__init__(msg)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # rebuilt from its fields, so it crosses process boundaries (parallel engines) intact
+        return (
+            partial(QlogError, record=self.record, line=self.line, got=self.got),
+            (self.file, self.expected),
+        )
 
 
 class LabError(QuicsmError):

@@ -57,8 +57,10 @@ from quicsm.qlog.tabular import read_table
 from quicsm.qlog.trace import TraceBuilder, TraceData
 
 __all__ = [
+    "BatchRead",
     "Diagnostics",
     "QuicsmWarning",
+    "read_batch",
     "read_metrics",
     "read_traces",
     "read_transitions",
@@ -216,9 +218,11 @@ def _load_all(
     profile: Profile | None = None,
     hybrid: bool = False,
     limits: ReadLimits = DEFAULT_LIMITS,
+    sidecars: dict[Path, dict[str, Any]] | None = None,
 ) -> Iterator[_Loaded]:
-    """Each file read (qlog) or loaded (tables); a qlog file without a trace is an error."""
-    cache: dict[Path, dict[str, Any]] = {}
+    """Each file read (qlog) or loaded (tables); a qlog file without a trace is an error.
+    ``sidecars`` caches the run.json files read, across calls."""
+    cache: dict[Path, dict[str, Any]] = {} if sidecars is None else sidecars
     for path in expand_paths(paths):
         streamed = None
         try:
@@ -436,6 +440,15 @@ def scan_transitions(
                 profile=chosen_profile,
                 frames=derived_frames,
             )
+    out = _transitions_frame(rows, derived_frames, tables)
+    diag.warn()
+    return out.lazy()
+
+
+def _transitions_frame(
+    rows: dict[str, list[Any]], derived_frames: list[pl.DataFrame], tables: list[pl.DataFrame]
+) -> pl.DataFrame:
+    """The collected rows (and derived frames and tables) of many files, normalised once."""
     frame = pl.DataFrame(
         {
             k: pl.Series(
@@ -446,9 +459,75 @@ def scan_transitions(
     ).select([pl.col(c).cast(t) for c, t in TRANSITIONS_SCHEMA.items()])
     if tables or derived_frames:
         frame = pl.concat([frame, *derived_frames, *tables])
-    out = normalize_transitions(frame)
-    diag.warn()
-    return out.lazy()
+    return normalize_transitions(frame)
+
+
+@dataclass
+class BatchRead:
+    """What :func:`read_batch` read: the transitions and traces of every file, and what each
+    file's reading reported (files that were skipped included)."""
+
+    transitions: pl.DataFrame
+    traces: pl.DataFrame
+    diagnostics: dict[str, Diagnostics]
+
+
+def read_batch(
+    files: Iterable[PathLike],
+    *,
+    on_error: OnError = "raise",
+    states: str = HYBRID,
+    profile: str | None = None,
+    limits: ReadLimits = DEFAULT_LIMITS,
+) -> BatchRead:
+    """:func:`read_transitions` and :func:`read_traces` of many files at once: every file is
+    read once, the transitions are normalised once for the whole batch, and the diagnostics
+    are kept per file (so a caller can tell which files read cleanly). No warning is emitted.
+
+    ``files`` are files (not directories or patterns); the result equals what the two readers
+    return for the same list (``states``, ``profile`` and ``limits`` as in
+    :func:`read_transitions`).
+    """
+    lenient = _check_on_error(on_error)
+    mode = check_mode(states)
+    chosen_profile = profile_named(profile) if profile is not None else None
+    rows: dict[str, list[Any]] = {name: [] for name in TRANSITIONS_SCHEMA}
+    trace_rows: dict[str, list[Any]] = {name: [] for name in TRACES_SCHEMA}
+    tables: list[pl.DataFrame] = []
+    derived_frames: list[pl.DataFrame] = []
+    diagnostics: dict[str, Diagnostics] = {}
+    sidecars: dict[Path, dict[str, Any]] = {}  # each run.json read (and reported) once
+    for file in files:
+        diag = diagnostics.setdefault(str(file), Diagnostics())
+        for loaded in _load_all(
+            [file],
+            lenient=lenient,
+            diag=diag,
+            count=True,
+            derive=mode != EXPLICIT,
+            profile=chosen_profile,
+            hybrid=mode == HYBRID,
+            limits=limits,
+            sidecars=sidecars,
+        ):
+            _trace_rows(loaded, trace_rows)
+            if loaded.table is not None:
+                tables.append(loaded.table)
+                continue
+            assert loaded.read is not None
+            for trace in loaded.read.traces:
+                _transition_rows(
+                    loaded,
+                    trace,
+                    rows,
+                    diag,
+                    states=mode,
+                    profile=chosen_profile,
+                    frames=derived_frames,
+                )
+    return BatchRead(
+        _transitions_frame(rows, derived_frames, tables), _traces_frame(trace_rows), diagnostics
+    )
 
 
 def read_transitions(
@@ -547,47 +626,54 @@ def read_traces(
     diag = diagnostics if diagnostics is not None else Diagnostics()
     rows: dict[str, list[Any]] = {name: [] for name in TRACES_SCHEMA}
     for loaded in _load_all(paths, lenient=lenient, diag=diag, count=True, limits=limits):
-        file = str(loaded.path)
-        if loaded.table is not None:
-            summary = loaded.table.group_by("trace", maintain_order=True).agg(
-                pl.col("vantage").first(), pl.len().alias("n"), pl.col("end_ms").max()
-            )
-            for trace, vantage, n, end in summary.iter_rows():
-                labels = {**loaded.sidecar}
-                rows["file"].append(file)
-                rows["trace"].append(trace)
-                rows["vantage"].append(vantage)
-                rows["format"].append(
-                    "CSV" if file.lower().split(".")[-1] != "parquet" else "Parquet"
-                )
-                rows["title"].append(None)
-                rows["code_version"].append(None)
-                rows["n_events"].append(n)
-                rows["duration_ms"].append(end)
-                rows["labels"].append(_labels_json(labels))
-            continue
-        assert loaded.read is not None
-        for t in loaded.read.traces:
-            own: dict[str, Any] = {"vantage": t.vantage}
-            if t.title is not None:
-                own["title"] = t.title
-            if t.code_version is not None:
-                own["code_version"] = t.code_version
-            labels = {**own, **loaded.sidecar, **t.labels}
+        _trace_rows(loaded, rows)
+    frame = _traces_frame(rows)
+    diag.warn()
+    return frame
+
+
+def _trace_rows(loaded: _Loaded, rows: dict[str, list[Any]]) -> None:
+    """The rows of :func:`read_traces` for one loaded file."""
+    file = str(loaded.path)
+    if loaded.table is not None:
+        summary = loaded.table.group_by("trace", maintain_order=True).agg(
+            pl.col("vantage").first(), pl.len().alias("n"), pl.col("end_ms").max()
+        )
+        for trace, vantage, n, end in summary.iter_rows():
+            labels = {**loaded.sidecar}
             rows["file"].append(file)
-            rows["trace"].append(trace_id(file, t.index))
-            rows["vantage"].append(t.vantage)
-            rows["format"].append(t.format)
-            rows["title"].append(t.title)
-            rows["code_version"].append(t.code_version)
-            rows["n_events"].append(t.n_events)
-            rows["duration_ms"].append(round(t.duration_ms, TIME_DECIMALS))
+            rows["trace"].append(trace)
+            rows["vantage"].append(vantage)
+            rows["format"].append("CSV" if file.lower().split(".")[-1] != "parquet" else "Parquet")
+            rows["title"].append(None)
+            rows["code_version"].append(None)
+            rows["n_events"].append(n)
+            rows["duration_ms"].append(end)
             rows["labels"].append(_labels_json(labels))
-    frame = pl.DataFrame(
+        return
+    assert loaded.read is not None
+    for t in loaded.read.traces:
+        own: dict[str, Any] = {"vantage": t.vantage}
+        if t.title is not None:
+            own["title"] = t.title
+        if t.code_version is not None:
+            own["code_version"] = t.code_version
+        labels = {**own, **loaded.sidecar, **t.labels}
+        rows["file"].append(file)
+        rows["trace"].append(trace_id(file, t.index))
+        rows["vantage"].append(t.vantage)
+        rows["format"].append(t.format)
+        rows["title"].append(t.title)
+        rows["code_version"].append(t.code_version)
+        rows["n_events"].append(t.n_events)
+        rows["duration_ms"].append(round(t.duration_ms, TIME_DECIMALS))
+        rows["labels"].append(_labels_json(labels))
+
+
+def _traces_frame(rows: dict[str, list[Any]]) -> pl.DataFrame:
+    return pl.DataFrame(
         {
             k: pl.Series(v, dtype=pl.String if k == "vantage" else TRACES_SCHEMA[k])
             for k, v in rows.items()
         }
     ).select([pl.col(c).cast(t) for c, t in TRACES_SCHEMA.items()])
-    diag.warn()
-    return frame

@@ -44,11 +44,7 @@ def infer(
     ``k`` is the k-tails depth (synoptic's coarsening and plain ktails); ``seed`` fixes every
     choice the algorithm makes at random, so the same input and seed give the same model.
     """
-    if algorithm not in ALGORITHMS:
-        raise InputError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
-    k = tail_length(k)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InputError(f"seed must be an integer, got {seed!r}")
+    k = check_options(algorithm=algorithm, k=k, seed=seed)
     if isinstance(transitions, pl.LazyFrame):
         transitions = transitions.collect()
     visits = Visits(transitions)
@@ -75,6 +71,16 @@ def infer(
         seed=seed,
         node_time=node_times(visits, nodes, edges),
     )
+
+
+def check_options(*, algorithm: str, k: int, seed: int) -> int:
+    """Check the options of an inference (every entry point's one check); returns ``k``."""
+    if algorithm not in ALGORITHMS:
+        raise InputError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+    k = tail_length(k)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError(f"seed must be an integer, got {seed!r}")
+    return k
 
 
 def observed_graph(stats: Stats) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -13,8 +13,10 @@ cap the size of one record (:attr:`ReadLimits.max_record_bytes`). Exceeding a li
 
 from __future__ import annotations
 
+import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -74,6 +76,22 @@ def is_zstd(magic: bytes) -> bool:
     )
 
 
+#: called with the number of bytes of the file just read (see :func:`count_bytes`)
+_byte_counter: Callable[[int], None] | None = None
+
+
+@contextmanager
+def count_bytes(callback: Callable[[int], None]) -> Iterator[None]:
+    """Call ``callback(n)`` whenever ``n`` more bytes of a file (as stored, compressed or not)
+    were read, while the block is active: how a progress bar advances inside large files."""
+    global _byte_counter
+    previous, _byte_counter = _byte_counter, callback
+    try:
+        yield
+    finally:
+        _byte_counter = previous
+
+
 class DecompressedFile:
     """A file's decompressed content in blocks; notes a compressed stream that ends early.
 
@@ -101,7 +119,12 @@ class DecompressedFile:
         try:
             with self.path.open("rb", buffering=0) as raw:
                 if self.compression is None:
-                    while block := raw.read(self.block_size):
+                    # a small file is read in one call of its own size, not a full block
+                    size = os.fstat(raw.fileno()).st_size
+                    want = min(self.block_size, max(1 << 16, size + 1))
+                    while block := raw.read(want):
+                        if _byte_counter is not None:
+                            _byte_counter(len(block))
                         yield block
                         del block  # freed before the next read (when the consumer drops it)
                 else:
@@ -146,6 +169,8 @@ class DecompressedFile:
         pending_size = 0
         block_size = self.block_size
         while chunk := raw.read(1 << 16):
+            if _byte_counter is not None:
+                _byte_counter(len(chunk))
             for i in range(0, len(chunk), FEED_BYTES):
                 data = chunk[i : i + FEED_BYTES]
                 consumed += len(data)

@@ -401,19 +401,42 @@ def time_in_state_summary(transitions: pl.DataFrame | pl.LazyFrame | Visits) -> 
     total = f.get_column("total_ms").to_numpy()
     first = f.get_column("first").to_numpy()
     n_states = len(CANONICAL_STATES)
-    n_positive = int(np.count_nonzero(first & (total > 0)))
-    grand = float(dwell.sum())
     share = np.divide(dwell, total, out=np.zeros_like(dwell), where=total > 0)
-    c = v.chain()
+    return time_in_state_from_sums(
+        visits=np.bincount(code, minlength=n_states),
+        total_ms=np.bincount(code, weights=dwell, minlength=n_states),
+        share_sum=np.bincount(code, weights=share, minlength=n_states),
+        traces=np.bincount(v.chain().state_code, minlength=n_states),
+        grand_ms=float(dwell.sum()),
+        positive=int(np.count_nonzero(first & (total > 0))),
+    )
+
+
+def time_in_state_from_sums(
+    *,
+    visits: np.ndarray,
+    total_ms: np.ndarray,
+    share_sum: np.ndarray,
+    traces: np.ndarray,
+    grand_ms: float,
+    positive: int,
+) -> pl.DataFrame:
+    """:func:`time_in_state_summary` from its sums, indexed by state code: visits, total time
+    and summed per-visit share of its trace's duration per state, traces visiting each state,
+    the total time of all traces and how many traces last longer than 0 ms. The sums of
+    disjoint sets of traces add up, so this also summarises partitions read apart."""
+    n_states = len(CANONICAL_STATES)
     out = pl.DataFrame(
         {
             "code": np.arange(n_states, dtype=np.uint8),
-            "visits": np.bincount(code, minlength=n_states),
-            "total": np.bincount(code, weights=dwell, minlength=n_states),
-            "fsum": np.bincount(code, weights=share, minlength=n_states),
-            "traces": np.bincount(c.state_code, minlength=n_states),
+            "visits": np.asarray(visits, dtype=np.int64),
+            "total": np.asarray(total_ms, dtype=np.float64),
+            "fsum": np.asarray(share_sum, dtype=np.float64),
+            "traces": np.asarray(traces, dtype=np.int64),
         }
     ).filter(pl.col("visits") > 0)
+    grand = grand_ms
+    n_positive = positive
     return out.select(
         _state_of().alias("state"),
         (pl.col("total") / 1000.0).alias("seconds"),
@@ -465,19 +488,38 @@ def transition_probabilities(transitions: pl.DataFrame | pl.LazyFrame | Visits) 
     if v.n_visits == 0:
         return pl.DataFrame(schema=TRANSITION_PROBABILITIES_SCHEMA)
     c = v.chain()
-    present = np.flatnonzero(c.count)
+    return probabilities_from_sums(
+        count=c.count, traces=c.traces, syy=c.syy, syn=c.syn, n=c.n, snn=c.snn, m=c.m
+    )
+
+
+def probabilities_from_sums(
+    *,
+    count: np.ndarray,
+    traces: np.ndarray,
+    syy: np.ndarray,
+    syn: np.ndarray,
+    n: np.ndarray,
+    snn: np.ndarray,
+    m: np.ndarray,
+) -> pl.DataFrame:
+    """:func:`transition_probabilities` from the sums of :class:`_Chain`: per pair
+    (``source * 16 + target`` in :data:`NODE_LABELS` codes) ``count``, ``traces``, ``syy``,
+    ``syn``; per source ``n``, ``snn``, ``m``. Sums over disjoint sets of traces add up, so
+    partitions read apart can be summarised together."""
+    present = np.flatnonzero(count)
     src = present // _BITS
     df = pl.DataFrame(
         {
             "src": (src).astype(np.uint8),
             "tgt": (present % _BITS).astype(np.uint8),
-            "count": c.count[present].astype(np.int64),
-            "traces": c.traces[present].astype(np.int64),
-            "syy": c.syy[present],
-            "syn": c.syn[present],
-            "n": c.n[src],
-            "snn": c.snn[src],
-            "m": c.m[src],
+            "count": count[present].astype(np.int64),
+            "traces": traces[present].astype(np.int64),
+            "syy": syy[present],
+            "syn": syn[present],
+            "n": n[src],
+            "snn": snn[src],
+            "m": m[src],
         }
     ).lazy()
     p = pl.col("count") / pl.col("n")

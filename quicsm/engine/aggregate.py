@@ -1,0 +1,413 @@
+"""Mergeable aggregates: the statistics and the trace set of a partition, combined exactly.
+
+A partition's transitions are reduced to sums that add up over disjoint sets of traces (every
+trace lives in one file, so in one partition):
+
+- per state: visits, time, summed share of its trace's duration, traces, censored visits;
+- per transition pair and per source: the sums behind the cluster-robust intervals of
+  :func:`quicsm.stats.descriptive.probabilities_from_sums`;
+- the dwell times as *value counts* per state (distinct value, how often): the quantiles
+  computed from them are exactly numpy's linear quantiles of the pooled values
+  (:func:`quantiles_from_counts`), and the table is as small as the number of distinct values;
+- the **deduplicated, weighted trace set**: every distinct state sequence once, with how many
+  traces had it (its weight) and the time spent at each of its positions summed over those
+  traces. Synoptic-style inference runs on it (it is exact there: identical traces always end
+  up in the same partitions), and :meth:`Aggregate.node_times` attributes time to model nodes
+  from it.
+
+Counts merge bit for bit whatever the partitioning. Float sums are added in partition order,
+so the result is the same for every engine (the batches do not depend on the engine); against
+one pass over the whole corpus they differ only in the last bits of a float.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+import numpy as np
+import polars as pl
+
+from quicsm.core.states import CANONICAL_STATES, STATE_DTYPE
+from quicsm.model.replay import NODE_TIMES_SCHEMA, replay
+from quicsm.model.synoptic import EventLog
+from quicsm.stats.descriptive import (
+    DWELL_SUMMARY_SCHEMA,
+    Stats,
+    Visits,
+    probabilities_from_sums,
+    time_in_state_from_sums,
+)
+
+_N_STATES: Final[int] = len(CANONICAL_STATES)
+_PAIRS: Final[int] = 16 * 16
+_SOURCES: Final[int] = 16
+_QUANTILES: Final[tuple[float, float, float]] = (0.1, 0.5, 0.9)
+
+DWELL_COUNTS_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "code": pl.UInt8(),
+    "dwell_ms": pl.Float64(),
+    "count": pl.Int64(),
+}
+
+
+@dataclass
+class DistinctTrace:
+    """One distinct state sequence: how many traces had it, and their summed time per position."""
+
+    weight: int
+    dwell_ms: np.ndarray  # float64, one entry per position
+
+
+def _zeros(n: int, dtype: type = np.int64) -> np.ndarray:
+    return np.zeros(n, dtype=dtype)
+
+
+@dataclass
+class Aggregate:
+    """Sums over a set of traces (see the module docstring); :meth:`merge` adds two."""
+
+    traces: int = 0
+    visits: int = 0
+    positive: int = 0
+    duration_ms: float = 0.0
+    state_visits: np.ndarray = field(default_factory=lambda: _zeros(_N_STATES))
+    state_ms: np.ndarray = field(default_factory=lambda: _zeros(_N_STATES, np.float64))
+    state_share: np.ndarray = field(default_factory=lambda: _zeros(_N_STATES, np.float64))
+    state_traces: np.ndarray = field(default_factory=lambda: _zeros(_N_STATES))
+    state_censored: np.ndarray = field(default_factory=lambda: _zeros(_N_STATES))
+    pair_count: np.ndarray = field(default_factory=lambda: _zeros(_PAIRS))
+    pair_traces: np.ndarray = field(default_factory=lambda: _zeros(_PAIRS))
+    pair_syy: np.ndarray = field(default_factory=lambda: _zeros(_PAIRS, np.float64))
+    pair_syn: np.ndarray = field(default_factory=lambda: _zeros(_PAIRS, np.float64))
+    source_n: np.ndarray = field(default_factory=lambda: _zeros(_SOURCES, np.float64))
+    source_snn: np.ndarray = field(default_factory=lambda: _zeros(_SOURCES, np.float64))
+    source_m: np.ndarray = field(default_factory=lambda: _zeros(_SOURCES, np.float64))
+    #: code (UInt8, of STATE_DTYPE), dwell_ms, count — sorted by code, then dwell
+    dwell_counts: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(schema=DWELL_COUNTS_SCHEMA)
+    )
+    #: distinct sequence (state codes as bytes) -> its weight and summed times
+    sequences: dict[bytes, DistinctTrace] = field(default_factory=dict)
+
+    # -- construction --------------------------------------------------------------------------
+
+    @classmethod
+    def of(cls, transitions: pl.DataFrame) -> Aggregate:
+        """The aggregate of a transitions frame (:data:`quicsm.core.frames.TRANSITIONS_SCHEMA`)."""
+        if transitions.height == 0:
+            return cls()
+        v = Visits(transitions)
+        f = v.frame
+        tid = f.get_column("tid").to_numpy().astype(np.int64)
+        code = f.get_column("code").to_numpy()
+        dwell = f.get_column("dwell_ms").to_numpy()
+        total = f.get_column("total_ms").to_numpy()
+        first = f.get_column("first").to_numpy()
+        last = f.get_column("last").to_numpy()
+        c = v.chain()
+        share = np.divide(dwell, total, out=np.zeros_like(dwell), where=total > 0)
+        counts = (
+            pl.DataFrame({"code": code, "dwell_ms": dwell})
+            .group_by("code", "dwell_ms")
+            .agg(pl.len().cast(pl.Int64).alias("count"))
+            .sort("code", "dwell_ms")
+            .cast(DWELL_COUNTS_SCHEMA)  # type: ignore[arg-type]
+        )
+        return cls(
+            traces=v.n_traces,
+            visits=v.n_visits,
+            positive=int(np.count_nonzero(first & (total > 0))),
+            duration_ms=float(dwell.sum()),
+            state_visits=np.bincount(code, minlength=_N_STATES).astype(np.int64),
+            state_ms=np.bincount(code, weights=dwell, minlength=_N_STATES),
+            state_share=np.bincount(code, weights=share, minlength=_N_STATES),
+            state_traces=np.bincount(c.state_code, minlength=_N_STATES).astype(np.int64),
+            state_censored=np.bincount(code[last], minlength=_N_STATES).astype(np.int64),
+            pair_count=c.count.astype(np.int64),
+            pair_traces=c.traces.astype(np.int64),
+            pair_syy=c.syy.astype(np.float64),
+            pair_syn=c.syn.astype(np.float64),
+            source_n=c.n.astype(np.float64),
+            source_snn=c.snn.astype(np.float64),
+            source_m=c.m.astype(np.float64),
+            dwell_counts=counts,
+            sequences=_sequences(tid, code, dwell, first),
+        )
+
+    def merge(self, other: Aggregate) -> Aggregate:
+        """The aggregate of both sets of traces (``self``'s first: floats are added in order)."""
+        sequences = {
+            k: DistinctTrace(s.weight, s.dwell_ms.copy()) for k, s in self.sequences.items()
+        }
+        for key, seq in other.sequences.items():
+            mine = sequences.get(key)
+            if mine is None:
+                sequences[key] = DistinctTrace(seq.weight, seq.dwell_ms.copy())
+            else:
+                mine.weight += seq.weight
+                mine.dwell_ms += seq.dwell_ms
+        counts = (
+            pl.concat([self.dwell_counts, other.dwell_counts])
+            .group_by("code", "dwell_ms")
+            .agg(pl.col("count").sum())
+            .sort("code", "dwell_ms")
+            .cast(DWELL_COUNTS_SCHEMA)  # type: ignore[arg-type]
+        )
+        return Aggregate(
+            traces=self.traces + other.traces,
+            visits=self.visits + other.visits,
+            positive=self.positive + other.positive,
+            duration_ms=self.duration_ms + other.duration_ms,
+            state_visits=self.state_visits + other.state_visits,
+            state_ms=self.state_ms + other.state_ms,
+            state_share=self.state_share + other.state_share,
+            state_traces=self.state_traces + other.state_traces,
+            state_censored=self.state_censored + other.state_censored,
+            pair_count=self.pair_count + other.pair_count,
+            pair_traces=self.pair_traces + other.pair_traces,
+            pair_syy=self.pair_syy + other.pair_syy,
+            pair_syn=self.pair_syn + other.pair_syn,
+            source_n=self.source_n + other.source_n,
+            source_snn=self.source_snn + other.source_snn,
+            source_m=self.source_m + other.source_m,
+            dwell_counts=counts,
+            sequences=sequences,
+        )
+
+    # -- views ---------------------------------------------------------------------------------
+
+    @property
+    def distinct(self) -> int:
+        """Number of distinct state sequences (the size of the trace set inference runs on)."""
+        return len(self.sequences)
+
+    def stats(self) -> Stats:
+        """The statistics :func:`quicsm.stats.descriptive.compute_stats` gives for the traces."""
+        return Stats(
+            traces=self.traces,
+            visits=self.visits,
+            duration_ms=self.duration_ms,
+            time_in_state=time_in_state_from_sums(
+                visits=self.state_visits,
+                total_ms=self.state_ms,
+                share_sum=self.state_share,
+                traces=self.state_traces,
+                grand_ms=self.duration_ms,
+                positive=self.positive,
+            ),
+            transition_probabilities=probabilities_from_sums(
+                count=self.pair_count,
+                traces=self.pair_traces,
+                syy=self.pair_syy,
+                syn=self.pair_syn,
+                n=self.source_n,
+                snn=self.source_snn,
+                m=self.source_m,
+            ),
+            dwell=self._dwell_summary(),
+        )
+
+    def _dwell_summary(self) -> pl.DataFrame:
+        rows = []
+        codes = self.dwell_counts.get_column("code").to_numpy()
+        values = self.dwell_counts.get_column("dwell_ms").to_numpy()
+        counts = self.dwell_counts.get_column("count").to_numpy()
+        bounds = np.searchsorted(codes, np.arange(_N_STATES + 1))
+        for state in np.flatnonzero(self.state_visits):
+            lo, hi = bounds[state], bounds[state + 1]
+            p10, p50, p90 = quantiles_from_counts(values[lo:hi], counts[lo:hi], _QUANTILES)
+            n = int(self.state_visits[state])
+            rows.append(
+                (
+                    CANONICAL_STATES[state],
+                    n,
+                    int(self.state_censored[state]),
+                    float(self.state_ms[state]) / n,
+                    p50,
+                    p10,
+                    p90,
+                )
+            )
+        out = pl.DataFrame(rows, schema=list(DWELL_SUMMARY_SCHEMA), orient="row")
+        return out.cast(DWELL_SUMMARY_SCHEMA)  # type: ignore[arg-type]
+
+    def _ordered(self) -> tuple[list[bytes], tuple[str, ...], np.ndarray]:
+        """Distinct sequences in a fixed order, the labels present and the code remapping."""
+        keys = sorted(self.sequences)
+        present = np.flatnonzero(self.state_visits)
+        labels = tuple(CANONICAL_STATES[i] for i in present)
+        lookup = np.full(_N_STATES, -1, dtype=np.int64)
+        lookup[present] = np.arange(len(present))
+        return keys, labels, lookup
+
+    def event_log(self) -> EventLog:
+        """The deduplicated, weighted trace set as an :class:`EventLog` — the same log
+        :meth:`EventLog.from_transitions` builds from all the traces."""
+        keys, labels, lookup = self._ordered()
+        if not keys:
+            return EventLog.from_codes((), [], [])
+        flat = np.frombuffer(b"".join(keys), dtype=np.uint8)
+        lengths = np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(keys))
+        weights = np.fromiter(
+            (self.sequences[k].weight for k in keys), dtype=np.int64, count=len(keys)
+        )
+        return EventLog.from_codes(labels, lookup[flat], lengths, weights=weights)
+
+    def node_times(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame | None:
+        """:func:`quicsm.model.replay.node_times` on the weighted trace set: each distinct
+        sequence is replayed once and its visits count with their weight and summed time."""
+        keys = sorted(self.sequences)
+        if not keys:
+            return None
+        lengths = [len(k) for k in keys]
+        trace = np.repeat(np.arange(len(keys), dtype=np.int64), lengths)
+        position = np.concatenate([np.arange(n, dtype=np.float64) for n in lengths])
+        codes = np.frombuffer(b"".join(keys), dtype=np.uint8)
+        names = np.asarray(CANONICAL_STATES, dtype=object)[codes]
+        frame = pl.DataFrame(
+            {
+                "trace": pl.Series([f"{t:012d}" for t in trace], dtype=pl.String),
+                "time_ms": position,
+                "state": pl.Series(names.tolist(), dtype=STATE_DTYPE),
+            }
+        ).with_columns(pl.col("time_ms").max().over("trace").alias("end_ms"))
+        node = replay(Visits(frame), nodes, edges)
+        if node is None:
+            return None
+        weight = np.repeat(
+            np.fromiter((self.sequences[k].weight for k in keys), dtype=np.float64), lengths
+        )
+        dwell = np.concatenate([self.sequences[k].dwell_ms for k in keys])
+        n_nodes = nodes.height
+        counts = np.bincount(node, weights=weight, minlength=n_nodes)
+        expected = np.zeros(n_nodes, dtype=np.float64)
+        expected[nodes.get_column("id").to_numpy()] = nodes.get_column("events").to_numpy()
+        if not np.array_equal(counts[2:], expected[2:]):
+            return None  # the model's own assignment differs: do not pretend
+        ms = np.bincount(node, weights=dwell, minlength=n_nodes)
+        total = self.duration_ms
+        out = pl.DataFrame(
+            {"id": np.arange(n_nodes, dtype=np.int64), "seconds": ms / 1000.0, "ms": ms}
+        ).with_columns(
+            pl.when(pl.col("id") >= 2).then(pl.col("seconds")).alias("seconds"),
+            pl.when((pl.col("id") >= 2) & pl.lit(total > 0))
+            .then(pl.col("ms") / (total if total > 0 else 1.0))
+            .alias("fraction"),
+        )
+        return out.select(list(NODE_TIMES_SCHEMA)).cast(NODE_TIMES_SCHEMA)  # type: ignore[arg-type]
+
+
+_SUMMED = (
+    "traces", "visits", "positive", "duration_ms", "state_visits", "state_ms", "state_share",
+    "state_traces", "state_censored", "pair_count", "pair_traces", "pair_syy", "pair_syn",
+    "source_n", "source_snn", "source_m",
+)  # fmt: skip
+
+
+class Merger:
+    """Adds aggregates one at a time, in order (what :func:`merge_all` does), so a driver can
+    fold results in as they arrive and keep none of them."""
+
+    def __init__(self) -> None:
+        self._out = Aggregate()
+        self._sequences: dict[bytes, DistinctTrace] = {}
+        self._counts: list[pl.DataFrame] = []
+
+    def add(self, part: Aggregate) -> None:
+        out = self._out
+        for name in _SUMMED:
+            setattr(out, name, getattr(out, name) + getattr(part, name))
+        for key, seq in part.sequences.items():
+            mine = self._sequences.get(key)
+            if mine is None:
+                self._sequences[key] = DistinctTrace(seq.weight, seq.dwell_ms.copy())
+            else:
+                mine.weight += seq.weight
+                mine.dwell_ms += seq.dwell_ms
+        self._counts.append(part.dwell_counts)
+        if len(self._counts) >= 64:  # keep the pending value counts small
+            self._counts = [_grouped(self._counts)]
+
+    def result(self) -> Aggregate:
+        self._out.sequences = self._sequences
+        if self._counts:
+            self._out.dwell_counts = _grouped(self._counts)
+        return self._out
+
+
+def _grouped(counts: list[pl.DataFrame]) -> pl.DataFrame:
+    return (
+        pl.concat(counts)
+        .group_by("code", "dwell_ms")
+        .agg(pl.col("count").sum())
+        .sort("code", "dwell_ms")
+        .cast(DWELL_COUNTS_SCHEMA)  # type: ignore[arg-type]
+    )
+
+
+def merge_all(parts: Iterable[Aggregate]) -> Aggregate:
+    """All aggregates merged, in the order given: the same sums, added in the same order, as
+    merging them one by one with :meth:`Aggregate.merge`, without copying the trace set at
+    every step."""
+    merger = Merger()
+    for part in parts:
+        merger.add(part)
+    return merger.result()
+
+
+def _sequences(
+    tid: np.ndarray, code: np.ndarray, dwell: np.ndarray, first: np.ndarray
+) -> dict[bytes, DistinctTrace]:
+    """Distinct sequences of a Visits frame (rows grouped by trace, in time order)."""
+    starts = np.flatnonzero(first)
+    lengths = np.diff(np.append(starts, len(tid)))
+    seqs = (
+        pl.DataFrame({"tid": tid, "code": code})
+        .group_by("tid", maintain_order=True)
+        .agg(pl.col("code").alias("seq"))
+        .group_by("seq", maintain_order=True)
+        .agg(pl.col("tid"))
+    )
+    out: dict[bytes, DistinctTrace] = {}
+    for seq, tids in seqs.iter_rows():
+        key = bytes(seq)
+        rows = np.asarray(tids, dtype=np.int64)
+        n = lengths[rows[0]]
+        # time at each position, summed over the traces in trace order
+        index = starts[rows][:, None] + np.arange(n)[None, :]
+        out[key] = DistinctTrace(len(rows), dwell[index].sum(axis=0))
+    return out
+
+
+def quantiles_from_counts(
+    values: np.ndarray, counts: np.ndarray, qs: Sequence[float]
+) -> tuple[float, ...]:
+    """Linear-interpolation quantiles (numpy's default method) of the multiset where
+    ``values[i]`` (sorted ascending, distinct) occurs ``counts[i]`` times — bit for bit what
+    ``np.quantile(np.repeat(values, counts), qs)`` returns, without expanding it."""
+    counts = np.asarray(counts, dtype=np.int64)
+    n = int(counts.sum())
+    if n == 0:
+        raise ValueError("no values")
+    cum = np.cumsum(counts)
+    q = np.asarray(qs, dtype=np.float64)
+    virtual = (n - 1) * q
+    previous = np.floor(virtual).astype(np.int64)
+    nxt = previous + 1
+    above = virtual >= n - 1
+    previous[above] = n - 1
+    nxt[above] = n - 1
+    below = virtual < 0
+    previous[below] = 0
+    nxt[below] = 0
+    nxt = np.minimum(nxt, n - 1)
+    gamma = (virtual - previous).astype(np.float64)
+    a = np.asarray(values, dtype=np.float64)[np.searchsorted(cum, previous, side="right")]
+    b = np.asarray(values, dtype=np.float64)[np.searchsorted(cum, nxt, side="right")]
+    diff = b - a
+    out = a + diff * gamma
+    high = gamma >= 0.5
+    out[high] = (b - diff * (1 - gamma))[high]
+    return tuple(float(x) for x in out)
