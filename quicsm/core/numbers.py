@@ -57,3 +57,17 @@ def format_p(p: float | None, *, note: str = "") -> str:
     if p < 0.001:
         return "p < 0.001"
     return f"p = {p:.3f}"
+
+
+def short_pct(x: float | None) -> str:
+    """A share as a compact percentage for diagrams: ``42%``, ``4.2%``, ``<0.1%``, ``0%``;
+    ``–`` when unknown (tables use :func:`pct`, one decimal)."""
+    if x is None or x != x:
+        return MISSING
+    if x <= 0:
+        return "0%"
+    if x < 0.001:
+        return "<0.1%"
+    if x < 0.0995:
+        return f"{100 * x:.1f}%"
+    return f"{100 * x:.0f}%"

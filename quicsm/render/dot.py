@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from quicsm.core.errors import QuicsmError
+from quicsm.core.numbers import short_pct
 from quicsm.render.colours import state_colour, tint
 from quicsm.stats.descriptive import INITIAL, TERMINAL
 
@@ -45,18 +46,6 @@ PROBABILITY_COLOR: Final[str] = "black"
 #: how strongly a node is filled with its state's colour (0 = white)
 NODE_TINT: Final[float] = 0.3
 
-
-def pct(x: float | None) -> str:
-    """A share as a percentage: ``42%``, ``4.2%``, ``<0.1%``, ``0%``; ``–`` when unknown."""
-    if x is None or x != x:
-        return "–"
-    if x <= 0:
-        return "0%"
-    if x < 0.001:
-        return "<0.1%"
-    if x < 0.0995:
-        return f"{100 * x:.1f}%"
-    return f"{100 * x:.0f}%"
 
 
 def _quote(text: str) -> str:
@@ -93,9 +82,12 @@ def node_label(
     """The HTML-like label of a state node (see the module docstring)."""
     name = _html_escape(state)
     if state_total is not None:
-        lines = [f"state: {pct(state_total)} of time", f"node: {pct(visit_share)} of its visits"]
+        lines = [
+            f"state: {short_pct(state_total)} of time",
+            f"node: {short_pct(visit_share)} of its visits",
+        ]
     else:
-        lines = [f"{pct(share)} of time" + (" in this node" if split else "")]
+        lines = [f"{short_pct(share)} of time" + (" in this node" if split else "")]
     body = "<BR/>".join(
         f'<FONT COLOR="{FRACTION_COLOR}" POINT-SIZE="11">{_html_escape(line)}</FONT>'
         for line in lines
@@ -170,7 +162,7 @@ def model_to_dot(model: Model, *, title: str | None = None) -> str:
     for row in model.edges.iter_rows(named=True):
         lines.append(
             f"  {_quote(names[row['source']])} -> {_quote(names[row['target']])} "
-            f"[label={_quote(pct(row['probability']))}];"
+            f"[label={_quote(short_pct(row['probability']))}];"
         )
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -305,7 +297,7 @@ def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]
             lines.append(f"  {_quote(name)} [{attrs}];")
         for source, target in all_edges:
             p = edges.get((source, target))
-            text = (pct(p) if p is not None else "").rjust(_EDGE_LABEL_CHARS, _NBSP)
+            text = (short_pct(p) if p is not None else "").rjust(_EDGE_LABEL_CHARS, _NBSP)
             style = "" if p is not None else ", style=invis"
             lines.append(f"  {_quote(source)} -> {_quote(target)} [label={_quote(text)}{style}];")
         lines.append("}")

@@ -49,7 +49,7 @@ def _svg_of(dot: str) -> str:
 
 
 def _state_rows(model: Model) -> str:
-    from quicsm.render.dot import pct
+    from quicsm.core.numbers import short_pct as pct
     from quicsm.render.outputs import state_table
 
     rows = []

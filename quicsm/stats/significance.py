@@ -111,7 +111,10 @@ def welch(
             return WelchResult(0.0, 0.0, 0.0, TestResult("welch", 1.0, 0.0, "no variance", 1.0))
         return WelchResult(diff, diff, diff, TestResult("welch", None, note="no variance: no test"))
     se = math.sqrt(se2)
-    df = se2**2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1))
+    # Welch-Satterthwaite, with each group's share of the variance (in [0, 1]) so that tiny
+    # variances cannot underflow the denominator to zero
+    wa, wb = (va / na) / se2, (vb / nb) / se2
+    df = 1.0 / (wa**2 / (na - 1) + wb**2 / (nb - 1))
     t = diff / se
     p = float(2.0 * sps.t.sf(abs(t), df))
     half = float(sps.t.ppf(0.5 + level / 2, df)) * se
