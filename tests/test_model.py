@@ -14,10 +14,11 @@ from polars.testing import assert_frame_equal
 
 from quicsm.core.errors import ModelError, QuicsmError
 from quicsm.core.frames import normalize_transitions
+from quicsm.core.numbers import short_pct
 from quicsm.model.inference import infer
 from quicsm.model.tables import JSON_SCHEMA, Model, renumber
 from quicsm.render.colours import state_colour
-from quicsm.render.dot import model_svg, model_to_dot, node_names, pct, render_model
+from quicsm.render.dot import model_svg, model_to_dot, node_names, render_model
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("QUICSM_UPDATE_GOLDEN") == "1"
@@ -168,7 +169,7 @@ def test_dot_is_fig13_style(model: Model) -> None:
     assert '<FONT COLOR="#c0001a" POINT-SIZE="11">' in dot
     frac = model.stats.fraction_of("ApplicationLimited")
     assert frac is not None and "ApplicationLimited<BR/>" in dot
-    assert f">{pct(frac)} of time</FONT>" in dot
+    assert f">{short_pct(frac)} of time</FONT>" in dot
     assert '"INITIAL" -> "Init" [label="100%"];' in dot
     assert "0.00" not in dot  # percentages, never a bare 0.00
 
@@ -179,12 +180,12 @@ def test_dot_is_fig13_style(model: Model) -> None:
      (0.0996, "10%"), (0.4249, "42%"), (1.0, "100%")],
 )  # fmt: skip
 def test_percentages(x: float | None, text: str) -> None:
-    assert pct(x) == text
+    assert short_pct(x) == text
 
 
 @given(st.floats(0, 1))
 def test_percentages_never_read_zero_for_a_positive_share(x: float) -> None:
-    text = pct(x)
+    text = short_pct(x)
     assert text.endswith("%")
     assert (text == "0%") == (x == 0)
 
@@ -256,9 +257,9 @@ def test_split_states_are_marked() -> None:
     frac = m.stats.fraction_of("SlowStart")
     visits = m.nodes.filter(pl.col("state") == "SlowStart")["events"][0]
     # each SlowStart node: the state's total, labelled, and the node's own share of the visits
-    assert dot.count(f">state: {pct(frac)} of time</FONT>") == 2
-    assert f">node: {pct(1 / (visits + 1))} of its visits</FONT>" in dot
-    assert f">node: {pct(visits / (visits + 1))} of its visits</FONT>" in dot
+    assert dot.count(f">state: {short_pct(frac)} of time</FONT>") == 2
+    assert f">node: {short_pct(1 / (visits + 1))} of its visits</FONT>" in dot
+    assert f">node: {short_pct(visits / (visits + 1))} of its visits</FONT>" in dot
     assert "each node's share of its visits" in dot
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from quicsm.core.errors import ModelError
 from quicsm.engine.aggregate import Aggregate
-from quicsm.model.inference import check_options, observed_graph
-from quicsm.model.synoptic import infer_graph, mine_invariants
-from quicsm.model.tables import Model, renumber
+from quicsm.model.inference import build_model, check_options
+from quicsm.model.tables import Model
 
 
 def infer_aggregate(
@@ -18,21 +17,11 @@ def infer_aggregate(
     k = check_options(algorithm=algorithm, k=k, seed=seed)
     if aggregate.visits == 0:
         raise ModelError("no transitions to infer a model from (the input has no state rows)")
-    stats = aggregate.stats()
-    log = aggregate.event_log()
-    invariants = mine_invariants(log)
-    if algorithm == "observed":
-        nodes, edges = observed_graph(stats)
-    else:
-        nodes, edges = infer_graph(log, algorithm=algorithm, k=k, seed=seed)
-    nodes, edges = renumber(nodes, edges)
-    return Model(
-        nodes=nodes,
-        edges=edges,
-        invariants=invariants,
-        stats=stats,
+    return build_model(
+        aggregate.stats(),
+        aggregate.event_log(),
+        aggregate.node_times,
         algorithm=algorithm,
         k=k,
         seed=seed,
-        node_time=aggregate.node_times(nodes, edges),
     )

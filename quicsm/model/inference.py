@@ -17,7 +17,8 @@ Whatever the algorithm, the invariants are mined from the same traces
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
@@ -26,6 +27,9 @@ from quicsm.model.replay import node_times
 from quicsm.model.synoptic.options import tail_length
 from quicsm.model.tables import Model, renumber
 from quicsm.stats.descriptive import INITIAL, TERMINAL, Stats, Visits, compute_stats
+
+if TYPE_CHECKING:
+    from quicsm.model.synoptic import EventLog
 
 #: valid values of ``algorithm``.
 ALGORITHMS: Final[tuple[str, ...]] = ("synoptic", "ktails", "observed")
@@ -52,9 +56,32 @@ def infer(
         raise ModelError("no transitions to infer a model from (the input has no state rows)")
     stats = compute_stats(visits)
 
-    from quicsm.model.synoptic import EventLog, infer_graph, mine_invariants
+    from quicsm.model.synoptic import EventLog
 
-    log = EventLog.from_transitions(transitions)
+    return build_model(
+        stats,
+        EventLog.from_transitions(transitions),
+        lambda nodes, edges: node_times(visits, nodes, edges),
+        algorithm=algorithm,
+        k=k,
+        seed=seed,
+    )
+
+
+def build_model(
+    stats: Stats,
+    log: EventLog,
+    node_time: Callable[[pl.DataFrame, pl.DataFrame], pl.DataFrame | None],
+    *,
+    algorithm: str,
+    k: int,
+    seed: int,
+) -> Model:
+    """The model of an event log and its statistics, however they were computed (one frame
+    here, merged partitions in :mod:`quicsm.engine`); ``node_time(nodes, edges)`` gives the
+    time per node of the inferred graph, or None."""
+    from quicsm.model.synoptic import infer_graph, mine_invariants
+
     invariants = mine_invariants(log)
     if algorithm == "observed":
         nodes, edges = observed_graph(stats)
@@ -69,7 +96,7 @@ def infer(
         algorithm=algorithm,
         k=k,
         seed=seed,
-        node_time=node_times(visits, nodes, edges),
+        node_time=node_time(nodes, edges),
     )
 
 
