@@ -414,9 +414,7 @@ def scan_transitions(
     mode = check_mode(states)
     chosen_profile = profile_named(profile) if profile is not None else None
     diag = diagnostics if diagnostics is not None else Diagnostics()
-    rows: dict[str, list[Any]] = {name: [] for name in TRANSITIONS_SCHEMA}
-    tables: list[pl.DataFrame] = []
-    derived_frames: list[pl.DataFrame] = []
+    collected = _Transitions(mode, chosen_profile)
     for loaded in _load_all(
         paths,
         lenient=lenient,
@@ -426,40 +424,53 @@ def scan_transitions(
         hybrid=mode == HYBRID,
         limits=limits,
     ):
+        collected.add(loaded, diag)
+    out = collected.frame()
+    diag.warn()
+    return out.lazy()
+
+
+class _Transitions:
+    """The transition rows (and derived frames and tables) of many files, normalised once."""
+
+    def __init__(self, mode: str, profile: Profile | None) -> None:
+        self.mode = mode
+        self.profile = profile
+        self.rows: dict[str, list[Any]] = {name: [] for name in TRANSITIONS_SCHEMA}
+        self.tables: list[pl.DataFrame] = []
+        self.derived: list[pl.DataFrame] = []
+
+    def add(self, loaded: _Loaded, diag: Diagnostics) -> None:
         if loaded.table is not None:
-            tables.append(loaded.table)
-            continue
+            self.tables.append(loaded.table)
+            return
         assert loaded.read is not None
         for trace in loaded.read.traces:
             _transition_rows(
                 loaded,
                 trace,
-                rows,
+                self.rows,
                 diag,
-                states=mode,
-                profile=chosen_profile,
-                frames=derived_frames,
+                states=self.mode,
+                profile=self.profile,
+                frames=self.derived,
             )
-    out = _transitions_frame(rows, derived_frames, tables)
-    diag.warn()
-    return out.lazy()
 
-
-def _transitions_frame(
-    rows: dict[str, list[Any]], derived_frames: list[pl.DataFrame], tables: list[pl.DataFrame]
-) -> pl.DataFrame:
-    """The collected rows (and derived frames and tables) of many files, normalised once."""
-    frame = pl.DataFrame(
-        {
-            k: pl.Series(
-                v, dtype=pl.String if k in ("state", "vantage", "source") else TRANSITIONS_SCHEMA[k]
-            )
-            for k, v in rows.items()
-        }
-    ).select([pl.col(c).cast(t) for c, t in TRANSITIONS_SCHEMA.items()])
-    if tables or derived_frames:
-        frame = pl.concat([frame, *derived_frames, *tables])
-    return normalize_transitions(frame)
+    def frame(self) -> pl.DataFrame:
+        frame = pl.DataFrame(
+            {
+                k: pl.Series(
+                    v,
+                    dtype=pl.String
+                    if k in ("state", "vantage", "source")
+                    else TRANSITIONS_SCHEMA[k],
+                )
+                for k, v in self.rows.items()
+            }
+        ).select([pl.col(c).cast(t) for c, t in TRANSITIONS_SCHEMA.items()])
+        if self.tables or self.derived:
+            frame = pl.concat([frame, *self.derived, *self.tables])
+        return normalize_transitions(frame)
 
 
 @dataclass
@@ -491,10 +502,8 @@ def read_batch(
     lenient = _check_on_error(on_error)
     mode = check_mode(states)
     chosen_profile = profile_named(profile) if profile is not None else None
-    rows: dict[str, list[Any]] = {name: [] for name in TRANSITIONS_SCHEMA}
+    collected = _Transitions(mode, chosen_profile)
     trace_rows: dict[str, list[Any]] = {name: [] for name in TRACES_SCHEMA}
-    tables: list[pl.DataFrame] = []
-    derived_frames: list[pl.DataFrame] = []
     diagnostics: dict[str, Diagnostics] = {}
     sidecars: dict[Path, dict[str, Any]] = {}  # each run.json read (and reported) once
     for file in files:
@@ -511,23 +520,8 @@ def read_batch(
             sidecars=sidecars,
         ):
             _trace_rows(loaded, trace_rows)
-            if loaded.table is not None:
-                tables.append(loaded.table)
-                continue
-            assert loaded.read is not None
-            for trace in loaded.read.traces:
-                _transition_rows(
-                    loaded,
-                    trace,
-                    rows,
-                    diag,
-                    states=mode,
-                    profile=chosen_profile,
-                    frames=derived_frames,
-                )
-    return BatchRead(
-        _transitions_frame(rows, derived_frames, tables), _traces_frame(trace_rows), diagnostics
-    )
+            collected.add(loaded, diag)
+    return BatchRead(collected.frame(), _traces_frame(trace_rows), diagnostics)
 
 
 def read_transitions(
