@@ -2,35 +2,48 @@
 
 Each input is a seeded mutation of one real fixture (``quicsm.testing.mutate``: byte flips,
 truncation, JSON type swaps, huge numbers, deep nesting, times going backwards, BOM and trailing
-empty events, gzip/zstd recompression with skippable frames and cuts, and bombs). A fresh worker
-process (forked for each input and mode from a parent that imported everything, so that each
-read's memory is measured alone) reads it with every reader and ``inspect``, strict and
-lenient. The parent watches the worker: over ``--timeout`` CPU seconds (or 120 s of wall
-clock) is a hang, a resident set over ``--rss-mb`` a memory failure; either kills the worker.
-Outcomes are counted by class:
+empty events, gzip/zstd recompression with skippable frames and cuts, and bombs). Worker
+processes (``--workers``, forked from a parent that imported everything) each make their inputs
+and read every one with every reader and ``inspect``, strict and then lenient. Outcomes are
+counted by class:
 
 - ``read`` (rows), ``QlogError``, ``InputError``: the contract holds;
 - ``defect``: another exception, a leaked Python warning, or an error only the last-resort
-  boundary caught; ``hang``; ``rss``: the contract is broken (the first few are printed).
+  boundary caught; ``hang``: over ``--timeout`` CPU seconds for one mode (or no answer within
+  ``--wall-timeout`` seconds of wall clock: the parent kills the worker); ``rss``: the worker's
+  resident set went over ``--rss-mb``. The first few broken inputs are printed.
+
+Memory is checked without a process per input: a worker's peak resident set
+(``getrusage().ru_maxrss``) only grows, so when it is under the limit after an input, that
+input stayed under it; when it passes the limit the input that did it is counted and the worker
+is replaced. Workers are also replaced once their peak passes ``--fresh-mb``, so what earlier
+inputs left behind does not add up; the parent samples each worker's RSS and kills one that
+passes the limit mid-read. Counts are written to ``--out`` (JSON) as the campaign goes, so a
+campaign cut short still leaves its numbers.
 
 ::
 
     .venv/bin/python benchmarks/fuzz_campaign.py --inputs 100000 --seed 1
+    .venv/bin/python benchmarks/fuzz_campaign.py --inputs 2000 --seed 7 --workers 1  # a quick look
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import multiprocessing as mp
+import os
 import random
+import resource
 import sys
 import tempfile
 import time
 import traceback
 from collections import Counter
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -42,94 +55,196 @@ from read_outcome import read_everything  # noqa: E402
 import quicsm.extract.read  # noqa: E402, F401 - imported once, before the workers fork
 import quicsm.qlog.inspect  # noqa: E402, F401
 
+ROOT = Path(__file__).resolve().parent
+SEEDS = m.seed_files()
+MODES = (("strict", False), ("lenient", True))
 
-def _case(i: int, seed: int) -> tuple[int, int, list[str]]:
+
+def case(i: int, seed: int) -> tuple[int, int, list[str]]:
+    """Input ``i`` of campaign ``seed``: (fixture index, mutation seed, mutation kinds)."""
     rng = random.Random(seed * 1_000_003 + i)
     kinds = rng.sample(sorted(m.MUTATIONS), rng.randint(1, 3))
     return rng.randrange(len(SEEDS)), rng.getrandbits(32), kinds
 
 
-SEEDS = m.seed_files()
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _worker(conn: Connection, workdir: str) -> None:
-    """One job in a fresh process (forked from a parent that imported everything), so that an
-    input's memory is measured alone."""
-    path = Path(workdir) / "input"
-    for _ in range(1):
-        job = conn.recv()
-        if job is None:
+def _worker(conn: Connection, workdir: str, seed: int) -> None:
+    """Read inputs until told to stop; per input, per mode: (outcome or defect, CPU s, peak MB)."""
+    path = Path(workdir) / f"input-{os.getpid()}"
+    while True:
+        i = conn.recv()
+        if i is None:
             return
-        index, rng_seed, kinds, lenient = job
-        try:
-            if lenient is None:  # write the input (not timed)
-                data = m.mutate(SEEDS[index][1], random.Random(rng_seed), kinds=kinds)
-                path.write_bytes(data)
-                del data
-                conn.send(("ok", "written"))
-                continue
-            conn.send(("ok", read_everything(path, lenient=lenient)[0]))
-        except BaseException:  # noqa: BLE001 - a defect, reported to the parent
-            conn.send(("defect", traceback.format_exc(limit=4)))
+        index, rng_seed, kinds = case(i, seed)
+        path.write_bytes(m.mutate(SEEDS[index][1], random.Random(rng_seed), kinds=kinds))
+        results = []
+        for _mode, lenient in MODES:
+            start = time.process_time()
+            try:
+                kind, payload = "ok", read_everything(path, lenient=lenient)[0]
+            except BaseException:  # noqa: BLE001 - a defect, reported to the parent
+                kind, payload = "defect", traceback.format_exc(limit=4)
+            results.append((kind, payload, time.process_time() - start, _peak_mb()))
+        conn.send(results)
 
 
 class Worker:
-    def __init__(self, workdir: str) -> None:
-        self.workdir = workdir
+    """One persistent reading process, and the input it is on."""
 
-    def start(self) -> None:
+    def __init__(self, workdir: str, seed: int) -> None:
         self.conn, child = mp.Pipe()
         self.proc = mp.get_context("fork").Process(
-            target=_worker, args=(child, self.workdir), daemon=True
+            target=_worker, args=(child, workdir, seed), daemon=True
         )
         self.proc.start()
+        child.close()
         self.ps = psutil.Process(self.proc.pid)
+        self.current: int | None = None
+        self.since = 0.0
 
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.join()
+    def give(self, i: int) -> None:
+        self.current, self.since = i, time.monotonic()
+        self.conn.send(i)
 
-    def cpu(self) -> float:
+    def rss_mb(self) -> float:
         with contextlib.suppress(psutil.Error):
-            times = self.ps.cpu_times()
-            return float(times.user + times.system)
+            return float(self.ps.memory_info().rss) / 2**20
         return 0.0
 
-    def run(
-        self,
-        job: tuple[int, int, list[str], bool | None],
-        timeout: float,
-        rss_mb: float,
-        wall_timeout: float = 120.0,
-    ) -> tuple[str, object, float]:
-        """``(kind, payload, CPU seconds)``; a hang is over ``timeout`` CPU seconds (the
-        machine may be shared: wall-clock time mostly measures other jobs) or over
-        ``wall_timeout`` wall-clock seconds."""
-        self.start()
-        start_cpu = self.cpu()
-        self.conn.send(job)
-        wall_deadline = time.monotonic() + wall_timeout
-        peak = 0.0
-        while not self.conn.poll(0.05):
-            with contextlib.suppress(psutil.Error):
-                peak = max(peak, self.ps.memory_info().rss / 2**20)
-            used = self.cpu() - start_cpu
-            if peak > rss_mb:
-                self.kill()
-                return "rss", f"{peak:.0f} MB", used
-            if used > timeout or time.monotonic() > wall_deadline:
-                self.kill()
-                return "hang", f"{used:.1f} s CPU", used
-        kind, payload = self.conn.recv()
-        used = self.cpu() - start_cpu
-        with contextlib.suppress(psutil.Error):
-            peak = max(peak, self.ps.memory_info().rss / 2**20)
+    def stop(self, kill: bool = False) -> None:
+        if kill:
+            self.proc.kill()
+        else:
+            with contextlib.suppress(OSError):
+                self.conn.send(None)
         self.proc.join()
-        if peak > rss_mb:
-            return "rss", f"{peak:.0f} MB", used
-        if used > timeout:
-            return "hang", f"{used:.1f} s CPU", used
-        return kind, payload, used
+
+
+class Tally:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.counts: dict[str, Counter[str]] = {mode: Counter() for mode, _ in MODES}
+        self.broken: Counter[str] = Counter()
+        self.slowest = {mode: 0.0 for mode, _ in MODES}
+        self.peak = 0.0
+        self.done = 0
+        self.shown = 0
+        self.started = time.monotonic()
+        self.replaced = 0
+
+    def broke(self, i: int, mode: str, kind: str, detail: str) -> None:
+        self.broken[f"{mode} {kind}"] += 1
+        if self.shown < 5:
+            self.shown += 1
+            print(f"input {i} {case(i, self.args.seed)} {mode}: {kind}: {detail}", file=sys.stderr)
+
+    def add(self, i: int, results: list[tuple[str, Any, float, float]]) -> bool:
+        """Count one input's answers; whether its worker must be replaced (memory)."""
+        replace = False
+        for (mode, _), (kind, payload, cpu, peak) in zip(MODES, results, strict=True):
+            self.slowest[mode] = max(self.slowest[mode], cpu)
+            if peak > self.args.rss_mb and not replace:
+                self.broke(i, mode, "rss", f"{peak:.0f} MB")
+                replace = True
+            elif peak > self.args.rss_mb:  # the earlier mode's peak: unknown for this one
+                self.broke(i, mode, "rss", f"{peak:.0f} MB (after the mode before it)")
+            elif kind == "defect":
+                self.broke(i, mode, "defect", str(payload))
+            elif cpu > self.args.timeout:
+                self.broke(i, mode, "hang", f"{cpu:.1f} s CPU")
+            else:
+                self.counts[mode][str(payload)] += 1
+            if not replace:
+                self.peak = max(self.peak, peak)
+        self.done += 1
+        return replace or results[-1][3] > self.args.fresh_mb
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "seed": self.args.seed,
+            "inputs": self.done,
+            "workers": self.args.workers,
+            "outcomes": {mode: dict(c) for mode, c in self.counts.items()},
+            "broken": dict(self.broken),
+            "slowest_cpu_s": {k: round(v, 2) for k, v in self.slowest.items()},
+            "peak_rss_mb": round(self.peak),
+            "workers_replaced": self.replaced,
+            "wall_s": round(time.monotonic() - self.started),
+            "load_average": os.getloadavg()[0],
+        }
+
+    def save(self) -> None:
+        out = Path(self.args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(self.summary(), indent=1, sort_keys=True) + "\n")
+
+
+def run(args: argparse.Namespace) -> Tally:
+    tally = Tally(args)
+    todo = iter(range(args.start, args.start + args.inputs))
+    deadline = None if args.minutes is None else tally.started + args.minutes * 60
+    with tempfile.TemporaryDirectory() as workdir:
+        workers = [Worker(workdir, args.seed) for _ in range(args.workers)]
+        idle = list(workers)
+        busy: list[Worker] = []
+        exhausted = False
+        while True:
+            while idle and not exhausted and (deadline is None or time.monotonic() < deadline):
+                nxt = next(todo, None)
+                if nxt is None:
+                    exhausted = True
+                    break
+                w = idle.pop()
+                w.give(nxt)
+                busy.append(w)
+            if not busy:
+                break
+            ready = wait([w.conn for w in busy], timeout=0.1)
+            for w in list(busy):
+                i = w.current
+                assert i is not None
+                replace = False
+                if w.conn in ready:
+                    try:
+                        replace = tally.add(i, w.conn.recv())
+                    except EOFError:  # the worker died (killed by the system)
+                        tally.broke(i, "input", "defect", "the worker process died")
+                        tally.done += 1
+                        replace = True
+                else:
+                    rss, waited = w.rss_mb(), time.monotonic() - w.since
+                    if rss > args.rss_mb:
+                        tally.broke(i, "input", "rss", f"{rss:.0f} MB (killed mid-read)")
+                    elif waited > args.wall_timeout:
+                        tally.broke(i, "input", "hang", f"no answer in {waited:.0f} s")
+                    else:
+                        continue
+                    tally.done += 1
+                    w.stop(kill=True)
+                    busy.remove(w)
+                    w = Worker(workdir, args.seed)
+                    tally.replaced += 1
+                    idle.append(w)
+                    continue
+                busy.remove(w)
+                if replace:
+                    w.stop()
+                    w = Worker(workdir, args.seed)
+                    tally.replaced += 1
+                idle.append(w)
+                if tally.done % 1000 == 0:
+                    tally.save()
+                    print(
+                        f"{tally.done} inputs, {time.monotonic() - tally.started:.0f} s",
+                        file=sys.stderr,
+                    )
+        for w in idle:
+            w.stop()
+    tally.save()
+    return tally
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,49 +252,45 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--inputs", type=int, default=1000, help="mutated files (each read in both modes)"
     )
+    parser.add_argument("--start", type=int, default=0, help="index of the first input")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument(
         "--timeout", type=float, default=10.0, help="CPU seconds per input and mode"
     )
+    parser.add_argument(
+        "--wall-timeout", type=float, default=120.0, help="wall-clock seconds per input"
+    )
     parser.add_argument("--rss-mb", type=float, default=600.0)
+    parser.add_argument(
+        "--fresh-mb",
+        type=float,
+        default=350.0,
+        help="replace a worker once its peak RSS passes this",
+    )
     parser.add_argument("--minutes", type=float, default=None, help="stop after this long")
+    parser.add_argument("--out", default=str(ROOT / "results" / "fuzz_campaign.json"))
     args = parser.parse_args(argv)
-    counts: dict[str, Counter[str]] = {"strict": Counter(), "lenient": Counter()}
-    broken: Counter[str] = Counter()
-    slowest = {"strict": 0.0, "lenient": 0.0}
-    shown = 0
-    started = time.monotonic()
-    done = 0
-    with tempfile.TemporaryDirectory() as workdir:
-        worker = Worker(workdir)
-        for i in range(args.inputs):
-            if args.minutes is not None and time.monotonic() - started > args.minutes * 60:
-                break
-            case = _case(i, args.seed)
-            worker.run((*case, None), 600.0, float("inf"), 600.0)
-            for mode, lenient in (("strict", False), ("lenient", True)):
-                kind, payload, used = worker.run((*case, lenient), args.timeout, args.rss_mb)
-                slowest[mode] = max(slowest[mode], used)
-                if kind == "ok":
-                    counts[mode][str(payload)] += 1
-                    continue
-                broken[f"{mode} {kind}"] += 1
-                if shown < 5:
-                    shown += 1
-                    print(f"input {i} {case} {mode}: {kind}: {payload}", file=sys.stderr)
-            done += 1
-            if done % 1000 == 0:
-                print(f"{done} inputs, {time.monotonic() - started:.0f} s", file=sys.stderr)
-    print(f"inputs: {done} (seed {args.seed}), each read strict and lenient by read_transitions,")
-    print("read_metrics, read_traces and inspect")
-    for mode, c in counts.items():
+    tally = run(args)
+    s = tally.summary()
+    print(
+        f"inputs: {s['inputs']} (seed {args.seed}, from {args.start}), each read strict and "
+        "lenient by read_transitions, read_metrics, read_traces and inspect"
+    )
+    for mode, c in tally.counts.items():
         parts = ", ".join(f"{k} {c[k]}" for k in ("read", "QlogError", "InputError"))
         print(f"  {mode}: {parts}")
-    for mode in counts:
-        parts = ", ".join(f"{k} {broken[f'{mode} {k}']}" for k in ("defect", "hang", "rss"))
-        print(f"  {mode}, contract broken: {parts}; slowest input {slowest[mode]:.2f} s CPU")
-    print(f"wall clock: {time.monotonic() - started:.0f} s")
-    return 1 if broken else 0
+    for mode in ("strict", "lenient", "input"):
+        parts = ", ".join(f"{k} {tally.broken[f'{mode} {k}']}" for k in ("defect", "hang", "rss"))
+        slowest = (
+            f"; slowest input {tally.slowest[mode]:.2f} s CPU" if mode in tally.slowest else ""
+        )
+        print(f"  {mode}, contract broken: {parts}{slowest}")
+    print(
+        f"peak RSS of a worker: {s['peak_rss_mb']} MB (workers replaced: {s['workers_replaced']})"
+    )
+    print(f"wall clock: {s['wall_s']} s with {args.workers} workers")
+    return 1 if tally.broken else 0
 
 
 if __name__ == "__main__":

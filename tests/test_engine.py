@@ -287,13 +287,38 @@ def test_the_cache_reads_only_new_or_changed_files(tmp_path: Path) -> None:
     _same(changed, extract(grown, workers=1, cache=False))
 
 
-def test_files_with_something_to_report_are_not_cached(tmp_path: Path) -> None:
-    truncated = str(QLOG / "quicgo_truncated.sqlog")
+def test_what_reading_reported_is_cached_with_the_rows(tmp_path: Path) -> None:
+    """A file with something to report (here cut mid-write) is read once; the cached run
+    reports the same, with the path the file has now."""
+    truncated = QLOG / "quicgo_truncated.sqlog"
     cache = tmp_path / "cache"
-    for _ in range(2):
-        run = extract([truncated, CLEAN[0]], workers=1, cache_dir=cache)
-        assert any("cut mid-write" in m for m in run.diagnostics.messages())
-    assert run.read_files == 1 and run.cached_files == 1
+    first = extract([str(truncated), CLEAN[0]], workers=1, cache_dir=cache, rows=True)
+    again = extract([str(truncated), CLEAN[0]], workers=1, cache_dir=cache, rows=True)
+    assert (first.read_files, again.read_files, again.cached_files) == (2, 0, 2)
+    assert any("cut mid-write" in m for m in first.diagnostics.messages())
+    assert again.diagnostics.messages() == first.diagnostics.messages()
+    _same(again, first)
+    moved = tmp_path / "elsewhere.sqlog"
+    moved.write_bytes(truncated.read_bytes())
+    renamed = extract([str(moved), CLEAN[0]], workers=1, cache_dir=cache)
+    fresh = extract([str(moved), CLEAN[0]], workers=1, cache=False)
+    assert renamed.read_files == 0
+    assert renamed.diagnostics.messages() == fresh.diagnostics.messages()
+    assert any(str(moved) in m for m in renamed.diagnostics.messages())
+    assert not any(str(truncated) in m for m in renamed.diagnostics.messages())
+
+
+def test_lenient_skips_are_reported_again_from_the_cache(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.sqlog"
+    lines = Path(CLEAN[0]).read_bytes()
+    bad.write_bytes(lines.replace(b'"time"', b'"time":"x","t"', 1))
+    runs = [
+        extract([str(bad)], workers=1, cache_dir=tmp_path / "c", on_error="skip")
+        for _ in range(2)
+    ]
+    assert runs[1].cached_files == 1
+    assert runs[0].diagnostics.messages() == runs[1].diagnostics.messages()
+    assert runs[0].diagnostics.skipped_records + runs[0].diagnostics.skipped_files >= 1
 
 
 def test_select_keeps_the_chosen_traces() -> None:

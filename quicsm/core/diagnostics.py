@@ -7,6 +7,7 @@ The parsing core knows byte offsets, not files: it raises or records :class:`Rec
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
@@ -153,6 +154,40 @@ class Diagnostics:
 
     def __bool__(self) -> bool:
         return bool(self.messages())
+
+    def to_json(self) -> str:
+        """Everything as JSON (stored beside cached rows); :meth:`from_json` reads it back."""
+        return json.dumps(
+            {
+                "skipped_records": self.skipped_records,
+                "skipped_files": self.skipped_files,
+                "reasons": self.reasons,
+                "truncated": self.truncated,
+                "unknown_states": dict(self.unknown_states),
+                "notes": self.notes,
+                "derivation": [list(d) for d in self.derivation],
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str, *, rename: tuple[str, str] | None = None) -> Diagnostics:
+        """Diagnostics stored by :meth:`to_json`; ``rename=(old, new)`` replaces a file's old
+        path by its new one in every message (the file was read under another name)."""
+
+        def moved(value: str) -> str:
+            return value.replace(rename[0], rename[1]) if rename and rename[0] else value
+
+        d = json.loads(text)
+        return cls(
+            skipped_records=int(d["skipped_records"]),
+            skipped_files=int(d["skipped_files"]),
+            reasons=[moved(r) for r in d["reasons"]],
+            truncated=[moved(t) for t in d["truncated"]],
+            unknown_states=Counter({k: int(v) for k, v in d["unknown_states"].items()}),
+            notes=[moved(n) for n in d["notes"]],
+            derivation=[(moved(t), s, moved(r)) for t, s, r in d["derivation"]],
+        )
 
     def warn(self, *, stacklevel: int = 3) -> None:
         """Emit one :class:`QuicsmWarning` summarising everything, if there is anything."""

@@ -7,6 +7,7 @@ Layout under the cache directory (default ``$QUICSM_CACHE_DIR``, else
         index.parquet                  key -> part: where each file's rows are
         parts/<part>.transitions.parquet
         parts/<part>.traces.parquet
+        parts/<part>.diagnostics.parquet   key, file, what reading it reported (JSON)
 
 A file's *key* hashes its bytes and the bytes of the ``run.json`` beside it
 (whose fields become labels): the same content anywhere, under any name, is read once. The
@@ -15,9 +16,9 @@ A file's *key* hashes its bytes and the bytes of the ``run.json`` beside it
 stale rows. Rows of a cached file are stored with the path it had when it was read and are
 renamed to the path it has now when they are loaded.
 
-Only files that read cleanly (no skipped record, truncation, unknown state, note or state that
-cannot be derived) are cached:
-a file with something to report is read again, so the report is the same on every run.
+What reading a file reported (skipped records, truncation, unknown states, notes, states that
+cannot be derived) is stored with its rows and reported again when they are loaded, with the
+file's path then, so a run reports the same whether its files came from the cache or not.
 Partitions are written under a temporary name and renamed, so a task that is run twice (a
 worker lost mid-run) or two runs at once never leave a half-written partition. The index is
 rewritten by the driver at the end of a run; when two runs race, one's new entries may be
@@ -42,7 +43,7 @@ from quicsm.core.version import __version__
 #: environment variable naming the cache directory
 CACHE_ENV: Final[str] = "QUICSM_CACHE_DIR"
 #: bump on any change of what a partition holds
-PARTITION_FORMAT: Final[str] = "quicsm-partition/1"
+PARTITION_FORMAT: Final[str] = "quicsm-partition/2"
 
 INDEX_SCHEMA: Final[dict[str, pl.DataType]] = {"key": pl.String(), "part": pl.String()}
 
@@ -125,7 +126,7 @@ class PartitionCache:
         found = self.index().filter(pl.col("key").is_in(keys))
         out = {}
         for key, part in found.iter_rows():
-            if self.transitions_path(part).is_file() and self.traces_path(part).is_file():
+            if all(p.is_file() for p in self.paths(part)):
                 out[key] = part
         return out
 
@@ -135,16 +136,22 @@ class PartitionCache:
     def traces_path(self, part: str) -> Path:
         return self.parts / f"{part}.traces.parquet"
 
-    def write(self, transitions: pl.DataFrame, traces: pl.DataFrame) -> str:
-        """Store a partition (rows with a ``key`` column); returns its name. The name hashes
-        the keys it holds, so writing the same files twice writes the same partition."""
-        keys = sorted(set(traces.get_column("key").to_list()))
+    def diagnostics_path(self, part: str) -> Path:
+        return self.parts / f"{part}.diagnostics.parquet"
+
+    def paths(self, part: str) -> tuple[Path, Path, Path]:
+        return self.transitions_path(part), self.traces_path(part), self.diagnostics_path(part)
+
+    def write(
+        self, transitions: pl.DataFrame, traces: pl.DataFrame, diagnostics: pl.DataFrame
+    ) -> str:
+        """Store a partition (frames with a ``key`` column; ``diagnostics`` has one row per
+        file, files without traces included); returns its name. The name hashes the keys it
+        holds, so writing the same files twice writes the same partition."""
+        keys = sorted(set(diagnostics.get_column("key").to_list()))
         part = hashlib.blake2b("\n".join(keys).encode(), digest_size=16).hexdigest()
         self.parts.mkdir(parents=True, exist_ok=True)
-        for frame, path in (
-            (transitions, self.transitions_path(part)),
-            (traces, self.traces_path(part)),
-        ):
+        for frame, path in zip((transitions, traces, diagnostics), self.paths(part), strict=True):
             if path.is_file():
                 continue
             tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")

@@ -2,7 +2,7 @@
 
 A task hashes its files, loads the rows of those already in the cache, reads the others with
 one :func:`quicsm.extract.read.read_batch` call (one normalisation for the whole batch), stores
-the clean ones as a new cache partition, keeps the traces ``select`` chooses and aggregates
+them as a new cache partition (with what reading each reported), keeps the traces ``select`` chooses and aggregates
 them. It only reads its inputs and writes content-addressed files, so running it twice (a
 worker lost mid-run) gives the same result and changes nothing.
 """
@@ -125,6 +125,17 @@ def run_task(spec: TaskSpec) -> TaskResult:
         )
         parts = sorted(set(hits.values()))
         wanted = names.get_column("key").unique().to_list()
+        stored_diag = pl.concat(
+            [
+                pl.read_parquet(cache.diagnostics_path(p)).filter(pl.col("key").is_in(wanted))
+                for p in parts
+            ]
+        )
+        reported = {key: (old, text) for key, old, text in stored_diag.iter_rows()}
+        for f, k in zip(files, keys, strict=True):
+            if k in hits and k in reported:
+                old, text = reported[k]
+                diagnostics[f] = Diagnostics.from_json(text, rename=(old, f))
         for load, out, schema in (
             (cache.transitions_path, transitions, TRANSITIONS_SCHEMA),
             (cache.traces_path, traces, TRACES_SCHEMA),
@@ -185,7 +196,8 @@ def _store(
     traces: pl.DataFrame,
     diagnostics: dict[str, Diagnostics],
 ) -> pl.DataFrame:
-    """Write the files of ``todo`` that read cleanly as one partition; its index entries."""
+    """Write the files of ``todo`` as one partition, with what reading each reported; its
+    index entries."""
     key_of = dict(zip(files, keys, strict=True))
     # transition tables are columnar already, and their rows may name other files: not cached
     tables = set(
@@ -193,7 +205,7 @@ def _store(
     )
     first: dict[str, str] = {}
     for f in todo:
-        if not diagnostics[f] and f not in tables:
+        if f not in tables:
             first.setdefault(key_of[f], f)  # the same content twice: stored once
     if not first:
         return pl.DataFrame(schema=INDEX_SCHEMA)
@@ -203,7 +215,12 @@ def _store(
     )
     rows = transitions.join(stored, on="file", how="inner", maintain_order="left")
     labels = traces.join(stored, on="file", how="inner", maintain_order="left")
-    part = cache.write(rows, labels)
+    reported = stored.select(
+        "key",
+        "file",
+        pl.Series("diagnostics", [diagnostics[f].to_json() for f in first.values()], pl.String()),
+    )
+    part = cache.write(rows, labels, reported)
     return pl.DataFrame(
         {"key": list(first.keys()), "part": [part] * len(first)}, schema=INDEX_SCHEMA
     )
