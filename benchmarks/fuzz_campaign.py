@@ -2,7 +2,9 @@
 
 Each input is a seeded mutation of one real fixture (``quicsm.testing.mutate``: byte flips,
 truncation, JSON type swaps, huge numbers, deep nesting, times going backwards, BOM and trailing
-empty events, gzip/zstd recompression with skippable frames and cuts, and bombs). Worker
+empty events, gzip/zstd recompression with skippable frames and cuts; and, in 2 % of the inputs,
+bombs: a bomb costs about 20 times the CPU time of another input, and the memory bound on far
+larger ones, 1 GiB, is tested in ``tests/test_read_large.py``). Worker
 processes (``--workers``, forked from a parent that imported everything) each make their inputs
 and read every one with every reader and ``inspect``, strict and then lenient. Outcomes are
 counted by class:
@@ -60,10 +62,17 @@ SEEDS = m.seed_files()
 MODES = (("strict", False), ("lenient", True))
 
 
+#: share of inputs that are bombs (one costs about 20 times the CPU of another input)
+BOMB_SHARE = 0.02
+
+
 def case(i: int, seed: int) -> tuple[int, int, list[str]]:
-    """Input ``i`` of campaign ``seed``: (fixture index, mutation seed, mutation kinds)."""
+    """Input ``i`` of campaign ``seed``: (fixture index, mutation seed, mutation kinds): one to
+    three kinds, plus a bomb in ``BOMB_SHARE`` of the inputs."""
     rng = random.Random(seed * 1_000_003 + i)
-    kinds = rng.sample(sorted(m.MUTATIONS), rng.randint(1, 3))
+    kinds = rng.sample(sorted(set(m.MUTATIONS) - {"bomb"}), rng.randint(1, 3))
+    if rng.random() < BOMB_SHARE:
+        kinds.append("bomb")
     return rng.randrange(len(SEEDS)), rng.getrandbits(32), kinds
 
 
@@ -265,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fresh-mb",
         type=float,
-        default=350.0,
+        default=200.0,
         help="replace a worker once its peak RSS passes this",
     )
     parser.add_argument("--minutes", type=float, default=None, help="stop after this long")
