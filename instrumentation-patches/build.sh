@@ -105,7 +105,7 @@ build_aioquic() {
     "$venv/bin/python" -m pip install -q "$dir/src" || die "aioquic $version: install failed"
     echo "$stamp" >"$dir/.stamp"
   fi
-  entries+=("$(printf '{"stack": "aioquic", "version": "%s", "patch": "aioquic/%s.patch", "server": ["%s", "%s"], "client": ["%s", "%s"], "env": {}, "controllers": ["cubic"]}' \
+  entries+=("$(printf '{"stack": "aioquic", "version": "%s", "patch": "aioquic/%s.patch", "server": ["%s", "%s"], "client": ["%s", "%s"], "env": {}, "controllers": ["cubic", "reno"]}' \
     "$version" "$version" "$venv/bin/python" "$labsrc" "$venv/bin/python" "$labsrc")")
 }
 

@@ -259,3 +259,27 @@ def test_every_built_stack_completes_a_short_transfer_with_congestion_states(
         assert "congestion_state_updated" in text, stack.key
         assert any(f'"new":"{s}"' in text.replace(" ", "") for s in GROWTH_STATES), stack.key
         assert labels["relay.down.packets_in"] > 200
+
+
+def test_a_child_leaves_no_unclosed_pipe(tmp_path: Path) -> None:
+    """The child's stdout pipe is closed when its output ends (``quicsm lab run`` printed
+    "warning: unclosed file <_io.BufferedReader ...>" for every child before)."""
+    import gc
+    import warnings
+
+    from quicsm.lab.procs import Child
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        child = Child(
+            [sys.executable, "-c", "print('ready')"],
+            env=dict(os.environ),
+            stderr_path=tmp_path / "stderr.log",
+        )
+        assert child.wait_line(lambda line: line == "ready", timeout_s=30) == "ready"
+        assert child.wait(timeout_s=30) == 0
+        child.stop()
+        del child
+        gc.collect()
+    leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not leaks, [str(w.message) for w in leaks]

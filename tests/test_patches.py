@@ -43,7 +43,7 @@ PINNED = {
 CONTROLLERS = {
     ("quic-go", "v0.48.2"): ["newreno"],
     ("quic-go", "v0.65.0"): ["newreno", "cubic"],
-    ("aioquic", "1.7.2"): ["cubic"],
+    ("aioquic", "1.7.2"): ["cubic", "reno"],
     ("quiche", "0.30.0"): ["cubic", "reno", "bbr2"],
     ("quinn", "0.11.12"): ["newreno", "cubic", "bbr"],
 }

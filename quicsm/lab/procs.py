@@ -62,11 +62,12 @@ class Child:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            with self._cond:
-                self.lines.append(line)
-                self._cond.notify_all()
+        with self.proc.stdout:  # closed at the end of the output (no unclosed-file warning)
+            for raw in self.proc.stdout:
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                with self._cond:
+                    self.lines.append(line)
+                    self._cond.notify_all()
         with self._cond:
             self._eof = True
             self._cond.notify_all()
