@@ -91,3 +91,30 @@ def test_pack_reports_traces_and_skipped_runs(tmp_path: Path) -> None:
     assert "1 traces from 1 runs, 1 events" in result.output
     assert "(1 runs skipped)" in result.output and "status failed: boom" in result.output
     assert out.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"
+
+
+def test_pack_keeps_only_the_asked_roles_and_events(tmp_path: Path) -> None:
+    from quicsm.extract.read import read_metrics, read_traces
+
+    run = tmp_path / "runs" / "a" / "1" / "x" / "run-1"
+    run.mkdir(parents=True)
+    header = b'\x1e{"qlog_version":"0.3","qlog_format":"JSON-SEQ","trace":{}}\n'
+    events = (
+        b'\x1e{"time":1,"name":"transport:packet_sent","data":{"header":{"packet_number":0}}}\n'
+        b'\x1e{"time":2,"name":"recovery:metrics_updated","data":{"congestion_window":14720}}\n'
+        b'\x1e{"time":3,"name":"recovery:packet_lost","data":{"header":{"packet_number":0}}}\n'
+    )
+    (run / "server.sqlog").write_bytes(header + events)
+    (run / "client.sqlog").write_bytes(header + events)
+    (run / "run.json").write_text(json.dumps({"stack": "a", "status": "ok"}))
+    out = tmp_path / "p.qlog"
+    args = ["lab", "pack", str(tmp_path / "runs"), "-o", str(out), "--role", "server"]
+    result = CliRunner().invoke(main, [*args, "--events", "metrics_updated,packet_lost"])
+    assert result.exit_code == 0, result.output
+    assert "1 traces from 1 runs, 2 events" in result.output
+    traces = read_traces(str(out))
+    assert traces.height == 1
+    labels = json.loads(traces["labels"][0])
+    assert labels["role"] == "server"
+    assert labels["events_kept"] == "metrics_updated,packet_lost"
+    assert read_metrics(str(out)).get_column("event").to_list() == ["metrics", "packet_lost"]

@@ -220,12 +220,36 @@ def _print_summary(console: Any, results: list[dict[str, Any]]) -> None:
     show_default=True,
     help="zstd compression level.",
 )
-def pack_cmd(run_dirs: tuple[Path, ...], *, output: Path, level: int) -> None:
+@click.option(
+    "--role",
+    "roles",
+    type=click.Choice(["server", "client"]),
+    multiple=True,
+    help="Pack only this endpoint's files (repeatable; default: both).",
+)
+@click.option(
+    "--events",
+    default=None,
+    metavar="NAME,...",
+    help="Keep only events of these names, without category (e.g. "
+    "metrics_updated,packet_lost,congestion_state_updated); default: every event.",
+)
+def pack_cmd(
+    run_dirs: tuple[Path, ...],
+    *,
+    output: Path,
+    level: int,
+    roles: tuple[str, ...],
+    events: str | None,
+) -> None:
     """Pack RUN_DIRS (run directories or trees of them) into one multi-trace file whose every
     trace header carries the run's labels (trace.quicsm_labels)."""
-    from quicsm.lab.pack import pack_runs
+    from quicsm.lab.pack import ROLES, pack_runs
 
-    report = pack_runs(run_dirs, output=output, level=level)
+    names = None if events is None else [n.strip() for n in events.split(",") if n.strip()]
+    report = pack_runs(
+        run_dirs, output=output, level=level, roles=roles or ROLES, events=names
+    )
     for line in report.skipped:
         click.echo(f"skipped {line}", err=True)
     click.echo(

@@ -158,15 +158,42 @@ def _scalar_labels(raw: dict[str, Any]) -> dict[str, Any]:
             if v is None or isinstance(v, str | int | float | bool)}
 
 
-def pack_runs(run_dirs: Iterable[str | Path], *, output: str | Path, level: int = 15
-              ) -> PackReport:
+def event_name(record: bytes) -> str:
+    """The name of an event record without its category (``metrics_updated`` for
+    ``recovery:metrics_updated``; draft-01/02 records name it ``event``)."""
+    try:
+        ev = orjson.loads(record)
+    except orjson.JSONDecodeError:
+        return ""
+    if not isinstance(ev, dict):
+        return ""
+    name = ev.get("name", ev.get("event", ""))
+    return str(name).rsplit(":", 1)[-1]
+
+
+def pack_runs(
+    run_dirs: Iterable[str | Path],
+    *,
+    output: str | Path,
+    level: int = 15,
+    roles: Iterable[str] = ROLES,
+    events: Iterable[str] | None = None,
+) -> PackReport:
     """Write the runs under ``run_dirs`` into ``output`` (see the module docstring).
 
     A run whose qlog files are missing is skipped and listed in the report with its status
     and reason; a malformed qlog file is an error naming the file and record. The label
     ``run_dir`` is ``<stack>/<version>/[<cc_algorithm>/]<scenario>/run-<n>`` (machine
-    independent).
+    independent). ``roles`` packs only those endpoints' files; ``events`` only the events of
+    those names (without category: ``metrics_updated``, ``packet_lost``, ...), every header
+    kept, and the trace header then lists the names kept under
+    ``trace.quicsm_labels.events_kept``.
     """
+    roles = tuple(roles)
+    unknown = sorted(set(roles) - set(ROLES))
+    if unknown or not roles:
+        raise InputError(f"roles: expected some of {', '.join(ROLES)}, got {', '.join(unknown)}")
+    kept = frozenset(events) if events is not None else None
     dirs = find_run_dirs(run_dirs)
     output = Path(output)
     report = PackReport(output=output)
@@ -183,7 +210,9 @@ def pack_runs(run_dirs: Iterable[str | Path], *, output: str | Path, level: int 
                         from None
                 if not isinstance(labels, dict):
                     raise InputError(f"{run_dir / 'run.json'}: expected a JSON object")
-                files = [(r, f) for r, f in _run_files(run_dir, labels) if f.is_file()]
+                files = [
+                    (r, f) for r, f in _run_files(run_dir, labels) if f.is_file() and r in roles
+                ]
                 if not files:
                     report.skipped.append(
                         f"{run_dir}: no qlog files (status {labels.get('status')}: "
@@ -199,6 +228,9 @@ def pack_runs(run_dirs: Iterable[str | Path], *, output: str | Path, level: int 
                         trace["quicsm_labels"] = {
                             **_scalar_labels(labels), "role": role, "run_dir": rel.as_posix(),
                         }
+                        if kept is not None:
+                            trace["quicsm_labels"]["events_kept"] = ",".join(sorted(kept))
+                            events = [ev for ev in events if event_name(ev) in kept]
                         header = {**header, "trace": trace}
                         out.write(RS + orjson.dumps(header, option=orjson.OPT_SORT_KEYS) + b"\n")
                         for ev in events:
