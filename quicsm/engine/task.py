@@ -3,8 +3,8 @@
 A task hashes its files, loads the rows of those already in the cache, reads the others with
 one :func:`quicsm.extract.read.read_batch` call (one normalisation for the whole batch), stores
 them as a new cache partition (with what reading each reported), keeps the traces ``select``
-chooses and aggregates them. It only reads its inputs and writes content-addressed files, so running it twice (a
-worker lost mid-run) gives the same result and changes nothing.
+chooses and aggregates them. It only reads its inputs and writes content-addressed files, so
+running it twice (a worker lost mid-run) gives the same result and changes nothing.
 """
 
 from __future__ import annotations

@@ -223,20 +223,20 @@ def pack_runs(
                 depth = 5 if labels.get("cc_algorithm") else 4
                 rel = Path(*run_dir.resolve().parts[-depth:])
                 for role, path in files:
-                    for header, events in read_qlog_traces(path):
+                    for header, records in read_qlog_traces(path):
                         trace = dict(header.get("trace") or {})
                         trace["quicsm_labels"] = {
                             **_scalar_labels(labels), "role": role, "run_dir": rel.as_posix(),
                         }
                         if kept is not None:
                             trace["quicsm_labels"]["events_kept"] = ",".join(sorted(kept))
-                            events = [ev for ev in events if event_name(ev) in kept]
+                            records = [ev for ev in records if event_name(ev) in kept]
                         header = {**header, "trace": trace}
                         out.write(RS + orjson.dumps(header, option=orjson.OPT_SORT_KEYS) + b"\n")
-                        for ev in events:
+                        for ev in records:
                             out.write(RS + ev + b"\n")
                         report.traces += 1
-                        report.events += len(events)
+                        report.events += len(records)
         tmp.replace(output)
     finally:
         tmp.unlink(missing_ok=True)
