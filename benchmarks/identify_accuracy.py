@@ -1,23 +1,24 @@
-"""Accuracy of ``quicsm identify`` on the lab corpus, with runs held back from fitting.
+"""Accuracy of ``quicsm identify``, fitted on lab runs and measured on runs held back.
 
-Reads every trace of the corpus (default ``traces/*.qlog``, the per-stack files), takes the
-senders (``vantage=server``: in every lab scenario the server sends the objects), fits the
-signatures on the training runs (repetitions 1-3 of every five) and classifies the held-back
-runs (4-5). Prints, as Markdown:
-the fitted signatures, the confusion matrix, accuracy per stack, scenario and controller
-("unknown" counts as wrong; ``accuracy_answered`` leaves unknown answers out), the receivers'
-answers, the answers on traces never used for fitting (``--unseen``, default
-``benchmarks/corpora/``: aioquic 1.7.2 running its Reno controller, and ``traces/stacks/``:
-every lab stack with each of its controllers, whose shipped runs are too few to split), and the
-share of "unknown" for each controller left out of fitting::
+The identification corpus (default ``benchmarks/corpora/identify.qlog``: every lab stack with
+each of its controllers under ``lab/scenarios/identify.toml``, senders only) is split by
+repetition: runs 1-3 of every five fit the signatures, runs 4-5 are held back and never used
+for fitting or for choosing any threshold. Prints, as Markdown: the held-back accuracy
+("unknown" counts as wrong; ``accuracy_answered`` leaves unknown answers out), the confusion
+matrix, accuracy per controller, stack and scenario, the share of "unknown" for each controller
+left out of fitting, the features per controller and the fitted signatures; then the answers on
+corpora never used for fitting (``--unseen``: the paper's scenarios in ``traces/*.qlog``, the
+cross-implementation pack ``traces/stacks/`` and aioquic's Reno runs), where many transfers
+never lose a packet and "unknown" is the right answer::
 
-    .venv/bin/python benchmarks/identify_accuracy.py                  # the shipped corpus
-    .venv/bin/python benchmarks/identify_accuracy.py traces/ more/    # any labelled corpus
+    .venv/bin/python benchmarks/identify_accuracy.py                  # the shipped corpora
+    .venv/bin/python benchmarks/identify_accuracy.py my-runs.qlog     # any labelled corpus
     .venv/bin/python benchmarks/identify_accuracy.py --unseen         # no unseen corpus
     .venv/bin/python benchmarks/identify_accuracy.py --write-fitted   # regenerate fitted.py
 
 The true controller of a trace is its declared ``cc_algorithm`` label, else its stack's default
-(:data:`quicsm.controllers.evaluation.STACK_DEFAULTS`).
+(:data:`quicsm.controllers.evaluation.STACK_DEFAULTS`). ``scripts/make_identify_corpus`` makes
+the identification corpus.
 """
 
 from __future__ import annotations
@@ -58,11 +59,11 @@ def markdown(frame: pl.DataFrame) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("paths", nargs="*", default=["traces/*.qlog"])
+    parser.add_argument("paths", nargs="*", default=["benchmarks/corpora/identify.qlog"])
     parser.add_argument(
         "--unseen",
         nargs="*",
-        default=["benchmarks/corpora/", "traces/stacks/"],
+        default=["traces/*.qlog", "traces/stacks/", "benchmarks/corpora/aioquic-1.7.2-reno.qlog"],
         help="labelled traces never used for fitting, classified whole (default: %(default)s)",
     )
     parser.add_argument("--write-fitted", action="store_true", help="rewrite fitted.py")
@@ -125,25 +126,39 @@ def main(argv: list[str] | None = None) -> int:
             )
             + "\n"
         )
-    print("## Receivers (vantage=client, held back)\n")
-    receivers = predict(
-        labelled.filter((pl.col("vantage") == "client") & (pl.col("split") == "heldout")), boxes
-    )
-    print(
-        markdown(receivers.group_by("family").agg(pl.len().alias("traces")).sort("family")) + "\n"
-    )
+    loo_section(senders)
     if args.unseen:
-        unseen = predict(
-            sender_traces(load_labelled(args.unseen)).filter(pl.col("controller").is_not_null()),
-            boxes,
-        )
-        print(f"## Unseen implementations: {', '.join(args.unseen)} (all runs, no fitting)\n")
-        print(markdown(confusion(unseen)) + "\n")
-        stacked = unseen.with_columns(
-            (pl.col("stack") + " " + pl.col("version") + " " + pl.col("controller")).alias("stack")
-        )
-        print(markdown(accuracy_by(stacked, "stack")) + "\n")
-        print(markdown(feature_summary(unseen)) + "\n")
+        print(f"## Corpora never used for fitting: {', '.join(args.unseen)} (all runs)\n")
+        for path in args.unseen:
+            labelled_unseen = load_labelled([path]).filter(pl.col("controller").is_not_null())
+            unseen = predict(sender_traces(labelled_unseen), boxes)
+            right = unseen.filter(pl.col("family") == pl.col("controller")).height
+            named = unseen.filter(pl.col("family") != "unknown").height
+            print(
+                f"### {path}: {unseen.height} senders, named {named}, right {right}, wrong "
+                f"{named - right}, unknown {unseen.height - named}\n"
+            )
+            print(markdown(confusion(unseen)) + "\n")
+            stacked = unseen.with_columns(
+                (pl.col("stack") + " " + pl.col("version") + " " + pl.col("controller")).alias(
+                    "stack"
+                )
+            )
+            print(markdown(accuracy_by(stacked, "stack")) + "\n")
+            receivers = labelled_unseen.join(
+                sender_traces(labelled_unseen).select("trace"), on="trace", how="anti"
+            )
+            if receivers.height:
+                answers = predict(receivers, boxes).group_by("family").agg(pl.len().alias("n"))
+                print(
+                    "receivers: "
+                    + ", ".join(f"{f} {n}" for f, n in answers.sort("family").iter_rows())
+                    + "\n"
+                )
+    return 0
+
+
+def loo_section(senders: pl.DataFrame) -> None:
     print("## A controller left out of fitting: share answered unknown (held-back senders)\n")
     loo = leave_one_out(senders)
     print(
@@ -156,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     )
-    return 0
+    print()
 
 
 if __name__ == "__main__":

@@ -14,8 +14,9 @@ with ``congestion_window`` and ``packet_lost`` events is enough.
   A trace that logs no ``packet_lost`` event (quiche counts lost packets in its metrics) uses
   its entries into ``Recovery`` (explicit or derived) as the loss events.
 * **Growth between losses.** Over every congestion-avoidance interval (the
-  ``CongestionAvoidance`` state, explicit or derived; for traces whose states never leave slow
-  start, from two RTTs after each loss to the next loss) that lasts at least four smoothed RTTs and
+  ``CongestionAvoidance`` state, explicit or derived; when no such interval is usable -- states
+  that never leave slow start, or that flip to ``ApplicationLimited`` every few RTTs -- from two
+  RTTs after each loss to the next loss) that lasts at least four smoothed RTTs and
   shows at least five distinct windows, a straight line and a parabola are fitted to the window
   over time. ``growth`` is the slope in 1250-byte segments per smoothed RTT (Reno: about 1
   segment per RTT); ``curvature`` is the parabola's quadratic coefficient over the linear slope,
@@ -266,9 +267,11 @@ def trace_features(
         markers = _recovery_markers(events, times, transitions)
     betas, flights, collapses = _reductions(markers, times, cwnd, flight, rtt)
     intervals = _ca_intervals(transitions) if transitions.height else []
-    if not intervals and betas:
-        intervals = _between_losses(markers, times, rtt)
     epochs = _epochs(intervals, times, cwnd, rtt)
+    if not epochs and betas:
+        # no usable congestion-avoidance interval (none logged, or all shorter than
+        # MIN_EPOCH_RTTS: quiche flips between CongestionAvoidance and ApplicationLimited)
+        epochs = _epochs(_between_losses(markers, times, rtt), times, cwnd, rtt)
     bbr, bbr2 = _phases(transitions) if transitions.height else (0, 0)
     explicit = bool(transitions.height) and bool(
         (transitions["source"].cast(pl.String) == "explicit").any()

@@ -44,12 +44,16 @@ FAMILIES: Final[tuple[str, ...]] = (NEWRENO, CUBIC, BBR1, BBR2)
 
 #: the features a box constrains; ``beta_spread`` only counts with two reductions or more
 BOX_FEATURES: Final[tuple[str, ...]] = ("beta", "beta_spread", "growth", "curvature")
-#: smallest margin added on each side of a fitted interval, per feature
-MARGINS: Final[dict[str, float]] = {
-    "beta": 0.04,
-    "beta_spread": 0.01,
-    "growth": 0.25,
-    "curvature": 0.15,
+#: a fitted interval is the training traces' median +- FIT_Z spreads, where a spread is the
+#: standard deviation of the training values or the feature's floor below, whichever is larger
+FIT_Z: Final[float] = 4.0
+#: smallest spread per feature (a controller's factor can be exact: quic-go's 0.7 has a standard
+#: deviation of 10^-6, which would make a box no other run of it fits)
+SPREAD_FLOORS: Final[dict[str, float]] = {
+    "beta": 0.01,
+    "beta_spread": 0.004,
+    "growth": 0.06,
+    "curvature": 0.06,
 }
 #: losses without any window reduction that make a trace BBR-like ...
 BBR_MIN_LOSSES: Final[int] = 5
@@ -192,15 +196,12 @@ def classify(row: Mapping[str, Any], signatures: Sequence[Box] = ()) -> Verdict:
 
 
 def _interval(values: list[float], name: str) -> tuple[float, float]:
-    """The 10th-90th percentile of the values (all of them when fewer than ten), widened by a
-    quarter of that range or :data:`MARGINS`, whichever is larger."""
-    ordered = sorted(values)
-    if len(ordered) >= 10:
-        lo, hi = (float(q) for q in np.quantile(ordered, [0.1, 0.9]))
-    else:
-        lo, hi = ordered[0], ordered[-1]
-    margin = max(MARGINS[name], 0.25 * (hi - lo))
-    return (round(lo - margin, 3), round(hi + margin, 3))
+    """The median of the values +- :data:`FIT_Z` spreads (their standard deviation, at least
+    :data:`SPREAD_FLOORS`)."""
+    centre = float(np.median(values))
+    spread = float(np.std(values, ddof=1)) if len(values) >= 2 else 0.0
+    margin = FIT_Z * max(spread, SPREAD_FLOORS[name])
+    return (round(centre - margin, 3), round(centre + margin, 3))
 
 
 def fit_signatures(
@@ -216,8 +217,8 @@ def fit_signatures(
     0.7 of the window in one stack and of the flight size in another). Controllers in
     ``exclude`` are left out entirely, priors included.
 
-    A fitted box spans the training traces' values of each feature they have evidence for,
-    widened as :func:`_interval` says. The variant only groups the training traces; matching
+    A fitted box is centred on the training traces' values of each feature they have evidence
+    for, as wide as :func:`_interval` says. The variant only groups the training traces; matching
     never looks at it.
     """
     if truth not in features.columns:
