@@ -22,6 +22,7 @@ from quicsm.controllers.signatures import (
     BBR1,
     BBR2,
     CUBIC,
+    FAMILIES,
     NEWRENO,
     UNKNOWN,
     Box,
@@ -126,8 +127,12 @@ def senders(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.filter(is_server)
 
 
-def predict(frame: pl.DataFrame, signatures: Sequence[Box]) -> pl.DataFrame:
-    verdicts = [classify(row, signatures) for row in frame.iter_rows(named=True)]
+def predict(
+    frame: pl.DataFrame, signatures: Sequence[Box], families: Sequence[str] = FAMILIES
+) -> pl.DataFrame:
+    """``frame`` with the answer (``family``), its ``confidence`` and whether boxes of two
+    families took the trace (``ambiguous``), among the known ``families``."""
+    verdicts = [classify(row, signatures, families) for row in frame.iter_rows(named=True)]
     return frame.with_columns(
         pl.Series("family", [v.family for v in verdicts], pl.String),
         pl.Series("confidence", [v.confidence for v in verdicts], pl.Float64),
@@ -172,14 +177,16 @@ def accuracy_by(predicted: pl.DataFrame, key: str) -> pl.DataFrame:
 
 
 def leave_one_out(labelled: pl.DataFrame) -> pl.DataFrame:
-    """For every controller of the training split: fit without it (its priors too) and count how
-    many of its held-back traces come out ``unknown``, and how many of those had evidence."""
+    """For every controller of the training split: fit without it (its priors too, and the rules
+    that name it from explicit BBR phases) and count how many of its held-back traces come out
+    ``unknown``, and how many of those had evidence."""
     train = labelled.filter(pl.col("split") == "train")
     heldout = labelled.filter(pl.col("split") == "heldout")
     rows = []
     for left_out in sorted(train["controller"].drop_nulls().unique().to_list()):
         boxes = fit_signatures(train, exclude=[left_out])
-        part = predict(heldout.filter(pl.col("controller") == left_out), boxes)
+        known = [f for f in FAMILIES if f != left_out]
+        part = predict(heldout.filter(pl.col("controller") == left_out), boxes, known)
         with_evidence = part.filter((pl.col("n_reductions") > 0) | (pl.col("n_epochs") > 0))
         rows.append(
             {

@@ -5,9 +5,10 @@ frame (:func:`quicsm.extract.read.read_transitions`), so it needs no instrumenta
 with ``congestion_window`` and ``packet_lost`` events is enough.
 
 * **Loss response.** A *reduction* is a drop of the congestion window by more than 10 % within
-  two smoothed RTTs after a ``packet_lost``/``pto`` event. Its factor is the lowest window of the
-  event over the largest window before it since the loss (``beta``), and over the most
-  bytes in flight in the RTT before it (``beta_flight``): RFC 9002 NewReno halves the window
+  two smoothed RTTs after a ``packet_lost``/``pto`` event, in one step between two logged
+  windows. Its factor is the window after the step over the window just before it (``beta``;
+  two cuts in a row are two reductions, not one deeper one), and over the most bytes in flight
+  in the RTT before the loss (``beta_flight``): RFC 9002 NewReno halves the window
   (0.5), CUBIC (RFC 9438) multiplies it or the flight size by 0.7, BBR does not reduce it
   multiplicatively. Collapses to the minimum window after persistent congestion (factor < 0.3)
   are counted apart (``n_collapses``), not as a factor.
@@ -102,29 +103,28 @@ def _reductions(
         before = cwnd[i]
         recent = (times >= times[i] - srtt) & (times <= times[i])
         flight_before = float(np.nanmax(flight[recent])) if np.any(~np.isnan(flight[recent])) else 0
-        # the loss event: every loss/pto within two RTTs; its window is the lowest reached then,
-        # against the largest window before that low (acknowledgements processed with the loss
-        # may still have grown the window just before it was cut)
+        # the loss event: every loss/pto within two RTTs (more while losses keep coming, up to
+        # four RTTs); each single-step drop of the window in it is one reduction, its factor
+        # the window after the step over the window just before it (a controller cuts in one
+        # step; two congestion events in a row are two steps, not one deeper cut)
         horizon = times[i] + 2 * srtt
-        low = peak = running = before
+        previous = before
         j = i + 1
         while j < n and times[j] <= horizon:
             if events[j] == "metrics" and not math.isnan(cwnd[j]):
-                if cwnd[j] < low:
-                    low, peak = cwnd[j], running
-                running = max(running, cwnd[j])
+                if previous > 0 and cwnd[j] < (1 - DROP_SHARE) * previous:
+                    factor = cwnd[j] / previous
+                    if factor < COLLAPSE_BELOW:
+                        collapses += 1
+                    else:
+                        betas.append(factor)
+                        if flight_before > 0:
+                            flights.append(cwnd[j] / flight_before)
+                previous = cwnd[j]
             if events[j] in ("packet_lost", "pto"):
                 horizon = max(horizon, times[j] + 2 * srtt) if times[j] - times[start] < 4 * srtt \
                     else horizon  # fmt: skip
             j += 1
-        if peak > 0 and low < (1 - DROP_SHARE) * peak:
-            factor = low / peak
-            if factor < COLLAPSE_BELOW:
-                collapses += 1
-            else:
-                betas.append(factor)
-                if flight_before > 0:
-                    flights.append(low / flight_before)
         i = j
     return betas, flights, collapses
 

@@ -45,16 +45,28 @@ FAMILIES: Final[tuple[str, ...]] = (NEWRENO, CUBIC, BBR1, BBR2)
 #: the features a box constrains; ``beta_spread`` only counts with two reductions or more
 BOX_FEATURES: Final[tuple[str, ...]] = ("beta", "beta_spread", "growth", "curvature")
 #: a fitted interval is the training traces' median +- FIT_Z spreads, where a spread is the
-#: standard deviation of the training values or the feature's floor below, whichever is larger
-FIT_Z: Final[float] = 4.0
-#: smallest spread per feature (a controller's factor can be exact: quic-go's 0.7 has a standard
-#: deviation of 10^-6, which would make a box no other run of it fits)
+#: robust standard deviation of the training values (1.4826 x their median absolute deviation)
+#: or the feature's floor below, whichever is larger
+FIT_Z: Final[float] = 3.0
+#: smallest spread per feature (a controller's factor can be exact: quic-go's 0.7 has a spread
+#: of 10^-6, which would make a box no other run of it fits)
 SPREAD_FLOORS: Final[dict[str, float]] = {
     "beta": 0.01,
     "beta_spread": 0.004,
     "growth": 0.06,
-    "curvature": 0.06,
+    "curvature": 0.1,
 }
+#: a feature constrains a fitted box only when its training traces agree on it: a robust spread
+#: above this says the feature is not a trait of the controller in that stack and network (BBR's
+#: window drops after losses, growth of a window that BBR sets from its bandwidth estimate)
+CONSISTENT_SPREAD: Final[dict[str, float]] = {
+    "beta": 0.05,
+    "beta_spread": 0.05,
+    "growth": 0.3,
+    "curvature": 0.5,
+}
+#: the columns that group training traces into one fitted box each (with the true controller)
+VARIANTS: Final[tuple[str, ...]] = ("stack", "scenario")
 #: losses without any window reduction that make a trace BBR-like ...
 BBR_MIN_LOSSES: Final[int] = 5
 #: ... when its window grew at least this much (it was sending, not only acknowledging)
@@ -145,8 +157,22 @@ def _amount(row: Mapping[str, Any]) -> float:
     return min(0.99, 1.0 - 0.5**units)
 
 
-def classify(row: Mapping[str, Any], signatures: Sequence[Box] = ()) -> Verdict:
-    """The controller family of one feature row (``features.FEATURES_SCHEMA``)."""
+def classify(
+    row: Mapping[str, Any], signatures: Sequence[Box] = (), families: Iterable[str] = FAMILIES
+) -> Verdict:
+    """The controller family of one feature row (``features.FEATURES_SCHEMA``), among
+    ``families`` (the known set: the rules that name BBR apply only when its family is in it,
+    as boxes of a family not in it are never matched)."""
+    known = set(families)
+    verdict = _classify(row, [box for box in signatures if box.family in known])
+    if verdict.family not in known and verdict.family != UNKNOWN:
+        return Verdict(
+            UNKNOWN, 0.0, verdict.evidence + f"; looks like {verdict.family}, not a known family"
+        )
+    return verdict
+
+
+def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
     if row.get("bbr2_phases", 0):
         return Verdict(
             BBR2, 0.99, "explicit BBRv2/v3 ProbeBW sub-phases (up, down, cruise, refill)"
@@ -195,11 +221,24 @@ def classify(row: Mapping[str, Any], signatures: Sequence[Box] = ()) -> Verdict:
     return Verdict(families[0], round(_amount(row), 3), described, tuple(families))
 
 
-def _interval(values: list[float], name: str) -> tuple[float, float]:
-    """The median of the values +- :data:`FIT_Z` spreads (their standard deviation, at least
-    :data:`SPREAD_FLOORS`)."""
+def _robust_spread(values: list[float]) -> float:
+    """1.4826 x the median absolute deviation (the standard deviation, for normal values)."""
+    if len(values) < 2:
+        return 0.0
+    arr = np.asarray(values, dtype=float)
+    return float(1.4826 * np.median(np.abs(arr - np.median(arr))))
+
+
+def _interval(values: list[float], name: str) -> tuple[float, float] | None:
+    """The median of the values +- :data:`FIT_Z` robust spreads (at least
+    :data:`SPREAD_FLOORS`), or None when fewer than two traces have the feature or they disagree
+    (:data:`CONSISTENT_SPREAD`)."""
+    if len(values) < 2:
+        return None
     centre = float(np.median(values))
-    spread = float(np.std(values, ddof=1)) if len(values) >= 2 else 0.0
+    spread = _robust_spread(values)
+    if spread > CONSISTENT_SPREAD[name]:
+        return None
     margin = FIT_Z * max(spread, SPREAD_FLOORS[name])
     return (round(centre - margin, 3), round(centre + margin, 3))
 
@@ -208,40 +247,46 @@ def fit_signatures(
     features: pl.DataFrame,
     *,
     truth: str = "controller",
-    variant: str | None = "stack",
+    variants: Sequence[str] = VARIANTS,
     priors: Iterable[Box] = PRIORS,
     exclude: Iterable[str] = (),
 ) -> tuple[Box, ...]:
-    """Priors plus one fitted box per controller in ``features[truth]`` and, when ``features``
-    has a ``variant`` column, per value of it (an implementation: the same controller reduces by
-    0.7 of the window in one stack and of the flight size in another). Controllers in
+    """Priors plus one fitted box per controller in ``features[truth]`` and per value of the
+    ``variants`` columns that ``features`` has (by default an implementation and a network: the
+    same controller reduces by 0.7 of the window in one stack and of the flight size in another,
+    and CUBIC grows like Reno on a short path and concavely on a long one). Controllers in
     ``exclude`` are left out entirely, priors included.
 
-    A fitted box is centred on the training traces' values of each feature they have evidence
-    for, as wide as :func:`_interval` says. The variant only groups the training traces; matching
-    never looks at it.
+    A fitted box constrains each feature that at least two of its training traces have evidence
+    for and agree on (:func:`_interval`), centred on their median; a group whose traces do not
+    agree on the reduction factor gives no box (BBR, named by its phases and its lack of a
+    multiplicative decrease, not by a box). The variant columns only group the training traces; matching never looks at them.
     """
     if truth not in features.columns:
         raise InputError(f"fit_signatures: features need a {truth!r} column (the true family)")
     excluded = set(exclude)
     boxes = [box for box in priors if box.family not in excluded]
-    by = [truth, variant] if variant and variant in features.columns else [truth]
-    keys = features.select(by).drop_nulls(truth).unique().sort(by).iter_rows()
+    by = [truth, *(v for v in variants if v in features.columns)]
+    keys = features.select(by).drop_nulls(truth).unique().sort(by, nulls_last=True).iter_rows()
     for key in keys:
         family = str(key[0])
         if family in excluded or family == UNKNOWN:
             continue
-        part = features.filter(pl.col(truth) == family)
-        if len(key) > 1:
-            part = part.filter(pl.col(by[1]).eq_missing(key[1]))
+        part = features
+        for column, value in zip(by, key, strict=True):
+            part = part.filter(pl.col(column).eq_missing(value))
         samples: dict[str, list[float]] = {name: [] for name in BOX_FEATURES}
         for row in part.iter_rows(named=True):
             for name, value in evidence_of(row).items():
                 samples[name].append(value)
-        intervals = {name: _interval(v, name) for name, v in samples.items() if v}
-        if intervals:
-            source = f"fit:{key[1]}" if len(key) > 1 else "fit"
-            boxes.append(Box(family, intervals, source))
+        intervals = {}
+        for name, values in samples.items():
+            interval = _interval(values, name) if values else None
+            if interval is not None:
+                intervals[name] = interval
+        if "beta" in intervals:  # a fitted box always says how the window answers loss
+            variant = "/".join(str(v) for v in key[1:])
+            boxes.append(Box(family, intervals, f"fit:{variant}" if variant else "fit"))
     return tuple(boxes)
 
 
