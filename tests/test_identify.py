@@ -109,7 +109,13 @@ def test_linear_growth_with_factor_07_is_not_cubic() -> None:
     CUBIC box (concave or fast growth) does not take it."""
     m, t = window_trace(beta=0.7)
     assert one(m, t, signatures=PRIORS)["family"] == UNKNOWN
-    assert one(m, t)["family"] == NEWRENO  # the box fitted on quic-go's lab runs does
+    # one segment per RTT after a cut to 0.7 is also aioquic's CUBIC in its Reno-friendly
+    # region (about 0.9 segments per RTT in the lab): the fitted boxes of both take it
+    assert one(m, t)["family"] == UNKNOWN
+    # quic-go's Reno grows by one of its 1460-byte-ish segments (1.17 nominal ones) per RTT:
+    # only the box fitted on quic-go's lab runs takes that
+    m, t = window_trace(beta=0.7, segment=1460.0)
+    assert one(m, t)["family"] == NEWRENO
 
 
 def test_losses_without_reduction_are_bbr_like() -> None:
@@ -194,17 +200,20 @@ def test_same_answer_without_any_state_events(tmp_path: Path) -> None:
 # -- the committed corpus --------------------------------------------------------------------
 
 
+CORPUS = ROOT / "benchmarks" / "corpora" / "identify.qlog"
+
+
 @pytest.fixture(scope="module")
 def corpus() -> pl.DataFrame:
-    from quicsm.controllers.evaluation import load_labelled
+    """The sender traces of the identification corpus (scripts/make_identify_corpus)."""
+    from quicsm.controllers.evaluation import load_labelled, senders
 
-    return load_labelled(str(ROOT / "traces" / "*.qlog")).filter(pl.col("controller").is_not_null())
+    return senders(load_labelled(CORPUS).filter(pl.col("controller").is_not_null()))
 
 
 @pytest.mark.slow
 def test_shipped_signatures_are_the_training_fit(corpus: pl.DataFrame) -> None:
-    train = corpus.filter((pl.col("vantage") == "server") & (pl.col("split") == "train"))
-    fitted = fit_signatures(train)
+    fitted = fit_signatures(corpus.filter(pl.col("split") == "train"))
     assert fitted == DEFAULT_SIGNATURES
     source = (ROOT / "quicsm" / "controllers" / "fitted.py").read_text()
     assert source == signatures_source(fitted)
@@ -212,30 +221,60 @@ def test_shipped_signatures_are_the_training_fit(corpus: pl.DataFrame) -> None:
 
 @pytest.mark.slow
 def test_heldout_accuracy_on_the_corpus(corpus: pl.DataFrame) -> None:
-    """Guards the numbers of docs/identify.md (benchmarks/identify_accuracy.py)."""
-    from quicsm.controllers.evaluation import leave_one_out, predict
+    """Guards the numbers of docs/identify.md (benchmarks/identify_accuracy.py): runs 4-5 of
+    every (stack, controller, scenario), never fitted on, at least 97.5 % right with "unknown"
+    counted as wrong, across four controllers and four stacks, and no wrong name."""
+    from quicsm.controllers.evaluation import predict
 
-    senders = corpus.filter(pl.col("vantage") == "server")
-    heldout = predict(senders.filter(pl.col("split") == "heldout"), DEFAULT_SIGNATURES)
-    answered = heldout.filter(pl.col("family") != UNKNOWN)
-    assert heldout.height == 64 and answered.height >= 16
-    assert (answered["family"] == answered["controller"]).all()  # no wrong answer
-    loo = leave_one_out(senders)
-    cubic_out = loo.filter(pl.col("left_out") == CUBIC).to_dicts()[0]
-    assert cubic_out["unknown"] == cubic_out["traces"] == 20
+    heldout = predict(corpus.filter(pl.col("split") == "heldout"), DEFAULT_SIGNATURES)
+    assert heldout.height == 44
+    right = heldout.filter(pl.col("family") == pl.col("controller"))
+    assert right.height / heldout.height >= 0.975
+    assert set(heldout["family"]) <= {*heldout["controller"].unique(), UNKNOWN}  # none wrong
+    assert set(right["controller"]) == {NEWRENO, CUBIC, BBR1, BBR2}
+    assert set(right["stack"]) == {"aioquic", "quic-go", "quiche", "quinn"}
+
+
+@pytest.mark.slow
+def test_a_controller_left_out_is_unknown(corpus: pl.DataFrame) -> None:
+    """Each controller in turn left out of fitting (boxes, priors and BBR rules): at least 90 %
+    of its held-back traces come out unknown (docs/identify.md)."""
+    from quicsm.controllers.evaluation import leave_one_out
+
+    loo = leave_one_out(corpus)
+    assert set(loo["left_out"]) == {NEWRENO, CUBIC, BBR1, BBR2}
+    for row in loo.iter_rows(named=True):
+        assert row["unknown"] >= 0.9 * row["traces"], row
 
 
 @pytest.mark.slow
 def test_an_implementation_never_fitted_is_named_or_unknown() -> None:
-    """aioquic running its Reno controller (benchmarks/corpora): no box was fitted on it, the
-    specification's NewReno box names it, and nothing is named wrongly."""
+    """aioquic running its Reno controller in the paper's scenarios (benchmarks/corpora): no
+    box was fitted on those networks; the senders with evidence are named NewReno/Reno by the
+    specification's box or by aioquic's fitted one, and nothing is named wrongly."""
     from quicsm.controllers.evaluation import load_labelled, predict
 
-    unseen = load_labelled(ROOT / "benchmarks" / "corpora").filter(pl.col("vantage") == "server")
+    unseen = load_labelled(ROOT / "benchmarks" / "corpora" / "aioquic-1.7.2-reno.qlog").filter(
+        pl.col("vantage") == "server"
+    )
     assert set(unseen["controller"]) == {NEWRENO} and unseen.height == 25
     predicted = predict(unseen, DEFAULT_SIGNATURES)
     assert predicted.filter(pl.col("family") == NEWRENO).height >= 15
     assert set(predicted["family"]) <= {NEWRENO, UNKNOWN}
+
+
+@pytest.mark.slow
+def test_the_paper_scenarios_are_named_rightly_or_unknown() -> None:
+    """traces/*.qlog (quic-go x2 and aioquic in the paper's scenarios, never fitted on): many
+    transfers never lose a packet or never leave slow start, so most answers are unknown; of the
+    named ones at most one is wrong (docs/identify.md)."""
+    from quicsm.controllers.evaluation import load_labelled, predict, senders
+
+    frame = senders(load_labelled(str(ROOT / "traces" / "*.qlog")))
+    predicted = predict(frame.filter(pl.col("controller").is_not_null()), DEFAULT_SIGNATURES)
+    answered = predicted.filter(pl.col("family") != UNKNOWN)
+    wrong = answered.filter(pl.col("family") != pl.col("controller"))
+    assert predicted.height == 160 and answered.height >= 35 and wrong.height <= 1
 
 
 # -- API, CLI and errors ---------------------------------------------------------------------
@@ -319,7 +358,7 @@ def test_bbr_version_from_probe_rtt_depth(depth: float | None, family: str) -> N
 def test_two_families_matching_is_unknown_not_the_nearer() -> None:
     # a single cut by 0.7 with Reno-like growth: quic-go's Reno, or CUBIC in its Reno-friendly
     # region (aioquic's box) -- no answer
-    row = {"n_reductions": 1, "beta": 0.7, "n_losses": 1, "n_epochs": 2, "growth": 1.1,
+    row = {"n_reductions": 1, "beta": 0.7, "n_losses": 1, "n_epochs": 2, "growth": 1.0,
            "curvature": 0.0, "epoch_rtts": 20.0}  # fmt: skip
     verdict = classify(row, DEFAULT_SIGNATURES)
     assert verdict.family == UNKNOWN and len(verdict.matched) >= 2
@@ -355,8 +394,8 @@ def test_stock_quicgo_v054_runs_are_reno_or_unknown() -> None:
 
 @pytest.mark.slow
 def test_cross_implementation_corpus_is_named_rightly_or_unknown() -> None:
-    """traces/stacks: every lab stack with each of its controllers, never fitted on. Guards the
-    numbers of docs/identify.md: 21 named, one wrong (a compounded cut read as a halving)."""
+    """traces/stacks: every lab stack with each of its controllers in six other networks, never
+    fitted on. Guards the numbers of docs/identify.md: 22 named, none wrongly."""
     from quicsm.controllers.evaluation import load_labelled, predict, senders
 
     frame = senders(load_labelled(ROOT / "traces" / "stacks"))
@@ -364,6 +403,6 @@ def test_cross_implementation_corpus_is_named_rightly_or_unknown() -> None:
     predicted = predict(frame, DEFAULT_SIGNATURES)
     answered = predicted.filter(pl.col("family") != UNKNOWN)
     right = answered.filter(pl.col("family") == pl.col("controller"))
-    assert answered.height >= 21 and answered.height - right.height <= 1
+    assert answered.height >= 20 and answered.height == right.height
     assert set(right["controller"]) >= {NEWRENO, CUBIC, BBR1}
     assert set(right["stack"]) == {"aioquic", "quic-go", "quiche", "quinn"}
