@@ -8,6 +8,7 @@ section "Validation").
 from __future__ import annotations
 
 from collections import Counter
+from os import PathLike
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,8 +82,9 @@ class Inspection:
         return out
 
 
-def inspect_file(path: Path) -> Inspection:
+def inspect_file(path: str | PathLike[str]) -> Inspection:
     """Decode and validate every record of ``path``; never raises for bad records."""
+    path = Path(path)
     read = read_qlog(path, full=True, lenient=True, max_problems=MAX_LISTED)
     result = Inspection(path, read.kind, read.compression, truncated=read.truncated)
     if read.kind in (CSV, PARQUET):
