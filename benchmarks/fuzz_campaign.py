@@ -265,9 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start", type=int, default=0, help="index of the first input")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    parser.add_argument(
-        "--timeout", type=float, default=10.0, help="CPU seconds per reader call"
-    )
+    parser.add_argument("--timeout", type=float, default=10.0, help="CPU seconds per reader call")
     parser.add_argument(
         "--wall-timeout", type=float, default=120.0, help="wall-clock seconds per input"
     )
@@ -292,9 +290,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {mode}: {parts}")
     for mode in ("strict", "lenient", "input"):
         parts = ", ".join(f"{k} {tally.broken[f'{mode} {k}']}" for k in ("defect", "hang", "rss"))
-        slowest = (
-            f"; slowest reader call {tally.slowest[mode]:.2f} s CPU" if mode in tally.slowest else ""
-        )
+        slowest = ""
+        if mode in tally.slowest:
+            slowest = f"; slowest reader call {tally.slowest[mode]:.2f} s CPU"
         print(f"  {mode}, contract broken: {parts}{slowest}")
     print(
         f"peak RSS of a worker: {s['peak_rss_mb']} MB (workers replaced: {s['workers_replaced']})"

@@ -7,9 +7,11 @@ for fitting or for choosing any threshold. Prints, as Markdown: the held-back ac
 ("unknown" counts as wrong; ``accuracy_answered`` leaves unknown answers out), the confusion
 matrix, accuracy per controller, stack and scenario, the share of "unknown" for each controller
 left out of fitting, the features per controller and the fitted signatures; then the answers on
-corpora never used for fitting (``--unseen``: the paper's scenarios in ``traces/*.qlog``, the
-cross-implementation pack ``traces/stacks/`` and aioquic's Reno runs), where many transfers
-never lose a packet and "unknown" is the right answer::
+corpora never used for fitting (``--unseen``: a second draw of the identification scenarios
+with new seeds, made after every choice was fixed, ``benchmarks/corpora/identify-fresh.qlog``;
+the paper's scenarios in ``traces/*.qlog``, the cross-implementation pack ``traces/stacks/`` and
+aioquic's Reno runs, where many transfers never lose a packet and "unknown" is the right
+answer)::
 
     .venv/bin/python benchmarks/identify_accuracy.py                  # the shipped corpora
     .venv/bin/python benchmarks/identify_accuracy.py my-runs.qlog     # any labelled corpus
@@ -63,7 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--unseen",
         nargs="*",
-        default=["traces/*.qlog", "traces/stacks/", "benchmarks/corpora/aioquic-1.7.2-reno.qlog"],
+        default=[
+            "benchmarks/corpora/identify-fresh.qlog",
+            "traces/*.qlog",
+            "traces/stacks/",
+            "benchmarks/corpora/aioquic-1.7.2-reno.qlog",
+        ],
         help="labelled traces never used for fitting, classified whole (default: %(default)s)",
     )
     parser.add_argument("--write-fitted", action="store_true", help="rewrite fitted.py")
@@ -145,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
             print(markdown(accuracy_by(stacked, "stack")) + "\n")
+            if set(unseen["controller"].unique()) >= {"NewReno/Reno", "Cubic"}:
+                print("A controller left out of fitting, on these traces:\n")
+                loo_table(senders, sender_traces(labelled_unseen))
             receivers = labelled_unseen.join(
                 sender_traces(labelled_unseen).select("trace"), on="trace", how="anti"
             )
@@ -160,7 +170,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def loo_section(senders: pl.DataFrame) -> None:
     print("## A controller left out of fitting: share answered unknown (held-back senders)\n")
-    loo = leave_one_out(senders)
+    loo_table(senders)
+
+
+def loo_table(senders: pl.DataFrame, test: pl.DataFrame | None = None) -> None:
+    loo = leave_one_out(senders, test)
     print(
         markdown(
             loo.with_columns(

@@ -176,12 +176,13 @@ def accuracy_by(predicted: pl.DataFrame, key: str) -> pl.DataFrame:
     )
 
 
-def leave_one_out(labelled: pl.DataFrame) -> pl.DataFrame:
+def leave_one_out(labelled: pl.DataFrame, test: pl.DataFrame | None = None) -> pl.DataFrame:
     """For every controller of the training split: fit without it (its priors too, and the rules
     that name it from explicit BBR phases) and count how many of its held-back traces come out
-    ``unknown``, and how many of those had evidence."""
+    ``unknown``, and how many of those had evidence. With ``test``, its traces (all of them)
+    are classified instead of the held-back ones."""
     train = labelled.filter(pl.col("split") == "train")
-    heldout = labelled.filter(pl.col("split") == "heldout")
+    heldout = labelled.filter(pl.col("split") == "heldout") if test is None else test
     rows = []
     for left_out in sorted(train["controller"].drop_nulls().unique().to_list()):
         boxes = fit_signatures(train, exclude=[left_out])

@@ -8,8 +8,8 @@ section "Validation").
 from __future__ import annotations
 
 from collections import Counter
-from os import PathLike
 from dataclasses import dataclass, field
+from os import PathLike
 from pathlib import Path
 
 import polars as pl
