@@ -63,7 +63,6 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "beta": (0.67, 0.73),
         "beta_spread": (-0.012, 0.012),
         "growth": (0.766, 1.126),
-        "curvature": (0.088, 0.688),
     }, "fit:quiche/identify-100ms"),
     Box("Cubic", {
         "beta": (0.67, 0.73),

@@ -42,7 +42,8 @@ BBR2: Final = "BBRv2/v3"
 UNKNOWN: Final = "unknown"
 FAMILIES: Final[tuple[str, ...]] = (NEWRENO, CUBIC, BBR1, BBR2)
 
-#: the features a box constrains; ``beta_spread`` only counts with two reductions or more
+#: the features a box constrains; ``beta_spread`` only counts with two reductions or more,
+#: ``curvature`` with two congestion-avoidance intervals or more
 BOX_FEATURES: Final[tuple[str, ...]] = ("beta", "beta_spread", "growth", "curvature")
 #: a fitted interval is the training traces' median +- FIT_Z spreads, where a spread is the
 #: robust standard deviation of the training values (1.4826 x their median absolute deviation)
@@ -125,7 +126,10 @@ def evidence_of(row: Mapping[str, Any]) -> dict[str, float]:
         out["beta_spread"] = float(row["beta_spread"])
     if row.get("n_epochs", 0) >= 1 and row.get("growth") is not None:
         out["growth"] = float(row["growth"])
-        out["curvature"] = float(row["curvature"])
+        # a shape needs two intervals to be the controller's: one interval's curvature is as much
+        # that interval's (an app-limited stretch, a queue filling) as the controller's
+        if row.get("n_epochs", 0) >= 2 and row.get("curvature") is not None:
+            out["curvature"] = float(row["curvature"])
     return out
 
 
