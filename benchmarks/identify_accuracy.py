@@ -7,8 +7,9 @@ for fitting or for choosing any threshold. Prints, as Markdown: the held-back ac
 ("unknown" counts as wrong; ``accuracy_answered`` leaves unknown answers out), the confusion
 matrix, accuracy per controller, stack and scenario, the share of "unknown" for each controller
 left out of fitting, the features per controller and the fitted signatures; then the answers on
-corpora never used for fitting (``--unseen``: a second draw of the identification scenarios
-with new seeds, made after every choice was fixed, ``benchmarks/corpora/identify-fresh.qlog``;
+corpora never used for fitting (``--unseen``: draws of the identification scenarios with new
+seeds, ``benchmarks/corpora/identify-fresh2.qlog`` made after every choice was fixed and
+``identify-fresh.qlog`` made before the last change;
 the paper's scenarios in ``traces/*.qlog``, the cross-implementation pack ``traces/stacks/`` and
 aioquic's Reno runs, where many transfers never lose a packet and "unknown" is the right
 answer)::
@@ -66,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         "--unseen",
         nargs="*",
         default=[
+            "benchmarks/corpora/identify-fresh2.qlog",
             "benchmarks/corpora/identify-fresh.qlog",
             "traces/*.qlog",
             "traces/stacks/",
