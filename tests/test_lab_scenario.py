@@ -137,7 +137,9 @@ def test_include_cycle_is_an_error(tmp_path: Path) -> None:
 def test_shipped_scenario_files_load(path: Path) -> None:
     plan = load_plan(path)
     assert plan.scenarios
-    assert all(s.repetitions >= 5 for s in plan.scenarios)
+    # enough runs to hold some back; the identification draws are validation-only (3 each)
+    least = 3 if path.name.startswith("identify-fresh") else 5
+    assert all(s.repetitions >= least for s in plan.scenarios)
 
 
 def test_corpus_covers_the_issue_scenarios() -> None:
