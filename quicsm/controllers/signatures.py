@@ -21,7 +21,8 @@ rejects). The answer is:
 :data:`PRIORS` are the boxes from the specifications, for controllers the lab has no traces of;
 :func:`fit_signatures` widens boxes around training traces of known controllers.
 :data:`DEFAULT_SIGNATURES` is ``fit_signatures`` on the training runs of the shipped corpus
-(``benchmarks/identify_accuracy.py --fit`` prints it; a test checks that it still does).
+(``benchmarks/identify_accuracy.py --write-fitted`` writes it; a test checks that refitting
+gives it again).
 """
 
 from __future__ import annotations
@@ -263,8 +264,8 @@ def fit_signatures(
 
     A fitted box constrains each feature that at least two of its training traces have evidence
     for and agree on (:func:`_interval`), centred on their median; a group whose traces do not
-    agree on the reduction factor gives no box (BBR, named by its phases and its lack of a
-    multiplicative decrease, not by a box). The variant columns only group the training traces;
+    agree on the reduction factor gives no box (quinn's BBR, whose window drops after losses vary:
+    it is named by its phases and rules, not by a box). The variant columns only group the training traces;
     matching never looks at them.
     """
     if truth not in features.columns:
