@@ -119,6 +119,19 @@ def load_labelled(paths: PathLike | Iterable[PathLike]) -> pl.DataFrame:
     return label_frame(compute_features(metrics, transitions), traces)
 
 
+def fitting_set(
+    paths: PathLike | Iterable[PathLike], extra: Iterable[PathLike] = ()
+) -> pl.DataFrame:
+    """The labelled sender traces of ``paths`` (split by repetition, :func:`split_of`) and of
+    ``extra``, whose traces all train: the frame the shipped signatures are fitted on."""
+    frames = [senders(load_labelled(paths))]
+    extra = list(extra)
+    if extra:
+        more = senders(load_labelled(extra)).with_columns(pl.lit("train").alias("split"))
+        frames.append(more)
+    return pl.concat(frames, how="vertical").filter(pl.col("controller").is_not_null())
+
+
 def senders(frame: pl.DataFrame) -> pl.DataFrame:
     """The sending side of every lab connection: the server (the lab's objects flow from server
     to client), by vantage point or, for traces that do not say, by the run's ``role`` label."""

@@ -264,9 +264,9 @@ def fit_signatures(
 
     A fitted box constrains each feature that at least two of its training traces have evidence
     for and agree on (:func:`_interval`), centred on their median; a group whose traces do not
-    agree on the reduction factor gives no box (quinn's BBR, whose window drops after losses vary:
-    it is named by its phases and rules, not by a box). The variant columns only group the training traces;
-    matching never looks at them.
+    agree on the reduction factor gives no box (quinn's BBR, whose window drops after losses
+    vary: it is named by its phases and rules, not by a box). The variant columns only group the
+    training traces; matching never looks at them.
     """
     if truth not in features.columns:
         raise InputError(f"fit_signatures: features need a {truth!r} column (the true family)")
