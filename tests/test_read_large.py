@@ -172,6 +172,34 @@ def test_a_1gb_stream_read_without_the_ratio_cap_finishes_in_bounded_memory(
     assert peak <= RSS_LIMIT_MB, output
 
 
+def test_a_nesting_bomb_in_contained_json_is_our_error_in_bounded_memory(tmp_path: Path) -> None:
+    """A contained-JSON document whose one event opens 24 MiB of brackets and never closes them
+    (found by the fuzz campaign: the structure scanner's index arrays, eight bytes per bracket
+    and several of them, took about 500 MB for one 8 MiB block): a cut-off document, read with
+    a warning or stopped with our error, at a peak RSS like any other read."""
+    bomb = tmp_path / "nested.qlog.gz"
+    depth = 24 << 20
+    with gzip.open(bomb, "wb", compresslevel=9) as out:
+        out.write(b'{"qlog_version": "0.3", "traces": [{"vantage_point": {}, "events": [')
+        out.write(b'{"time": 1, "name": "recovery:metrics_updated", "data": ')
+        for _ in range(depth >> 20):
+            out.write(b"[" * (1 << 20))
+        out.write(b"]}]}")
+    code, output, peak = _run_child(
+        f"""
+        from quicsm.core.errors import QlogError
+        from quicsm.extract.read import read_transitions
+        try:
+            print("ROWS", read_transitions({str(bomb)!r}).height)
+        except QlogError as exc:
+            print("ERROR", exc)
+        """
+    )
+    assert code == 0, output
+    assert ("ROWS " in output or f"ERROR {bomb}" in output) and "an unexpected" not in output
+    assert peak <= 300, output
+
+
 def test_limits_are_configurable_and_name_the_file(tmp_path: Path) -> None:
     path = tmp_path / "t.sqlog.gz"
     _bomb(path, compression="gzip", total=8 << 20)

@@ -51,6 +51,8 @@ _QUOTE, _BACKSLASH = 34, 92
 _OPEN = {ord("{"): ord("}"), ord("["): ord("]")}
 #: structural characters deeper than this are inside an event (or a member value) as a whole
 _VISIBLE_DEPTH = 4
+#: bytes scanned for structure at once (bounds the scanner's index arrays to a few MB each)
+_SCAN_SLICE = 1 << 20
 
 _TOP, _TRACES, _TRACE, _EVENTS, _SKIP = range(5)
 
@@ -135,9 +137,14 @@ class ContainedParser:
             return
         start = self._base + len(self._buf)
         self._buf += data
-        positions, chars = self._structure(data)
-        for pos, c in zip((positions + start).tolist(), chars.tolist(), strict=True):
-            self._char(pos, c)
+        # scanned a slice at a time: the index arrays of a slice made only of brackets (a
+        # nesting bomb) are eight times its size, per array
+        for offset in range(0, len(data), _SCAN_SLICE):
+            piece = data[offset : offset + _SCAN_SLICE]
+            positions, chars = self._structure(piece)
+            at = start + offset
+            for pos, c in zip((positions + at).tolist(), chars.tolist(), strict=True):
+                self._char(pos, c)
         self._scanned = start + len(data)
         self._trim()
 
