@@ -105,3 +105,25 @@ def test_out_of_range_values_are_our_error_in_both_modes(tmp_path: Path) -> None
         with pytest.warns(UserWarning):
             assert read_metrics(path, on_error="skip", diagnostics=diag).is_empty()
         assert diag.skipped_records == 1
+
+
+def test_the_campaign_runs_and_counts_every_input(tmp_path: Path) -> None:
+    """benchmarks/fuzz_campaign.py end to end on a few inputs: every input is counted once per
+    mode, as rows or our error, and the JSON record says so."""
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "campaign.json"
+    proc = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "fuzz_campaign.py"), "--inputs", "4",
+         "--seed", "3", "--workers", "1", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = json.loads(out.read_text())
+    assert record["inputs"] == 4 and record["broken"] == {} and record["broken_inputs"] == []
+    for mode in ("strict", "lenient"):
+        counts = record["outcomes"][mode]
+        assert sum(counts.values()) == 4 and set(counts) <= {"read", "QlogError", "InputError"}
