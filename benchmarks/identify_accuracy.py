@@ -1,27 +1,28 @@
-"""Accuracy of ``quicsm identify``, fitted on lab runs and measured on runs held back.
+"""Accuracy of ``quicsm identify``, fitted on lab corpora and measured on a draw held back.
 
-The identification corpus (default ``benchmarks/corpora/identify.qlog``: every lab stack with
-each of its controllers under ``lab/scenarios/identify.toml``, senders only) is split by
-repetition: runs 1-3 of every five fit the signatures, runs 4-5 are held back and never used
-for fitting or for choosing any threshold. Prints, as Markdown: the held-back accuracy
-("unknown" counts as wrong; ``accuracy_answered`` leaves unknown answers out), the confusion
-matrix, accuracy per controller, stack and scenario, the share of "unknown" for each controller
-left out of fitting, the features per controller and the fitted signatures; then the answers on
-corpora never used for fitting (``--unseen``: draws of the identification scenarios with new
-seeds, ``benchmarks/corpora/identify-fresh2.qlog`` made after every choice was fixed and
-``identify-fresh.qlog`` made before the last change;
-the paper's scenarios in ``traces/*.qlog``, the cross-implementation pack ``traces/stacks/`` and
-aioquic's Reno runs, where many transfers never lose a packet and "unknown" is the right
-answer)::
+The signatures are fitted on every sender trace of the fitting corpora (default: the
+identification corpus ``benchmarks/corpora/identify.qlog`` — every lab stack with each of its
+controllers under ``lab/scenarios/identify.toml``, five runs per setting — and two further
+draws of the same scenarios with their own seeds, ``identify-fresh.qlog`` and
+``identify-fresh2.qlog``, three runs each). They are measured on ``--heldout`` (default
+``identify-fresh3.qlog``: four runs per setting with a new seed, made before the features and
+the fitting rule were fixed and classified only after, never fitted or tuned on). Prints, as
+Markdown: the held-back accuracy ("unknown" counts as wrong; ``accuracy_answered`` leaves
+unknown answers out), the confusion matrix, accuracy per controller, stack and scenario, the
+share of "unknown" for each controller left out of fitting, the features per controller and
+the fitted signatures; then leave-one-corpus-out cross-validation over the fitting corpora, and
+the answers on corpora never used for fitting (``--unseen``: the paper's scenarios in
+``traces/*.qlog``, the cross-implementation pack ``traces/stacks/`` and aioquic's Reno runs,
+where many transfers never lose a packet and "unknown" is the right answer)::
 
     .venv/bin/python benchmarks/identify_accuracy.py                  # the shipped corpora
-    .venv/bin/python benchmarks/identify_accuracy.py my-runs.qlog     # any labelled corpus
+    .venv/bin/python benchmarks/identify_accuracy.py my-runs.qlog --heldout more-runs.qlog
     .venv/bin/python benchmarks/identify_accuracy.py --unseen         # no unseen corpus
     .venv/bin/python benchmarks/identify_accuracy.py --write-fitted   # regenerate fitted.py
 
 The true controller of a trace is its declared ``cc_algorithm`` label, else its stack's default
 (:data:`quicsm.controllers.evaluation.STACK_DEFAULTS`). ``scripts/make_identify_corpus`` makes
-the identification corpus.
+the corpora.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import polars as pl
 from quicsm.controllers.evaluation import (
     accuracy_by,
     confusion,
+    cross_validate,
     feature_summary,
     fitting_set,
     leave_one_out,
@@ -45,8 +47,11 @@ from quicsm.controllers.evaluation import senders as sender_traces
 from quicsm.controllers.signatures import boxes_table, fit_signatures, signatures_source
 
 FITTED = Path(__file__).resolve().parent.parent / "quicsm" / "controllers" / "fitted.py"
-#: corpora whose every run fits the shipped boxes, with runs 1-3 of the identification corpus
-TRAIN_EXTRA: list[str] = []
+CORPORA = "benchmarks/corpora"
+#: the corpora the shipped boxes are fitted on, every run of them
+FITTING: list[str] = [f"{CORPORA}/identify.qlog", f"{CORPORA}/identify-fresh.qlog",
+                      f"{CORPORA}/identify-fresh2.qlog"]  # fmt: skip
+HELDOUT: list[str] = [f"{CORPORA}/identify-fresh3.qlog"]
 
 
 def markdown(frame: pl.DataFrame) -> str:
@@ -65,32 +70,24 @@ def markdown(frame: pl.DataFrame) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("paths", nargs="*", default=["benchmarks/corpora/identify.qlog"])
+    parser.add_argument("paths", nargs="*", default=FITTING, help="fitting corpora")
+    parser.add_argument(
+        "--heldout",
+        nargs="*",
+        default=HELDOUT,
+        help="labelled traces held back from fitting, measured whole (default: %(default)s)",
+    )
     parser.add_argument(
         "--unseen",
         nargs="*",
-        default=[
-            "benchmarks/corpora/identify-fresh2.qlog",
-            "benchmarks/corpora/identify-fresh.qlog",
-            "traces/*.qlog",
-            "traces/stacks/",
-            "benchmarks/corpora/aioquic-1.7.2-reno.qlog",
-        ],
-        help="labelled traces never used for fitting, classified whole (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--train-extra",
-        nargs="*",
-        default=TRAIN_EXTRA,
-        help="labelled traces that all fit the boxes, with the training runs of PATHS "
-        "(default: %(default)s)",
+        default=["traces/*.qlog", "traces/stacks/", f"{CORPORA}/aioquic-1.7.2-reno.qlog"],
+        help="labelled traces of other networks, never used for fitting (default: %(default)s)",
     )
     parser.add_argument("--write-fitted", action="store_true", help="rewrite fitted.py")
     args = parser.parse_args(argv)
 
-    senders = fitting_set(args.paths, args.train_extra)
-    train = senders.filter(pl.col("split") == "train")
-    heldout = senders.filter(pl.col("split") == "heldout")
+    train = fitting_set(args.paths)
+    heldout = fitting_set(args.heldout).with_columns(pl.lit("heldout").alias("split"))
     boxes = fit_signatures(train)
     if args.write_fitted:
         FITTED.write_text(signatures_source(boxes))
@@ -100,13 +97,13 @@ def main(argv: list[str] | None = None) -> int:
     total = predicted.height
     correct = predicted.filter(pl.col("family") == pl.col("controller")).height
     answered = predicted.filter(pl.col("family") != "unknown").height
-    controllers = sorted(senders["controller"].unique().to_list())
-    stacks = sorted(senders["stack"].unique().to_list())
+    controllers = sorted(heldout["controller"].unique().to_list())
+    stacks = sorted(heldout["stack"].unique().to_list())
     print("# identify: accuracy on held-back lab runs\n")
     print(
-        f"corpus: {', '.join([*args.paths, *args.train_extra])}; senders: {senders.height} traces "
-        f"({train.height} train, {heldout.height} held back); "
-        f"controllers: {', '.join(controllers)}; stacks: {', '.join(stacks)}\n"
+        f"fitted on: {', '.join(args.paths)} ({train.height} senders); held back: "
+        f"{', '.join(args.heldout)} ({heldout.height} senders); controllers: "
+        f"{', '.join(controllers)}; stacks: {', '.join(stacks)}\n"
     )
     print(
         f"**held-back accuracy: {correct}/{total} = {correct / max(total, 1):.1%}** "
@@ -123,6 +120,12 @@ def main(argv: list[str] | None = None) -> int:
         f"controllers: {evident.filter(pl.col('ambiguous')).height}); wrong "
         f"{evident.height - right - evident.filter(pl.col('family') == 'unknown').height}\n"
     )
+    bad = predicted.filter(pl.col("family") != pl.col("controller"))
+    if bad.height:
+        print("## Held-back senders not named rightly\n")
+        columns = ["stack", "version", "scenario", "run", "controller", "family", "beta",
+                   "beta_spread", "growth", "cubic_fit", "rtt_ms"]  # fmt: skip
+        print(markdown(bad.select(columns)) + "\n")
     print("## Features per controller (held-back senders; min / median / max)\n")
     print(markdown(feature_summary(heldout)) + "\n")
     print("## Fitted signatures (training runs)\n")
@@ -144,7 +147,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             + "\n"
         )
-    loo_section(senders)
+    print("## A controller left out of fitting: share answered unknown (held-back senders)\n")
+    loo_table(train, heldout)
+    print("## Cross-validation: each fitting corpus left out of the fit in turn\n")
+    print(markdown(cross_validate(train)) + "\n")
     if args.unseen:
         print(f"## Corpora never used for fitting: {', '.join(args.unseen)} (all runs)\n")
         for path in args.unseen:
@@ -165,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             print(markdown(accuracy_by(stacked, "stack")) + "\n")
             if set(unseen["controller"].unique()) >= {"NewReno/Reno", "Cubic"}:
                 print("A controller left out of fitting, on these traces:\n")
-                loo_table(senders, sender_traces(labelled_unseen))
+                loo_table(train, sender_traces(labelled_unseen))
             receivers = labelled_unseen.join(
                 sender_traces(labelled_unseen).select("trace"), on="trace", how="anti"
             )
@@ -179,13 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def loo_section(senders: pl.DataFrame) -> None:
-    print("## A controller left out of fitting: share answered unknown (held-back senders)\n")
-    loo_table(senders)
-
-
-def loo_table(senders: pl.DataFrame, test: pl.DataFrame | None = None) -> None:
-    loo = leave_one_out(senders, test)
+def loo_table(train: pl.DataFrame, test: pl.DataFrame) -> None:
+    loo = leave_one_out(train, test)
     print(
         markdown(
             loo.with_columns(

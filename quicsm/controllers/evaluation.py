@@ -1,10 +1,12 @@
-"""Measuring identification on labelled traces: ground truth, the train/held-out split, the
-confusion matrix, accuracy per label, and "unknown" for a controller left out of training.
+"""Measuring identification on labelled traces: ground truth, the fitting set, the confusion
+matrix, accuracy per label, "unknown" for a controller left out of training, and
+cross-validation by corpus.
 
-The split is fixed by repetition (:func:`split_of`): the first 60 % of each scenario's
-repetitions train — runs 1-3 of 5, run 1 of 2 — and the rest are held back. The lab derives each
-repetition's relay seed from (scenario file seed, scenario, repetition), so held-back runs met
-loss and jitter draws that no training run met.
+The shipped signatures are fitted on whole corpora (:func:`fitting_set`) and measured on a
+corpus held back entirely: a draw of the same lab scenarios with its own seed, so its runs met
+loss and jitter draws that no training run met. :func:`split_of` splits one corpus by
+repetition (the first 60 % of each scenario's repetitions train — runs 1-3 of 5, run 1 of 2)
+for a corpus that has to serve as both.
 """
 
 from __future__ import annotations
@@ -119,17 +121,45 @@ def load_labelled(paths: PathLike | Iterable[PathLike]) -> pl.DataFrame:
     return label_frame(compute_features(metrics, transitions), traces)
 
 
-def fitting_set(
-    paths: PathLike | Iterable[PathLike], extra: Iterable[PathLike] = ()
-) -> pl.DataFrame:
-    """The labelled sender traces of ``paths`` (split by repetition, :func:`split_of`) and of
-    ``extra``, whose traces all train: the frame the shipped signatures are fitted on."""
-    frames = [senders(load_labelled(paths))]
-    extra = list(extra)
-    if extra:
-        more = senders(load_labelled(extra)).with_columns(pl.lit("train").alias("split"))
-        frames.append(more)
+def fitting_set(paths: Iterable[PathLike]) -> pl.DataFrame:
+    """The labelled sender traces of ``paths``, every one of them training (``split`` is
+    ``train``): the frame the shipped signatures are fitted on. Each path is read on its own and
+    keeps its name in ``corpus`` (for cross-validation by corpus)."""
+    frames = [
+        senders(load_labelled([path])).with_columns(
+            pl.lit("train").alias("split"), pl.lit(str(path)).alias("corpus")
+        )
+        for path in paths
+    ]
     return pl.concat(frames, how="vertical").filter(pl.col("controller").is_not_null())
+
+
+def cross_validate(fitting: pl.DataFrame) -> pl.DataFrame:
+    """Leave one corpus out: for each ``corpus`` of ``fitting``, fit on the others and classify
+    it. One row per corpus: traces, right, wrong, unknown, and the share left unknown when each
+    controller is also left out of the fit (the lowest over the controllers)."""
+    rows = []
+    for name in sorted(fitting["corpus"].unique().to_list()):
+        train = fitting.filter(pl.col("corpus") != name)
+        test = fitting.filter(pl.col("corpus") == name)
+        predicted = predict(test, fit_signatures(train))
+        right = predicted.filter(pl.col("family") == pl.col("controller")).height
+        unknown = predicted.filter(pl.col("family") == UNKNOWN).height
+        loo = leave_one_out(train, test)
+        rows.append(
+            {
+                "corpus": name,
+                "traces": predicted.height,
+                "right": right,
+                "wrong": predicted.height - right - unknown,
+                "unknown": unknown,
+                "accuracy": right / max(predicted.height, 1),
+                "left_out_unknown_min": float(
+                    (loo["unknown"] / loo["traces"]).drop_nans().min() or 0.0
+                ),
+            }
+        )
+    return pl.DataFrame(rows)
 
 
 def senders(frame: pl.DataFrame) -> pl.DataFrame:
@@ -218,7 +248,8 @@ def leave_one_out(labelled: pl.DataFrame, test: pl.DataFrame | None = None) -> p
 
 def feature_summary(frame: pl.DataFrame) -> pl.DataFrame:
     """Per true controller: how many traces have each kind of evidence, and the range (min,
-    median, max) of the reduction factor, its spread, the growth and the curvature."""
+    median, max) of the reduction factor, its spread, the growth, the curvature, the cubic fit
+    and the RTT."""
     rows = []
     for truth in sorted(frame["controller"].drop_nulls().unique().to_list()):
         part = frame.filter(pl.col("controller") == truth)
@@ -228,6 +259,8 @@ def feature_summary(frame: pl.DataFrame) -> pl.DataFrame:
             ("beta_spread", pl.col("n_reductions") >= 2),
             ("growth", pl.col("n_epochs") >= 1),
             ("curvature", pl.col("n_epochs") >= 1),
+            ("cubic_fit", pl.col("n_epochs") >= 1),
+            ("rtt_ms", pl.col("rtt_ms").is_not_null()),
         ):
             values = [float(v) for v in part.filter(where)[name].drop_nulls().to_list()]
             row[name] = (

@@ -23,6 +23,17 @@ with ``congestion_window`` and ``packet_lost`` events is enough.
   segment per RTT); ``curvature`` is the parabola's quadratic coefficient over the linear slope,
   both over the interval scaled to [0, 1]: about 0 for linear growth, negative for concave growth
   towards a previous maximum (CUBIC's concave region), positive for convex growth.
+  ``cubic_fit`` tells CUBIC from Reno when both grow at the same mean rate: over the same
+  intervals, CUBIC's own window function W(t) = C (t - K)^3 + W_max (RFC 9438 section 4.2;
+  segments, seconds, C = 0.4, with K and W_max fitted) is set against a straight line, and
+  ``cubic_fit`` is the median over intervals of ln((1 + RSS_line) / (1 + RSS_cubic)), the
+  residual sums of squares in segments^2: positive when CUBIC's curve explains the window
+  better than a line (the window rises fast after a cut and flattens towards the last
+  maximum, or turns convex past it), negative when the growth is a line (Reno; or CUBIC in its
+  Reno-friendly region, RFC 9438 section 4.3, which grows more slowly than Reno).
+* **Path.** ``rtt_ms`` is the median smoothed RTT: CUBIC's window is a function of time, not
+  of round trips (RFC 9438 section 5), so its growth per RTT and its shape depend on the RTT
+  (at 50 ms it grows like Reno in its Reno-friendly region, at 100 ms concavely).
 * **Sending.** ``cwnd_gain`` is the largest window over the first: a receiver, which sends
   little but acknowledgements, barely moves its window.
 * **Phases.** Explicit BBR phase names: ``Startup``/``Drain``/``ProbeBW``/``ProbeRTT`` and, for
@@ -54,6 +65,12 @@ MIN_EPOCH_RTTS: Final[float] = 4.0
 MIN_EPOCH_POINTS: Final[int] = 5
 #: the RTT assumed before the trace reports one
 DEFAULT_RTT_MS: Final[float] = 100.0
+#: RFC 9438's CUBIC constant C, in segments per second cubed
+CUBIC_C: Final[float] = 0.4
+#: the times K (seconds after the start of an interval) at which CUBIC's curve may reach its
+#: previous maximum, tried when fitting it: from before the interval (convex all along) to far
+#: after it (K = 12 s is a maximum of some 2 300 segments, 2.9 MB)
+CUBIC_K_GRID: Final[np.ndarray] = np.linspace(-2.0, 12.0, 141)
 
 #: raw-name fragments of BBRv2/v3's ProbeBW sub-phases
 BBR2_MARKERS: Final[tuple[str, ...]] = ("probe_bw_up", "probe_bw_down", "cruise", "refill",
@@ -74,6 +91,8 @@ FEATURES_SCHEMA: Final[dict[str, pl.DataType]] = {
     "epoch_rtts": pl.Float64(),
     "growth": pl.Float64(),
     "curvature": pl.Float64(),
+    "cubic_fit": pl.Float64(),
+    "rtt_ms": pl.Float64(),
     "bbr_phases": pl.Int64(),
     "bbr2_phases": pl.Int64(),
     "probe_rtt_depth": pl.Float64(),
@@ -177,10 +196,23 @@ def _ca_intervals(transitions: pl.DataFrame) -> list[tuple[float, float]]:
     return _intervals(transitions, "CongestionAvoidance")
 
 
+def _cubic_fit(seconds: np.ndarray, segments: np.ndarray) -> float:
+    """ln((1 + RSS of a fitted line) / (1 + RSS of CUBIC's fitted curve)) for one interval's
+    window (``segments``) over time (``seconds`` from its start): CUBIC's curve with C fixed
+    (:data:`CUBIC_C`), K from :data:`CUBIC_K_GRID` and W_max by least squares for each K."""
+    line = np.polyfit(seconds, segments, 1)
+    rss_line = float(np.sum((np.polyval(line, seconds) - segments) ** 2))
+    curves = CUBIC_C * (seconds[None, :] - CUBIC_K_GRID[:, None]) ** 3  # one row per K
+    w_max = np.mean(segments[None, :] - curves, axis=1)  # the least-squares W_max of each K
+    rss_cubic = float(np.min(np.sum((segments[None, :] - curves - w_max[:, None]) ** 2, axis=1)))
+    return math.log((1.0 + rss_line) / (1.0 + rss_cubic))
+
+
 def _epochs(
     intervals: list[tuple[float, float]], times: np.ndarray, cwnd: np.ndarray, rtt: np.ndarray
-) -> list[tuple[float, float, float]]:
-    """(growth in segments per RTT, curvature, length in RTTs) of each usable CA interval."""
+) -> list[tuple[float, float, float, float]]:
+    """(growth in segments per RTT, curvature, length in RTTs, cubic fit) of each usable CA
+    interval."""
     out = []
     for start, end in intervals:
         inside = (times >= start) & (times < end) & ~np.isnan(cwnd)
@@ -207,7 +239,8 @@ def _epochs(
         quad = float(np.polyfit(s, w, 2)[0])
         growth = slope / total / SEGMENT_BYTES
         curvature = quad / max(abs(slope), SEGMENT_BYTES)
-        out.append((growth, curvature, total))
+        cubic = _cubic_fit((t - t[0]) / 1000.0, w / SEGMENT_BYTES)
+        out.append((growth, curvature, total, cubic))
     return out
 
 
@@ -294,6 +327,8 @@ def trace_features(
         "epoch_rtts": float(sum(e[2] for e in epochs)),
         "growth": _median([e[0] for e in epochs]),
         "curvature": _median([e[1] for e in epochs]),
+        "cubic_fit": _median([e[3] for e in epochs]),
+        "rtt_ms": float(np.nanmedian(rtt)) if np.any(~np.isnan(rtt)) else None,
         "bbr_phases": bbr,
         "bbr2_phases": bbr2,
         "probe_rtt_depth": _probe_rtt_depth(transitions, times, cwnd) if bbr else None,

@@ -45,7 +45,29 @@ FAMILIES: Final[tuple[str, ...]] = (NEWRENO, CUBIC, BBR1, BBR2)
 
 #: the features a box constrains; ``beta_spread`` only counts with two reductions or more,
 #: ``curvature`` with two congestion-avoidance intervals or more
-BOX_FEATURES: Final[tuple[str, ...]] = ("beta", "beta_spread", "growth", "curvature")
+BOX_FEATURES: Final[tuple[str, ...]] = ("beta", "beta_spread", "growth", "cubic_fit")
+#: features that are a log-likelihood ratio between two shapes: the sign says which shape fits
+#: better, and the size grows with the length of the intervals as much as with the evidence,
+#: so a fitted box constrains only the sign, open on that side ...
+ONE_SIDED: Final[frozenset[str]] = frozenset({"cubic_fit"})
+#: ... when this share of its training traces agree on it ...
+SIGN_AGREEMENT: Final[float] = 0.75
+#: ... reaching this far past zero (ln units: residual sums within 28 % of each other are no
+#: evidence either way, and boxes of both signs take such a trace)
+SIGN_TOLERANCE: Final[float] = 0.25
+#: a reduction factor whose spread (median absolute deviation) stays below this is exact
+#: (quic-go's 0.7 varies by 10^-6); a stack whose every training trace varied more gets a box
+#: that requires it
+EXACT_FACTOR: Final[float] = 0.001
+#: how far a one-sided interval reaches on its open side
+OPEN_END: Final[float] = 1000.0
+#: families whose window grows with time rather than with round trips (CUBIC, RFC 9438 section
+#: 5): their growth per RTT and their shape depend on the path's RTT, so a box fitted on one
+#: path holds only at RTTs within RTT_FACTOR of the training traces' median RTT. Reno's
+#: signature (a factor, one segment per RTT, a line) is the same on every path: its boxes are
+#: not bound to an RTT.
+RTT_BOUND_FAMILIES: Final[frozenset[str]] = frozenset({CUBIC})
+RTT_FACTOR: Final[float] = 2**0.5
 #: a fitted interval is the training traces' median +- FIT_Z spreads, where a spread is the
 #: robust standard deviation of the training values (1.4826 x their median absolute deviation)
 #: or the feature's floor below, whichever is larger
@@ -57,6 +79,7 @@ SPREAD_FLOORS: Final[dict[str, float]] = {
     "beta_spread": 0.004,
     "growth": 0.06,
     "curvature": 0.1,
+    "cubic_fit": 0.3,
 }
 #: a feature constrains a fitted box only when its training traces agree on it: a robust spread
 #: above this says the feature is not a trait of the controller in that stack and network (BBR's
@@ -66,6 +89,7 @@ CONSISTENT_SPREAD: Final[dict[str, float]] = {
     "beta_spread": 0.05,
     "growth": 0.3,
     "curvature": 0.5,
+    "cubic_fit": 1.0,
 }
 #: the columns that group training traces into one fitted box each (with the true controller)
 VARIANTS: Final[tuple[str, ...]] = ("stack", "scenario")
@@ -131,6 +155,10 @@ def evidence_of(row: Mapping[str, Any]) -> dict[str, float]:
         # that interval's (an app-limited stretch, a queue filling) as the controller's
         if row.get("n_epochs", 0) >= 2 and row.get("curvature") is not None:
             out["curvature"] = float(row["curvature"])
+        if row.get("cubic_fit") is not None:
+            out["cubic_fit"] = float(row["cubic_fit"])
+    if row.get("rtt_ms") is not None and row["rtt_ms"] > 0:
+        out["rtt_ms"] = float(row["rtt_ms"])
     return out
 
 
@@ -237,15 +265,31 @@ def _robust_spread(values: list[float]) -> float:
 def _interval(values: list[float], name: str) -> tuple[float, float] | None:
     """The median of the values +- :data:`FIT_Z` robust spreads (at least
     :data:`SPREAD_FLOORS`), or None when fewer than two traces have the feature or they disagree
-    (:data:`CONSISTENT_SPREAD`)."""
+    (:data:`CONSISTENT_SPREAD`).
+
+    A one-sided feature (:data:`ONE_SIDED`) constrains only its sign, when at least
+    :data:`SIGN_AGREEMENT` of the values have it: ``(-SIGN_TOLERANCE, OPEN_END)`` or
+    ``(-OPEN_END, SIGN_TOLERANCE)``. ``beta_spread`` keeps a lower bound of
+    :data:`EXACT_FACTOR` when every value is above it (a stack whose factor varies, as aioquic's
+    cut of the flight size does, is not one that cuts by an exact factor)."""
     if len(values) < 2:
+        return None
+    if name in ONE_SIDED:
+        positive = sum(v > 0 for v in values) / len(values)
+        if positive >= SIGN_AGREEMENT:
+            return (-SIGN_TOLERANCE, OPEN_END)
+        if 1 - positive >= SIGN_AGREEMENT:
+            return (-OPEN_END, SIGN_TOLERANCE)
         return None
     centre = float(np.median(values))
     spread = _robust_spread(values)
     if spread > CONSISTENT_SPREAD[name]:
         return None
     margin = FIT_Z * max(spread, SPREAD_FLOORS[name])
-    return (round(centre - margin, 3), round(centre + margin, 3))
+    lo, hi = round(centre - margin, 3), round(centre + margin, 3)
+    if name == "beta_spread" and min(values) > EXACT_FACTOR:
+        lo = EXACT_FACTOR
+    return (lo, hi)
 
 
 def fit_signatures(
@@ -284,13 +328,20 @@ def fit_signatures(
         samples: dict[str, list[float]] = {name: [] for name in BOX_FEATURES}
         for row in part.iter_rows(named=True):
             for name, value in evidence_of(row).items():
-                samples[name].append(value)
+                if name in samples:
+                    samples[name].append(value)
         intervals = {}
         for name, values in samples.items():
             interval = _interval(values, name) if values else None
             if interval is not None:
                 intervals[name] = interval
-        if "beta" in intervals:  # a fitted box always says how the window answers loss
+        rtts = [float(v) for v in part["rtt_ms"].drop_nulls().to_list() if v > 0] \
+            if "rtt_ms" in part.columns else []  # fmt: skip
+        if family in RTT_BOUND_FAMILIES and len(rtts) >= 2:
+            centre = float(np.median(rtts))
+            intervals["rtt_ms"] = (round(centre / RTT_FACTOR, 1), round(centre * RTT_FACTOR, 1))
+        if "beta" in intervals and "beta_spread" in intervals:
+            # a fitted box always says how the window answers loss: by one factor, every time
             variant = "/".join(str(v) for v in key[1:])
             boxes.append(Box(family, intervals, f"fit:{variant}" if variant else "fit"))
     return tuple(boxes)
