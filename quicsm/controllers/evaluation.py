@@ -154,8 +154,9 @@ def cross_validate(fitting: pl.DataFrame) -> pl.DataFrame:
                 "wrong": predicted.height - right - unknown,
                 "unknown": unknown,
                 "accuracy": right / max(predicted.height, 1),
-                "left_out_unknown_min": float(
-                    (loo["unknown"] / loo["traces"]).drop_nans().min() or 0.0
+                "left_out_unknown_min": min(
+                    (u / t for u, t in zip(loo["unknown"], loo["traces"], strict=True) if t),
+                    default=float("nan"),
                 ),
             }
         )
