@@ -101,26 +101,55 @@ def normalize_transitions(df: pl.DataFrame) -> pl.DataFrame:
         [expr.alias(name) for name, expr in fill.items() if name not in df.columns]
     )
     df = df.select([pl.col(n).cast(t) for n, t in TRANSITIONS_SCHEMA.items()])
-    df = (
-        df.with_row_index("_order")
-        .with_columns(pl.col("_order").cast(pl.Int64))
-        .sort(["trace", "time_ms", "_order"], maintain_order=True)
-    )
+    # Each step below copies every column, so a step with nothing to do is skipped: a frame that
+    # is already in order, starts every trace with Init and repeats no state (a derived trace's
+    # rows) is not copied again (the result is the same either way: a stable sort of sorted rows
+    # keeps them, and no Init is inserted and no row dropped).
+    if not _in_order(df):
+        df = (
+            df.with_row_index("_order")
+            .with_columns(pl.col("_order").cast(pl.Int64))
+            .sort(["trace", "time_ms", "_order"], maintain_order=True)
+            .drop("_order")
+        )
     firsts = df.group_by("trace", maintain_order=True).first()
     inits = firsts.filter(pl.col("state") != "Init").with_columns(
         pl.lit("Init", STATE_DTYPE).alias("state"),
         pl.lit(None, pl.String()).alias("raw_state"),
         pl.lit(None, pl.String()).alias("trigger"),
         pl.lit("derived", SOURCE_DTYPE).alias("source"),
-        pl.lit(-1, pl.Int64()).alias("_order"),
     )
-    df = pl.concat([inits.select(df.columns), df]).sort(
-        ["trace", "time_ms", "_order"], maintain_order=True
-    )
-    keep = (pl.col("state") != pl.col("state").shift(1).over("trace")) | pl.col("state").shift(
-        1
-    ).over("trace").is_null()
+    if inits.height:
+        # an inserted Init goes before the trace's rows at its first time (order -1)
+        df = (
+            pl.concat(
+                [
+                    inits.select(df.columns).with_columns(pl.lit(-1, pl.Int64()).alias("_order")),
+                    df.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_order")),
+                ]
+            )
+            .sort(["trace", "time_ms", "_order"], maintain_order=True)
+            .drop("_order")
+        )
+    previous = pl.col("state").shift(1).over("trace")
+    keep = (pl.col("state") != previous) | previous.is_null()
     df = df.with_columns(
         pl.max_horizontal("end_ms", pl.col("time_ms").max().over("trace")).alias("end_ms")
     )
-    return df.filter(keep).drop("_order")
+    if df.select(keep.fill_null(False).all()).item():
+        return df
+    return df.filter(keep)
+
+
+def _in_order(df: pl.DataFrame) -> bool:
+    """Whether ``df`` is sorted by trace, then time, with no null in either."""
+    if df.height < 2:
+        return True
+    trace, time = pl.col("trace"), pl.col("time_ms")
+    previous_trace, previous_time = trace.shift(1), time.shift(1)
+    ordered = (trace > previous_trace) | ((trace == previous_trace) & (time >= previous_time))
+    return bool(
+        df.select(
+            (trace.null_count() == 0) & (time.null_count() == 0) & ordered.slice(1).all()
+        ).item()
+    )

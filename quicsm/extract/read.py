@@ -292,27 +292,33 @@ def _trace_profile(loaded: _Loaded, trace: TraceData, profile: Profile | None) -
 def _derived_frame(
     file: str, tid: str, vantage: str, start: float, end: float, rows: CompactRows
 ) -> pl.DataFrame:
-    """A trace's derived rows as a frame, built from the arrays (no object per row)."""
+    """A trace's derived rows as a frame, built from the arrays (no object per row), each
+    column in its final type (a long trace's frame is built once, not cast again)."""
     times = np.frombuffer(rows.times, dtype=np.float64) if len(rows) else np.zeros(0)
     n = len(rows) + 1
     codes = np.frombuffer(rows.states, dtype=np.uint8) if len(rows) else np.zeros(0, np.uint8)
     triggers = np.frombuffer(rows.triggers, dtype=np.uint16) if len(rows) else np.zeros(0, "u2")
     names = pl.Series("names", [None, *rows.trigger_names], dtype=pl.String)
+    schema = TRANSITIONS_SCHEMA
+
+    def constant(value: object, name: str) -> pl.Series:
+        return pl.repeat(value, n, dtype=schema[name], eager=True).alias(name)
+
     return pl.DataFrame(
-        {
-            "file": pl.Series([file], dtype=pl.String).extend_constant(file, n - 1),
-            "trace": pl.Series([tid], dtype=pl.String).extend_constant(tid, n - 1),
-            "vantage": pl.Series([vantage], dtype=pl.String).extend_constant(vantage, n - 1),
-            "time_ms": np.round(np.concatenate([[start], times]) - start, TIME_DECIMALS),
-            "state": pl.Series(np.concatenate([[0], codes]).astype(np.uint32)).replace_strict(
-                dict(enumerate(STATE_CODES)), return_dtype=pl.String
+        [
+            constant(file, "file"),
+            constant(tid, "trace"),
+            constant(vantage, "vantage"),
+            pl.Series("time_ms", np.round(np.concatenate([[start], times]) - start, TIME_DECIMALS)),
+            pl.Series("state", np.concatenate([[0], codes]).astype(np.uint32)).replace_strict(
+                dict(enumerate(STATE_CODES)), return_dtype=schema["state"]
             ),
-            "raw_state": pl.Series([None] * 1, dtype=pl.String).extend_constant(None, n - 1),
-            "trigger": names.gather(np.concatenate([[0], triggers.astype(np.int64) + 1])),
-            "source": pl.Series(["derived"], dtype=pl.String).extend_constant("derived", n - 1),
-            "end_ms": pl.Series([end], dtype=pl.Float64).extend_constant(end, n - 1),
-        }
-    ).select([pl.col(c).cast(t) for c, t in TRANSITIONS_SCHEMA.items()])
+            constant(None, "raw_state"),
+            names.gather(np.concatenate([[0], triggers.astype(np.int64) + 1])).alias("trigger"),
+            constant("derived", "source"),
+            constant(end, "end_ms"),
+        ]
+    )
 
 
 def _transition_rows(
