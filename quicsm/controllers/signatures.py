@@ -43,8 +43,10 @@ BBR2: Final = "BBRv2/v3"
 UNKNOWN: Final = "unknown"
 FAMILIES: Final[tuple[str, ...]] = (NEWRENO, CUBIC, BBR1, BBR2)
 
-#: the features a box constrains; ``beta_spread`` only counts with two reductions or more,
-#: ``curvature`` with two congestion-avoidance intervals or more
+#: the features a fitted box constrains (``beta_spread`` only counts with two reductions or
+#: more); ``curvature`` (two congestion-avoidance intervals or more) is evidence for the
+#: specification's priors only: within one stack and network it varies as much as between
+#: controllers
 BOX_FEATURES: Final[tuple[str, ...]] = ("beta", "beta_spread", "growth", "cubic_fit")
 #: features that are a log-likelihood ratio between two shapes: the sign says which shape fits
 #: better, and the size grows with the length of the intervals as much as with the evidence,
@@ -78,8 +80,6 @@ SPREAD_FLOORS: Final[dict[str, float]] = {
     "beta": 0.01,
     "beta_spread": 0.004,
     "growth": 0.06,
-    "curvature": 0.1,
-    "cubic_fit": 0.3,
 }
 #: a feature constrains a fitted box only when its training traces agree on it: a robust spread
 #: above this says the feature is not a trait of the controller in that stack and network (BBR's
@@ -88,8 +88,6 @@ CONSISTENT_SPREAD: Final[dict[str, float]] = {
     "beta": 0.05,
     "beta_spread": 0.05,
     "growth": 0.3,
-    "curvature": 0.5,
-    "cubic_fit": 1.0,
 }
 #: the columns that group training traces into one fitted box each (with the true controller)
 VARIANTS: Final[tuple[str, ...]] = ("stack", "scenario")
@@ -327,18 +325,14 @@ def fit_signatures(
         part = features
         for column, value in zip(by, key, strict=True):
             part = part.filter(pl.col(column).eq_missing(value))
-        samples: dict[str, list[float]] = {name: [] for name in BOX_FEATURES}
-        for row in part.iter_rows(named=True):
-            for name, value in evidence_of(row).items():
-                if name in samples:
-                    samples[name].append(value)
+        evidence = [evidence_of(row) for row in part.iter_rows(named=True)]
         intervals = {}
-        for name, values in samples.items():
+        for name in BOX_FEATURES:
+            values = [e[name] for e in evidence if name in e]
             interval = _interval(values, name) if values else None
             if interval is not None:
                 intervals[name] = interval
-        rtts = [float(v) for v in part["rtt_ms"].drop_nulls().to_list() if v > 0] \
-            if "rtt_ms" in part.columns else []  # fmt: skip
+        rtts = [e["rtt_ms"] for e in evidence if "rtt_ms" in e]
         if family in RTT_BOUND_FAMILIES and len(rtts) >= 2:
             centre = float(np.median(rtts))
             intervals["rtt_ms"] = (round(centre / RTT_FACTOR, 1), round(centre * RTT_FACTOR, 1))

@@ -301,7 +301,7 @@ def _derived_frame(
     names = pl.Series("names", [None, *rows.trigger_names], dtype=pl.String)
     schema = TRANSITIONS_SCHEMA
 
-    def constant(value: object, name: str) -> pl.Series:
+    def constant(value: str | float | None, name: str) -> pl.Series:
         return pl.repeat(value, n, dtype=schema[name], eager=True).alias(name)
 
     return pl.DataFrame(
