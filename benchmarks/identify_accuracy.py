@@ -5,8 +5,9 @@ identification corpus ``benchmarks/corpora/identify.qlog`` — every lab stack w
 controllers under ``lab/scenarios/identify.toml``, five runs per setting — and two further
 draws of the same scenarios with their own seeds, ``identify-fresh.qlog`` and
 ``identify-fresh2.qlog``, three runs each). They are measured on ``--heldout`` (default
-``identify-fresh3.qlog``: four runs per setting with a new seed, made before the features and
-the fitting rule were fixed and classified only after, never fitted or tuned on). Prints, as
+``identify-fresh3.qlog`` and ``identify-fresh4.qlog``: four runs per setting each with new
+seeds, classified only after the features and the fitting rule were fixed, never fitted or
+tuned on). Prints, as
 Markdown: the held-back accuracy ("unknown" counts as wrong; ``accuracy_answered`` leaves
 unknown answers out), the confusion matrix, accuracy per controller, stack and scenario, the
 share of "unknown" for each controller left out of fitting, the features per controller and
@@ -45,13 +46,14 @@ from quicsm.controllers.evaluation import (
 )
 from quicsm.controllers.evaluation import senders as sender_traces
 from quicsm.controllers.signatures import boxes_table, fit_signatures, signatures_source
+from quicsm.stats.intervals import wilson
 
 FITTED = Path(__file__).resolve().parent.parent / "quicsm" / "controllers" / "fitted.py"
 CORPORA = "benchmarks/corpora"
 #: the corpora the shipped boxes are fitted on, every run of them
 FITTING: list[str] = [f"{CORPORA}/identify.qlog", f"{CORPORA}/identify-fresh.qlog",
                       f"{CORPORA}/identify-fresh2.qlog"]  # fmt: skip
-HELDOUT: list[str] = [f"{CORPORA}/identify-fresh3.qlog"]
+HELDOUT: list[str] = [f"{CORPORA}/identify-fresh3.qlog", f"{CORPORA}/identify-fresh4.qlog"]
 
 
 def markdown(frame: pl.DataFrame) -> str:
@@ -105,11 +107,22 @@ def main(argv: list[str] | None = None) -> int:
         f"{', '.join(args.heldout)} ({heldout.height} senders); controllers: "
         f"{', '.join(controllers)}; stacks: {', '.join(stacks)}\n"
     )
+    low, high = wilson(correct, max(total, 1))
     print(
         f"**held-back accuracy: {correct}/{total} = {correct / max(total, 1):.1%}** "
-        f"(unknown counts as wrong); answered {answered}/{total}; "
-        f"accuracy when answered: {correct}/{answered} = {correct / max(answered, 1):.1%}\n"
+        f"(unknown counts as wrong; 95 % Wilson interval {low:.1%}-{high:.1%}); answered "
+        f"{answered}/{total}; accuracy when answered: {correct}/{answered} = "
+        f"{correct / max(answered, 1):.1%}\n"
     )
+    if len(args.heldout) > 1:
+        for name, part in predicted.group_by("corpus", maintain_order=True):
+            right_part = part.filter(pl.col("family") == pl.col("controller")).height
+            unknown_part = part.filter(pl.col("family") == "unknown").height
+            print(
+                f"- {name[0]}: {right_part}/{part.height} = {right_part / part.height:.1%} "
+                f"right, {part.height - right_part - unknown_part} wrong, {unknown_part} unknown"
+            )
+        print()
     evident = predicted.filter((pl.col("n_reductions") > 0) | (pl.col("n_epochs") > 0))
     right = evident.filter(pl.col("family") == pl.col("controller")).height
     print(
