@@ -137,7 +137,7 @@ def test_include_cycle_is_an_error(tmp_path: Path) -> None:
 def test_shipped_scenario_files_load(path: Path) -> None:
     plan = load_plan(path)
     assert plan.scenarios
-    # enough runs to hold some back; the identification draws are validation-only (3 each)
+    # enough runs to hold some back; the further identification draws fit or are held back whole
     least = 3 if path.name.startswith("identify-fresh") else 5
     assert all(s.repetitions >= least for s in plan.scenarios)
 
