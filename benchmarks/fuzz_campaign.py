@@ -1,8 +1,8 @@
 """A long fuzzing campaign against the readers: mutated real fixtures, in both modes.
 
 Each input is a seeded mutation of one real fixture (its records up to 2 MiB: the 28 MB stock
-quic-go trace is cut to its first three traces, which cost a 14th of its reading time and hold
-the same structures; reading large files is tested in ``tests/test_read_large.py`` and
+quic-go trace is cut to its first three traces, a 14th of its bytes, which hold the same
+structures; reading large files is tested in ``tests/test_read_large.py`` and
 measured by ``bench_ingest.py``) (``quicsm.testing.mutate``: byte flips,
 truncation, JSON type swaps, huge numbers, deep nesting, times going backwards, BOM and trailing
 empty events, gzip/zstd recompression with skippable frames and cuts; and, in 2 % of the inputs,

@@ -127,3 +127,24 @@ def test_the_campaign_runs_and_counts_every_input(tmp_path: Path) -> None:
     for mode in ("strict", "lenient"):
         counts = record["outcomes"][mode]
         assert sum(counts.values()) == 4 and set(counts) <= {"read", "QlogError", "InputError"}
+
+
+def test_the_campaign_cuts_large_fixtures_at_a_record(tmp_path: Path) -> None:
+    """``seed_files(max_bytes)`` keeps small fixtures whole and cuts a larger one after its last
+    whole record within the limit: a prefix that reads without a truncation report."""
+    limit = 2 << 20
+    whole, cut = dict(SEEDS), dict(seed_files(limit))
+    assert whole.keys() == cut.keys()
+    large = [name for name, data in whole.items() if len(data) > limit]
+    assert large  # the 28 MB stock quic-go trace
+    for name, data in whole.items():
+        if name not in large:
+            assert cut[name] == data
+            continue
+        assert len(cut[name]) <= limit and data.startswith(cut[name])
+        assert cut[name].endswith(b"\n") and data[len(cut[name])] == 0x1E
+        path = tmp_path / Path(name).name
+        path.write_bytes(cut[name])
+        diag = Diagnostics()
+        frame = read_transitions(path, diagnostics=diag)
+        assert frame.height > 0 and not diag.truncated
