@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import dataclasses
 import json
 from typing import Any
@@ -268,14 +270,20 @@ def test_header_candidates_do_not_depend_on_the_strategy(
 
     buf = b"x" * pad + sep + sep.join(records) + sep
     a, b = pad, len(buf) - 1
-    by_find = list(seq._header_candidates(buf, a, b, sep))
-    old = seq._VECTOR_MIN_BYTES
+    by_native = [tuple(c) for c in seq._header_candidates(buf, a, b, sep)]
+    old = seq._VECTOR_MIN_BYTES, os.environ.get("QUICSM_NATIVE")
+    os.environ["QUICSM_NATIVE"] = "0"
     try:
+        by_find = list(seq._header_candidates(buf, a, b, sep))
         seq._VECTOR_MIN_BYTES = 0
         by_vector = list(seq._header_candidates(bytearray(buf), a, b, sep))
     finally:
-        seq._VECTOR_MIN_BYTES = old
-    assert by_vector == by_find
+        seq._VECTOR_MIN_BYTES = old[0]
+        if old[1] is None:
+            del os.environ["QUICSM_NATIVE"]
+        else:
+            os.environ["QUICSM_NATIVE"] = old[1]
+    assert by_vector == by_find == by_native
     # every candidate contains the needle and none begins like an event
     for rs, re_ in by_find:
         assert b"_format" in buf[rs + 1 : re_]

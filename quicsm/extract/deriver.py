@@ -12,6 +12,7 @@ losses it reveals) and updates the numbers the rules look at.
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -352,7 +353,7 @@ class Deriver:
             ctx.smoothed_rtt
             + max(4 * rttvar, th.granularity_ms)
             + ctx.profile.max_ack_delay_ms
-        ) * (2**ctx.consecutive_ptos)
+        ) * _power_of_two(ctx.consecutive_ptos)
         return ctx.time - ctx.last_send >= th.pto_gap_fraction * period
 
     def _on_ack(self) -> None:
@@ -401,27 +402,49 @@ class Deriver:
         """``(states, reason)`` for every group of states this trace's events cannot show
         (an empty ``states`` means all of them)."""
         ctx = self.ctx
-        out: list[tuple[tuple[str, ...], str]] = []
-        if self._events == 0:
-            return [((), "the trace logs no recovery metrics, losses or timers")]
-        if not ctx.seen_cwnd:
-            out.append((_WINDOW_STATES, "no congestion window (cwnd) is logged"))
-        if not ctx.seen_in_flight and ctx.app_limited_flag is None:
-            out.append(
-                ((APP_LIMITED,), "no bytes_in_flight and no application-limited flag is logged")
+        return notices_of(
+            events=self._events,
+            seen_cwnd=ctx.seen_cwnd,
+            seen_in_flight=ctx.seen_in_flight,
+            seen_rtt=ctx.seen_rtt,
+            seen_pto=ctx.seen_pto,
+            app_limited_flag=ctx.app_limited_flag,
+        )
+
+
+def notices_of(
+    *,
+    events: int,
+    seen_cwnd: bool,
+    seen_in_flight: bool,
+    seen_rtt: bool,
+    seen_pto: bool,
+    app_limited_flag: bool | None,
+) -> list[tuple[tuple[str, ...], str]]:
+    """``(states, reason)`` for every group of states a trace cannot show, from what its
+    events showed (an empty ``states`` means all of them)."""
+    out: list[tuple[tuple[str, ...], str]] = []
+    if events == 0:
+        return [((), "the trace logs no recovery metrics, losses or timers")]
+    if not seen_cwnd:
+        out.append((_WINDOW_STATES, "no congestion window (cwnd) is logged"))
+    if not seen_in_flight and app_limited_flag is None:
+        out.append(((APP_LIMITED,), "no bytes_in_flight and no application-limited flag is logged"))
+    if not seen_rtt:
+        out.append(((RECOVERY,), "its end needs RTT samples (latest_rtt), which are not logged"))
+    if not seen_pto and not seen_in_flight:
+        out.append(
+            (
+                ("TailLossProbe", "RetransmissionTimeout"),
+                "no PTO (pto_count, pto timer) and no bytes_in_flight to see probes",
             )
-        if not ctx.seen_rtt:
-            out.append(
-                ((RECOVERY,), "its end needs RTT samples (latest_rtt), which are not logged")
-            )
-        if not ctx.seen_pto and not ctx.seen_in_flight:
-            out.append(
-                (
-                    ("TailLossProbe", "RetransmissionTimeout"),
-                    "no PTO (pto_count, pto timer) and no bytes_in_flight to see probes",
-                )
-            )
-        return out
+        )
+    return out
+
+
+def _power_of_two(n: int) -> float:
+    """``2 ** n`` as a float, infinite past the float range (a trace may log any pto_count)."""
+    return 2.0**n if n < 1024 else math.inf
 
 
 def describe_states(states: tuple[str, ...]) -> str:

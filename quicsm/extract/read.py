@@ -48,6 +48,7 @@ from quicsm.extract.derive import (
     merge_hybrid,
 )
 from quicsm.extract.deriver import STATE_CODES, CompactRows, Deriver, describe_states
+from quicsm.extract.native import NativeDeriver, make_deriver
 from quicsm.extract.profiles import Profile, detect_profile, profile_named
 from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
 from quicsm.qlog.events import MetricEvent
@@ -108,13 +109,15 @@ class _TraceSink:
     logged a state that only an instrumented stack logs (it logs all eight: nothing to derive,
     and the reader skips decoding its metrics)."""
 
-    __slots__ = ("_builder", "_checked", "_deriver", "_wanted")
+    __slots__ = ("_builder", "_checked", "_deriver", "_wanted", "scan_records")
 
-    def __init__(self, deriver: Deriver, builder: TraceBuilder | None) -> None:
+    def __init__(self, deriver: Deriver | NativeDeriver, builder: TraceBuilder | None) -> None:
         self._deriver = deriver
         self._builder = builder
         self._checked = 0
         self._wanted = True
+        #: the native deriver's pass over a block of records (the reader uses it if present)
+        self.scan_records = getattr(deriver, "scan_records", None)
 
     def __call__(self, event: MetricEvent) -> object:
         return self._deriver.feed(event)
@@ -140,7 +143,7 @@ class _Streamed:
         self.sidecar = sidecar
         self.profile = profile
         self.hybrid = hybrid
-        self._traces: dict[int, tuple[Deriver, Derivation]] = {}
+        self._traces: dict[int, tuple[Deriver | NativeDeriver, Derivation]] = {}
 
     def __call__(self, builder: TraceBuilder) -> _TraceSink:
         profile = self.profile or detect_profile(
@@ -148,8 +151,8 @@ class _Streamed:
             code_version=builder.code_version,
             labels={**self.sidecar, **builder.labels},
         )
-        deriver = Deriver(profile)
-        self._traces[builder.index] = (deriver, Derivation(profile, deriver.rows))
+        deriver = make_deriver(profile)
+        self._traces[builder.index] = (deriver, Derivation(profile))
         return _TraceSink(deriver, builder if self.hybrid else None)
 
     def derivation(self, index: int) -> Derivation | None:
@@ -157,6 +160,7 @@ class _Streamed:
         if found is None:
             return None
         deriver, out = found
+        out.states = deriver.rows
         out.notices = deriver.notices()
         return out
 

@@ -28,6 +28,7 @@ every complete record before it is kept.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,7 +42,20 @@ from quicsm.core.diagnostics import (
     describe,
 )
 from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES, TIMER_NEEDLE, TIMER_REQUIRED
-from quicsm.qlog.trace import MetricSink, TraceBuilder, TraceData, is_header, object_event
+
+try:  # built by scripts/setup (native/); without it the searches below run in Python
+    import quicsm_native
+except ImportError:  # pragma: no cover - exercised only where the build is missing
+    quicsm_native = None
+
+from quicsm.qlog.trace import (
+    MetricSink,
+    NativeScan,
+    TraceBuilder,
+    TraceData,
+    is_header,
+    object_event,
+)
 
 #: what the scanner is fed: the I/O side reuses one bytearray for every block
 Buffer = bytes | bytearray
@@ -63,11 +77,21 @@ _EVENT_PREFIX_WORDS = np.frombuffer(b"".join(_EVENT_PREFIXES), dtype="<u8")
 _VECTOR_MIN_BYTES = 1 << 20
 
 
+def native_enabled() -> bool:
+    """Whether ``quicsm_native`` is installed and not switched off (``QUICSM_NATIVE=0``)."""
+    return quicsm_native is not None and os.environ.get("QUICSM_NATIVE", "1") != "0"
+
+
 def _header_candidates(buf: Buffer, a: int, b: int, sep: bytes) -> Iterator[tuple[int, int]]:
     """``(rs, re)`` of each record between the separators at ``buf[a]`` and ``buf[b]`` that
     contains :data:`_HEADER_NEEDLE` and does not begin like an event; ``buf[rs]`` and
-    ``buf[re]`` are its separators. Both strategies give the same records, whatever the
-    block boundaries."""
+    ``buf[re]`` are its separators. The three strategies (native, ``bytes.find``, numpy) give
+    the same records, whatever the block boundaries."""
+    if native_enabled():
+        yield from quicsm_native.header_candidates(
+            buf, a, b, sep[0], _HEADER_NEEDLE, list(_EVENT_PREFIXES)
+        )
+        return
     if b - a < _VECTOR_MIN_BYTES:
         hit = buf.find(_HEADER_NEEDLE, a, b)
         while hit != -1:
@@ -359,6 +383,12 @@ class SeqScanner:
         sep = self.sep
         starts: dict[int, int] = {}
         timer_only: dict[int, bool] = {}  # records found only by the timer needle
+        if len(needles) == 1 and needles[0] != TIMER_NEEDLE and native_enabled():
+            # one needle: the native search finds the same records (memchr's SIMD search)
+            for rs, re_ in quicsm_native.records_with(buf, s, e, sep[0], needles[0]):
+                starts[rs] = re_
+                timer_only[rs] = False
+            needles = ()
         for needle in needles:
             hit = buf.find(needle, s, e)
             while hit != -1:
@@ -381,6 +411,26 @@ class SeqScanner:
                 self._pending.append((buf[rs + 1 : starts[rs]], offset))
                 continue
             self._decode_event(trace, buf[rs + 1 : starts[rs]], offset)
+
+    def _native_pass(
+        self, trace: TraceBuilder, scan: NativeScan, buf: Buffer, s: int, e: int, base: int
+    ) -> None:
+        """The derive pass of :meth:`_decode_hits` done by the trace's native deriver: it
+        visits the same records in the same order, and hands back each record it cannot
+        decode exactly as :meth:`_decode_event` would; that record is decoded here."""
+        sep = self.sep[0]
+        pos = s
+        while True:
+            rs, re_, latest, latest_other, checked, _ = scan(
+                buf, pos, e, sep, trace.scale, trace.latest, trace.latest_of_others(),
+                trace.sink_wants(),
+            )
+            if checked:
+                trace.set_latest(latest, latest_other)
+            if rs < 0:
+                return
+            self._decode_event(trace, buf[rs + 1 : re_], base + rs + 1)
+            pos = re_
 
     def _decode_event(self, trace: TraceBuilder, record: Buffer, offset: int) -> None:
         try:
@@ -430,9 +480,13 @@ class SeqScanner:
         if trace.metrics_wanted() or (not self.want_metrics and not trace.states):
             # without explicit states so far, the events states are derived from are kept
             # undecoded until the trace ends: decoded only if the trace never logs a state
-            self._decode_hits(
-                trace, buf, s, e, base, DERIVE_NEEDLES, done, defer=not self.want_metrics
-            )
+            scan = trace.native_scan() if self.want_metrics else None
+            if scan is not None:
+                self._native_pass(trace, scan, buf, s, e, base)
+            else:
+                self._decode_hits(
+                    trace, buf, s, e, base, DERIVE_NEEDLES, done, defer=not self.want_metrics
+                )
         # remember the last record: its time ends the trace
         end = e
         while end > s:

@@ -47,6 +47,14 @@ class EventSink(Protocol):
         ...
 
 
+#: a sink's native derive pass over a block of records (``NativeDeriver.scan_records`` of
+#: :mod:`quicsm.extract.native`): ``(buf, pos, end, sep, scale, latest, latest_other, feed)`` ->
+#: ``(rs, re, latest, latest_other, checked, visited)``
+NativeScan = Callable[
+    [Any, int, int, int, float, float | None, float | None, bool],
+    tuple[int, int, float | None, float | None, bool, int],
+]
+
 #: given a trace's builder (its header is read), the sink of its metric, loss and timer events
 #: (instead of keeping them in ``metrics``), or ``None`` to keep them
 MetricSink = Callable[["TraceBuilder"], EventSink | None]
@@ -142,6 +150,27 @@ class TraceBuilder:
     def metrics_wanted(self) -> bool:
         """Metric, loss and timer events are wanted (and their sink, if any, still wants them)."""
         return self.want_metrics and (self._sink is None or self._sink.wanted())
+
+    def sink_wants(self) -> bool:
+        """Whether the sink (if any) still wants events."""
+        return self._sink is not None and self._sink.wanted()
+
+    def native_scan(self) -> NativeScan | None:
+        """The sink's native derive pass, if it has one (and events are not kept)."""
+        if self._sink is None or self.full:
+            return None
+        scan: NativeScan | None = getattr(self._sink, "scan_records", None)
+        return scan
+
+    def latest_of_others(self) -> float | None:
+        """The time the next non-state event may not precede."""
+        return self._latest_of.get(False, self.first_time)
+
+    def set_latest(self, latest: float | None, latest_other: float | None) -> None:
+        """The time-order state after non-state events were checked elsewhere (natively)."""
+        self.latest = latest
+        if latest_other is not None:
+            self._latest_of[False] = latest_other
 
     def header(self, top: dict[str, Any], trace: dict[str, Any]) -> None:
         """Take the header fields of ``top`` (the file) and ``trace``; may be called again when

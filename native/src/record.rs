@@ -1,0 +1,623 @@
+//! One qlog event record, decoded as far as the deriver needs it.
+//!
+//! The contract with the Python reader: a record this module accepts ([`decode`] returns
+//! `Ok`) is one that `orjson.loads` accepts and that `quicsm.qlog.trace.TraceBuilder.add`
+//! turns into the same event without a problem. Anything else, including valid JSON this
+//! module does not care to mirror exactly (escaped keys, duplicate keys among the fields read,
+//! two names of one metric, non-ASCII event names, integers beyond 64 bits, deep nesting), is
+//! `Err(Fallback)`: the Python reader decodes that record itself, reports its problem if it has
+//! one, and feeds the event to the same deriver. Being stricter than orjson is therefore safe;
+//! being more lenient never is.
+
+use crate::deriver::{Event, Kind, N_METRICS, PTO_COUNT};
+
+#[derive(Debug)]
+pub struct Fallback;
+
+type R<T> = Result<T, Fallback>;
+
+/// What kind of event a name is (`quicsm.qlog.events.EVENT_KINDS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    State,
+    Metrics,
+    Lost,
+    Timer,
+    Spurious,
+    MvfstMetric,
+}
+
+/// The lower-cased part of an ASCII name after its last ':'.
+fn event_kind(name: &[u8]) -> R<Option<EventKind>> {
+    if !name.is_ascii() {
+        return Err(Fallback); // Unicode lower-casing is Python's to do
+    }
+    let tail = match memchr::memrchr(b':', name) {
+        Some(i) => &name[i + 1..],
+        None => name,
+    };
+    let eq = |s: &[u8]| tail.eq_ignore_ascii_case(s);
+    Ok(if eq(b"congestion_state_updated") {
+        Some(EventKind::State)
+    } else if eq(b"metrics_updated") || eq(b"recovery_metrics_updated") || eq(b"metric_update") {
+        Some(EventKind::Metrics)
+    } else if eq(b"packet_lost") {
+        Some(EventKind::Lost)
+    } else if eq(b"loss_timer_updated") || eq(b"timer_updated") {
+        Some(EventKind::Timer)
+    } else if eq(b"spurious_loss") {
+        Some(EventKind::Spurious)
+    } else if eq(b"congestion_metric_update") {
+        Some(EventKind::MvfstMetric)
+    } else {
+        None
+    })
+}
+
+/// A JSON number: an integer within [-2**63, 2**64) (orjson's int) or a finite float.
+#[derive(Clone, Copy, Debug)]
+enum Num {
+    Int(i128),
+    Float(f64),
+}
+
+impl Num {
+    fn as_f64(self) -> f64 {
+        match self {
+            Num::Int(i) => i as f64, // round-half-even, as Python's float(int)
+            Num::Float(f) => f,
+        }
+    }
+}
+
+/// Metric field names (`quicsm.qlog.events.METRIC_FIELDS`): (name, metric, preference rank).
+const METRIC_NAMES: [(&[u8], usize); 14] = [
+    (b"congestion_window", 0),
+    (b"cwnd", 0),
+    (b"current_cwnd", 0),
+    (b"bytes_in_flight", 1),
+    (b"inflight_bytes", 1),
+    (b"ssthresh", 2),
+    (b"slow_start_threshold", 2),
+    (b"smoothed_rtt", 3),
+    (b"srtt", 3),
+    (b"min_rtt", 4),
+    (b"rtt_min", 4),
+    (b"latest_rtt", 5),
+    (b"rtt_variance", 6),
+    (b"rttvar", 6),
+];
+const PTO_NAME: &[u8] = b"pto_count";
+const PACING_NAME: &[u8] = b"pacing_rate";
+/// the metrics measured in the trace's time unit
+const RTT_METRICS: [bool; N_METRICS] = [false, false, false, true, true, true, true, false, false];
+/// `quicsm.qlog.events.APP_LIMITED_FIELDS`, in order
+const APP_LIMITED_NAMES: [&[u8]; 3] = [b"app_limited", b"cf_app_limited", b"application_limited"];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flag {
+    Absent,
+    /// present, neither a bool nor a number
+    Other,
+    Value(bool),
+}
+
+/// The members of ``data`` the deriver reads.
+struct Data<'a> {
+    /// per metric: how many of its names are present, and the value (None: JSON null)
+    names: [u8; N_METRICS],
+    values: [Option<Num>; N_METRICS],
+    flags: [Flag; 3],
+    timer_type: Option<&'a [u8]>,
+    event_type: Option<&'a [u8]>,
+    seen_timer_type: bool,
+    seen_event_type: bool,
+}
+
+/// 10**k, exact as floats for k <= 22
+const POW10: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
+
+struct Parser<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+const MAX_DEPTH: u32 = 256;
+
+impl<'a> Parser<'a> {
+    #[inline]
+    fn ws(&mut self) {
+        while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\t' | b'\n' | b'\r') {
+            self.i += 1;
+        }
+    }
+
+    #[inline]
+    fn peek(&self) -> R<u8> {
+        self.b.get(self.i).copied().ok_or(Fallback)
+    }
+
+    #[inline]
+    fn expect(&mut self, c: u8) -> R<()> {
+        if self.peek()? != c {
+            return Err(Fallback);
+        }
+        self.i += 1;
+        Ok(())
+    }
+
+    /// A string at `"`: its raw content and whether it holds an escape.
+    fn string(&mut self) -> R<(&'a [u8], bool)> {
+        self.expect(b'"')?;
+        let start = self.i;
+        let mut escaped = false;
+        loop {
+            // the next quote or backslash; no control character may come before it
+            let at = memchr::memchr2(b'"', b'\\', &self.b[self.i..]).ok_or(Fallback)? + self.i;
+            if self.b[self.i..at].iter().any(|&c| c < 0x20) {
+                return Err(Fallback);
+            }
+            self.i = at;
+            if self.b[at] == b'"' {
+                let s = &self.b[start..at];
+                self.i += 1;
+                return Ok((s, escaped));
+            }
+            escaped = true;
+            self.i += 1;
+            match self.peek()? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 1,
+                b'u' => {
+                    let hex = self.b.get(self.i + 1..self.i + 5).ok_or(Fallback)?;
+                    let mut v: u32 = 0;
+                    for &h in hex {
+                        v = v * 16 + (h as char).to_digit(16).ok_or(Fallback)?;
+                    }
+                    if (0xD800..=0xDFFF).contains(&v) {
+                        return Err(Fallback); // surrogates: orjson's rules, not ours
+                    }
+                    self.i += 5;
+                }
+                _ => return Err(Fallback),
+            }
+        }
+    }
+
+    /// Skips ASCII digits, accumulating them into `acc` (wrapping: only used when few).
+    #[inline]
+    fn digits(&mut self, acc: &mut u64) -> usize {
+        let start = self.i;
+        while self.i < self.b.len() && self.b[self.i].is_ascii_digit() {
+            *acc = acc.wrapping_mul(10).wrapping_add((self.b[self.i] - b'0') as u64);
+            self.i += 1;
+        }
+        self.i - start
+    }
+
+    /// A number; `value`: its value is needed (else it is only checked to be one orjson reads).
+    fn number(&mut self, value: bool) -> R<Num> {
+        let start = self.i;
+        let negative = self.peek()? == b'-';
+        if negative {
+            self.i += 1;
+        }
+        let mut mantissa: u64 = 0;
+        let mut n_digits = match self.peek()? {
+            b'0' => {
+                self.i += 1;
+                1
+            }
+            b'1'..=b'9' => self.digits(&mut mantissa),
+            _ => return Err(Fallback),
+        };
+        let mut integer = true;
+        let mut exponent = false;
+        let mut n_fraction = 0;
+        if self.b.get(self.i) == Some(&b'.') {
+            self.i += 1;
+            integer = false;
+            n_fraction = self.digits(&mut mantissa);
+            if n_fraction == 0 {
+                return Err(Fallback);
+            }
+            n_digits += n_fraction;
+        }
+        if matches!(self.b.get(self.i), Some(b'e' | b'E')) {
+            self.i += 1;
+            integer = false;
+            exponent = true;
+            if matches!(self.b.get(self.i), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            let mut ignored = 0;
+            if self.digits(&mut ignored) == 0 {
+                return Err(Fallback);
+            }
+        }
+        if n_digits <= 15 && !exponent {
+            // exact: the mantissa and the power of ten are floats exactly, and one division
+            // rounds correctly (Clinger's fast path), as a full parse would
+            if integer {
+                let v = mantissa as i128;
+                return Ok(Num::Int(if negative { -v } else { v }));
+            }
+            let v = mantissa as f64 / POW10[n_fraction];
+            return Ok(Num::Float(if negative { -v } else { v }));
+        }
+        let text = &self.b[start..self.i];
+        // SAFETY: the bytes are ASCII digits, signs, '.', 'e'
+        let text = unsafe { std::str::from_utf8_unchecked(text) };
+        if integer {
+            if text.len() <= 20 {
+                let v: i128 = text.parse().map_err(|_| Fallback)?;
+                if (-(1i128 << 63)..(1i128 << 64)).contains(&v) {
+                    return Ok(Num::Int(v));
+                }
+            }
+            // orjson reads other integers as floats; their values are Python's to convert
+            if value {
+                return Err(Fallback);
+            }
+            let f: f64 = text.parse().map_err(|_| Fallback)?;
+            return if f.is_finite() { Ok(Num::Float(f)) } else { Err(Fallback) };
+        }
+        if value || exponent || text.len() > 300 {
+            let f: f64 = text.parse().map_err(|_| Fallback)?;
+            if !f.is_finite() {
+                return Err(Fallback); // orjson: "number is infinity"
+            }
+            return Ok(Num::Float(f));
+        }
+        Ok(Num::Float(0.0)) // a plain decimal of at most 300 characters: finite, value unused
+    }
+
+    /// Checks and skips any value.
+    fn skip(&mut self, depth: u32) -> R<()> {
+        if depth > MAX_DEPTH {
+            return Err(Fallback);
+        }
+        match self.peek()? {
+            b'"' => {
+                self.string()?;
+            }
+            b'{' => {
+                self.i += 1;
+                self.ws();
+                if self.peek()? == b'}' {
+                    self.i += 1;
+                    return Ok(());
+                }
+                loop {
+                    self.ws();
+                    self.string()?;
+                    self.ws();
+                    self.expect(b':')?;
+                    self.ws();
+                    self.skip(depth + 1)?;
+                    self.ws();
+                    match self.peek()? {
+                        b',' => self.i += 1,
+                        b'}' => {
+                            self.i += 1;
+                            return Ok(());
+                        }
+                        _ => return Err(Fallback),
+                    }
+                }
+            }
+            b'[' => {
+                self.i += 1;
+                self.ws();
+                if self.peek()? == b']' {
+                    self.i += 1;
+                    return Ok(());
+                }
+                loop {
+                    self.ws();
+                    self.skip(depth + 1)?;
+                    self.ws();
+                    match self.peek()? {
+                        b',' => self.i += 1,
+                        b']' => {
+                            self.i += 1;
+                            return Ok(());
+                        }
+                        _ => return Err(Fallback),
+                    }
+                }
+            }
+            b't' => self.literal(b"true")?,
+            b'f' => self.literal(b"false")?,
+            b'n' => self.literal(b"null")?,
+            _ => {
+                self.number(false)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn literal(&mut self, word: &[u8]) -> R<()> {
+        if self.b.get(self.i..self.i + word.len()) != Some(word) {
+            return Err(Fallback);
+        }
+        self.i += word.len();
+        Ok(())
+    }
+
+    /// A value that must be a number or null (a metric).
+    fn metric(&mut self) -> R<Option<Num>> {
+        if self.peek()? == b'n' {
+            self.literal(b"null")?;
+            return Ok(None);
+        }
+        match self.peek()? {
+            b'-' | b'0'..=b'9' => Ok(Some(self.number(true)?)),
+            _ => Err(Fallback), // strings, bools: Python's conversions and messages
+        }
+    }
+
+    fn flag(&mut self) -> R<Flag> {
+        Ok(match self.peek()? {
+            b't' => {
+                self.literal(b"true")?;
+                Flag::Value(true)
+            }
+            b'f' => {
+                self.literal(b"false")?;
+                Flag::Value(false)
+            }
+            b'-' | b'0'..=b'9' => {
+                let n = self.number(true)?;
+                Flag::Value(n.as_f64() != 0.0)
+            }
+            _ => {
+                self.skip(1)?;
+                Flag::Other
+            }
+        })
+    }
+
+    /// A string value to compare (`None`: not a string).
+    fn text(&mut self) -> R<Option<&'a [u8]>> {
+        if self.peek()? == b'"' {
+            let (s, escaped) = self.string()?;
+            if escaped {
+                return Err(Fallback);
+            }
+            return Ok(Some(s));
+        }
+        self.skip(1)?;
+        Ok(None)
+    }
+
+    fn data(&mut self) -> R<Data<'a>> {
+        let mut d = Data {
+            names: [0; N_METRICS],
+            values: [None; N_METRICS],
+            flags: [Flag::Absent; 3],
+            timer_type: None,
+            event_type: None,
+            seen_timer_type: false,
+            seen_event_type: false,
+        };
+        let mut seen_names: u32 = 0; // bit per metric name / flag name read (duplicates)
+        self.expect(b'{')?;
+        self.ws();
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Ok(d);
+        }
+        loop {
+            self.ws();
+            let (key, escaped) = self.string()?;
+            if escaped {
+                return Err(Fallback);
+            }
+            self.ws();
+            self.expect(b':')?;
+            self.ws();
+            let mut handled = false;
+            for (bit, &(name, metric)) in METRIC_NAMES.iter().enumerate() {
+                if key == name {
+                    if seen_names & (1 << bit) != 0 {
+                        return Err(Fallback);
+                    }
+                    seen_names |= 1 << bit;
+                    d.names[metric] += 1;
+                    d.values[metric] = self.metric()?;
+                    handled = true;
+                    break;
+                }
+            }
+            if !handled {
+                if key == PTO_NAME || key == PACING_NAME {
+                    let (metric, bit) = if key == PTO_NAME { (7, 14) } else { (8, 15) };
+                    if seen_names & (1 << bit) != 0 {
+                        return Err(Fallback);
+                    }
+                    seen_names |= 1 << bit;
+                    d.names[metric] += 1;
+                    d.values[metric] = self.metric()?;
+                } else if let Some(k) = APP_LIMITED_NAMES.iter().position(|&n| n == key) {
+                    if seen_names & (1 << (16 + k)) != 0 {
+                        return Err(Fallback);
+                    }
+                    seen_names |= 1 << (16 + k);
+                    d.flags[k] = self.flag()?;
+                } else if key == b"timer_type" {
+                    if d.seen_timer_type {
+                        return Err(Fallback);
+                    }
+                    d.seen_timer_type = true;
+                    d.timer_type = self.text()?;
+                } else if key == b"event_type" {
+                    if d.seen_event_type {
+                        return Err(Fallback);
+                    }
+                    d.seen_event_type = true;
+                    d.event_type = self.text()?;
+                } else {
+                    self.skip(1)?;
+                }
+            }
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Ok(d);
+                }
+                _ => return Err(Fallback),
+            }
+        }
+    }
+}
+
+/// A decoded record: its kind, its time (before scaling) and the event it carries.
+pub struct Decoded {
+    pub kind: Option<EventKind>,
+    pub time: f64,
+    pub event: Option<Event>,
+}
+
+/// The largest magnitude accepted for a time (`quicsm.qlog.events.MAX_MAGNITUDE`).
+const MAX_MAGNITUDE: f64 = 1e18;
+
+/// Decodes one record (the bytes between two separators). `scale` is the trace's time scale
+/// (1 or 0.001), applied to the time and to the RTT metrics.
+pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
+    if std::str::from_utf8(record).is_err() {
+        return Err(Fallback);
+    }
+    let mut p = Parser { b: record, i: 0 };
+    p.ws();
+    p.expect(b'{')?;
+    let mut name: Option<&[u8]> = None;
+    let mut time: Option<Num> = None;
+    let mut data: Option<Data> = None;
+    let (mut seen_name, mut seen_time, mut seen_data) = (false, false, false);
+    p.ws();
+    if p.peek()? == b'}' {
+        return Err(Fallback);
+    }
+    loop {
+        p.ws();
+        let (key, escaped) = p.string()?;
+        if escaped {
+            return Err(Fallback);
+        }
+        p.ws();
+        p.expect(b':')?;
+        p.ws();
+        match key {
+            b"name" => {
+                if seen_name {
+                    return Err(Fallback);
+                }
+                seen_name = true;
+                let (s, escaped) = p.string()?; // a name that is not a string: Python's
+                if escaped {
+                    return Err(Fallback);
+                }
+                name = Some(s);
+            }
+            b"time" => {
+                if seen_time {
+                    return Err(Fallback);
+                }
+                seen_time = true;
+                match p.peek()? {
+                    b'-' | b'0'..=b'9' => time = Some(p.number(true)?),
+                    _ => return Err(Fallback),
+                }
+            }
+            b"data" => {
+                if seen_data {
+                    return Err(Fallback);
+                }
+                seen_data = true;
+                if p.peek()? != b'{' {
+                    return Err(Fallback);
+                }
+                data = Some(p.data()?);
+            }
+            _ => p.skip(1)?,
+        }
+        p.ws();
+        match p.peek()? {
+            b',' => p.i += 1,
+            b'}' => {
+                p.i += 1;
+                break;
+            }
+            _ => return Err(Fallback),
+        }
+    }
+    p.ws();
+    if p.i != record.len() {
+        return Err(Fallback);
+    }
+    let (name, time) = match (name, time) {
+        (Some(n), Some(t)) => (n, t),
+        _ => return Err(Fallback),
+    };
+    let raw = time.as_f64();
+    if !(-MAX_MAGNITUDE..=MAX_MAGNITUDE).contains(&raw) {
+        return Err(Fallback);
+    }
+    let time = raw * scale;
+    let kind = event_kind(name)?;
+    let event = match kind {
+        None => None,
+        Some(EventKind::State | EventKind::MvfstMetric) => return Err(Fallback),
+        Some(k) => event_of(k, time, data.as_ref(), scale)?,
+    };
+    Ok(Decoded { kind, time, event })
+}
+
+fn event_of(kind: EventKind, time: f64, data: Option<&Data>, scale: f64) -> R<Option<Event>> {
+    let blank = |kind| Event { time, kind, values: [None; N_METRICS], app_limited: None };
+    Ok(match kind {
+        EventKind::Lost => Some(blank(Kind::Lost)),
+        EventKind::Spurious => Some(blank(Kind::Spurious)),
+        EventKind::Timer => {
+            let d = match data {
+                Some(d) => d,
+                None => return Ok(None),
+            };
+            if d.timer_type == Some(b"pto") && d.event_type == Some(b"expired") {
+                Some(blank(Kind::Pto))
+            } else {
+                None
+            }
+        }
+        EventKind::Metrics => {
+            let mut event = blank(Kind::Metrics);
+            if let Some(d) = data {
+                for m in 0..N_METRICS {
+                    if d.names[m] > 1 {
+                        return Err(Fallback); // two names of one metric: Python's preference
+                    }
+                    let v = match d.values[m] {
+                        None => continue,
+                        Some(v) => v.as_f64(),
+                    };
+                    if m == PTO_COUNT && !(v >= 0.0 && v < 9.223372036854775808e18 && v.fract() == 0.0) {
+                        return Err(Fallback);
+                    }
+                    event.values[m] = Some(if RTT_METRICS[m] { v * scale } else { v });
+                }
+                for f in d.flags {
+                    if let Flag::Value(v) = f {
+                        event.app_limited = Some(v);
+                        break;
+                    }
+                }
+            }
+            Some(event)
+        }
+        EventKind::State | EventKind::MvfstMetric => return Err(Fallback),
+    })
+}

@@ -1,0 +1,134 @@
+//! The derive pass over one region of records (`SeqScanner._decode_hits` with the derive
+//! needles, in `quicsm/qlog/seq.py`).
+//!
+//! A record is visited when it contains a derive needle, in file order, and skipped when it
+//! contains the explicit-state needle (the state pass decoded it) or was found only by the
+//! timer needle without "expired" in it. Each visited record is decoded ([`crate::record`]),
+//! its time checked against the trace's latest time of non-state events, and its event fed to
+//! the deriver. The first record this cannot do exactly as the Python reader would stops the
+//! pass: its bounds are returned, the Python reader handles it, and calls again after it.
+
+use memchr::memmem::Finder;
+use std::sync::OnceLock;
+
+use crate::deriver::Deriver;
+use crate::record::decode;
+
+const DERIVE_NEEDLES: [&[u8]; 4] = [b"metric", b"packet_lost", b"timer_updated", b"spurious_loss"];
+const TIMER: usize = 2;
+const STATE_NEEDLE: &[u8] = b"congestion_state_updated";
+const TIMER_REQUIRED: &[u8] = b"expired";
+
+struct Finders {
+    derive: Vec<Finder<'static>>,
+    state: Finder<'static>,
+    expired: Finder<'static>,
+}
+
+fn finders() -> &'static Finders {
+    static F: OnceLock<Finders> = OnceLock::new();
+    F.get_or_init(|| Finders {
+        derive: DERIVE_NEEDLES.iter().map(|n| Finder::new(n)).collect(),
+        state: Finder::new(STATE_NEEDLE),
+        expired: Finder::new(TIMER_REQUIRED),
+    })
+}
+
+/// The trace's time-order state (`TraceBuilder.latest` and its latest non-state time).
+#[derive(Clone, Copy, Debug)]
+pub struct Order {
+    pub latest: Option<f64>,
+    pub latest_other: Option<f64>,
+    /// whether a time was checked (then `latest_other` is to be stored)
+    pub checked: bool,
+}
+
+pub struct Outcome {
+    /// the record the Python reader must handle: (its opening separator, its closing one)
+    pub fallback: Option<(usize, usize)>,
+    pub order: Order,
+    pub visited: u64,
+}
+
+/// Next hit of `finder` in `buf[from..end]` (absolute), `usize::MAX` if none.
+#[inline]
+fn next_hit(finder: &Finder, buf: &[u8], from: usize, end: usize) -> usize {
+    if from >= end {
+        return usize::MAX;
+    }
+    finder.find(&buf[from..end]).map_or(usize::MAX, |i| i + from)
+}
+
+/// The records between the separators at `buf[pos]` and `buf[end]`.
+#[allow(clippy::too_many_arguments)]
+pub fn scan(
+    deriver: &mut Deriver,
+    buf: &[u8],
+    pos: usize,
+    end: usize,
+    sep: u8,
+    scale: f64,
+    mut order: Order,
+    feed: bool,
+) -> Outcome {
+    let f = finders();
+    let mut next: [usize; 4] = [0; 4];
+    for (k, finder) in f.derive.iter().enumerate() {
+        next[k] = next_hit(finder, buf, pos, end);
+    }
+    let mut next_state = next_hit(&f.state, buf, pos, end);
+    let mut visited = 0u64;
+    loop {
+        let hit = *next.iter().min().unwrap();
+        if hit == usize::MAX {
+            break;
+        }
+        // the record around the hit: buf[rs] and buf[re] are its separators
+        let rs = memchr::memrchr(sep, &buf[pos..hit]).map_or(pos, |i| i + pos);
+        let re = memchr::memchr(sep, &buf[hit..=end]).map_or(end, |i| i + hit);
+        let mut matched = 0u8;
+        for (k, finder) in f.derive.iter().enumerate() {
+            if next[k] < re {
+                matched |= 1 << k;
+                next[k] = next_hit(finder, buf, re, end);
+            }
+        }
+        while next_state < rs {
+            next_state = next_hit(&f.state, buf, next_state + 1, end);
+        }
+        if next_state < re {
+            continue; // an explicit-state record: the state pass decoded it
+        }
+        if matched == 1 << TIMER && f.expired.find(&buf[rs..re]).is_none() {
+            continue; // a timer set or cancelled
+        }
+        visited += 1;
+        let decoded = match decode(&buf[rs + 1..re], scale) {
+            Ok(d) => d,
+            Err(_) => {
+                return Outcome { fallback: Some((rs, re)), order, visited };
+            }
+        };
+        if decoded.kind.is_none() {
+            continue;
+        }
+        let t = decoded.time;
+        if let Some(latest) = order.latest_other {
+            if t < latest {
+                // times going backwards: the Python reader reports it
+                return Outcome { fallback: Some((rs, re)), order, visited };
+            }
+        }
+        order.latest_other = Some(t);
+        order.checked = true;
+        if order.latest.is_none_or(|l| t > l) {
+            order.latest = Some(t);
+        }
+        if feed {
+            if let Some(event) = decoded.event {
+                deriver.feed(&event);
+            }
+        }
+    }
+    Outcome { fallback: None, order, visited }
+}

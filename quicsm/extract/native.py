@@ -1,0 +1,165 @@
+"""The native deriver: the same derivation as :mod:`quicsm.extract.deriver`, in Rust.
+
+``quicsm_native`` (the crate in ``native/``, built and installed by ``scripts/setup``) holds a
+port of :class:`~quicsm.extract.deriver.Deriver` and of the JSON-SEQ/NDJSON derive pass of
+:class:`~quicsm.qlog.seq.SeqScanner`: it finds the records that carry metrics, losses and
+timers in a whole block, decodes the few fields the deriver reads and applies the rule table,
+without a Python object per event. The Python modules stay the reference: the rule table is
+handed over from :data:`quicsm.extract.rules.RULES` when a deriver is made, every record the
+native decoder cannot read exactly as the Python reader would is handed back to it (it then
+reports the record's problem, if any, and feeds its event to the same native deriver), and
+``tests/test_native.py`` checks that both give the same rows.
+
+:func:`make_deriver` gives the native deriver when ``quicsm_native`` is installed and the
+environment variable ``QUICSM_NATIVE`` is not ``0``; otherwise the Python one. Both have
+``feed``, ``rows`` and ``notices``; only the native one has ``scan_records``.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from typing import Any, Final
+
+from quicsm.extract.deriver import STATE_CODES, CompactRows, Deriver, notices_of
+from quicsm.extract.profiles import Profile
+from quicsm.extract.rules import EVENT_CLASSES, RULES, Thresholds
+from quicsm.qlog.events import METRIC_FIELDS, MetricEvent
+
+try:  # the extension is built by scripts/setup; without it quicsm derives in Python
+    import quicsm_native
+except ImportError:  # pragma: no cover - exercised only where the build is missing
+    quicsm_native = None
+
+#: set to ``0`` to derive in Python even where the native deriver is installed
+NATIVE_ENV: Final[str] = "QUICSM_NATIVE"
+
+_KINDS: Final[dict[str, int]] = {"metrics": 0, "packet_lost": 1, "pto": 2, "spurious_loss": 3}
+_METRICS: Final[tuple[str, ...]] = tuple(METRIC_FIELDS)
+_STATE_INDEX: Final[dict[str, int]] = {s: i for i, s in enumerate(STATE_CODES)}
+_EVENT_INDEX: Final[dict[str, int]] = {e: i for i, e in enumerate(EVENT_CLASSES)}
+
+
+def available() -> bool:
+    """Whether the native deriver is installed."""
+    return quicsm_native is not None
+
+
+def enabled() -> bool:
+    """Whether readers use it (installed, and not switched off by ``QUICSM_NATIVE=0``)."""
+    return quicsm_native is not None and os.environ.get(NATIVE_ENV, "1") != "0"
+
+
+def _rule_table() -> list[tuple[list[int] | None, int, str, int, str]]:
+    return [
+        (
+            None if rule.current is None else sorted(_STATE_INDEX[s] for s in rule.current),
+            _EVENT_INDEX[rule.event],
+            rule.when.__name__,
+            _STATE_INDEX[rule.to],
+            rule.trigger,
+        )
+        for rule in RULES
+    ]
+
+
+class NativeDeriver:
+    """A trace's deriver in ``quicsm_native``; the interface of
+    :class:`~quicsm.extract.deriver.Deriver` (``feed``, ``rows``, ``notices``) plus
+    ``scan_records``, the derive pass over a block of records."""
+
+    __slots__ = ("_native", "profile")
+
+    def __init__(self, profile: Profile, *, thresholds: Thresholds | None = None) -> None:
+        if quicsm_native is None:
+            raise RuntimeError("quicsm_native is not installed (scripts/setup builds it)")
+        th = thresholds or Thresholds()
+        self.profile = profile
+        self._native = quicsm_native.Deriver(
+            (
+                float(profile.datagram_bytes),
+                float(profile.burst_datagrams),
+                profile.slow_start_half_window,
+                None if profile.max_cwnd_datagrams is None else float(profile.max_cwnd_datagrams),
+                float(profile.min_cwnd_datagrams),
+                profile.logs_ssthresh,
+                float(profile.ssthresh_unset_from),
+                profile.logs_pto,
+                profile.persistent_congestion,
+                float(profile.max_ack_delay_ms),
+            ),
+            (
+                float(th.pto_gap_fraction),
+                float(th.granularity_ms),
+                float(th.slow_start_stall_datagrams),
+                float(th.plateau_windows),
+                float(th.datagram_step_min_bytes),
+                float(th.datagram_step_max_bytes),
+            ),
+            _rule_table(),
+        )
+
+    def feed(self, event: MetricEvent) -> None:
+        """One event decoded by the Python reader."""
+        values = event.values
+        self._native.feed(
+            float(event.time),
+            _KINDS[event.event],
+            [values.get(name) for name in _METRICS],
+            event.app_limited,
+        )
+
+    def scan_records(
+        self,
+        buf: Any,
+        pos: int,
+        end: int,
+        sep: int,
+        scale: float,
+        latest: float | None,
+        latest_other: float | None,
+        feed: bool,
+    ) -> tuple[int, int, float | None, float | None, bool, int]:
+        """The derive pass over the records between the separators at ``buf[pos]`` and
+        ``buf[end]`` (see ``native/src/scan.rs``)."""
+        result: tuple[int, int, float | None, float | None, bool, int] = self._native.scan(
+            buf, pos, end, sep, scale, latest, latest_other, feed
+        )
+        return result
+
+    @property
+    def rows(self) -> CompactRows:
+        """The rows derived so far, as :class:`~quicsm.extract.deriver.CompactRows`."""
+        times, states, triggers, names = self._native.rows()
+        rows = CompactRows()
+        rows.times = array("d", times)
+        rows.states = array("B", states)
+        rows.triggers = array("H", triggers)
+        rows.trigger_names = list(names)
+        rows._trigger_codes = {name: i for i, name in enumerate(names)}
+        return rows
+
+    @property
+    def state(self) -> str:
+        """The current derived state."""
+        return STATE_CODES[self._native.status()[6]]
+
+    def notices(self) -> list[tuple[tuple[str, ...], str]]:
+        events, cwnd, in_flight, rtt, pto, flag, _ = self._native.status()
+        return notices_of(
+            events=events,
+            seen_cwnd=cwnd,
+            seen_in_flight=in_flight,
+            seen_rtt=rtt,
+            seen_pto=pto,
+            app_limited_flag=flag,
+        )
+
+
+def make_deriver(
+    profile: Profile, *, thresholds: Thresholds | None = None
+) -> Deriver | NativeDeriver:
+    """The native deriver where it is installed and enabled, else the Python one."""
+    if enabled():
+        return NativeDeriver(profile, thresholds=thresholds)
+    return Deriver(profile, thresholds=thresholds)

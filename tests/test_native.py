@@ -1,0 +1,249 @@
+"""The native deriver (``native/``, module ``quicsm_native``) against the Python reference.
+
+The Python deriver and reader stay the definition of derived states; the native ones must
+give the same rows, the same diagnostics and the same errors. Checked on every committed
+trace, on generated event sequences fed to both derivers, on generated JSON-SEQ/NDJSON files
+with the odd records a native decoder could get wrong, and on mutations of the real fixtures.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from native_outcome import differences, native
+
+from quicsm.extract import native as native_mod
+from quicsm.extract.deriver import Deriver
+from quicsm.extract.native import NativeDeriver
+from quicsm.extract.profiles import PROFILES
+from quicsm.qlog.events import MetricEvent
+from quicsm.testing.mutate import MUTATIONS, mutate, seed_files
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_native_deriver_is_built_and_used() -> None:
+    import quicsm_native  # scripts/setup builds it: a missing build fails here, not skips
+
+    assert quicsm_native.Deriver is not None
+    with native(True):
+        assert native_mod.enabled()
+    with native(False):
+        assert not native_mod.enabled()
+
+
+def test_reads_go_through_the_native_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    scan = NativeDeriver.scan_records
+
+    def counting(self: NativeDeriver, *args: object) -> object:
+        result = scan(self, *args)  # type: ignore[arg-type]
+        calls.append(result[5])
+        return result
+
+    monkeypatch.setattr(NativeDeriver, "scan_records", counting)
+    from quicsm.extract.read import read_transitions
+
+    with native(True):
+        frame = read_transitions(ROOT / "traces" / "aioquic-1.7.2.qlog", states="derived")
+    assert frame.height > 100
+    assert calls and sum(calls) > 1000  # records visited natively
+
+
+def _committed() -> list[Path]:
+    files = [
+        *sorted((ROOT / "traces").rglob("*.qlog")),
+        *sorted((ROOT / "benchmarks" / "corpora").glob("*.qlog")),
+        *sorted(p for p in (ROOT / "tests" / "fixtures").rglob("*") if p.is_file()),
+    ]
+    return [p for p in files if p.name != "run.json"]
+
+
+COMMITTED = _committed()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", COMMITTED, ids=[str(p.relative_to(ROOT)) for p in COMMITTED])
+def test_committed_traces_derive_the_same(path: Path) -> None:
+    assert differences(path, states="derived", lenient=False) is None
+    if path.stat().st_size < 5 << 20:
+        assert differences(path, states="hybrid", lenient=True) is None
+
+
+def test_the_committed_traces_are_many() -> None:
+    assert len(COMMITTED) >= 30
+
+
+# --- event sequences fed to both derivers ------------------------------------------------
+
+_METRIC_VALUES = {
+    "cwnd_bytes": [None, 2400.0, 2504.0, 12000.0, 13200.0, 14400.0, 14452.0, 30000.0, 1.2e7],
+    "bytes_in_flight": [None, 0.0, 1200.0, 2400.0, 9600.0, 12000.0, 13200.0, 30000.0],
+    "ssthresh_bytes": [None, 6000.0, 13200.0, 2.0**64],
+    "latest_rtt_ms": [None, 0.0, 20.0, 35.5, 40.0, 80.0],
+    "smoothed_rtt_ms": [None, 20.0, 40.0, -60.0],
+    "rtt_variance_ms": [None, 0.1, 5.0],
+    "pto_count": [None, 0.0, 1.0, 2.0, 3.0, 2000.0],
+}
+
+
+@st.composite
+def _event(draw: st.DrawFn, time: float) -> MetricEvent:
+    kind = draw(st.sampled_from(["metrics"] * 6 + ["packet_lost", "pto", "spurious_loss"]))
+    if kind != "metrics":
+        return MetricEvent(time, kind)
+    values = {}
+    for name, choices in _METRIC_VALUES.items():
+        value = draw(st.sampled_from(choices))
+        if value is not None:
+            values[name] = value
+    flag = draw(st.sampled_from([None, None, None, True, False]))
+    return MetricEvent(time, "metrics", values, flag)
+
+
+@st.composite
+def _events(draw: st.DrawFn) -> list[MetricEvent]:
+    out = []
+    time = draw(st.floats(-10, 10))
+    for _ in range(draw(st.integers(0, 120))):
+        time += draw(st.sampled_from([0.0, 0.0, 0.5, 3.0, 40.0, 500.0, -1.0]))
+        out.append(draw(_event(time)))
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(sorted(PROFILES)), _events())
+def test_both_derivers_give_the_same_rows(profile: str, events: list[MetricEvent]) -> None:
+    reference = Deriver(PROFILES[profile])
+    ours = NativeDeriver(PROFILES[profile])
+    for event in events:
+        reference.feed(event)
+        ours.feed(event)
+        assert ours.state == reference.ctx.state
+    assert list(ours.rows) == list(reference.rows)
+    assert ours.notices() == reference.notices()
+
+
+# --- generated files with odd records ----------------------------------------------------
+
+_ODD_RECORDS = [
+    # metrics as the stacks write them, and the variants the native decoder hands back
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"cwnd":%C,"bytes_in_flight":%F,'
+    b'"latest_rtt":%R,"smoothed_rtt":40.5,"rtt_variance":2.25}}',
+    b'{"time":%T,"name":"quic:recovery_metrics_updated","data":{"congestion_window":%C,'
+    b'"bytes_in_flight":%F,"ssthresh":18446744073709551615,"pto_count":%P}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"cwnd":%C,"congestion_window":1}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"cwnd":%C,"cwnd":2400}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"cwnd":"%C"}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"cwnd":true}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"pto_count":1.5}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"pto_count":-1}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"cwnd":1e400}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"cwnd":123456789012345678901234}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"c\\u0077nd":%C}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"cwnd":%C,"app_limited":1}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"cf_app_limited":"x",'
+    b'"application_limited":false,"bytes_in_flight":%F}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"cwnd":%C,"x":[1,{"y":[]},-0.5e-3]}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"cwnd":%C,"x":"\\ud800"}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"cwnd":%C,"x":"a\x01"}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"cwnd":%C,}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"cwnd":01}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":null}',
+    b'{"time":%T,"name":"recovery:metrics_updated"}',
+    b'{"time":%T,"name":"RECOVERY:METRICS_UPDATED","data":{"cwnd":%C}}',
+    b'{"time":%T,"name":"recovery:metrics_updat\xc3\xa9d","data":{"cwnd":%C}}',
+    b'{"time":%T,"name":"recovery:metrics_updated","data":{"cwnd":%C}} x',
+    b'{"time":%T,"name":"recovery:metrics_updated","time":1,"data":{"cwnd":%C}}',
+    b'{"time":"%T","name":"recovery:metrics_updated","data":{"cwnd":%C}}',
+    b'{"time":1e19,"name":"recovery:metrics_updated","data":{"cwnd":%C}}',
+    b'{"name":"recovery:metrics_updated","data":{"cwnd":%C}}',
+    b'{"time":%T,"name":5,"data":{"metric":1}}',
+    b'{"time":%T,"category":"recovery","event":"metrics_updated","data":{"cwnd":%C}}',
+    b'{"time":%T,"name":"recovery:packet_lost","data":{"header":{"packet_number":7}}}',
+    b'{"time":%T,"name":"recovery:spurious_loss","data":{}}',
+    b'{"time":%T,"name":"quic:timer_updated","data":{"timer_type":"pto","event_type":"expired"}}',
+    b'{"time":%T,"name":"quic:timer_updated","data":{"timer_type":"pto","event_type":"set"}}',
+    b'{"time":%T,"name":"recovery:loss_timer_updated","data":{"event_type":"expired"}}',
+    b'{"time":%T,"name":"recovery:congestion_state_updated","data":{"new":"recovery"}}',
+    b'{"time":%T,"name":"transport:packet_sent","data":{"metric":"no"}}',
+    b'{"time":%T,"name":"congestion_metric_update","data":{"current_cwnd":%C,"state":"Steady"}}',
+    b'[%T,"recovery","metrics_updated",{"cwnd":%C}]',
+    b'{"time":-%T,"name":"recovery:metrics_updated","data":{"cwnd":%C}}',
+]
+
+
+@st.composite
+def _odd_file(draw: st.DrawFn) -> bytes:
+    sep = draw(st.sampled_from([b"\x1e", b"\n"]))
+    header = {
+        "qlog_format": "JSON-SEQ" if sep == b"\x1e" else "NDJSON",
+        "qlog_version": "0.3",
+        "title": draw(st.sampled_from(["aioquic", "quic-go", "quinn", "x"])),
+        "trace": {"vantage_point": {"type": "server"}, "common_fields": {}},
+    }
+    if draw(st.booleans()):
+        header["trace"]["common_fields"]["time_format"] = draw(
+            st.sampled_from(["relative", "delta"])
+        )
+    if draw(st.booleans()):  # draft-01 microseconds: times and RTTs scaled by 1/1000
+        header["trace"]["configuration"] = {"time_units": "us"}
+    records = [json.dumps(header).encode()]
+    time = 0.0
+    for _ in range(draw(st.integers(0, 30))):
+        template = draw(st.sampled_from(_ODD_RECORDS))
+        time += draw(st.sampled_from([0.0, 0.25, 7.0, -3.0]))
+        record = (
+            template.replace(b"%T", b"%.3f" % time)
+            .replace(b"%C", b"%d" % draw(st.sampled_from([2400, 12000, 13200, 30000])))
+            .replace(b"%F", b"%d" % draw(st.sampled_from([0, 1200, 12000])))
+            .replace(b"%R", draw(st.sampled_from([b"0", b"35.25", b"40", b"1.5e1"])))
+            .replace(b"%P", draw(st.sampled_from([b"0", b"1", b"2"])))
+        )
+        records.append(record)
+    if sep == b"\x1e":
+        return b"".join(b"\x1e" + r + b"\n" for r in records)
+    return b"".join(r + b"\n" for r in records)
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=_odd_file(), states=st.sampled_from(["derived", "hybrid"]))
+def test_odd_records_read_the_same(tmp_path: Path, data: bytes, states: str) -> None:
+    path = tmp_path / "odd.sqlog"
+    path.write_bytes(data)
+    for lenient in (False, True):
+        assert differences(path, states=states, lenient=lenient) is None
+
+
+# --- mutations of the real fixtures --------------------------------------------------------
+
+SEEDS = seed_files()
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    seed=st.sampled_from(range(len(SEEDS))),
+    rng_seed=st.integers(0, 2**32 - 1),
+    kinds=st.lists(st.sampled_from(sorted(MUTATIONS)), min_size=1, max_size=3, unique=True),
+)
+def test_mutated_real_files_read_the_same(
+    tmp_path: Path, seed: int, rng_seed: int, kinds: list[str]
+) -> None:
+    _, data = SEEDS[seed]
+    path = tmp_path / f"m{rng_seed}"
+    path.write_bytes(mutate(data, random.Random(rng_seed), kinds=kinds))
+    for lenient in (False, True):
+        assert differences(path, states="derived", lenient=lenient) is None
