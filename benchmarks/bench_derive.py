@@ -9,7 +9,9 @@ process; its CPU time and peak RSS come from ``wait4``:
 - **baseline**: a plain pysimdjson full parse: the file read in 8 MiB blocks, split into
   records at the RS bytes, every record parsed by ``simdjson.Parser.parse`` and its ``name``
   read;
-- **derived**: ``quicsm.read_transitions(file, states="derived")`` (GC on, as users run it).
+- **derived**: ``quicsm.read_transitions(file, states="derived")`` (GC on, as users run it),
+  with the native deriver (``quicsm_native``, built by ``scripts/setup``);
+- **derived, Python**: the same with ``QUICSM_NATIVE=0`` (the Python reference deriver).
 
 Throughput is per CPU second (robust on a busy machine); the ratio is taken within one run.
 
@@ -18,7 +20,8 @@ Throughput is per CPU second (robust on a busy machine); the ratio is taken with
     .venv/bin/python benchmarks/bench_derive.py                  # ~200 MB
     .venv/bin/python benchmarks/bench_derive.py --size-mb 2000   # the 2 GB target file
 
-Targets (docs/derive.md): derived >= 1x the baseline; peak RSS <= 300 MB for a 2 GB file.
+Targets (docs/derive.md): derived >= 1x the baseline; peak RSS <= 300 MB for a 2 GB file. The
+row counts of the native and the Python runs must agree (tests/test_native.py compares rows).
 """
 
 from __future__ import annotations
@@ -135,10 +138,11 @@ print(frame.height)
 """
 
 
-def measure(code: str, path: Path) -> dict[str, float]:
+def measure(code: str, path: Path, *, native: bool = True) -> dict[str, float]:
     start = time.perf_counter()
+    env = {**os.environ, "QUICSM_NATIVE": "1" if native else "0"}
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, cwd=ROOT.parent
+        [sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, cwd=ROOT.parent, env=env
     )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
@@ -166,10 +170,16 @@ def main(argv: list[str] | None = None) -> int:
     if not path.exists():
         generate(path, args.size_mb)
     size = path.stat().st_size / 1e6
+    import quicsm_native  # noqa: F401  (the measurement is of the native deriver: it must exist)
+
     base = measure(BASELINE, path)
     ours = measure(DERIVED, path)
+    python = measure(DERIVED, path, native=False)
+    if python["output"] != ours["output"]:
+        raise SystemExit(f"native and Python derivers disagree: {ours} vs {python}")
     base_rate = size / base["cpu_s"]
     our_rate = size / ours["cpu_s"]
+    python_rate = size / python["cpu_s"]
     print(f"file: {size:.1f} MB, one connection, metrics only ({path.name})")
     print(
         f"baseline (pysimdjson full parse): {base_rate:.0f} MB/s CPU, "
@@ -179,12 +189,24 @@ def main(argv: list[str] | None = None) -> int:
         f"derived (read_transitions, states=derived): {our_rate:.0f} MB/s CPU, "
         f"peak RSS {ours['peak_rss_mb']:.0f} MB, {ours['output']:.0f} rows"
     )
+    print(
+        f"derived, Python deriver (QUICSM_NATIVE=0): {python_rate:.0f} MB/s CPU, "
+        f"peak RSS {python['peak_rss_mb']:.0f} MB, {python['output']:.0f} rows"
+    )
     print(f"ratio derived / baseline: {our_rate / base_rate:.2f}x")
+    print(f"ratio derived (Python deriver) / baseline: {python_rate / base_rate:.2f}x")
     results = ROOT / "results"
     results.mkdir(exist_ok=True)
     (results / "bench_derive.json").write_text(
         json.dumps(
-            {"size_mb": size, "baseline": base, "derived": ours, "ratio": our_rate / base_rate},
+            {
+                "size_mb": size,
+                "baseline": base,
+                "derived": ours,
+                "derived_python": python,
+                "ratio": our_rate / base_rate,
+                "ratio_python": python_rate / base_rate,
+            },
             indent=2,
         )
     )

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 import dataclasses
 import json
+import os
 from typing import Any
 
 import pytest
