@@ -571,7 +571,6 @@ impl Deriver {
                 }
                 Some(pw) if window > pw => {
                     self.window_changed_at = Some(self.time);
-                    let acked_before = self.acked_since_change;
                     self.acked_since_change = 0.0;
                     self.stall_is_cap = false;
                     self.stalled_from = None;
@@ -584,15 +583,6 @@ impl Deriver {
                             {
                                 self.datagram = size;
                                 break;
-                            }
-                        }
-                        // as in the Python deriver (where the stall was just cleared above)
-                        if let Some(from) = self.stalled_from {
-                            if step >= self.datagram
-                                && acked_before < self.th.plateau_windows / 3.0 * pw
-                            {
-                                self.inferred_ssthresh = from;
-                                self.cap_datagrams = Some(pw / self.datagram);
                             }
                         }
                     }

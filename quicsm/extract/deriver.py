@@ -301,7 +301,6 @@ class Deriver:
                 self._event_time = ctx.recovery_start
             elif window > prior_window:
                 self._window_changed_at = ctx.time
-                acked_before = ctx.acked_since_change
                 ctx.acked_since_change = 0.0
                 ctx.stall_is_cap = False
                 self._stalled_from = None
@@ -312,15 +311,6 @@ class Deriver:
                         if th.datagram_step_min_bytes <= step / count <= th.datagram_step_max_bytes:
                             ctx.datagram = step / count
                             break
-                    if (
-                        self._stalled_from is not None
-                        and step >= ctx.datagram
-                        and acked_before < th.plateau_windows / 3 * prior_window
-                    ):
-                        # growth by whole datagrams well within a window: still slow start
-                        # (the stall was a cap that a larger datagram size raised)
-                        ctx.inferred_ssthresh = self._stalled_from
-                        ctx.cap_datagrams = prior_window / ctx.datagram
                 undo = self._undo
                 if self._spurious_pending and undo is not None and window >= undo.cwnd:
                     ctx.inferred_ssthresh = undo.inferred_ssthresh
