@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from native_outcome import differences, native
 
-from quicsm.extract import native as native_mod
+from quicsm.core import native as core_native
 from quicsm.extract.deriver import Deriver
 from quicsm.extract.native import NativeDeriver
 from quicsm.extract.profiles import PROFILES
@@ -32,9 +32,10 @@ def test_the_native_deriver_is_built_and_used() -> None:
 
     assert quicsm_native.Deriver is not None
     with native(True):
-        assert native_mod.enabled()
+        assert core_native.module() is quicsm_native
     with native(False):
-        assert not native_mod.enabled()
+        assert core_native.module() is None
+    assert core_native.installed()
 
 
 def test_reads_go_through_the_native_pass(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,13 +10,12 @@ once, as ``warning: <message>`` (:mod:`quicsm.cli.report_warnings`).
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import os
 import warnings
 from typing import Any
 
 import click
 
+from quicsm.core import native
 from quicsm.core.errors import QuicsmError
 from quicsm.core.version import __version__
 
@@ -63,19 +62,12 @@ class _Group(click.Group):
                         report_warnings.warn(text)
 
 
-def _version_message() -> str:
-    """The version, and which state deriver reads derive with (without importing it)."""
-    if importlib.util.find_spec("quicsm_native") is None:
-        deriver = "Python (quicsm_native is not installed: scripts/setup builds it)"
-    elif os.environ.get("QUICSM_NATIVE", "1") == "0":
-        deriver = "Python (QUICSM_NATIVE=0)"
-    else:
-        deriver = "native (quicsm_native)"
-    return "%(prog)s, version %(version)s\nstate deriver: " + deriver
-
-
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="quicsm", message=_version_message())
+@click.version_option(
+    __version__,
+    prog_name="quicsm",
+    message="%(prog)s, version %(version)s\nstate deriver: " + native.describe(),
+)
 def main() -> None:
     """Infer the congestion-control state machine of QUIC implementations from qlog traces,
     and explain what changed between versions, devices and networks."""

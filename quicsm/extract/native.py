@@ -17,37 +17,19 @@ environment variable ``QUICSM_NATIVE`` is not ``0``; otherwise the Python one. B
 
 from __future__ import annotations
 
-import os
 from array import array
 from typing import Any, Final
 
+from quicsm.core import native
 from quicsm.extract.deriver import STATE_CODES, CompactRows, Deriver, notices_of
 from quicsm.extract.profiles import Profile
 from quicsm.extract.rules import EVENT_CLASSES, RULES, Thresholds
 from quicsm.qlog.events import METRIC_FIELDS, MetricEvent
 
-try:  # the extension is built by scripts/setup; without it quicsm derives in Python
-    import quicsm_native
-except ImportError:  # pragma: no cover - exercised only where the build is missing
-    quicsm_native = None
-
-#: set to ``0`` to derive in Python even where the native deriver is installed
-NATIVE_ENV: Final[str] = "QUICSM_NATIVE"
-
 _KINDS: Final[dict[str, int]] = {"metrics": 0, "packet_lost": 1, "pto": 2, "spurious_loss": 3}
 _METRICS: Final[tuple[str, ...]] = tuple(METRIC_FIELDS)
 _STATE_INDEX: Final[dict[str, int]] = {s: i for i, s in enumerate(STATE_CODES)}
 _EVENT_INDEX: Final[dict[str, int]] = {e: i for i, e in enumerate(EVENT_CLASSES)}
-
-
-def available() -> bool:
-    """Whether the native deriver is installed."""
-    return quicsm_native is not None
-
-
-def enabled() -> bool:
-    """Whether readers use it (installed, and not switched off by ``QUICSM_NATIVE=0``)."""
-    return quicsm_native is not None and os.environ.get(NATIVE_ENV, "1") != "0"
 
 
 def _rule_table() -> list[tuple[list[int] | None, int, str, int, str]]:
@@ -71,11 +53,12 @@ class NativeDeriver:
     __slots__ = ("_native", "profile")
 
     def __init__(self, profile: Profile, *, thresholds: Thresholds | None = None) -> None:
-        if quicsm_native is None:
-            raise RuntimeError("quicsm_native is not installed (scripts/setup builds it)")
+        ext = native.module()
+        if ext is None:
+            raise RuntimeError("quicsm_native is not installed or QUICSM_NATIVE=0")
         th = thresholds or Thresholds()
         self.profile = profile
-        self._native = quicsm_native.Deriver(
+        self._native = ext.Deriver(
             (
                 float(profile.datagram_bytes),
                 float(profile.burst_datagrams),
@@ -160,6 +143,6 @@ def make_deriver(
     profile: Profile, *, thresholds: Thresholds | None = None
 ) -> Deriver | NativeDeriver:
     """The native deriver where it is installed and enabled, else the Python one."""
-    if enabled():
+    if native.module() is not None:
         return NativeDeriver(profile, thresholds=thresholds)
     return Deriver(profile, thresholds=thresholds)

@@ -28,13 +28,13 @@ every complete record before it is kept.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import orjson
 
+from quicsm.core import native
 from quicsm.core.diagnostics import (
     MAX_KEPT_PROBLEMS,
     RecordProblem,
@@ -42,12 +42,6 @@ from quicsm.core.diagnostics import (
     describe,
 )
 from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES, TIMER_NEEDLE, TIMER_REQUIRED
-
-try:  # built by scripts/setup (native/); without it the searches below run in Python
-    import quicsm_native
-except ImportError:  # pragma: no cover - exercised only where the build is missing
-    quicsm_native = None
-
 from quicsm.qlog.trace import (
     MetricSink,
     NativeScan,
@@ -77,20 +71,14 @@ _EVENT_PREFIX_WORDS = np.frombuffer(b"".join(_EVENT_PREFIXES), dtype="<u8")
 _VECTOR_MIN_BYTES = 1 << 20
 
 
-def native_enabled() -> bool:
-    """Whether ``quicsm_native`` is installed and not switched off (``QUICSM_NATIVE=0``)."""
-    return quicsm_native is not None and os.environ.get("QUICSM_NATIVE", "1") != "0"
-
-
 def _header_candidates(buf: Buffer, a: int, b: int, sep: bytes) -> Iterator[tuple[int, int]]:
     """``(rs, re)`` of each record between the separators at ``buf[a]`` and ``buf[b]`` that
     contains :data:`_HEADER_NEEDLE` and does not begin like an event; ``buf[rs]`` and
     ``buf[re]`` are its separators. The three strategies (native, ``bytes.find``, numpy) give
     the same records, whatever the block boundaries."""
-    if native_enabled():
-        yield from quicsm_native.header_candidates(
-            buf, a, b, sep[0], _HEADER_NEEDLE, list(_EVENT_PREFIXES)
-        )
+    ext = native.module()
+    if ext is not None:
+        yield from ext.header_candidates(buf, a, b, sep[0], _HEADER_NEEDLE, list(_EVENT_PREFIXES))
         return
     if b - a < _VECTOR_MIN_BYTES:
         hit = buf.find(_HEADER_NEEDLE, a, b)
@@ -383,9 +371,10 @@ class SeqScanner:
         sep = self.sep
         starts: dict[int, int] = {}
         timer_only: dict[int, bool] = {}  # records found only by the timer needle
-        if len(needles) == 1 and needles[0] != TIMER_NEEDLE and native_enabled():
+        ext = native.module() if len(needles) == 1 and needles[0] != TIMER_NEEDLE else None
+        if ext is not None:
             # one needle: the native search finds the same records (memchr's SIMD search)
-            for rs, re_ in quicsm_native.records_with(buf, s, e, sep[0], needles[0]):
+            for rs, re_ in ext.records_with(buf, s, e, sep[0], needles[0]):
                 starts[rs] = re_
                 timer_only[rs] = False
             needles = ()
