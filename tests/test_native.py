@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -248,3 +249,57 @@ def test_mutated_real_files_read_the_same(
     path.write_bytes(mutate(data, random.Random(rng_seed), kinds=kinds))
     for lenient in (False, True):
         assert differences(path, states="derived", lenient=lenient) is None
+
+
+# --- block boundaries ----------------------------------------------------------------------
+
+
+def _derive_in_blocks(data: bytes, sizes: list[int]) -> list[list[Any]]:
+    """Per trace: the number of events its deriver was fed, then its rows."""
+    from quicsm.extract.read import _Streamed
+    from quicsm.qlog.seq import SeqScanner
+
+    streamed = _Streamed(sidecar={}, profile=None, hybrid=False)
+    scanner = SeqScanner(want_metrics=True, metric_sink=streamed)
+    pos, k = 0, 0
+    while pos < len(data):
+        size = sizes[k % len(sizes)]
+        scanner.feed(bytearray(data[pos : pos + size]))  # the I/O side passes a bytearray
+        pos, k = pos + size, k + 1
+    traces = scanner.close()
+    out = []
+    for trace in traces:
+        derivation = streamed.derivation(trace.index)
+        assert derivation is not None
+        deriver = streamed._traces[trace.index][0]
+        fed = deriver._native.status()[0] if isinstance(deriver, NativeDeriver) else deriver._events
+        out.append([fed, *derivation.states])
+    return out
+
+
+def _aioquic_head() -> bytes:
+    """The first 250 kB of each of the first four traces of the shipped aioquic corpus."""
+    from quicsm.qlog.blocks import DecompressedFile
+
+    data = b"".join(DecompressedFile(ROOT / "traces" / "aioquic-1.7.2.qlog").blocks())
+    starts = [data.rfind(b"\x1e", 0, data.find(b"_format", 0))]
+    while len(starts) < 5:
+        starts.append(data.rfind(b"\x1e", 0, data.find(b"_format", starts[-1] + 10)))
+    parts = []
+    for a, b in zip(starts, starts[1:], strict=False):
+        parts.append(data[a : data.find(b"\x1e", min(a + 250_000, b - 1))])
+    return b"".join(parts)
+
+
+AIOQUIC_HEAD = _aioquic_head()
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.integers(7, 1 << 18), min_size=1, max_size=5))
+def test_native_rows_do_not_depend_on_block_boundaries(sizes: list[int]) -> None:
+    with native(True):
+        whole = _derive_in_blocks(AIOQUIC_HEAD, [len(AIOQUIC_HEAD)])
+        assert len(whole) == 4 and sum(rows[0] for rows in whole) > 500  # events fed
+        assert _derive_in_blocks(AIOQUIC_HEAD, sizes) == whole
+    with native(False):
+        assert _derive_in_blocks(AIOQUIC_HEAD, sizes) == whole
