@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quicsm.core.diagnostics import RecordProblem
+from quicsm.qlog import contained
 from quicsm.qlog.contained import ContainedParser
 from quicsm.qlog.trace import TraceData
+from quicsm.testing.mutate import mutate, seed_files
 
 STATES = ["slow_start", "recovery", "congestion_avoidance"]
 
@@ -155,3 +158,49 @@ def test_whole_document_errors() -> None:
     assert info.value.expected == 'a qlog object with "traces"' and info.value.got == "an array"
     with pytest.raises(RecordProblem, match="the end of the document"):
         ContainedParser().parse(b'{"traces": [] } trailing')
+
+
+# --- whole events at once (contained.FAST_EVENTS) against one structural character at a time --
+
+_CONTAINED_SEEDS = [data for _, data in seed_files(1 << 20) if data.lstrip().startswith(b"{")]
+
+
+def _parse(data: bytes, *, fast: bool, lenient: bool, chunk: int) -> object:
+    old = contained.FAST_EVENTS
+    contained.FAST_EVENTS = fast
+    try:
+        parser = ContainedParser(want_metrics=True, lenient=lenient)
+        for i in range(0, len(data), chunk):
+            parser.feed(data[i : i + chunk])
+        traces = parser.close()
+    except RecordProblem as problem:
+        return ("error", str(problem))
+    finally:
+        contained.FAST_EVENTS = old
+    return (traces, [str(p) for p in parser.problems], parser.skipped, parser.truncated_at)
+
+
+def test_the_contained_seeds_are_several() -> None:
+    assert len(_CONTAINED_SEEDS) >= 4
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 1000),
+    rng_seed=st.integers(0, 2**32 - 1),
+    kinds=st.lists(
+        st.sampled_from(["flip", "truncate", "swap", "huge", "nest", "backwards", "variant"]),
+        max_size=2,
+        unique=True,
+    ),
+    chunk=st.sampled_from([997, 65536, 1 << 20]),
+    lenient=st.booleans(),
+)
+def test_whole_events_at_once_read_the_same(
+    seed: int, rng_seed: int, kinds: list[str], chunk: int, lenient: bool
+) -> None:
+    data = _CONTAINED_SEEDS[seed % len(_CONTAINED_SEEDS)]
+    if kinds:
+        data = mutate(data, random.Random(rng_seed), kinds=kinds)
+    fast = _parse(data, fast=True, lenient=lenient, chunk=chunk)
+    assert fast == _parse(data, fast=False, lenient=lenient, chunk=chunk)
