@@ -303,3 +303,37 @@ def test_native_rows_do_not_depend_on_block_boundaries(sizes: list[int]) -> None
         assert _derive_in_blocks(AIOQUIC_HEAD, sizes) == whole
     with native(False):
         assert _derive_in_blocks(AIOQUIC_HEAD, sizes) == whole
+
+
+# --- numbers at the edges of the float range and of 64-bit integers ----------------------------
+
+_EDGE_NUMBERS = [
+    b"1e-400", b"1E+2", b"0e0", b"-0e-0", b"-0", b"-0.0", b"1.7976931348623157e308",
+    b"1.7976931348623158e308", b"1.7976931348623159e308", b"4.9e-324", b"2.4e-324", b"2.5e-324",
+    b"9007199254740993", b"9007199254740993.0", b"0.1", b"0.30000000000000004",
+    b"123456789012345678901", b"1" + b"0" * 308, b"1" + b"0" * 309, b"1" + b"0" * 300 + b".5",
+    b"18446744073709551615", b"18446744073709551616", b"-9223372036854775808",
+    b"-9223372036854775809", b"1.5e1", b"100000000000000000000000.0", b"1234567890.123456789",
+]
+_EDGE_RECORDS = [
+    b'{"time":1.0,"name":"recovery:metrics_updated","data":{"cwnd":%s,"bytes_in_flight":1200}}',
+    b'{"time":1.0,"name":"recovery:metrics_updated","data":{"x":[%s],"cwnd":2400}}',
+    b'{"time":%s,"name":"recovery:metrics_updated","data":{"cwnd":2400}}',
+    b'{"time":1.0,"name":"recovery:metrics_updated","data":{"pto_count":%s,"latest_rtt":%s}}',
+]
+
+
+@pytest.mark.parametrize("number", _EDGE_NUMBERS)
+def test_edge_numbers_read_the_same(tmp_path: Path, number: bytes) -> None:
+    header = (
+        b'\x1e{"qlog_format":"JSON-SEQ","qlog_version":"0.3","title":"aioquic",'
+        b'"trace":{"vantage_point":{"type":"server"}}}\n'
+    )
+    first = b'\x1e{"time":0.5,"name":"recovery:metrics_updated","data":{"cwnd":12000}}\n'
+    last = b'\x1e{"time":2.0,"name":"recovery:metrics_updated","data":{"cwnd":1200}}\n'
+    path = tmp_path / "edge.sqlog"
+    for template in _EDGE_RECORDS:
+        record = template.replace(b"%s", number)
+        path.write_bytes(header + first + b"\x1e" + record + b"\n" + last)
+        for lenient in (False, True):
+            assert differences(path, states="derived", lenient=lenient) is None
