@@ -374,3 +374,12 @@ def test_visits_can_be_reused_across_functions() -> None:
     v = Visits(_example())
     assert_frame_equal(transition_counts(v), transition_counts(_example()))
     assert v.n_traces == 2 and v.n_visits == 8
+
+
+def test_time_fractions_of_a_subnormal_duration_are_exact() -> None:
+    # a trace lasting 2.2e-311 ms (hypothesis found it): dividing by a constant in a polars
+    # expression multiplies by its reciprocal, which overflows (0 * inf = NaN)
+    df = frame_of([("t", [0.0, 0.0], ["SlowStart", "Recovery"], 2.2251e-311)])
+    summary = time_in_state_summary(df)
+    assert summary["fraction"].sum() == pytest.approx(1.0)
+    assert not summary["fraction"].is_nan().any()

@@ -426,21 +426,25 @@ def time_in_state_from_sums(
     the total time of all traces and how many traces last longer than 0 ms. The sums of
     disjoint sets of traces add up, so this also summarises partitions read apart."""
     n_states = len(CANONICAL_STATES)
+    total = np.asarray(total_ms, dtype=np.float64)
+    # divided here, element by element: an expression dividing by a constant may multiply by
+    # its reciprocal, which overflows for a subnormal total (0 * inf = NaN)
+    fraction = total / grand_ms if grand_ms > 0 else np.full(n_states, np.nan)
     out = pl.DataFrame(
         {
             "code": np.arange(n_states, dtype=np.uint8),
             "visits": np.asarray(visits, dtype=np.int64),
-            "total": np.asarray(total_ms, dtype=np.float64),
+            "total": total,
+            "fraction": fraction,
             "fsum": np.asarray(share_sum, dtype=np.float64),
             "traces": np.asarray(traces, dtype=np.int64),
         }
     ).filter(pl.col("visits") > 0)
-    grand = grand_ms
     n_positive = positive
     return out.select(
         _state_of().alias("state"),
         (pl.col("total") / 1000.0).alias("seconds"),
-        (pl.col("total") / grand if grand > 0 else pl.lit(None, pl.Float64)).alias("fraction"),
+        (pl.col("fraction") if grand_ms > 0 else pl.lit(None, pl.Float64)).alias("fraction"),
         (pl.col("fsum") / n_positive if n_positive else pl.lit(None, pl.Float64)).alias(
             "mean_fraction"
         ),
