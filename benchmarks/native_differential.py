@@ -27,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from native_outcome import differences, outcome  # noqa: E402
+from native_outcome import compare  # noqa: E402
 
 from quicsm.testing import mutate as m  # noqa: E402
 
@@ -53,11 +53,10 @@ def run_one(args: tuple[int, int]) -> tuple[int, list[str], list[str]]:
     outcomes, diffs = [], []
     try:
         for states, lenient in READS:
-            found = differences(path, states=states, lenient=lenient)
+            found, result = compare(path, states=states, lenient=lenient)
             mode = f"{states} {'lenient' if lenient else 'strict'}"
             if found is not None:
                 diffs.append(f"{mode}: {found[:300]}")
-            result = outcome(path, on=True, states=states, lenient=lenient)
             outcomes.append(f"{mode}: {result[0] if result[0] == 'rows' else result[1]}")
     finally:
         path.unlink()

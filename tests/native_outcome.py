@@ -43,16 +43,23 @@ def outcome(path: Path, *, on: bool, states: str, lenient: bool) -> tuple[Any, .
     return ("rows", frame, diag)
 
 
-def differences(path: Path, *, states: str, lenient: bool) -> str | None:
-    """``None`` when both derivers give the same outcome, else what differs."""
+def compare(path: Path, *, states: str, lenient: bool) -> tuple[str | None, tuple[Any, ...]]:
+    """(what differs between the native and the Python deriver, ``None`` if nothing; the
+    native outcome)."""
     ours = outcome(path, on=True, states=states, lenient=lenient)
     reference = outcome(path, on=False, states=states, lenient=lenient)
     if ours[0] != reference[0]:
-        return f"native {ours[0]} {ours[1:] if ours[0] == 'error' else ''}, python {reference}"
+        found = f"native {ours[0]} {ours[1:] if ours[0] == 'error' else ''}, python {reference}"
+        return found, ours
     if ours[0] == "error":
-        return None if ours == reference else f"native {ours[1:]}, python {reference[1:]}"
+        return (None if ours == reference else f"native {ours[1:]}, python {reference[1:]}"), ours
     if not ours[1].equals(reference[1]):
-        return f"rows differ:\nnative {ours[1]}\npython {reference[1]}"
+        return f"rows differ:\nnative {ours[1]}\npython {reference[1]}", ours
     if ours[2] != reference[2]:
-        return f"diagnostics differ: native {ours[2]}, python {reference[2]}"
-    return None
+        return f"diagnostics differ: native {ours[2]}, python {reference[2]}", ours
+    return None, ours
+
+
+def differences(path: Path, *, states: str, lenient: bool) -> str | None:
+    """``None`` when both derivers give the same outcome, else what differs."""
+    return compare(path, states=states, lenient=lenient)[0]
