@@ -10,7 +10,7 @@ process; its CPU time and peak RSS come from ``wait4``:
   records at the RS bytes, every record parsed by ``simdjson.Parser.parse`` and its ``name``
   read;
 - **derived**: ``quicsm.read_transitions(file, states="derived")`` (GC on, as users run it),
-  with the native deriver (``quicsm_native``, built by ``scripts/setup``);
+  with the native deriver (``quicsm._native``, built with the package);
 - **derived, Python**: the same with ``QUICSM_NATIVE=0`` (the Python reference deriver).
 
 Throughput is per CPU second (robust on a busy machine); the ratio is taken within one run.
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     if not path.exists():
         generate(path, args.size_mb)
     size = path.stat().st_size / 1e6
-    import quicsm_native  # noqa: F401  (the measurement is of the native deriver: it must exist)
+    from quicsm import _native  # noqa: F401  (the measurement is of the native deriver: it must exist)
 
     base = measure(BASELINE, path)
     ours = measure(DERIVED, path)

@@ -66,7 +66,7 @@ def test_module_entry_point_runs() -> None:
         [sys.executable, "-m", "quicsm", "--version"], capture_output=True, text=True, check=True
     )
     assert out.stdout.startswith("quicsm, version ")
-    assert "state deriver: native (quicsm_native " in out.stdout  # scripts/setup built it
+    assert "state deriver: native (quicsm._native " in out.stdout  # scripts/setup built it
 
 
 def test_unknown_command_is_a_clean_error() -> None:

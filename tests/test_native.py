@@ -1,4 +1,4 @@
-"""The native deriver (``native/``, module ``quicsm_native``) against the Python reference.
+"""The native deriver (``native/``, module ``quicsm._native``) against the Python reference.
 
 The Python deriver and reader stay the definition of derived states; the native ones must
 give the same rows, the same diagnostics and the same errors. Checked on every committed
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_native_deriver_is_built_and_used() -> None:
-    import quicsm_native  # scripts/setup builds it: a missing build fails here, not skips
+    from quicsm import _native as quicsm_native  # built with the package: a missing build fails here, not skips
 
     assert quicsm_native.Deriver is not None
     with native(True):

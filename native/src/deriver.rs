@@ -12,41 +12,26 @@
 //! probe-timeout backoff is `2 ** n` as an exact power of two (infinite from 2**1024 on, as the
 //! Python deriver's guard makes it), and the probe counter is an unbounded integer (i128 here).
 
-pub const N_STATES: usize = 8;
-pub const INIT: u8 = 0;
-pub const SLOW_START: u8 = 1;
-pub const CONGESTION_AVOIDANCE: u8 = 2;
-pub const MAXED: u8 = 3;
-pub const RECOVERY: u8 = 6;
+// states, event classes and metrics: generated from quicsm/core/tables.json (src/tables.rs)
+pub use crate::tables::{
+    ACK, COLLAPSE, CONGESTION_AVOIDANCE, CUTBACK, FLAG, INIT, LOSS, N_EVENTS, N_METRICS,
+    N_STATES, PTO, PTO_COUNT, RECOVERY, SEND, SLOW_START, UNDO,
+};
+use crate::tables::{
+    BYTES_IN_FLIGHT, CONGESTION_AVOIDANCE_MAXED, CWND_BYTES, LATEST_RTT_MS, RTT_VARIANCE_MS,
+    SMOOTHED_RTT_MS, SSTHRESH_BYTES,
+};
+// the short names this module uses
+pub const MAXED: u8 = CONGESTION_AVOIDANCE_MAXED;
+pub const CWND: usize = CWND_BYTES;
+pub const IN_FLIGHT: usize = BYTES_IN_FLIGHT;
+pub const SSTHRESH: usize = SSTHRESH_BYTES;
+pub const SRTT: usize = SMOOTHED_RTT_MS;
+pub const LATEST_RTT: usize = LATEST_RTT_MS;
+pub const RTTVAR: usize = RTT_VARIANCE_MS;
 
-// event classes (the position in quicsm.extract.rules.EVENT_CLASSES)
-pub const ACK: u8 = 0;
-pub const SEND: u8 = 1;
-pub const CUTBACK: u8 = 2;
-pub const COLLAPSE: u8 = 3;
-pub const LOSS: u8 = 4;
-pub const PTO: u8 = 5;
-pub const UNDO: u8 = 6;
-pub const FLAG: u8 = 7;
-pub const N_EVENTS: usize = 8;
-
-// normalised metrics (the order of quicsm.qlog.events.METRIC_FIELDS)
-pub const CWND: usize = 0;
-pub const IN_FLIGHT: usize = 1;
-pub const SSTHRESH: usize = 2;
-pub const SRTT: usize = 3;
-pub const LATEST_RTT: usize = 5;
-pub const RTTVAR: usize = 6;
-pub const PTO_COUNT: usize = 7;
-pub const N_METRICS: usize = 9;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Metrics,
-    Lost,
-    Pto,
-    Spurious,
-}
+/// what an event is (generated from the feed kinds of quicsm/core/tables.json)
+pub use crate::tables::FeedKind as Kind;
 
 #[derive(Clone, Debug)]
 pub struct Event {
@@ -70,6 +55,20 @@ pub enum Cond {
 }
 
 impl Cond {
+    /// The conditions implemented here, by the names of the Python functions they port
+    /// (`quicsm.extract.rules`); a rule naming another is refused when a deriver is made.
+    pub const NAMES: [&'static str; 9] = [
+        "always",
+        "first_pto",
+        "in_recovery_period",
+        "slow_start",
+        "app_limited_flag",
+        "not_cwnd_limited",
+        "at_window_cap",
+        "window_plateau",
+        "undo_back_in_recovery",
+    ];
+
     pub fn named(name: &str) -> Option<Cond> {
         Some(match name {
             "always" => Cond::Always,
@@ -417,7 +416,7 @@ impl Deriver {
         let mut classes = Classes::default();
         match event.kind {
             Kind::Metrics => self.metrics(event, &mut classes),
-            Kind::Lost => {
+            Kind::PacketLost => {
                 self.losses += 1;
                 if !self.loss_since_metrics {
                     self.loss_time = self.time;
@@ -435,7 +434,7 @@ impl Deriver {
                     classes.push(PTO);
                 }
             }
-            Kind::Spurious => self.spurious_pending = true,
+            Kind::SpuriousLoss => self.spurious_pending = true,
         }
         self.apply(classes.as_slice());
     }

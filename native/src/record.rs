@@ -10,24 +10,15 @@
 //! being more lenient never is.
 
 use crate::deriver::{Event, Kind, N_METRICS, PTO_COUNT};
+use crate::tables::{EventKind, APP_LIMITED_NAMES, EVENT_KIND_NAMES, METRIC_NAMES, TIME_METRICS};
 
 #[derive(Debug)]
 pub struct Fallback;
 
 type R<T> = Result<T, Fallback>;
 
-/// What kind of event a name is (`quicsm.qlog.events.EVENT_KINDS`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventKind {
-    State,
-    Metrics,
-    Lost,
-    Timer,
-    Spurious,
-    MvfstMetric,
-}
-
-/// The lower-cased part of an ASCII name after its last ':'.
+/// The lower-cased part of an ASCII name after its last ':', looked up in the event-name table
+/// (`EVENT_KIND_NAMES`, generated from quicsm/core/tables.json).
 fn event_kind(name: &[u8]) -> R<Option<EventKind>> {
     if !name.is_ascii() {
         return Err(Fallback); // Unicode lower-casing is Python's to do
@@ -36,22 +27,10 @@ fn event_kind(name: &[u8]) -> R<Option<EventKind>> {
         Some(i) => &name[i + 1..],
         None => name,
     };
-    let eq = |s: &[u8]| tail.eq_ignore_ascii_case(s);
-    Ok(if eq(b"congestion_state_updated") {
-        Some(EventKind::State)
-    } else if eq(b"metrics_updated") || eq(b"recovery_metrics_updated") || eq(b"metric_update") {
-        Some(EventKind::Metrics)
-    } else if eq(b"packet_lost") {
-        Some(EventKind::Lost)
-    } else if eq(b"loss_timer_updated") || eq(b"timer_updated") {
-        Some(EventKind::Timer)
-    } else if eq(b"spurious_loss") {
-        Some(EventKind::Spurious)
-    } else if eq(b"congestion_metric_update") {
-        Some(EventKind::MvfstMetric)
-    } else {
-        None
-    })
+    Ok(EVENT_KIND_NAMES
+        .iter()
+        .find(|(n, _, _)| tail.eq_ignore_ascii_case(n))
+        .map(|&(_, kind, _)| kind))
 }
 
 /// A JSON number: an integer within [-2**63, 2**64) (orjson's int) or a finite float.
@@ -70,30 +49,6 @@ impl Num {
     }
 }
 
-/// Metric field names (`quicsm.qlog.events.METRIC_FIELDS`): (name, metric, preference rank).
-const METRIC_NAMES: [(&[u8], usize); 14] = [
-    (b"congestion_window", 0),
-    (b"cwnd", 0),
-    (b"current_cwnd", 0),
-    (b"bytes_in_flight", 1),
-    (b"inflight_bytes", 1),
-    (b"ssthresh", 2),
-    (b"slow_start_threshold", 2),
-    (b"smoothed_rtt", 3),
-    (b"srtt", 3),
-    (b"min_rtt", 4),
-    (b"rtt_min", 4),
-    (b"latest_rtt", 5),
-    (b"rtt_variance", 6),
-    (b"rttvar", 6),
-];
-const PTO_NAME: &[u8] = b"pto_count";
-const PACING_NAME: &[u8] = b"pacing_rate";
-/// the metrics measured in the trace's time unit
-const RTT_METRICS: [bool; N_METRICS] = [false, false, false, true, true, true, true, false, false];
-/// `quicsm.qlog.events.APP_LIMITED_FIELDS`, in order
-const APP_LIMITED_NAMES: [&[u8]; 3] = [b"app_limited", b"cf_app_limited", b"application_limited"];
-
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Flag {
     Absent,
@@ -107,7 +62,7 @@ struct Data<'a> {
     /// per metric: how many of its names are present, and the value (None: JSON null)
     names: [u8; N_METRICS],
     values: [Option<Num>; N_METRICS],
-    flags: [Flag; 3],
+    flags: [Flag; APP_LIMITED_NAMES.len()],
     timer_type: Option<&'a [u8]>,
     event_type: Option<&'a [u8]>,
     seen_timer_type: bool,
@@ -396,7 +351,7 @@ impl<'a> Parser<'a> {
         let mut d = Data {
             names: [0; N_METRICS],
             values: [None; N_METRICS],
-            flags: [Flag::Absent; 3],
+            flags: [Flag::Absent; APP_LIMITED_NAMES.len()],
             timer_type: None,
             event_type: None,
             seen_timer_type: false,
@@ -432,19 +387,12 @@ impl<'a> Parser<'a> {
                 }
             }
             if !handled {
-                if key == PTO_NAME || key == PACING_NAME {
-                    let (metric, bit) = if key == PTO_NAME { (7, 14) } else { (8, 15) };
+                if let Some(k) = APP_LIMITED_NAMES.iter().position(|&n| n == key) {
+                    let bit = METRIC_NAMES.len() + k;
                     if seen_names & (1 << bit) != 0 {
                         return Err(Fallback);
                     }
                     seen_names |= 1 << bit;
-                    d.names[metric] += 1;
-                    d.values[metric] = self.metric()?;
-                } else if let Some(k) = APP_LIMITED_NAMES.iter().position(|&n| n == key) {
-                    if seen_names & (1 << (16 + k)) != 0 {
-                        return Err(Fallback);
-                    }
-                    seen_names |= 1 << (16 + k);
                     d.flags[k] = self.flag()?;
                 } else if key == b"timer_type" {
                     if d.seen_timer_type {
@@ -580,8 +528,8 @@ pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
 fn event_of(kind: EventKind, time: f64, data: Option<&Data>, scale: f64) -> R<Option<Event>> {
     let blank = |kind| Event { time, kind, values: [None; N_METRICS], app_limited: None };
     Ok(match kind {
-        EventKind::Lost => Some(blank(Kind::Lost)),
-        EventKind::Spurious => Some(blank(Kind::Spurious)),
+        EventKind::PacketLost => Some(blank(Kind::PacketLost)),
+        EventKind::SpuriousLoss => Some(blank(Kind::SpuriousLoss)),
         EventKind::Timer => {
             let d = match data {
                 Some(d) => d,
@@ -607,7 +555,7 @@ fn event_of(kind: EventKind, time: f64, data: Option<&Data>, scale: f64) -> R<Op
                     if m == PTO_COUNT && !(v >= 0.0 && v < 9.223372036854775808e18 && v.fract() == 0.0) {
                         return Err(Fallback);
                     }
-                    event.values[m] = Some(if RTT_METRICS[m] { v * scale } else { v });
+                    event.values[m] = Some(if TIME_METRICS[m] { v * scale } else { v });
                 }
                 for f in d.flags {
                     if let Flag::Value(v) = f {

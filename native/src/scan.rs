@@ -14,10 +14,8 @@ use std::sync::OnceLock;
 use crate::deriver::Deriver;
 use crate::record::decode;
 
-const DERIVE_NEEDLES: [&[u8]; 4] = [b"metric", b"packet_lost", b"timer_updated", b"spurious_loss"];
-const TIMER: usize = 2;
-const STATE_NEEDLE: &[u8] = b"congestion_state_updated";
-const TIMER_REQUIRED: &[u8] = b"expired";
+// the needles: generated from quicsm/core/tables.json (src/tables.rs)
+use crate::tables::{DERIVE_NEEDLES, STATE_NEEDLE, TIMER_NEEDLE_AT as TIMER, TIMER_REQUIRED};
 
 struct Finders {
     derive: Vec<Finder<'static>>,

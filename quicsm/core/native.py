@@ -1,8 +1,9 @@
-"""Whether quicsm's native extension is used: ``quicsm_native`` (built from ``native/`` by
-``scripts/setup``), unless ``QUICSM_NATIVE=0`` is set in the environment.
+"""Whether quicsm's native core is used: ``quicsm._native`` (the Rust crate in ``native/``,
+built into the package by maturin), unless ``QUICSM_NATIVE=0`` is set in the environment.
 
-The extension holds the derived-state path (:mod:`quicsm.extract.native`) and the record searches
-of :mod:`quicsm.qlog.seq`; without it both run in Python, with the same results.
+The native core holds the derived-state path (:mod:`quicsm.extract.native`) and the record
+searches of :mod:`quicsm.qlog.seq`; without it (a copy of quicsm installed where Rust was not
+available) both run in Python, with the same results.
 """
 
 from __future__ import annotations
@@ -11,22 +12,26 @@ import os
 from types import ModuleType
 from typing import Final
 
-try:  # built by scripts/setup; without it quicsm runs the same code paths in Python
-    import quicsm_native as _module
+try:  # built by maturin with the package; without it quicsm runs the same code paths in Python
+    from quicsm import _native as _module  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - exercised only where the build is missing
     _module = None
 
-#: set to ``0`` to run in Python even where the extension is installed
+#: set to ``0`` to run in Python even where the native core is built
 NATIVE_ENV: Final[str] = "QUICSM_NATIVE"
+#: what to tell a user whose quicsm has no native core
+HOW_TO_BUILD: Final[str] = (
+    "install Rust (rustup) and re-run scripts/setup, or install a quicsm wheel"
+)
 
 
 def installed() -> bool:
-    """Whether ``quicsm_native`` is installed."""
+    """Whether ``quicsm._native`` was built."""
     return _module is not None
 
 
 def module() -> ModuleType | None:
-    """``quicsm_native`` if it is installed and not switched off, else ``None`` (read at
+    """``quicsm._native`` if it was built and is not switched off, else ``None`` (read at
     every call: the environment may change between reads)."""
     if _module is None or os.environ.get(NATIVE_ENV, "1") == "0":
         return None
@@ -36,7 +41,7 @@ def module() -> ModuleType | None:
 def describe() -> str:
     """Which implementation reads use, for ``quicsm --version``."""
     if _module is None:
-        return "Python (quicsm_native is not installed: scripts/setup builds it)"
+        return f"Python (the native core was not built: {HOW_TO_BUILD})"
     if module() is None:
         return f"Python ({NATIVE_ENV}=0)"
-    return f"native (quicsm_native {_module.__version__})"
+    return f"native (quicsm._native {_module.__version__})"

@@ -13,16 +13,11 @@ from typing import Final
 
 import polars as pl
 
-PAPER_STATES: Final[tuple[str, ...]] = (
-    "Init",
-    "SlowStart",
-    "CongestionAvoidance",
-    "CongestionAvoidanceMaxed",
-    "ApplicationLimited",
-    "RetransmissionTimeout",
-    "Recovery",
-    "TailLossProbe",
-)
+from quicsm.core import tables
+
+#: the paper's eight states; their order (positions are the deriver's state codes) is defined
+#: in tables.json, shared with the native core
+PAPER_STATES: Final[tuple[str, ...]] = tables.STATES
 BBR_STATES: Final[tuple[str, ...]] = ("Startup", "Drain", "ProbeBW", "ProbeRTT")
 UNKNOWN: Final[str] = "Unknown"
 

@@ -1,6 +1,6 @@
 """The native deriver: the same derivation as :mod:`quicsm.extract.deriver`, in Rust.
 
-``quicsm_native`` (the crate in ``native/``, built and installed by ``scripts/setup``) holds a
+``quicsm._native`` (the Rust crate in ``native/``, built into the package by maturin) holds a
 port of :class:`~quicsm.extract.deriver.Deriver` and of the JSON-SEQ/NDJSON derive pass of
 :class:`~quicsm.qlog.seq.SeqScanner`: it finds the records that carry metrics, losses and
 timers in a whole block, decodes the few fields the deriver reads and applies the rule table,
@@ -10,7 +10,7 @@ native decoder cannot read exactly as the Python reader would is handed back to 
 reports the record's problem, if any, and feeds its event to the same native deriver), and
 ``tests/test_native.py`` checks that both give the same rows.
 
-:func:`make_deriver` gives the native deriver when ``quicsm_native`` is installed and the
+:func:`make_deriver` gives the native deriver when ``quicsm._native`` was built and the
 environment variable ``QUICSM_NATIVE`` is not ``0``; otherwise the Python one. Both have
 ``feed``, ``rows`` and ``notices``; only the native one has ``scan_records``.
 """
@@ -20,13 +20,13 @@ from __future__ import annotations
 from array import array
 from typing import Any, Final
 
-from quicsm.core import native
+from quicsm.core import native, tables
 from quicsm.extract.deriver import STATE_CODES, CompactRows, Deriver, notices_of
 from quicsm.extract.profiles import Profile
 from quicsm.extract.rules import EVENT_CLASSES, RULES, Thresholds
 from quicsm.qlog.events import METRIC_FIELDS, MetricEvent
 
-_KINDS: Final[dict[str, int]] = {"metrics": 0, "packet_lost": 1, "pto": 2, "spurious_loss": 3}
+_KINDS: Final[dict[str, int]] = {kind: i for i, kind in enumerate(tables.FEED_KINDS)}
 _METRICS: Final[tuple[str, ...]] = tuple(METRIC_FIELDS)
 _STATE_INDEX: Final[dict[str, int]] = {s: i for i, s in enumerate(STATE_CODES)}
 _EVENT_INDEX: Final[dict[str, int]] = {e: i for i, e in enumerate(EVENT_CLASSES)}
@@ -46,7 +46,7 @@ def _rule_table() -> list[tuple[list[int] | None, int, str, int, str]]:
 
 
 class NativeDeriver:
-    """A trace's deriver in ``quicsm_native``; the interface of
+    """A trace's deriver in ``quicsm._native``; the interface of
     :class:`~quicsm.extract.deriver.Deriver` (``feed``, ``rows``, ``notices``) plus
     ``scan_records``, the derive pass over a block of records."""
 
@@ -55,30 +55,13 @@ class NativeDeriver:
     def __init__(self, profile: Profile, *, thresholds: Thresholds | None = None) -> None:
         ext = native.module()
         if ext is None:
-            raise RuntimeError("quicsm_native is not installed or QUICSM_NATIVE=0")
+            raise RuntimeError("quicsm._native was not built or QUICSM_NATIVE=0")
         th = thresholds or Thresholds()
         self.profile = profile
+        # Profile and Thresholds are read by the native side attribute by attribute, by name
         self._native = ext.Deriver(
-            (
-                float(profile.datagram_bytes),
-                float(profile.burst_datagrams),
-                profile.slow_start_half_window,
-                None if profile.max_cwnd_datagrams is None else float(profile.max_cwnd_datagrams),
-                float(profile.min_cwnd_datagrams),
-                profile.logs_ssthresh,
-                float(profile.ssthresh_unset_from),
-                profile.logs_pto,
-                profile.persistent_congestion,
-                float(profile.max_ack_delay_ms),
-            ),
-            (
-                float(th.pto_gap_fraction),
-                float(th.granularity_ms),
-                float(th.slow_start_stall_datagrams),
-                float(th.plateau_windows),
-                float(th.datagram_step_min_bytes),
-                float(th.datagram_step_max_bytes),
-            ),
+            profile,
+            th,
             _rule_table(),
         )
 

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
+from quicsm.core import tables
 from quicsm.extract.profiles import Profile
 
 INIT = "Init"
@@ -49,7 +50,8 @@ LOSS = "loss"
 PTO = "pto"
 UNDO = "undo"
 FLAG = "flag"
-EVENT_CLASSES: Final[tuple[str, ...]] = (ACK, SEND, CUTBACK, COLLAPSE, LOSS, PTO, UNDO, FLAG)
+#: the event classes in code order (defined in quicsm/core/tables.json, shared with the native core)
+EVENT_CLASSES: Final[tuple[str, ...]] = tables.EVENT_CLASSES
 
 
 def _threshold(default: float, unit: str, doc: str) -> Any:

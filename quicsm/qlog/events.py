@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from quicsm.core import tables
 from quicsm.core.diagnostics import RecordProblem, describe
 
 # event kinds
@@ -24,56 +25,26 @@ TIMER = "timer"
 SPURIOUS = "spurious_loss"
 MVFST_METRIC = "mvfst_metric"
 
+# The tables below are defined once, in quicsm/core/tables.json (shared with the native core).
 #: event name (after the last ":", lower case) -> kind
-EVENT_KINDS: Final[dict[str, str]] = {
-    "congestion_state_updated": STATE,
-    "metrics_updated": METRICS,
-    "recovery_metrics_updated": METRICS,
-    "metric_update": METRICS,
-    "packet_lost": LOST,
-    "loss_timer_updated": TIMER,
-    "timer_updated": TIMER,
-    "spurious_loss": SPURIOUS,
-    # mvfst (draft-00 arrays): one event carrying cwnd, bytes in flight and the CC state
-    "congestion_metric_update": MVFST_METRIC,
-}
+EVENT_KINDS: Final[dict[str, str]] = tables.EVENT_KINDS
 
 #: byte strings whose presence makes a JSON-SEQ/NDJSON record worth decoding: explicit states,
 #: then (only for traces without explicit states, or when metrics are wanted) the rest
-STATE_NEEDLES: Final[tuple[bytes, ...]] = (b"congestion_state_updated",)
-DERIVE_NEEDLES: Final[tuple[bytes, ...]] = (
-    b"metric",  # (recovery_)metrics_updated, and mvfst's congestion_metric_update (with a state)
-    b"packet_lost",
-    b"timer_updated",
-    b"spurious_loss",
-)
+#: (``metric`` finds (recovery_)metrics_updated and mvfst's congestion_metric_update too)
+STATE_NEEDLES: Final[tuple[bytes, ...]] = tables.STATE_NEEDLES
+DERIVE_NEEDLES: Final[tuple[bytes, ...]] = tables.DERIVE_NEEDLES
 #: a timer event matters only when a timer expired (RFC 9002 section 6.2: a PTO fired); others
 #: are skipped undecoded
-TIMER_NEEDLE: Final[bytes] = b"timer_updated"
-TIMER_REQUIRED: Final[bytes] = b"expired"
+TIMER_NEEDLE: Final[bytes] = tables.TIMER_NEEDLE
+TIMER_REQUIRED: Final[bytes] = tables.TIMER_REQUIRED
 
-#: normalised metric -> accepted field names, first match wins
-METRIC_FIELDS: Final[dict[str, tuple[str, ...]]] = {
-    "cwnd_bytes": ("congestion_window", "cwnd", "current_cwnd"),
-    "bytes_in_flight": ("bytes_in_flight", "inflight_bytes"),
-    "ssthresh_bytes": ("ssthresh", "slow_start_threshold"),
-    "smoothed_rtt_ms": ("smoothed_rtt", "srtt"),
-    "min_rtt_ms": ("min_rtt", "rtt_min"),
-    "latest_rtt_ms": ("latest_rtt",),
-    "rtt_variance_ms": ("rtt_variance", "rttvar"),
-    "pto_count": ("pto_count",),
-    "pacing_rate_bps": ("pacing_rate",),  # bits per second (qlog recovery metrics)
-}
+#: normalised metric -> accepted field names, first match wins (``pacing_rate``: bits per second)
+METRIC_FIELDS: Final[dict[str, tuple[str, ...]]] = tables.METRIC_FIELDS
 #: metrics expressed in the trace's time unit (draft-00/01 ``time_units``)
-RTT_METRICS: Final[frozenset[str]] = frozenset(
-    {"smoothed_rtt_ms", "min_rtt_ms", "latest_rtt_ms", "rtt_variance_ms"}
-)
+RTT_METRICS: Final[frozenset[str]] = tables.TIME_METRICS
 #: application-limited flags: picoquic ``app_limited``, quiche ``cf_app_limited``
-APP_LIMITED_FIELDS: Final[tuple[str, ...]] = (
-    "app_limited",
-    "cf_app_limited",
-    "application_limited",
-)
+APP_LIMITED_FIELDS: Final[tuple[str, ...]] = tables.APP_LIMITED_FIELDS
 
 
 _KIND_CACHE: dict[str, str | None] = {}

@@ -1,0 +1,306 @@
+//! The Python bindings of the native core: the extension module `quicsm._native`.
+
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::deriver::{self, Cond, Deriver, Event, Profile, Rule, Thresholds, N_METRICS, N_STATES};
+use crate::scan;
+use crate::tables;
+
+/// `quicsm.extract.profiles.Profile`, read attribute by attribute (by name: a field renamed or
+/// missing on either side is an error, not a silent swap).
+#[derive(FromPyObject)]
+struct ProfileArgs {
+    datagram_bytes: f64,
+    burst_datagrams: f64,
+    slow_start_half_window: bool,
+    max_cwnd_datagrams: Option<f64>,
+    min_cwnd_datagrams: f64,
+    logs_ssthresh: bool,
+    ssthresh_unset_from: f64,
+    logs_pto: bool,
+    persistent_congestion: bool,
+    max_ack_delay_ms: f64,
+}
+
+/// `quicsm.extract.rules.Thresholds`, read by name as [`ProfileArgs`].
+#[derive(FromPyObject)]
+struct ThresholdArgs {
+    pto_gap_fraction: f64,
+    granularity_ms: f64,
+    slow_start_stall_datagrams: f64,
+    plateau_windows: f64,
+    datagram_step_min_bytes: f64,
+    datagram_step_max_bytes: f64,
+}
+
+/// (states it applies in, or None for any; event class; condition name; next state; trigger)
+type RuleArgs = (Option<Vec<u8>>, u8, String, u8, String);
+
+/// One trace's deriver (see `quicsm.extract.native.NativeDeriver`).
+#[pyclass(name = "Deriver", module = "quicsm._native")]
+struct PyDeriver {
+    inner: Deriver,
+}
+
+fn bytes_of<T: Copy>(py: Python<'_>, items: &[T]) -> Py<PyBytes> {
+    // SAFETY: plain numbers, viewed as their bytes (native byte order, as Python's array)
+    let raw = unsafe {
+        std::slice::from_raw_parts(items.as_ptr() as *const u8, std::mem::size_of_val(items))
+    };
+    PyBytes::new(py, raw).unbind()
+}
+
+#[pymethods]
+impl PyDeriver {
+    #[new]
+    fn new(profile: ProfileArgs, thresholds: ThresholdArgs, rules: Vec<RuleArgs>) -> PyResult<Self> {
+        let p = Profile {
+            datagram_bytes: profile.datagram_bytes,
+            burst_datagrams: profile.burst_datagrams,
+            slow_start_half_window: profile.slow_start_half_window,
+            max_cwnd_datagrams: profile.max_cwnd_datagrams,
+            min_cwnd_datagrams: profile.min_cwnd_datagrams,
+            logs_ssthresh: profile.logs_ssthresh,
+            ssthresh_unset_from: profile.ssthresh_unset_from,
+            logs_pto: profile.logs_pto,
+            persistent_congestion: profile.persistent_congestion,
+            max_ack_delay_ms: profile.max_ack_delay_ms,
+        };
+        let th = Thresholds {
+            pto_gap_fraction: thresholds.pto_gap_fraction,
+            granularity_ms: thresholds.granularity_ms,
+            slow_start_stall_datagrams: thresholds.slow_start_stall_datagrams,
+            plateau_windows: thresholds.plateau_windows,
+            datagram_step_min_bytes: thresholds.datagram_step_min_bytes,
+            datagram_step_max_bytes: thresholds.datagram_step_max_bytes,
+        };
+        let mut table = Vec::with_capacity(rules.len());
+        for (current, event, cond, to, trigger) in rules {
+            let cond = Cond::named(&cond)
+                .ok_or_else(|| PyValueError::new_err(format!("no native condition {cond:?}")))?;
+            if event as usize >= deriver::N_EVENTS || to as usize >= N_STATES {
+                return Err(PyValueError::new_err("event class or state out of range"));
+            }
+            let mask = match current {
+                None => None,
+                Some(states) => {
+                    let mut m = 0u16;
+                    for s in states {
+                        if s as usize >= N_STATES {
+                            return Err(PyValueError::new_err("state out of range"));
+                        }
+                        m |= 1 << s;
+                    }
+                    Some(m)
+                }
+            };
+            table.push(Rule { current: mask, event, cond, to, trigger });
+        }
+        Ok(PyDeriver { inner: Deriver::new(p, th, table) })
+    }
+
+    #[pyo3(signature = (time, kind, values, app_limited))]
+    /// One event: `kind` 0 metrics, 1 packet_lost, 2 pto, 3 spurious_loss; `values` the nine
+    /// normalised metrics in `METRIC_FIELDS` order (None: not logged).
+    fn feed(
+        &mut self,
+        time: f64,
+        kind: u8,
+        values: [Option<f64>; N_METRICS],
+        app_limited: Option<bool>,
+    ) -> PyResult<()> {
+        let kind = *tables::FEED_KINDS
+            .get(kind as usize)
+            .ok_or_else(|| PyValueError::new_err("kind is not a position in FEED_KINDS"))?;
+        self.inner.feed(&Event { time, kind, values, app_limited });
+        Ok(())
+    }
+
+    /// The derive pass over the records between the separators at `buf[pos]` and `buf[end]`.
+    /// Returns `(rs, re, latest, latest_other, checked, visited)`: `rs`, `re` the separators of
+    /// a record the caller must handle (-1 when the pass finished), then the trace's
+    /// time-order state.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (buf, pos, end, sep, scale, latest, latest_other, feed))]
+    fn scan(
+        &mut self,
+        buf: &Bound<'_, PyAny>,
+        pos: usize,
+        end: usize,
+        sep: u8,
+        scale: f64,
+        latest: Option<f64>,
+        latest_other: Option<f64>,
+        feed: bool,
+    ) -> PyResult<(i64, i64, Option<f64>, Option<f64>, bool, u64)> {
+        let view = PyBuffer::<u8>::get(buf)?;
+        let bytes = separated(&view, pos, end, sep)?;
+        let order = scan::Order { latest, latest_other, checked: false };
+        let out = scan::scan(&mut self.inner, bytes, pos, end, sep, scale, order, feed);
+        let (rs, re) = out.fallback.map_or((-1, -1), |(a, b)| (a as i64, b as i64));
+        Ok((rs, re, out.order.latest, out.order.latest_other, out.order.checked, out.visited))
+    }
+
+    /// `(times, states, triggers, trigger_names)`: float64, uint8 and uint16 arrays as bytes.
+    fn rows(&self, py: Python<'_>) -> (Py<PyBytes>, Py<PyBytes>, Py<PyBytes>, Vec<String>) {
+        let r = &self.inner.rows;
+        (
+            bytes_of(py, &r.times),
+            bytes_of(py, &r.states),
+            bytes_of(py, &r.triggers),
+            r.trigger_names.clone(),
+        )
+    }
+
+    /// `(events, seen_cwnd, seen_in_flight, seen_rtt, seen_pto, app_limited_flag, state)`.
+    fn status(&self) -> (i64, bool, bool, bool, bool, Option<bool>, u8) {
+        let d = &self.inner;
+        (
+            d.events,
+            d.seen_cwnd,
+            d.seen_in_flight,
+            d.seen_rtt,
+            d.seen_pto,
+            d.app_limited_flag,
+            d.state,
+        )
+    }
+}
+
+/// The bytes of a contiguous buffer (bytes, bytearray, memoryview), checked to hold
+/// separators at `a` and `b`.
+fn separated<'py>(view: &'py PyBuffer<u8>, a: usize, b: usize, sep: u8) -> PyResult<&'py [u8]> {
+    if !view.is_c_contiguous() {
+        return Err(PyValueError::new_err("buf must be contiguous"));
+    }
+    let len = view.len_bytes();
+    if a > b || b >= len {
+        return Err(PyValueError::new_err("a <= b < len(buf) is required"));
+    }
+    // SAFETY: the buffer stays exported (and the GIL held) while it is read; nothing here
+    // releases the GIL, so no Python code can resize it meanwhile
+    let bytes = unsafe { std::slice::from_raw_parts(view.buf_ptr() as *const u8, len) };
+    if bytes[a] != sep || bytes[b] != sep {
+        return Err(PyValueError::new_err("buf[a] and buf[b] must be separators"));
+    }
+    Ok(bytes)
+}
+
+/// `(rs, re)` of each record between the separators at `buf[a]` and `buf[b]` that contains
+/// `needle` and does not begin with one of `prefixes` (`quicsm.qlog.seq._header_candidates`).
+#[pyfunction]
+fn header_candidates(
+    buf: &Bound<'_, PyAny>,
+    a: usize,
+    b: usize,
+    sep: u8,
+    needle: &[u8],
+    prefixes: Vec<Vec<u8>>,
+) -> PyResult<Vec<(usize, usize)>> {
+    let view = PyBuffer::<u8>::get(buf)?;
+    let bytes = separated(&view, a, b, sep)?;
+    let finder = memchr::memmem::Finder::new(needle);
+    let mut out = Vec::new();
+    let mut from = a;
+    while from < b {
+        let hit = match finder.find(&bytes[from..b]) {
+            Some(i) => i + from,
+            None => break,
+        };
+        let rs = memchr::memrchr(sep, &bytes[a..hit]).map_or(a, |i| i + a);
+        let re = memchr::memchr(sep, &bytes[hit..=b]).map_or(b, |i| i + hit);
+        let content = &bytes[rs + 1..];
+        if !prefixes.iter().any(|p| content.starts_with(p)) {
+            out.push((rs, re));
+        }
+        from = re;
+    }
+    Ok(out)
+}
+
+/// `(rs, re)` of each record between the separators at `buf[a]` and `buf[b]` that contains
+/// `needle` (the explicit-state pass of `quicsm.qlog.seq.SeqScanner._decode_hits`).
+#[pyfunction]
+fn records_with(
+    buf: &Bound<'_, PyAny>,
+    a: usize,
+    b: usize,
+    sep: u8,
+    needle: &[u8],
+) -> PyResult<Vec<(usize, usize)>> {
+    header_candidates(buf, a, b, sep, needle, Vec::new())
+}
+
+/// The tables this build was generated with (`quicsm/core/tables.json` through `build.rs`), as
+/// Python objects: tests compare them with the Python modules' own.
+#[pyfunction]
+#[pyo3(name = "tables")]
+fn shared_tables(py: Python<'_>) -> PyResult<Py<PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("states", tables::STATE_NAMES.to_vec())?;
+    d.set_item("event_classes", tables::EVENT_CLASS_NAMES.to_vec())?;
+    d.set_item("feed_kinds", tables::FEED_KIND_NAMES.to_vec())?;
+    d.set_item("metric_keys", tables::METRIC_KEYS.to_vec())?;
+    d.set_item("time_metrics", tables::TIME_METRICS.to_vec())?;
+    let names: Vec<(String, usize)> = tables::METRIC_NAMES
+        .iter()
+        .map(|(n, i)| (String::from_utf8_lossy(n).into_owned(), *i))
+        .collect();
+    d.set_item("metric_names", names)?;
+    let app: Vec<String> =
+        tables::APP_LIMITED_NAMES.iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect();
+    d.set_item("app_limited_fields", app)?;
+    let kinds: Vec<(String, &str)> = tables::EVENT_KIND_NAMES
+        .iter()
+        .map(|(n, _, k)| (String::from_utf8_lossy(n).into_owned(), *k))
+        .collect();
+    d.set_item("event_kinds", kinds)?;
+    let needles: Vec<String> =
+        tables::DERIVE_NEEDLES.iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect();
+    d.set_item("derive_needles", needles)?;
+    d.set_item("timer_needle", String::from_utf8_lossy(tables::DERIVE_NEEDLES[tables::TIMER_NEEDLE_AT]))?;
+    d.set_item("state_needle", String::from_utf8_lossy(tables::STATE_NEEDLE))?;
+    d.set_item("timer_required", String::from_utf8_lossy(tables::TIMER_REQUIRED))?;
+    let indices = PyDict::new(py);
+    for (name, value) in [
+        ("INIT", tables::INIT as usize),
+        ("SLOW_START", tables::SLOW_START as usize),
+        ("CONGESTION_AVOIDANCE", tables::CONGESTION_AVOIDANCE as usize),
+        ("CONGESTION_AVOIDANCE_MAXED", tables::CONGESTION_AVOIDANCE_MAXED as usize),
+        ("RECOVERY", tables::RECOVERY as usize),
+        ("ACK", tables::ACK as usize),
+        ("SEND", tables::SEND as usize),
+        ("CUTBACK", tables::CUTBACK as usize),
+        ("COLLAPSE", tables::COLLAPSE as usize),
+        ("LOSS", tables::LOSS as usize),
+        ("PTO", tables::PTO as usize),
+        ("UNDO", tables::UNDO as usize),
+        ("FLAG", tables::FLAG as usize),
+        ("CWND_BYTES", tables::CWND_BYTES),
+        ("BYTES_IN_FLIGHT", tables::BYTES_IN_FLIGHT),
+        ("SSTHRESH_BYTES", tables::SSTHRESH_BYTES),
+        ("SMOOTHED_RTT_MS", tables::SMOOTHED_RTT_MS),
+        ("LATEST_RTT_MS", tables::LATEST_RTT_MS),
+        ("RTT_VARIANCE_MS", tables::RTT_VARIANCE_MS),
+        ("PTO_COUNT", tables::PTO_COUNT),
+    ] {
+        indices.set_item(name, value)?;
+    }
+    d.set_item("indices", indices)?;
+    d.set_item("conditions", deriver::Cond::NAMES.to_vec())?;
+    Ok(d.unbind())
+}
+
+#[pymodule]
+#[pyo3(name = "_native")]
+fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyDeriver>()?;
+    m.add_function(wrap_pyfunction!(header_candidates, m)?)?;
+    m.add_function(wrap_pyfunction!(records_with, m)?)?;
+    m.add_function(wrap_pyfunction!(shared_tables, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
