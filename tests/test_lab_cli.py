@@ -69,7 +69,27 @@ def test_missing_stacks_file_says_how_to_build(tmp_path: Path) -> None:
         main, ["lab", "run", str(scen), "--stacks", str(tmp_path / "none.json")]
     )
     assert result.exit_code == 1
-    assert "no built stacks (run instrumentation-patches/build.sh first)" in result.output
+    # outside a checkout (no instrumentation-patches/build.sh beside the file): what to run
+    assert "no built stacks. Build them in a checkout of quicsm with scripts/setup --lab" in (
+        result.output
+    )
+    assert "Traceback" not in result.output
+
+
+def test_missing_stacks_are_built_on_first_use_from_a_checkout(tmp_path: Path) -> None:
+    """In a checkout, `quicsm lab run` builds the stacks when build/stacks.json is missing (here
+    a stand-in build.sh that fails, as one does without its tools: the error says so)."""
+    scen = tmp_path / "s.toml"
+    scen.write_text('[[scenario]]\nname = "x"\n')
+    build = tmp_path / "instrumentation-patches" / "build.sh"
+    build.parent.mkdir()
+    build.write_text("#!/bin/sh\necho 'build.sh: ERROR: the Go toolchain is needed' >&2\nexit 1\n")
+    build.chmod(0o755)
+    stacks = tmp_path / "build" / "stacks.json"
+    result = CliRunner().invoke(main, ["lab", "run", str(scen), "--stacks", str(stacks)])
+    assert result.exit_code == 1
+    assert "no built stacks yet; building them first" in result.output
+    assert "build.sh failed (exit code 1)" in result.output
 
 
 def test_pack_reports_traces_and_skipped_runs(tmp_path: Path) -> None:

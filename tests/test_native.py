@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_native_deriver_is_built_and_used() -> None:
-    from quicsm import _native as quicsm_native  # built with the package: a missing build fails here, not skips
+    # built with the package: a missing build fails here, not skips
+    from quicsm import _native as quicsm_native
 
     assert quicsm_native.Deriver is not None
     with native(True):

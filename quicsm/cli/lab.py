@@ -20,6 +20,33 @@ def lab() -> None:
     """Produce traces: run scenario files against the built stacks, pack runs into corpora."""
 
 
+def ensure_stacks(stacks_file: Path) -> None:
+    """Build the instrumented stacks on first use, when quicsm runs from its checkout (where
+    ``instrumentation-patches/build.sh`` is); elsewhere say what to do."""
+    if stacks_file.exists():
+        return
+    import subprocess
+
+    build = stacks_file.resolve().parent.parent / "instrumentation-patches" / "build.sh"
+    if not build.is_file():
+        raise InputError(
+            f"{stacks_file}: no built stacks. Build them in a checkout of quicsm with "
+            "scripts/setup --lab (needs Go >= 1.21, Rust's cargo, patch, cmake, g++ and "
+            "libclang-dev), or point --stacks at a stacks file"
+        )
+    click.echo(
+        f"quicsm lab: no built stacks yet; building them first ({build.parent.name}/build.sh: "
+        "several minutes, once)",
+        err=True,
+    )
+    code = subprocess.run([str(build)], check=False).returncode
+    if code != 0:
+        raise InputError(
+            f"{build.parent.name}/build.sh failed (exit code {code}); its messages above name "
+            "what is missing"
+        )
+
+
 @lab.command("run")
 @click.argument("scenario_file", type=click.Path(path_type=Path))
 @click.option(
@@ -89,6 +116,7 @@ def run_cmd(
     if repetitions is not None:
         scenarios = tuple(replace(s, repetitions=repetitions) for s in scenarios)
     plan = replace(plan, scenarios=scenarios)
+    ensure_stacks(stacks_file)
     stacks = load_stacks(stacks_file)
     if stack_selectors:
         select_stacks(stacks, stack_selectors, where="--stack")  # unknown selector: error
