@@ -82,6 +82,25 @@ def test_formats(
         assert (tmp_path / image).read_bytes().startswith(magic or b"")
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_outputs_follow_the_users_umask(csv_input: Path, tmp_path: Path, umask: int) -> None:
+    """The output directory is created as mkdir would under the user's umask (not mkdtemp's
+    private 0700), and so are the files."""
+    import os
+    import stat
+
+    previous = os.umask(umask)
+    try:
+        out = tmp_path / "out"
+        code, _, stderr = run(csv_input, "-o", out, "--algorithm", "observed", "--format", "dot")
+    finally:
+        os.umask(previous)
+    assert code == 0, stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~umask
+    for f in out.iterdir():
+        assert stat.S_IMODE(f.stat().st_mode) == 0o666 & ~umask, f.name
+
+
 def test_same_seed_gives_byte_identical_outputs(csv_input: Path, tmp_path: Path) -> None:
     for d in ("a", "b"):
         code, _, stderr = run(

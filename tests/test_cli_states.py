@@ -72,7 +72,7 @@ def test_bad_record_exact_text(tmp_path: Path) -> None:
     assert err == (
         "warning: skipped 1 record; first 1 reason:\n"
         f'  {path}: record 2 (line 2): expected an object with "time" and "name", got an array\n'
-        "warning: all states cannot be derived: the trace logs no recovery metrics, losses or "
+        "warning: no state can be derived: the trace logs no recovery metrics, losses or "
         f"timers ({path}#0000)\n"
     )
     assert "Init" in out

@@ -151,6 +151,42 @@ def test_unknown_format(tmp_path: Path) -> None:
         read_transitions(empty)
 
 
+def test_binary_content_is_shown_escaped(tmp_path: Path) -> None:
+    path = tmp_path / "capture.qlog"
+    path.write_bytes(b"\x16\x87U\x95\xea\x00\xffqlog" + bytes(range(200)))
+    with pytest.raises(QlogError) as info:
+        read_transitions(path)
+    message = str(info.value)
+    assert message.endswith(
+        "got binary content starting '\\x16\\x87U\\x95\\xea\\x00\\xffqlog"
+        "\\x00\\x01\\x02\\x03\\x04\\x05\\x06\\x07\\x08\\t\\n\\x0b\\x0c'"
+    )
+    assert message.isprintable()
+    # text whose 24th byte cuts a character is still text
+    cut = tmp_path / "cut.qlog"
+    cut.write_bytes(("x" * 23 + "é and more").encode())
+    with pytest.raises(QlogError, match="got content starting 'x{23}'"):
+        read_transitions(cut)
+
+
+@pytest.mark.parametrize("compression", ["gzip", "zstd"])
+def test_a_broken_compressed_file_is_named_so(tmp_path: Path, compression: str) -> None:
+    """11 bytes of gzip header (or a zstd frame header) and nothing else: not 'an empty file'."""
+    path = tmp_path / "broken.qlog"
+    head = (
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x00"
+        if compression == "gzip"
+        else b"(\xb5/\xfd\x00"
+    )
+    path.write_bytes(head)
+    with pytest.raises(QlogError) as info:
+        read_transitions(path)
+    assert str(info.value) == (
+        f"{path}: expected a valid {compression} stream, got not a valid {compression} stream: "
+        "it ends before any content (truncated, or not compressed data)"
+    )
+
+
 def test_bad_on_error_value(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="on_error must be 'raise' or 'skip', not 'ignore'"):
         read_transitions(tmp_path, on_error="ignore")

@@ -99,22 +99,25 @@ class Diagnostics:
     truncated: list[str] = field(default_factory=list)
     unknown_states: Counter[str] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
-    #: ``(trace, states, reason)``: states a trace's events cannot show (derived states)
+    #: ``(trace, states, reason)``: states a trace's events cannot show (derived states;
+    #: ``states`` empty: none can be shown)
     derivation: list[tuple[str, str, str]] = field(default_factory=list)
 
     def cannot_derive(self, trace: str, states: str, reason: str) -> None:
         self.derivation.append((trace, states, reason))
 
     def derivation_messages(self) -> list[str]:
-        """One line per distinct notice: ``<states> cannot be derived: <reason>``, with the
-        number of traces and the first of them."""
+        """One line per distinct notice: ``<states> cannot be derived: <reason>`` (``no state
+        can be derived: <reason>`` when no states are named), with the number of traces and the
+        first of them."""
         groups: dict[tuple[str, str], list[str]] = {}
         for trace, states, reason in self.derivation:
             groups.setdefault((states, reason), []).append(trace)
         out = []
         for (states, reason), traces in groups.items():
             where = traces[0] if len(traces) == 1 else f"{len(traces)} traces, e.g. {traces[0]}"
-            out.append(f"{states} cannot be derived: {reason} ({where})")
+            head = f"{states} cannot be derived" if states else "no state can be derived"
+            out.append(f"{head}: {reason} ({where})")
         return out
 
     def skip(self, error: QlogError, *, file_level: bool = False) -> None:

@@ -111,7 +111,8 @@ def run_dask(
                 n_workers=workers,
                 threads_per_worker=1,
                 processes=True,
-                dashboard_address=None,
+                # any free port: None still tries 8787 first, and warns (twice) when it is taken
+                dashboard_address=":0",
             )
             client = Client(cluster)
         run = uuid.uuid4().hex[:12]

@@ -438,9 +438,9 @@ def _power_of_two(n: int) -> float:
 
 
 def describe_states(states: tuple[str, ...]) -> str:
-    """``A``, ``A and B``, ``A, B and C``; ``all states`` for none."""
+    """``A``, ``A and B``, ``A, B and C``; ``""`` for none (meaning: no state at all)."""
     if not states:
-        return "all states"
+        return ""
     if len(states) == 1:
         return states[0]
     return ", ".join(states[:-1]) + " and " + states[-1]

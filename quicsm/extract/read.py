@@ -384,7 +384,7 @@ def _transition_rows(
                 if not missing:
                     continue  # the producer logs these states itself
                 if len(missing) == len(PAPER_STATES) - 1:
-                    missing = ()  # "all states"
+                    missing = ()  # none at all
                 diag.cannot_derive(tid, describe_states(missing), reason)
             compact = derivation.states
             if not explicit and frames is not None and isinstance(compact, CompactRows):

@@ -89,11 +89,19 @@ def detect(head: Buffer) -> str | None:
 
 
 def _describe_head(head: Buffer) -> str:
+    """The start of unrecognised content, as escaped text: never raw binary."""
     text = bytes(head[:4096]).lstrip()[:24]
     if not text:
         return "an empty file"
-    printable = text.decode("utf-8", "replace")
-    return f"content starting {printable!r}"
+    try:
+        decoded: str | None = text.decode("utf-8")
+    except UnicodeDecodeError as exc:  # a character cut at the end is still text
+        cut = exc.reason == "unexpected end of data"
+        decoded = text[: exc.start].decode("utf-8") if cut else None
+    if decoded is not None and all(c.isprintable() or c in "\t\r\n" for c in decoded):
+        return f"content starting {decoded!r}"
+    # binary: bytes as Python writes them (\x16, \n, printable ASCII as itself)
+    return f"binary content starting {str(text)[1:]}"
 
 
 def locate_in_file(source: DecompressedFile, offset: int, sep: bytes) -> tuple[int, int]:
@@ -217,6 +225,13 @@ def _read_qlog(
         head += block
         if len(head) >= 1 << 16:
             break
+    if not head and source.compression and source.cut_short:
+        raise QlogError(
+            str(path),
+            f"a valid {source.compression} stream",
+            got=f"not a valid {source.compression} stream: it ends before any content "
+            "(truncated, or not compressed data)",
+        )
     kind = detect(head)
     result = FileRead(path, kind or "unknown", source.compression)
     if kind in (CSV, PARQUET):

@@ -146,6 +146,8 @@ def write_outputs(model: Model, out_dir: Path | str, *, fmt: str = "svg") -> Wri
         temp = Path(tempfile.mkdtemp(prefix=_TEMP_PREFIX, dir=out.parent))
         try:
             _write_all(temp, files)
+            # mkdtemp makes the directory private (0700); the outputs follow the user's umask
+            temp.chmod(0o777 & ~_umask())
             temp.rename(out)  # atomic: the directory appears complete
         finally:
             shutil.rmtree(temp, ignore_errors=True)
@@ -154,6 +156,13 @@ def write_outputs(model: Model, out_dir: Path | str, *, fmt: str = "svg") -> Wri
     if failure is not None:
         raise failure
     return WrittenFiles([out / name for name in files], replaced=[])
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it, then set back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _render(model: Model, fmt: str) -> tuple[dict[str, str | bytes], QuicsmError | None]:
