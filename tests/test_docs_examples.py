@@ -13,6 +13,8 @@ command in it is checked as below:
   the notebook runner must exist and its arguments must name notebooks;
 - ``scripts/setup``, ``scripts/test`` and ``instrumentation-patches/build.sh`` are what CI itself
   runs (``.ci/run``); their example must name an executable file;
+- building and installing the wheel (``maturin build``, ``pip``/``pipx install``) is what
+  ``tests/test_wheel.py`` does; ``maturin build`` must list the options the example uses;
 - shell plumbing (``rm``, ``.``) is left alone; any other program fails the test, so a new kind
   of example has to be classified here.
 """
@@ -38,6 +40,8 @@ EXIT_SIGNIFICANT = 3
 #: what a CI job runs itself
 CI_SCRIPTS = {"scripts/setup", "scripts/test", "instrumentation-patches/build.sh"}
 SHELL_PLUMBING = {"rm", ".", "source", "cd"}
+#: building and installing the wheel: tests/test_wheel.py does what these examples show
+PACKAGING = {".venv/bin/maturin", "maturin", "pipx", "pip"}
 
 
 @dataclass(frozen=True)
@@ -150,6 +154,13 @@ def _check_statically(tokens: list[str], example: Example) -> None:
         return
     if program in CI_SCRIPTS:
         assert os.access(ROOT / program, os.X_OK), f"{example}: {program} is not executable"
+        return
+    if program in PACKAGING:
+        if program.endswith("maturin"):
+            assert tokens[1] == "build", example
+            _help_lists_options([str(BIN / "maturin"), "build"], _options(tokens[2:]), example)
+        else:
+            assert tokens[1] == "install" and tokens[-1].endswith(".whl"), example
         return
     if program.endswith("/python") or program == "python":
         rest = tokens[1:]
