@@ -265,8 +265,15 @@ class Model:
 
     def to_networkx(self) -> nx.DiGraph:
         """A :class:`networkx.DiGraph`: node attributes state, events, fraction; edge attributes
-        count, probability; graph attributes algorithm, k, seed, traces."""
-        import networkx as nx
+        count, probability; graph attributes algorithm, k, seed, traces. Needs networkx (the
+        ``networkx`` extra: ``pip install 'quicsm[networkx]'``)."""
+        try:
+            import networkx as nx
+        except ImportError:
+            raise ModelError(
+                "Model.to_networkx needs networkx: install quicsm with its networkx extra "
+                "(pip install 'quicsm[networkx]')"
+            ) from None
 
         g = nx.DiGraph(algorithm=self.algorithm, k=self.k, seed=self.seed, traces=self.stats.traces)
         for row in self.node_fractions().iter_rows(named=True):
