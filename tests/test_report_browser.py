@@ -27,7 +27,7 @@ pytestmark = pytest.mark.browser
 def chromium() -> str:
     path = find_chromium()
     if path is None:
-        pytest.fail("chromium is missing: scripts/setup --test installs the Debian package chromium")
+        pytest.fail("chromium is missing: scripts/setup --test installs Debian's chromium")
     return path
 
 
