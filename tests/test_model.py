@@ -146,6 +146,15 @@ def test_json_with_wrong_types_is_a_clear_error(model: Model) -> None:
 # -- other views ------------------------------------------------------------------------------
 
 
+def test_networkx_is_an_extra(model: Model, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without networkx installed, the view says which extra brings it."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "networkx", None)  # import networkx -> ImportError
+    with pytest.raises(ModelError, match=r"pip install 'quicsm\[networkx\]'"):
+        model.to_networkx()
+
+
 def test_networkx_view(model: Model) -> None:
     g = model.to_networkx()
     assert g.number_of_nodes() == model.nodes.height
