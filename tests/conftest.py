@@ -19,3 +19,33 @@ def _partition_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
         del os.environ["QUICSM_CACHE_DIR"]
     else:
         os.environ["QUICSM_CACHE_DIR"] = previous
+
+
+#: The slow tier (``-m slow``; left out by ``scripts/test --fast``, run by ``scripts/test`` and CI):
+#: whole modules, and single tests, that take tens of seconds to minutes each. Listed here, in one
+#: place, so that the fast tier stays a few minutes as the suite grows; tests may also carry
+#: ``@pytest.mark.slow`` themselves.
+SLOW_MODULES = {
+    "test_docs_examples.py",  # runs every shell example of the docs
+    "test_doc_outputs.py",  # regenerates every output the docs quote
+    "test_determinism.py",  # the CLI under several hash seeds
+    "test_engine_dask.py",  # local Dask clusters
+    "test_read_large.py",  # gigabyte streams and bombs
+    "test_wheel.py",
+    "test_setup.py",
+}
+SLOW_TESTS = {
+    "test_native.py::test_mutated_real_files_read_the_same",
+    "test_native.py::test_both_derivers_give_the_same_rows",
+    "test_native.py::test_odd_records_read_the_same",
+    "test_read_fuzz.py::test_mutated_real_files_end_in_rows_or_our_error",
+    "test_report.py::test_version_report_names_the_jitter_change_and_its_mechanism",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.path.name
+        name = f"{module}::{item.originalname if isinstance(item, pytest.Function) else item.name}"
+        if module in SLOW_MODULES or name in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
