@@ -1,0 +1,88 @@
+"""Reading takes time linear in the input on every reproducer family of the hostile campaign
+(:mod:`quicsm.testing.hostile`): the CPU time of a read at ``4n`` is at most 5x the time at
+``n``, both measured in the same test (a ratio, never an absolute time). A quadratic path gives
+about 16x."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from quicsm.core import native
+from quicsm.core.diagnostics import Diagnostics
+from quicsm.extract.read import read_metrics, read_transitions
+from quicsm.testing import hostile
+
+RATIO = 5.0
+
+
+def _cpu(read: Callable[[], object]) -> float:
+    """The least CPU time of two reads (the first may pay for imports and caches)."""
+    best = float("inf")
+    for _ in range(2):
+        start = time.process_time()
+        read()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def _scales(
+    tmp_path: Path, make: Callable[[Path, int], Path], read: Callable[[Path], object], n: int
+) -> None:
+    small = make(tmp_path / f"n{n}", n)
+    large = make(tmp_path / f"n{4 * n}", 4 * n)
+    t1, t4 = _cpu(lambda: read(small)), _cpu(lambda: read(large))
+    assert t4 <= RATIO * t1, f"time at n={n}: {t1:.3f} s, at 4n: {t4:.3f} s ({t4 / t1:.1f}x)"
+
+
+@pytest.fixture(params=["native", "python"])
+def reader_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "native":
+        if not native.installed():
+            pytest.skip("quicsm_native is not installed")
+        monkeypatch.delenv(native.NATIVE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(native.NATIVE_ENV, "0")
+    return str(request.param)
+
+
+def test_records_handed_back_by_the_native_decoder_read_in_linear_time(
+    tmp_path: Path, reader_impl: str
+) -> None:
+    """Every record the native decoder hands back used to make the scan search the rest of
+    its block again (100k records: 27 s against 0.6 s in Python)."""
+    _scales(tmp_path, hostile.handed_back_metrics, read_transitions, 10_000)
+
+
+def test_invalid_records_in_a_lenient_read_take_linear_time(
+    tmp_path: Path, reader_impl: str
+) -> None:
+    def make(path: Path, n: int) -> Path:
+        return hostile.handed_back_metrics(path, n, invalid=True)
+
+    def read(path: Path) -> object:
+        diag = Diagnostics()
+        with pytest.warns(UserWarning):
+            frame = read_transitions(path, on_error="skip", diagnostics=diag)
+        return frame
+
+    _scales(tmp_path, make, read, 10_000)
+
+
+def test_handed_back_records_read_the_same_natively_and_in_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not native.installed():
+        pytest.skip("quicsm_native is not installed")
+    path = hostile.handed_back_metrics(tmp_path / "h.sqlog", 2_000)
+    frames: list[pl.DataFrame] = []
+    for flag in ("1", "0"):
+        monkeypatch.setenv(native.NATIVE_ENV, flag)
+        frames.append(read_transitions(path))
+    assert_frame_equal(frames[0], frames[1])
+    assert read_metrics(path).height == 2_000
