@@ -16,9 +16,12 @@ from polars.testing import assert_frame_equal
 from quicsm.core import native
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.extract.read import read_metrics, read_transitions
+from quicsm.qlog.inspect import inspect_file
 from quicsm.testing import hostile
 
 RATIO = 5.0
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
 def _cpu(read: Callable[[], object]) -> float:
@@ -86,3 +89,22 @@ def test_handed_back_records_read_the_same_natively_and_in_python(
         frames.append(read_transitions(path))
     assert_frame_equal(frames[0], frames[1])
     assert read_metrics(path).height == 2_000
+
+
+def test_a_quoted_csv_field_holding_many_line_feeds_reads_in_linear_time(tmp_path: Path) -> None:
+    """The chunker searched the whole pending text again for a line end outside quotes at each
+    block (70 MiB: 35 s)."""
+    _scales(tmp_path, hostile.csv_quoted_line_feeds, read_transitions, 4 << 20)
+
+
+@pytest.mark.parametrize("sep", [b"\x1e", b"\n"], ids=["json-seq", "ndjson"])
+@pytest.mark.parametrize("reader", [read_transitions, inspect_file], ids=["read", "inspect"])
+def test_runs_of_empty_records_read_in_linear_time(
+    tmp_path: Path, sep: bytes, reader: Callable[[Path], object]
+) -> None:
+    """Runs of empty records were walked one record at a time in Python."""
+
+    def make(path: Path, n: int) -> Path:
+        return hostile.empty_records(path, n, sep=sep)
+
+    _scales(tmp_path, make, reader, 4 << 20)
