@@ -84,6 +84,20 @@ class _Ctx:
     pending_more: int = 0  # beyond the ones kept in ``pending``
     #: array events met before event_fields: the trace must be read again
     deferred: bool = False
+    #: a skipped container: the nesting depth inside it (its closer goes below it)
+    depth: int = -1
+
+
+def _skip_inside(depths: np.ndarray, i: int, inside: int) -> int:
+    """The first index from ``i`` whose depth is below ``inside`` (``len(depths)`` if none),
+    searched in doubling windows: the work is proportional to the characters passed over."""
+    n, window = len(depths), 64
+    while i < n:
+        below = np.flatnonzero(depths[i : i + window] < inside)
+        if len(below):
+            return i + int(below[0])
+        i, window = i + window, window * 2
+    return n
 
 
 class ContainedParser:
@@ -145,8 +159,8 @@ class ContainedParser:
         # nesting bomb) are eight times its size, per array
         for offset in range(0, len(data), _SCAN_SLICE):
             piece = data[offset : offset + _SCAN_SLICE]
-            positions, chars = self._structure(piece)
-            self._chars((positions + (start + offset)).tolist(), chars.tolist())
+            positions, chars, depths = self._structure(piece)
+            self._chars((positions + (start + offset)).tolist(), chars.tolist(), depths)
         self._scanned = start + len(data)
         self._trim()
 
@@ -166,9 +180,10 @@ class ContainedParser:
         return self.traces
 
     # -- scanning -------------------------------------------------------------------------------
-    def _structure(self, data: bytes) -> tuple[np.ndarray, np.ndarray]:
-        """Positions (in ``data``) and bytes of the structural characters outside strings that
-        are at most :data:`_VISIBLE_DEPTH` deep; updates the carried scanner state."""
+    def _structure(self, data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Positions (in ``data``), bytes and nesting depths (after each) of the structural
+        characters outside strings that are at most :data:`_VISIBLE_DEPTH` deep; updates the
+        carried scanner state."""
         v = np.frombuffer(data, dtype=np.uint8)
         quotes = np.flatnonzero(v == _QUOTE)
         if len(quotes) and (self._backslashes or np.any(v == _BACKSLASH)):
@@ -185,7 +200,7 @@ class ContainedParser:
         if len(after):
             self._depth = int(after[-1])
         visible = np.minimum(after - delta, after) <= _VISIBLE_DEPTH
-        return positions[visible], chars[visible]
+        return positions[visible], chars[visible], after[visible]
 
     def _unescaped(self, data: bytes, quotes: np.ndarray) -> np.ndarray:
         """The quotes not escaped by an odd run of backslashes (runs may cross blocks)."""
@@ -252,17 +267,24 @@ class ContainedParser:
             self.problems.append(problem)
 
     # -- the state machine ----------------------------------------------------------------------
-    def _chars(self, positions: list[int], chars: list[int]) -> None:
+    def _chars(self, positions: list[int], chars: list[int], depths: np.ndarray) -> None:
         """Every structural character, in order. Inside an ``events`` array an event that is
         one container followed by a comma (``{...},`` or ``[...],``: its opener, its matching
         closer and the comma are consecutive structural characters) is ended at once, as the
         three :meth:`_char` calls would end it (they push and pop a skipped container, then
-        end the element): most of a document's characters are these."""
+        end the element): most of a document's characters are these. The characters inside a
+        skipped container (a member or element decoded as a whole) are passed over in numpy
+        (:func:`_skip_inside`), not one at a time: only its closer is looked at."""
         stack = self._stack
         n = len(chars)
         i = 0
         while i < n:
             c = chars[i]
+            if stack and stack[-1].kind == _SKIP and stack[-1].depth >= 0:
+                inside = stack[-1].depth
+                if depths[i] >= inside:
+                    i = _skip_inside(depths, i, inside)
+                    continue
             if (
                 FAST_EVENTS
                 and c in (_LBRACE, _LBRACKET)
@@ -280,6 +302,8 @@ class ContainedParser:
                 i += 3
                 continue
             self._char(positions[i], c)
+            if stack and stack[-1].kind == _SKIP and stack[-1].depth < 0:
+                stack[-1].depth = int(depths[i])
             i += 1
 
     def _char(self, pos: int, c: int) -> None:
