@@ -108,3 +108,10 @@ def test_runs_of_empty_records_read_in_linear_time(
         return hostile.empty_records(path, n, sep=sep)
 
     _scales(tmp_path, make, reader, 4 << 20)
+
+
+def test_a_large_top_level_member_of_contained_json_reads_in_linear_time(
+    tmp_path: Path,
+) -> None:
+    """Its structural characters went one at a time through the Python state machine."""
+    _scales(tmp_path, hostile.contained_member, read_transitions, 1 << 20)

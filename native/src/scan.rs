@@ -24,6 +24,16 @@ const DERIVE_NEEDLES: [&[u8]; 4] = [b"metric", b"packet_lost", b"timer_updated",
 const TIMER: usize = 2;
 const STATE_NEEDLE: &[u8] = b"congestion_state_updated";
 const TIMER_REQUIRED: &[u8] = b"expired";
+/// `quicsm.qlog.budget.MAX_RECORD_VALUES`: a record that may hold more values is handed back,
+/// for the Python reader to count them exactly (and report the record if it is over)
+const MAX_RECORD_VALUES: usize = 1 << 20;
+
+/// Whether a record may be over the value budget: the cheap bound of `quicsm.qlog.budget`
+/// (every `{`, `[` and `,`, strings included).
+fn may_be_over_budget(record: &[u8]) -> bool {
+    record.len() > MAX_RECORD_VALUES
+        && memchr::memchr3_iter(b'{', b'[', b',', record).count() > MAX_RECORD_VALUES
+}
 
 struct Finders {
     derive: Vec<Finder<'static>>,
@@ -136,6 +146,10 @@ pub fn scan(
             continue; // a timer set or cancelled
         }
         visited += 1;
+        if may_be_over_budget(&buf[rs + 1..re]) {
+            let cursor = Some(Cursor { next, next_state });
+            return Outcome { fallback: Some((rs, re)), order, visited, cursor };
+        }
         let decoded = match decode(&buf[rs + 1..re], scale) {
             Ok(d) => d,
             Err(_) => {

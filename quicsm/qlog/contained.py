@@ -40,6 +40,7 @@ from quicsm.core.diagnostics import (
     RecordTooLarge,
     describe,
 )
+from quicsm.qlog import budget
 from quicsm.qlog.trace import MetricSink, TraceBuilder, TraceData, object_event
 
 _STRUCTURAL = np.zeros(256, dtype=bool)
@@ -254,6 +255,9 @@ class ContainedParser:
     def _value(self, a: int, b: int) -> Any:
         """The JSON value between two structural characters (exclusive)."""
         text = self._slice(a + 1, b)
+        values = budget.over_budget(text)
+        if values is not None:
+            raise self._fatal(a + 1, budget.expected(), f"{values:,}")
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError as exc:
@@ -439,6 +443,9 @@ class ContainedParser:
         if ctx.kind == _TRACES:
             ctx.index += 1
             text = self._slice(a, b)
+            values = budget.over_budget(text)
+            if values is not None:
+                raise self._fatal(a, budget.expected(), f"{values:,}")
             try:
                 value: Any = orjson.loads(text)
             except orjson.JSONDecodeError:
@@ -450,6 +457,10 @@ class ContainedParser:
         trace = self._stack[-2]
         where = f"traces[{trace.index}].events[{index}]"
         text = self._slice(a, b)
+        values = budget.over_budget(text)
+        if values is not None:
+            self._problem(RecordProblem(None, budget.expected(), f"{values:,}", where=where))
+            return
         try:
             event = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
@@ -577,6 +588,8 @@ class ContainedParser:
         if ctx.kind == _TRACE and ctx.expecting_key:
             return
         text = self._slice(ctx.mark + 1, end)
+        if budget.over_budget(text) is not None:
+            return
         try:
             value = orjson.loads(text)
         except orjson.JSONDecodeError:

@@ -41,6 +41,7 @@ from quicsm.core.diagnostics import (
     RecordTooLarge,
     describe,
 )
+from quicsm.qlog import budget
 from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES, TIMER_NEEDLE, TIMER_REQUIRED
 from quicsm.qlog.trace import (
     MetricSink,
@@ -226,7 +227,8 @@ class SeqScanner:
             self._preamble(tail, self._carry_offset)
         elif tail.strip():
             try:
-                orjson.loads(tail)
+                if budget.over_budget(tail) is None:  # else reported when it is decoded
+                    orjson.loads(tail)
             except orjson.JSONDecodeError:
                 if self.sep == LF or not tail.endswith(b"\n"):
                     self.truncated_at = self._carry_offset
@@ -262,6 +264,9 @@ class SeqScanner:
 
     def _decode(self, buf: Buffer, start: int, end: int, base: int) -> Any:
         """Decode record content ``buf[start:end]``; ``RecordProblem`` if it is not JSON."""
+        values = budget.over_budget(buf[start:end])
+        if values is not None:
+            raise RecordProblem(base + start, budget.expected(), f"{values:,}")
         try:
             return orjson.loads(buf[start:end])
         except orjson.JSONDecodeError:
@@ -353,6 +358,9 @@ class SeqScanner:
         if self._last is not None and not (self.full or trace.delta):
             record, offset = self._last
             try:
+                values = budget.over_budget(record)
+                if values is not None:
+                    raise RecordProblem(offset, budget.expected(), f"{values:,}")
                 obj = orjson.loads(record)
                 _, raw_time, _ = object_event(obj, offset)
                 trace.end_at(trace.event_time(raw_time, offset), offset)
@@ -449,7 +457,13 @@ class SeqScanner:
         pos = s
         while True:
             rs, re_, latest, latest_other, checked, _ = scan(
-                buf, pos, e, sep, trace.scale, trace.latest, trace.latest_of_others(),
+                buf,
+                pos,
+                e,
+                sep,
+                trace.scale,
+                trace.latest,
+                trace.latest_of_others(),
                 trace.sink_wants(),
             )
             if checked:
@@ -460,6 +474,10 @@ class SeqScanner:
             pos = re_
 
     def _decode_event(self, trace: TraceBuilder, record: Buffer, offset: int) -> None:
+        values = budget.over_budget(record)
+        if values is not None:
+            self._problem(RecordProblem(offset, budget.expected(), f"{values:,}"))
+            return
         try:
             obj = orjson.loads(record)
         except orjson.JSONDecodeError:
@@ -504,7 +522,9 @@ class SeqScanner:
         # derived from only while the trace has shown no explicit state (or metrics are wanted)
         done: set[int] = set()
         self._decode_hits(trace, buf, s, e, base, STATE_NEEDLES, done)
-        if trace.metrics_wanted() or (not self.want_metrics and not trace.states):
+        if trace.metrics_wanted() or (
+            not self.want_metrics and not trace.states and not trace.discards()
+        ):
             # without explicit states so far, the events states are derived from are kept
             # undecoded until the trace ends: decoded only if the trace never logs a state
             scan = trace.native_scan() if self.want_metrics else None

@@ -97,3 +97,23 @@ def contained_member(path: Path, n: int) -> Path:
         b'{"time":2,"name":"recovery:congestion_state_updated","data":{"new":"recovery"}}]}]}'
     )
     return path
+
+
+def metrics_only(path: Path, min_bytes: int) -> Path:
+    """A valid JSON-SEQ trace of metrics updates only (no state events), at least
+    ``min_bytes`` long, written a block at a time (bounded memory)."""
+    record = (
+        b'\x1e{"time":%d,"name":"recovery:metrics_updated","data":{"cwnd":%d,'
+        b'"bytes_in_flight":%d,"smoothed_rtt":25.5,"latest_rtt":24}}\n'
+    )
+    with path.open("wb") as out:
+        out.write(b"\x1e" + orjson.dumps(_HEADER) + b"\n")
+        written, t = 0, 0
+        while written < min_bytes:
+            block = b"".join(
+                record % (t + i, 12000 + (t + i) % 50 * 1200, (t + i) % 9000) for i in range(10_000)
+            )
+            out.write(block)
+            written += len(block)
+            t += 10_000
+    return path
