@@ -617,7 +617,7 @@ class _MetricColumns:
 
     def frame(self, file: str, tid: str, vantage: str, start: float) -> pl.DataFrame:
         """The trace's rows of :func:`read_metrics`, in time order (stable: equal times keep
-        their file order), not yet carried forward."""
+        their file order), every value carried forward."""
         n = len(self.times)
         order = np.argsort(np.frombuffer(self.times, dtype=np.float64), kind="stable")
         times = np.frombuffer(self.times, dtype=np.float64)[order]
@@ -643,6 +643,8 @@ class _MetricColumns:
                 columns[column] = pl.Series(value).fill_nan(None)
         codes = np.frombuffer(self.triggers, dtype=np.uint16)[order].astype(np.int64)
         columns["trigger"] = names.gather(codes)
+        for column in _METRIC_COLUMNS:  # every value carried forward within the trace
+            columns[column] = columns[column].forward_fill()
         return pl.DataFrame({name: columns[name].alias(name) for name in METRICS_SCHEMA})
 
 
@@ -692,9 +694,9 @@ def read_metrics(
                 start = trace.first_time if trace.first_time is not None else 0.0
                 parts.append(columns.frame(file, trace_id(file, trace.index), trace.vantage, start))
     schema = {k: pl.String if k == "vantage" else t for k, t in METRICS_SCHEMA.items()}
-    frame = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
-    frame = frame.select([pl.col(c).cast(t) for c, t in METRICS_SCHEMA.items()])
-    frame = frame.with_columns([pl.col(c).forward_fill().over("trace") for c in _METRIC_COLUMNS])
+    frame = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=schema)
+    del parts
+    frame = frame.with_columns(pl.col("vantage").cast(METRICS_SCHEMA["vantage"]))
     diag.warn()
     return frame
 

@@ -40,6 +40,7 @@ from quicsm.core.diagnostics import (
     RecordTooLarge,
     describe,
 )
+from quicsm.core.errors import released
 from quicsm.qlog import budget
 from quicsm.qlog.trace import MetricSink, TraceBuilder, TraceData, object_event
 
@@ -254,6 +255,8 @@ class ContainedParser:
 
     def _value(self, a: int, b: int) -> Any:
         """The JSON value between two structural characters (exclusive)."""
+        if b - a - 1 > self.max_record_bytes:
+            raise RecordTooLarge(a + 1, b - a - 1)
         text = self._slice(a + 1, b)
         values = budget.over_budget(text)
         if values is not None:
@@ -268,6 +271,7 @@ class ContainedParser:
             raise problem
         self.skipped += 1
         if len(self.problems) < MAX_KEPT_PROBLEMS:
+            released(problem)  # kept: without the decoder's error (it holds the record's text)
             self.problems.append(problem)
 
     # -- the state machine ----------------------------------------------------------------------
@@ -438,6 +442,8 @@ class ContainedParser:
 
     def _element(self, ctx: _Ctx, a: int, b: int) -> None:
         """A complete element of ``traces`` (not an object: a problem) or of ``events``."""
+        if b - a > self.max_record_bytes:
+            raise RecordTooLarge(a, b - a)
         index = ctx.count
         ctx.count += 1
         if ctx.kind == _TRACES:

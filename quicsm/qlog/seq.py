@@ -41,6 +41,7 @@ from quicsm.core.diagnostics import (
     RecordTooLarge,
     describe,
 )
+from quicsm.core.errors import released
 from quicsm.qlog import budget
 from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES, TIMER_NEEDLE, TIMER_REQUIRED
 from quicsm.qlog.trace import (
@@ -200,6 +201,8 @@ class SeqScanner:
                 raise RecordTooLarge(self._carry_offset, self._carry_size)
             return
         # the record that straddled the previous block boundary (or the JSON-SEQ preamble)
+        if self._carry_size + first > self.max_record_bytes:
+            raise RecordTooLarge(self._carry_offset, self._carry_size + first)
         head = b"".join(self._carry) + data[:first]
         if self._seen_sep:
             self._records_of(sep + head + sep, self._carry_offset - 1)
@@ -207,6 +210,8 @@ class SeqScanner:
             self._preamble(head, self._carry_offset)
             self._seen_sep = True
         last = data.rfind(sep)
+        if last - first > self.max_record_bytes:
+            self._check_lengths(data, first, last, base)
         if last > first:
             self._region(data, first, last, base)
         self._carry = [bytes(data[last + 1 :])]
@@ -239,6 +244,17 @@ class SeqScanner:
         return self.traces
 
     # -- internals ------------------------------------------------------------------------------
+    def _check_lengths(self, data: Buffer, first: int, last: int, base: int) -> None:
+        """Every record between the separators at ``data[first]`` and ``data[last]`` within
+        ``max_record_bytes`` (looked at only when the block could hold a longer one)."""
+        view = np.frombuffer(data, dtype=np.uint8, count=last + 1 - first, offset=first)
+        seps = np.flatnonzero(view == self.sep[0])
+        del view  # release the export of ``data`` (the I/O side reuses and resizes it)
+        sizes = np.diff(seps) - 1
+        longest = int(np.argmax(sizes)) if len(sizes) else 0
+        if len(sizes) and sizes[longest] > self.max_record_bytes:
+            raise RecordTooLarge(base + first + int(seps[longest]) + 1, int(sizes[longest]))
+
     def _preamble(self, head: Buffer, offset: int) -> None:
         stripped = head.lstrip()
         if stripped:
@@ -260,6 +276,7 @@ class SeqScanner:
             raise problem
         self.skipped += 1
         if len(self.problems) < MAX_KEPT_PROBLEMS:
+            released(problem)  # kept: without the decoder's error (it holds the record's text)
             self.problems.append(problem)
 
     def _decode(self, buf: Buffer, start: int, end: int, base: int) -> Any:

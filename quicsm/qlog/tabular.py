@@ -30,7 +30,7 @@ from polars.exceptions import PanicException as _PanicException
 
 from quicsm.core.aliases import canonical_state
 from quicsm.core.diagnostics import Diagnostics
-from quicsm.core.errors import QlogError, QuicsmError
+from quicsm.core.errors import QlogError, QuicsmError, out_of_memory, released
 from quicsm.core.frames import SOURCE_DTYPE, TRANSITIONS_SCHEMA, VANTAGE_DTYPE
 from quicsm.core.states import CANONICAL_STATES, UNKNOWN
 from quicsm.qlog.events import MAX_MAGNITUDE
@@ -221,15 +221,21 @@ def read_table(
                 got=f"more than {exc.size >> 20} MiB without a line end",
             ) from None
         return _finish(parts)
-    except QuicsmError:
+    except QuicsmError as exc:
+        released(exc)  # the chunks are not kept alive by the error
         raise
+    except MemoryError as exc:
+        released(exc)
+        error: QuicsmError = out_of_memory(path)
     except (Exception, _PanicException) as exc:  # noqa: BLE001 - the reader's boundary
+        released(exc)
         detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-        raise QlogError(
+        error = QlogError(
             str(path),
             f"a {kind} transitions table",
             got=f"an unexpected {type(exc).__name__}{': ' + detail if detail else ''}",
-        ) from None
+        )
+    raise error  # outside the handler: the error holds no reference to what failed
 
 
 def _plausible(column: pl.Expr) -> pl.Expr:
