@@ -627,9 +627,19 @@ class _MetricColumns:
             "file": pl.repeat(file, n, dtype=pl.String, eager=True),
             "trace": pl.repeat(tid, n, dtype=pl.String, eager=True),
             "vantage": pl.repeat(vantage, n, dtype=pl.String, eager=True),
-            # rounded as Python rounds (correctly), one trace at a time
+            # rounded as Python rounds (correctly), 2^20 at a time (bounded transient objects)
             "time_ms": pl.Series(
-                [round(t - start, TIME_DECIMALS) for t in times.tolist()], dtype=pl.Float64
+                np.concatenate(
+                    [
+                        np.array(
+                            [round(t - start, TIME_DECIMALS) for t in part.tolist()],
+                            dtype=np.float64,
+                        )
+                        for part in np.array_split(times, max(1, -(-n // (1 << 20))))
+                    ]
+                    or [np.zeros(0)]
+                ),
+                dtype=pl.Float64,
             ),
             "event": events.gather(np.frombuffer(self.events, dtype=np.uint8)[order]),
         }
