@@ -115,3 +115,11 @@ def test_a_large_top_level_member_of_contained_json_reads_in_linear_time(
 ) -> None:
     """Its structural characters went one at a time through the Python state machine."""
     _scales(tmp_path, hostile.contained_member, read_transitions, 1 << 20)
+
+
+def test_one_wide_record_under_the_value_budget_reads_in_linear_time(
+    tmp_path: Path, reader_impl: str
+) -> None:
+    """Within the budget (tests/test_read_budget.py holds the record over it), a record of
+    many empty objects costs time in proportion to its values."""
+    _scales(tmp_path, hostile.wide_record, read_metrics, 1 << 16)
