@@ -1,6 +1,6 @@
 """Coverage-guided fuzzing of the readers with Atheris (libFuzzer for Python).
 
-Every input the fuzzer makes is checked by :class:`quicsm.testing.fuzz.Oracle`: every reader, in
+Every input the fuzzer makes is checked by ``Oracle`` of ``tests/fuzz_oracle.py``: every reader, in
 both modes, natively and in Python, ends in rows or our error, with no leaked warning, and the
 native and Python derivers agree. quicsm's modules are instrumented for coverage, so the fuzzer
 keeps the inputs that reach new code. ``CORPUS`` is seeded with the real fixtures when it holds
@@ -26,11 +26,14 @@ from pathlib import Path
 
 import atheris
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
 with atheris.instrument_imports(include=["quicsm"]):
     # every module the readers run, imported here to be instrumented
     import quicsm.extract.read
     import quicsm.qlog.inspect  # noqa: F401
-    from quicsm.testing.fuzz import Oracle, seed_corpus
+
+from fuzz_oracle import Oracle, seed_corpus  # noqa: E402
 
 
 def main() -> None:

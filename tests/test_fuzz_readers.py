@@ -1,4 +1,4 @@
-"""Coverage-guided fuzzing of the readers: the oracle (:mod:`quicsm.testing.fuzz`) on every
+"""Coverage-guided fuzzing of the readers: the oracle (``tests/fuzz_oracle.py``) on every
 regression input, and a short Atheris campaign (``benchmarks/fuzz_readers.py``; the long
 campaign and its numbers are in ``docs/formats.md``)."""
 
@@ -10,8 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from quicsm.testing.fuzz import ContractBroken, Oracle, seed_corpus
+from fuzz_oracle import ContractBroken, Oracle, seed_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 REGRESSIONS = sorted(

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import orjson
 import pytest
+from fuzz_oracle import Oracle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from quicsm.core import native
-from quicsm.testing.fuzz import Oracle
 from quicsm.testing.hostile import HANDED_BACK
 
 pytestmark = pytest.mark.skipif(not native.installed(), reason="quicsm_native is not installed")

@@ -281,9 +281,10 @@ class SeqScanner:
 
     def _decode(self, buf: Buffer, start: int, end: int, base: int) -> Any:
         """Decode record content ``buf[start:end]``; ``RecordProblem`` if it is not JSON."""
-        values = budget.over_budget(buf[start:end])
-        if values is not None:
-            raise RecordProblem(base + start, budget.expected(), f"{values:,}")
+        if end - start > budget.MAX_RECORD_VALUES:  # else it cannot be over: no copy made
+            values = budget.over_budget(buf[start:end])
+            if values is not None:
+                raise RecordProblem(base + start, budget.expected(), f"{values:,}")
         try:
             return orjson.loads(buf[start:end])
         except orjson.JSONDecodeError:

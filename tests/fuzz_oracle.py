@@ -1,6 +1,6 @@
 """The reading contract as an oracle for coverage-guided fuzzing (``benchmarks/fuzz_readers.py``
 runs it under Atheris; ``tests/test_fuzz_readers.py`` runs it on the regression inputs and a short
-campaign).
+campaign; it lives beside the tests, as ``read_outcome.py`` does, because it uses every layer).
 
 :meth:`Oracle.check` writes one input to a file and reads it with every reader (transitions,
 metrics, trace summaries) in both modes, and inspects it; it raises :class:`ContractBroken` when
