@@ -174,5 +174,9 @@ fn generate(t: &Value) -> String {
     assert_eq!(state.len(), 1, "one explicit-state needle");
     writeln!(w, "pub const STATE_NEEDLE: &[u8] = {};", bytes_lit(&state[0])).unwrap();
     writeln!(w, "pub const TIMER_REQUIRED: &[u8] = {};", bytes_lit(required)).unwrap();
+
+    // the most JSON values one record may hold (quicsm.qlog.budget)
+    let budget = t["max_record_values"].as_u64().expect("max_record_values");
+    writeln!(w, "pub const MAX_RECORD_VALUES: usize = {budget};").unwrap();
     o
 }

@@ -131,9 +131,7 @@ def test_states_option_chooses_where_states_come_from() -> None:
     path = str(FIX / "quicgo_0.3.sqlog")
     for mode in ("explicit", "derived", "hybrid"):
         code, out, _ = run("states", "--states", mode, "--format", "csv", path)
-        expected = read_transitions(path, states=mode).with_columns(
-            pl.col(pl.Enum).cast(pl.String)
-        )
+        expected = read_transitions(path, states=mode).with_columns(pl.col(pl.Enum).cast(pl.String))
         assert code == 0 and out == expected.write_csv()
     code, out, _ = run("states", "--states", "derived", "--format", "jsonl", path)
     assert {json.loads(line)["source"] for line in out.splitlines()} == {"derived"}

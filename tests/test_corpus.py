@@ -18,7 +18,8 @@ BUDGET_BYTES = 20 * 1000 * 1000
 
 def _script() -> ModuleType:
     loader = importlib.machinery.SourceFileLoader(
-        "corpus_states", str(ROOT / "scripts" / "corpus_states"))
+        "corpus_states", str(ROOT / "scripts" / "corpus_states")
+    )
     spec = importlib.util.spec_from_loader("corpus_states", loader)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
@@ -27,8 +28,7 @@ def _script() -> ModuleType:
 
 
 def test_corpus_fits_its_budget() -> None:
-    sizes = {str(p.relative_to(TRACES)): p.stat().st_size for p in TRACES.rglob("*")
-             if p.is_file()}
+    sizes = {str(p.relative_to(TRACES)): p.stat().st_size for p in TRACES.rglob("*") if p.is_file()}
     assert "stacks/stacks.qlog" in sizes
     assert sum(sizes.values()) <= BUDGET_BYTES, sizes
 

@@ -189,9 +189,7 @@ def test_example(example: Example, scratch: Path) -> None:
         for tokens in parts:
             _check_statically(tokens, example)
         return
-    command = " && ".join(
-        re.sub(r"^(\.venv/bin/)?quicsm\b", "quicsm", p) for p in example.parts
-    )
+    command = " && ".join(re.sub(r"^(\.venv/bin/)?quicsm\b", "quicsm", p) for p in example.parts)
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", command],

@@ -313,8 +313,7 @@ def test_lenient_skips_are_reported_again_from_the_cache(tmp_path: Path) -> None
     lines = Path(CLEAN[0]).read_bytes()
     bad.write_bytes(lines.replace(b'"time"', b'"time":"x","t"', 1))
     runs = [
-        extract([str(bad)], workers=1, cache_dir=tmp_path / "c", on_error="skip")
-        for _ in range(2)
+        extract([str(bad)], workers=1, cache_dir=tmp_path / "c", on_error="skip") for _ in range(2)
     ]
     assert runs[1].cached_files == 1
     assert runs[0].diagnostics.messages() == runs[1].diagnostics.messages()

@@ -34,8 +34,9 @@ def _run(tmp: Path, client: Path, **labels: object) -> Path:
     run = tmp / client.parent.name
     run.mkdir(parents=True, exist_ok=True)
     shutil.copy(client, run / client.name)
-    run.joinpath("run.json").write_text(json.dumps(
-        {"status": "ok", "files.client": client.name, **labels}))
+    run.joinpath("run.json").write_text(
+        json.dumps({"status": "ok", "files.client": client.name, **labels})
+    )
     return run
 
 

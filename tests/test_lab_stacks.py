@@ -24,14 +24,24 @@ def _write(tmp_path: Path, entries: object) -> Path:
 
 
 def _entry(**over: object) -> dict[str, object]:
-    return {"stack": "quinn", "version": "0.11.12", "server": ["/bin/q"], "client": ["/bin/q"],
-            "env": {"X": "1"}, "patch": "quinn/p.patch", **over}
+    return {
+        "stack": "quinn",
+        "version": "0.11.12",
+        "server": ["/bin/q"],
+        "client": ["/bin/q"],
+        "env": {"X": "1"},
+        "patch": "quinn/p.patch",
+        **over,
+    }
 
 
 def test_controllers_become_one_stack_each_with_quicsm_cc(tmp_path: Path) -> None:
     stacks = load_stacks(_write(tmp_path, [_entry(controllers=["newreno", "cubic", "bbr"])]))
-    assert [s.key for s in stacks] == ["quinn@0.11.12/newreno", "quinn@0.11.12/cubic",
-                                       "quinn@0.11.12/bbr"]
+    assert [s.key for s in stacks] == [
+        "quinn@0.11.12/newreno",
+        "quinn@0.11.12/cubic",
+        "quinn@0.11.12/bbr",
+    ]
     assert [s.env for s in stacks] == [{"X": "1", CC_ENV: cc} for cc in ("newreno", "cubic", "bbr")]
     assert {s.cc_algorithm for s in stacks} == {"newreno", "cubic", "bbr"}
 
@@ -72,10 +82,15 @@ def test_bad_controllers_name_file_and_entry(
     ],
 )
 def test_selectors(tmp_path: Path, selector: str, keys: list[str]) -> None:
-    stacks = load_stacks(_write(tmp_path, [
-        _entry(controllers=["newreno", "bbr"]),
-        _entry(stack="quiche", version="0.30.0", controllers=["bbr2"]),
-    ]))
+    stacks = load_stacks(
+        _write(
+            tmp_path,
+            [
+                _entry(controllers=["newreno", "bbr"]),
+                _entry(stack="quiche", version="0.30.0", controllers=["bbr2"]),
+            ],
+        )
+    )
     assert [s.key for s in select_stacks(stacks, (selector,), where="w")] == keys
 
 
@@ -93,8 +108,12 @@ names = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True)
 def test_every_stack_matches_its_own_key_and_only_its_controller(
     controllers: list[str], other: str
 ) -> None:
-    stacks = [Stack(stack="s", version="1", server=("x",), client=("x",), cc_algorithm=cc,
-                    env={CC_ENV: cc}) for cc in controllers]
+    stacks = [
+        Stack(
+            stack="s", version="1", server=("x",), client=("x",), cc_algorithm=cc, env={CC_ENV: cc}
+        )
+        for cc in controllers
+    ]
     for s in stacks:
         assert [t for t in stacks if t.matches(s.key)] == [s]
         assert s.matches("s") and s.matches("s@1")
@@ -104,8 +123,14 @@ def test_every_stack_matches_its_own_key_and_only_its_controller(
 def test_run_directory_and_labels_carry_the_controller(tmp_path: Path) -> None:
     path = tmp_path / "s.toml"
     path.write_text('[run]\nrepetitions = 1\n[[scenario]]\nname = "a"\n')
-    stack = Stack(stack="quiche", version="0.30.0", server=("s",), client=("c",),
-                  cc_algorithm="bbr2", env={CC_ENV: "bbr2"})
+    stack = Stack(
+        stack="quiche",
+        version="0.30.0",
+        server=("s",),
+        client=("c",),
+        cc_algorithm="bbr2",
+        env={CC_ENV: "bbr2"},
+    )
     (spec,) = plan_runs(load_plan(path), [stack])
     assert isinstance(spec, RunSpec)
     assert spec.directory(tmp_path) == tmp_path / "quiche/0.30.0/bbr2/a/run-1"

@@ -74,6 +74,9 @@ def test_flags_needles_and_feed_kinds_are_the_same_on_both_sides() -> None:
     assert NATIVE["timer_needle"].encode() == events.TIMER_NEEDLE
     assert NATIVE["timer_required"].encode() == events.TIMER_REQUIRED
     assert tuple(NATIVE["feed_kinds"]) == tables.FEED_KINDS
+    from quicsm.qlog import budget
+
+    assert NATIVE["max_record_values"] == budget.MAX_RECORD_VALUES == 1 << 20
     assert set(extract_native._KINDS) == {"metrics", "packet_lost", "pto", "spurious_loss"}
 
 

@@ -39,7 +39,7 @@ def test_model_displays_as_html(shell) -> None:  # type: ignore[no-untyped-def]
     page = data["text/html"]
     assert page == model_html(model)
     svg = re.search(r"<svg\b[^>]*>", page)
-    assert svg is not None and 'width="100%"' in svg.group() and "pt\"" not in svg.group()
+    assert svg is not None and 'width="100%"' in svg.group() and 'pt"' not in svg.group()
     assert "<?xml" not in page
     rows = re.findall(r"<tr><td>", page)
     assert len(rows) == model.stats.time_in_state.height

@@ -49,7 +49,13 @@ CONTROLLERS = {
 }
 BBR = {"bbr", "bbr2"}
 TRIGGERS = {
-    "ack", "ack_in_recovery", "loss", "pto", "hystart", "persistent_congestion", "spurious_loss",
+    "ack",
+    "ack_in_recovery",
+    "loss",
+    "pto",
+    "hystart",
+    "persistent_congestion",
+    "spurious_loss",
 }
 
 pytestmark = pytest.mark.lab

@@ -126,9 +126,7 @@ def test_the_eager_reader_is_the_lazy_one_collected() -> None:
 
 
 def test_mangled_parquet_is_our_error(tmp_path: Path) -> None:
-    frame = read_transitions(FIX / "transitions.csv").with_columns(
-        pl.col(pl.Enum).cast(pl.String)
-    )
+    frame = read_transitions(FIX / "transitions.csv").with_columns(pl.col(pl.Enum).cast(pl.String))
     buffer = io.BytesIO()
     frame.write_parquet(buffer)
     data = bytearray(buffer.getvalue())

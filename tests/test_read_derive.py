@@ -276,8 +276,11 @@ def test_every_rule_cites_its_source_and_leads_to_a_paper_state() -> None:
     table = render_markdown()
     for rule in RULES:
         assert rule.to in PAPER_STATES
-        assert "RFC 9002" in rule.cite or "quic-go" in rule.cite or "aioquic" in rule.cite or (
-            "picoquic" in rule.cite
+        assert (
+            "RFC 9002" in rule.cite
+            or "quic-go" in rule.cite
+            or "aioquic" in rule.cite
+            or ("picoquic" in rule.cite)
         )
         assert rule.cite in table
 

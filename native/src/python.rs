@@ -43,6 +43,30 @@ type RuleArgs = (Option<Vec<u8>>, u8, String, u8, String);
 #[pyclass(name = "Deriver", module = "quicsm._native")]
 struct PyDeriver {
     inner: Deriver,
+    /// where the last `scan` stopped, if it handed a record back (see [`Resume`])
+    resume: Option<Resume>,
+}
+
+/// The cursor of a `scan` that handed a record back, with what identifies the call that
+/// continues it: the same buffer (address and length), region end and separator, starting at
+/// the handed-back record's closing separator, which still holds the same bytes. Any other call
+/// searches from its start, as before.
+struct Resume {
+    ptr: usize,
+    len: usize,
+    end: usize,
+    sep: u8,
+    rs: usize,
+    re: usize,
+    fingerprint: u64,
+    cursor: scan::Cursor,
+}
+
+fn fingerprint(bytes: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
 }
 
 fn bytes_of<T: Copy>(py: Python<'_>, items: &[T]) -> Py<PyBytes> {
@@ -99,7 +123,7 @@ impl PyDeriver {
             };
             table.push(Rule { current: mask, event, cond, to, trigger });
         }
-        Ok(PyDeriver { inner: Deriver::new(p, th, table) })
+        Ok(PyDeriver { inner: Deriver::new(p, th, table), resume: None })
     }
 
     #[pyo3(signature = (time, kind, values, app_limited))]
@@ -139,7 +163,22 @@ impl PyDeriver {
         let view = PyBuffer::<u8>::get(buf)?;
         let bytes = separated(&view, pos, end, sep)?;
         let order = scan::Order { latest, latest_other, checked: false };
-        let out = scan::scan(&mut self.inner, bytes, pos, end, sep, scale, order, feed);
+        let ptr = bytes.as_ptr() as usize;
+        let resume = self.resume.take().and_then(|r| {
+            let same = r.ptr == ptr
+                && r.len == bytes.len()
+                && r.end == end
+                && r.sep == sep
+                && r.re == pos
+                && fingerprint(&bytes[r.rs..=r.re]) == r.fingerprint;
+            same.then_some(r.cursor)
+        });
+        let out = scan::scan(&mut self.inner, bytes, pos, end, sep, scale, order, feed, resume);
+        if let (Some((rs, re)), Some(cursor)) = (out.fallback, out.cursor) {
+            let fingerprint = fingerprint(&bytes[rs..=re]);
+            self.resume =
+                Some(Resume { ptr, len: bytes.len(), end, sep, rs, re, fingerprint, cursor });
+        }
         let (rs, re) = out.fallback.map_or((-1, -1), |(a, b)| (a as i64, b as i64));
         Ok((rs, re, out.order.latest, out.order.latest_other, out.order.checked, out.visited))
     }
@@ -264,6 +303,7 @@ fn shared_tables(py: Python<'_>) -> PyResult<Py<PyDict>> {
     d.set_item("timer_needle", String::from_utf8_lossy(tables::DERIVE_NEEDLES[tables::TIMER_NEEDLE_AT]))?;
     d.set_item("state_needle", String::from_utf8_lossy(tables::STATE_NEEDLE))?;
     d.set_item("timer_required", String::from_utf8_lossy(tables::TIMER_REQUIRED))?;
+    d.set_item("max_record_values", tables::MAX_RECORD_VALUES)?;
     let indices = PyDict::new(py);
     for (name, value) in [
         ("INIT", tables::INIT as usize),

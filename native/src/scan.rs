@@ -7,6 +7,12 @@
 //! its time checked against the trace's latest time of non-state events, and its event fed to
 //! the deriver. The first record this cannot do exactly as the Python reader would stops the
 //! pass: its bounds are returned, the Python reader handles it, and calls again after it.
+//!
+//! A hand-back does not restart the search: the outcome carries a [`Cursor`] (the next hit of
+//! every needle at or after the handed-back record), and the call after it resumes from that
+//! cursor. Each byte of a region is searched once per needle however many records are handed
+//! back (searching the rest of the region again at every hand-back made a region of n
+//! handed-back records cost O(n^2)).
 
 use memchr::memmem::Finder;
 use std::sync::OnceLock;
@@ -14,8 +20,19 @@ use std::sync::OnceLock;
 use crate::deriver::Deriver;
 use crate::record::decode;
 
-// the needles: generated from quicsm/core/tables.json (src/tables.rs)
-use crate::tables::{DERIVE_NEEDLES, STATE_NEEDLE, TIMER_NEEDLE_AT as TIMER, TIMER_REQUIRED};
+// the needles and the value budget: generated from quicsm/core/tables.json (src/tables.rs)
+use crate::tables::{
+    DERIVE_NEEDLES, MAX_RECORD_VALUES, STATE_NEEDLE, TIMER_NEEDLE_AT as TIMER, TIMER_REQUIRED,
+};
+
+/// Whether a record may be over the value budget (`quicsm.qlog.budget.MAX_RECORD_VALUES`): the
+/// cheap bound of `quicsm.qlog.budget` (every `{`, `[` and `,`, strings included). A record that
+/// may be over is handed back, for the Python reader to count its values exactly (and report the
+/// record if it is over).
+fn may_be_over_budget(record: &[u8]) -> bool {
+    record.len() > MAX_RECORD_VALUES
+        && memchr::memchr3_iter(b'{', b'[', b',', record).count() > MAX_RECORD_VALUES
+}
 
 struct Finders {
     derive: Vec<Finder<'static>>,
@@ -41,11 +58,21 @@ pub struct Order {
     pub checked: bool,
 }
 
+/// Where a pass stopped at a hand-back: the next hit of each needle at or after the end of the
+/// handed-back record (`usize::MAX`: none before the region's end).
+#[derive(Clone, Copy, Debug)]
+pub struct Cursor {
+    next: [usize; 4],
+    next_state: usize,
+}
+
 pub struct Outcome {
     /// the record the Python reader must handle: (its opening separator, its closing one)
     pub fallback: Option<(usize, usize)>,
     pub order: Order,
     pub visited: u64,
+    /// with `fallback`: where the next call over the same region resumes
+    pub cursor: Option<Cursor>,
 }
 
 /// Next hit of `finder` in `buf[from..end]` (absolute), `usize::MAX` if none.
@@ -57,7 +84,9 @@ fn next_hit(finder: &Finder, buf: &[u8], from: usize, end: usize) -> usize {
     finder.find(&buf[from..end]).map_or(usize::MAX, |i| i + from)
 }
 
-/// The records between the separators at `buf[pos]` and `buf[end]`.
+/// The records between the separators at `buf[pos]` and `buf[end]`. `resume` is the cursor
+/// of the previous call over the same region when that call handed back the record ending at
+/// `buf[pos]`: the search continues from it instead of starting again.
 #[allow(clippy::too_many_arguments)]
 pub fn scan(
     deriver: &mut Deriver,
@@ -68,13 +97,28 @@ pub fn scan(
     scale: f64,
     mut order: Order,
     feed: bool,
+    resume: Option<Cursor>,
 ) -> Outcome {
     let f = finders();
     let mut next: [usize; 4] = [0; 4];
-    for (k, finder) in f.derive.iter().enumerate() {
-        next[k] = next_hit(finder, buf, pos, end);
+    let mut next_state;
+    match resume {
+        Some(c) => {
+            // every cached hit lies at or after `pos` (the end of the handed-back record);
+            // one that does not is searched again, from `pos`
+            for (k, finder) in f.derive.iter().enumerate() {
+                next[k] = if c.next[k] >= pos { c.next[k] } else { next_hit(finder, buf, pos, end) };
+            }
+            next_state =
+                if c.next_state >= pos { c.next_state } else { next_hit(&f.state, buf, pos, end) };
+        }
+        None => {
+            for (k, finder) in f.derive.iter().enumerate() {
+                next[k] = next_hit(finder, buf, pos, end);
+            }
+            next_state = next_hit(&f.state, buf, pos, end);
+        }
     }
-    let mut next_state = next_hit(&f.state, buf, pos, end);
     let mut visited = 0u64;
     loop {
         let hit = *next.iter().min().unwrap();
@@ -101,10 +145,15 @@ pub fn scan(
             continue; // a timer set or cancelled
         }
         visited += 1;
+        if may_be_over_budget(&buf[rs + 1..re]) {
+            let cursor = Some(Cursor { next, next_state });
+            return Outcome { fallback: Some((rs, re)), order, visited, cursor };
+        }
         let decoded = match decode(&buf[rs + 1..re], scale) {
             Ok(d) => d,
             Err(_) => {
-                return Outcome { fallback: Some((rs, re)), order, visited };
+                let cursor = Some(Cursor { next, next_state });
+                return Outcome { fallback: Some((rs, re)), order, visited, cursor };
             }
         };
         if decoded.kind.is_none() {
@@ -114,7 +163,8 @@ pub fn scan(
         if let Some(latest) = order.latest_other {
             if t < latest {
                 // times going backwards: the Python reader reports it
-                return Outcome { fallback: Some((rs, re)), order, visited };
+                let cursor = Some(Cursor { next, next_state });
+                return Outcome { fallback: Some((rs, re)), order, visited, cursor };
             }
         }
         order.latest_other = Some(t);
@@ -128,5 +178,5 @@ pub fn scan(
             }
         }
     }
-    Outcome { fallback: None, order, visited }
+    Outcome { fallback: None, order, visited, cursor: None }
 }

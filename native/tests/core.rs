@@ -212,14 +212,18 @@ fn the_scan_visits_derive_records_and_stops_at_one_to_hand_back() {
     let end = buf.len() - 1;
     let mut d = deriver();
     let order = Order { latest: None, latest_other: None, checked: false };
-    let out = scan(&mut d, &buf, 0, end, 0x1e, 1.0, order, true);
+    let out = scan(&mut d, &buf, 0, end, 0x1e, 1.0, order, true, None);
     let (rs, re) = out.fallback.expect("the escaped record is handed back");
     assert_eq!(&buf[rs + 1..re - 1], escaped.as_bytes());
     assert_eq!(out.visited, 3, "two metrics records, then the escaped one (not the timer set)");
-    // after it, the scan goes on to the end
-    let out = scan(&mut d, &buf, re, end, 0x1e, 1.0, out.order, true);
-    assert!(out.fallback.is_none());
-    assert_eq!(out.visited, 1);
+    // after it, the scan goes on to the end, from where it stopped (the cursor) or searching again
+    let cursor = out.cursor.expect("a hand-back carries where to resume");
+    let mut again = deriver();
+    let resumed = scan(&mut d, &buf, re, end, 0x1e, 1.0, out.order, true, Some(cursor));
+    let searched = scan(&mut again, &buf, re, end, 0x1e, 1.0, out.order, true, None);
+    assert!(resumed.fallback.is_none() && searched.fallback.is_none());
+    assert_eq!(resumed.visited, 1);
+    assert_eq!(searched.visited, 1);
 }
 
 #[test]

@@ -14,7 +14,7 @@ from quicsm.cli.progress import reading
 from quicsm.cli.report_warnings import caution as report_caution
 from quicsm.cli.report_warnings import note as report_note
 from quicsm.cli.report_warnings import terminal_safe
-from quicsm.core.errors import InputError
+from quicsm.core.atomic import write_file
 
 #: exit status of ``--fail-on-significant`` when something differs significantly
 EXIT_SIGNIFICANT = 3
@@ -120,10 +120,7 @@ def diff_command(
         view = to_markdown if fmt == "md" else to_table
         text = "\n".join(view(c.result, explanations=c.explanations) for c in done)
     if output is not None:
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"{output}: cannot write: {exc.strerror}") from None
+        write_file(output, text)
         click.echo(f"wrote {output}", err=True)
     if fmt == "table" and sys.stdout.isatty():
         from rich.console import Console

@@ -9,6 +9,7 @@ import click
 from quicsm.cli.progress import reading
 from quicsm.cli.report_warnings import print_warnings
 from quicsm.cli.trace_options import lenient_option, selection, where_option
+from quicsm.core.atomic import checked_target, write_file
 from quicsm.core.errors import InputError
 
 FORMATS = ("html", "svg", "png")
@@ -51,6 +52,7 @@ def plot_command(
     quicsm plot traces/aioquic-1.7.2.qlog --where scenario=loss1 --where run=1 \\
         --where vantage=server -o loss.svg
     """
+    checked_target(output)  # refused before any work: a symbolic link or a directory
     from quicsm.core.diagnostics import Diagnostics
     from quicsm.extract.read import read_metrics, read_transitions
     from quicsm.render.plot import connection_series, plot_html, plot_svg
@@ -82,10 +84,7 @@ def plot_command(
 
             data = svg_to_png(plot_svg(series))
     print_warnings(diagnostics)
-    try:
-        output.write_bytes(data)
-    except OSError as exc:
-        raise InputError(f"{output}: cannot write the plot: {exc.strerror}") from None
+    write_file(output, data, what="the plot")
     click.echo(f"wrote {output} ({traces[0]})", err=True)
 
 

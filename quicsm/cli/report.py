@@ -16,6 +16,7 @@ from quicsm.cli.group_options import GroupCommand, comparisons, group_options, t
 from quicsm.cli.report_warnings import caution as report_caution
 from quicsm.cli.report_warnings import note as report_note
 from quicsm.compare.grouping import Comparison
+from quicsm.core.atomic import checked_target, write_file
 from quicsm.core.errors import InputError
 
 
@@ -114,6 +115,7 @@ def report_command(
     """
     from quicsm.cli.progress import reading
 
+    checked_target(output)  # refused before any work: a symbolic link or a directory
     with reading("reading traces") as stage:
         comps = comparisons(
             paths=paths,
@@ -144,10 +146,7 @@ def report_command(
             report_caution(caveat)
         for note in comp.notes:
             report_note(note)
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{output}: cannot write the report: {exc.strerror}") from None
+    write_file(output, text, what="the report")
     click.echo(f"wrote {output}", err=True)
 
 

@@ -6,6 +6,7 @@ Anything else escaping the library is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import traceback
 from functools import partial
 from typing import Any
 
@@ -57,6 +58,37 @@ class QlogError(QuicsmError):
             partial(QlogError, record=self.record, line=self.line, got=self.got),
             (self.file, self.expected),
         )
+
+
+class ResourceError(QuicsmError):
+    """The machine ran out of something (memory) while reading a file: not a property of the
+    file, so a lenient read does not skip it (it would return fewer rows without saying why);
+    the message names the file."""
+
+
+def released(exc: BaseException) -> None:
+    """Free what an error that is kept or re-raised would keep alive: the local variables of
+    the finished frames in its tracebacks (a reader's buffers) and the exceptions it was raised
+    during but does not show (``raise ... from None``: a JSON decoder's error holds the whole
+    text it failed on). Without this one failing read of a large record kept ~40 MB alive for
+    as long as its error was."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        traceback.clear_frames(current.__traceback__)
+        following = current.__cause__ or current.__context__
+        if current.__suppress_context__:
+            current.__context__ = None
+        current = following
+
+
+def out_of_memory(path: object) -> ResourceError:
+    """Memory ran out while reading ``path``: our error, never skipped as a bad file."""
+    return ResourceError(
+        f"{path}: ran out of memory while reading it (a memory limit, or a file whose records "
+        "are too large for this machine: see ReadLimits)"
+    )
 
 
 class LabError(QuicsmError):

@@ -32,6 +32,8 @@ STATE_NEEDLES: Final[tuple[bytes, ...]] = tuple(n.encode() for n in TABLES["stat
 DERIVE_NEEDLES: Final[tuple[bytes, ...]] = tuple(n.encode() for n in TABLES["derive_needles"])
 TIMER_NEEDLE: Final[bytes] = TABLES["timer_needle"].encode()
 TIMER_REQUIRED: Final[bytes] = TABLES["timer_required"].encode()
+#: the most JSON values one record may hold (:mod:`quicsm.qlog.budget`)
+MAX_RECORD_VALUES: Final[int] = TABLES["max_record_values"]
 #: normalised metric -> accepted field names, first match wins
 METRIC_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     key: tuple(names) for key, names, _ in TABLES["metrics"]

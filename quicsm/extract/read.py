@@ -21,6 +21,8 @@ four digits), so the same inputs always give the same ids.
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +57,7 @@ from quicsm.qlog.events import MetricEvent
 from quicsm.qlog.paths import PathLike, expand_paths
 from quicsm.qlog.source import CSV, PARQUET, FileRead, read_qlog, without_bom
 from quicsm.qlog.tabular import read_table
-from quicsm.qlog.trace import TraceBuilder, TraceData
+from quicsm.qlog.trace import Discard, MetricSink, TraceBuilder, TraceData
 
 __all__ = [
     "BatchRead",
@@ -223,12 +225,18 @@ def _load_all(
     hybrid: bool = False,
     limits: ReadLimits = DEFAULT_LIMITS,
     sidecars: dict[Path, dict[str, Any]] | None = None,
+    discard_metrics: bool = False,
+    sink: MetricSink | None = None,
 ) -> Iterator[_Loaded]:
     """Each file read (qlog) or loaded (tables); a qlog file without a trace is an error.
-    ``sidecars`` caches the run.json files read, across calls."""
+    ``sidecars`` caches the run.json files read, across calls; ``discard_metrics``: metric,
+    loss and timer events are not wanted (neither kept nor decoded); ``sink``: where they go
+    instead of the traces' ``metrics`` lists."""
     cache: dict[Path, dict[str, Any]] = {} if sidecars is None else sidecars
     for path in expand_paths(paths):
         streamed = None
+        if discard_metrics:
+            sink = Discard.of
         try:
             if derive:
                 sidecar = _sidecar(path, cache, lenient, diag)
@@ -239,7 +247,7 @@ def _load_all(
                 count=count,
                 lenient=lenient,
                 limits=limits,
-                metric_sink=streamed,
+                metric_sink=streamed if streamed is not None else sink,
             )
             assert read is not None
             table = None
@@ -430,6 +438,7 @@ def scan_transitions(
         lenient=lenient,
         diag=diag,
         derive=mode != EXPLICIT,
+        discard_metrics=mode == EXPLICIT,
         profile=chosen_profile,
         hybrid=mode == HYBRID,
         limits=limits,
@@ -524,6 +533,7 @@ def read_batch(
             diag=diag,
             count=True,
             derive=mode != EXPLICIT,
+            discard_metrics=mode == EXPLICIT,
             profile=chosen_profile,
             hybrid=mode == HYBRID,
             limits=limits,
@@ -565,6 +575,102 @@ _METRIC_COLUMNS = (
 )
 
 
+_EVENT_NAMES = ("metrics", "packet_lost", "pto", "spurious_loss")
+_EVENT_CODES = {name: i for i, name in enumerate(_EVENT_NAMES)}
+
+
+class _MetricColumns:
+    """One trace's metric, loss and timer events as columns of numbers, filled as they are
+    decoded (about 70 bytes per event instead of a Python object per event and value)."""
+
+    __slots__ = ("events", "present", "pto", "times", "trigger_codes", "triggers", "values")
+
+    def __init__(self) -> None:
+        self.times = array("d")
+        self.events = array("B")
+        #: per float column, NaN where the event does not carry it (JSON has no NaN)
+        self.values = {c: array("d") for c in _METRIC_COLUMNS if c != "pto_count"}
+        self.pto = array("q")
+        self.present = array("B")  # whether the event carries pto_count
+        self.triggers = array("H")  # 0: none, else 1 + index in trigger_codes
+        self.trigger_codes: dict[str, int] = {}
+
+    def __call__(self, event: MetricEvent) -> None:
+        values = event.values
+        self.times.append(event.time)
+        self.events.append(_EVENT_CODES.get(event.event, 0))
+        for column, out in self.values.items():
+            value = values.get(column)
+            out.append(math.nan if value is None else value)
+        pto = values.get("pto_count")
+        self.pto.append(0 if pto is None else int(pto))
+        self.present.append(pto is not None)
+        trigger = event.trigger
+        if trigger is None:
+            self.triggers.append(0)
+        else:
+            code = self.trigger_codes.setdefault(trigger, len(self.trigger_codes) + 1)
+            self.triggers.append(code)
+
+    def wanted(self) -> bool:
+        return True
+
+    def frame(self, file: str, tid: str, vantage: str, start: float) -> pl.DataFrame:
+        """The trace's rows of :func:`read_metrics`, in time order (stable: equal times keep
+        their file order), every value carried forward."""
+        n = len(self.times)
+        order = np.argsort(np.frombuffer(self.times, dtype=np.float64), kind="stable")
+        times = np.frombuffer(self.times, dtype=np.float64)[order]
+        names = pl.Series([None, *self.trigger_codes], dtype=pl.String)
+        events = pl.Series(list(_EVENT_NAMES), dtype=pl.String)
+        columns: dict[str, pl.Series] = {
+            "file": pl.repeat(file, n, dtype=pl.String, eager=True),
+            "trace": pl.repeat(tid, n, dtype=pl.String, eager=True),
+            "vantage": pl.repeat(vantage, n, dtype=pl.String, eager=True),
+            # rounded as Python rounds (correctly), 2^20 at a time (bounded transient objects)
+            "time_ms": pl.Series(
+                np.concatenate(
+                    [
+                        np.array(
+                            [round(t - start, TIME_DECIMALS) for t in part.tolist()],
+                            dtype=np.float64,
+                        )
+                        for part in np.array_split(times, max(1, -(-n // (1 << 20))))
+                    ]
+                    or [np.zeros(0)]
+                ),
+                dtype=pl.Float64,
+            ),
+            "event": events.gather(np.frombuffer(self.events, dtype=np.uint8)[order]),
+        }
+        for column in _METRIC_COLUMNS:
+            if column == "pto_count":
+                present = np.frombuffer(self.present, dtype=np.uint8)[order].astype(bool)
+                pto = pl.Series(np.frombuffer(self.pto, dtype=np.int64)[order])
+                columns[column] = pto.set(pl.Series(~present), None)
+            else:
+                value = np.frombuffer(self.values[column], dtype=np.float64)[order]
+                columns[column] = pl.Series(value).fill_nan(None)
+        codes = np.frombuffer(self.triggers, dtype=np.uint16)[order].astype(np.int64)
+        columns["trigger"] = names.gather(codes)
+        for column in _METRIC_COLUMNS:  # every value carried forward within the trace
+            columns[column] = columns[column].forward_fill()
+        return pl.DataFrame({name: columns[name].alias(name) for name in METRICS_SCHEMA})
+
+
+class _MetricsStream:
+    """The metric sink of :func:`read_metrics`: each trace's events as :class:`_MetricColumns`
+    (a trace read again, in contained JSON, starts afresh)."""
+
+    def __init__(self) -> None:
+        self.traces: dict[int, _MetricColumns] = {}
+
+    def __call__(self, builder: TraceBuilder) -> _MetricColumns:
+        columns = _MetricColumns()
+        self.traces[builder.index] = columns
+        return columns
+
+
 def read_metrics(
     paths: PathLike | Iterable[PathLike],
     *,
@@ -577,37 +683,30 @@ def read_metrics(
     ``event`` is ``metrics``, ``packet_lost``, ``pto`` (a PTO timer expired) or
     ``spurious_loss``. Metric events usually carry only the fields that changed; every value is
     carried forward within its trace. ``time_ms`` counts from the trace's first event.
-    Transition tables (CSV/Parquet) have no metrics and add no rows.
+    Transition tables (CSV/Parquet) have no metrics and add no rows. Events are kept as columns
+    of numbers while a file is read (about 70 bytes each), not as Python objects.
     """
     lenient = _check_on_error(on_error)
     diag = diagnostics if diagnostics is not None else Diagnostics()
-    rows: dict[str, list[Any]] = {name: [] for name in METRICS_SCHEMA}
-    for loaded in _load_all(paths, lenient=lenient, diag=diag, want_metrics=True, limits=limits):
-        if loaded.read is None:
-            continue
-        file = str(loaded.path)
-        for trace in loaded.read.traces:
-            tid = trace_id(file, trace.index)
-            start = trace.first_time if trace.first_time is not None else 0.0
-            for event in sorted(trace.metrics, key=lambda e: e.time):
-                rows["file"].append(file)
-                rows["trace"].append(tid)
-                rows["vantage"].append(trace.vantage)
-                rows["time_ms"].append(round(event.time - start, TIME_DECIMALS))
-                rows["event"].append(event.event)
-                for column in _METRIC_COLUMNS:
-                    value = event.values.get(column)
-                    rows[column].append(
-                        int(value) if column == "pto_count" and value is not None else value
-                    )
-                rows["trigger"].append(event.trigger)
-    frame = pl.DataFrame(
-        {
-            k: pl.Series(v, dtype=pl.String if k == "vantage" else METRICS_SCHEMA[k])
-            for k, v in rows.items()
-        }
-    ).select([pl.col(c).cast(t) for c, t in METRICS_SCHEMA.items()])
-    frame = frame.with_columns([pl.col(c).forward_fill().over("trace") for c in _METRIC_COLUMNS])
+    parts: list[pl.DataFrame] = []
+    for path in expand_paths(paths):
+        stream = _MetricsStream()
+        for loaded in _load_all(
+            [path], lenient=lenient, diag=diag, want_metrics=True, limits=limits, sink=stream
+        ):
+            if loaded.read is None:
+                continue
+            file = str(loaded.path)
+            for trace in loaded.read.traces:
+                columns = stream.traces.pop(trace.index, None)
+                if columns is None or not columns.times:
+                    continue
+                start = trace.first_time if trace.first_time is not None else 0.0
+                parts.append(columns.frame(file, trace_id(file, trace.index), trace.vantage, start))
+    schema = {k: pl.String if k == "vantage" else t for k, t in METRICS_SCHEMA.items()}
+    frame = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=schema)
+    del parts
+    frame = frame.with_columns(pl.col("vantage").cast(METRICS_SCHEMA["vantage"]))
     diag.warn()
     return frame
 
@@ -629,7 +728,9 @@ def read_traces(
     lenient = _check_on_error(on_error)
     diag = diagnostics if diagnostics is not None else Diagnostics()
     rows: dict[str, list[Any]] = {name: [] for name in TRACES_SCHEMA}
-    for loaded in _load_all(paths, lenient=lenient, diag=diag, count=True, limits=limits):
+    for loaded in _load_all(
+        paths, lenient=lenient, diag=diag, count=True, limits=limits, discard_metrics=True
+    ):
         _trace_rows(loaded, rows)
     frame = _traces_frame(rows)
     diag.warn()

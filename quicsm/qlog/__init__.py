@@ -11,5 +11,7 @@ I/O side (:mod:`.blocks`, :mod:`.source`).
   :class:`~quicsm.qlog.blocks.ReadLimits`;
 - :mod:`quicsm.qlog.source` — format detection, driving a parser, locating problems;
 - :mod:`quicsm.qlog.tabular` — CSV (in chunks of whole lines) and Parquet transition tables;
-- :mod:`quicsm.qlog.inspect` — full validation and a summary of one file.
+- :mod:`quicsm.qlog.inspect` — full validation and a summary of one file;
+- :mod:`quicsm.qlog.budget` — the per-record work budget (values one record may hold);
+- :mod:`quicsm.qlog.paths` — the files named by paths, and which paths are refused.
 """

@@ -14,6 +14,7 @@ cap the size of one record (:attr:`ReadLimits.max_record_bytes`). Exceeding a li
 from __future__ import annotations
 
 import os
+import stat
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ from typing import Any, BinaryIO
 import zstandard
 
 from quicsm.core.errors import InputError, QlogError
+from quicsm.qlog.paths import check_name, shown
 
 #: decompressed bytes handed to the parser at a time
 BLOCK_SIZE = 8 << 20
@@ -92,6 +94,28 @@ def count_bytes(callback: Callable[[int], None]) -> Iterator[None]:
         _byte_counter = previous
 
 
+def open_input(path: Path) -> BinaryIO:
+    """``path`` opened for reading, unbuffered, if it is a regular file with a name quicsm can
+    use (:func:`quicsm.qlog.paths.check_name`); anything else is an ``InputError`` naming it.
+    Opened without blocking, so a FIFO with no writer is refused instead of waited for."""
+    text = check_name(path)
+    try:
+        fd = os.open(text, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise InputError(f"{shown(path)}: cannot read: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(
+                f"{shown(path)}: cannot read: not a regular file (a directory, FIFO, device or "
+                "socket is not read)"
+            )
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 class DecompressedFile:
     """A file's decompressed content in blocks; notes a compressed stream that ends early.
 
@@ -106,10 +130,10 @@ class DecompressedFile:
         self.limits = limits
         self.cut_short = False
         try:
-            with path.open("rb") as f:
+            with open_input(path) as f:
                 magic = f.read(4)
         except OSError as exc:
-            raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+            raise InputError(f"{shown(path)}: cannot read: {exc.strerror or exc}") from None
         self.compression = (
             "gzip" if magic.startswith(GZIP_MAGIC) else "zstd" if is_zstd(magic) else None
         )
@@ -117,7 +141,7 @@ class DecompressedFile:
     def blocks(self) -> Iterator[bytes]:
         """Fresh ``bytes`` blocks of at most ``block_size`` bytes (never an empty block)."""
         try:
-            with self.path.open("rb", buffering=0) as raw:
+            with open_input(self.path) as raw:
                 if self.compression is None:
                     # a small file is read in one call of its own size, not a full block
                     size = os.fstat(raw.fileno()).st_size
@@ -131,7 +155,9 @@ class DecompressedFile:
                     yield from self._decompress(raw)
         except (OSError, zlib.error, zstandard.ZstdError) as exc:
             if isinstance(exc, OSError):
-                raise InputError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+                raise InputError(
+                    f"{shown(self.path)}: cannot read: {exc.strerror or exc}"
+                ) from None
             raise QlogError(
                 str(self.path), f"a readable {self.compression} stream", got=str(exc)
             ) from None

@@ -40,6 +40,8 @@ from quicsm.core.diagnostics import (
     RecordTooLarge,
     describe,
 )
+from quicsm.core.errors import released
+from quicsm.qlog import budget
 from quicsm.qlog.trace import MetricSink, TraceBuilder, TraceData, object_event
 
 _STRUCTURAL = np.zeros(256, dtype=bool)
@@ -84,6 +86,20 @@ class _Ctx:
     pending_more: int = 0  # beyond the ones kept in ``pending``
     #: array events met before event_fields: the trace must be read again
     deferred: bool = False
+    #: a skipped container: the nesting depth inside it (its closer goes below it)
+    depth: int = -1
+
+
+def _skip_inside(depths: np.ndarray, i: int, inside: int) -> int:
+    """The first index from ``i`` whose depth is below ``inside`` (``len(depths)`` if none),
+    searched in doubling windows: the work is proportional to the characters passed over."""
+    n, window = len(depths), 64
+    while i < n:
+        below = np.flatnonzero(depths[i : i + window] < inside)
+        if len(below):
+            return i + int(below[0])
+        i, window = i + window, window * 2
+    return n
 
 
 class ContainedParser:
@@ -145,8 +161,8 @@ class ContainedParser:
         # nesting bomb) are eight times its size, per array
         for offset in range(0, len(data), _SCAN_SLICE):
             piece = data[offset : offset + _SCAN_SLICE]
-            positions, chars = self._structure(piece)
-            self._chars((positions + (start + offset)).tolist(), chars.tolist())
+            positions, chars, depths = self._structure(piece)
+            self._chars((positions + (start + offset)).tolist(), chars.tolist(), depths)
         self._scanned = start + len(data)
         self._trim()
 
@@ -166,9 +182,10 @@ class ContainedParser:
         return self.traces
 
     # -- scanning -------------------------------------------------------------------------------
-    def _structure(self, data: bytes) -> tuple[np.ndarray, np.ndarray]:
-        """Positions (in ``data``) and bytes of the structural characters outside strings that
-        are at most :data:`_VISIBLE_DEPTH` deep; updates the carried scanner state."""
+    def _structure(self, data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Positions (in ``data``), bytes and nesting depths (after each) of the structural
+        characters outside strings that are at most :data:`_VISIBLE_DEPTH` deep; updates the
+        carried scanner state."""
         v = np.frombuffer(data, dtype=np.uint8)
         quotes = np.flatnonzero(v == _QUOTE)
         if len(quotes) and (self._backslashes or np.any(v == _BACKSLASH)):
@@ -185,7 +202,7 @@ class ContainedParser:
         if len(after):
             self._depth = int(after[-1])
         visible = np.minimum(after - delta, after) <= _VISIBLE_DEPTH
-        return positions[visible], chars[visible]
+        return positions[visible], chars[visible], after[visible]
 
     def _unescaped(self, data: bytes, quotes: np.ndarray) -> np.ndarray:
         """The quotes not escaped by an odd run of backslashes (runs may cross blocks)."""
@@ -238,7 +255,12 @@ class ContainedParser:
 
     def _value(self, a: int, b: int) -> Any:
         """The JSON value between two structural characters (exclusive)."""
+        if b - a - 1 > self.max_record_bytes:
+            raise RecordTooLarge(a + 1, b - a - 1)
         text = self._slice(a + 1, b)
+        values = budget.over_budget(text)
+        if values is not None:
+            raise self._fatal(a + 1, budget.expected(), f"{values:,}")
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError as exc:
@@ -249,20 +271,28 @@ class ContainedParser:
             raise problem
         self.skipped += 1
         if len(self.problems) < MAX_KEPT_PROBLEMS:
+            released(problem)  # kept: without the decoder's error (it holds the record's text)
             self.problems.append(problem)
 
     # -- the state machine ----------------------------------------------------------------------
-    def _chars(self, positions: list[int], chars: list[int]) -> None:
+    def _chars(self, positions: list[int], chars: list[int], depths: np.ndarray) -> None:
         """Every structural character, in order. Inside an ``events`` array an event that is
         one container followed by a comma (``{...},`` or ``[...],``: its opener, its matching
         closer and the comma are consecutive structural characters) is ended at once, as the
         three :meth:`_char` calls would end it (they push and pop a skipped container, then
-        end the element): most of a document's characters are these."""
+        end the element): most of a document's characters are these. The characters inside a
+        skipped container (a member or element decoded as a whole) are passed over in numpy
+        (:func:`_skip_inside`), not one at a time: only its closer is looked at."""
         stack = self._stack
         n = len(chars)
         i = 0
         while i < n:
             c = chars[i]
+            if stack and stack[-1].kind == _SKIP and stack[-1].depth >= 0:
+                inside = stack[-1].depth
+                if depths[i] >= inside:
+                    i = _skip_inside(depths, i, inside)
+                    continue
             if (
                 FAST_EVENTS
                 and c in (_LBRACE, _LBRACKET)
@@ -280,6 +310,8 @@ class ContainedParser:
                 i += 3
                 continue
             self._char(positions[i], c)
+            if stack and stack[-1].kind == _SKIP and stack[-1].depth < 0:
+                stack[-1].depth = int(depths[i])
             i += 1
 
     def _char(self, pos: int, c: int) -> None:
@@ -410,11 +442,16 @@ class ContainedParser:
 
     def _element(self, ctx: _Ctx, a: int, b: int) -> None:
         """A complete element of ``traces`` (not an object: a problem) or of ``events``."""
+        if b - a > self.max_record_bytes:
+            raise RecordTooLarge(a, b - a)
         index = ctx.count
         ctx.count += 1
         if ctx.kind == _TRACES:
             ctx.index += 1
             text = self._slice(a, b)
+            values = budget.over_budget(text)
+            if values is not None:
+                raise self._fatal(a, budget.expected(), f"{values:,}")
             try:
                 value: Any = orjson.loads(text)
             except orjson.JSONDecodeError:
@@ -426,6 +463,10 @@ class ContainedParser:
         trace = self._stack[-2]
         where = f"traces[{trace.index}].events[{index}]"
         text = self._slice(a, b)
+        values = budget.over_budget(text)
+        if values is not None:
+            self._problem(RecordProblem(None, budget.expected(), f"{values:,}", where=where))
+            return
         try:
             event = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
@@ -553,6 +594,8 @@ class ContainedParser:
         if ctx.kind == _TRACE and ctx.expecting_key:
             return
         text = self._slice(ctx.mark + 1, end)
+        if budget.over_budget(text) is not None:
+            return
         try:
             value = orjson.loads(text)
         except orjson.JSONDecodeError:

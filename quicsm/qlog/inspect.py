@@ -20,6 +20,7 @@ from quicsm.core.states import UNKNOWN
 from quicsm.qlog.blocks import DecompressedFile
 from quicsm.qlog.source import CSV, PARQUET, read_qlog, without_bom
 from quicsm.qlog.tabular import read_table
+from quicsm.qlog.trace import Discard
 
 #: how many problems an inspection lists verbatim
 MAX_LISTED = 20
@@ -85,7 +86,8 @@ class Inspection:
 def inspect_file(path: str | PathLike[str]) -> Inspection:
     """Decode and validate every record of ``path``; never raises for bad records."""
     path = Path(path)
-    read = read_qlog(path, full=True, lenient=True, max_problems=MAX_LISTED)
+    # every event is decoded and validated; metric, loss and timer events are not kept
+    read = read_qlog(path, full=True, lenient=True, max_problems=MAX_LISTED, metric_sink=Discard.of)
     result = Inspection(path, read.kind, read.compression, truncated=read.truncated)
     if read.kind in (CSV, PARQUET):
         diag = Diagnostics()

@@ -10,12 +10,19 @@
 Results keep the order of the arguments; each directory's and pattern's files are sorted, and a
 file named twice is read once. A path that does not exist, or a pattern or directory that
 yields no file, is an :class:`quicsm.core.errors.InputError` naming it.
+
+Paths are input too: a name that is not UTF-8 (Python carries its bytes as surrogate escapes;
+the tables hold file names as UTF-8 text), holds a NUL byte or is too long for the system, and
+anything that is not a regular file (a FIFO, a device, a socket), is an ``InputError`` naming
+it printably (:func:`shown`), never a foreign exception or a read that blocks.
 """
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
@@ -37,6 +44,45 @@ TRACE_SUFFIXES: Final[tuple[str, ...]] = (
 COMPRESSION_SUFFIXES: Final[tuple[str, ...]] = ("", ".gz", ".zst", ".zstd")
 
 _GLOB_CHARS = frozenset("*?[")
+
+
+def shown(path: PathLike) -> str:
+    """``path`` as printable text: bytes that are not UTF-8 as ``\\xNN``, a NUL as ``\\x00``,
+    at most 300 characters."""
+    text = os.fspath(path)
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    text = text.replace("\0", "\\x00")
+    return text if len(text) <= 300 else f"{text[:150]}...{text[-100:]} ({len(text)} characters)"
+
+
+def check_name(path: PathLike) -> str:
+    """The path's text, if quicsm can name it in its tables: UTF-8, without NUL bytes."""
+    text = os.fspath(path)
+    if "\0" in text:
+        raise InputError(f"'{shown(text)}': a path may not contain a NUL byte")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(
+            f"'{shown(text)}': file names must be UTF-8 (this one holds other bytes, shown as "
+            "\\xNN): rename the file"
+        ) from None
+    return text
+
+
+def _kind(path: Path) -> str:
+    """``dir``, ``file``, ``missing`` or ``other`` (FIFO, device, socket), following links."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        if exc.errno == errno.ENOTDIR or exc.errno == errno.ELOOP:
+            return "missing"
+        raise InputError(f"'{shown(path)}': cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        return "dir"
+    return "file" if stat.S_ISREG(mode) else "other"
 
 
 def is_trace_name(name: str) -> bool:
@@ -68,28 +114,34 @@ def expand_paths(paths: PathLike | Iterable[PathLike]) -> list[Path]:
             out.append(p)
 
     for item in items:
-        text = os.fspath(item)
-        if any(c in _GLOB_CHARS for c in text) and not Path(text).exists():
-            matches = sorted(m for m in glob.glob(text, recursive=True) if Path(m).is_file())
+        text = check_name(item)
+        if any(c in _GLOB_CHARS for c in text) and _kind(Path(text)) == "missing":
+            matches = sorted(m for m in glob.glob(text, recursive=True) if _kind(Path(m)) == "file")
             if not matches:
-                raise InputError(f"no files match the pattern {text!r}")
+                raise InputError(f"no files match the pattern '{shown(text)}'")
             for m in matches:
-                add(Path(m))
+                add(Path(check_name(m)))
             continue
         path = Path(text)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and is_trace_name(p.name))
+        kind = _kind(path)
+        if kind == "dir":
+            found = sorted(
+                p for p in path.rglob("*") if is_trace_name(p.name) and _kind(p) == "file"
+            )
             if not found:
                 raise InputError(
-                    f"directory {text!r} contains no trace files "
+                    f"directory '{shown(text)}' contains no trace files "
                     f"(names ending in {', '.join(TRACE_SUFFIXES)}, optionally compressed)"
                 )
             for p in found:
-                add(p)
-        elif path.is_file():
+                add(Path(check_name(p)))
+        elif kind == "file":
             add(path)
-        elif path.exists():
-            raise InputError(f"{text!r} is neither a file nor a directory")
+        elif kind == "other":
+            raise InputError(
+                f"'{shown(text)}' is neither a file nor a directory (a FIFO, device or socket "
+                "is not read)"
+            )
         else:
-            raise InputError(f"no such file or directory: {text!r}")
+            raise InputError(f"no such file or directory: '{shown(text)}'")
     return out

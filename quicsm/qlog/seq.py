@@ -41,6 +41,8 @@ from quicsm.core.diagnostics import (
     RecordTooLarge,
     describe,
 )
+from quicsm.core.errors import released
+from quicsm.qlog import budget
 from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES, TIMER_NEEDLE, TIMER_REQUIRED
 from quicsm.qlog.trace import (
     MetricSink,
@@ -104,6 +106,41 @@ def _header_candidates(buf: Buffer, a: int, b: int, sep: bytes) -> Iterator[tupl
             yield rs, re_
 
 
+#: what ``bytes.strip`` removes: a record holding only these is empty
+_BLANK = b" \t\n\r\x0b\x0c"
+#: the first window searched for a non-blank byte (doubling after each blank window)
+_BLANK_WINDOW = 4 << 10
+
+
+def _next_record(buf: Buffer, pos: int, b: int, sep: bytes) -> int:
+    """The separator opening the first non-empty record after ``buf[pos]`` (a separator),
+    up to the separator at ``buf[b]``; ``b`` if there is none. Runs of empty records are
+    skipped at C speed (``bytes.lstrip`` over doubling windows), not one at a time."""
+    blank = _BLANK + sep
+    lo, window = pos + 1, _BLANK_WINDOW
+    while lo < b:
+        hi = min(b, lo + window)
+        rest = len(bytes(buf[lo:hi]).lstrip(blank))
+        if rest:
+            return buf.rfind(sep, pos, hi - rest)
+        lo, window = hi, window * 2
+    return b
+
+
+def _last_record(buf: Buffer, a: int, b: int, sep: bytes) -> int:
+    """The separator opening the last non-empty record between the separators at ``buf[a]``
+    and ``buf[b]``; ``-1`` if every record there is empty (skipped as :func:`_next_record`)."""
+    blank = _BLANK + sep
+    hi, window = b, _BLANK_WINDOW
+    while hi > a + 1:
+        lo = max(a + 1, hi - window)
+        rest = len(bytes(buf[lo:hi]).rstrip(blank))
+        if rest:
+            return buf.rfind(sep, a, lo + rest)
+        hi, window = lo, window * 2
+    return -1
+
+
 class SeqScanner:
     """Splits a JSON-SEQ (``sep=RS``) or NDJSON (``sep=LF``) stream into traces."""
 
@@ -164,6 +201,8 @@ class SeqScanner:
                 raise RecordTooLarge(self._carry_offset, self._carry_size)
             return
         # the record that straddled the previous block boundary (or the JSON-SEQ preamble)
+        if self._carry_size + first > self.max_record_bytes:
+            raise RecordTooLarge(self._carry_offset, self._carry_size + first)
         head = b"".join(self._carry) + data[:first]
         if self._seen_sep:
             self._records_of(sep + head + sep, self._carry_offset - 1)
@@ -171,6 +210,8 @@ class SeqScanner:
             self._preamble(head, self._carry_offset)
             self._seen_sep = True
         last = data.rfind(sep)
+        if last - first > self.max_record_bytes:
+            self._check_lengths(data, first, last, base)
         if last > first:
             self._region(data, first, last, base)
         self._carry = [bytes(data[last + 1 :])]
@@ -191,7 +232,8 @@ class SeqScanner:
             self._preamble(tail, self._carry_offset)
         elif tail.strip():
             try:
-                orjson.loads(tail)
+                if budget.over_budget(tail) is None:  # else reported when it is decoded
+                    orjson.loads(tail)
             except orjson.JSONDecodeError:
                 if self.sep == LF or not tail.endswith(b"\n"):
                     self.truncated_at = self._carry_offset
@@ -202,6 +244,17 @@ class SeqScanner:
         return self.traces
 
     # -- internals ------------------------------------------------------------------------------
+    def _check_lengths(self, data: Buffer, first: int, last: int, base: int) -> None:
+        """Every record between the separators at ``data[first]`` and ``data[last]`` within
+        ``max_record_bytes`` (looked at only when the block could hold a longer one)."""
+        view = np.frombuffer(data, dtype=np.uint8, count=last + 1 - first, offset=first)
+        seps = np.flatnonzero(view == self.sep[0])
+        del view  # release the export of ``data`` (the I/O side reuses and resizes it)
+        sizes = np.diff(seps) - 1
+        longest = int(np.argmax(sizes)) if len(sizes) else 0
+        if len(sizes) and sizes[longest] > self.max_record_bytes:
+            raise RecordTooLarge(base + first + int(seps[longest]) + 1, int(sizes[longest]))
+
     def _preamble(self, head: Buffer, offset: int) -> None:
         stripped = head.lstrip()
         if stripped:
@@ -223,10 +276,15 @@ class SeqScanner:
             raise problem
         self.skipped += 1
         if len(self.problems) < MAX_KEPT_PROBLEMS:
+            released(problem)  # kept: without the decoder's error (it holds the record's text)
             self.problems.append(problem)
 
     def _decode(self, buf: Buffer, start: int, end: int, base: int) -> Any:
         """Decode record content ``buf[start:end]``; ``RecordProblem`` if it is not JSON."""
+        if end - start > budget.MAX_RECORD_VALUES:  # else it cannot be over: no copy made
+            values = budget.over_budget(buf[start:end])
+            if values is not None:
+                raise RecordProblem(base + start, budget.expected(), f"{values:,}")
         try:
             return orjson.loads(buf[start:end])
         except orjson.JSONDecodeError:
@@ -263,7 +321,7 @@ class SeqScanner:
     def _start_first_trace(self, buf: Buffer, a: int, b: int, base: int) -> int | None:
         """The stream's first record must be a header; returns where its events begin."""
         sep = self.sep
-        pos = a
+        pos = _next_record(buf, a, b, sep)
         while pos < b:
             nxt = buf.find(sep, pos + 1, b + 1)
             if buf[pos + 1 : nxt].strip():
@@ -271,7 +329,7 @@ class SeqScanner:
                     obj = self._decode(buf, pos + 1, nxt, base)
                 except RecordProblem as problem:
                     self._problem(problem)
-                    pos = nxt
+                    pos = _next_record(buf, nxt, b, sep)
                     continue
                 if is_header(obj):
                     self._new_trace(obj, base + pos + 1)
@@ -283,7 +341,7 @@ class SeqScanner:
                 )
                 self._new_trace({}, base + pos + 1)
                 return pos
-            pos = nxt
+            pos = _next_record(buf, nxt, b, sep)
         return None
 
     def _new_trace(self, header: dict[str, Any], offset: int) -> None:
@@ -318,6 +376,9 @@ class SeqScanner:
         if self._last is not None and not (self.full or trace.delta):
             record, offset = self._last
             try:
+                values = budget.over_budget(record)
+                if values is not None:
+                    raise RecordProblem(offset, budget.expected(), f"{values:,}")
                 obj = orjson.loads(record)
                 _, raw_time, _ = object_event(obj, offset)
                 trace.end_at(trace.event_time(raw_time, offset), offset)
@@ -338,7 +399,10 @@ class SeqScanner:
     def _full_region(self, buf: Buffer, pos: int, b: int, base: int) -> None:
         """Decode every record (inspect, and traces with delta times)."""
         sep = self.sep
-        while pos < b:
+        while True:
+            pos = _next_record(buf, pos, b, sep)
+            if pos >= b:
+                return
             nxt = buf.find(sep, pos + 1, b + 1)
             start, end = pos + 1, nxt
             pos = nxt
@@ -411,7 +475,13 @@ class SeqScanner:
         pos = s
         while True:
             rs, re_, latest, latest_other, checked, _ = scan(
-                buf, pos, e, sep, trace.scale, trace.latest, trace.latest_of_others(),
+                buf,
+                pos,
+                e,
+                sep,
+                trace.scale,
+                trace.latest,
+                trace.latest_of_others(),
                 trace.sink_wants(),
             )
             if checked:
@@ -422,6 +492,10 @@ class SeqScanner:
             pos = re_
 
     def _decode_event(self, trace: TraceBuilder, record: Buffer, offset: int) -> None:
+        values = budget.over_budget(record)
+        if values is not None:
+            self._problem(RecordProblem(offset, budget.expected(), f"{values:,}"))
+            return
         try:
             obj = orjson.loads(record)
         except orjson.JSONDecodeError:
@@ -451,7 +525,7 @@ class SeqScanner:
             trace.n_events += buf.count(sep, s, e) - buf.count(sep + sep, s, e + 1)
         # the trace's first event gives its start time
         if trace.first_time is None:
-            pos = s
+            pos = _next_record(buf, s, e, sep)
             while pos < e and trace.first_time is None:
                 nxt = buf.find(sep, pos + 1, e + 1)
                 if buf[pos + 1 : nxt].strip():
@@ -461,12 +535,14 @@ class SeqScanner:
                         trace.observe(trace.event_time(raw_time, base + pos + 1), base + pos + 1)
                     except RecordProblem as problem:
                         self._problem(problem)
-                pos = nxt
+                pos = _next_record(buf, nxt, e, sep)
         # the records worth decoding, in file order: state events first; the events states are
         # derived from only while the trace has shown no explicit state (or metrics are wanted)
         done: set[int] = set()
         self._decode_hits(trace, buf, s, e, base, STATE_NEEDLES, done)
-        if trace.metrics_wanted() or (not self.want_metrics and not trace.states):
+        if trace.metrics_wanted() or (
+            not self.want_metrics and not trace.states and not trace.discards()
+        ):
             # without explicit states so far, the events states are derived from are kept
             # undecoded until the trace ends: decoded only if the trace never logs a state
             scan = trace.native_scan() if self.want_metrics else None
@@ -477,13 +553,10 @@ class SeqScanner:
                     trace, buf, s, e, base, DERIVE_NEEDLES, done, defer=not self.want_metrics
                 )
         # remember the last record: its time ends the trace
-        end = e
-        while end > s:
-            rs = buf.rfind(sep, s, end)
-            if buf[rs + 1 : end].strip():
-                self._last = (buf[rs + 1 : end], base + rs + 1)
-                break
-            end = rs
+        rs = _last_record(buf, s, e, sep)
+        if rs >= 0:
+            end = buf.find(sep, rs + 1, e + 1)
+            self._last = (buf[rs + 1 : end], base + rs + 1)
 
 
 def _got_bytes(data: Buffer) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 import orjson
 
 from quicsm.core.diagnostics import MAX_REASONS, RecordProblem, RecordTooLarge
-from quicsm.core.errors import QlogError, QuicsmError
+from quicsm.core.errors import QlogError, QuicsmError, out_of_memory, released
 from quicsm.qlog.blocks import (
     BLOCK_SIZE,
     DEFAULT_LIMITS,
@@ -178,6 +178,7 @@ def read_qlog(
     Any other exception raised while reading (a bug, or a library failing on hostile input) is
     turned into a :class:`QlogError` naming the file.
     """
+    error: QuicsmError
     try:
         return _read_qlog(
             path,
@@ -190,10 +191,16 @@ def read_qlog(
             limits=limits,
             metric_sink=metric_sink,
         )
-    except QuicsmError:
+    except QuicsmError as exc:
+        released(exc)  # the parser's buffers are not kept alive by the error
         raise
+    except MemoryError as exc:
+        released(exc)
+        error = out_of_memory(path)
     except (Exception, RecursionError) as exc:  # noqa: BLE001 - the reader's boundary
-        raise unexpected(path, exc) from exc
+        released(exc)
+        error = unexpected(path, exc)
+    raise error  # outside the handler: the error holds no reference to what failed
 
 
 def unexpected(path: Path | str, exc: BaseException) -> QlogError:

@@ -24,12 +24,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
+import numpy as np
 import polars as pl
 from polars.exceptions import PanicException as _PanicException
 
 from quicsm.core.aliases import canonical_state
 from quicsm.core.diagnostics import Diagnostics
-from quicsm.core.errors import QlogError, QuicsmError
+from quicsm.core.errors import QlogError, QuicsmError, out_of_memory, released
 from quicsm.core.frames import SOURCE_DTYPE, TRANSITIONS_SCHEMA, VANTAGE_DTYPE
 from quicsm.core.states import CANONICAL_STATES, UNKNOWN
 from quicsm.qlog.events import MAX_MAGNITUDE
@@ -51,56 +52,94 @@ MAX_HEADER_BYTES = 64 << 10
 CSV_CHUNK_BYTES = 2 << 20
 
 
+#: how much of a block is searched for line ends at a time (bounds the index arrays)
+_SCAN_BYTES = 1 << 20
+_QUOTE, _LF = ord('"'), ord("\n")
+
+
+class _LineEnds:
+    """Single-pass search of a CSV stream for the ends of lines outside quoted fields: each
+    byte is looked at once (vectorised), whatever the lengths of lines and quoted fields."""
+
+    def __init__(self, chunk_bytes: int, max_line_bytes: int) -> None:
+        self.chunk_bytes = chunk_bytes
+        self.max_line_bytes = max_line_bytes
+        self.odd = False  # inside a quoted field at the end of what was scanned
+        self.size = 0  # bytes scanned (offsets below count from the first of them)
+        self.last = 0  # just after the last line end outside quotes
+        self.cuts: list[int] = []  # where chunks end: line ends about chunk_bytes apart
+
+    def scan(self, data: bytes) -> None:
+        for lo in range(0, len(data), _SCAN_BYTES):
+            view = np.frombuffer(
+                data, dtype=np.uint8, count=min(_SCAN_BYTES, len(data) - lo), offset=lo
+            )
+            quotes = np.flatnonzero(view == _QUOTE)
+            feeds = np.flatnonzero(view == _LF)
+            if len(feeds):
+                # a line feed is outside quotes when an even number of quotes precede it
+                inside = (np.searchsorted(quotes, feeds) + self.odd) & 1
+                ends = feeds[inside == 0] + (self.size + 1)
+                if len(ends):
+                    gaps = np.diff(ends, prepend=self.last)
+                    longest = int(gaps.max())
+                    if longest > self.max_line_bytes:
+                        raise _TooLong(longest)
+                    self.last = int(ends[-1])
+                    base = self.cuts[-1] if self.cuts else 0
+                    if self.last - base >= self.chunk_bytes:
+                        self.cuts.append(self.last)
+            self.odd ^= bool(len(quotes) & 1)
+            self.size += len(view)
+            if self.size - self.last > self.max_line_bytes:
+                raise _TooLong(self.size - self.last)
+
+    def take(self) -> int:
+        """The end of the text to yield now (0: none yet); offsets restart after it."""
+        if not self.cuts:
+            return 0
+        cut = self.cuts[-1]
+        self.cuts.clear()
+        self.size -= cut
+        self.last -= cut
+        return cut
+
+
 def csv_chunks(
     blocks: Iterable[bytes], *, chunk_bytes: int = CSV_CHUNK_BYTES, max_line_bytes: int = 64 << 20
 ) -> Iterator[tuple[bytes, int]]:
     """``(header + whole lines, 1-based line of the first of them)`` of a CSV stream.
 
     Lines are cut only outside quoted fields (a quoted field may hold line feeds); the header
-    line is repeated at the start of every chunk.
+    line is repeated at the start of every chunk. Chunks hold about ``chunk_bytes`` or more (a
+    block's worth at most past that); a line (with the line feeds of its quoted fields) longer
+    than ``max_line_bytes`` raises. Time is linear in the stream: every byte is scanned once.
     """
     header: bytes | None = None
     pending: list[bytes] = []
-    size = 0
+    ends = _LineEnds(chunk_bytes, max_line_bytes)
     line = 2
-
-    def cut(text: bytes) -> int:
-        """The end of the last complete line of ``text`` outside quotes (0 if none); a chunk
-        always starts outside quotes."""
-        end = text.rfind(b"\n")
-        odd = end != -1 and text.count(b'"', 0, end) % 2 == 1
-        while end != -1 and odd:
-            before = text.rfind(b"\n", 0, end)
-            odd ^= text.count(b'"', before + 1, end) % 2 == 1
-            end = before
-        return end + 1
-
     for block in blocks:
-        pending.append(block)
-        size += len(block)
         if header is None:
+            pending.append(block)
             text = b"".join(pending)
             end = text.find(b"\n")
-            if end > MAX_HEADER_BYTES or (end == -1 and size > MAX_HEADER_BYTES):
-                raise _HeaderTooLong(size if end == -1 else end)
+            if end > MAX_HEADER_BYTES or (end == -1 and len(text) > MAX_HEADER_BYTES):
+                raise _HeaderTooLong(len(text) if end == -1 else end)
             if end == -1:
+                pending = [text]
                 continue
-            header, pending, size = text[: end + 1], [text[end + 1 :]], len(text) - end - 1
-        if size < chunk_bytes:
-            continue
-        text = b"".join(pending)
-        start = 0
-        while len(text) - start >= chunk_bytes:
-            end = cut(text[start : start + chunk_bytes]) or cut(text[start:])
-            if end == 0:
-                break
-            body = text[start : start + end]
+            header, block, pending = text[: end + 1], text[end + 1 :], []
+        ends.scan(block)
+        pending.append(block)
+        cut = ends.take()
+        if cut:
+            text = b"".join(pending)
+            body = text[:cut]
+            pending = [text[cut:]]
+            del text
             yield header + body, line
             line += body.count(b"\n")
-            start += end
-        if len(text) - start > max_line_bytes:
-            raise _TooLong(len(text) - start)
-        pending, size = [text[start:]], len(text) - start
     text = b"".join(pending)
     if header is None:
         if len(text) > MAX_HEADER_BYTES:
@@ -182,15 +221,21 @@ def read_table(
                 got=f"more than {exc.size >> 20} MiB without a line end",
             ) from None
         return _finish(parts)
-    except QuicsmError:
+    except QuicsmError as exc:
+        released(exc)  # the chunks are not kept alive by the error
         raise
+    except MemoryError as exc:
+        released(exc)
+        error: QuicsmError = out_of_memory(path)
     except (Exception, _PanicException) as exc:  # noqa: BLE001 - the reader's boundary
+        released(exc)
         detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-        raise QlogError(
+        error = QlogError(
             str(path),
             f"a {kind} transitions table",
             got=f"an unexpected {type(exc).__name__}{': ' + detail if detail else ''}",
-        ) from None
+        )
+    raise error  # outside the handler: the error holds no reference to what failed
 
 
 def _plausible(column: pl.Expr) -> pl.Expr:

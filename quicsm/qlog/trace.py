@@ -60,6 +60,25 @@ NativeScan = Callable[
 MetricSink = Callable[["TraceBuilder"], EventSink | None]
 
 
+class Discard:
+    """The sink of a reader that wants no metric, loss or timer event (trace summaries,
+    explicit states only): they are neither kept nor decoded, so memory does not grow with
+    them. ``metric_sink=Discard.of``."""
+
+    def __call__(self, event: MetricEvent) -> object:
+        return None
+
+    def wanted(self) -> bool:
+        return False
+
+    @staticmethod
+    def of(builder: TraceBuilder) -> Discard:
+        return _DISCARD
+
+
+_DISCARD = Discard()
+
+
 def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -150,6 +169,11 @@ class TraceBuilder:
     def metrics_wanted(self) -> bool:
         """Metric, loss and timer events are wanted (and their sink, if any, still wants them)."""
         return self.want_metrics and (self._sink is None or self._sink.wanted())
+
+    def discards(self) -> bool:
+        """Whether metric, loss and timer events are not wanted at all (a sink that wants none:
+        the reader neither keeps nor decodes them)."""
+        return self._sink is not None and not self._sink.wanted()
 
     def sink_wants(self) -> bool:
         """Whether the sink (if any) still wants events."""

@@ -47,7 +47,6 @@ PROBABILITY_COLOR: Final[str] = "black"
 NODE_TINT: Final[float] = 0.3
 
 
-
 def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 

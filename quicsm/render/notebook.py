@@ -101,8 +101,7 @@ def diff_html(d: DiffResult) -> str:
             for r in rows
         )
         parts.append(
-            "<table><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr>"
-            f"{body}</table>"
+            "<table><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in head) + f"</tr>{body}</table>"
         )
     parts.append("<h4>Invariants and presence</h4><ul>")
     parts += [f"<li>{_esc(s)}</li>" for s in presence]

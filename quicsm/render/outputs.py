@@ -22,6 +22,7 @@ from typing import Final
 
 import polars as pl
 
+from quicsm.core.atomic import TEMP_PREFIX, clean_stale, temp_prefix
 from quicsm.core.errors import InputError, QuicsmError
 from quicsm.model.tables import Model
 from quicsm.render.dot import RENDER_FORMATS, model_to_dot, render_dot
@@ -82,7 +83,7 @@ OUTPUT_NAMES: Final[frozenset[str]] = frozenset(
     {"model.json", "model.dot", "stats.csv", "transitions.csv"}
     | {f"model.{f}" for f in RENDER_FORMATS}
 )
-_TEMP_PREFIX = ".quicsm-"
+_TEMP_PREFIX = TEMP_PREFIX
 
 
 class WrittenFiles(list[Path]):
@@ -103,8 +104,9 @@ def write_outputs(model: Model, out_dir: Path | str, *, fmt: str = "svg") -> Wri
 
     Every file is first written into a temporary directory beside (or inside) ``out_dir`` and
     moved into place only when all are ready, so a failed or interrupted run leaves no mix of
-    old and new files. A directory holding files quicsm did not write is left alone (an
-    :class:`InputError`); the outputs of an earlier run are replaced, and reported in
+    old and new files; what a killed run left there is removed by the next run
+    (:func:`quicsm.core.atomic.clean_stale`). A directory holding files quicsm did not write is
+    left alone (an :class:`InputError`); the outputs of an earlier run are replaced, and reported in
     :attr:`WrittenFiles.replaced` (an earlier run's outputs that this run does not write, such
     as ``model.png`` after ``--format svg``, are removed: :attr:`WrittenFiles.removed`).
     """
@@ -118,9 +120,7 @@ def write_outputs(model: Model, out_dir: Path | str, *, fmt: str = "svg") -> Wri
     for parent in out.parents:
         if parent.exists():
             if not parent.is_dir():
-                raise InputError(
-                    f"{out}: cannot create the output directory: {parent} is a file"
-                )
+                raise InputError(f"{out}: cannot create the output directory: {parent} is a file")
             break
     existing: list[str] = []
     if out.is_dir():
@@ -143,7 +143,8 @@ def write_outputs(model: Model, out_dir: Path | str, *, fmt: str = "svg") -> Wri
                 raise failure
             return written
         out.parent.mkdir(parents=True, exist_ok=True)
-        temp = Path(tempfile.mkdtemp(prefix=_TEMP_PREFIX, dir=out.parent))
+        clean_stale(out.parent)
+        temp = Path(tempfile.mkdtemp(prefix=temp_prefix(out.name), dir=out.parent))
         try:
             _write_all(temp, files)
             # mkdtemp makes the directory private (0700); the outputs follow the user's umask
@@ -193,7 +194,8 @@ def _write_all(directory: Path, files: dict[str, str | bytes]) -> None:
 def _replace_into(out: Path, files: dict[str, str | bytes], existing: list[str]) -> WrittenFiles:
     """Write into a temporary directory inside ``out``, then move each file into place
     (``os.replace`` is atomic per file) and remove an earlier run's other outputs."""
-    temp = Path(tempfile.mkdtemp(prefix=_TEMP_PREFIX, dir=out))
+    clean_stale(out)  # what a killed run left
+    temp = Path(tempfile.mkdtemp(prefix=temp_prefix("outputs"), dir=out))
     try:
         _write_all(temp, files)
         for name in files:

@@ -401,7 +401,7 @@ def plot_html(series: ConnectionSeries) -> str:
     )
     title = f"{series.trace} ({series.vantage})"
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; img-src data:\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from quicsm.compare.grouping import Comparison
+from quicsm.core.atomic import write_file
 from quicsm.core.errors import InputError
 
 __all__ = ["build_report", "write_report"]
@@ -81,5 +82,5 @@ def write_report(path: str | Path, comparisons: Sequence[Comparison], **options:
     if "fmt" not in options:
         options["fmt"] = "md" if path.suffix.lower() in (".md", ".markdown") else "html"
     text = build_report(comparisons, **options)  # type: ignore[arg-type]
-    path.write_text(text, encoding="utf-8")
+    write_file(path, text)  # atomic, never through a symbolic link
     return path

@@ -1,0 +1,55 @@
+"""Coverage-guided fuzzing of the readers with Atheris (libFuzzer for Python).
+
+Every input the fuzzer makes is checked by ``Oracle`` of ``tests/fuzz_oracle.py``: every reader, in
+both modes, natively and in Python, ends in rows or our error, with no leaked warning, and the
+native and Python derivers agree. quicsm's modules are instrumented for coverage, so the fuzzer
+keeps the inputs that reach new code. ``CORPUS`` is seeded with the real fixtures when it holds
+no file; libFuzzer's own options follow it. A hang (``-timeout`` seconds on one input) or a
+resident set over ``-rss_limit_mb`` is a finding as well; each finding is written to
+``-artifact_prefix`` (a ``crash-``, ``timeout-`` or ``oom-`` file), to be kept under
+``tests/fuzz_regressions/`` once fixed.
+
+::
+
+    # the CI run (tests/test_fuzz_readers.py): about a minute
+    .venv/bin/python benchmarks/fuzz_readers.py CORPUS -max_total_time=60 -timeout=20 \\
+        -rss_limit_mb=1536 -max_len=65536 -artifact_prefix=FINDINGS/
+    # the long campaign (docs/formats.md): one hour; the instrumented process grows by about
+    # 0.1 MB per input (the readers alone do not), hence the larger limit
+    .venv/bin/python benchmarks/fuzz_readers.py CORPUS -max_total_time=3600 -timeout=20 \\
+        -rss_limit_mb=4096 -max_len=65536 -artifact_prefix=FINDINGS/
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import atheris
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+with atheris.instrument_imports(include=["quicsm"]):
+    # every module the readers run, imported here to be instrumented
+    import quicsm.extract.read
+    import quicsm.qlog.inspect  # noqa: F401
+
+from fuzz_oracle import Oracle, seed_corpus  # noqa: E402
+
+
+def main() -> None:
+    args = [a for a in sys.argv[1:] if not a.startswith("-")]
+    if args:
+        corpus = Path(args[0])
+        if not corpus.is_dir() or not any(p.is_file() for p in corpus.iterdir()):
+            print(f"seeded {seed_corpus(corpus)} fixtures into {corpus}", file=sys.stderr)
+    oracle = Oracle()
+    try:
+        atheris.Setup(sys.argv, oracle.check)
+        atheris.Fuzz()
+    finally:
+        oracle.close()
+
+
+if __name__ == "__main__":
+    main()

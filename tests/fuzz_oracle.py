@@ -1,0 +1,130 @@
+"""The reading contract as an oracle for coverage-guided fuzzing (``benchmarks/fuzz_readers.py``
+runs it under Atheris; ``tests/test_fuzz_readers.py`` runs it on the regression inputs and a short
+campaign; it lives beside the tests, as ``read_outcome.py`` does, because it uses every layer).
+
+:meth:`Oracle.check` writes one input to a file and reads it with every reader (transitions,
+metrics, trace summaries) in both modes, and inspects it; it raises :class:`ContractBroken` when
+
+- a read ends in anything but rows or a :class:`~quicsm.core.errors.QuicsmError`, or in an error
+  only the readers' last-resort boundary caught (``"an unexpected ..."``);
+- a Python warning that is not a :class:`~quicsm.core.diagnostics.QuicsmWarning` leaks;
+- the native deriver and the Python one (``QUICSM_NATIVE``) give different transitions or
+  errors.
+
+Hangs and memory are the fuzzer's to catch (libFuzzer's ``-timeout`` and ``-rss_limit_mb``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+from quicsm.core import native
+from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
+from quicsm.core.errors import QuicsmError
+
+
+class ContractBroken(AssertionError):
+    """An input broke the reading contract (the message says how)."""
+
+
+def _outcome(read: Any, path: Path, lenient: bool) -> tuple[str, Any]:
+    try:
+        out = read(path, on_error="skip" if lenient else "raise", diagnostics=Diagnostics())
+    except QuicsmError as error:
+        message = str(error)
+        if "an unexpected " in message:
+            raise ContractBroken(f"only the last-resort boundary caught it: {message}") from None
+        return ("error", f"{type(error).__name__}: {message}")
+    return ("rows", out)
+
+
+class Oracle:
+    """Checks inputs against the reading contract, in a scratch directory of its own."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self._own = directory is None
+        self.directory = (
+            Path(tempfile.mkdtemp(prefix="quicsm-fuzz-")) if directory is None else directory
+        )
+        self.path = self.directory / "input"
+        self.checked = 0
+
+    def close(self) -> None:
+        if self._own:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def check(self, data: bytes) -> None:
+        """Raise :class:`ContractBroken` if reading ``data`` breaks the contract."""
+        from quicsm.extract.read import read_metrics, read_traces, read_transitions
+        from quicsm.qlog.inspect import inspect_file
+
+        self.path.write_bytes(data)
+        self.checked += 1
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for lenient in (False, True):
+                impls = ("1", "0") if native.installed() else ("0",)
+                transitions = {}
+                for flag in impls:
+                    with _native(flag):
+                        transitions[flag] = _outcome(read_transitions, self.path, lenient)
+                if len(impls) == 2:
+                    _same(transitions["1"], transitions["0"], lenient)
+                for read in (read_metrics, read_traces):
+                    _outcome(read, self.path, lenient)
+            try:
+                inspect_file(self.path).lines()
+            except QuicsmError as error:
+                if "an unexpected " in str(error):
+                    raise ContractBroken(f"inspect: last-resort boundary: {error}") from None
+        foreign = [w for w in caught if not issubclass(w.category, QuicsmWarning)]
+        if foreign:
+            raise ContractBroken(f"a Python warning leaked: {foreign[0].message}")
+
+
+def _same(ours: tuple[str, Any], reference: tuple[str, Any], lenient: bool) -> None:
+    mode = "lenient" if lenient else "strict"
+    if ours[0] != reference[0]:
+        raise ContractBroken(
+            f"{mode}: native {ours[0]} {ours[1]!s:.300}, python {reference[1]!s:.300}"
+        )
+    if ours[0] == "error":
+        if ours[1] != reference[1]:
+            raise ContractBroken(f"{mode}: native {ours[1]}, python {reference[1]}")
+    elif not ours[1].equals(reference[1]):
+        raise ContractBroken(f"{mode}: rows differ\nnative {ours[1]}\npython {reference[1]}")
+
+
+class _native:
+    """Readers use the native deriver (``"1"``) or the Python one (``"0"``) inside the block."""
+
+    def __init__(self, flag: str) -> None:
+        self.flag = flag
+        self.old: str | None = None
+
+    def __enter__(self) -> None:
+        self.old = os.environ.get(native.NATIVE_ENV)
+        os.environ[native.NATIVE_ENV] = self.flag
+
+    def __exit__(self, *exc: object) -> None:
+        if self.old is None:
+            os.environ.pop(native.NATIVE_ENV, None)
+        else:
+            os.environ[native.NATIVE_ENV] = self.old
+
+
+def seed_corpus(directory: Path, *, max_bytes: int = 1 << 16) -> int:
+    """Write the real fixtures (decompressed, their records up to ``max_bytes``) into
+    ``directory`` as a fuzzing corpus; returns how many."""
+    from quicsm.testing.mutate import seed_files
+
+    directory.mkdir(parents=True, exist_ok=True)
+    seeds = seed_files(max_bytes=max_bytes)
+    for i, (name, data) in enumerate(seeds):
+        (directory / f"seed-{i:03d}-{name.replace('/', '_')}").write_bytes(data)
+    return len(seeds)

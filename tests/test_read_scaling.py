@@ -1,0 +1,123 @@
+"""Reading takes time linear in the input on every reproducer family of the hostile campaign
+(:mod:`quicsm.testing.hostile`): the CPU time of a read at ``4n`` is at most 5x the time at
+``n``, both measured in the same test (a ratio, never an absolute time). A quadratic path gives
+about 16x."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from quicsm.core import native
+from quicsm.core.diagnostics import Diagnostics
+from quicsm.extract.read import read_metrics, read_transitions
+from quicsm.qlog.inspect import inspect_file
+from quicsm.testing import hostile
+
+RATIO = 5.0
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def _cpu(read: Callable[[], object]) -> float:
+    """The least CPU time of two reads (the first may pay for imports and caches)."""
+    best = float("inf")
+    for _ in range(2):
+        start = time.process_time()
+        read()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def _scales(
+    tmp_path: Path, make: Callable[[Path, int], Path], read: Callable[[Path], object], n: int
+) -> None:
+    small = make(tmp_path / f"n{n}", n)
+    large = make(tmp_path / f"n{4 * n}", 4 * n)
+    t1, t4 = _cpu(lambda: read(small)), _cpu(lambda: read(large))
+    assert t4 <= RATIO * t1, f"time at n={n}: {t1:.3f} s, at 4n: {t4:.3f} s ({t4 / t1:.1f}x)"
+
+
+@pytest.fixture(params=["native", "python"])
+def reader_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "native":
+        assert native.installed(), "the native core is built with the package"
+        monkeypatch.delenv(native.NATIVE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(native.NATIVE_ENV, "0")
+    return str(request.param)
+
+
+def test_records_handed_back_by_the_native_decoder_read_in_linear_time(
+    tmp_path: Path, reader_impl: str
+) -> None:
+    """Every record the native decoder hands back used to make the scan search the rest of
+    its block again (100k records: 27 s against 0.6 s in Python)."""
+    _scales(tmp_path, hostile.handed_back_metrics, read_transitions, 10_000)
+
+
+def test_invalid_records_in_a_lenient_read_take_linear_time(
+    tmp_path: Path, reader_impl: str
+) -> None:
+    def make(path: Path, n: int) -> Path:
+        return hostile.handed_back_metrics(path, n, invalid=True)
+
+    def read(path: Path) -> object:
+        diag = Diagnostics()
+        with pytest.warns(UserWarning):
+            frame = read_transitions(path, on_error="skip", diagnostics=diag)
+        return frame
+
+    _scales(tmp_path, make, read, 10_000)
+
+
+def test_handed_back_records_read_the_same_natively_and_in_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert native.installed(), "the native core is built with the package"
+    path = hostile.handed_back_metrics(tmp_path / "h.sqlog", 2_000)
+    frames: list[pl.DataFrame] = []
+    for flag in ("1", "0"):
+        monkeypatch.setenv(native.NATIVE_ENV, flag)
+        frames.append(read_transitions(path))
+    assert_frame_equal(frames[0], frames[1])
+    assert read_metrics(path).height == 2_000
+
+
+def test_a_quoted_csv_field_holding_many_line_feeds_reads_in_linear_time(tmp_path: Path) -> None:
+    """The chunker searched the whole pending text again for a line end outside quotes at each
+    block (70 MiB: 35 s)."""
+    _scales(tmp_path, hostile.csv_quoted_line_feeds, read_transitions, 4 << 20)
+
+
+@pytest.mark.parametrize("sep", [b"\x1e", b"\n"], ids=["json-seq", "ndjson"])
+@pytest.mark.parametrize("reader", [read_transitions, inspect_file], ids=["read", "inspect"])
+def test_runs_of_empty_records_read_in_linear_time(
+    tmp_path: Path, sep: bytes, reader: Callable[[Path], object]
+) -> None:
+    """Runs of empty records were walked one record at a time in Python."""
+
+    def make(path: Path, n: int) -> Path:
+        return hostile.empty_records(path, n, sep=sep)
+
+    _scales(tmp_path, make, reader, 4 << 20)
+
+
+def test_a_large_top_level_member_of_contained_json_reads_in_linear_time(
+    tmp_path: Path,
+) -> None:
+    """Its structural characters went one at a time through the Python state machine."""
+    _scales(tmp_path, hostile.contained_member, read_transitions, 1 << 20)
+
+
+def test_one_wide_record_under_the_value_budget_reads_in_linear_time(
+    tmp_path: Path, reader_impl: str
+) -> None:
+    """Within the budget (tests/test_read_budget.py holds the record over it), a record of
+    many empty objects costs time in proportion to its values."""
+    _scales(tmp_path, hostile.wide_record, read_metrics, 1 << 16)
