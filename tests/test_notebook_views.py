@@ -12,7 +12,7 @@ from test_model import fig13_transitions
 import quicsm
 from quicsm.compare.diff import diff
 from quicsm.model.inference import infer
-from quicsm.render.notebook import diff_html, model_html, scalable_svg, side_by_side
+from quicsm.render.notebook import diff_html, model_html, side_by_side
 
 XSS = "<script>alert(1)</script>"
 
@@ -39,7 +39,7 @@ def test_model_displays_as_html(shell) -> None:  # type: ignore[no-untyped-def]
     page = data["text/html"]
     assert page == model_html(model)
     svg = re.search(r"<svg\b[^>]*>", page)
-    assert svg is not None and 'width="100%"' in svg.group() and "pt\"" not in svg.group()
+    assert svg is not None and 'width="100%"' in svg.group() and 'pt"' not in svg.group()
     assert "<?xml" not in page
     rows = re.findall(r"<tr><td>", page)
     assert len(rows) == model.stats.time_in_state.height
@@ -79,6 +79,10 @@ def test_side_by_side_shares_one_layout() -> None:
     assert all('width="100%"' in re.search(r"<svg\b[^>]*>", s).group() for s in svgs)  # type: ignore[union-attr]
 
 
-def test_scalable_svg_drops_the_fixed_size() -> None:
-    raw = '<?xml version="1.0"?>\n<svg width="565pt" height="316pt"\n viewBox="0 0 565 316">x</svg>'
-    assert scalable_svg(raw) == '<svg width="100%"\n viewBox="0 0 565 316">x</svg>'
+def test_inline_svg_drops_the_fixed_size() -> None:
+    from quicsm.render.dot import inline_svg
+
+    svg = inline_svg("digraph { a -> b }")
+    head = re.search(r"<svg\b[^>]*>", svg).group()  # type: ignore[union-attr]
+    assert svg.startswith('<svg class="fsm"') and "<?xml" not in svg
+    assert 'width="100%"' in head and 'pt"' not in head and "viewBox" in head

@@ -600,6 +600,7 @@ def read_metrics(
                     rows[column].append(
                         int(value) if column == "pto_count" and value is not None else value
                     )
+                rows["latest_rtt_ms"].append(event.values.get("latest_rtt_ms"))
                 rows["trigger"].append(event.trigger)
     frame = pl.DataFrame(
         {
