@@ -576,7 +576,8 @@ def heatmap_spec(
         pct = cell.percent
         data.append({
             "row": r, "col": c, "pct": None if pct is None else _r(pct, 2),
-            "big": "–" if pct is None else f"{pct:+.0f}%", "small": cell.text,
+            "big": "–" if pct is None else ("±0%" if abs(pct) < 0.5 else f"{pct:+.0f}%"),
+            "small": cell.text,
             "sig": cell.significant,
         })  # fmt: skip
     extent = max([abs(c.percent) for c in cells.values() if c.percent is not None] + [10.0])

@@ -228,12 +228,15 @@ def model_svg(model: Model) -> str | None:
 _EDGE_LABEL_CHARS: Final[int] = 5
 _MONO: Final[str] = "Courier"
 _NBSP: Final[str] = "\u00a0"
+#: font size of a shared layout's nodes (its edge labels are one point smaller)
+_SHARED_FONT: Final[int] = 13
 
 
 def _node_width(state: str) -> float:
     """Width in inches of a fixed-size node that holds the state name and a share line."""
     chars = max(len(state), len("state: 100% of time"))
-    return round(0.25 + 1.3 * 0.088 * chars, 2)  # an ellipse around a line of text
+    per_char = 0.088 * _SHARED_FONT / 12  # inches per character of Helvetica at that size
+    return round(0.25 + 1.3 * per_char * chars, 2)  # an ellipse around a line of text
 
 
 def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]) -> list[str]:
@@ -278,8 +281,11 @@ def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]
     out = []
     for (nodes, edges), caption in zip(per_model, captions, strict=True):
         lines = graph_header(caption)
-        lines.append("  node [fixedsize=true, height=0.62];")
-        lines.append(f"  edge [fontname={_quote(_MONO)}];")
+        # compact: two of these drawings sit side by side in a report column, their text
+        # still at least 9 px on screen (tests/test_report_browser.py)
+        lines.append("  graph [nodesep=0.12, ranksep=0.28];")
+        lines.append(f"  node [fixedsize=true, height=0.62, fontsize={_SHARED_FONT}];")
+        lines.append(f"  edge [fontname={_quote(_MONO)}, fontsize={_SHARED_FONT - 1}];")
         for name in order:
             state = states[name]
             node = nodes.get(name)
@@ -289,7 +295,7 @@ def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]
                 if node is None:
                     attrs += ', style=dashed, color="#bbbbbb", fontcolor="#999999"'
             elif node is None:
-                label = f'<{esc(state)}<BR/><FONT POINT-SIZE="11">not seen</FONT>>'
+                label = f'<{esc(state)}<BR/><FONT POINT-SIZE="{_SHARED_FONT}">not seen</FONT>>'
                 attrs = (
                     f'label={label}, style=dashed, color="#bbbbbb", fontcolor="#999999", '
                     f"width={_node_width(state)}"
@@ -301,6 +307,7 @@ def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]
                     split=node["split"],
                     state_total=node["fraction"] if node["unattributed"] else None,
                 )
+                label = label.replace('POINT-SIZE="11"', f'POINT-SIZE="{_SHARED_FONT}"')
                 attrs = f"{node_attrs(state, label)}, width={_node_width(state)}"
             lines.append(f"  {_quote(name)} [{attrs}];")
         for source, target in all_edges:

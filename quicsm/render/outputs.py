@@ -118,9 +118,7 @@ def write_outputs(model: Model, out_dir: Path | str, *, fmt: str = "svg") -> Wri
     for parent in out.parents:
         if parent.exists():
             if not parent.is_dir():
-                raise InputError(
-                    f"{out}: cannot create the output directory: {parent} is a file"
-                )
+                raise InputError(f"{out}: cannot create the output directory: {parent} is a file")
             break
     existing: list[str] = []
     if out.is_dir():
