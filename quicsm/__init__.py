@@ -33,8 +33,16 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("model_to_dot", "render_model", "render_dot"), "quicsm.render.dot"),
     "side_by_side": "quicsm.render.notebook",
     **dict.fromkeys(
-        ("Stats", "compute_stats", "time_in_state", "time_in_state_summary", "transition_counts",
-         "transition_probabilities", "dwell_times", "dwell_summary"),
+        (
+            "Stats",
+            "compute_stats",
+            "time_in_state",
+            "time_in_state_summary",
+            "transition_counts",
+            "transition_probabilities",
+            "dwell_times",
+            "dwell_summary",
+        ),
         "quicsm.stats.descriptive",
     ),  # fmt: skip
     "identify": "quicsm.controllers.api",

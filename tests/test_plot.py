@@ -186,7 +186,9 @@ def test_cli_plot_one_trace(tmp_path: Path) -> None:
     out = tmp_path / "conn.svg"
     code, _, err = run("plot", f"{SERVER}#0", "-o", str(out))
     assert code == 0, err
-    assert out.read_text().startswith('<svg class="connection"') and f"{SERVER}#0000" in err
+    head = out.read_text().split(">", 1)[0]
+    assert head.startswith("<svg") and head.count("class=") == 1 and 'class="connection"' in head
+    assert f"{SERVER}#0000" in err
     code, _, err = run("plot", str(SERVER), "--where", "vantage=server", "-o", str(tmp_path / "p"))
     assert code == 0, err
     assert (tmp_path / "p").read_text().startswith("<!DOCTYPE html>")  # html by default

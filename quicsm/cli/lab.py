@@ -247,9 +247,7 @@ def pack_cmd(
     from quicsm.lab.pack import ROLES, pack_runs
 
     names = None if events is None else [n.strip() for n in events.split(",") if n.strip()]
-    report = pack_runs(
-        run_dirs, output=output, level=level, roles=roles or ROLES, events=names
-    )
+    report = pack_runs(run_dirs, output=output, level=level, roles=roles or ROLES, events=names)
     for line in report.skipped:
         click.echo(f"skipped {line}", err=True)
     click.echo(

@@ -35,9 +35,21 @@ MAX_CONNECTIONS = 12
     help="html (interactive: wheel zooms, drag pans; with a time-in-state table), svg or png "
     "(static); default: from the file suffix.",
 )
+@click.option(
+    "--scale",
+    type=click.FloatRange(0.25, 8),
+    default=2.0,
+    show_default=True,
+    help="PNG pixels per chart unit.",
+)
 @lenient_option
 def plot_command(
-    paths: tuple[str, ...], where: tuple[str, ...], output: Path, fmt: str | None, lenient: bool
+    paths: tuple[str, ...],
+    where: tuple[str, ...],
+    output: Path,
+    fmt: str | None,
+    scale: float,
+    lenient: bool,
 ) -> None:
     """Plot connections over time, in panels sharing one time axis: congestion window, bytes
     in flight and ssthresh; smoothed and minimum RTT with every RTT sample; the pacing rate
@@ -87,10 +99,12 @@ def plot_command(
         stage.update("drawing")
         if fmt == "html":
             data: bytes = charts.connection_page(series).encode()
-        elif fmt == "svg":
-            data = charts.to_svg(charts.connections_spec(series), css_class="connection").encode()
-        else:
-            data = charts.to_png(charts.connections_spec(series))
+        else:  # static: about four points per pixel column are all that can show
+            spec = charts.connections_spec(series, points=charts.PLOT_WIDTH)
+            if fmt == "svg":
+                data = charts.to_svg(spec, css_class="connection").encode()
+            else:
+                data = charts.to_png(spec, scale=scale)
     print_warnings(diagnostics)
     try:
         output.write_bytes(data)

@@ -17,9 +17,7 @@ WHERE_HELP = (
 
 
 def where_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--where", "where", multiple=True, metavar="KEY=VALUE", help=WHERE_HELP)(
-        f
-    )
+    return click.option("--where", "where", multiple=True, metavar="KEY=VALUE", help=WHERE_HELP)(f)
 
 
 def lenient_option(f: Callable[..., Any]) -> Callable[..., Any]:

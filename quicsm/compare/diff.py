@@ -636,7 +636,6 @@ def _dwell(
 # -- invariants and presence ------------------------------------------------------------------
 
 
-
 def _mine(df: pl.DataFrame) -> pl.DataFrame:
     from quicsm.model.synoptic import EventLog, mine_invariants
 

@@ -73,9 +73,7 @@ def read_labelled(
         return transitions, labelled_traces(table, where={}), frame
     traces = traces_where(paths, where={}, on_error=on_error)
     diag = Diagnostics()
-    transitions = read_transitions(
-        list(paths), on_error=on_error, diagnostics=diag, states=states
-    )
+    transitions = read_transitions(list(paths), on_error=on_error, diagnostics=diag, states=states)
     if notes is not None:
         notes.extend(m for m in diag.derivation_messages() if m not in notes)
     frame = read_metrics(list(paths), on_error=on_error) if metrics else None

@@ -340,9 +340,7 @@ class Deriver:
         th = ctx.thresholds
         rttvar = ctx.rtt_variance if ctx.rtt_variance is not None else ctx.smoothed_rtt / 2
         period = (
-            ctx.smoothed_rtt
-            + max(4 * rttvar, th.granularity_ms)
-            + ctx.profile.max_ack_delay_ms
+            ctx.smoothed_rtt + max(4 * rttvar, th.granularity_ms) + ctx.profile.max_ack_delay_ms
         ) * _power_of_two(ctx.consecutive_ptos)
         return ctx.time - ctx.last_send >= th.pto_gap_fraction * period
 

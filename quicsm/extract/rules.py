@@ -245,49 +245,135 @@ ANY = None
 
 #: The derivation, first match wins.
 RULES: Final[tuple[Rule, ...]] = (
-    Rule(ANY, PTO, first_pto, TLP,
-         "RFC 9002 section 6.2.4: the first probe timeout sends probes without touching the "
-         "window (the paper's tail loss probe)"),
-    Rule(ANY, PTO, always, RTO,
-         "RFC 9002 section 6.2.1: consecutive probe timeouts back off exponentially (the "
-         "paper's retransmission timeout)"),
-    Rule(ANY, COLLAPSE, always, RTO,
-         "RFC 9002 section 7.6.2: persistent congestion collapses the window to the minimum "
-         "(aioquic recovery.py on_persistent_congestion)"),
-    Rule(ANY, CUTBACK, always, RECOVERY,
-         "RFC 9002 section 7.3.2: a congestion event reduces the window and starts a recovery "
-         "period (quic-go OnCongestionEvent, aioquic on_packets_lost)"),
-    Rule(ANY, LOSS, always, RECOVERY,
-         "RFC 9002 section 7.3.2, for traces that log no window: every packet_lost starts a "
-         "recovery period"),
-    Rule(ANY, UNDO, undo_back_in_recovery, RECOVERY,
-         "quic-go v0.65 OnSpuriousLoss: the restored recovery period is still open"),
-    Rule(ANY, UNDO, slow_start, SLOW_START,
-         "quic-go v0.65 OnSpuriousLoss: the restored window is below the restored ssthresh"),
-    Rule(ANY, UNDO, always, CONGESTION_AVOIDANCE,
-         "quic-go v0.65 OnSpuriousLoss: the restored window is at or above ssthresh"),
-    Rule(ANY, ACK, in_recovery_period, RECOVERY,
-         "RFC 9002 section 7.3.2: recovery ends when a packet sent during it is acknowledged"),
-    Rule(ANY, ACK, app_limited_flag, APP_LIMITED,
-         "the producer's own application-limited flag (picoquic, quiche)"),
-    Rule(ANY, ACK, not_cwnd_limited, APP_LIMITED,
-         "RFC 9002 section 7.8: an ACK that arrives while the sender is not cwnd-limited "
-         "(quic-go cubic_sender.go isCwndLimited)"),
-    Rule(ANY, ACK, at_window_cap, MAXED,
-         "quic-go cubic_sender.go maybeIncreaseCwnd: no growth at maxCongestionWindow"),
-    Rule(ANY, ACK, window_plateau, MAXED,
-         "RFC 9002 section 7.3.3: in congestion avoidance a cwnd-limited window grows each "
-         "window acknowledged; one that stops growing is at a cap"),
-    Rule(ANY, ACK, slow_start, SLOW_START,
-         "RFC 9002 section 7.3.1: slow start while cwnd < ssthresh"),
-    Rule(ANY, ACK, always, CONGESTION_AVOIDANCE,
-         "RFC 9002 section 7.3.3: congestion avoidance once cwnd >= ssthresh"),
-    Rule(ANY, FLAG, app_limited_flag, APP_LIMITED,
-         "the producer's own application-limited flag (picoquic, quiche)"),
-    Rule(frozenset({APP_LIMITED}), FLAG, slow_start, SLOW_START,
-         "RFC 9002 section 7.3.1, once the application-limited flag clears"),
-    Rule(frozenset({APP_LIMITED}), FLAG, always, CONGESTION_AVOIDANCE,
-         "RFC 9002 section 7.3.3, once the application-limited flag clears"),
+    Rule(
+        ANY,
+        PTO,
+        first_pto,
+        TLP,
+        "RFC 9002 section 6.2.4: the first probe timeout sends probes without touching the "
+        "window (the paper's tail loss probe)",
+    ),
+    Rule(
+        ANY,
+        PTO,
+        always,
+        RTO,
+        "RFC 9002 section 6.2.1: consecutive probe timeouts back off exponentially (the "
+        "paper's retransmission timeout)",
+    ),
+    Rule(
+        ANY,
+        COLLAPSE,
+        always,
+        RTO,
+        "RFC 9002 section 7.6.2: persistent congestion collapses the window to the minimum "
+        "(aioquic recovery.py on_persistent_congestion)",
+    ),
+    Rule(
+        ANY,
+        CUTBACK,
+        always,
+        RECOVERY,
+        "RFC 9002 section 7.3.2: a congestion event reduces the window and starts a recovery "
+        "period (quic-go OnCongestionEvent, aioquic on_packets_lost)",
+    ),
+    Rule(
+        ANY,
+        LOSS,
+        always,
+        RECOVERY,
+        "RFC 9002 section 7.3.2, for traces that log no window: every packet_lost starts a "
+        "recovery period",
+    ),
+    Rule(
+        ANY,
+        UNDO,
+        undo_back_in_recovery,
+        RECOVERY,
+        "quic-go v0.65 OnSpuriousLoss: the restored recovery period is still open",
+    ),
+    Rule(
+        ANY,
+        UNDO,
+        slow_start,
+        SLOW_START,
+        "quic-go v0.65 OnSpuriousLoss: the restored window is below the restored ssthresh",
+    ),
+    Rule(
+        ANY,
+        UNDO,
+        always,
+        CONGESTION_AVOIDANCE,
+        "quic-go v0.65 OnSpuriousLoss: the restored window is at or above ssthresh",
+    ),
+    Rule(
+        ANY,
+        ACK,
+        in_recovery_period,
+        RECOVERY,
+        "RFC 9002 section 7.3.2: recovery ends when a packet sent during it is acknowledged",
+    ),
+    Rule(
+        ANY,
+        ACK,
+        app_limited_flag,
+        APP_LIMITED,
+        "the producer's own application-limited flag (picoquic, quiche)",
+    ),
+    Rule(
+        ANY,
+        ACK,
+        not_cwnd_limited,
+        APP_LIMITED,
+        "RFC 9002 section 7.8: an ACK that arrives while the sender is not cwnd-limited "
+        "(quic-go cubic_sender.go isCwndLimited)",
+    ),
+    Rule(
+        ANY,
+        ACK,
+        at_window_cap,
+        MAXED,
+        "quic-go cubic_sender.go maybeIncreaseCwnd: no growth at maxCongestionWindow",
+    ),
+    Rule(
+        ANY,
+        ACK,
+        window_plateau,
+        MAXED,
+        "RFC 9002 section 7.3.3: in congestion avoidance a cwnd-limited window grows each "
+        "window acknowledged; one that stops growing is at a cap",
+    ),
+    Rule(
+        ANY, ACK, slow_start, SLOW_START, "RFC 9002 section 7.3.1: slow start while cwnd < ssthresh"
+    ),
+    Rule(
+        ANY,
+        ACK,
+        always,
+        CONGESTION_AVOIDANCE,
+        "RFC 9002 section 7.3.3: congestion avoidance once cwnd >= ssthresh",
+    ),
+    Rule(
+        ANY,
+        FLAG,
+        app_limited_flag,
+        APP_LIMITED,
+        "the producer's own application-limited flag (picoquic, quiche)",
+    ),
+    Rule(
+        frozenset({APP_LIMITED}),
+        FLAG,
+        slow_start,
+        SLOW_START,
+        "RFC 9002 section 7.3.1, once the application-limited flag clears",
+    ),
+    Rule(
+        frozenset({APP_LIMITED}),
+        FLAG,
+        always,
+        CONGESTION_AVOIDANCE,
+        "RFC 9002 section 7.3.3, once the application-limited flag clears",
+    ),
 )
 
 #: which event classes have rules (the deriver skips the others without a lookup)
@@ -308,9 +394,7 @@ def render_thresholds_markdown() -> str:
     """The thresholds as Markdown (docs/derive.md is generated from them)."""
     lines = ["| threshold | default | unit | meaning |", "|---|---|---|---|"]
     for f in fields(Thresholds):
-        lines.append(
-            f"| `{f.name}` | {f.default} | {f.metadata['unit']} | {f.metadata['doc']} |"
-        )
+        lines.append(f"| `{f.name}` | {f.default} | {f.metadata['unit']} | {f.metadata['doc']} |")
     return "\n".join(lines)
 
 

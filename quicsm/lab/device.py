@@ -56,8 +56,9 @@ def device_profile(name: object, *, cpu_percent: object = None) -> DeviceProfile
             "or give cpu_percent for a custom one)"
         )
     pct = PROFILES.get(name) if cpu_percent is None else cpu_percent
-    if pct is not None and (isinstance(pct, bool) or not isinstance(pct, int | float)
-                            or not 0 < pct <= 100):
+    if pct is not None and (
+        isinstance(pct, bool) or not isinstance(pct, int | float) or not 0 < pct <= 100
+    ):
         raise LabError(f"cpu_percent must be a number in (0, 100], got {pct!r}")
     return DeviceProfile(name=name, cpu_percent=None if pct is None else float(pct))
 

@@ -287,8 +287,18 @@ def link_config_from_dict(d: dict[str, object], *, where: str) -> LinkConfig:
     """
     if not isinstance(d, dict):
         raise LabError(f"{where}: expected a table, got {d!r}")
-    _check_keys(d, {*_NUMBER_KEYS, "rate_schedule", "queue_packets", "jitter_distribution",
-                    "gilbert", "outages"}, where)
+    _check_keys(
+        d,
+        {
+            *_NUMBER_KEYS,
+            "rate_schedule",
+            "queue_packets",
+            "jitter_distribution",
+            "gilbert",
+            "outages",
+        },
+        where,
+    )
     kwargs: dict[str, object] = {}
     try:
         for key in _NUMBER_KEYS:
@@ -314,8 +324,9 @@ def link_config_from_dict(d: dict[str, object], *, where: str) -> LinkConfig:
             for i, step in enumerate(steps_raw):
                 if not isinstance(step, list | tuple) or len(step) != 2:
                     raise LabError(f"{w}.steps[{i}]: expected [at_s, rate_mbit], got {step!r}")
-                steps.append((_number(step[0], f"{w}.steps[{i}]"),
-                              _number(step[1], f"{w}.steps[{i}]")))
+                steps.append(
+                    (_number(step[0], f"{w}.steps[{i}]"), _number(step[1], f"{w}.steps[{i}]"))
+                )
             kwargs["rate_schedule"] = RateSchedule(
                 kind=sched.get("kind", "uniform"),
                 low_mbit=_number(sched.get("low_mbit", 0.0), f"{w}.low_mbit"),
@@ -330,8 +341,12 @@ def link_config_from_dict(d: dict[str, object], *, where: str) -> LinkConfig:
         for i, pair in enumerate(outages_raw):
             if not isinstance(pair, list | tuple) or len(pair) != 2:
                 raise LabError(f"{where}.outages[{i}]: expected [at_s, duration_s], got {pair!r}")
-            outages.append((_number(pair[0], f"{where}.outages[{i}]"),
-                            _number(pair[1], f"{where}.outages[{i}]")))
+            outages.append(
+                (
+                    _number(pair[0], f"{where}.outages[{i}]"),
+                    _number(pair[1], f"{where}.outages[{i}]"),
+                )
+            )
         if outages:
             kwargs["outages"] = tuple(outages)
         ge = d.get("gilbert")

@@ -87,13 +87,20 @@ def _json_seq_traces(path: Path, data: bytes) -> Iterator[tuple[dict[str, Any], 
             record = orjson.loads(text)
         except orjson.JSONDecodeError:
             # a truncated last record (endpoint killed mid-write) is reported, never guessed
-            raise QlogError(str(path), "a JSON record", record=i, line=line,
-                            got=repr(text[:60].decode(errors="replace"))) from None
+            raise QlogError(
+                str(path),
+                "a JSON record",
+                record=i,
+                line=line,
+                got=repr(text[:60].decode(errors="replace")),
+            ) from None
         if not isinstance(record, dict):
-            raise QlogError(str(path), "a JSON object", record=i, line=line,
-                            got=type(record).__name__)
-        if "trace" in record and ("qlog_version" in record or "file_schema" in record
-                                  or "qlog_format" in record):
+            raise QlogError(
+                str(path), "a JSON object", record=i, line=line, got=type(record).__name__
+            )
+        if "trace" in record and (
+            "qlog_version" in record or "file_schema" in record or "qlog_format" in record
+        ):
             if header is not None:
                 yield header, events
             header, events = record, []
@@ -145,17 +152,21 @@ def _run_files(run_dir: Path, labels: dict[str, Any]) -> list[tuple[str, Path]]:
     out: list[tuple[str, Path]] = []
     for role in ROLES:
         listed = labels.get(f"files.{role}")
-        names = [n for n in str(listed).split(",") if n] if listed else sorted(
-            p.name for p in run_dir.iterdir()
-            if p.name.startswith(role) and p.suffix in (".qlog", ".sqlog")
+        names = (
+            [n for n in str(listed).split(",") if n]
+            if listed
+            else sorted(
+                p.name
+                for p in run_dir.iterdir()
+                if p.name.startswith(role) and p.suffix in (".qlog", ".sqlog")
+            )
         )
         out.extend((role, run_dir / n) for n in names)
     return out
 
 
 def _scalar_labels(raw: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in raw.items()
-            if v is None or isinstance(v, str | int | float | bool)}
+    return {k: v for k, v in raw.items() if v is None or isinstance(v, str | int | float | bool)}
 
 
 def event_name(record: bytes) -> str:
@@ -206,8 +217,9 @@ def pack_runs(
                 try:
                     labels = json.loads((run_dir / "run.json").read_text())
                 except ValueError as exc:
-                    raise InputError(f"{run_dir / 'run.json'}: expected a JSON object: {exc}") \
-                        from None
+                    raise InputError(
+                        f"{run_dir / 'run.json'}: expected a JSON object: {exc}"
+                    ) from None
                 if not isinstance(labels, dict):
                     raise InputError(f"{run_dir / 'run.json'}: expected a JSON object")
                 files = [
@@ -226,7 +238,9 @@ def pack_runs(
                     for header, records in read_qlog_traces(path):
                         trace = dict(header.get("trace") or {})
                         trace["quicsm_labels"] = {
-                            **_scalar_labels(labels), "role": role, "run_dir": rel.as_posix(),
+                            **_scalar_labels(labels),
+                            "role": role,
+                            "run_dir": rel.as_posix(),
                         }
                         if kept is not None:
                             trace["quicsm_labels"]["events_kept"] = ",".join(sorted(kept))

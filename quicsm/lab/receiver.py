@@ -84,5 +84,9 @@ def receive_drops(run_dir: str | Path) -> ReceiveDrops | None:
     files = [run_dir / n for n in names if (run_dir / n).is_file()]
     if not files:
         return None
-    return ReceiveDrops(run_dir=run_dir, labels=labels, delivered=delivered,
-                        received=sum(_count_received(f) for f in files))
+    return ReceiveDrops(
+        run_dir=run_dir,
+        labels=labels,
+        delivered=delivered,
+        received=sum(_count_received(f) for f in files),
+    )

@@ -191,8 +191,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--config", type=Path, required=True, help='JSON {"up": {...}, "down": {...}}')
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stats", type=Path, help="write the counters here as JSON on exit")
-    ap.add_argument("--no-priority", action="store_true",
-                    help="keep the default scheduling policy (see raise_priority)")
+    ap.add_argument(
+        "--no-priority",
+        action="store_true",
+        help="keep the default scheduling policy (see raise_priority)",
+    )
     return ap.parse_args(argv)
 
 

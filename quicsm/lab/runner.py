@@ -140,8 +140,7 @@ def _flat(d: dict[str, Any], prefix: str) -> Labels:
     return out
 
 
-def execute(spec: RunSpec, *, out_dir: Path,
-            qlog_linger_s: float = SERVER_QLOG_LINGER_S) -> Labels:
+def execute(spec: RunSpec, *, out_dir: Path, qlog_linger_s: float = SERVER_QLOG_LINGER_S) -> Labels:
     """Do one run and write its directory; returns the run.json labels (never raises for a
     failing stack: the failure is the run's ``status``/``reason``)."""
     scenario, stack = spec.scenario, spec.stack
@@ -170,23 +169,50 @@ def execute(spec: RunSpec, *, out_dir: Path,
         labels["device.mechanism"] = limiter.mechanism
         server_port = _free_udp_port()
         server = Child(
-            [*stack.server, "server", "--listen", f"{LOOPBACK}:{server_port}",
-             "--qlog-dir", str(run_dir / "server-qlog")],
-            env=env, stderr_path=run_dir / "server.log",
+            [
+                *stack.server,
+                "server",
+                "--listen",
+                f"{LOOPBACK}:{server_port}",
+                "--qlog-dir",
+                str(run_dir / "server-qlog"),
+            ],
+            env=env,
+            stderr_path=run_dir / "server.log",
         )
         children.append(server)
-        if server.wait_line(lambda s: s.strip() == "ready", timeout_s=SERVER_READY_TIMEOUT_S) \
-                is None:
-            raise _RunFailed(f"server not ready within {SERVER_READY_TIMEOUT_S:.0f} s"
-                             f" (exit {server.proc.poll()}): {server.stderr_tail()}")
+        if (
+            server.wait_line(lambda s: s.strip() == "ready", timeout_s=SERVER_READY_TIMEOUT_S)
+            is None
+        ):
+            raise _RunFailed(
+                f"server not ready within {SERVER_READY_TIMEOUT_S:.0f} s"
+                f" (exit {server.proc.poll()}): {server.stderr_tail()}"
+            )
         relay_cfg = run_dir / "relay-config.json"
-        relay_cfg.write_text(json.dumps({"up": link_config_to_dict(scenario.up),
-                                         "down": link_config_to_dict(scenario.down)}))
+        relay_cfg.write_text(
+            json.dumps(
+                {"up": link_config_to_dict(scenario.up), "down": link_config_to_dict(scenario.down)}
+            )
+        )
         relay = Child(
-            [sys.executable, "-m", "quicsm.lab.relay", "--listen", f"{LOOPBACK}:0",
-             "--target", f"{LOOPBACK}:{server_port}", "--config", str(relay_cfg),
-             "--seed", str(spec.seed), "--stats", str(relay_stats)],
-            env=env, stderr_path=run_dir / "relay.log",
+            [
+                sys.executable,
+                "-m",
+                "quicsm.lab.relay",
+                "--listen",
+                f"{LOOPBACK}:0",
+                "--target",
+                f"{LOOPBACK}:{server_port}",
+                "--config",
+                str(relay_cfg),
+                "--seed",
+                str(spec.seed),
+                "--stats",
+                str(relay_stats),
+            ],
+            env=env,
+            stderr_path=run_dir / "relay.log",
         )
         children.append(relay)
         ready = relay.wait_line(lambda s: s.startswith("ready "), timeout_s=RELAY_READY_TIMEOUT_S)
@@ -195,11 +221,24 @@ def execute(spec: RunSpec, *, out_dir: Path,
         relay_addr = ready.split()[1]
         wl = scenario.workload
         client = Child(
-            limiter.wrap([*stack.client, "client", "--connect", relay_addr,
-                          "--objects", str(wl.objects), "--object-size", str(wl.object_size),
-                          "--qlog-dir", str(run_dir / "client-qlog"),
-                          "--parallel", str(wl.parallel)]),
-            env=env, stderr_path=run_dir / "client.log",
+            limiter.wrap(
+                [
+                    *stack.client,
+                    "client",
+                    "--connect",
+                    relay_addr,
+                    "--objects",
+                    str(wl.objects),
+                    "--object-size",
+                    str(wl.object_size),
+                    "--qlog-dir",
+                    str(run_dir / "client-qlog"),
+                    "--parallel",
+                    str(wl.parallel),
+                ]
+            ),
+            env=env,
+            stderr_path=run_dir / "client.log",
         )
         children.append(client)
         limiter.attach(client.pid)
@@ -208,14 +247,14 @@ def execute(spec: RunSpec, *, out_dir: Path,
             raise _RunFailed(f"client did not finish within {scenario.timeout_s:g} s")
         result = _last_json_line(client.lines)
         if result is None:
-            raise _RunFailed(f"client exited with code {code} without a JSON result line: "
-                             f"{client.stderr_tail()}")
+            raise _RunFailed(
+                f"client exited with code {code} without a JSON result line: {client.stderr_tail()}"
+            )
         completion_ms = result.get("completion_ms")
         nbytes = result.get("bytes")
         labels["bytes"] = nbytes
         labels["completion_ms"] = completion_ms
-        if isinstance(completion_ms, int | float) and isinstance(nbytes, int) \
-                and completion_ms > 0:
+        if isinstance(completion_ms, int | float) and isinstance(nbytes, int) and completion_ms > 0:
             labels["throughput_mbit"] = round(nbytes * 8 / completion_ms / 1e3, 3)
         if not result.get("ok"):
             raise _RunFailed(f"client reported failure: {result.get('error')}")

@@ -46,8 +46,18 @@ Scalar = str | int | float | bool | None
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]*$")
 _TOP_KEYS = {"include", "run", "defaults", "scenario"}
 _RUN_KEYS = {"repetitions", "seed", "stacks", "timeout_s"}
-_SCENARIO_KEYS = {"name", "description", "network", "device", "workload", "env", "matrix",
-                  "repetitions", "stacks", "timeout_s"}
+_SCENARIO_KEYS = {
+    "name",
+    "description",
+    "network",
+    "device",
+    "workload",
+    "env",
+    "matrix",
+    "repetitions",
+    "stacks",
+    "timeout_s",
+}
 _SECTION_KEYS = {"network", "device", "workload", "env"}
 _WORKLOAD_KEYS = {"objects", "object_size", "parallel"}
 
@@ -165,8 +175,11 @@ def _positive(value: object, file: Path, where: str) -> float:
 
 def _stacks(value: object, file: Path, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(s, str) and s for s in value):
-        raise _err(file, where, 'expected a list of "stack", "stack@version" or '
-                   f'"stack@version/cc", got {value!r}')
+        raise _err(
+            file,
+            where,
+            f'expected a list of "stack", "stack@version" or "stack@version/cc", got {value!r}',
+        )
     return tuple(value)
 
 
@@ -201,8 +214,9 @@ def _cell_suffix(assignment: dict[str, object]) -> str:
 def _resolve(raw: dict[str, Any], *, file: Path, where: str, run: dict[str, Any]) -> Scenario:
     name = raw.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
-        raise _err(file, f"{where}.name",
-                   f"expected a name of letters, digits and _.=+- , got {name!r}")
+        raise _err(
+            file, f"{where}.name", f"expected a name of letters, digits and _.=+- , got {name!r}"
+        )
     where = f"{where} ({name})"
     description = raw.get("description", "")
     if not isinstance(description, str):
@@ -214,16 +228,18 @@ def _resolve(raw: dict[str, Any], *, file: Path, where: str, run: dict[str, Any]
     for direction in ("up", "down"):
         own = _table(network.get(direction, {}), file, f"{where}.network.{direction}")
         try:
-            links[direction] = link_config_from_dict(_merge(both, own),
-                                                     where=f"network.{direction}")
+            links[direction] = link_config_from_dict(
+                _merge(both, own), where=f"network.{direction}"
+            )
         except LabError as exc:
             raise _err(file, where, str(exc)) from None
 
     device_raw = _table(raw.get("device", {}), file, f"{where}.device")
     _check(device_raw, {"profile", "cpu_percent"}, file, f"{where}.device")
     try:
-        device = device_profile(device_raw.get("profile", "desktop"),
-                                cpu_percent=device_raw.get("cpu_percent"))
+        device = device_profile(
+            device_raw.get("profile", "desktop"), cpu_percent=device_raw.get("cpu_percent")
+        )
     except LabError as exc:
         raise _err(file, f"{where}.device", str(exc)) from None
 
@@ -231,8 +247,9 @@ def _resolve(raw: dict[str, Any], *, file: Path, where: str, run: dict[str, Any]
     _check(wl, _WORKLOAD_KEYS, file, f"{where}.workload")
     workload = Workload(
         objects=_int(wl.get("objects", 1), file, f"{where}.workload.objects", minimum=1),
-        object_size=_int(wl.get("object_size", 2_000_000), file,
-                         f"{where}.workload.object_size", minimum=1),
+        object_size=_int(
+            wl.get("object_size", 2_000_000), file, f"{where}.workload.object_size", minimum=1
+        ),
         parallel=_int(wl.get("parallel", 1), file, f"{where}.workload.parallel", minimum=1),
     )
 
@@ -270,11 +287,18 @@ def _expand(raw: dict[str, Any], *, file: Path, where: str) -> list[tuple[str, d
     keys = list(matrix)
     for key in keys:
         section = key.split(".", 1)[0]
-        if section not in _SECTION_KEYS or "." not in key or not isinstance(matrix[key], list) \
-                or not matrix[key]:
-            raise _err(file, f"{where}.matrix.{key}",
-                       "expected 'section.key = [values...]' with section one of "
-                       f"{', '.join(sorted(_SECTION_KEYS))}")
+        if (
+            section not in _SECTION_KEYS
+            or "." not in key
+            or not isinstance(matrix[key], list)
+            or not matrix[key]
+        ):
+            raise _err(
+                file,
+                f"{where}.matrix.{key}",
+                "expected 'section.key = [values...]' with section one of "
+                f"{', '.join(sorted(_SECTION_KEYS))}",
+            )
     out = []
     for values in itertools.product(*(matrix[k] for k in keys)):
         assignment = dict(zip(keys, values, strict=True))
@@ -302,8 +326,9 @@ def _file_scenarios(
     if not isinstance(includes, list) or not all(isinstance(i, str) for i in includes):
         raise _err(path, "include", f"expected a list of file names, got {includes!r}")
     for inc in includes:
-        _, inc_scenarios = _file_scenarios(path.parent / inc, run=effective_run,
-                                           seen=(*seen, path.resolve()))
+        _, inc_scenarios = _file_scenarios(
+            path.parent / inc, run=effective_run, seen=(*seen, path.resolve())
+        )
         scenarios.extend(inc_scenarios)
     defaults = _table(doc.get("defaults", {}), path, "defaults")
     _check(defaults, _SECTION_KEYS, path, "defaults")

@@ -51,8 +51,11 @@ class Stack:
         controller."""
         rest, _, cc = selector.partition("/")
         name, _, version = rest.partition("@")
-        return (name == self.stack and (not version or version == self.version)
-                and (not cc or cc == self.cc_algorithm))
+        return (
+            name == self.stack
+            and (not version or version == self.version)
+            and (not cc or cc == self.cc_algorithm)
+        )
 
 
 def _argv(value: object, base: Path, where: str) -> tuple[str, ...]:
@@ -67,11 +70,15 @@ def _argv(value: object, base: Path, where: str) -> tuple[str, ...]:
 def _controllers(value: object, where: str) -> list[str]:
     if value is None:
         return [""]
-    if not isinstance(value, list) or not value or not all(
-        isinstance(c, str) and _CC_NAME.match(c) for c in value
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(c, str) and _CC_NAME.match(c) for c in value)
     ):
-        raise InputError(f"{where}: expected 'controllers' to be a non-empty list of "
-                         f"lower-case names, got {value!r}")
+        raise InputError(
+            f"{where}: expected 'controllers' to be a non-empty list of "
+            f"lower-case names, got {value!r}"
+        )
     if len(set(value)) != len(value):
         raise InputError(f"{where}: 'controllers' lists a name twice: {value!r}")
     return list(value)

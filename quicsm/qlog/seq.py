@@ -411,7 +411,13 @@ class SeqScanner:
         pos = s
         while True:
             rs, re_, latest, latest_other, checked, _ = scan(
-                buf, pos, e, sep, trace.scale, trace.latest, trace.latest_of_others(),
+                buf,
+                pos,
+                e,
+                sep,
+                trace.scale,
+                trace.latest,
+                trace.latest_of_others(),
                 trace.sink_wants(),
             )
             if checked:

@@ -650,6 +650,9 @@ def to_svg(spec: Spec, *, css_class: str = "chart") -> str:
             r'(id="|url\(#|href="#)(' + "|".join(map(re.escape, names)) + r')(?=[")])'
         )
         svg = refs.sub(lambda m: m.group(1) + names[m.group(2)], svg)
+    root = svg[: svg.index(">")]
+    if ' class="marks"' in root:  # the renderer's own class on the root: keep one attribute
+        return svg.replace(' class="marks"', f' class="{esc(css_class)}"', 1)
     return svg.replace("<svg ", f'<svg class="{esc(css_class)}" ', 1)
 
 

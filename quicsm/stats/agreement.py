@@ -58,8 +58,10 @@ def overlap(reference: pl.DataFrame, candidate: pl.DataFrame) -> pl.DataFrame:
         .filter(pl.col("reference").is_not_null())
         .with_columns(pl.col("candidate").fill_null("Init"))
     )
-    return merged.group_by("trace", "reference", "candidate").agg(pl.col("ms").sum()).sort(
-        "trace", "reference", "candidate"
+    return (
+        merged.group_by("trace", "reference", "candidate")
+        .agg(pl.col("ms").sum())
+        .sort("trace", "reference", "candidate")
     )
 
 
