@@ -225,3 +225,10 @@ def test_long_titles_are_cut_in_the_middle(text: str, room: int) -> None:
     else:
         head, _, tail = cut.partition("…")
         assert text.startswith(head) and text.endswith(tail) and tail
+
+
+def test_a_chart_the_renderer_rejects_is_a_clear_error() -> None:
+    from quicsm.core.errors import QuicsmError
+
+    with pytest.raises(QuicsmError, match="the chart could not be drawn"):
+        charts.to_svg({"mark": "nosuchmark", "data": {"values": []}})

@@ -640,7 +640,10 @@ def to_svg(spec: Spec, *, css_class: str = "chart") -> str:
     The renderer numbers gradient and clip ids per process; they are renamed after the
     specification's hash and their order, so the same chart gives the same bytes and two
     charts inlined in one page never share an id."""
-    svg = str(_vl_convert().vegalite_to_svg(spec))
+    try:
+        svg = str(_vl_convert().vegalite_to_svg(spec))
+    except ValueError as exc:  # the renderer's message names what it could not draw
+        raise QuicsmError(f"the chart could not be drawn: {exc}") from None
     svg = svg[svg.index("<svg") :]
     text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
     prefix = "q" + hashlib.sha256(text.encode()).hexdigest()[:10]
@@ -658,7 +661,10 @@ def to_svg(spec: Spec, *, css_class: str = "chart") -> str:
 
 def to_png(spec: Spec, *, scale: float = 2.0) -> bytes:
     """The chart as PNG, ``scale`` pixels per chart unit."""
-    return bytes(_vl_convert().vegalite_to_png(spec, scale=scale))
+    try:
+        return bytes(_vl_convert().vegalite_to_png(spec, scale=scale))
+    except ValueError as exc:
+        raise QuicsmError(f"the chart could not be drawn: {exc}") from None
 
 
 @functools.cache
@@ -710,16 +716,29 @@ def interactive_page(
 
 
 class Chart:
-    """A chart for Jupyter: displays as SVG; ``spec`` is its Vega-Lite specification."""
+    """A chart for Jupyter: displays as PNG (compact in a saved notebook, whatever the number
+    of points); :meth:`svg` and :meth:`png` give the drawing, :meth:`html` the interactive
+    page (zoom and pan); ``spec`` is its Vega-Lite specification."""
 
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
 
-    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
-        return {"image/svg+xml": to_svg(self.spec)}
+    def _repr_mimebundle_(
+        self, include: object = None, exclude: object = None
+    ) -> dict[str, object]:
+        return {"image/png": base64.b64encode(self.png()).decode(), "text/plain": repr(self)}
+
+    def __repr__(self) -> str:
+        return "<quicsm chart: .svg(), .png(), .html(), .spec>"
 
     def svg(self) -> str:
         return to_svg(self.spec)
+
+    def png(self, *, scale: float = 1.0) -> bytes:
+        return to_png(self.spec, scale=scale)
+
+    def html(self, *, title: str = "quicsm chart") -> str:
+        return interactive_page(title=title, head_html="", spec=self.spec)
 
 
 # -- the page of `quicsm plot` ----------------------------------------------------------------

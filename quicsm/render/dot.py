@@ -358,7 +358,8 @@ def diff_dot(
         if significant and shift == shift:
             fill = "#f9d9d5" if shift > 0 else "#d9e4f5"
             attrs = (
-                f' [label=<{state}<BR/><FONT POINT-SIZE="9">{100 * shift:+.0f} pp of time</FONT>>,'
+                f' [label=<{state}<BR/><FONT POINT-SIZE="9">{100 * shift:+.0f} pp of time '
+                "(mean per trace)</FONT>>,"
                 f' fillcolor="{fill}", penwidth=1.6]'
             )
         if state in only_a:

@@ -1,7 +1,8 @@
 """Rich HTML views for Jupyter: a model as its diagram with its time-in-state table, a diff as
-its summary and tables (significant rows highlighted), and several models side by side on one
-shared layout. :func:`quicsm.register_jupyter` hooks the first two into IPython's display
-formatter; :func:`side_by_side` is called directly.
+its summary and tables (significant rows highlighted), several models side by side on one
+shared layout, and connections over time (:func:`plot`, the chart of ``quicsm plot``).
+:func:`quicsm.register_jupyter` hooks the first two into IPython's display formatter;
+:func:`side_by_side` and :func:`plot` are called directly.
 
 Every SVG is scaled to the width of its cell (``width:100%``), so nothing is clipped however
 narrow the notebook. All text from traces is escaped.
@@ -9,14 +10,17 @@ narrow the notebook. All text from traces is escaped.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from quicsm.render.escape import esc
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from quicsm.compare.diff import DiffResult
     from quicsm.model.tables import Model
+    from quicsm.render.charts import Chart
 
 
 _STYLE = (
@@ -113,3 +117,28 @@ def side_by_side(models: Mapping[str, Model]) -> str:
         f"<div class='quicsm'>{_STYLE}<div style='display:grid;gap:12px;align-items:start;"
         f"grid-template-columns:repeat(auto-fill,minmax(320px,1fr))'>{cells}</div></div>"
     )
+
+
+def plot(
+    transitions: pl.DataFrame,
+    metrics: pl.DataFrame,
+    traces: Sequence[str],
+    *,
+    titles: Sequence[str] | None = None,
+) -> Chart:
+    """Connections as ``quicsm plot`` draws them (window, RTT, pacing rate where logged, loss
+    and timeout events, state bands), one below the other, from the frames of
+    :func:`quicsm.read_transitions` and :func:`quicsm.read_metrics`; displays in Jupyter.
+    ``traces`` are trace ids (``FILE#N``); ``titles`` one line under each."""
+    from quicsm.core.errors import InputError
+    from quicsm.render.charts import COLUMNS, Chart, connections_spec
+    from quicsm.render.connection import connection_series
+
+    titles = list(titles) if titles is not None else [""] * len(traces)
+    if len(titles) != len(traces):
+        raise InputError(f"plot: {len(traces)} traces but {len(titles)} titles")
+    series = [
+        connection_series(transitions, metrics, str(t), title=title)
+        for t, title in zip(traces, titles, strict=True)
+    ]
+    return Chart(connections_spec(series, points=COLUMNS // 4))
