@@ -232,3 +232,26 @@ def test_a_chart_the_renderer_rejects_is_a_clear_error() -> None:
 
     with pytest.raises(QuicsmError, match="the chart could not be drawn"):
         charts.to_svg({"mark": "nosuchmark", "data": {"values": []}})
+
+
+@given(
+    st.lists(st.tuples(st.floats(0.001, 50), st.sampled_from(["A", "B", "C"])), min_size=1,
+             max_size=300),
+    st.integers(1, 60),
+)  # fmt: skip
+def test_pixel_bands_keep_one_state_per_column(steps: list[tuple[float, str]], columns: int) -> None:
+    from quicsm.render.connection import pixel_bands
+
+    bands, t = [], 0.0
+    for width, state in steps:
+        bands.append((t, t + width, state))
+        t += width
+    out = pixel_bands(bands, end=t, columns=columns)
+    if len(bands) <= columns:
+        assert out == bands
+        return
+    assert len(out) <= columns
+    assert out[0][0] == 0 and out[-1][1] == pytest.approx(t)
+    assert all(a[1] == pytest.approx(b[0]) for a, b in zip(out, out[1:], strict=False))
+    assert all(a[2] != b[2] for a, b in zip(out, out[1:], strict=False))  # neighbours merged
+    assert {s for _, _, s in out} <= {s for _, _, s in bands}

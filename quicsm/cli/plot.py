@@ -100,7 +100,7 @@ def plot_command(
         if fmt == "html":
             data: bytes = charts.connection_page(series).encode()
         else:  # static: about four points per pixel column are all that can show
-            spec = charts.connections_spec(series, points=charts.PLOT_WIDTH)
+            spec = charts.connections_spec(series, points=charts.PLOT_WIDTH, static=True)
             if fmt == "svg":
                 data = charts.to_svg(spec, css_class="connection").encode()
             else:

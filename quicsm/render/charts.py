@@ -34,6 +34,7 @@ from quicsm.render.connection import (
     ConnectionSeries,
     clusters,
     ellipsize,
+    pixel_bands,
     reduce_points,
 )
 from quicsm.render.escape import esc
@@ -103,11 +104,16 @@ def _r(x: float, digits: int = 3) -> float:
 # -- one connection ---------------------------------------------------------------------------
 
 
-def _bands_layer(series: ConnectionSeries, states: Sequence[str]) -> Spec:
+def _bands_layer(
+    series: ConnectionSeries, states: Sequence[str], *, columns: int | None = None
+) -> Spec:
+    """The state bands; with ``columns``, as many pixel columns can show them (a static
+    drawing of a trace that changes state thousands of times)."""
+    bands = series.bands
+    if columns is not None:
+        bands = pixel_bands(bands, end=max(series.end_ms, 1e-3), columns=columns)
     rows = [
-        {"start": _r(a), "end": _r(b), "state": s, "ms": _r(b - a)}
-        for a, b, s in series.bands
-        if b > a
+        {"start": _r(a), "end": _r(b), "state": s, "ms": _r(b - a)} for a, b, s in bands if b > a
     ]
     return {
         "data": {"values": rows},
@@ -195,11 +201,17 @@ def _x(title: str | None, domain: tuple[float, float]) -> Spec:
         "type": "quantitative",
         "title": title,
         "scale": {"domain": [_r(domain[0]), _r(domain[1])], "nice": False, "zero": False},
+        "axis": {"labelOverlap": "greedy", "labelSeparation": 8, "tickCount": 10},
     }
 
 
 def _events_panel(
-    series: ConnectionSeries, *, name: str, end: float, states: Sequence[str]
+    series: ConnectionSeries,
+    *,
+    name: str,
+    end: float,
+    states: Sequence[str],
+    columns: int | None = None,
 ) -> Spec:
     """One row per event kind: a mark per cluster of events, its count beside it when it
     holds several; "not logged" when the producer never logs that kind."""
@@ -220,7 +232,7 @@ def _events_panel(
     order = [labels[k] for k in kinds]
     y = {"field": "row", "type": "nominal", "title": None, "sort": order,
          "scale": {"domain": order}, "axis": {"labelLimit": 300}}  # fmt: skip
-    layers: list[Spec] = [{**_bands_layer(series, states), "name": name}]
+    layers: list[Spec] = [{**_bands_layer(series, states, columns=columns), "name": name}]
     for kind in kinds:
         shape, colour, filled = EVENT_MARKS[kind]
         layers.append(
@@ -277,11 +289,14 @@ def connection_spec(
     index: int = 0,
     states: Sequence[str] | None = None,
     metrics: Sequence[str] | None = None,
+    static: bool = False,
 ) -> Spec:
     """One connection as panels on one time axis (window; RTT with its samples; pacing rate
     where logged; loss and timeout events), the congestion state as bands behind the metric
     panels. Wheel and drag zoom and pan every panel's time axis together."""
     end = max(series.end_ms, 1e-3)
+    # a static drawing shows at most one state per pixel column; the interactive one zooms
+    band_columns = PLOT_WIDTH if static else None
     # the colour scales' domains: every state and metric of every connection drawn together
     states = list(states) if states is not None else series.states
     shown = [(t, [c for c in cols if c in series.lines]) for t, cols in PANELS]
@@ -292,7 +307,7 @@ def connection_spec(
         has_samples = i == 1 and bool(series.rtt_samples[0])
         if not columns and not has_samples:
             continue
-        layers = [{**_bands_layer(series, states), "name": f"c{index}p{i}"}]
+        layers = [{**_bands_layer(series, states, columns=band_columns), "name": f"c{index}p{i}"}]
         if columns:
             layers.append(_lines_layer(series, columns, metrics, points=points))
         if has_samples:
@@ -316,11 +331,15 @@ def connection_spec(
                 "width": PLOT_WIDTH, "height": 60,
                 "title": {"text": "this trace logs no congestion window, RTT or pacing rate",
                           "fontSize": 12, "fontWeight": "normal"},
-                "layer": [{**_bands_layer(series, states), "name": f"c{index}pn"}],
+                "layer": [
+                    {**_bands_layer(series, states, columns=band_columns), "name": f"c{index}pn"}
+                ],
                 "encoding": {"x": _x(None, (0.0, end))},
             }
         )  # fmt: skip
-    panels.append(_events_panel(series, name=f"c{index}pe", end=end, states=states))
+    panels.append(
+        _events_panel(series, name=f"c{index}pe", end=end, states=states, columns=band_columns)
+    )
     views = [p["layer"][0]["name"] for p in panels]
     head = f"{series.trace} ({series.vantage})"
     title: Spec = {"text": ellipsize(head, 110)}
@@ -339,16 +358,20 @@ def connection_spec(
     }  # fmt: skip
 
 
-def connections_spec(series: Sequence[ConnectionSeries], *, points: int = COLUMNS) -> Spec:
+def connections_spec(
+    series: Sequence[ConnectionSeries], *, points: int = COLUMNS, static: bool = False
+) -> Spec:
     """Several connections as small multiples, one below the other, each on its own time axis
     and zoomed on its own."""
     if len(series) == 1:
-        return {**connection_spec(series[0], points=points), "config": CONFIG}
+        return {**connection_spec(series[0], points=points, static=static), "config": CONFIG}
     states = list(dict.fromkeys(st for s in series for st in s.states))
     metrics = [c for _, cols in PANELS for c in cols if any(c in s.lines for s in series)]
     return {
         "vconcat": [
-            connection_spec(s, points=points, index=i, states=states, metrics=metrics)
+            connection_spec(
+                s, points=points, index=i, states=states, metrics=metrics, static=static
+            )
             for i, s in enumerate(series)
         ],
         "spacing": 36,
@@ -531,7 +554,7 @@ def traces_spec(traces: Sequence[tuple[str, str, Series]]) -> Spec:
                 "height": 220,
                 "title": {"text": title, "subtitle": subtitle},
                 "layer": [
-                    _bands_layer(bands, states),
+                    _bands_layer(bands, states, columns=470),
                     {"data": {"values": rows},
                      "mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.5},
                      "encoding": {"x": {"field": "t", "type": "quantitative"},
@@ -715,6 +738,23 @@ def interactive_page(
     )
 
 
+def _compact(png: bytes) -> bytes:
+    """A PNG in 64 colours when Pillow is installed (the notebooks extra installs it): about a
+    tenth of the bytes in a saved notebook, no visible difference on a chart."""
+    try:
+        from PIL import Image
+    except ImportError:
+        return png
+    import io
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    out = io.BytesIO()
+    image.quantize(colors=64, method=Image.Quantize.MEDIANCUT).save(
+        out, format="PNG", optimize=True
+    )
+    return out.getvalue()
+
+
 class Chart:
     """A chart for Jupyter: displays as PNG (compact in a saved notebook, whatever the number
     of points); :meth:`svg` and :meth:`png` give the drawing, :meth:`html` the interactive
@@ -726,7 +766,10 @@ class Chart:
     def _repr_mimebundle_(
         self, include: object = None, exclude: object = None
     ) -> dict[str, object]:
-        return {"image/png": base64.b64encode(self.png()).decode(), "text/plain": repr(self)}
+        return {
+            "image/png": base64.b64encode(_compact(self.png())).decode(),
+            "text/plain": repr(self),
+        }
 
     def __repr__(self) -> str:
         return "<quicsm chart: .svg(), .png(), .html(), .spec>"

@@ -197,3 +197,35 @@ def ellipsize(text: str, room: int) -> str:
         return text
     keep = max(room - 1, 2)
     return text[: keep - keep // 2] + "…" + text[len(text) - keep // 2 :]
+
+
+def pixel_bands(
+    bands: Sequence[tuple[float, float, str]], *, end: float, columns: int
+) -> list[tuple[float, float, str]]:
+    """``bands`` as a drawing of ``columns`` pixel columns over [0, ``end``] can show them:
+    each column takes the state that covers most of it, and neighbouring columns of one state
+    merge. Unchanged when there are no more bands than columns."""
+    if len(bands) <= columns or end <= 0:
+        return list(bands)
+    width = end / columns
+    cover: list[dict[str, float]] = [{} for _ in range(columns)]
+    for start, stop, state in bands:
+        if stop <= start:
+            continue
+        first = max(int(start / width), 0)
+        last = min(int(stop / width), columns - 1)
+        for c in range(first, last + 1):
+            overlap = min(stop, (c + 1) * width) - max(start, c * width)
+            if overlap > 0:
+                cover[c][state] = cover[c].get(state, 0.0) + overlap
+    out: list[tuple[float, float, str]] = []
+    for c, states in enumerate(cover):
+        if not states:
+            continue
+        state = max(sorted(states), key=lambda s: states[s])  # ties: the first name
+        lo, hi = c * width, min((c + 1) * width, end)
+        if out and out[-1][2] == state and out[-1][1] == lo:
+            out[-1] = (out[-1][0], hi, state)
+        else:
+            out.append((lo, hi, state))
+    return out

@@ -141,4 +141,4 @@ def plot(
         connection_series(transitions, metrics, str(t), title=title)
         for t, title in zip(traces, titles, strict=True)
     ]
-    return Chart(connections_spec(series, points=COLUMNS // 4))
+    return Chart(connections_spec(series, points=COLUMNS // 4, static=True))
