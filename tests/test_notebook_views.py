@@ -104,6 +104,8 @@ def test_plot_in_a_notebook_is_the_chart_of_quicsm_plot() -> None:
     assert isinstance(png, str) and png.startswith("iVBORw0KGgo")  # base64 of a PNG
     svg = chart.svg()
     assert svg.startswith("<svg") and "a &lt;b&gt;title&lt;/b&gt;" in svg
-    assert ">RetransmissionTimeout</text>" in svg and ">packet lost (39)</text>" in svg
+    assert (
+        ">RetransmissionTimeout</text>" in svg and ">packet lost, time threshold (39)</text>" in svg
+    )
     with pytest.raises(InputError, match="1 traces but 2 titles"):
         quicsm.plot(transitions, metrics, [trace], titles=["a", "b"])

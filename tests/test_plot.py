@@ -73,8 +73,8 @@ def test_svg_names_every_state_line_and_event_kind(series) -> None:  # type: ign
     for name in ("cwnd", "bytes in flight", "smoothed RTT", "min RTT"):
         assert f">{name}</text>" in svg
     assert ">pacing rate<" not in svg
-    # the event rows count what the trace logs
-    assert f">packet lost ({len(s.losses_ms)})</text>" in svg
+    # the event rows count what the trace logs, losses by what detected them (quic-go logs it)
+    assert f">packet lost, time threshold ({len(s.losses_ms)})</text>" in svg
     assert f">probe timeout ({len(s.ptos_ms)})</text>" in svg
 
 
@@ -101,7 +101,10 @@ def test_spurious_losses_are_marked_apart() -> None:
     rows = {r["row"] for p in spec["vconcat"] for layer in p["layer"]
             for r in layer["data"]["values"] if "row" in r}  # fmt: skip
     assert f"spurious loss ({len(s.spurious_ms)})" in rows
-    assert f"packet lost ({len(s.losses_ms)})" in rows
+    # losses split by what detected them (RFC 9002 section 6.1), adding up to every loss
+    split = {r: int(r.rsplit("(", 1)[1].rstrip(")")) for r in rows if r.startswith("packet lost")}
+    assert set(split) == {"packet lost, packet threshold (5)", "packet lost, time threshold (16)"}
+    assert sum(split.values()) == len(s.losses_ms)
 
 
 @given(st.lists(st.floats(0, 1000), max_size=200), st.floats(0.01, 50))
@@ -239,7 +242,9 @@ def test_a_chart_the_renderer_rejects_is_a_clear_error() -> None:
              max_size=300),
     st.integers(1, 60),
 )  # fmt: skip
-def test_pixel_bands_keep_one_state_per_column(steps: list[tuple[float, str]], columns: int) -> None:
+def test_pixel_bands_keep_one_state_per_column(
+    steps: list[tuple[float, str]], columns: int
+) -> None:
     from quicsm.render.connection import pixel_bands
 
     bands, t = [], 0.0

@@ -205,6 +205,30 @@ def _x(title: str | None, domain: tuple[float, float]) -> Spec:
     }
 
 
+#: loss-detection triggers (qlog ``packet_lost`` ``trigger``) -> their name on the plot
+LOSS_TRIGGERS: Final[dict[str, str]] = {
+    "reordering_threshold": "packet threshold",
+    "time_threshold": "time threshold",
+    "pto_expired": "PTO expired",
+}
+
+
+def _event_rows(series: ConnectionSeries, kind: str, short: str) -> list[tuple[str, list[float]]]:
+    """(row label, event times) of one event kind: packet losses split by what detected them
+    when the trace logs it (packet or time threshold, RFC 9002 section 6.1)."""
+    times = series.events(kind)
+    triggers = series.loss_triggers if kind == "packet_lost" else []
+    if not any(triggers):
+        return [(f"{short} ({len(times)})", times)]
+    by: dict[str, list[float]] = {}
+    for t, trigger in zip(times, triggers, strict=True):
+        name = LOSS_TRIGGERS.get(trigger, trigger) if trigger else "trigger not logged"
+        by.setdefault(name, []).append(t)
+    rank = list(LOSS_TRIGGERS.values())
+    names = sorted(by, key=lambda n: (rank.index(n) if n in rank else len(rank), n))
+    return [(f"{short}, {n} ({len(by[n])})", by[n]) for n in names]
+
+
 def _events_panel(
     series: ConnectionSeries,
     *,
@@ -219,17 +243,19 @@ def _events_panel(
     kinds = [
         k for k in EVENTS if series.events(k) or k in series.not_logged or k != "spurious_loss"
     ]
-    labels = {k: f"{EVENTS[k].split(' (')[0]} ({len(series.events(k))})" for k in kinds}
+    order: list[str] = []
     for kind in kinds:
+        short = EVENTS[kind].split(" (")[0]
         if kind in series.not_logged:
-            labels[kind] = f"{EVENTS[kind].split(' (')[0]}: not logged"
-            missing.append({"row": labels[kind], "text": "not logged by this producer"})
+            order.append(f"{short}: not logged")
+            missing.append({"row": order[-1], "text": "not logged by this producer"})
             continue
-        for first, last, n in clusters(series.events(kind), gap=end * CLUSTER_FRACTION):
-            rows.append({"t": _r((first + last) / 2), "first": _r(first), "last": _r(last),
-                         "n": n, "count": str(n) if n > 1 else "", "kind": kind,
-                         "row": labels[kind]})  # fmt: skip
-    order = [labels[k] for k in kinds]
+        for label, times in _event_rows(series, kind, short):
+            order.append(label)
+            for first, last, n in clusters(times, gap=end * CLUSTER_FRACTION):
+                rows.append({"t": _r((first + last) / 2), "first": _r(first), "last": _r(last),
+                             "n": n, "count": str(n) if n > 1 else "", "kind": kind,
+                             "row": label})  # fmt: skip
     y = {"field": "row", "type": "nominal", "title": None, "sort": order,
          "scale": {"domain": order}, "axis": {"labelLimit": 300}}  # fmt: skip
     layers: list[Spec] = [{**_bands_layer(series, states, columns=columns), "name": name}]

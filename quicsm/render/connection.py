@@ -51,6 +51,9 @@ class ConnectionSeries:
     losses_ms: list[float] = field(default_factory=list)
     ptos_ms: list[float] = field(default_factory=list)
     spurious_ms: list[float] = field(default_factory=list)
+    #: what detected each loss (qlog ``trigger``: ``reordering_threshold``, ``time_threshold``),
+    #: None where not logged; parallel to ``losses_ms`` (empty: no trigger read)
+    loss_triggers: list[str | None] = field(default_factory=list)
     #: RTT samples (``latest_rtt``): (times, values)
     rtt_samples: tuple[list[float], list[float]] = ([], [])
     title: str = ""
@@ -112,6 +115,12 @@ def connection_series(
         return [float(x) for x in m.filter(pl.col("event") == kind)["time_ms"]]
 
     losses, ptos, spurious = at("packet_lost"), at("pto"), at("spurious_loss")
+    triggers: list[str | None] = []
+    if "trigger" in m.columns:
+        triggers = [
+            None if t is None else str(t)
+            for t in m.filter(pl.col("event") == "packet_lost")["trigger"].to_list()
+        ]
     seen = {
         k for k, v in (("packet_lost", losses), ("pto", ptos), ("spurious_loss", spurious)) if v
     }
@@ -122,6 +131,7 @@ def connection_series(
         bands=bands,
         lines=lines,
         losses_ms=losses,
+        loss_triggers=triggers,
         ptos_ms=ptos,
         spurious_ms=spurious,
         rtt_samples=samples,
