@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
     "infer": "quicsm.model.inference",
     "Model": "quicsm.model.tables",
     **dict.fromkeys(("model_to_dot", "render_model", "render_dot"), "quicsm.render.dot"),
-    "side_by_side": "quicsm.render.notebook",
+    **dict.fromkeys(("side_by_side", "plot"), "quicsm.render.notebook"),
     **dict.fromkeys(
         (
             "Stats",

@@ -14,8 +14,8 @@ from quicsm.extract.read import read_transitions
 FIX = Path(__file__).parent / "fixtures" / "qlog"
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args))
+def run(*args: str, columns: int = 300) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), env={"COLUMNS": str(columns)})
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -46,6 +46,24 @@ def test_states_jsonl_and_table() -> None:
         "end_ms",
     ]
     assert lines[2].split()[3:5] == ["3.000", "SlowStart"]
+
+
+def test_states_table_fits_the_terminal() -> None:
+    """Columns are left out (the file first: the trace id names it) and trace ids cut in the
+    middle until every line fits; stderr says what was left out; csv keeps everything."""
+    path = str(FIX / "draft02.ndjson")
+    _, wide, _ = run("states", path)
+    for columns in (120, 80, 60):
+        code, out, err = run("states", path, columns=columns)
+        assert code == 0
+        lines = out.splitlines()
+        assert all(len(line) <= columns for line in lines), (columns, lines)
+        assert len(lines) == len(wide.splitlines())  # every row is still there
+        assert "state" in lines[0].split() and "time_ms" in lines[0].split()
+        assert "left out to fit" in err and "file" in err
+        assert "SlowStart" in out and "draft02.ndjson#0" in out  # the trace id keeps its tail
+    code, out, _ = run("states", "--format", "csv", path, columns=60)
+    assert out.splitlines()[0].startswith("file,trace,vantage")
 
 
 def test_missing_file_is_a_clean_error() -> None:

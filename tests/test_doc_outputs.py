@@ -64,3 +64,32 @@ def test_calibration_results_reproduce() -> None:
     results = json.loads(diff_calibration.RESULTS.read_text())
     assert results["settings"]["repetitions"] >= 200
     assert diff_calibration.check(results, 2) == []
+
+
+PICTURE_COMMANDS = [
+    c
+    for doc in GEN.DOCS  # type: ignore[attr-defined]
+    for c in GEN.pictures(doc.read_text(encoding="utf-8"))  # type: ignore[attr-defined]
+]
+
+
+def test_docs_show_pictures_made_by_commands() -> None:
+    assert any("quicsm plot" in c for c in PICTURE_COMMANDS)
+    assert any("report_pictures" in c for c in PICTURE_COMMANDS)
+    for doc in GEN.DOCS:  # type: ignore[attr-defined]
+        for name in re.findall(r"\]\(pictures/([^)]+)\)", doc.read_text(encoding="utf-8")):
+            assert (ROOT / "docs" / "pictures" / name).is_file(), name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", PICTURE_COMMANDS, ids=[c[:60] for c in PICTURE_COMMANDS])
+def test_pictures_are_current(command: str, tmp_path: Path) -> None:
+    """Each picture regenerates byte for byte (into a temporary directory)."""
+    GEN.run(command.replace("docs/pictures", str(tmp_path)))  # type: ignore[attr-defined]
+    made = sorted(tmp_path.iterdir())
+    assert made
+    for path in made:
+        committed = ROOT / "docs" / "pictures" / path.name
+        assert path.read_bytes() == committed.read_bytes(), (
+            f"docs/pictures/{path.name} is stale: run scripts/gen_doc_outputs"
+        )

@@ -4,6 +4,7 @@ scale to their cell, significant rows are highlighted, and side-by-side models s
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
@@ -12,7 +13,7 @@ from test_model import fig13_transitions
 import quicsm
 from quicsm.compare.diff import diff
 from quicsm.model.inference import infer
-from quicsm.render.notebook import diff_html, model_html, scalable_svg, side_by_side
+from quicsm.render.notebook import diff_html, model_html, side_by_side
 
 XSS = "<script>alert(1)</script>"
 
@@ -79,6 +80,32 @@ def test_side_by_side_shares_one_layout() -> None:
     assert all('width="100%"' in re.search(r"<svg\b[^>]*>", s).group() for s in svgs)  # type: ignore[union-attr]
 
 
-def test_scalable_svg_drops_the_fixed_size() -> None:
-    raw = '<?xml version="1.0"?>\n<svg width="565pt" height="316pt"\n viewBox="0 0 565 316">x</svg>'
-    assert scalable_svg(raw) == '<svg width="100%"\n viewBox="0 0 565 316">x</svg>'
+def test_inline_svg_drops_the_fixed_size() -> None:
+    from quicsm.render.dot import inline_svg
+
+    svg = inline_svg("digraph { a -> b }")
+    head = re.search(r"<svg\b[^>]*>", svg).group()  # type: ignore[union-attr]
+    assert svg.startswith('<svg class="fsm"') and "<?xml" not in svg
+    assert 'width="100%"' in head and 'pt"' not in head and "viewBox" in head
+
+
+def test_plot_in_a_notebook_is_the_chart_of_quicsm_plot() -> None:
+    """quicsm.plot draws the notebooks' connections with the chart module `quicsm plot` uses,
+    and displays as PNG."""
+    import quicsm
+    from quicsm.core.errors import InputError
+
+    server = Path(__file__).parent / "fixtures" / "real" / "quic-go-v0.65.0" / "server.sqlog.zst"
+    transitions = quicsm.read_transitions([server])
+    metrics = quicsm.read_metrics([server])
+    trace = str(transitions["trace"][0])
+    chart = quicsm.plot(transitions, metrics, [trace], titles=["a <b>title</b>"])
+    png = chart._repr_mimebundle_()["image/png"]
+    assert isinstance(png, str) and png.startswith("iVBORw0KGgo")  # base64 of a PNG
+    svg = chart.svg()
+    assert svg.startswith("<svg") and "a &lt;b&gt;title&lt;/b&gt;" in svg
+    assert (
+        ">RetransmissionTimeout</text>" in svg and ">packet lost, time threshold (39)</text>" in svg
+    )
+    with pytest.raises(InputError, match="1 traces but 2 titles"):
+        quicsm.plot(transitions, metrics, [trace], titles=["a", "b"])

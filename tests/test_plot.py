@@ -1,4 +1,5 @@
-"""`quicsm plot` and quicsm.render.plot: one connection of a real trace, drawn as SVG/HTML/PNG."""
+"""`quicsm plot`, quicsm.render.connection and quicsm.render.charts: connections of real traces,
+drawn as SVG/HTML/PNG."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ from hypothesis import strategies as st
 
 from quicsm.cli import main
 from quicsm.extract.read import read_metrics, read_transitions
-from quicsm.render.plot import (
+from quicsm.render import charts
+from quicsm.render.colours import STATE_COLOURS, tint
+from quicsm.render.connection import (
+    clusters,
     connection_series,
-    nice_step,
-    plot_html,
-    plot_svg,
+    ellipsize,
     reduce_points,
     state_durations,
 )
@@ -26,6 +28,7 @@ from quicsm.render.plot import (
 REAL = Path(__file__).parent / "fixtures" / "real"
 SERVER = REAL / "quic-go-v0.65.0" / "server.sqlog.zst"  # losses and PTOs
 QUICHE = Path(__file__).parent / "fixtures" / "qlog" / "quiche_quic.sqlog"  # logs pacing_rate
+SPURIOUS = Path(__file__).parent.parent / "traces" / "quic-go-v0.65.0.qlog"  # spurious losses
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -56,39 +59,101 @@ def test_series_holds_what_the_trace_logs(series) -> None:  # type: ignore[no-un
     assert total == pytest.approx(s.end_ms)
 
 
-def test_svg_marks_every_state_loss_and_pto(series) -> None:  # type: ignore[no-untyped-def]
+def plot_svg(s) -> str:  # type: ignore[no-untyped-def]
+    return charts.to_svg(charts.connections_spec([s]))
+
+
+def test_svg_names_every_state_line_and_event_kind(series) -> None:  # type: ignore[no-untyped-def]
     s, _, _ = series
     svg = plot_svg(s)
     assert svg == plot_svg(s)  # deterministic
     assert svg.startswith("<svg") and svg.endswith("</svg>")
-    assert svg.count('class="loss"') == len(s.losses_ms)
-    assert svg.count('class="pto"') == len(s.ptos_ms)
-    n_panels = 2  # window and RTT; no pacing rate in this trace
-    drawn_bands = sum(1 for a, b, _ in s.bands if b > a)
-    assert svg.count('class="band"') == n_panels * drawn_bands
     for state in s.states:
         assert f">{state}</text>" in svg  # in the legend
     for name in ("cwnd", "bytes in flight", "smoothed RTT", "min RTT"):
         assert f">{name}</text>" in svg
     assert ">pacing rate<" not in svg
+    # the event rows count what the trace logs, losses by what detected them (quic-go logs it)
+    assert f">packet lost, time threshold ({len(s.losses_ms)})</text>" in svg
+    assert f">probe timeout ({len(s.ptos_ms)})</text>" in svg
 
 
-def test_pacing_rate_panel_when_logged() -> None:
-    transitions = read_transitions([QUICHE])
-    metrics = read_metrics([QUICHE])
-    s = connection_series(transitions, metrics, str(transitions["trace"][0]))
-    assert "pacing_rate_bps" in s.lines
-    svg = plot_svg(s)
-    assert ">pacing rate</text>" in svg and "bit/s" in svg
+def test_not_logged_is_said_not_counted(tmp_path: Path) -> None:
+    """quiche logs no packet_lost and no PTO timer: its plot says "not logged", not "(0)"."""
+    out = tmp_path / "quiche.svg"
+    code, _, err = run("plot", str(QUICHE), "-o", str(out))
+    assert code == 0, err
+    svg = out.read_text()
+    assert ">packet lost: not logged</text>" in svg and ">packet lost (0)<" not in svg
+    assert "not logged by this producer" in svg
+    # quic-go logs both: counts, never "not logged"
+    code, _, err = run("plot", f"{SERVER}#0", "-o", str(tmp_path / "go.svg"))
+    assert "not logged" not in (tmp_path / "go.svg").read_text()
 
 
-def test_html_is_self_contained(series) -> None:  # type: ignore[no-untyped-def]
+def test_spurious_losses_are_marked_apart() -> None:
+    transitions = read_transitions([SPURIOUS])
+    metrics = read_metrics([SPURIOUS])
+    s = connection_series(transitions, metrics, f"{SPURIOUS}#0014")
+    # trace 14 (jitter): every one of its 21 declared losses is acknowledged later
+    assert len(s.losses_ms) == len(s.spurious_ms) == 21
+    spec = charts.connection_spec(s)
+    rows = {r["row"] for p in spec["vconcat"] for layer in p["layer"]
+            for r in layer["data"]["values"] if "row" in r}  # fmt: skip
+    assert f"spurious loss ({len(s.spurious_ms)})" in rows
+    # losses split by what detected them (RFC 9002 section 6.1), adding up to every loss
+    split = {r: int(r.rsplit("(", 1)[1].rstrip(")")) for r in rows if r.startswith("packet lost")}
+    assert set(split) == {"packet lost, packet threshold (5)", "packet lost, time threshold (16)"}
+    assert sum(split.values()) == len(s.losses_ms)
+
+
+@given(st.lists(st.floats(0, 1000), max_size=200), st.floats(0.01, 50))
+def test_clusters_count_every_event_once(times: list[float], gap: float) -> None:
+    runs = clusters(times, gap=gap)
+    assert sum(n for _, _, n in runs) == len(times)
+    for (_, last, _), (first, _, _) in zip(runs, runs[1:], strict=False):
+        assert first - last > gap  # marks farther apart than the gap stay apart
+    for first, last, n in runs:
+        assert first <= last and (n > 1 or first == last)
+
+
+def _luminance(colour: str) -> float:
+    def channel(c: int) -> float:
+        x = c / 255
+        return x / 12.92 if x <= 0.04045 else ((x + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(int(colour[i : i + 2], 16)) for i in (1, 3, 5))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def test_lines_and_marks_read_on_every_state_band() -> None:
+    """WCAG contrast of at least 3:1 between every line/mark colour and every band (no orange
+    pacing line on an orange ApplicationLimited band)."""
+    inks = [*charts.LINE_COLOURS.values(), charts.RTT_SAMPLE_COLOUR,
+            *(c for _, c, _ in charts.EVENT_MARKS.values())]  # fmt: skip
+    for state, colour in STATE_COLOURS.items():
+        band = _luminance(tint(colour, charts.BAND_TINT))
+        for ink in inks:
+            lum = _luminance(ink)
+            ratio = (max(band, lum) + 0.05) / (min(band, lum) + 0.05)
+            assert ratio >= 3, (state, ink, ratio)
+
+
+def test_html_is_self_contained_and_scripts_are_pinned(series) -> None:  # type: ignore[no-untyped-def]
+    import base64
+    import hashlib
+
     s, _, _ = series
-    page = plot_html(s)
-    assert "<script" not in page and "http://" not in page.replace(
-        'xmlns="http://www.w3.org/2000/svg"', ""
-    )
-    assert "Content-Security-Policy" in page
+    page = charts.connection_page([s])
+    assert "Content-Security-Policy" in page and "unsafe-eval" not in page
+    scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
+    assert len(scripts) == 2
+    for script in scripts:  # each inline script is allowed by its hash, nothing else
+        digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+        assert f"'sha256-{digest}'" in page
+    markup = re.sub(r"<script>.*?</script>", "", page, flags=re.S)
+    assert not re.search(r"""(?:src|href)\s*=\s*["'](?!#)""", markup)  # the browser test
+    # shows that nothing is fetched when the scripts run
     rows = re.findall(r"<tr><td>.*?</tr>", page)
     assert len(rows) == len(s.states)
 
@@ -102,15 +167,16 @@ def test_reduce_points_keeps_extremes_of_every_column(
 ) -> None:
     points.sort()
     xs, ys = [p[0] for p in points], [p[1] for p in points]
-    rx, ry = reduce_points(xs, ys, columns=columns)
+    rx, ry = reduce_points(xs, ys, columns=columns, span=(0.0, 500.0) if xs else None)
     assert rx == sorted(rx) and rx[0] == xs[0] and rx[-1] == xs[-1]
     if len(xs) > 4 * columns:
         by_col: dict[int, list[float]] = {}
+        width = 500.0 / columns
         for x, y in zip(xs, ys, strict=True):
-            by_col.setdefault(int(x), []).append(y)
+            by_col.setdefault(math.floor(x / width), []).append(y)
         kept: dict[int, list[float]] = {}
         for x, y in zip(rx, ry, strict=True):
-            kept.setdefault(int(x), []).append(y)
+            kept.setdefault(math.floor(x / width), []).append(y)
         assert kept.keys() == by_col.keys()
         for col, values in by_col.items():
             assert min(kept[col]) == min(values) and max(kept[col]) == max(values)
@@ -119,19 +185,13 @@ def test_reduce_points_keeps_extremes_of_every_column(
         assert (rx, ry) == (xs, ys)
 
 
-@given(st.floats(1e-6, 1e12))
-def test_nice_step_gives_a_handful_of_round_ticks(span: float) -> None:
-    step = nice_step(span, 5)
-    mantissa = step / 10 ** math.floor(math.log10(step))
-    assert round(mantissa, 9) in (1, 2, 2.5, 5, 10)
-    assert 2 <= span / step <= 5.0001
-
-
 def test_cli_plot_one_trace(tmp_path: Path) -> None:
     out = tmp_path / "conn.svg"
     code, _, err = run("plot", f"{SERVER}#0", "-o", str(out))
     assert code == 0, err
-    assert out.read_text().startswith("<svg") and f"{SERVER}#0000" in err
+    head = out.read_text().split(">", 1)[0]
+    assert head.startswith("<svg") and head.count("class=") == 1 and 'class="connection"' in head
+    assert f"{SERVER}#0000" in err
     code, _, err = run("plot", str(SERVER), "--where", "vantage=server", "-o", str(tmp_path / "p"))
     assert code == 0, err
     assert (tmp_path / "p").read_text().startswith("<!DOCTYPE html>")  # html by default
@@ -144,28 +204,59 @@ def test_cli_plot_png(tmp_path: Path) -> None:
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
-    assert width == 2 * 960 and height > 700
+    assert width > 2 * 1000 and height > 2 * 500
 
 
-def test_cli_plot_needs_exactly_one_trace(tmp_path: Path) -> None:
-    code, _, err = run("plot", str(REAL), "-o", str(tmp_path / "x.html"))
-    assert code == 1
-    assert "plot draws one connection, but 6 traces were selected" in err
-    assert "Traceback" not in err
+def test_cli_plot_several_connections_and_errors(tmp_path: Path) -> None:
+    out = tmp_path / "two.html"
+    code, _, err = run("plot", str(REAL), "--where", "vantage=server", "-o", str(out))
+    assert code == 0, err
+    assert err.count("#0000") == 3  # three servers, one small multiple each
+    assert "3 connections" in out.read_text()
     code, _, err = run("plot", f"{SERVER}#7", "-o", str(tmp_path / "x.html"))
     assert code == 1 and "no such trace" in err and "holds 1 trace (#0 to #0)" in err
     code, _, err = run("plot", f"{SERVER}#x", "-o", str(tmp_path / "x.html"))
-    assert code == 1 and "expected FILE#N" in err
+    assert code == 1 and "expected FILE#N" in err and "Traceback" not in err
 
 
 @given(st.text(min_size=0, max_size=300), st.integers(3, 200))
 def test_long_titles_are_cut_in_the_middle(text: str, room: int) -> None:
-    from quicsm.render.plot import _ellipsize
-
-    cut = _ellipsize(text, room)
+    cut = ellipsize(text, room)
     assert len(cut) <= room
     if len(text) <= room:
         assert cut == text
     else:
         head, _, tail = cut.partition("…")
         assert text.startswith(head) and text.endswith(tail) and tail
+
+
+def test_a_chart_the_renderer_rejects_is_a_clear_error() -> None:
+    from quicsm.core.errors import QuicsmError
+
+    with pytest.raises(QuicsmError, match="the chart could not be drawn"):
+        charts.to_svg({"mark": "nosuchmark", "data": {"values": []}})
+
+
+@given(
+    st.lists(st.tuples(st.floats(0.001, 50), st.sampled_from(["A", "B", "C"])), min_size=1,
+             max_size=300),
+    st.integers(1, 60),
+)  # fmt: skip
+def test_pixel_bands_keep_one_state_per_column(
+    steps: list[tuple[float, str]], columns: int
+) -> None:
+    from quicsm.render.connection import pixel_bands
+
+    bands, t = [], 0.0
+    for width, state in steps:
+        bands.append((t, t + width, state))
+        t += width
+    out = pixel_bands(bands, end=t, columns=columns)
+    if len(bands) <= columns:
+        assert out == bands
+        return
+    assert len(out) <= columns
+    assert out[0][0] == 0 and out[-1][1] == pytest.approx(t)
+    assert all(a[1] == pytest.approx(b[0]) for a, b in zip(out, out[1:], strict=False))
+    assert all(a[2] != b[2] for a, b in zip(out, out[1:], strict=False))  # neighbours merged
+    assert {s for _, _, s in out} <= {s for _, _, s in bands}

@@ -78,6 +78,14 @@ def test_report_loads_cleanly_in_chromium(chromium: str, report_file: Path, tmp_
         )
         assert len(places) == 2 and len(places[0]) >= 5
         assert places[0] == places[1]
+        # ... side by side: same top, B to the right of A, each within the page
+        boxes = browser.evaluate(
+            session,
+            "Array.from(document.querySelectorAll('.fsms svg.fsm')).map(s => { const r = "
+            "s.getBoundingClientRect(); return [r.left, r.top, r.right]; })",
+        )
+        assert abs(boxes[0][1] - boxes[1][1]) < 2 and boxes[1][0] >= boxes[0][2], boxes
+        assert boxes[1][2] <= browser.evaluate(session, "document.documentElement.clientWidth")
         # hover text names states, not graphviz ids
         titles = browser.evaluate(
             session,
@@ -115,3 +123,60 @@ def test_harness_sees_errors_and_requests(chromium: str, tmp_path: Path) -> None
     assert any("nosuch" in e for e in load.errors)
     assert load.dialogs == ["x"]
     assert "http://127.0.0.1:9/x.png" in load.requests
+
+
+#: per small multiple of the representative traces: [drawn width of its lines, plot width]
+_TRACE_WIDTHS = """Array.from(document.querySelectorAll('svg.traces g.role-scope')).filter(g =>
+  /concat_\\d+_group/.test(g.getAttribute('class'))).map(g => {
+  const plot = g.querySelector(':scope > g > path.background').getBoundingClientRect();
+  const lines = Array.from(g.querySelectorAll('g.mark-line path')).map(p =>
+    p.getBoundingClientRect());
+  const left = Math.min(...lines.map(r => r.left)), right = Math.max(...lines.map(r => r.right));
+  return [right - left, plot.width]; })"""
+
+
+def test_version_report_reads_at_a_glance(chromium: str, tmp_path: Path) -> None:
+    """The shipped corpus' version report: each representative trace uses at least half of
+    its plot's width (a 26 s and a 1 s trace, each on its own axes), A and B diagrams side by
+    side with readable text, a heatmap legend."""
+    from click.testing import CliRunner
+
+    from quicsm.cli import main
+
+    root = Path(__file__).parent.parent / "traces"
+    out = tmp_path / "version.html"
+    result = CliRunner().invoke(
+        main,
+        ["report", str(root / "quic-go-v0.48.2.qlog"), str(root / "quic-go-v0.65.0.qlog"),
+         "--by", "version", "--where", "vantage=server", "-o", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    with Browser(chromium) as browser:
+        session, load = browser.load(out.as_uri(), width=1200)
+        assert load.errors == [] and load.requests == [out.as_uri()]
+        widths = browser.evaluate(session, _TRACE_WIDTHS)
+        assert len(widths) == 2, widths
+        for drawn, plot in widths:
+            assert plot > 300 and drawn >= 0.5 * plot, widths
+        tops = browser.evaluate(
+            session,
+            "Array.from(document.querySelectorAll('.fsms svg.fsm')).map(s => "
+            "Math.round(s.getBoundingClientRect().top))",
+        )
+        assert len(tops) == 2 and tops[0] == tops[1]
+        smallest = browser.evaluate(
+            session,
+            "Math.min(...Array.from(document.querySelectorAll('.fsms svg.fsm text'))"
+            ".map(t => t.getBoundingClientRect().height))",
+        )
+        assert smallest >= 9, smallest
+        legend = browser.evaluate(
+            session, "document.querySelectorAll('svg g.role-legend-gradient, "
+            "svg g.mark-rect.role-legend-gradient').length"
+        )  # fmt: skip
+        assert legend >= 1  # the heatmap's colour scale has a legend
+        shot = browser.screenshot(session, tmp_path / "version-report.png")
+    artifacts = os.environ.get("QUICSM_ARTIFACTS")
+    if artifacts:
+        Path(artifacts).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(artifacts) / "version-report-screenshot.png")

@@ -1,4 +1,4 @@
-"""``quicsm plot``: one connection over time, with its congestion states."""
+"""``quicsm plot``: connections over time, with their congestion states."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from quicsm.core.atomic import checked_target, write_file
 from quicsm.core.errors import InputError
 
 FORMATS = ("html", "svg", "png")
-#: trace ids listed when a selection holds more than one trace
-MAX_LISTED = 10
+#: connections one plot draws at most (as small multiples); trace ids listed past it
+MAX_CONNECTIONS = 12
 
 
 @click.command("plot")
@@ -33,84 +33,131 @@ MAX_LISTED = 10
     "fmt",
     type=click.Choice(FORMATS),
     default=None,
-    help="html (the plot with a time-in-state table), svg or png (drawn by headless "
-    "Chromium); default: from the file suffix.",
+    help="html (interactive: wheel zooms, drag pans; with a time-in-state table), svg or png "
+    "(static); default: from the file suffix.",
+)
+@click.option(
+    "--scale",
+    type=click.FloatRange(0.25, 8),
+    default=2.0,
+    show_default=True,
+    help="PNG pixels per chart unit.",
 )
 @lenient_option
 def plot_command(
-    paths: tuple[str, ...], where: tuple[str, ...], output: Path, fmt: str | None, lenient: bool
+    paths: tuple[str, ...],
+    where: tuple[str, ...],
+    output: Path,
+    fmt: str | None,
+    scale: float,
+    lenient: bool,
 ) -> None:
-    """Plot one connection: congestion window, bytes in flight and ssthresh; smoothed and
-    minimum RTT; the pacing rate when the trace logs it — on one time axis, with the congestion
-    state as coloured bands, lost packets (×) and probe timeouts (▼) marked.
+    """Plot connections over time, in panels sharing one time axis: congestion window, bytes
+    in flight and ssthresh; smoothed and minimum RTT with every RTT sample; the pacing rate
+    when the trace logs it; packets declared lost (spurious ones marked apart), and probe
+    timeouts, nearby events merged into one mark with their count, "not logged" for an event
+    kind the producer never logs. The congestion state is drawn as coloured bands.
 
-    Name the trace as FILE#N (N counts the file's traces from 0, as `quicsm states` shows),
-    or narrow PATHS down to one trace with --where.
+    Name traces as FILE#N (N counts the file's traces from 0, as `quicsm states` shows), or
+    narrow PATHS down with --where; several traces are drawn one below the other (at most 12).
 
     \b
     quicsm plot 'traces/quic-go-v0.65.0.qlog#0' -o conn.html
+    quicsm plot 'traces/quic-go-v0.48.2.qlog#0' 'traces/quic-go-v0.65.0.qlog#0' -o two.html
     quicsm plot traces/aioquic-1.7.2.qlog --where scenario=loss1 --where run=1 \\
         --where vantage=server -o loss.svg
     """
     checked_target(output)  # refused before any work: a symbolic link or a directory
     from quicsm.core.diagnostics import Diagnostics
     from quicsm.extract.read import read_metrics, read_transitions
-    from quicsm.render.plot import connection_series, plot_html, plot_svg
+    from quicsm.render import charts
+    from quicsm.render.connection import connection_series
 
     if fmt is None:
         suffix = output.suffix.lower().lstrip(".")
         fmt = suffix if suffix in FORMATS else "html"
     on_error = "skip" if lenient else "raise"
     diagnostics = Diagnostics()
-    with reading("reading the trace") as stage:
+    with reading("reading the traces") as stage:
         chosen = selection(paths, where=where, lenient=lenient)
         transitions = chosen.keep(
             read_transitions(chosen.paths, on_error=on_error, diagnostics=diagnostics)
         )
-        traces = transitions["trace"].unique(maintain_order=True).to_list()
-        if len(traces) != 1:
-            _one_trace_please(traces, paths)
-        stage.update("reading its metrics")
+        traces = [str(t) for t in transitions["trace"].unique(maintain_order=True).to_list()]
+        _check_count(traces, paths)
+        stage.update("reading their metrics")
         metrics = chosen.keep(read_metrics(chosen.paths, on_error=on_error))
-        title = _title(chosen, traces[0])
-        series = connection_series(transitions, metrics, traces[0], title=title)
+        labels = _labels(chosen, on_error=on_error)
+        series = [
+            connection_series(
+                transitions,
+                metrics,
+                trace,
+                title=_title(labels.get(trace, {})),
+                not_logged=_not_logged(labels.get(trace, {})),
+            )
+            for trace in traces
+        ]
         stage.update("drawing")
         if fmt == "html":
-            data: bytes = plot_html(series).encode()
-        elif fmt == "svg":
-            data = plot_svg(series).encode()
-        else:
-            from quicsm.render.png import svg_to_png
-
-            data = svg_to_png(plot_svg(series))
+            data: bytes = charts.connection_page(series).encode()
+        else:  # static: about four points per pixel column are all that can show
+            spec = charts.connections_spec(series, points=charts.PLOT_WIDTH, static=True)
+            if fmt == "svg":
+                data = charts.to_svg(spec, css_class="connection").encode()
+            else:
+                data = charts.to_png(spec, scale=scale)
     print_warnings(diagnostics)
     write_file(output, data, what="the plot")
-    click.echo(f"wrote {output} ({traces[0]})", err=True)
+    click.echo(f"wrote {output} ({', '.join(traces)})", err=True)
 
 
-def _one_trace_please(traces: list[str], paths: tuple[str, ...]) -> None:
+def _check_count(traces: list[str], paths: tuple[str, ...]) -> None:
     if not traces:
         raise InputError(f"no trace with states under {', '.join(paths)}")
-    shown = ", ".join(traces[:MAX_LISTED]) + (" ..." if len(traces) > MAX_LISTED else "")
+    if len(traces) <= MAX_CONNECTIONS:
+        return
+    shown = ", ".join(traces[:MAX_CONNECTIONS]) + " ..."
     raise InputError(
-        f"plot draws one connection, but {len(traces)} traces were selected ({shown}); name one "
-        "as FILE#N or narrow with --where (`quicsm labels` lists the labels)"
+        f"plot draws at most {MAX_CONNECTIONS} connections, but {len(traces)} traces were "
+        f"selected ({shown}); name them as FILE#N or narrow with --where (`quicsm labels` lists "
+        "the labels)"
     )
 
 
-def _title(chosen: object, trace: str) -> str:
-    """A one-line description from the trace's labels (scenario, stack, version, run)."""
+def _labels(chosen: object, *, on_error: str) -> dict[str, dict[str, object]]:
+    """trace id -> its labels (title, code_version, stack, scenario, run, ...)."""
     import orjson
-    import polars as pl
 
     from quicsm.compare.selection import Selection
+    from quicsm.extract.read import read_traces
 
     assert isinstance(chosen, Selection)
-    if chosen.traces is None:
-        return ""
-    row = chosen.traces.filter(pl.col("trace") == trace)
-    if row.height == 0:
-        return ""
-    labels = orjson.loads(row["labels"][0])
+    frame = chosen.traces
+    if frame is None:
+        frame = read_traces(chosen.paths, on_error=on_error)
+    return {str(t): orjson.loads(raw) for t, raw in frame.select("trace", "labels").iter_rows()}
+
+
+def _title(labels: dict[str, object]) -> str:
+    """A one-line description from the trace's labels (scenario, stack, version, run)."""
     parts = [f"{k}={labels[k]}" for k in ("stack", "version", "scenario", "run") if k in labels]
     return ", ".join(parts)
+
+
+def _not_logged(labels: dict[str, object]) -> frozenset[str]:
+    """Event kinds the trace's producer never logs (from its profile)."""
+    from quicsm.extract.profiles import detect_profile
+
+    title, version = labels.get("title"), labels.get("code_version")
+    profile = detect_profile(
+        title=title if isinstance(title, str) else None,
+        code_version=version if isinstance(version, str) else None,
+        labels=labels,
+    )
+    out = set()
+    if not profile.logs_packet_lost:
+        out.add("packet_lost")
+    if not profile.logs_pto:
+        out.add("pto")
+    return frozenset(out)

@@ -16,18 +16,53 @@ from quicsm.cli.states_option import states_option
 from quicsm.cli.trace_options import selection, where_option
 from quicsm.core.diagnostics import QuicsmWarning
 
+#: columns left out, in this order, until the table fits the terminal: the file (the trace id
+#: names it), the trace's end (the same on each of its rows), then the detail of each row
+DROP_ORDER = ("file", "end_ms", "raw_state", "trigger", "source", "vantage")
+#: the narrowest the trace column is cut to (its start replaced by an ellipsis)
+MIN_TRACE_WIDTH = 24
 
-def _table(frame: pl.DataFrame) -> str:
-    """A plain fixed-width table of every row (deterministic, no truncation)."""
-    columns = frame.columns
-    cells = [
+
+def _cells(frame: pl.DataFrame) -> list[list[str]]:
+    return [
         ["" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v) for v in row]
         for row in frame.iter_rows()
     ]
+
+
+def _render(columns: list[str], cells: list[list[str]]) -> tuple[str, int]:
     widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", sum(widths) + 2 * (len(widths) - 1)
+
+
+def table(frame: pl.DataFrame, *, width: int | None = None) -> tuple[str, list[str]]:
+    """A fixed-width table of every row that fits ``width`` columns (None: no limit): columns
+    are left out in :data:`DROP_ORDER`, then trace ids lose their start. Returns the text
+    and the names of the columns left out."""
+    columns = list(frame.columns)
+    cells = _cells(frame)
+    text, used = _render(columns, cells)
+    dropped: list[str] = []
+    for name in DROP_ORDER:
+        if width is None or used <= width:
+            break
+        if name in columns:
+            i = columns.index(name)
+            columns.pop(i)
+            for row in cells:
+                row.pop(i)
+            dropped.append(name)
+            text, used = _render(columns, cells)
+    if width is not None and used > width and "trace" in columns:
+        i = columns.index("trace")
+        longest = max([len(r[i]) for r in cells] + [0])
+        room = max(longest - (used - width), MIN_TRACE_WIDTH)
+        for row in cells:  # the file name and the trace number are at the end
+            row[i] = row[i] if len(row[i]) <= room else "…" + row[i][len(row[i]) - room + 1 :]
+        text, used = _render(columns, cells)
+    return text, dropped
 
 
 @click.command("states")
@@ -61,6 +96,10 @@ def states(
     no_cache: bool,
 ) -> None:
     """Print one row per congestion state entered, per trace, for PATHS.
+
+    The table fits the terminal: columns are left out (file, end_ms, raw_state, trigger,
+    source, vantage, in that order) and long trace ids lose their start until it does; stderr
+    says which. --format csv and jsonl print every column.
 
     PATHS are qlog files (JSON, JSON-SEQ, NDJSON, any qlog draft, optionally gzip or zstd
     compressed), transition tables (CSV/Parquet), directories (searched recursively), glob
@@ -96,4 +135,14 @@ def states(
     elif fmt == "jsonl":
         sys.stdout.write(frame.write_ndjson())
     else:
-        sys.stdout.write(terminal_safe(_table(frame)))
+        import shutil
+
+        width = shutil.get_terminal_size((120, 24)).columns
+        text, dropped = table(frame, width=width)
+        sys.stdout.write(terminal_safe(text))
+        if dropped:
+            click.echo(
+                f"(left out to fit {width} columns: {', '.join(dropped)}; --format csv prints "
+                "every column)",
+                err=True,
+            )

@@ -46,6 +46,7 @@ METRICS_SCHEMA: Final[dict[str, pl.DataType]] = {
     "min_rtt_ms": pl.Float64(),
     "pto_count": pl.Int64(),
     "pacing_rate_bps": pl.Float64(),  # null unless the producer logs it (quiche does)
+    "latest_rtt_ms": pl.Float64(),  # the RTT sample of this event (not carried forward)
     "trigger": pl.String(),
 }
 

@@ -50,6 +50,8 @@ class Profile:
     #: the stack logs probe timeouts (``pto_count`` or an expired ``pto`` timer); otherwise
     #: a probe timeout is recognised from a send after a silent PTO period
     logs_pto: bool = True
+    #: the stack logs ``packet_lost`` events (quiche does not: its plots say "not logged")
+    logs_packet_lost: bool = True
     #: persistent congestion collapses the window to the minimum (RFC 9002 section 7.6.2);
     #: aioquic implements it, quic-go up to v0.65 does not
     persistent_congestion: bool = True
@@ -102,6 +104,7 @@ PROFILES: Final[dict[str, Profile]] = {
             logged_states=frozenset({"SlowStart", "CongestionAvoidance", "Recovery"}),
             datagram_bytes=1200,
             logs_pto=False,
+            logs_packet_lost=False,
         ),
         Profile(
             name="quinn",

@@ -575,6 +575,8 @@ _METRIC_COLUMNS = (
 )
 
 
+#: the RTT sample of a metrics event: a column of read_metrics, not carried forward
+_SAMPLE = "latest_rtt_ms"
 _EVENT_NAMES = ("metrics", "packet_lost", "pto", "spurious_loss")
 _EVENT_CODES = {name: i for i, name in enumerate(_EVENT_NAMES)}
 
@@ -589,7 +591,7 @@ class _MetricColumns:
         self.times = array("d")
         self.events = array("B")
         #: per float column, NaN where the event does not carry it (JSON has no NaN)
-        self.values = {c: array("d") for c in _METRIC_COLUMNS if c != "pto_count"}
+        self.values = {c: array("d") for c in (*_METRIC_COLUMNS, _SAMPLE) if c != "pto_count"}
         self.pto = array("q")
         self.present = array("B")  # whether the event carries pto_count
         self.triggers = array("H")  # 0: none, else 1 + index in trigger_codes
@@ -651,6 +653,8 @@ class _MetricColumns:
             else:
                 value = np.frombuffer(self.values[column], dtype=np.float64)[order]
                 columns[column] = pl.Series(value).fill_nan(None)
+        sample = np.frombuffer(self.values[_SAMPLE], dtype=np.float64)[order]
+        columns[_SAMPLE] = pl.Series(sample).fill_nan(None)  # the event's own: not carried
         codes = np.frombuffer(self.triggers, dtype=np.uint16)[order].astype(np.int64)
         columns["trigger"] = names.gather(codes)
         for column in _METRIC_COLUMNS:  # every value carried forward within the trace

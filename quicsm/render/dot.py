@@ -18,6 +18,7 @@ for byte. Rendering runs Debian's Graphviz ``dot`` program (``scripts/setup`` in
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 from quicsm.core.errors import QuicsmError
 from quicsm.core.numbers import short_pct
 from quicsm.render.colours import state_colour, tint
+from quicsm.render.escape import esc
 from quicsm.stats.descriptive import INITIAL, TERMINAL
 
 if TYPE_CHECKING:
@@ -49,10 +51,6 @@ NODE_TINT: Final[float] = 0.3
 
 def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _html_escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def node_names(nodes: pl.DataFrame) -> dict[int, str]:
@@ -79,7 +77,7 @@ def node_label(
     split: bool = False,
 ) -> str:
     """The HTML-like label of a state node (see the module docstring)."""
-    name = _html_escape(state)
+    name = esc(state)
     if state_total is not None:
         lines = [
             f"state: {short_pct(state_total)} of time",
@@ -88,8 +86,7 @@ def node_label(
     else:
         lines = [f"{short_pct(share)} of time" + (" in this node" if split else "")]
     body = "<BR/>".join(
-        f'<FONT COLOR="{FRACTION_COLOR}" POINT-SIZE="11">{_html_escape(line)}</FONT>'
-        for line in lines
+        f'<FONT COLOR="{FRACTION_COLOR}" POINT-SIZE="11">{esc(line)}</FONT>' for line in lines
     )
     return f"<{name}<BR/>{body}>"
 
@@ -205,6 +202,18 @@ def render_model(model: Model, *, format: str = "svg", title: str | None = None)
     return render_dot(model_to_dot(model, title=title), format=format)
 
 
+_PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->", re.S)
+_SIZE = re.compile(r'(<svg\b[^>]*?)\swidth="[^"]*"\s+height="[^"]*"', re.S)
+
+
+def inline_svg(dot: str, *, css_class: str = "fsm") -> str:
+    """DOT laid out by Graphviz as an ``<svg>`` element to inline in HTML: no XML prolog, no
+    fixed size (it scales to its container's width, keeping its aspect), class ``css_class``."""
+    svg = _PROLOG.sub("", render_dot(dot, format="svg").decode()).strip()
+    svg = _SIZE.sub(r'\1 width="100%"', svg, count=1)
+    return svg.replace("<svg ", f'<svg class="{esc(css_class)}" ', 1)
+
+
 def model_svg(model: Model) -> str | None:
     """The diagram as SVG text, or None when Graphviz is not installed (Jupyter's display hook)."""
     if not dot_available():
@@ -219,12 +228,15 @@ def model_svg(model: Model) -> str | None:
 _EDGE_LABEL_CHARS: Final[int] = 5
 _MONO: Final[str] = "Courier"
 _NBSP: Final[str] = "\u00a0"
+#: font size of a shared layout's nodes (its edge labels are one point smaller)
+_SHARED_FONT: Final[int] = 13
 
 
 def _node_width(state: str) -> float:
     """Width in inches of a fixed-size node that holds the state name and a share line."""
     chars = max(len(state), len("state: 100% of time"))
-    return round(0.25 + 1.3 * 0.088 * chars, 2)  # an ellipse around a line of text
+    per_char = 0.088 * _SHARED_FONT / 12  # inches per character of Helvetica at that size
+    return round(0.25 + 1.3 * per_char * chars, 2)  # an ellipse around a line of text
 
 
 def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]) -> list[str]:
@@ -269,8 +281,11 @@ def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]
     out = []
     for (nodes, edges), caption in zip(per_model, captions, strict=True):
         lines = graph_header(caption)
-        lines.append("  node [fixedsize=true, height=0.62];")
-        lines.append(f"  edge [fontname={_quote(_MONO)}];")
+        # compact: two of these drawings sit side by side in a report column, their text
+        # still at least 9 px on screen (tests/test_report_browser.py)
+        lines.append("  graph [nodesep=0.12, ranksep=0.28];")
+        lines.append(f"  node [fixedsize=true, height=0.62, fontsize={_SHARED_FONT}];")
+        lines.append(f"  edge [fontname={_quote(_MONO)}, fontsize={_SHARED_FONT - 1}];")
         for name in order:
             state = states[name]
             node = nodes.get(name)
@@ -280,7 +295,7 @@ def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]
                 if node is None:
                     attrs += ', style=dashed, color="#bbbbbb", fontcolor="#999999"'
             elif node is None:
-                label = f'<{_html_escape(state)}<BR/><FONT POINT-SIZE="11">not seen</FONT>>'
+                label = f'<{esc(state)}<BR/><FONT POINT-SIZE="{_SHARED_FONT}">not seen</FONT>>'
                 attrs = (
                     f'label={label}, style=dashed, color="#bbbbbb", fontcolor="#999999", '
                     f"width={_node_width(state)}"
@@ -292,6 +307,7 @@ def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]
                     split=node["split"],
                     state_total=node["fraction"] if node["unattributed"] else None,
                 )
+                label = label.replace('POINT-SIZE="11"', f'POINT-SIZE="{_SHARED_FONT}"')
                 attrs = f"{node_attrs(state, label)}, width={_node_width(state)}"
             lines.append(f"  {_quote(name)} [{attrs}];")
         for source, target in all_edges:
@@ -302,3 +318,92 @@ def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]
         lines.append("}")
         out.append("\n".join(lines) + "\n")
     return out
+
+
+# -- the diff of two models -------------------------------------------------------------------
+
+_HIDDEN = {"INITIAL", "TERMINAL"}
+
+
+def _node_id(state: str) -> str:
+    return '"' + state.replace('"', "") + '"'
+
+
+def diff_dot(
+    edges: pl.DataFrame,
+    presence: Mapping[str, list[str]],
+    states: list[str],
+    *,
+    time_shift: Mapping[str, tuple[float, bool]] | None = None,
+) -> str:
+    """Union graph of both groups: red edges became more likely in B, blue less likely (solid
+    when significant, faint otherwise); dashed edges exist in one group only; states only in A
+    are dashed grey, states only in B bold green. ``time_shift`` (state -> (difference in time
+    share, significant)) fills states whose time share changed significantly: red for more
+    time in B, blue for less."""
+    time_shift = time_shift or {}
+    only_a, only_b = set(presence["states_only_a"]), set(presence["states_only_b"])
+    lines = [
+        "digraph diff {",
+        '  graph [rankdir=TB, nodesep=0.35, ranksep=0.45, bgcolor="transparent"];',
+        '  node [shape=ellipse, fontname="Helvetica", fontsize=11, style=filled, '
+        'fillcolor="#ffffff", color="#444444"];',
+        '  edge [fontname="Helvetica", fontsize=9, arrowsize=0.6];',
+    ]
+    for state in states:
+        if state in _HIDDEN:
+            continue
+        attrs = ""
+        shift, significant = time_shift.get(state, (0.0, False))
+        if significant and shift == shift:
+            fill = "#f9d9d5" if shift > 0 else "#d9e4f5"
+            attrs = (
+                f' [label=<{state}<BR/><FONT POINT-SIZE="9">{100 * shift:+.0f} pp of time '
+                "(mean per trace)</FONT>>,"
+                f' fillcolor="{fill}", penwidth=1.6]'
+            )
+        if state in only_a:
+            attrs = (
+                f' [label=<{state}<BR/><FONT POINT-SIZE="9">only in A</FONT>>, style="dashed", '
+                'color="#888888", fontcolor="#888888"]'
+            )
+        elif state in only_b:
+            attrs = (
+                f' [label=<{state}<BR/><FONT POINT-SIZE="9">only in B</FONT>>, penwidth=2.5, '
+                'color="#1e8449", fillcolor="#e9f7ef"]'
+            )
+        lines.append(f"  {_node_id(state)}{attrs};")
+    for r in edges.iter_rows(named=True):
+        s, t = r["source"], r["target"]
+        if s in _HIDDEN or t in _HIDDEN:
+            continue
+        a_n, b_n = r["a_count"], r["b_count"]
+        d = r["difference"]
+        if a_n == 0 and b_n == 0:
+            continue
+        if a_n == 0 or b_n == 0:
+            colour = "#c0392b" if a_n == 0 else "#2962b0"
+            # in percentage points, as every other edge: new = from 0, gone = to 0
+            p = r["b_probability"] if a_n == 0 else r["a_probability"]
+            p = 0.0 if p is None or p != p else float(p)
+            label = f"new +{100 * p:.0f} pp" if a_n == 0 else f"gone −{100 * p:.0f} pp"
+            lines.append(
+                f'  {_node_id(s)} -> {_node_id(t)} [style=dashed, color="{colour}", '
+                f'fontcolor="{colour}", label="{label}"];'
+            )
+            continue
+        if d != d:
+            continue
+        colour = "#c0392b" if d > 0 else "#2962b0"
+        if not r["significant"]:
+            colour = "#c8c8c8" if abs(d) < 0.05 else ("#e6a39b" if d > 0 else "#9fb6de")
+        width = 0.8 + 6.0 * min(abs(d), 0.5)
+        label = f"{100 * d:+.0f} pp" + (" *" if r["significant"] else "")
+        if abs(d) < 0.005 and not r["significant"]:
+            label = ""
+        lines.append(
+            f'  {_node_id(s)} -> {_node_id(t)} [color="{colour}", fontcolor="{colour}", '
+            f'penwidth={width:.2f}, label="{label}"];'
+        )
+    lines.append("}")
+    return "\n".join(lines) + "\n"

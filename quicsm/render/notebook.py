@@ -1,7 +1,8 @@
 """Rich HTML views for Jupyter: a model as its diagram with its time-in-state table, a diff as
-its summary and tables (significant rows highlighted), and several models side by side on one
-shared layout. :func:`quicsm.register_jupyter` hooks the first two into IPython's display
-formatter; :func:`side_by_side` is called directly.
+its summary and tables (significant rows highlighted), several models side by side on one
+shared layout, and connections over time (:func:`plot`, the chart of ``quicsm plot``).
+:func:`quicsm.register_jupyter` hooks the first two into IPython's display formatter;
+:func:`side_by_side` and :func:`plot` are called directly.
 
 Every SVG is scaled to the width of its cell (``width:100%``), so nothing is clipped however
 narrow the notebook. All text from traces is escaped.
@@ -9,17 +10,18 @@ narrow the notebook. All text from traces is escaped.
 
 from __future__ import annotations
 
-import html
-import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from quicsm.render.escape import esc
+
 if TYPE_CHECKING:
+    import polars as pl
+
     from quicsm.compare.diff import DiffResult
     from quicsm.model.tables import Model
+    from quicsm.render.charts import Chart
 
-_PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE.*?>|<!--.*?-->", re.S)
-_SIZE = re.compile(r'(<svg\b[^>]*?)\swidth="[^"]*"\s+height="[^"]*"', re.S)
 
 _STYLE = (
     "<style>.quicsm table{border-collapse:collapse;font-size:12px;margin:6px 0}"
@@ -30,22 +32,12 @@ _STYLE = (
 )
 
 
-def _esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def scalable_svg(svg: str) -> str:
-    """Graphviz SVG without its XML prolog and fixed size: it scales to its container."""
-    svg = _PROLOG.sub("", svg).strip()
-    return _SIZE.sub(r'\1 width="100%"', svg, count=1)
-
-
 def _svg_of(dot: str) -> str:
-    from quicsm.render.dot import dot_available, render_dot
+    from quicsm.render.dot import dot_available, inline_svg
 
     if not dot_available():
         return "<p><i>(Graphviz's dot is not installed: no diagram)</i></p>"
-    return scalable_svg(render_dot(dot, format="svg").decode())
+    return inline_svg(dot)
 
 
 def _state_rows(model: Model) -> str:
@@ -56,7 +48,7 @@ def _state_rows(model: Model) -> str:
     for r in state_table(model).iter_rows(named=True):
         median = r["dwell_median_ms"]
         rows.append(
-            f"<tr><td>{_esc(r['state'])}</td><td class='num'>{pct(r['fraction'])}</td>"
+            f"<tr><td>{esc(r['state'])}</td><td class='num'>{pct(r['fraction'])}</td>"
             f"<td class='num'>{r['visits']}</td><td class='num'>{r['traces']}</td>"
             f"<td class='num'>{'–' if median is None else f'{median:.1f}'}</td></tr>"
         )
@@ -72,7 +64,7 @@ def model_html(model: Model) -> str:
 
     s = model.stats
     head = (
-        f"<p><b>{_esc(model.algorithm)} model</b> of {s.traces} trace{'s' * (s.traces != 1)}: "
+        f"<p><b>{esc(model.algorithm)} model</b> of {s.traces} trace{'s' * (s.traces != 1)}: "
         f"{model.nodes.height} nodes, {model.edges.height} edges, "
         f"{model.invariants.height} invariants</p>"
     )
@@ -87,24 +79,24 @@ def diff_html(d: DiffResult) -> str:
     from quicsm.render.diff_format import table_sections
 
     header, summary, tables, presence = table_sections(d)
-    parts = [f"<div class='quicsm'>{_STYLE}<p>{'<br>'.join(_esc(h) for h in header)}</p>"]
-    parts.append("<ul>" + "".join(f"<li><b>{_esc(s)}</b></li>" for s in summary) + "</ul>")
+    parts = [f"<div class='quicsm'>{_STYLE}<p>{'<br>'.join(esc(h) for h in header)}</p>"]
+    parts.append("<ul>" + "".join(f"<li><b>{esc(s)}</b></li>" for s in summary) + "</ul>")
     for title, head, rows in tables:
-        parts.append(f"<h4>{_esc(title)}</h4>")
+        parts.append(f"<h4>{esc(title)}</h4>")
         if not rows:
             parts.append("<p>(none)</p>")
             continue
         body = "".join(
             f"<tr{' class=sig' if r[-1] == 'yes' else ''}>"
-            + "".join(f"<td>{_esc(c)}</td>" for c in r)
+            + "".join(f"<td>{esc(c)}</td>" for c in r)
             + "</tr>"
             for r in rows
         )
         parts.append(
-            "<table><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in head) + f"</tr>{body}</table>"
+            "<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + f"</tr>{body}</table>"
         )
     parts.append("<h4>Invariants and presence</h4><ul>")
-    parts += [f"<li>{_esc(s)}</li>" for s in presence]
+    parts += [f"<li>{esc(s)}</li>" for s in presence]
     parts.append("</ul></div>")
     return "".join(parts)
 
@@ -117,7 +109,7 @@ def side_by_side(models: Mapping[str, Model]) -> str:
     names = list(models)
     dots = shared_model_dots([models[n] for n in names], captions=["" for _ in names])
     cells = "".join(
-        f"<div style='min-width:0'><h4>{_esc(name)}</h4>{_svg_of(dot)}</div>"
+        f"<div style='min-width:0'><h4>{esc(name)}</h4>{_svg_of(dot)}</div>"
         for name, dot in zip(names, dots, strict=True)
     )
     # a grid: every drawing gets the same column width, also alone on the last row
@@ -125,3 +117,28 @@ def side_by_side(models: Mapping[str, Model]) -> str:
         f"<div class='quicsm'>{_STYLE}<div style='display:grid;gap:12px;align-items:start;"
         f"grid-template-columns:repeat(auto-fill,minmax(320px,1fr))'>{cells}</div></div>"
     )
+
+
+def plot(
+    transitions: pl.DataFrame,
+    metrics: pl.DataFrame,
+    traces: Sequence[str],
+    *,
+    titles: Sequence[str] | None = None,
+) -> Chart:
+    """Connections as ``quicsm plot`` draws them (window, RTT, pacing rate where logged, loss
+    and timeout events, state bands), one below the other, from the frames of
+    :func:`quicsm.read_transitions` and :func:`quicsm.read_metrics`; displays in Jupyter.
+    ``traces`` are trace ids (``FILE#N``); ``titles`` one line under each."""
+    from quicsm.core.errors import InputError
+    from quicsm.render.charts import COLUMNS, Chart, connections_spec
+    from quicsm.render.connection import connection_series
+
+    titles = list(titles) if titles is not None else [""] * len(traces)
+    if len(titles) != len(traces):
+        raise InputError(f"plot: {len(traces)} traces but {len(titles)} titles")
+    series = [
+        connection_series(transitions, metrics, str(t), title=title)
+        for t, title in zip(traces, titles, strict=True)
+    ]
+    return Chart(connections_spec(series, points=COLUMNS // 4, static=True))

@@ -3,7 +3,7 @@ Markdown text built from the same groups as ``quicsm diff``.
 
 Sections: 1 what changed (outcomes, then the state changes, with the events that explain them,
 then the caveats), 2 side-by-side state machines and a diff graph, 3 time in state and dwell
-times, 4 congestion window of a representative trace per group (same stratum, shared axes),
+times, 4 congestion window of a representative trace per group (same stratum, each on its own axes),
 5 a scenario-matrix heatmap, 6 methods.
 
 :func:`build_report` runs the comparisons (:func:`quicsm.compare.run.run_comparison`) and infers

@@ -1,7 +1,9 @@
 """The self-contained HTML comparison report: one file, inline CSS and SVG, no scripts and no
 external references (a Content-Security-Policy forbids every fetch), readable from disk.
 
-Every string that comes from a trace or the command line passes through :func:`svg.esc`.
+Every string that comes from a trace or the command line passes through
+:func:`quicsm.render.escape.esc`; the charts are :mod:`quicsm.render.charts` drawn as static SVG,
+the diagrams Graphviz SVG (:mod:`quicsm.render.dot`).
 """
 
 from __future__ import annotations
@@ -10,13 +12,12 @@ import math
 from collections.abc import Sequence
 
 from quicsm.core.numbers import format_p, pp
+from quicsm.render import charts, dot
 from quicsm.render.diff_format import caveat_lines, what_changed
-from quicsm.report import fsm, svg
+from quicsm.render.escape import esc
 from quicsm.report.methods import methods_items
 from quicsm.report.page import byline, heading
 from quicsm.report.sections import ComparisonView
-
-esc = svg.esc
 
 _CSS = """
 :root { --ink:#1d2330; --muted:#5b6475; --rule:#dde2ea; --a:#4e79a7; --b:#f28e2b; }
@@ -47,11 +48,13 @@ p.caution { background:#fff4e5; border-left:4px solid #c0392b; padding:6px 10px;
   vertical-align:-1px; }
 .pair { display:flex; gap:16px; flex-wrap:wrap; align-items:flex-start; }
 .pair figure { flex:1 1 460px; margin:0; min-width:0; }
-.pair.fsms figure { flex-basis:100%; }
+.pair.fsms { flex-wrap:nowrap; }
+.pair.fsms figure { flex:1 1 0; }
 figure { margin:8px 0; }
 figcaption { font-size:13px; color:var(--muted); margin-top:4px; overflow-wrap:anywhere; }
 svg { max-width:100%; height:auto; }
-svg.fsm { display:block; margin:0 auto; }
+svg.fsm { display:block; margin:0 auto; width:100%; height:auto; }
+svg.chart { display:block; }
 table { border-collapse:collapse; font-size:13px; margin:8px 0; width:100%; }
 th, td { border-bottom:1px solid var(--rule); padding:4px 8px; text-align:left;
   vertical-align:top; }
@@ -114,7 +117,7 @@ def _comparison(view: ComparisonView, index: int, *, alpha: float) -> str:
         + "".join(
             f'<span><span class="swatch" style="background:{c}"></span><b>{esc(g.name)}</b> '
             f"— {_plural(g.n_traces, 'trace')}, {_plural(len(g.files), 'file')}</span>"
-            for g, c in zip(view.groups, svg.GROUP_COLOURS, strict=True)
+            for g, c in zip(view.groups, charts.GROUP_COLOURS, strict=True)
         )
         + "</div>"
     )
@@ -169,7 +172,7 @@ def _fsms(view: ComparisonView) -> str:
     r = view.result
     figs = []
     for group in view.groups:
-        drawing = fsm.render_svg(group.fsm_dot) if group.fsm_dot else "<p>No states.</p>"
+        drawing = dot.inline_svg(group.fsm_dot) if group.fsm_dot else "<p>No states.</p>"
         figs.append(
             f"<figure>{drawing}<figcaption><b>{esc(group.name)}</b> "
             f"({_plural(group.n_traces, 'trace')}): observed model; share of time pooled over "
@@ -182,8 +185,8 @@ def _fsms(view: ComparisonView) -> str:
         s: (d, bool(sig_))
         for s, d, sig_ in r.states.select("state", "difference", "significant").iter_rows()
     }
-    diff_svg = fsm.render_svg(
-        fsm.diff_dot(r.edges, r.presence, _order_states(states), time_shift=shift)
+    diff_svg = dot.inline_svg(
+        dot.diff_dot(r.edges, r.presence, _order_states(states), time_shift=shift)
     )
     legend = (
         '<p class="legend">Diff graph: <b class="up">red</b> edges became more likely in B, '
@@ -255,7 +258,7 @@ def _time_in_state(view: ComparisonView) -> str:
         if s["significant"]:
             note += f"  {pp(s['difference'])}"
         bars.append(
-            svg.Bar(
+            charts.Bar(
                 label=s["state"],
                 values=(s["a_fraction"], s["b_fraction"]),
                 lows=(s["a_ci_low"], s["b_ci_low"]),
@@ -271,14 +274,15 @@ def _time_in_state(view: ComparisonView) -> str:
         if d["log2_ratio"] == d["log2_ratio"] and d["log2_ratio"] is not None:
             note += f"  ×{2 ** d['log2_ratio']:.2f}"
         boxes.append(
-            svg.Box(d["state"], q, (d["a_visits"], d["b_visits"]), note, bool(d["significant"]))
+            charts.Box(d["state"], q, (d["a_visits"], d["b_visits"]), note, bool(d["significant"]))
         )
+    dwell = charts.dwell_spec(boxes, names=r.names)
     return (
-        svg.time_in_state_bars(bars, names=r.names)
+        charts.to_svg(charts.time_in_state_spec(bars, names=r.names))
         + '<p class="quiet">Mean of per-trace time shares (each trace counts once; not the '
         "pooled share of the state machines above) with 95% confidence intervals; ranked by "
         "the size of the difference; the test of each row is in the tables of the diff.</p>"
-        + svg.dwell_boxes(boxes, names=r.names)
+        + (charts.to_svg(dwell) if dwell is not None else "<p>No dwell times.</p>")
         + '<p class="quiet">Dwell time of each visit: whiskers p10–p90, box p25–p75, line '
         "median (log scale). Test: Mann-Whitney U on each trace's median dwell (or its "
         "stratified form); the ratio is B's median over A's.</p>"
@@ -286,37 +290,46 @@ def _time_in_state(view: ComparisonView) -> str:
 
 
 def _series(view: ComparisonView) -> str:
-    figs = []
-    t_max, y_top = view.axes if view.axes is not None else (None, None)
+    """The groups' representative traces as small multiples, each on its own axes."""
+    drawn: list[tuple[str, str, charts.Series]] = []
+    notes = []
     for g in view.groups:
         if g.representative is None:
-            figs.append(f"<figure><p>{esc(g.name)}: {esc(g.series_note)}</p></figure>")
+            notes.append(f"<li><b>{esc(g.name)}</b>: {esc(g.series_note)}</li>")
             continue
         file, trace = g.representative
-        chart = ""
-        if g.series is not None and g.series.times_ms:
-            chart = svg.congestion_chart(g.series, title=g.name, t_max=t_max, y_top=y_top)
         where = trace if trace.startswith(file) else f"{trace} of {file}"
         caption = f"<b>{esc(g.name)}</b>: trace {esc(where)}"
         if g.representative_title:
             caption += f", titled “{esc(g.representative_title)}”"
         if g.series_note:
             caption += f" — {esc(g.series_note)}"
-        figs.append(f"<figure>{chart}<figcaption>{caption}</figcaption></figure>")
+        notes.append(f"<li>{caption}</li>")
+        if g.series is not None and g.series.times_ms:
+            end = max([*g.series.times_ms, *(b[1] for b in g.series.bands)])
+            drawn.append((g.name, f"{_short(where)} · {end:.0f} ms", g.series))
+    chart = charts.to_svg(charts.traces_spec(drawn), css_class="chart traces") if drawn else ""
     scope = (
         f"Both traces come from <b>{esc(view.stratum)}</b>"
         + (" (where the first change above was found)" if view.explanations else "")
-        + " and share their axes. "
+        + ". "
         if view.stratum is not None
-        else "Both charts share their axes. "
+        else ""
     )
     return (
-        "".join(figs)
-        + f'<p class="quiet">{scope}The representative trace of a group is the one whose '
-        "time-in-state profile is closest (L1 distance) to the mean profile of the group's "
-        "traces there. Coloured bands: the state at each moment; × at the bottom: packets "
-        "declared lost; ▼ at the top: probe timeouts (RFC 9002 §6.2).</p>"
+        f"<figure>{chart}<figcaption><ul>{''.join(notes)}</ul></figcaption></figure>"
+        + f'<p class="quiet">{scope}Each trace is drawn on its own axes (time from its start '
+        "to its end, window from zero to its largest value): compare shapes, not heights. The "
+        "representative trace of a group is the one whose time-in-state profile is closest (L1 "
+        "distance) to the mean profile of the group's traces there. Coloured bands: the state "
+        "at each moment; ticks at the bottom: packets declared lost.</p>"
     )
+
+
+def _short(text: str, room: int = 60) -> str:
+    from quicsm.render.connection import ellipsize
+
+    return ellipsize(text, room)
 
 
 def _matrix(view: ComparisonView, *, a: str, b: str) -> str:
@@ -326,19 +339,20 @@ def _matrix(view: ComparisonView, *, a: str, b: str) -> str:
     what = (
         f"time share of {m.metric.split(':', 1)[1]}" if m.metric.startswith("state:") else m.metric
     )
-    chart = svg.heatmap(
+    chart = charts.to_svg(charts.heatmap_spec(
         m.rows,
         m.cols,
         m.cells,
         row_label=m.row_label,
         col_label=m.col_label or "",
         title=f"{what}: % difference of {b} from {a}",
-    )
+    ))  # fmt: skip
     return chart + (
         f'<p class="legend">Each cell: (mean in {esc(b)} − mean in {esc(a)}) / mean in {esc(a)}. '
         '<b class="up">Red</b>: lower in B, <b class="down">blue</b>: higher in B (for '
-        "completion time, red means B is faster, as in the paper's Fig. 6); white: not "
-        f"significant, or too few traces. The last numbers are the traces in A/B. "
+        "completion time, red means B is faster, as in the paper's Fig. 6); white: no "
+        "difference; pale with n.s.: not significant, or too few traces. The last numbers "
+        "are the traces in A/B. "
         f"{esc(m.note)}.</p>"
     )
 

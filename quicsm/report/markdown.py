@@ -28,7 +28,7 @@ def render_markdown(
         where = f"both from {md_cell(view.stratum)}, " if view.stratum is not None else ""
         out.append(
             f"The trace of each group closest to its mean time-in-state profile ({where}"
-            "charts in the HTML report share their axes):"
+            "each drawn on its own axes in the HTML report):"
         )
         out.append("")
         for g in view.groups:

@@ -26,7 +26,7 @@ from quicsm.compare.grouping import (
 from quicsm.compare.run import Compared
 from quicsm.core.numbers import format_p
 from quicsm.model.tables import Model
-from quicsm.report import svg
+from quicsm.render import charts as svg
 from quicsm.stats import significance as sig
 
 #: labels that never make a scenario-matrix axis: run ids, outcomes, and what groups usually

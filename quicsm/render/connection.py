@@ -1,0 +1,241 @@
+"""One connection over time, cut out of the transitions and metrics frames for ``quicsm plot``
+(drawn by :mod:`quicsm.render.charts`): the congestion state as bands, each logged metric as a
+series, RTT samples, and the loss and probe-timeout events — with which event kinds the
+producer does not log at all, so that a plot can say "not logged" instead of "0".
+
+:func:`connection_series` reads :func:`quicsm.extract.read.read_transitions` and
+:func:`quicsm.extract.read.read_metrics` output; :func:`reduce_points` thins long series per
+pixel column keeping every peak and dip; :func:`clusters` merges nearby events into one mark
+that carries their count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+import polars as pl
+
+from quicsm.core.errors import InputError
+
+#: the metric series a connection can have, in drawing order
+METRICS: Final[tuple[str, ...]] = (
+    "cwnd_bytes",
+    "bytes_in_flight",
+    "ssthresh_bytes",
+    "smoothed_rtt_ms",
+    "min_rtt_ms",
+    "pacing_rate_bps",
+)
+#: event kinds drawn as marks: the metrics frame's ``event`` value -> its name on the plot
+EVENTS: Final[dict[str, str]] = {
+    "packet_lost": "packet lost",
+    "spurious_loss": "spurious loss (declared lost, later acknowledged)",
+    "pto": "probe timeout",
+}
+
+
+@dataclass(frozen=True)
+class ConnectionSeries:
+    """Everything drawn for one trace; times in ms from the trace's first event."""
+
+    trace: str
+    vantage: str
+    end_ms: float
+    #: (start_ms, end_ms, state) in time order
+    bands: list[tuple[float, float, str]]
+    #: metric column -> (times, values), only metrics the trace logs
+    lines: dict[str, tuple[list[float], list[float]]]
+    losses_ms: list[float] = field(default_factory=list)
+    ptos_ms: list[float] = field(default_factory=list)
+    spurious_ms: list[float] = field(default_factory=list)
+    #: what detected each loss (qlog ``trigger``: ``reordering_threshold``, ``time_threshold``),
+    #: None where not logged; parallel to ``losses_ms`` (empty: no trigger read)
+    loss_triggers: list[str | None] = field(default_factory=list)
+    #: RTT samples (``latest_rtt``): (times, values)
+    rtt_samples: tuple[list[float], list[float]] = ([], [])
+    title: str = ""
+    #: event kinds (keys of :data:`EVENTS`) the producer never logs
+    not_logged: frozenset[str] = frozenset()
+
+    @property
+    def states(self) -> list[str]:
+        return list(dict.fromkeys(s for _, _, s in self.bands))
+
+    def events(self, kind: str) -> list[float]:
+        return {"packet_lost": self.losses_ms, "pto": self.ptos_ms}.get(kind, self.spurious_ms)
+
+
+def connection_series(
+    transitions: pl.DataFrame,
+    metrics: pl.DataFrame,
+    trace: str,
+    *,
+    title: str = "",
+    not_logged: frozenset[str] = frozenset(),
+) -> ConnectionSeries:
+    """The series of trace id ``trace`` (``<file>#<n>``) from the two frames. ``not_logged``
+    names event kinds the trace's producer does not log (from its profile); a kind the trace
+    does log is never reported as not logged."""
+    tr = transitions.filter(pl.col("trace").cast(pl.String) == trace).sort("time_ms")
+    if tr.height == 0:
+        raise InputError(f"{trace}: no such trace among the transitions read")
+    m = metrics.filter(pl.col("trace").cast(pl.String) == trace).sort("time_ms")
+    times = [float(t) for t in tr["time_ms"].to_list()]
+    states = [str(s) for s in tr["state"].cast(pl.String).to_list()]
+    end = float(tr["end_ms"].max())  # type: ignore[arg-type]
+    if m.height:
+        end = max(end, float(m["time_ms"].max()))  # type: ignore[arg-type]
+    bands = [
+        (t, times[i + 1] if i + 1 < len(times) else end, s)
+        for i, (t, s) in enumerate(zip(times, states, strict=True))
+    ]
+    updates = m.filter(pl.col("event") == "metrics")
+    lines: dict[str, tuple[list[float], list[float]]] = {}
+    for column in METRICS:
+        if column not in updates.columns:
+            continue
+        part = updates.select("time_ms", column).drop_nulls()
+        if part.height:
+            lines[column] = (
+                [float(x) for x in part["time_ms"].to_list()],
+                [float(x) for x in part[column].to_list()],
+            )
+    samples: tuple[list[float], list[float]] = ([], [])
+    if "latest_rtt_ms" in m.columns:
+        part = m.select("time_ms", "latest_rtt_ms").drop_nulls()
+        samples = (
+            [float(x) for x in part["time_ms"].to_list()],
+            [float(x) for x in part["latest_rtt_ms"].to_list()],
+        )
+
+    def at(kind: str) -> list[float]:
+        return [float(x) for x in m.filter(pl.col("event") == kind)["time_ms"]]
+
+    losses, ptos, spurious = at("packet_lost"), at("pto"), at("spurious_loss")
+    triggers: list[str | None] = []
+    if "trigger" in m.columns:
+        triggers = [
+            None if t is None else str(t)
+            for t in m.filter(pl.col("event") == "packet_lost")["trigger"].to_list()
+        ]
+    seen = {
+        k for k, v in (("packet_lost", losses), ("pto", ptos), ("spurious_loss", spurious)) if v
+    }
+    return ConnectionSeries(
+        trace=trace,
+        vantage=str(tr["vantage"].cast(pl.String)[0]),
+        end_ms=end,
+        bands=bands,
+        lines=lines,
+        losses_ms=losses,
+        loss_triggers=triggers,
+        ptos_ms=ptos,
+        spurious_ms=spurious,
+        rtt_samples=samples,
+        title=title,
+        not_logged=frozenset(not_logged) - seen,
+    )
+
+
+def state_durations(series: ConnectionSeries) -> list[tuple[str, float, int]]:
+    """(state, total ms, visits) in order of first visit."""
+    totals: dict[str, list[float]] = {}
+    for start, end, state in series.bands:
+        entry = totals.setdefault(state, [0.0, 0])
+        entry[0] += max(end - start, 0.0)
+        entry[1] += 1
+    return [(s, v[0], int(v[1])) for s, v in totals.items()]
+
+
+def reduce_points(
+    xs: Sequence[float],
+    ys: Sequence[float],
+    *,
+    columns: int,
+    span: tuple[float, float] | None = None,
+) -> tuple[list[float], list[float]]:
+    """At most four points per column (first, lowest, highest, last, in time order) when there
+    are more than four per column on average; ``xs`` sorted. The columns split ``span``
+    (default: from the first to the last x) into ``columns`` equal parts."""
+    if len(xs) <= 4 * columns:
+        return list(xs), list(ys)
+    lo, hi = span if span is not None else (xs[0], xs[-1])
+    width = (hi - lo) / columns if hi > lo else 1.0
+
+    def col(x: float) -> int:
+        return math.floor((x - lo) / width)
+
+    out_x: list[float] = []
+    out_y: list[float] = []
+    start = 0
+    n = len(xs)
+    while start < n:
+        c = col(xs[start])
+        end = start
+        while end < n and col(xs[end]) == c:
+            end += 1
+        idx = range(start, end)
+        low = min(idx, key=lambda i: ys[i])
+        high = max(idx, key=lambda i: ys[i])
+        for i in sorted({start, low, high, end - 1}):
+            out_x.append(xs[i])
+            out_y.append(ys[i])
+        start = end
+    return out_x, out_y
+
+
+def clusters(times: Sequence[float], *, gap: float) -> list[tuple[float, float, int]]:
+    """Sorted event times merged into (first, last, count) runs whose neighbours are at most
+    ``gap`` apart: marks that would overlap on the plot become one mark with a count."""
+    out: list[tuple[float, float, int]] = []
+    for t in sorted(times):
+        if out and t - out[-1][1] <= gap:
+            first, _, n = out[-1]
+            out[-1] = (first, t, n + 1)
+        else:
+            out.append((t, t, 1))
+    return out
+
+
+def ellipsize(text: str, room: int) -> str:
+    """``text`` cut to ``room`` characters, the middle replaced by an ellipsis (file names keep
+    their start and their trace number)."""
+    if len(text) <= room:
+        return text
+    keep = max(room - 1, 2)
+    return text[: keep - keep // 2] + "…" + text[len(text) - keep // 2 :]
+
+
+def pixel_bands(
+    bands: Sequence[tuple[float, float, str]], *, end: float, columns: int
+) -> list[tuple[float, float, str]]:
+    """``bands`` as a drawing of ``columns`` pixel columns over [0, ``end``] can show them:
+    each column takes the state that covers most of it, and neighbouring columns of one state
+    merge. Unchanged when there are no more bands than columns."""
+    if len(bands) <= columns or end <= 0:
+        return list(bands)
+    width = end / columns
+    cover: list[dict[str, float]] = [{} for _ in range(columns)]
+    for start, stop, state in bands:
+        if stop <= start:
+            continue
+        first = max(int(start / width), 0)
+        last = min(int(stop / width), columns - 1)
+        for c in range(first, last + 1):
+            overlap = min(stop, (c + 1) * width) - max(start, c * width)
+            if overlap > 0:
+                cover[c][state] = cover[c].get(state, 0.0) + overlap
+    out: list[tuple[float, float, str]] = []
+    for c, states in enumerate(cover):
+        if not states:
+            continue
+        state = max(sorted(states), key=lambda s: states[s])  # ties: the first name
+        lo, hi = c * width, min((c + 1) * width, end)
+        if out and out[-1][2] == state and out[-1][1] == lo:
+            out[-1] = (out[-1][0], hi, state)
+        else:
+            out.append((lo, hi, state))
+    return out
