@@ -270,6 +270,10 @@ def _load_all(
             diag.skipped_records += max(0, read.skipped - len(read.problems))
             if read.truncated:
                 diag.truncated.append(read.truncated)
+            for trace in read.traces:
+                note = trace.repair_note()
+                if note is not None:
+                    diag.note(f"{trace_id(str(path), trace.index)}: {note}")
         yield _Loaded(path, kind, read, table, _sidecar(path, cache, lenient, diag), streamed)
 
 

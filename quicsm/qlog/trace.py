@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from quicsm.core.diagnostics import RecordProblem, describe
 from quicsm.qlog.events import (
@@ -35,6 +35,12 @@ from quicsm.qlog.events import (
 )
 
 DELTA_FORMATS = frozenset({"delta", "relative_to_previous_event"})
+
+#: producers known to write an earlier time on some later events (picoquic writes 0 on some
+#: events after the first ones): their backward times are repaired, not rejected
+BACKWARD_TIME_PRODUCERS: Final[tuple[str, ...]] = ("picoquic",)
+#: how many repaired records a trace names (the rest are counted)
+MAX_NAMED_REPAIRS = 5
 
 
 class EventSink(Protocol):
@@ -106,6 +112,23 @@ class TraceData:
     metrics: list[MetricEvent]
     event_counts: Counter[str] | None = None
     problems: list[RecordProblem] = field(default_factory=list)
+    #: records whose time went backwards and was repaired (a known producer's quirk): the
+    #: first :data:`MAX_NAMED_REPAIRS` named (``traces[0].events[7]``), and how many in all
+    repaired: list[str] = field(default_factory=list)
+    n_repaired: int = 0
+
+    def repair_note(self) -> str | None:
+        """One line saying which records' times were repaired, or ``None``."""
+        if not self.n_repaired:
+            return None
+        named = ", ".join(self.repaired)
+        more = self.n_repaired - len(self.repaired)
+        extra = f" and {more} more" if more > 0 else ""
+        return (
+            f"{self.n_repaired} event{'s' * (self.n_repaired != 1)} logged an earlier time than "
+            f"the event before them ({named}{extra}; a known quirk of this producer): each was "
+            "kept with the time of the event before it"
+        )
 
     @property
     def duration_ms(self) -> float:
@@ -145,6 +168,8 @@ class TraceBuilder:
         #: decodes state events before the others of a block): times may not go backwards
         self.latest: float | None = None
         self._latest_of: dict[bool, float] = {}
+        self.repaired: list[str] = []
+        self.n_repaired = 0
         self._sink = metric_sink(self) if metric_sink is not None else None
 
     def metrics_wanted(self) -> bool:
@@ -177,7 +202,7 @@ class TraceBuilder:
         a contained-JSON trace names members after its events."""
         common = _dict(trace.get("common_fields"))
         configuration = _dict(trace.get("configuration"))
-        vantage = _dict(trace.get("vantage_point")).get("type")
+        vantage = _dict(trace.get("vantage_point")).get("type", trace.get("vantagepoint"))
         vantage = vantage.lower() if isinstance(vantage, str) else "unknown"
         self.vantage = vantage if vantage in ("client", "server") else "unknown"
         title = trace.get("title", top.get("title"))
@@ -205,6 +230,12 @@ class TraceBuilder:
         units = configuration.get("time_units", common.get("time_units"))
         self.scale = 0.001 if units == "us" else 1.0
         self.format = f"{self.serialization} {version_of(top)}"
+        producer = " ".join(
+            str(v).lower()
+            for v in (self.title, top.get("title"), self.labels.get("stack"))
+            if isinstance(v, str)
+        )
+        self.repairs_backward = any(name in producer for name in BACKWARD_TIME_PRODUCERS)
 
     @property
     def timing(self) -> tuple[bool, float]:
@@ -219,6 +250,20 @@ class TraceBuilder:
             t += self._previous
             self._previous = t
         return t
+
+    def repair(self, t: float, where: str | None) -> float:
+        """``t``, or for a producer known to log earlier times on later events
+        (:data:`BACKWARD_TIME_PRODUCERS`), the latest time read so far when ``t`` is earlier:
+        the record is kept and named in :attr:`TraceData.repaired`."""
+        latest = self.latest
+        if not self.repairs_backward or latest is None or t >= latest:
+            return t
+        self.n_repaired += 1
+        if len(self.repaired) < MAX_NAMED_REPAIRS:
+            self.repaired.append(
+                f"{where or 'an event'} at {t:.6g} ms after {latest:.6g} ms"
+            )
+        return latest
 
     def observe(self, t: float, offset: int | None = None, *, where: str | None = None) -> None:
         """An event's time, in reading order (every event when all are decoded)."""
@@ -291,6 +336,8 @@ class TraceBuilder:
             metrics=self.metrics,
             event_counts=self.counts,
             problems=self.problems,
+            repaired=self.repaired,
+            n_repaired=self.n_repaired,
         )
 
 
