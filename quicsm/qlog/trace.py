@@ -41,6 +41,14 @@ DELTA_FORMATS = frozenset({"delta", "relative_to_previous_event"})
 BACKWARD_TIME_PRODUCERS: Final[tuple[str, ...]] = ("picoquic",)
 #: how many repaired records a trace names (the rest are counted)
 MAX_NAMED_REPAIRS = 5
+#: packet events (the part of the name after the last ":", lower case; qlog 0.1 wrote
+#: PACKET_TX/PACKET_RX in some converters), handed to :attr:`TraceBuilder.packet_hook`
+PACKET_EVENTS: Final[frozenset[str]] = frozenset(
+    {"packet_sent", "packet_received", "packet_tx", "packet_rx"}
+)
+
+#: ``(time_ms, short_name, data, time_scale)`` of one packet event, in reading order
+PacketHook = Callable[[float, str, object, float], None]
 
 
 class EventSink(Protocol):
@@ -116,6 +124,8 @@ class TraceData:
     #: first :data:`MAX_NAMED_REPAIRS` named (``traces[0].events[7]``), and how many in all
     repaired: list[str] = field(default_factory=list)
     n_repaired: int = 0
+    #: the time of the last metric, loss or timer record read (``None``: none)
+    last_derive_time: float | None = None
 
     def repair_note(self) -> str | None:
         """One line saying which records' times were repaired, or ``None``."""
@@ -170,6 +180,9 @@ class TraceBuilder:
         self._latest_of: dict[bool, float] = {}
         self.repaired: list[str] = []
         self.n_repaired = 0
+        #: when set (a full read), every packet event is handed to it
+        self.packet_hook: PacketHook | None = None
+        self.last_derive_time: float | None = None
         self._sink = metric_sink(self) if metric_sink is not None else None
 
     def metrics_wanted(self) -> bool:
@@ -196,6 +209,7 @@ class TraceBuilder:
         self.latest = latest
         if latest_other is not None:
             self._latest_of[False] = latest_other
+            self.last_derive_time = latest_other
 
     def header(self, top: dict[str, Any], trace: dict[str, Any]) -> None:
         """Take the header fields of ``top`` (the file) and ``trace``; may be called again when
@@ -302,12 +316,18 @@ class TraceBuilder:
             self.counts[name] += 1
         kind = event_kind(name)
         if kind is None:
+            if self.packet_hook is not None:
+                short = name.rpartition(":")[2].lower()
+                if short in PACKET_EVENTS:
+                    self.packet_hook(t, short, data, self.scale)
             return
         if not self.full:
             self._check_order(t, offset, where, kind == STATE)
         if kind == STATE:
             self.states.append(state_event(t, data, offset, where=where))
             return
+        if self.last_derive_time is None or t > self.last_derive_time:
+            self.last_derive_time = t
         metric, state = metric_event(kind, t, data, offset, rtt_scale=self.scale, where=where)
         if state is not None and kind == MVFST_METRIC:
             self.states.append(state)
@@ -338,6 +358,7 @@ class TraceBuilder:
             problems=self.problems,
             repaired=self.repaired,
             n_repaired=self.n_repaired,
+            last_derive_time=self.last_derive_time,
         )
 
 

@@ -1,0 +1,276 @@
+"""States from the wire (quicsm.extract.wire), capabilities from content, and the readers'
+use of both: packet-only traces (qlog 0.1 captures) and quic-go's 2020 traces that log no probe
+timeout.
+
+The traces here are synthetic, written by this file in the shapes of those producers (qlog 0.1
+as pcap2qlog wrote it; quic-go's draft-02-wip JSON with ``event_fields``): a sender that slow
+starts, loses one packet, recovers, grows in congestion avoidance, becomes application-limited
+and finally sends probe pairs without any ACK, backing off exponentially.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
+from quicsm.extract.capabilities import derivations, from_events, render
+from quicsm.extract.read import read_transitions
+from quicsm.extract.wire import Packet, packet_of, read_packets, wire_states
+
+RTT = 40.0
+MSS = 1200
+
+
+def _sender(*, probes: bool = True) -> list[tuple[float, str, dict[str, Any]]]:
+    """``(time_ms, "sent"|"received", data)`` of a server's bulk transfer, as described in
+    the module docstring (packet 60 is lost)."""
+    events: list[tuple[float, str, dict[str, Any]]] = []
+    pn = 0
+    ack_pn = 0
+    t = 0.0
+    acks: list[tuple[float, int]] = []  # (arrival time, packet acknowledged)
+
+    def send(time: float, size: int = MSS) -> int:
+        nonlocal pn
+        n = pn
+        pn += 1
+        events.append(
+            (
+                time,
+                "sent",
+                {
+                    "header": {"packet_type": "1RTT", "packet_number": n},
+                    "raw": {"length": size},
+                    "frames": [{"frame_type": "stream", "length": size - 30}],
+                },
+            )
+        )
+        if n != 60:
+            acks.append((time + RTT, n))
+        return n
+
+    # slow start: a window of 10, doubling each round, then congestion avoidance after the
+    # loss, one more packet per round
+    window = 10
+    for round_ in range(12):
+        for i in range(window):
+            send(t + i * 0.2)
+        t += RTT
+        window = window * 2 if round_ < 3 else (window // 2 if round_ == 3 else window + 1)
+    # application-limited: two packets per round trip, the window nearly empty
+    for _ in range(8):
+        send(t)
+        send(t + 0.1)
+        t += RTT * 2
+    last_ack_time = max(a for a, _ in acks)
+    # the ACKs, one per packet, each carrying every packet acknowledged so far
+    acked: list[int] = []
+    for arrival, n in sorted(acks):
+        acked.append(n)
+        ranges = _ranges(sorted(acked))
+        events.append(
+            (
+                arrival,
+                "received",
+                {
+                    "header": {"packet_type": "1RTT", "packet_number": ack_pn},
+                    "frames": [{"frame_type": "ack", "ack_delay": 0.0, "acked_ranges": ranges}],
+                },
+            )
+        )
+        ack_pn += 1
+    if probes:
+        # after the last ACK: unacknowledged probe pairs, backing off (quic-go 2020)
+        t = last_ack_time + 1.0
+        send(t)  # new data, never acknowledged
+        gap = 108.0
+        for _ in range(6):
+            t += gap
+            send(t)
+            send(t + 0.05)
+            gap *= 2
+    events.sort(key=lambda e: e[0])
+    return events
+
+
+def _ranges(numbers: list[int]) -> list[list[int]]:
+    out: list[list[int]] = []
+    for n in numbers:
+        if out and out[-1][1] == n - 1:
+            out[-1][1] = n
+        else:
+            out.append([n, n])
+    return out[::-1]
+
+
+def _qlog01(events: list[tuple[float, str, dict[str, Any]]]) -> bytes:
+    """A qlog 0.1 document (pcap2qlog's shape): top-level fields and array events."""
+    rows: list[Any] = [
+        [t, "TRANSPORT", "PACKET_SENT" if d == "sent" else "PACKET_RECEIVED", "LINE", data]
+        for t, d, data in events
+    ]
+    rows.append([])
+    return orjson.dumps(
+        {
+            "qlog_version": "0.1",
+            "vantagepoint": "SERVER",
+            "fields": ["time", "category", "type", "trigger", "data"],
+            "events": rows,
+        }
+    )
+
+
+def _quic_go_2020(events: list[tuple[float, str, dict[str, Any]]]) -> bytes:
+    """A quic-go draft-02-wip trace (2020's shape): event_fields, metrics after each ACK,
+    no PTO, timer or loss-timer event."""
+    rows: list[Any] = []
+    in_flight = 0
+    outstanding: set[int] = set()
+    for t, d, data in events:
+        name = "packet_sent" if d == "sent" else "packet_received"
+        rows.append([t, "transport", name, data])
+        if d == "sent":
+            outstanding.add(data["header"]["packet_number"])
+            in_flight += MSS
+            continue
+        ranges = data["frames"][0]["acked_ranges"]
+        before = len(outstanding)
+        outstanding -= {n for lo, hi in ranges for n in range(lo, hi + 1)}
+        in_flight -= (before - len(outstanding)) * MSS
+        rows.append(
+            [
+                t,
+                "recovery",
+                "metrics_updated",
+                {"bytes_in_flight": in_flight, "cwnd": 32 * MSS, "latest_rtt": RTT},
+            ]
+        )
+    trace = {
+        "vantage_point": {"type": "server"},
+        "title": "quic-go",
+        "event_fields": ["relative_time", "category", "event", "data"],
+        "events": rows,
+    }
+    return orjson.dumps({"qlog_version": "draft-02-wip", "title": "quic-go", "traces": [trace]})
+
+
+def _packets(events: list[tuple[float, str, dict[str, Any]]]) -> list[Packet]:
+    out = []
+    for t, d, data in events:
+        p = packet_of(t, "packet_sent" if d == "sent" else "packet_received", data, 1.0)
+        assert p is not None
+        out.append(p)
+    return out
+
+
+def test_wire_states_follow_the_sender() -> None:
+    result = wire_states(_packets(_sender()))
+    states = [s for _, s, _ in result.rows]
+    assert result.own_sends and result.losses >= 1 and result.probes >= 6
+    assert states[0] == "SlowStart"
+    order = [states.index(s) for s in ("SlowStart", "Recovery", "CongestionAvoidance")]
+    assert order == sorted(order)
+    assert "ApplicationLimited" in states[order[-1] :]
+    tail = [s for _, s, _ in result.rows if s in ("TailLossProbe", "RetransmissionTimeout")]
+    assert tail[0] == "TailLossProbe" and set(tail[1:]) == {"RetransmissionTimeout"}
+
+
+def test_without_probes_the_trace_ends_application_limited() -> None:
+    result = wire_states(_packets(_sender(probes=False)))
+    assert result.rows[-1][1] == "ApplicationLimited" and result.probes == 0
+
+
+def test_a_clients_log_infers_the_servers_sender() -> None:
+    """The same packets seen from the receiver: the data arrives, the ACKs leave."""
+    flipped = [
+        Packet(p.time, not p.sent, p.space, p.number, p.size, p.acks, p.ack_delay_ms, p.eliciting)
+        for p in _packets(_sender(probes=False))
+    ]
+    result = wire_states(flipped)
+    assert not result.own_sends
+    assert {"SlowStart", "Recovery", "CongestionAvoidance"} <= {s for _, s, _ in result.rows}
+
+
+def test_a_qlog_01_capture_gives_states_from_its_packets(tmp_path: Path) -> None:
+    path = tmp_path / "capture.qlog"
+    path.write_bytes(_qlog01(_sender()))
+    diag = Diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        frame = read_transitions(path, diagnostics=diag)
+    states = frame["state"].to_list()
+    assert states[0] == "Init" and len(states) > 4
+    assert {"SlowStart", "Recovery", "TailLossProbe", "RetransmissionTimeout"} <= set(states)
+    assert set(frame["trigger"].drop_nulls().to_list()) <= {
+        "wire:probe_after_silence",
+        "wire:loss",
+        "wire:recovery",
+        "wire:not_cwnd_limited",
+        "wire:slow_start",
+        "wire:congestion_avoidance",
+    }
+    assert any("states derived from its packets and ACK frames alone" in n for n in diag.notes)
+    assert [d[1] for d in diag.derivation] == ["CongestionAvoidanceMaxed"]
+    assert read_packets(path)[0][0].sent
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "derived"])
+def test_quic_go_2020_probe_backoff_is_derived(tmp_path: Path, mode: str) -> None:
+    path = tmp_path / "server.qlog"
+    path.write_bytes(_quic_go_2020(_sender()))
+    diag = Diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        frame = read_transitions(path, diagnostics=diag, states=mode)
+    states = frame["state"].to_list()
+    assert states[-2:] == ["TailLossProbe", "RetransmissionTimeout"], states
+    assert any("logs no probe timeout although quic-go traces usually do" in n for n in diag.notes)
+    # without the probes the trace ends as its metrics left it, with no note
+    quiet = tmp_path / "quiet" / "server.qlog"
+    quiet.parent.mkdir()
+    quiet.write_bytes(_quic_go_2020(_sender(probes=False)))
+    diag = Diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        frame = read_transitions(quiet, diagnostics=diag, states=mode)
+    assert "TailLossProbe" not in frame["state"].to_list()
+    assert not any("probe timeout" in n for n in diag.notes)
+
+
+def test_capabilities_name_what_is_logged() -> None:
+    caps = from_events([], packets=10, ack_frames=4)
+    assert render(caps) == "packets, ack_frames"
+    assert derivations(caps) == ["all states from packets and ACK frames (the wire derivation)"]
+    assert derivations(frozenset()) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0, 1e4, allow_nan=False),
+            st.booleans(),
+            st.sampled_from(["initial", "handshake", "application"]),
+            st.integers(0, 50),
+            st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50)), max_size=3),
+            st.booleans(),
+        ),
+        max_size=80,
+    )
+)
+def test_any_packets_give_rows_in_time_order(raw: list[Any]) -> None:
+    packets = [
+        Packet(t, sent, space, n, MSS, tuple((min(a, b), max(a, b)) for a, b in acks), 0.0, e)
+        for t, sent, space, n, acks, e in raw
+    ]
+    result = wire_states(packets)
+    times = [r[0] for r in result.rows]
+    assert times == sorted(times)
+    assert all(a[1] != b[1] for a, b in zip(result.rows, result.rows[1:], strict=False))
