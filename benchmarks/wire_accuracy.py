@@ -32,6 +32,7 @@ from quicsm.stats.agreement import overall_agreement, overlap
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from derive_accuracy import (  # noqa: E402
     DEFAULT_PATHS,
+    HELD_OUT_FROM_RUN,
     _label,
     _pct,
     confusion_tables,
@@ -100,6 +101,17 @@ def load(paths: list[str]) -> pl.DataFrame:
         pl.col("labels")
         .map_elements(lambda s: str(_label(s, "scenario") or "-"), return_dtype=pl.String)
         .alias("scenario"),
+        pl.col("labels")
+        .map_elements(lambda s: int(_label(s, "run") or 0), return_dtype=pl.Int64)
+        .alias("run"),
+        pl.col("labels")
+        .map_elements(lambda s: _label(s, "patch") == "", return_dtype=pl.Boolean)
+        .alias("stock"),
+    ).with_columns(
+        pl.when((pl.col("run") >= HELD_OUT_FROM_RUN) | pl.col("stock"))
+        .then(pl.lit("held-out"))
+        .otherwise(pl.lit("tune"))
+        .alias("split")
     )
     return overlap(explicit, derived).join(info, on="trace")
 
@@ -112,9 +124,17 @@ def main(argv: list[str] | None = None) -> int:
     paths = args.paths or [str(p) for p in DEFAULT_PATHS]
     pairs = load(paths)
     print(
-        f"\n{pairs['trace'].n_unique()} traces, overall agreement "
-        f"{_pct(overall_agreement(pairs))} %\n"
+        f"\nall: {pairs['trace'].n_unique()} traces, overall agreement "
+        f"{_pct(overall_agreement(pairs))} %"
     )
+    for split in ("tune", "held-out"):
+        part = pairs.filter(pl.col("split") == split)
+        if part.height:
+            print(
+                f"{split}: {part['trace'].n_unique()} traces, overall agreement "
+                f"{_pct(overall_agreement(part))} %"
+            )
+    print()
     print("\n".join(stack_table(pairs)))
     for (vantage,), sub in sorted(pairs.group_by("vantage"), key=lambda kv: str(kv[0][0])):
         print(f"\n{vantage}:\n")

@@ -33,7 +33,6 @@ def _sender(*, probes: bool = True) -> list[tuple[float, str, dict[str, Any]]]:
     the module docstring (packet 60 is lost)."""
     events: list[tuple[float, str, dict[str, Any]]] = []
     pn = 0
-    ack_pn = 0
     t = 0.0
     acks: list[tuple[float, int]] = []  # (arrival time, packet acknowledged)
 
@@ -72,7 +71,7 @@ def _sender(*, probes: bool = True) -> list[tuple[float, str, dict[str, Any]]]:
     last_ack_time = max(a for a, _ in acks)
     # the ACKs, one per packet, each carrying every packet acknowledged so far
     acked: list[int] = []
-    for arrival, n in sorted(acks):
+    for ack_pn, (arrival, n) in enumerate(sorted(acks)):
         acked.append(n)
         ranges = _ranges(sorted(acked))
         events.append(
@@ -85,7 +84,6 @@ def _sender(*, probes: bool = True) -> list[tuple[float, str, dict[str, Any]]]:
                 },
             )
         )
-        ack_pn += 1
     if probes:
         # after the last ACK: unacknowledged probe pairs, backing off (quic-go 2020)
         t = last_ack_time + 1.0
@@ -274,3 +272,30 @@ def test_any_packets_give_rows_in_time_order(raw: list[Any]) -> None:
     times = [r[0] for r in result.rows]
     assert times == sorted(times)
     assert all(a[1] != b[1] for a, b in zip(result.rows, result.rows[1:], strict=False))
+
+
+def _agreement(paths: list[str]) -> float:
+    import sys
+
+    bench = str(Path(__file__).resolve().parent.parent / "benchmarks")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    from wire_accuracy import load
+
+    from quicsm.stats.agreement import overall_agreement
+
+    return overall_agreement(load(paths))
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def test_packet_only_derivation_agrees_with_logged_states_on_the_real_fixtures() -> None:
+    """The wire derivation against the states instrumented quic-go and aioquic logged (every
+    event but the packets set aside); docs/derive.md has the whole corpus."""
+    assert _agreement([str(FIXTURES / "real")]) >= 0.85
+
+
+@pytest.mark.slow
+def test_packet_only_derivation_agrees_with_stock_quic_go() -> None:
+    assert _agreement([str(FIXTURES / "stock" / "quic-go-v0.54.0.qlog")]) >= 0.85

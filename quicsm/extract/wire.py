@@ -21,10 +21,10 @@ recovery and congestion controller would have seen (RFC 9002) from those packets
   of at least a PTO period (smoothed RTT + max(4 rttvar, 1 ms) + max_ack_delay, doubled per
   consecutive PTO) since the last ack-eliciting send or acknowledgement: ``TailLossProbe`` for
   the first, ``RetransmissionTimeout`` for later ones until an ACK;
-- **the window**: an RFC 9002 NewReno window (initial window, growth by the bytes acknowledged
-  in slow start and one datagram per window in congestion avoidance, halved on a congestion
-  event), never below the largest flight seen since the last congestion event (a stack whose
-  window is larger shows it by sending more);
+- **the window**: the largest flight seen since the last congestion event (a cwnd-limited
+  sender fills its window), at least the RFC 9002 initial window before the first one and half
+  the previous window after each (section 7.3.2): a lower bound of the sender's window that
+  its own sends raise;
 - **slow start vs congestion avoidance**: slow start until the first congestion event, or until
   a round's flight stops growing (under 1.25x the previous round's while cwnd-limited);
 - **application-limited** (section 7.8): an ACK that arrives while the bytes in flight before it
@@ -55,6 +55,7 @@ APP_LIMITED = "ApplicationLimited"
 RECOVERY = "Recovery"
 TLP = "TailLossProbe"
 RTO = "RetransmissionTimeout"
+MAXED = "CongestionAvoidanceMaxed"
 
 #: RFC 9002 section 6.1.1 kPacketThreshold
 PACKET_THRESHOLD: Final[int] = 3
@@ -73,6 +74,12 @@ PTO_GAP_FRACTION: Final[float] = 0.9
 DEFAULT_DATAGRAM: Final[int] = 1200
 #: slack of the cwnd-limited test, datagrams (quic-go maxBurstPackets; RFC 9002 section 7.8)
 BURST_DATAGRAMS: Final[int] = 3
+#: the window after a congestion event, as a share of the one before (RFC 9002 section 7.3.2
+#: kLossReductionFactor); a stack that cuts less shows it by sending more
+LOSS_REDUCTION: Final[float] = 0.5
+#: congestion avoidance with this many cwnd-limited rounds in a row whose flight did not grow
+#: by half a datagram is at a window cap (Reno grows a datagram per round, RFC 9002 7.3.3)
+PLATEAU_ROUNDS: Final[int] = 12
 #: a round whose flight is below this multiple of the previous round's, while the window was
 #: full, ends slow start (slow start doubles the flight per round)
 SLOW_START_GROWTH: Final[float] = 1.25
@@ -225,7 +232,9 @@ def read_packets(
 
 @dataclass
 class _Round:
-    end_number: int | None = None  # the round ends when this packet (or a later one) is acked
+    """One round trip of the sender: it ends when its last packet is acknowledged."""
+
+    end_number: int | None = None
     max_flight: float = 0.0
     cwnd_limited: bool = False
 
@@ -241,6 +250,8 @@ class WireResult:
     acks: int
     losses: int
     probes: int
+    #: losses later acknowledged (reordering): each raised the packet threshold
+    spurious: int = 0
 
 
 def data_direction(packets: Sequence[Packet]) -> bool:
@@ -251,185 +262,268 @@ def data_direction(packets: Sequence[Packet]) -> bool:
     return sent >= received
 
 
-def wire_states(packets: Iterable[Packet], *, own_sends: bool | None = None) -> WireResult:
-    """The congestion states of the sender of a trace's data, from its packets alone."""
-    packets = sorted(packets, key=lambda p: p.time)  # stable: file order within a time
-    if own_sends is None:
-        own_sends = data_direction(packets)
-    rows: list[tuple[float, str, str]] = []
-    state = INIT
+Key = tuple[str, int]
 
-    def enter(time: float, new: str, trigger: str) -> None:
-        nonlocal state
-        if new != state:
-            rows.append((time, new, trigger))
-            state = new
 
-    outstanding: dict[tuple[str, int], tuple[float, int]] = {}
-    largest_acked: dict[str, int] = {}
-    in_flight = 0.0
-    datagram = float(DEFAULT_DATAGRAM)
-    srtt: float | None = None
-    rttvar = 0.0
-    min_rtt: float | None = None
-    latest_rtt: float | None = None
-    recovery_start: float | None = None
-    in_slow_start = True
-    cwnd = 10.0 * DEFAULT_DATAGRAM  # RFC 9002 section 7.2, refined by the datagram size
-    flight_since_event = 0.0
-    consecutive_ptos = 0
-    last_activity: float | None = None  # last ack-eliciting send or acknowledgement
-    round_ = _Round()
-    previous_round: _Round | None = None
-    last_number: dict[str, int] = {}
-    n_data = n_acks = n_lost = n_probes = 0
-    dropped_initial = confirmed = False
+class _Sender:
+    """The data sender's loss recovery and window, rebuilt from its packets and ACKs."""
 
-    for p in packets:
+    def __init__(self) -> None:
+        self.rows: list[tuple[float, str, str]] = []
+        self.state = INIT
+        self.outstanding: dict[Key, tuple[float, int]] = {}
+        #: packets declared lost: if one is acknowledged later, it was reordered
+        self.lost: dict[Key, float] = {}
+        self.largest_acked: dict[str, int] = {}
+        self.packet_threshold = PACKET_THRESHOLD
+        self.in_flight = 0.0
+        self.datagram = float(DEFAULT_DATAGRAM)
+        self.srtt: float | None = None
+        self.rttvar = 0.0
+        self.min_rtt: float | None = None
+        self.latest_rtt: float | None = None
+        self.recovery_start: float | None = None
+        self.in_slow_start = True
+        self.cwnd = 10.0 * DEFAULT_DATAGRAM  # RFC 9002 section 7.2
+        self.flight_since_event = 0.0
+        self.consecutive_ptos = 0
+        self.last_activity: float | None = None  # last ack-eliciting send or acknowledgement
+        self.round = _Round()
+        self.previous_round: _Round | None = None
+        #: consecutive cwnd-limited rounds in congestion avoidance whose flight did not grow
+        self.flat_rounds = 0
+        self.plateau = 0.0
+        self.last_number: dict[str, int] = {}
+        self.dropped_initial = self.confirmed = False
+        self.n_data = self.n_acks = self.n_lost = self.n_probes = self.n_spurious = 0
+
+    def enter(self, time: float, new: str, trigger: str) -> None:
+        if new != self.state:
+            self.rows.append((time, new, trigger))
+            self.state = new
+
+    def _drop(self, space: str) -> None:
+        keys = [k for k in self.outstanding if k[0] == space]
+        self.in_flight = max(
+            0.0, self.in_flight - float(sum(self.outstanding.pop(k)[1] for k in keys))
+        )
+
+    def _pto_period(self) -> float:
+        base = self.srtt if self.srtt is not None else INITIAL_RTT_MS
+        var = self.rttvar if self.srtt is not None else INITIAL_RTT_MS / 2
+        return (base + max(4 * var, GRANULARITY_MS) + MAX_ACK_DELAY_MS) * (
+            2.0 ** min(self.consecutive_ptos, 60)
+        )
+
+    def _loss_delay(self) -> float:
+        return TIME_THRESHOLD * max(self.srtt or 0.0, self.latest_rtt or 0.0, GRANULARITY_MS)
+
+    def send(self, p: Packet) -> None:
         t = p.time
-        if p.sent == own_sends:
-            # a packet of the data direction
-            if not p.eliciting or p.number is None:
-                continue
-            n_data += 1
-            if p.size > datagram and p.size <= 1500:
-                datagram = float(p.size)
-            if (
-                in_flight > 0
-                and last_activity is not None
-                and p.space == "application"
-            ):
-                base = srtt if srtt is not None else INITIAL_RTT_MS
-                var = rttvar if srtt is not None else INITIAL_RTT_MS / 2
-                period = (base + max(4 * var, GRANULARITY_MS) + MAX_ACK_DELAY_MS) * (
-                    2.0 ** min(consecutive_ptos, 60)
-                )
-                if t - last_activity >= PTO_GAP_FRACTION * period:
-                    consecutive_ptos += 1
-                    n_probes += 1
-                    enter(t, TLP if consecutive_ptos == 1 else RTO, "wire:probe_after_silence")
-            if p.space != "initial" and not dropped_initial:
-                # RFC 9001 section 4.9.1: Initial keys are discarded once Handshake packets
-                # flow; what was in flight in that space no longer counts
-                dropped_initial = True
-                in_flight -= _drop_space(outstanding, "initial")
-            outstanding[(p.space, p.number)] = (t, p.size)
-            last_number[p.space] = p.number
-            in_flight += p.size
-            flight_since_event = max(flight_since_event, in_flight)
-            round_.max_flight = max(round_.max_flight, in_flight)
-            if round_.end_number is None and p.space == "application":
-                round_.end_number = p.number
-            if in_flight + BURST_DATAGRAMS * datagram >= cwnd:
-                round_.cwnd_limited = True
-            last_activity = t
-            continue
-        if not p.acks:
-            continue
-        # an ACK frame for the data direction
+        assert p.number is not None
+        self.loss_timer(t)
+        self.n_data += 1
+        if self.datagram < p.size <= 1500:
+            self.datagram = float(p.size)
+        if (
+            self.in_flight > 0
+            and self.last_activity is not None
+            and p.space == "application"
+            and t - self.last_activity >= PTO_GAP_FRACTION * self._pto_period()
+        ):
+            self.consecutive_ptos += 1
+            self.n_probes += 1
+            new = TLP if self.consecutive_ptos == 1 else RTO
+            self.enter(t, new, "wire:probe_after_silence")
+        if p.space != "initial" and not self.dropped_initial:
+            # RFC 9001 section 4.9.1: Initial keys are discarded once Handshake packets flow;
+            # what was in flight in that space no longer counts
+            self.dropped_initial = True
+            self._drop("initial")
+        self.outstanding[(p.space, p.number)] = (t, p.size)
+        self.last_number[p.space] = p.number
+        self.in_flight += p.size
+        self.flight_since_event = max(self.flight_since_event, self.in_flight)
+        self.round.max_flight = max(self.round.max_flight, self.in_flight)
+        if self.round.end_number is None and p.space == "application":
+            self.round.end_number = p.number
+        if self.in_flight + BURST_DATAGRAMS * self.datagram >= self.cwnd:
+            self.round.cwnd_limited = True
+        self.last_activity = t
+
+    def loss_timer(self, now: float) -> None:
+        """RFC 9002 section 6.1.2: packets below the largest acknowledged one are lost once
+        the time threshold has passed, whether or not another ACK came."""
+        if not self.largest_acked or self.srtt is None:
+            return
+        delay = self._loss_delay()
+        due = [
+            (sent + delay, key)
+            for key, (sent, _) in self.outstanding.items()
+            if key[1] < self.largest_acked.get(key[0], -1) and sent + delay <= now
+        ]
+        if due:
+            when = max(d for d, _ in due)
+            if self._declare([k for _, k in due]):
+                self._congestion_event(when)
+
+    def _declare(self, keys: list[Key]) -> bool:
+        """Declare ``keys`` lost; whether one was sent after the recovery period began."""
+        new_episode = False
+        for key in keys:
+            sent_at, size = self.outstanding.pop(key)
+            self.in_flight = max(0.0, self.in_flight - size)
+            self.lost[key] = sent_at
+            self.n_lost += 1
+            if self.recovery_start is None or sent_at > self.recovery_start:
+                new_episode = True
+        if len(self.lost) > 10_000:  # bounded: forget the oldest declarations
+            for key in list(self.lost)[:5_000]:
+                del self.lost[key]
+        return new_episode
+
+    def _congestion_event(self, t: float) -> None:
+        self.recovery_start = t
+        self.in_slow_start = False
+        self.cwnd = max(self.cwnd * LOSS_REDUCTION, 2 * self.datagram)
+        self.flight_since_event = 0.0
+        self.flat_rounds = 0
+        self.enter(t, RECOVERY, "wire:loss")
+
+    def ack(self, p: Packet) -> None:
+        t = p.time
+        self.loss_timer(t)
         space = p.space
         newly: list[tuple[int, float, int]] = []
         for lo, hi in p.acks:
-            if hi - lo > 100_000:
-                lo = hi - 100_000  # a hostile range: at most what could be outstanding
+            lo = max(lo, hi - 100_000)  # a hostile range: at most what could be outstanding
             for n in range(lo, hi + 1):
-                found = outstanding.pop((space, n), None)
+                key = (space, n)
+                found = self.outstanding.pop(key, None)
                 if found is not None:
                     newly.append((n, found[0], found[1]))
+                elif key in self.lost:
+                    # declared lost, then acknowledged: reordered. Counted only: RFC 9002
+                    # section 6.1.1 allows an adaptive threshold, but the stacks measured
+                    # (quic-go, aioquic) keep kPacketThreshold and still cut their window
+                    del self.lost[key]
+                    self.n_spurious += 1
         if not newly:
-            continue
-        n_acks += 1
-        if space == "application" and not confirmed:
+            return
+        self.n_acks += 1
+        if space == "application" and not self.confirmed:
             # an acknowledged 1-RTT packet confirms the handshake (RFC 9001 section 4.1.2):
             # the Initial and Handshake spaces are discarded with their bytes in flight
-            confirmed = dropped_initial = True
-            in_flight -= _drop_space(outstanding, "initial") + _drop_space(outstanding, "handshake")
-        prior_in_flight = in_flight
-        acked_bytes = float(sum(size for _, _, size in newly))
-        in_flight = max(0.0, in_flight - acked_bytes)
+            self.confirmed = self.dropped_initial = True
+            self._drop("initial")
+            self._drop("handshake")
+        prior_in_flight = self.in_flight
+        self.in_flight = max(0.0, self.in_flight - float(sum(s for _, _, s in newly)))
         largest = max(hi for _, hi in p.acks)
-        if largest > largest_acked.get(space, -1):
-            largest_acked[space] = largest
+        if largest > self.largest_acked.get(space, -1):
+            self.largest_acked[space] = largest
         top = max(newly)
         if top[0] == largest:
-            sample = t - top[1]
-            if sample > 0:
-                min_rtt = sample if min_rtt is None else min(min_rtt, sample)
-                delay = p.ack_delay_ms or 0.0
-                if sample - delay >= min_rtt:
-                    sample -= delay
-                latest_rtt = sample
-                if srtt is None:
-                    srtt, rttvar = sample, sample / 2
-                else:
-                    rttvar = 0.75 * rttvar + 0.25 * abs(srtt - sample)
-                    srtt = 0.875 * srtt + 0.125 * sample
-        consecutive_ptos = 0
-        last_activity = t
+            self._rtt_sample(t - top[1], p.ack_delay_ms)
+        self.consecutive_ptos = 0
+        self.last_activity = t
         # losses (RFC 9002 section 6.1)
-        lost_after_recovery = False
-        threshold = TIME_THRESHOLD * max(srtt or 0.0, latest_rtt or 0.0, GRANULARITY_MS)
-        for key in [k for k in outstanding if k[0] == space]:
-            sent_at, size = outstanding[key]
-            if key[1] > largest_acked[space]:
-                continue
-            if key[1] <= largest_acked[space] - PACKET_THRESHOLD or t - sent_at >= threshold:
-                del outstanding[key]
-                in_flight = max(0.0, in_flight - size)
-                n_lost += 1
-                if recovery_start is None or sent_at > recovery_start:
-                    lost_after_recovery = True
+        delay = self._loss_delay()
+        threshold = self.largest_acked[space] - self.packet_threshold
+        lost = [
+            key
+            for key, (sent_at, _) in self.outstanding.items()
+            if key[0] == space
+            and key[1] < self.largest_acked[space]
+            and (key[1] <= threshold or t - sent_at >= delay)
+        ]
+        new_episode = self._declare(lost) if lost else False
         # recovery ends when a packet sent after it began is acknowledged
-        if recovery_start is not None and any(sent > recovery_start for _, sent, _ in newly):
-            recovery_start = None
-        # the window (RFC 9002 section 7.3, NewReno)
-        if recovery_start is None and (
-            round_.cwnd_limited or prior_in_flight + BURST_DATAGRAMS * datagram >= cwnd
+        if self.recovery_start is not None and any(
+            sent > self.recovery_start for _, sent, _ in newly
         ):
-            if in_slow_start:
-                cwnd += acked_bytes
-            else:
-                cwnd += datagram * acked_bytes / cwnd
-        if lost_after_recovery:
-            recovery_start = t
-            in_slow_start = False
-            cwnd = max(cwnd / 2, 2 * datagram)
-            flight_since_event = in_flight
-            enter(t, RECOVERY, "wire:loss")
-            continue
-        cwnd = max(cwnd, flight_since_event)
-        # rounds: slow start ends when a cwnd-limited round's flight stops growing
-        end = round_.end_number
-        if space == "application" and end is not None and largest >= end:
-            if (
-                in_slow_start
-                and previous_round is not None
-                and round_.cwnd_limited
-                and previous_round.cwnd_limited
-                and round_.max_flight < SLOW_START_GROWTH * previous_round.max_flight
-            ):
-                in_slow_start = False
-            previous_round = round_
-            round_ = _Round(end_number=last_number.get("application"))
-        if recovery_start is not None:
-            enter(t, RECOVERY, "wire:recovery")
-            continue
-        limited = prior_in_flight + BURST_DATAGRAMS * datagram < cwnd and not (
-            in_slow_start and prior_in_flight > cwnd / 2
+            self.recovery_start = None
+        if new_episode:
+            self._congestion_event(t)
+            return
+        self.cwnd = max(self.cwnd, self.flight_since_event)
+        if space == "application":
+            self._round_end(largest)
+        if self.recovery_start is not None:
+            self.enter(t, RECOVERY, "wire:recovery")
+            return
+        cwnd = self.cwnd
+        limited = prior_in_flight + BURST_DATAGRAMS * self.datagram < cwnd and not (
+            self.in_slow_start and prior_in_flight > cwnd / 2
         )
         if limited:
-            enter(t, APP_LIMITED, "wire:not_cwnd_limited")
-        elif in_slow_start:
-            enter(t, SLOW_START, "wire:slow_start")
+            self.enter(t, APP_LIMITED, "wire:not_cwnd_limited")
+        elif self.in_slow_start:
+            self.enter(t, SLOW_START, "wire:slow_start")
+        elif self.flat_rounds >= PLATEAU_ROUNDS:
+            self.enter(t, MAXED, "wire:window_plateau")
         else:
-            enter(t, CONGESTION_AVOIDANCE, "wire:congestion_avoidance")
-    return WireResult(rows, own_sends, n_data, n_acks, n_lost, n_probes)
+            self.enter(t, CONGESTION_AVOIDANCE, "wire:congestion_avoidance")
+
+    def _rtt_sample(self, sample: float, ack_delay: float | None) -> None:
+        """RFC 9002 section 5.3."""
+        if sample <= 0:
+            return
+        self.min_rtt = sample if self.min_rtt is None else min(self.min_rtt, sample)
+        delay = ack_delay or 0.0
+        if sample - delay >= self.min_rtt:
+            sample -= delay
+        self.latest_rtt = sample
+        if self.srtt is None:
+            self.srtt, self.rttvar = sample, sample / 2
+        else:
+            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - sample)
+            self.srtt = 0.875 * self.srtt + 0.125 * sample
+
+    def _round_end(self, largest: int) -> None:
+        """Slow start ends when a cwnd-limited round's flight stops growing; in congestion
+        avoidance, cwnd-limited rounds whose flight stays flat mean the window is capped."""
+        end = self.round.end_number
+        if end is None or largest < end:
+            return
+        done, before = self.round, self.previous_round
+        if before is not None and done.cwnd_limited and before.cwnd_limited:
+            if self.in_slow_start and done.max_flight < SLOW_START_GROWTH * before.max_flight:
+                self.in_slow_start = False
+            if not self.in_slow_start:
+                if done.max_flight <= self.plateau and self.plateau > 0:
+                    self.flat_rounds += 1
+                else:
+                    self.flat_rounds = 0
+                    self.plateau = done.max_flight
+        else:
+            self.flat_rounds = 0
+            self.plateau = done.max_flight
+        self.previous_round = done
+        self.round = _Round(end_number=self.last_number.get("application"))
 
 
-def _drop_space(outstanding: dict[tuple[str, int], tuple[float, int]], space: str) -> float:
-    """Forget a packet number space's packets in flight; their bytes."""
-    keys = [k for k in outstanding if k[0] == space]
-    return float(sum(outstanding.pop(k)[1] for k in keys))
+def wire_states(packets: Iterable[Packet], *, own_sends: bool | None = None) -> WireResult:
+    """The congestion states of the sender of a trace's data, from its packets alone."""
+    ordered = sorted(packets, key=lambda p: p.time)  # stable: file order within a time
+    if own_sends is None:
+        own_sends = data_direction(ordered)
+    sender = _Sender()
+    for p in ordered:
+        if p.sent == own_sends:
+            if p.eliciting and p.number is not None:
+                sender.send(p)
+        elif p.acks:
+            sender.ack(p)
+    return WireResult(
+        sender.rows,
+        own_sends,
+        sender.n_data,
+        sender.n_acks,
+        sender.n_lost,
+        sender.n_probes,
+        sender.n_spurious,
+    )
 
 
 def tail_probes(
