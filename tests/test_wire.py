@@ -299,3 +299,31 @@ def test_packet_only_derivation_agrees_with_logged_states_on_the_real_fixtures()
 @pytest.mark.slow
 def test_packet_only_derivation_agrees_with_stock_quic_go() -> None:
     assert _agreement([str(FIXTURES / "stock" / "quic-go-v0.54.0.qlog")]) >= 0.85
+
+
+def test_inspect_shows_what_each_trace_logs(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from quicsm.cli import main
+    from quicsm.extract.capabilities import file_capabilities
+
+    capture = tmp_path / "capture.qlog"
+    capture.write_bytes(_qlog01(_sender()))
+    old = tmp_path / "old" / "server.qlog"
+    old.parent.mkdir()
+    old.write_bytes(_quic_go_2020(_sender()))
+    (found,) = file_capabilities(capture)
+    assert render(found.capabilities) == "packets, ack_frames" and not found.missing_pto
+    (found,) = file_capabilities(old)
+    assert found.profile == "quic-go" and found.missing_pto
+    assert render(found.capabilities) == (
+        "metrics, cwnd, bytes_in_flight, rtt, packets, ack_frames"
+    )
+    result = CliRunner().invoke(main, ["inspect", str(old)])
+    assert result.exit_code == 0, result.output
+    assert "  #0 [quic-go]: metrics, cwnd, bytes_in_flight, rtt, packets, ack_frames" in (
+        result.output
+    )
+    assert "! no probe timeout is logged although quic-go traces usually log them" in (
+        result.output
+    )

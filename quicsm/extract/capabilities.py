@@ -26,9 +26,15 @@ it to pick the derivation (metrics rules, probes from silences, or states from t
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
+from quicsm.extract.profiles import detect_profile
+from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
 from quicsm.qlog.events import MetricEvent
+from quicsm.qlog.source import read_qlog
+from quicsm.qlog.trace import TraceBuilder
 
 METRICS = "metrics"
 CWND = "cwnd"
@@ -57,6 +63,9 @@ CAPABILITIES: Final[tuple[str, ...]] = (
 
 __all__ = [
     "CAPABILITIES",
+    "TraceCapabilities",
+    "capability_lines",
+    "file_capabilities",
     "derivations",
     "from_events",
     "from_status",
@@ -147,3 +156,80 @@ def derivations(caps: frozenset[str], *, profile_logs_pto: bool = True) -> list[
 def render(caps: frozenset[str]) -> str:
     """``cwnd, bytes_in_flight, ...`` in :data:`CAPABILITIES` order, ``nothing`` when empty."""
     return ", ".join(c for c in CAPABILITIES if c in caps) or "nothing"
+
+
+@dataclass(frozen=True)
+class TraceCapabilities:
+    """One trace's capabilities, its producer's profile and what can be derived."""
+
+    index: int
+    profile: str
+    capabilities: frozenset[str]
+    derivations: list[str]
+    #: the profile expects probe timeouts in its traces, and this one logs none
+    missing_pto: bool
+
+
+def file_capabilities(
+    path: str | Path, *, limits: ReadLimits = DEFAULT_LIMITS
+) -> list[TraceCapabilities]:
+    """Every trace's capabilities, reading the whole file (every record decoded, as
+    ``quicsm inspect`` does); bad records are skipped."""
+    counts: dict[int, list[int]] = {}
+
+    def sink(builder: TraceBuilder) -> None:
+        seen = counts.setdefault(builder.index, [0, 0])
+
+        def hook(time: float, short: str, data: object, scale: float) -> None:
+            seen[0] += 1
+            frames = data.get("frames") if isinstance(data, dict) else None
+            if isinstance(frames, list) and any(
+                isinstance(f, dict)
+                and str(f.get("frame_type", f.get("type", ""))).lower() in ("ack", "ack_ecn")
+                for f in frames
+            ):
+                seen[1] += 1
+
+        builder.packet_hook = hook
+        return None
+
+    read = read_qlog(
+        Path(path), full=True, want_metrics=True, lenient=True, limits=limits, metric_sink=sink
+    )
+    out = []
+    for trace in read.traces:
+        packets, acks = counts.get(trace.index, [0, 0])
+        profile = detect_profile(
+            title=trace.title, code_version=trace.code_version, labels=trace.labels
+        )
+        caps = from_events(
+            trace.metrics,
+            packets=packets,
+            ack_frames=acks,
+            ssthresh_unset_from=profile.ssthresh_unset_from,
+        )
+        out.append(
+            TraceCapabilities(
+                trace.index,
+                profile.name,
+                caps,
+                derivations(caps, profile_logs_pto=profile.logs_pto),
+                profile.logs_pto and PTO not in caps and METRICS in caps,
+            )
+        )
+    return out
+
+
+def capability_lines(found: list[TraceCapabilities]) -> list[str]:
+    """What ``quicsm inspect`` prints."""
+    out = ["capabilities by trace (what each logs decides what can be derived):"]
+    for t in found:
+        out.append(f"  #{t.index} [{t.profile}]: {render(t.capabilities)}")
+        for phrase in t.derivations or ["nothing can be derived: no metrics and no ACK frames"]:
+            out.append(f"    - {phrase}")
+        if t.missing_pto:
+            out.append(
+                f"    ! no probe timeout is logged although {t.profile} traces usually log "
+                "them: probes are looked for in its packets after its last acknowledgement"
+            )
+    return out
