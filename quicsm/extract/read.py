@@ -391,12 +391,12 @@ def _transition_rows(
             derivation = derive_states(
                 trace.metrics, profile=_trace_profile(loaded, trace, profile)
             )
-        derivation = _wire_pass(loaded, trace, derivation, tid, diag)
         used = derivation.profile
         logged = logged_states(used, (r.state for r in explicit)) if states == HYBRID else None
         if logged is not None and logged >= set(PAPER_STATES):
             chosen = explicit  # the producer logs every state itself: nothing to derive
         else:
+            derivation = _wire_pass(loaded, trace, derivation, tid, diag)
             for what, reason in derivation.notices:
                 named = what or PAPER_STATES[1:]  # none named: all (Init is always there)
                 missing = tuple(st for st in named if logged is None or st not in logged)
