@@ -41,8 +41,11 @@ from derive_accuracy import (  # noqa: E402
 )
 
 
-def wire_frame(files: list[Path], explicit: pl.DataFrame) -> pl.DataFrame:
-    """The packet-derived transitions of every trace in ``explicit``."""
+def wire_frame(
+    files: list[Path], explicit: pl.DataFrame, skipped: list[str]
+) -> pl.DataFrame:
+    """The packet-derived transitions of every trace in ``explicit`` whose packets carry ACK
+    frames; the others' ids are added to ``skipped``."""
     wanted = set(explicit["trace"].unique().to_list())
     starts = dict(
         explicit.group_by("trace").agg(pl.col("end_ms").max()).iter_rows()
@@ -59,6 +62,9 @@ def wire_frame(files: list[Path], explicit: pl.DataFrame) -> pl.DataFrame:
             if tid not in wanted:
                 continue
             first = firsts[index]
+            if not any(p.acks for p in kept):
+                skipped.append(tid)  # no ACK frames logged (quinn): nothing to derive from
+                continue
             result = wire_states(kept, own_sends=True)
             end = starts[tid]
             for time, state, trigger in [(first, "Init", None), *result.rows]:
@@ -88,7 +94,12 @@ def load(paths: list[str]) -> pl.DataFrame:
         traces = read_traces(paths)
     logged = explicit.filter(pl.col("source") == "explicit")["trace"].unique()
     explicit = explicit.filter(pl.col("trace").is_in(logged.implode()))
-    derived = wire_frame(expand_paths(paths), explicit)
+    skipped: list[str] = []
+    derived = wire_frame(expand_paths(paths), explicit, skipped)
+    if skipped:
+        print(f"{len(skipped)} traces log no ACK frames (not derivable from packets), e.g. "
+              f"{skipped[0]}; left out")
+    explicit = explicit.filter(~pl.col("trace").is_in(skipped))
     info = traces.select(
         "trace",
         "vantage",
