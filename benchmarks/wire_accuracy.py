@@ -55,7 +55,7 @@ def wire_frame(
         file = str(path)
         if not any(t.startswith(file + "#") for t in wanted):
             continue
-        packets = read_packets(path)
+        packets = read_packets(path).packets
         firsts = {t.index: t.first_time or 0.0 for t in read_qlog(path, lenient=True).traces}
         for index, kept in packets.items():
             tid = trace_id(file, index)

@@ -216,7 +216,7 @@ def test_a_qlog_01_capture_gives_states_from_its_packets(tmp_path: Path) -> None
     }
     assert any("states derived from its packets and ACK frames alone" in n for n in diag.notes)
     assert [d[1] for d in diag.derivation] == ["CongestionAvoidanceMaxed"]
-    assert read_packets(path)[0][0].sent
+    assert read_packets(path).packets[0][0].sent
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "derived"])
@@ -327,3 +327,90 @@ def test_inspect_shows_what_each_trace_logs(tmp_path: Path) -> None:
     assert "! no probe timeout is logged although quic-go traces usually log them" in (
         result.output
     )
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(
+        st.sampled_from(
+            ["header", "frames", "frame_type", "acked_ranges", "ack_delay", "packet_number",
+             "packet_type", "raw", "length", "packet_size", "type", "ranges"]
+        ),
+        inner,
+        max_size=5,
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_JSON, st.sampled_from(["packet_sent", "packet_received", "packet_rx"]))
+def test_any_packet_data_gives_a_packet_or_none(data: Any, short: str) -> None:
+    packet = packet_of(1.0, short, data, 1.0)
+    if packet is not None:
+        wire_states([packet, packet])
+
+
+def test_a_hostile_ack_range_costs_no_more_than_the_packets_in_flight() -> None:
+    packets = [Packet(float(i), True, "application", i, MSS) for i in range(50)]
+    packets.append(Packet(60.0, False, "application", 0, 50, ((0, 10**15),), 0.0, False))
+    result = wire_states(packets)
+    assert result.acks == 1 and result.rows[-1][1] in ("SlowStart", "ApplicationLimited")
+
+
+def _draft01(events: list[tuple[float, str, dict[str, Any]]]) -> bytes:
+    """A pcap2qlog draft-01 export (its shape written here by hand): array events with a
+    trigger column, packet numbers and ACK ranges as strings, sizes in the header."""
+    rows: list[Any] = []
+    for t, d, data in events:
+        header = {
+            "packet_number": str(data["header"]["packet_number"]),
+            "packet_size": data.get("raw", {}).get("length", 60),
+        }
+        frames = [
+            {**f, "acked_ranges": [[str(a), str(b)] for a, b in f["acked_ranges"]]}
+            if f.get("frame_type") == "ack"
+            else f
+            for f in data["frames"]
+        ]
+        name = "packet_sent" if d == "sent" else "packet_received"
+        rows.append([t, "transport", name, "line", {"packet_type": "1RTT", "header": header,
+                                                    "frames": frames}])
+    rows.append([])
+    trace = {
+        "vantage_point": {"type": "network"},
+        "title": "pcap2qlog",
+        "event_fields": ["relative_time", "category", "event", "trigger", "data"],
+        "events": rows,
+    }
+    return orjson.dumps({"qlog_version": "draft-01", "traces": [trace]})
+
+
+def test_a_pcap2qlog_draft01_export_gives_states(tmp_path: Path) -> None:
+    path = tmp_path / "capture.qlog"
+    path.write_bytes(_draft01(_sender(probes=False)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        states = read_transitions(path)["state"].to_list()
+    assert {"SlowStart", "Recovery", "CongestionAvoidance", "ApplicationLimited"} <= set(states)
+
+
+def test_a_packet_record_that_does_not_decode_is_reported(tmp_path: Path) -> None:
+    """The fast path checks only the framing of packet records: the full read for the wire
+    derivation skips a broken one and says so."""
+    header = b'{"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "trace": {}}'
+    records = [header]
+    for t, d, data in _sender(probes=False):
+        name = "transport:packet_sent" if d == "sent" else "transport:packet_received"
+        records.append(orjson.dumps({"time": t, "name": name, "data": data}))
+    records.insert(5, b'{"time": 1, "name": "transport:packet_sent", "data": {oops}}')
+    path = tmp_path / "x.sqlog"
+    path.write_bytes(b"".join(b"\x1e" + r + b"\n" for r in records))
+    diag = Diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        frame = read_transitions(path, diagnostics=diag)
+    assert "SlowStart" in frame["state"].to_list()
+    (note,) = [n for n in diag.notes if "could not be decoded" in n]
+    assert note.startswith(f"{path}: 1 record could not be decoded") and "record 6" in note

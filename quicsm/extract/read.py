@@ -57,7 +57,7 @@ from quicsm.extract.deriver import (
 )
 from quicsm.extract.native import NativeDeriver, make_deriver
 from quicsm.extract.profiles import Profile, detect_profile, profile_named
-from quicsm.extract.wire import Packet, read_packets, tail_probes, wire_states
+from quicsm.extract.wire import Packet, PacketRead, read_packets, tail_probes, wire_states
 from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
 from quicsm.qlog.events import MetricEvent
 from quicsm.qlog.paths import PathLike, expand_paths
@@ -111,7 +111,7 @@ class _Loaded:
     #: states derived while the file was read (hybrid and derived modes)
     streamed: _Streamed | None = None
     #: every trace's packets, read only when a trace needs them (:func:`_wire_pass`)
-    packets: dict[int, list[Packet]] | None = None
+    packets: PacketRead | None = None
     limits: ReadLimits = DEFAULT_LIMITS
 
 
@@ -422,10 +422,18 @@ def _transition_rows(
 PROBE_TAIL_MS = 1000.0
 
 
-def _packets_of(loaded: _Loaded, index: int) -> list[Packet]:
+def _packets_of(loaded: _Loaded, index: int, diag: Diagnostics) -> list[Packet]:
+    """A trace's packets (the file is read in full once, when a trace first needs them)."""
     if loaded.packets is None:
         loaded.packets = read_packets(loaded.path, limits=loaded.limits)
-    return loaded.packets.get(index, [])
+        if loaded.packets.skipped:
+            n = loaded.packets.skipped
+            diag.note(
+                f"{loaded.path}: {n} record{'s' * (n != 1)} could not be decoded when its "
+                f"packets were read and {'were' if n != 1 else 'was'} left out of the states "
+                f"derived from packets (first: {loaded.packets.first_problem})"
+            )
+    return loaded.packets.packets.get(index, [])
 
 
 def _wire_pass(
@@ -440,7 +448,7 @@ def _wire_pass(
     caps = from_status(derivation.status)
     profile = derivation.profile
     if METRICS not in caps:
-        packets = _packets_of(loaded, trace.index)
+        packets = _packets_of(loaded, trace.index, diag)
         if not any(p.acks for p in packets):
             return derivation
         result = wire_states(packets)
@@ -462,7 +470,7 @@ def _wire_pass(
     end, last = trace.last_time, trace.last_derive_time
     if end is None or last is None or end - last < PROBE_TAIL_MS:
         return derivation
-    probes = [r for r in tail_probes(_packets_of(loaded, trace.index)) if r[0] > last]
+    probes = [r for r in tail_probes(_packets_of(loaded, trace.index, diag)) if r[0] > last]
     if not probes:
         probe_states: tuple[str, ...] = ("TailLossProbe", "RetransmissionTimeout")
         notices = [

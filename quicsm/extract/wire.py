@@ -217,14 +217,24 @@ class _NoMetrics:
         return False
 
 
-def read_packets(
-    path: str | Path, *, limits: ReadLimits = DEFAULT_LIMITS
-) -> dict[int, list[Packet]]:
-    """Every trace's packets (by the trace's position in the file), read leniently: a record
-    the strict reading of the same file accepted is read the same way here."""
+@dataclass
+class PacketRead:
+    """Every trace's packets (by the trace's position in its file), and the records of the file
+    that could not be decoded (skipped: the first one's reason, and how many)."""
+
+    packets: dict[int, list[Packet]]
+    skipped: int = 0
+    first_problem: str | None = None
+
+
+def read_packets(path: str | Path, *, limits: ReadLimits = DEFAULT_LIMITS) -> PacketRead:
+    """Read every record of ``path`` and keep its packets. Lenient: the readers' fast path
+    checks only the framing of packet records, so a packet record that does not decode is
+    skipped and counted here (the caller reports it)."""
     collector = PacketCollector()
-    read_qlog(Path(path), full=True, lenient=True, limits=limits, metric_sink=collector)
-    return collector.packets
+    read = read_qlog(Path(path), full=True, lenient=True, limits=limits, metric_sink=collector)
+    first = str(read.problems[0]) if read.problems else None
+    return PacketRead(collector.packets, read.skipped, first)
 
 
 # -- the sender, rebuilt ------------------------------------------------------------------------
@@ -396,8 +406,17 @@ class _Sender:
         space = p.space
         newly: list[tuple[int, float, int]] = []
         for lo, hi in p.acks:
-            lo = max(lo, hi - 100_000)  # a hostile range: at most what could be outstanding
-            for n in range(lo, hi + 1):
+            if hi - lo >= len(self.outstanding) + len(self.lost):
+                # a range wider than what is known: look up what is known (a hostile ACK
+                # range costs no more than the packets in flight)
+                numbers: Iterable[int] = sorted(
+                    k[1]
+                    for k in (*self.outstanding, *self.lost)
+                    if k[0] == space and lo <= k[1] <= hi
+                )
+            else:
+                numbers = range(lo, hi + 1)
+            for n in numbers:
                 key = (space, n)
                 found = self.outstanding.pop(key, None)
                 if found is not None:
