@@ -9,14 +9,18 @@ recovery and congestion controller would have seen (RFC 9002) from those packets
   log of a download sees the server's packets arriving and its own ACKs leaving, and infers the
   server's sender from them (its times are shifted by the one-way delays);
 - **bytes in flight**: ack-eliciting data packets sent and not yet acknowledged (ACK ranges,
-  per packet number space) or declared lost;
+  per packet number space) or declared lost; the Initial space is dropped once Handshake
+  packets flow, both handshake spaces once a 1-RTT packet is acknowledged (RFC 9001 4.9);
 - **RTT**: when an ACK newly acknowledges its largest packet, the time since that packet was
   sent, less the ACK's ``ack_delay`` when that leaves at least the minimum RTT
   (RFC 9002 section 5.3); smoothed RTT and its variance as in section 5.3;
 - **losses** (section 6.1): a packet three packet numbers below the largest acknowledged one, or
-  sent more than 9/8 of max(smoothed, latest RTT) before it; a loss of a packet sent after the
-  current recovery period began starts a new one (``Recovery``, section 7.3.2), which ends when a
-  packet sent after it is acknowledged;
+  sent more than 9/8 of max(smoothed, latest RTT) before it, checked on every ACK and, as the
+  loss timer would, before every later packet; a loss of a packet sent after the current
+  recovery period began starts a new one (``Recovery``, section 7.3.2), which ends when a
+  packet sent after it is acknowledged. A packet declared lost and acknowledged later was
+  reordered: it is counted (:attr:`WireResult.spurious`), and the recovery kept, as the stacks
+  measured do with their fixed packet threshold;
 - **probe timeouts** (section 6.2): an ack-eliciting send, with bytes in flight, after a silence
   of at least a PTO period (smoothed RTT + max(4 rttvar, 1 ms) + max_ack_delay, doubled per
   consecutive PTO) since the last ack-eliciting send or acknowledgement: ``TailLossProbe`` for
@@ -26,7 +30,9 @@ recovery and congestion controller would have seen (RFC 9002) from those packets
   the previous window after each (section 7.3.2): a lower bound of the sender's window that
   its own sends raise;
 - **slow start vs congestion avoidance**: slow start until the first congestion event, or until
-  a round's flight stops growing (under 1.25x the previous round's while cwnd-limited);
+  a round's flight stops growing (under 1.25x the previous round's while cwnd-limited); a
+  window cap (``CongestionAvoidanceMaxed``) after :data:`PLATEAU_ROUNDS` cwnd-limited rounds in
+  congestion avoidance whose flight did not grow;
 - **application-limited** (section 7.8): an ACK that arrives while the bytes in flight before it
   left more than three datagrams of the window unused (in slow start, half the window counts as
   full, as quic-go's ``isCwndLimited``).
