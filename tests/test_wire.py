@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.extract.capabilities import derivations, from_events, render
-from quicsm.extract.read import read_transitions
+from quicsm.extract.read import read_traces, read_transitions
 from quicsm.extract.wire import Packet, packet_of, read_packets, wire_states
 
 RTT = 40.0
@@ -414,3 +414,54 @@ def test_a_packet_record_that_does_not_decode_is_reported(tmp_path: Path) -> Non
     assert "SlowStart" in frame["state"].to_list()
     (note,) = [n for n in diag.notes if "could not be decoded" in n]
     assert note.startswith(f"{path}: 1 record could not be decoded") and "record 6" in note
+
+
+def _pcap2qlog_01(events: list[tuple[float, str, dict[str, Any]]]) -> bytes:
+    """qlog 0.1 as pcap2qlog exported captures (shape written here by hand): a "connections"
+    array, every packet PACKET_RX (the network's vantage), Wireshark's field names, and the
+    direction only in the connection IDs."""
+    client, server = "c1c1", "5e5e"
+    rows: list[Any] = [
+        [
+            -1.0,
+            "TRANSPORT",
+            "PACKET_RX",
+            "LINE",
+            {
+                "header": {"form": "long", "type": "Initial", "scid": client, "dcid": "0000",
+                           "packet_number": "0", "payload_length": "1200"},
+                "frames": [{"frame_type": "CRYPTO"}],
+            },
+        ]
+    ]
+    for t, d, data in events:
+        number = str(data["header"]["packet_number"])
+        if d == "sent":  # server -> client
+            header = {"form": "short", "dcid": client, "packet_number": number,
+                      "payload_length": str(MSS)}
+            frames: list[Any] = [{"frame_type": "STREAM"}]
+        else:
+            lo, hi = data["frames"][0]["acked_ranges"][0]
+            header = {"form": "short", "dcid": server, "packet_number": number,
+                      "payload_length": "TODO"}
+            frames = [{"frame_type": "ACK", "frame_type.ack.largest_acknowledged": str(hi),
+                       "frame_type.ack.ack_delay": "0", "frame_type.ack.fab": str(hi - lo)}]
+        rows.append([t, "TRANSPORT", "PACKET_RX", "LINE", {"header": header, "frames": frames}])
+    connection = {"vantagepoint": "NETWORK", "fields": ["time", "category", "type", "trigger",
+                                                        "data"], "events": rows}
+    return orjson.dumps({"qlog_version": "0.1", "connections": [connection]})
+
+
+def test_a_pcap2qlog_capture_is_read_and_its_directions_told_by_connection_ids(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "capture.qlog"
+    path.write_bytes(_pcap2qlog_01(_sender()))
+    diag = Diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        frame = read_transitions(path, diagnostics=diag)
+    states = frame["state"].to_list()
+    assert {"SlowStart", "Recovery", "CongestionAvoidance", "TailLossProbe"} <= set(states)
+    assert any("for the server's sender (a capture" in n for n in diag.notes), diag.notes
+    assert read_traces(path)["format"].to_list() == ["JSON 0.1"]

@@ -452,11 +452,15 @@ def _wire_pass(
         if not any(p.acks for p in packets):
             return derivation
         result = wire_states(packets)
-        whose = (
-            "its own sender"
-            if result.own_sends
-            else "the peer's sender, inferred from the packets it received and the ACKs it sent"
-        )
+        if result.captured:
+            whose = (
+                f"the {'client' if result.own_sends else 'server'}'s sender (a capture: "
+                "directions told by connection IDs)"
+            )
+        elif result.own_sends:
+            whose = "its own sender"
+        else:
+            whose = "the peer's sender, inferred from the packets it received and the ACKs it sent"
         diag.note(
             f"{tid}: no recovery metrics are logged: states derived from its packets and ACK "
             f"frames alone, for {whose}"

@@ -46,7 +46,7 @@ stacks logged is measured by ``benchmarks/wire_accuracy.py`` (docs/derive.md).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -109,6 +109,9 @@ class Packet:
     acks: tuple[tuple[int, int], ...] = ()
     ack_delay_ms: float | None = None
     eliciting: bool = True
+    #: connection IDs of the header (a capture's direction is told by them)
+    dcid: str | None = None
+    scid: str | None = None
 
 
 def _int(value: object) -> int | None:
@@ -138,6 +141,12 @@ def _space(packet_type: object) -> str:
 def _ranges(frame: dict[str, Any]) -> tuple[tuple[int, int], ...]:
     raw = frame.get("acked_ranges", frame.get("ack_ranges", frame.get("ranges")))
     out: list[tuple[int, int]] = []
+    largest = _int(frame.get("frame_type.ack.largest_acknowledged"))
+    if largest is not None:
+        # qlog 0.1 (pcap2qlog, Wireshark's fields): the largest acknowledged and the first ACK
+        # block (how many packets below it); further blocks are not exported
+        first = _int(frame.get("frame_type.ack.fab")) or 0
+        out.append((max(0, largest - max(0, first)), largest))
     if isinstance(raw, list):
         for item in raw:
             if isinstance(item, list) and item:
@@ -156,6 +165,7 @@ def packet_of(time: float, short: str, data: object, scale: float) -> Packet | N
     header = data.get("header")
     header = header if isinstance(header, dict) else {}
     number = _int(header.get("packet_number", data.get("packet_number")))
+    dcid, scid = header.get("dcid"), header.get("scid")
     raw = data.get("raw")
     size = None
     if isinstance(raw, dict):
@@ -164,7 +174,10 @@ def packet_of(time: float, short: str, data: object, scale: float) -> Packet | N
         size = _int(
             header.get(
                 "packet_size",
-                header.get("length", data.get("packet_size", data.get("length"))),
+                header.get(
+                    "length",
+                    data.get("packet_size", data.get("length", header.get("payload_length"))),
+                ),
             )
         )
     frames = data.get("frames")
@@ -187,12 +200,14 @@ def packet_of(time: float, short: str, data: object, scale: float) -> Packet | N
     return Packet(
         time=time,
         sent=short in ("packet_sent", "packet_tx"),
-        space=_space(header.get("packet_type", data.get("packet_type"))),
+        space=_space(header.get("packet_type", data.get("packet_type", header.get("type")))),
         number=number,
         size=size if size is not None and size > 0 else DEFAULT_DATAGRAM,
         acks=tuple(acks),
         ack_delay_ms=delay,
         eliciting=eliciting,
+        dcid=dcid if isinstance(dcid, str) and dcid else None,
+        scid=scid if isinstance(scid, str) and scid else None,
     )
 
 
@@ -266,8 +281,24 @@ class WireResult:
     acks: int
     losses: int
     probes: int
-    #: losses later acknowledged (reordering): each raised the packet threshold
+    #: losses later acknowledged (reordering; counted, the recovery kept)
     spurious: int = 0
+    #: a capture seen from the network: directions were told by connection IDs, and
+    #: ``own_sends`` means the client sent the data
+    captured: bool = False
+
+
+def from_one_side(packets: Sequence[Packet]) -> list[Packet]:
+    """Packets of a capture seen from the network (every one logged as received, or every one
+    as sent), given a direction by their connection IDs: the first packet's source connection
+    ID is its sender's (the client's Initial), so packets addressed to it travel back. Other
+    lists are returned as they are."""
+    if not packets or len({p.sent for p in packets}) != 1:
+        return list(packets)
+    first = next((p.scid for p in packets if p.scid), None)
+    if first is None:
+        return list(packets)
+    return [replace(p, sent=p.dcid != first) for p in packets]
 
 
 def data_direction(packets: Sequence[Packet]) -> bool:
@@ -530,7 +561,9 @@ class _Sender:
 
 def wire_states(packets: Iterable[Packet], *, own_sends: bool | None = None) -> WireResult:
     """The congestion states of the sender of a trace's data, from its packets alone."""
-    ordered = sorted(packets, key=lambda p: p.time)  # stable: file order within a time
+    by_time = sorted(packets, key=lambda p: p.time)  # stable: file order within a time
+    ordered = from_one_side(by_time)
+    captured = any(a.sent != b.sent for a, b in zip(by_time, ordered, strict=True))
     if own_sends is None:
         own_sends = data_direction(ordered)
     sender = _Sender()
@@ -548,6 +581,7 @@ def wire_states(packets: Iterable[Packet], *, own_sends: bool | None = None) -> 
         sender.n_lost,
         sender.n_probes,
         sender.n_spurious,
+        captured,
     )
 
 

@@ -59,6 +59,8 @@ _VISIBLE_DEPTH = 4
 _SCAN_SLICE = 1 << 20
 
 _TOP, _TRACES, _TRACE, _EVENTS, _SKIP = range(5)
+#: qlog 0.1's name of the traces array (pcap2qlog: one element per connection)
+_CONNECTIONS = "connections"
 
 #: (file header members, trace members) of a trace, by its position in ``traces``
 Headers = dict[int, tuple[dict[str, Any], dict[str, Any]]]
@@ -346,7 +348,8 @@ class ContainedParser:
         if (
             fresh
             and ctx.kind == _TOP
-            and (ctx.key, c) in (("traces", ord("[")), ("trace", ord("{")))
+            and (ctx.key, c)
+            in (("traces", ord("[")), (_CONNECTIONS, ord("[")), ("trace", ord("{")))
         ):
             ctx.descended = True
             if c == ord("["):
@@ -405,12 +408,12 @@ class ContainedParser:
         if ctx.descended:
             if self._slice(ctx.mark + 1, pos).strip():
                 raise self._fatal(pos, "',' or '}'", _got_bytes(self._slice(ctx.mark + 1, pos)))
-            if ctx.kind == _TOP and key == "traces":
+            if ctx.kind == _TOP and key in ("traces", _CONNECTIONS):
                 ctx.members["traces"] = []
             return
         value = self._value(ctx.mark, pos)
         ctx.members[key] = value
-        if ctx.kind == _TOP and key == "traces" and not isinstance(value, list):
+        if ctx.kind == _TOP and key in ("traces", _CONNECTIONS) and not isinstance(value, list):
             self._no_traces(ctx, pos)
         if ctx.kind == _TRACE and key == "events":
             self._problem(
@@ -475,7 +478,11 @@ class ContainedParser:
         self._stack.append(_Ctx(_TRACE, ord("}"), pos, index=index))
 
     def _top(self) -> dict[str, Any]:
-        return {k: v for k, v in self._top_ctx.members.items() if k not in ("traces", "trace")}
+        return {
+            k: v
+            for k, v in self._top_ctx.members.items()
+            if k not in ("traces", "trace", _CONNECTIONS)
+        }
 
     def _open_events(self, ctx: _Ctx, pos: int) -> None:
         top, members = self._headers.get(ctx.index, (self._top(), ctx.members))
