@@ -426,8 +426,9 @@ def _packets_of(loaded: _Loaded, index: int, diag: Diagnostics) -> list[Packet]:
     """A trace's packets (the file is read in full once, when a trace first needs them)."""
     if loaded.packets is None:
         loaded.packets = read_packets(loaded.path, limits=loaded.limits)
-        if loaded.packets.skipped:
-            n = loaded.packets.skipped
+        # records the first reading skipped (a lenient read) were reported by it already
+        n = loaded.packets.skipped - (loaded.read.skipped if loaded.read is not None else 0)
+        if n > 0:
             diag.note(
                 f"{loaded.path}: {n} record{'s' * (n != 1)} could not be decoded when its "
                 f"packets were read and {'were' if n != 1 else 'was'} left out of the states "
