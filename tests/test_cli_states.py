@@ -116,7 +116,8 @@ def test_inspect_summarises_and_validates_everything(tmp_path: Path) -> None:
     assert "  recovery:congestion_state_updated  10" in out
     assert "\nproblems: none\n" in out
     # the labels --where and --by select on: shared ones once, then each trace's own
-    assert out.split("problems: none\n")[1].splitlines() == [
+    labels, capabilities = out.split("problems: none\n")[1].split("capabilities by trace")
+    assert labels.splitlines() == [
         "labels of every trace (3):",
         "  code_version=v0.50.0",
         "  device=desktop",
@@ -128,6 +129,9 @@ def test_inspect_summarises_and_validates_everything(tmp_path: Path) -> None:
         "  #1: run=2, stack=quic-go, title=quic-go qlog",
         "  #2: run=3, stack=ours, title=ours qlog",
     ]
+    # what each trace logs, and what that allows (quicsm.extract.capabilities)
+    assert "\n  #0 [quic-go]: packets\n    - nothing can be derived" in capabilities
+    assert "\n  #2 [generic]: packets\n" in capabilities
     # a broken record the fast path never decodes is still found by inspect
     path = tmp_path / "x.sqlog"
     path.write_text(

@@ -143,13 +143,15 @@ def test_trailing_empty_event_and_qlog_01() -> None:
     parser = ContainedParser()
     (trace,) = parser.parse(doc)
     assert trace.n_events == 1 and not parser.problems
-    for old in (
-        b'{"qlog_version": "0.1", "events": [[0, "x"]]}',
-        b'{"qlog_version": "0.1", "fields": ["time"], "events": [[0',
-    ):
-        with pytest.raises(RecordProblem) as info:
-            ContainedParser().parse(old)
-        assert "qlog 0.1 is not supported" in str(info.value.got)
+    old = b'{"qlog_version": "0.1", "fields": ["time", "type"], "events": [[0, "A"], [2, "B"], []]}'
+    (trace,) = ContainedParser().parse(old)
+    assert trace.n_events == 2 and trace.format == "JSON 0.1" and trace.last_time == 2
+    cut = ContainedParser()
+    (trace,) = cut.parse(old[:-12])  # cut inside the second event: the first is kept
+    assert trace.n_events == 1 and cut.truncated_at is not None
+    with pytest.raises(RecordProblem) as info:
+        ContainedParser().parse(b'{"qlog_version": "0.1",\n "fields": ["time"]}')
+    assert info.value.line == 1 and "events" in info.value.expected
 
 
 def test_whole_document_errors() -> None:

@@ -19,8 +19,9 @@ from quicsm.cli import main
 from quicsm.cli.report_warnings import terminal_safe
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import QlogError
-from quicsm.extract.read import read_traces, read_transitions, scan_transitions
+from quicsm.extract.read import read_metrics, read_traces, read_transitions, scan_transitions
 from quicsm.qlog.blocks import DecompressedFile
+from quicsm.qlog.inspect import inspect_file
 from quicsm.qlog.source import read_qlog
 
 FIX = Path(__file__).parent / "fixtures" / "qlog"
@@ -74,7 +75,9 @@ def test_bom_skippable_frame_and_trailing_empty_event_read_like_the_original(
     )
 
 
-def test_qlog_01_is_named_as_unsupported(tmp_path: Path) -> None:
+def test_qlog_01_is_read_as_one_trace(tmp_path: Path) -> None:
+    """qlog 0.1 (2018, pcap2qlog's shape, written here by hand): the file is the trace, its
+    top-level "fields" name the positions of its array events, "type" is the event."""
     path = tmp_path / "old.qlog"
     path.write_bytes(
         orjson.dumps(
@@ -82,14 +85,30 @@ def test_qlog_01_is_named_as_unsupported(tmp_path: Path) -> None:
                 "qlog_version": "0.1",
                 "vantagepoint": "SERVER",
                 "fields": ["time", "category", "type", "trigger", "data"],
-                "events": [[0, "TRANSPORT", "PACKET_SENT", "LINE", {}]],
+                "events": [
+                    [0, "TRANSPORT", "PACKET_SENT", "LINE", {}],
+                    [5, "TRANSPORT", "PACKET_RECEIVED", "LINE", {}],
+                    [],
+                ],
             }
         )
     )
+    traces = read_traces(path)
+    assert traces.height == 1
+    row = traces.row(0, named=True)
+    assert row["format"] == "JSON 0.1" and row["vantage"] == "server"
+    assert row["n_events"] == 2 and row["duration_ms"] == 5.0
+    counts = inspect_file(path).event_counts
+    assert counts == {"TRANSPORT:PACKET_SENT": 1, "TRANSPORT:PACKET_RECEIVED": 1}
+
+
+def test_qlog_01_without_events_names_the_header_line(tmp_path: Path) -> None:
+    path = tmp_path / "old.qlog"
+    path.write_bytes(b'{\n "title": "x",\n "qlog_version": "0.1",\n "fields": ["time"]\n\n}\n')
     with pytest.raises(QlogError) as info:
         read_transitions(path)
-    assert str(info.value).startswith(f"{path}: line 1: expected qlog draft-00 or later")
-    assert "qlog 0.1 is not supported" in str(info.value)
+    assert str(info.value).startswith(f'{path}: line 3: expected an "events" array')
+    assert 'qlog_version "0.1"' in str(info.value)
 
 
 def test_a_cut_contained_json_keeps_its_vantage_and_modes_agree(tmp_path: Path) -> None:
@@ -298,3 +317,51 @@ def test_a_csv_header_without_an_end_is_our_error_at_once(tmp_path: Path) -> Non
     expected = r"wide\.csv: line 1: expected a CSV header line of at most 64 KiB"
     with pytest.raises(QlogError, match=expected):
         read_transitions(path)
+
+
+def _picoquic_doc(title: str) -> bytes:
+    """A picoquic-shaped draft-00 trace (written here by hand) whose third and fifth events
+    log time 0 after later times, as picoquic does for some events."""
+    events = [
+        [0, 0, "transport", "packet_sent", {"packet_type": "initial"}],
+        [284, 0, "recovery", "metrics_updated", {"bytes_in_flight": 1252, "cwnd": 15360}],
+        [0, 0, "transport", "parameters_set", {"owner": "local"}],
+        [900, 0, "recovery", "metrics_updated", {"bytes_in_flight": 2504}],
+        [0, 0, "recovery", "metrics_updated", {"bytes_in_flight": 3756}],
+        [45228, 0, "recovery", "metrics_updated", {"bytes_in_flight": 0, "latest_rtt": 44000}],
+    ]
+    trace = {
+        "vantage_point": {"type": "server"},
+        "title": title,
+        "event_fields": ["relative_time", "path_id", "category", "event", "data"],
+        "configuration": {"time_units": "us"},
+        "events": events,
+    }
+    return orjson.dumps({"qlog_version": "draft-00", "title": title, "traces": [trace]})
+
+
+def test_picoquic_backward_times_are_repaired_and_named(tmp_path: Path) -> None:
+    path = tmp_path / "pico.qlog"
+    path.write_bytes(_picoquic_doc("picoquic"))
+    diag = Diagnostics()
+    frame = read_transitions(path, diagnostics=diag)
+    (note,) = [n for n in diag.notes if "earlier time" in n]
+    assert note.startswith(f"{path}#0000: 2 events logged an earlier time")
+    assert "traces[0].events[2] at 0 ms after 0.284 ms" in note
+    assert "traces[0].events[4] at 0 ms after 0.9 ms" in note
+    # nothing dropped: the repaired metrics update is fed too (the window's first ACK is
+    # application-limited only if the in-flight rise at 0.9 ms was seen)
+    assert frame["state"].to_list()[-1] == "ApplicationLimited"
+    (summary,) = inspect_file(path).traces
+    assert summary.n_events == 6 and summary.repaired == note.split(": ", 1)[1]
+    metrics = read_metrics(path)
+    assert metrics["time_ms"].to_list() == sorted(metrics["time_ms"].to_list())
+    assert metrics.height == 4
+
+
+def test_backward_times_of_other_producers_are_errors_naming_the_record(tmp_path: Path) -> None:
+    path = tmp_path / "other.qlog"
+    path.write_bytes(_picoquic_doc("someone"))
+    with pytest.raises(QlogError) as info:
+        read_transitions(path)
+    assert str(info.value).startswith(f"{path}: traces[0].events[2]: expected a time no earlier")

@@ -21,8 +21,9 @@ EXIT_PROBLEMS = 2
 @click.argument("path")
 def inspect(path: str) -> None:
     """Summarise PATH: the format detected, its traces, event counts by name, the time span
-    of each trace, its labels (what --where and --by select on), and every problem found
-    (every record is decoded and validated).
+    of each trace, its labels (what --where and --by select on), what each trace logs (its
+    capabilities) and which derivations that allows, and every problem found (every record
+    is decoded and validated).
 
     Exits with 0 when the file has no problem, 1 on an error, and 2 when problems were found,
     so it can be used as a validator."""
@@ -32,9 +33,21 @@ def inspect(path: str) -> None:
     with reading(f"inspecting {files[0]}"):
         report = inspect_file(Path(files[0]))
         labels = _label_lines(str(files[0])) if report.traces else []
-    click.echo(terminal_safe("\n".join(report.lines() + labels)))
+        capabilities = _capability_lines(str(files[0])) if report.traces else []
+    click.echo(terminal_safe("\n".join(report.lines() + labels + capabilities)))
     if report.n_problems:
         sys.exit(EXIT_PROBLEMS)
+
+
+def _capability_lines(file: str) -> list[str]:
+    """What each trace logs, and what that lets quicsm derive."""
+    from quicsm.core.errors import QuicsmError
+    from quicsm.extract.capabilities import capability_lines, file_capabilities
+
+    try:
+        return capability_lines(file_capabilities(file))
+    except QuicsmError as exc:
+        return [f"capabilities: unreadable ({exc})"]
 
 
 #: label families too detailed to print per trace (``quicsm labels FILE#N`` shows them)

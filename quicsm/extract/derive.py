@@ -79,6 +79,8 @@ class Derivation:
     states: list[DerivedState] | CompactRows = field(default_factory=list)
     #: ``(states, reason)``: "<states> cannot be derived: <reason>" (no states: all of them)
     notices: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
+    #: what the deriver saw (``Deriver.status()``; ``None`` when not derived)
+    status: tuple[int, bool, bool, bool, bool, bool | None, int] | None = None
 
 
 def derive_states(
@@ -88,7 +90,7 @@ def derive_states(
     deriver = Deriver(profile, thresholds=thresholds)
     for event in events:
         deriver.feed(event)
-    return Derivation(profile, list(deriver.rows), deriver.notices())
+    return Derivation(profile, list(deriver.rows), deriver.notices(), deriver.status())
 
 
 def logged_states(profile: Profile, explicit: Iterable[str]) -> frozenset[str]:

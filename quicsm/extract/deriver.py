@@ -386,6 +386,22 @@ class Deriver:
 
     # -- after the trace -----------------------------------------------------------------
 
+    def status(self) -> tuple[int, bool, bool, bool, bool, bool | None, int]:
+        """``(events, seen cwnd, seen bytes in flight, seen RTT samples, seen a PTO,
+        application-limited flag, state code)``: what the native deriver's ``status()``
+        returns, so both can be asked what a trace showed."""
+        ctx = self.ctx
+        return (
+            self._events,
+            ctx.seen_cwnd,
+            ctx.seen_in_flight,
+            ctx.seen_rtt,
+            ctx.seen_pto,
+            ctx.app_limited_flag,
+            STATE_CODES.index(ctx.state),
+        )
+
+
     def notices(self) -> list[tuple[tuple[str, ...], str]]:
         """``(states, reason)`` for every group of states this trace's events cannot show
         (an empty ``states`` means all of them)."""

@@ -110,6 +110,11 @@ class NativeDeriver:
         """The current derived state."""
         return STATE_CODES[self._native.status()[6]]
 
+    def status(self) -> tuple[int, bool, bool, bool, bool, bool | None, int]:
+        """What the trace showed (see :meth:`quicsm.extract.deriver.Deriver.status`)."""
+        status: tuple[int, bool, bool, bool, bool, bool | None, int] = self._native.status()
+        return status
+
     def notices(self) -> list[tuple[tuple[str, ...], str]]:
         events, cwnd, in_flight, rtt, pto, flag, _ = self._native.status()
         return notices_of(

@@ -37,6 +37,7 @@ from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.core.errors import InputError, QlogError
 from quicsm.core.frames import METRICS_SCHEMA, TRANSITIONS_SCHEMA, normalize_transitions
 from quicsm.core.states import PAPER_STATES, UNKNOWN
+from quicsm.extract.capabilities import METRICS, PTO, from_status
 from quicsm.extract.derive import (
     DERIVED,
     EXPLICIT,
@@ -49,9 +50,16 @@ from quicsm.extract.derive import (
     logged_states,
     merge_hybrid,
 )
-from quicsm.extract.deriver import STATE_CODES, CompactRows, Deriver, describe_states
+from quicsm.extract.deriver import (
+    STATE_CODES,
+    CompactRows,
+    DerivedState,
+    Deriver,
+    describe_states,
+)
 from quicsm.extract.native import NativeDeriver, make_deriver
 from quicsm.extract.profiles import Profile, detect_profile, profile_named
+from quicsm.extract.wire import Packet, PacketRead, read_packets, tail_probes, wire_states
 from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
 from quicsm.qlog.events import MetricEvent
 from quicsm.qlog.paths import PathLike, expand_paths
@@ -104,6 +112,9 @@ class _Loaded:
     sidecar: dict[str, Any]
     #: states derived while the file was read (hybrid and derived modes)
     streamed: _Streamed | None = None
+    #: every trace's packets, read only when a trace needs them (:func:`_wire_pass`)
+    packets: PacketRead | None = None
+    limits: ReadLimits = DEFAULT_LIMITS
 
 
 class _TraceSink:
@@ -164,6 +175,7 @@ class _Streamed:
         deriver, out = found
         out.states = deriver.rows
         out.notices = deriver.notices()
+        out.status = deriver.status()
         return out
 
 
@@ -278,7 +290,13 @@ def _load_all(
             diag.skipped_records += max(0, read.skipped - len(read.problems))
             if read.truncated:
                 diag.truncated.append(read.truncated)
-        yield _Loaded(path, kind, read, table, _sidecar(path, cache, lenient, diag), streamed)
+            for trace in read.traces:
+                note = trace.repair_note()
+                if note is not None:
+                    diag.note(f"{trace_id(str(path), trace.index)}: {note}")
+        yield _Loaded(
+            path, kind, read, table, _sidecar(path, cache, lenient, diag), streamed, limits=limits
+        )
 
 
 def _labels_json(labels: dict[str, Any]) -> str:
@@ -386,6 +404,7 @@ def _transition_rows(
         if logged is not None and logged >= set(PAPER_STATES):
             chosen = explicit  # the producer logs every state itself: nothing to derive
         else:
+            derivation = _wire_pass(loaded, trace, derivation, tid, diag)
             for what, reason in derivation.notices:
                 named = what or PAPER_STATES[1:]  # none named: all (Init is always there)
                 missing = tuple(st for st in named if logged is None or st not in logged)
@@ -403,6 +422,87 @@ def _transition_rows(
     add(0.0, "Init", None, None, "derived")
     for row in chosen:
         add(row.time - start, row.state, row.raw, row.trigger, row.source)
+
+
+#: a trace whose profile says its producer logs probe timeouts, that logged none, and that goes
+#: on at least this long (ms) after its last metric, loss or timer event, has its packets read to
+#: find the probes sent after its last acknowledgement (quic-go's 2020 traces log no PTO)
+PROBE_TAIL_MS = 1000.0
+
+
+def _packets_of(loaded: _Loaded, index: int, diag: Diagnostics) -> list[Packet]:
+    """A trace's packets (the file is read in full once, when a trace first needs them)."""
+    if loaded.packets is None:
+        loaded.packets = read_packets(loaded.path, limits=loaded.limits)
+        # records the first reading skipped (a lenient read) were reported by it already
+        n = loaded.packets.skipped - (loaded.read.skipped if loaded.read is not None else 0)
+        if n > 0:
+            diag.note(
+                f"{loaded.path}: {n} record{'s' * (n != 1)} could not be decoded when its "
+                f"packets were read and {'were' if n != 1 else 'was'} left out of the states "
+                f"derived from packets (first: {loaded.packets.first_problem})"
+            )
+    return loaded.packets.packets.get(index, [])
+
+
+def _wire_pass(
+    loaded: _Loaded, trace: TraceData, derivation: Derivation, tid: str, diag: Diagnostics
+) -> Derivation:
+    """What the trace's content allows beyond the metrics rules (a pass after the deriver, the
+    same for the native and the Python one): states from packets alone when it logs no recovery
+    metrics, and the probes after its last acknowledgement when it logs no probe timeout that
+    its profile expects (:mod:`quicsm.extract.capabilities`, :mod:`quicsm.extract.wire`)."""
+    if derivation.status is None or loaded.kind in (CSV, PARQUET):
+        return derivation
+    caps = from_status(derivation.status)
+    profile = derivation.profile
+    if METRICS not in caps:
+        packets = _packets_of(loaded, trace.index, diag)
+        if not any(p.acks for p in packets):
+            return derivation
+        result = wire_states(packets)
+        if result.captured:
+            whose = (
+                f"the {'client' if result.own_sends else 'server'}'s sender (a capture: "
+                "directions told by connection IDs)"
+            )
+        elif result.own_sends:
+            whose = "its own sender"
+        else:
+            whose = "the peer's sender, inferred from the packets it received and the ACKs it sent"
+        diag.note(
+            f"{tid}: no recovery metrics are logged: states derived from its packets and ACK "
+            f"frames alone, for {whose}"
+        )
+        rows = [DerivedState(t, s, trigger) for t, s, trigger in result.rows]
+        cap: tuple[str, ...] = ("CongestionAvoidanceMaxed",)
+        notices = [(cap, "a window cap cannot be seen in packets alone")]
+        return Derivation(profile, rows, notices, derivation.status)
+    if not profile.logs_pto or PTO in caps:
+        return derivation
+    end, last = trace.last_time, trace.last_derive_time
+    if end is None or last is None or end - last < PROBE_TAIL_MS:
+        return derivation
+    probes = [r for r in tail_probes(_packets_of(loaded, trace.index, diag)) if r[0] > last]
+    if not probes:
+        probe_states: tuple[str, ...] = ("TailLossProbe", "RetransmissionTimeout")
+        notices = [
+            *derivation.notices,
+            (
+                probe_states,
+                f"the trace logs no probe timeout (no pto_count, no expired pto timer) although "
+                f"{profile.name} traces usually do, and its packets show none in the "
+                f"{end - last:.0f} ms after its last recovery event: probes cannot be seen",
+            ),
+        ]
+        return Derivation(profile, derivation.states, notices, derivation.status)
+    diag.note(
+        f"{tid}: the trace logs no probe timeout although {profile.name} traces usually do: "
+        f"{len(probes)} probe timeout{'s' * (len(probes) != 1)} after its last acknowledgement "
+        "were found from its packets (sends without ACKs, backing off; RFC 9002 section 6.2)"
+    )
+    rows = [*derivation.states, *(DerivedState(t, s, trigger) for t, s, trigger in probes)]
+    return Derivation(profile, rows, derivation.notices, derivation.status)
 
 
 def scan_transitions(

@@ -61,6 +61,8 @@ _VISIBLE_DEPTH = 4
 _SCAN_SLICE = 1 << 20
 
 _TOP, _TRACES, _TRACE, _EVENTS, _SKIP = range(5)
+#: qlog 0.1's name of the traces array (pcap2qlog: one element per connection)
+_CONNECTIONS = "connections"
 
 #: (file header members, trace members) of a trace, by its position in ``traces``
 Headers = dict[int, tuple[dict[str, Any], dict[str, Any]]]
@@ -143,6 +145,8 @@ class ContainedParser:
         self._top_ctx = _Ctx(_TOP, ord("}"), 0)
         self._trace_members: list[dict[str, Any]] = []
         self._late: dict[int, dict[str, Any]] = {}
+        #: the line of the file's "qlog_version" member (errors about the version name it)
+        self._version_line: int | None = None
 
     # -- public ---------------------------------------------------------------------------------
     def parse(self, data: bytes) -> list[TraceData]:
@@ -352,6 +356,8 @@ class ContainedParser:
             if not isinstance(key, str):
                 raise self._fatal(ctx.mark + 1, "a member name", describe(key))
             ctx.key, ctx.expecting_key, ctx.descended, ctx.mark = key, False, False, pos
+            if ctx.kind == _TOP and key == "qlog_version":
+                self._version_line = self._line(pos)
             return
         if c in (ord(","), ord("}")):
             if not ctx.expecting_key:
@@ -374,14 +380,22 @@ class ContainedParser:
         if (
             fresh
             and ctx.kind == _TOP
-            and (ctx.key, c) in (("traces", ord("[")), ("trace", ord("{")))
+            and (ctx.key, c)
+            in (("traces", ord("[")), (_CONNECTIONS, ord("[")), ("trace", ord("{")))
         ):
             ctx.descended = True
             if c == ord("["):
                 self._stack.append(_Ctx(_TRACES, ord("]"), pos))
             else:
                 self._open_trace(pos, 0)
-        elif fresh and ctx.kind == _TRACE and ctx.key == "events" and c == ord("["):
+        elif (
+            fresh
+            and ctx.key == "events"
+            and c == ord("[")
+            and (ctx.kind == _TRACE or (ctx.kind == _TOP and ctx.builder is None))
+        ):
+            # qlog 0.1 (2018, pcap2qlog): the file is its only trace, "fields" names the
+            # positions of its array events
             ctx.descended = True
             self._open_events(ctx, pos)
         else:
@@ -426,12 +440,12 @@ class ContainedParser:
         if ctx.descended:
             if self._slice(ctx.mark + 1, pos).strip():
                 raise self._fatal(pos, "',' or '}'", _got_bytes(self._slice(ctx.mark + 1, pos)))
-            if ctx.kind == _TOP and key == "traces":
+            if ctx.kind == _TOP and key in ("traces", _CONNECTIONS):
                 ctx.members["traces"] = []
             return
         value = self._value(ctx.mark, pos)
         ctx.members[key] = value
-        if ctx.kind == _TOP and key == "traces" and not isinstance(value, list):
+        if ctx.kind == _TOP and key in ("traces", _CONNECTIONS) and not isinstance(value, list):
             self._no_traces(ctx, pos)
         if ctx.kind == _TRACE and key == "events":
             self._problem(
@@ -461,7 +475,9 @@ class ContainedParser:
             )
             return
         trace = self._stack[-2]
-        where = f"traces[{trace.index}].events[{index}]"
+        where = (
+            f"events[{index}]" if trace.kind == _TOP else f"traces[{trace.index}].events[{index}]"
+        )
         text = self._slice(a, b)
         values = budget.over_budget(text)
         if values is not None:
@@ -487,7 +503,7 @@ class ContainedParser:
                 name, raw_time, data = _array_event(trace.columns, event, where)
             else:
                 name, raw_time, data = object_event(event, None, where=where)
-            t = builder.event_time(raw_time, None, where=where)
+            t = builder.repair(builder.event_time(raw_time, None, where=where), where)
             builder.observe(t, None, where=where)
             builder.n_events += 1
             builder.add(name, t, data, None, where=where)
@@ -503,7 +519,11 @@ class ContainedParser:
         self._stack.append(_Ctx(_TRACE, ord("}"), pos, index=index))
 
     def _top(self) -> dict[str, Any]:
-        return {k: v for k, v in self._top_ctx.members.items() if k not in ("traces", "trace")}
+        return {
+            k: v
+            for k, v in self._top_ctx.members.items()
+            if k not in ("traces", "trace", _CONNECTIONS)
+        }
 
     def _open_events(self, ctx: _Ctx, pos: int) -> None:
         top, members = self._headers.get(ctx.index, (self._top(), ctx.members))
@@ -534,7 +554,9 @@ class ContainedParser:
         if ctx.kind == _TOP:
             self._done = True
             self._end_of_top = pos + 1
-            if "traces" not in ctx.members and not isinstance(ctx.members.get("trace"), dict):
+            if ctx.builder is not None:
+                self._finish_trace(ctx)  # qlog 0.1: the file is the trace
+            elif "traces" not in ctx.members and not isinstance(ctx.members.get("trace"), dict):
                 self._no_traces(ctx, pos)
             self._final_headers()
         else:
@@ -549,10 +571,12 @@ class ContainedParser:
     def _no_traces(self, top: _Ctx, pos: int) -> None:
         version = top.members.get("qlog_version")
         if isinstance(version, str | int | float) and str(version).startswith("0.1"):
-            raise self._fatal(
-                pos,
-                'qlog draft-00 or later (a "traces" array)',
-                f'qlog_version "{version}": qlog 0.1 is not supported',
+            raise RecordProblem(
+                None,
+                f'an "events" array (the header says qlog_version "{version}", whose events '
+                "are at the top level)",
+                describe(top.members.get("events")),
+                line=self._version_line or self._line(pos),
             )
         raise self._fatal(pos, 'a "traces" array', describe(top.members.get("traces")))
 
@@ -620,16 +644,10 @@ class ContainedParser:
         top = self._top_ctx
         self._complete_pending(end)
         open_traces = [c for c in self._stack if c.kind == _TRACE]
+        if top.builder is not None:
+            open_traces = [top]  # qlog 0.1: the file is the trace
         for ctx in open_traces:
             self._finish_trace(ctx)
-        if (
-            "traces" not in top.members
-            and not any(c.kind == _TRACES for c in self._stack)
-            and not open_traces
-        ):
-            version = top.members.get("qlog_version")
-            if isinstance(version, str | int | float) and str(version).startswith("0.1"):
-                self._no_traces(top, end)
         self._final_headers()
 
 
@@ -637,8 +655,8 @@ _TIME_COLUMNS = ("relative_time", "delta_time", "time")
 
 
 def _columns(trace: dict[str, Any]) -> list[str] | None:
-    """A draft-00/01 trace's ``event_fields``, lower-cased."""
-    fields = trace.get("event_fields")
+    """A draft-00/01 trace's ``event_fields`` (qlog 0.1: the file's ``fields``), lower-cased."""
+    fields = trace.get("event_fields", trace.get("fields"))
     if isinstance(fields, list) and all(isinstance(f, str) for f in fields):
         return [f.lower() for f in fields]
     return None
@@ -655,7 +673,8 @@ def _array_event(columns: list[str], event: list[Any], where: str) -> tuple[str,
         )
     row = dict(zip(columns, event, strict=True))
     raw_time = next((row[c] for c in _TIME_COLUMNS if c in row), None)
-    event_name = row.get("event", row.get("event_type"))
+    # draft-00/01 "event"; qlog 0.1 "type" (e.g. "PACKET_SENT")
+    event_name = row.get("event", row.get("event_type", row.get("type")))
     if raw_time is None or not isinstance(event_name, str):
         raise RecordProblem(
             None, 'event_fields with a time column and "event"', ", ".join(columns), where=where

@@ -37,6 +37,8 @@ class TraceSummary:
     end_ms: float | None
     state_events: int
     unknown_states: list[str]
+    #: the trace's repaired-times note (:meth:`quicsm.qlog.trace.TraceData.repair_note`)
+    repaired: str | None = None
 
 
 @dataclass
@@ -65,6 +67,8 @@ class Inspection:
                 f"  #{t.index}: {t.vantage}{title} [{t.format}] {t.n_events} events, "
                 f"{t.state_events} state events, time {span}"
             )
+            if t.repaired:
+                out.append(f"    repaired: {t.repaired}")
             if t.unknown_states:
                 out.append(f"    state names not in the alias table: {', '.join(t.unknown_states)}")
         if self.event_counts:
@@ -120,6 +124,7 @@ def inspect_file(path: str | PathLike[str]) -> Inspection:
                 t.last_time,
                 len(t.states),
                 unknown,
+                t.repair_note(),
             )
         )
         if t.event_counts:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from quicsm.core.diagnostics import RecordProblem, describe
 from quicsm.qlog.events import (
@@ -35,6 +35,20 @@ from quicsm.qlog.events import (
 )
 
 DELTA_FORMATS = frozenset({"delta", "relative_to_previous_event"})
+
+#: producers known to write an earlier time on some later events (picoquic writes 0 on some
+#: events after the first ones): their backward times are repaired, not rejected
+BACKWARD_TIME_PRODUCERS: Final[tuple[str, ...]] = ("picoquic",)
+#: how many repaired records a trace names (the rest are counted)
+MAX_NAMED_REPAIRS = 5
+#: packet events (the part of the name after the last ":", lower case; qlog 0.1 wrote
+#: PACKET_TX/PACKET_RX in some converters), handed to :attr:`TraceBuilder.packet_hook`
+PACKET_EVENTS: Final[frozenset[str]] = frozenset(
+    {"packet_sent", "packet_received", "packet_tx", "packet_rx"}
+)
+
+#: ``(time_ms, short_name, data, time_scale)`` of one packet event, in reading order
+PacketHook = Callable[[float, str, object, float], None]
 
 
 class EventSink(Protocol):
@@ -125,6 +139,25 @@ class TraceData:
     metrics: list[MetricEvent]
     event_counts: Counter[str] | None = None
     problems: list[RecordProblem] = field(default_factory=list)
+    #: records whose time went backwards and was repaired (a known producer's quirk): the
+    #: first :data:`MAX_NAMED_REPAIRS` named (``traces[0].events[7]``), and how many in all
+    repaired: list[str] = field(default_factory=list)
+    n_repaired: int = 0
+    #: the time of the last metric, loss or timer record read (``None``: none)
+    last_derive_time: float | None = None
+
+    def repair_note(self) -> str | None:
+        """One line saying which records' times were repaired, or ``None``."""
+        if not self.n_repaired:
+            return None
+        named = ", ".join(self.repaired)
+        more = self.n_repaired - len(self.repaired)
+        extra = f" and {more} more" if more > 0 else ""
+        return (
+            f"{self.n_repaired} event{'s' * (self.n_repaired != 1)} logged an earlier time than "
+            f"the event before them ({named}{extra}; a known quirk of this producer): each was "
+            "kept with the time of the event before it"
+        )
 
     @property
     def duration_ms(self) -> float:
@@ -164,6 +197,11 @@ class TraceBuilder:
         #: decodes state events before the others of a block): times may not go backwards
         self.latest: float | None = None
         self._latest_of: dict[bool, float] = {}
+        self.repaired: list[str] = []
+        self.n_repaired = 0
+        #: when set (a full read), every packet event is handed to it
+        self.packet_hook: PacketHook | None = None
+        self.last_derive_time: float | None = None
         self._sink = metric_sink(self) if metric_sink is not None else None
 
     def metrics_wanted(self) -> bool:
@@ -195,13 +233,14 @@ class TraceBuilder:
         self.latest = latest
         if latest_other is not None:
             self._latest_of[False] = latest_other
+            self.last_derive_time = latest_other
 
     def header(self, top: dict[str, Any], trace: dict[str, Any]) -> None:
         """Take the header fields of ``top`` (the file) and ``trace``; may be called again when
         a contained-JSON trace names members after its events."""
         common = _dict(trace.get("common_fields"))
         configuration = _dict(trace.get("configuration"))
-        vantage = _dict(trace.get("vantage_point")).get("type")
+        vantage = _dict(trace.get("vantage_point")).get("type", trace.get("vantagepoint"))
         vantage = vantage.lower() if isinstance(vantage, str) else "unknown"
         self.vantage = vantage if vantage in ("client", "server") else "unknown"
         title = trace.get("title", top.get("title"))
@@ -229,6 +268,12 @@ class TraceBuilder:
         units = configuration.get("time_units", common.get("time_units"))
         self.scale = 0.001 if units == "us" else 1.0
         self.format = f"{self.serialization} {version_of(top)}"
+        producer = " ".join(
+            str(v).lower()
+            for v in (self.title, top.get("title"), self.labels.get("stack"))
+            if isinstance(v, str)
+        )
+        self.repairs_backward = any(name in producer for name in BACKWARD_TIME_PRODUCERS)
 
     @property
     def timing(self) -> tuple[bool, float]:
@@ -243,6 +288,20 @@ class TraceBuilder:
             t += self._previous
             self._previous = t
         return t
+
+    def repair(self, t: float, where: str | None) -> float:
+        """``t``, or for a producer known to log earlier times on later events
+        (:data:`BACKWARD_TIME_PRODUCERS`), the latest time read so far when ``t`` is earlier:
+        the record is kept and named in :attr:`TraceData.repaired`."""
+        latest = self.latest
+        if not self.repairs_backward or latest is None or t >= latest:
+            return t
+        self.n_repaired += 1
+        if len(self.repaired) < MAX_NAMED_REPAIRS:
+            self.repaired.append(
+                f"{where or 'an event'} at {t:.6g} ms after {latest:.6g} ms"
+            )
+        return latest
 
     def observe(self, t: float, offset: int | None = None, *, where: str | None = None) -> None:
         """An event's time, in reading order (every event when all are decoded)."""
@@ -281,12 +340,18 @@ class TraceBuilder:
             self.counts[name] += 1
         kind = event_kind(name)
         if kind is None:
+            if self.packet_hook is not None:
+                short = name.rpartition(":")[2].lower()
+                if short in PACKET_EVENTS:
+                    self.packet_hook(t, short, data, self.scale)
             return
         if not self.full:
             self._check_order(t, offset, where, kind == STATE)
         if kind == STATE:
             self.states.append(state_event(t, data, offset, where=where))
             return
+        if self.last_derive_time is None or t > self.last_derive_time:
+            self.last_derive_time = t
         metric, state = metric_event(kind, t, data, offset, rtt_scale=self.scale, where=where)
         if state is not None and kind == MVFST_METRIC:
             self.states.append(state)
@@ -315,6 +380,9 @@ class TraceBuilder:
             metrics=self.metrics,
             event_counts=self.counts,
             problems=self.problems,
+            repaired=self.repaired,
+            n_repaired=self.n_repaired,
+            last_derive_time=self.last_derive_time,
         )
 
 

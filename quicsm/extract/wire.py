@@ -1,0 +1,600 @@
+"""Congestion states from the wire: the eight states derived from packet events alone.
+
+Captures converted to qlog (pcap2qlog), client-side logs and old producers log packets, their
+ACK frames and their times, but no recovery metrics. This module rebuilds what a sender's loss
+recovery and congestion controller would have seen (RFC 9002) from those packets:
+
+- the **data direction** is the one whose ack-eliciting packets carry more bytes: a server's
+  log sees its own sends (``packet_sent``) and the ACK frames of ``packet_received``; a client's
+  log of a download sees the server's packets arriving and its own ACKs leaving, and infers the
+  server's sender from them (its times are shifted by the one-way delays);
+- **bytes in flight**: ack-eliciting data packets sent and not yet acknowledged (ACK ranges,
+  per packet number space) or declared lost; the Initial space is dropped once Handshake
+  packets flow, both handshake spaces once a 1-RTT packet is acknowledged (RFC 9001 4.9);
+- **RTT**: when an ACK newly acknowledges its largest packet, the time since that packet was
+  sent, less the ACK's ``ack_delay`` when that leaves at least the minimum RTT
+  (RFC 9002 section 5.3); smoothed RTT and its variance as in section 5.3;
+- **losses** (section 6.1): a packet three packet numbers below the largest acknowledged one, or
+  sent more than 9/8 of max(smoothed, latest RTT) before it, checked on every ACK and, as the
+  loss timer would, before every later packet; a loss of a packet sent after the current
+  recovery period began starts a new one (``Recovery``, section 7.3.2), which ends when a
+  packet sent after it is acknowledged. A packet declared lost and acknowledged later was
+  reordered: it is counted (:attr:`WireResult.spurious`), and the recovery kept, as the stacks
+  measured do with their fixed packet threshold;
+- **probe timeouts** (section 6.2): an ack-eliciting send, with bytes in flight, after a silence
+  of at least a PTO period (smoothed RTT + max(4 rttvar, 1 ms) + max_ack_delay, doubled per
+  consecutive PTO) since the last ack-eliciting send or acknowledgement: ``TailLossProbe`` for
+  the first, ``RetransmissionTimeout`` for later ones until an ACK;
+- **the window**: the largest flight seen since the last congestion event (a cwnd-limited
+  sender fills its window), at least the RFC 9002 initial window before the first one and half
+  the previous window after each (section 7.3.2): a lower bound of the sender's window that
+  its own sends raise;
+- **slow start vs congestion avoidance**: slow start until the first congestion event, or until
+  a round's flight stops growing (under 1.25x the previous round's while cwnd-limited); a
+  window cap (``CongestionAvoidanceMaxed``) after :data:`PLATEAU_ROUNDS` cwnd-limited rounds in
+  congestion avoidance whose flight did not grow;
+- **application-limited** (section 7.8): an ACK that arrives while the bytes in flight before it
+  left more than three datagrams of the window unused (in slow start, half the window counts as
+  full, as quic-go's ``isCwndLimited``).
+
+:func:`wire_states` turns a trace's packets into rows ``(time_ms, state, trigger)``;
+:class:`PacketCollector` turns decoded packet events into :class:`Packet` rows as a file is
+read (``TraceBuilder.packet_hook``). The agreement of these rows with the states instrumented
+stacks logged is measured by ``benchmarks/wire_accuracy.py`` (docs/derive.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final
+
+from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
+from quicsm.qlog.source import read_qlog
+from quicsm.qlog.trace import TraceBuilder
+
+INIT = "Init"
+SLOW_START = "SlowStart"
+CONGESTION_AVOIDANCE = "CongestionAvoidance"
+APP_LIMITED = "ApplicationLimited"
+RECOVERY = "Recovery"
+TLP = "TailLossProbe"
+RTO = "RetransmissionTimeout"
+MAXED = "CongestionAvoidanceMaxed"
+
+#: RFC 9002 section 6.1.1 kPacketThreshold
+PACKET_THRESHOLD: Final[int] = 3
+#: RFC 9002 section 6.1.2 kTimeThreshold
+TIME_THRESHOLD: Final[float] = 9 / 8
+#: RFC 9002 section 6.2.1 kGranularity, ms
+GRANULARITY_MS: Final[float] = 1.0
+#: RFC 9000 section 18.2 max_ack_delay default, ms
+MAX_ACK_DELAY_MS: Final[float] = 25.0
+#: RFC 9002 section 6.2.2: before an RTT sample, the PTO period starts from 333 ms
+INITIAL_RTT_MS: Final[float] = 333.0
+#: a send this share of the PTO period after the last one is a probe (timers fire late, never
+#: early; the logged send time is after the timer's)
+PTO_GAP_FRACTION: Final[float] = 0.9
+#: datagram size assumed when a packet's size is not logged, bytes
+DEFAULT_DATAGRAM: Final[int] = 1200
+#: slack of the cwnd-limited test, datagrams (quic-go maxBurstPackets; RFC 9002 section 7.8)
+BURST_DATAGRAMS: Final[int] = 3
+#: the window after a congestion event, as a share of the one before (RFC 9002 section 7.3.2
+#: kLossReductionFactor); a stack that cuts less shows it by sending more
+LOSS_REDUCTION: Final[float] = 0.5
+#: congestion avoidance with this many cwnd-limited rounds in a row whose flight did not grow
+#: by half a datagram is at a window cap (Reno grows a datagram per round, RFC 9002 7.3.3)
+PLATEAU_ROUNDS: Final[int] = 12
+#: a round whose flight is below this multiple of the previous round's, while the window was
+#: full, ends slow start (slow start doubles the flight per round)
+SLOW_START_GROWTH: Final[float] = 1.25
+
+_NOT_ELICITING: Final[frozenset[str]] = frozenset(
+    {"ack", "ack_ecn", "padding", "connection_close", "ack_frequency_ack"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Packet:
+    """One packet event: when, which way, its number space and number, size, the ACK ranges
+    it carries (``(smallest, largest)``, inclusive) and their ack_delay, and whether it is
+    ack-eliciting."""
+
+    time: float
+    sent: bool
+    space: str
+    number: int | None
+    size: int
+    acks: tuple[tuple[int, int], ...] = ()
+    ack_delay_ms: float | None = None
+    eliciting: bool = True
+    #: connection IDs of the header (a capture's direction is told by them)
+    dcid: str | None = None
+    scid: str | None = None
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _space(packet_type: object) -> str:
+    kind = packet_type.lower() if isinstance(packet_type, str) else ""
+    if kind.startswith("initial"):
+        return "initial"
+    if kind.startswith("handshake"):
+        return "handshake"
+    return "application"
+
+
+def _ranges(frame: dict[str, Any]) -> tuple[tuple[int, int], ...]:
+    raw = frame.get("acked_ranges", frame.get("ack_ranges", frame.get("ranges")))
+    out: list[tuple[int, int]] = []
+    largest = _int(frame.get("frame_type.ack.largest_acknowledged"))
+    if largest is not None:
+        # qlog 0.1 (pcap2qlog, Wireshark's fields): the largest acknowledged and the first ACK
+        # block (how many packets below it); further blocks are not exported
+        first = _int(frame.get("frame_type.ack.fab")) or 0
+        out.append((max(0, largest - max(0, first)), largest))
+    if isinstance(raw, list):
+        for item in raw:
+            if isinstance(item, list) and item:
+                lo, hi = _int(item[0]), _int(item[-1])
+                if lo is not None and hi is not None:
+                    out.append((min(lo, hi), max(lo, hi)))
+            elif (n := _int(item)) is not None:
+                out.append((n, n))
+    return tuple(out)
+
+
+def packet_of(time: float, short: str, data: object, scale: float) -> Packet | None:
+    """A :class:`Packet` from a decoded packet event (``None`` when it names no packet)."""
+    if not isinstance(data, dict):
+        return None
+    header = data.get("header")
+    header = header if isinstance(header, dict) else {}
+    number = _int(header.get("packet_number", data.get("packet_number")))
+    dcid, scid = header.get("dcid"), header.get("scid")
+    raw = data.get("raw")
+    size = None
+    if isinstance(raw, dict):
+        size = _int(raw.get("length"))
+    if size is None:
+        size = _int(
+            header.get(
+                "packet_size",
+                header.get(
+                    "length",
+                    data.get("packet_size", data.get("length", header.get("payload_length"))),
+                ),
+            )
+        )
+    frames = data.get("frames")
+    acks: list[tuple[int, int]] = []
+    delay: float | None = None
+    eliciting = True
+    if isinstance(frames, list) and frames:
+        eliciting = False
+        for frame in frames:
+            if not isinstance(frame, dict):
+                continue
+            kind = str(frame.get("frame_type", frame.get("type", ""))).lower()
+            if kind in ("ack", "ack_ecn"):
+                acks.extend(_ranges(frame))
+                d = frame.get("ack_delay")
+                if isinstance(d, int | float) and not isinstance(d, bool):
+                    delay = float(d) * scale
+            if kind not in _NOT_ELICITING:
+                eliciting = True
+    return Packet(
+        time=time,
+        sent=short in ("packet_sent", "packet_tx"),
+        space=_space(header.get("packet_type", data.get("packet_type", header.get("type")))),
+        number=number,
+        size=size if size is not None and size > 0 else DEFAULT_DATAGRAM,
+        acks=tuple(acks),
+        ack_delay_ms=delay,
+        eliciting=eliciting,
+        dcid=dcid if isinstance(dcid, str) and dcid else None,
+        scid=scid if isinstance(scid, str) and scid else None,
+    )
+
+
+@dataclass
+class PacketCollector:
+    """Collects every trace's packets while a file is read in full (a ``metric_sink`` of
+    :func:`quicsm.qlog.source.read_qlog` that keeps no metrics)."""
+
+    packets: dict[int, list[Packet]] = field(default_factory=dict)
+
+    def __call__(self, builder: TraceBuilder) -> _NoMetrics:
+        kept = self.packets.setdefault(builder.index, [])
+
+        def hook(time: float, short: str, data: object, scale: float) -> None:
+            packet = packet_of(time, short, data, scale)
+            if packet is not None:
+                kept.append(packet)
+
+        builder.packet_hook = hook
+        return _NoMetrics()
+
+
+class _NoMetrics:
+    def __call__(self, event: object) -> object:
+        return None
+
+    def wanted(self) -> bool:
+        return False
+
+
+@dataclass
+class PacketRead:
+    """Every trace's packets (by the trace's position in its file), and the records of the file
+    that could not be decoded (skipped: the first one's reason, and how many)."""
+
+    packets: dict[int, list[Packet]]
+    skipped: int = 0
+    first_problem: str | None = None
+
+
+def read_packets(path: str | Path, *, limits: ReadLimits = DEFAULT_LIMITS) -> PacketRead:
+    """Read every record of ``path`` and keep its packets. Lenient: the readers' fast path
+    checks only the framing of packet records, so a packet record that does not decode is
+    skipped and counted here (the caller reports it)."""
+    collector = PacketCollector()
+    read = read_qlog(Path(path), full=True, lenient=True, limits=limits, metric_sink=collector)
+    first = str(read.problems[0]) if read.problems else None
+    return PacketRead(collector.packets, read.skipped, first)
+
+
+# -- the sender, rebuilt ------------------------------------------------------------------------
+
+
+@dataclass
+class _Round:
+    """One round trip of the sender: it ends when its last packet is acknowledged."""
+
+    end_number: int | None = None
+    max_flight: float = 0.0
+    cwnd_limited: bool = False
+
+
+@dataclass
+class WireResult:
+    """The rows derived from a trace's packets and what was seen."""
+
+    rows: list[tuple[float, str, str]]
+    #: the packets of the data direction were the log owner's own sends
+    own_sends: bool
+    data_packets: int
+    acks: int
+    losses: int
+    probes: int
+    #: losses later acknowledged (reordering; counted, the recovery kept)
+    spurious: int = 0
+    #: a capture seen from the network: directions were told by connection IDs, and
+    #: ``own_sends`` means the client sent the data
+    captured: bool = False
+
+
+def from_one_side(packets: Sequence[Packet]) -> list[Packet]:
+    """Packets of a capture seen from the network (every one logged as received, or every one
+    as sent), given a direction by their connection IDs: the first packet's source connection
+    ID is its sender's (the client's Initial), so packets addressed to it travel back. Other
+    lists are returned as they are."""
+    if not packets or len({p.sent for p in packets}) != 1:
+        return list(packets)
+    first = next((p.scid for p in packets if p.scid), None)
+    if first is None:
+        return list(packets)
+    return [replace(p, sent=p.dcid != first) for p in packets]
+
+
+def data_direction(packets: Sequence[Packet]) -> bool:
+    """``True`` when the log owner sent the data (more ack-eliciting bytes sent than
+    received)."""
+    sent = sum(p.size for p in packets if p.sent and p.eliciting)
+    received = sum(p.size for p in packets if not p.sent and p.eliciting)
+    return sent >= received
+
+
+Key = tuple[str, int]
+
+
+class _Sender:
+    """The data sender's loss recovery and window, rebuilt from its packets and ACKs."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[float, str, str]] = []
+        self.state = INIT
+        self.outstanding: dict[Key, tuple[float, int]] = {}
+        #: packets declared lost: if one is acknowledged later, it was reordered
+        self.lost: dict[Key, float] = {}
+        self.largest_acked: dict[str, int] = {}
+        self.packet_threshold = PACKET_THRESHOLD
+        self.in_flight = 0.0
+        self.datagram = float(DEFAULT_DATAGRAM)
+        self.srtt: float | None = None
+        self.rttvar = 0.0
+        self.min_rtt: float | None = None
+        self.latest_rtt: float | None = None
+        self.recovery_start: float | None = None
+        self.in_slow_start = True
+        self.cwnd = 10.0 * DEFAULT_DATAGRAM  # RFC 9002 section 7.2
+        self.flight_since_event = 0.0
+        self.consecutive_ptos = 0
+        self.last_activity: float | None = None  # last ack-eliciting send or acknowledgement
+        self.round = _Round()
+        self.previous_round: _Round | None = None
+        #: consecutive cwnd-limited rounds in congestion avoidance whose flight did not grow
+        self.flat_rounds = 0
+        self.plateau = 0.0
+        self.last_number: dict[str, int] = {}
+        self.dropped_initial = self.confirmed = False
+        self.n_data = self.n_acks = self.n_lost = self.n_probes = self.n_spurious = 0
+
+    def enter(self, time: float, new: str, trigger: str) -> None:
+        if new != self.state:
+            self.rows.append((time, new, trigger))
+            self.state = new
+
+    def _drop(self, space: str) -> None:
+        keys = [k for k in self.outstanding if k[0] == space]
+        self.in_flight = max(
+            0.0, self.in_flight - float(sum(self.outstanding.pop(k)[1] for k in keys))
+        )
+
+    def _pto_period(self) -> float:
+        base = self.srtt if self.srtt is not None else INITIAL_RTT_MS
+        var = self.rttvar if self.srtt is not None else INITIAL_RTT_MS / 2
+        return (base + max(4 * var, GRANULARITY_MS) + MAX_ACK_DELAY_MS) * (
+            2.0 ** min(self.consecutive_ptos, 60)
+        )
+
+    def _loss_delay(self) -> float:
+        return TIME_THRESHOLD * max(self.srtt or 0.0, self.latest_rtt or 0.0, GRANULARITY_MS)
+
+    def send(self, p: Packet) -> None:
+        t = p.time
+        assert p.number is not None
+        self.loss_timer(t)
+        self.n_data += 1
+        if self.datagram < p.size <= 1500:
+            self.datagram = float(p.size)
+        if (
+            self.in_flight > 0
+            and self.last_activity is not None
+            and p.space == "application"
+            and t - self.last_activity >= PTO_GAP_FRACTION * self._pto_period()
+        ):
+            self.consecutive_ptos += 1
+            self.n_probes += 1
+            new = TLP if self.consecutive_ptos == 1 else RTO
+            self.enter(t, new, "wire:probe_after_silence")
+        if p.space != "initial" and not self.dropped_initial:
+            # RFC 9001 section 4.9.1: Initial keys are discarded once Handshake packets flow;
+            # what was in flight in that space no longer counts
+            self.dropped_initial = True
+            self._drop("initial")
+        self.outstanding[(p.space, p.number)] = (t, p.size)
+        self.last_number[p.space] = p.number
+        self.in_flight += p.size
+        self.flight_since_event = max(self.flight_since_event, self.in_flight)
+        self.round.max_flight = max(self.round.max_flight, self.in_flight)
+        if self.round.end_number is None and p.space == "application":
+            self.round.end_number = p.number
+        if self.in_flight + BURST_DATAGRAMS * self.datagram >= self.cwnd:
+            self.round.cwnd_limited = True
+        self.last_activity = t
+
+    def loss_timer(self, now: float) -> None:
+        """RFC 9002 section 6.1.2: packets below the largest acknowledged one are lost once
+        the time threshold has passed, whether or not another ACK came."""
+        if not self.largest_acked or self.srtt is None:
+            return
+        delay = self._loss_delay()
+        due = [
+            (sent + delay, key)
+            for key, (sent, _) in self.outstanding.items()
+            if key[1] < self.largest_acked.get(key[0], -1) and sent + delay <= now
+        ]
+        if due:
+            when = max(d for d, _ in due)
+            if self._declare([k for _, k in due]):
+                self._congestion_event(when)
+
+    def _declare(self, keys: list[Key]) -> bool:
+        """Declare ``keys`` lost; whether one was sent after the recovery period began."""
+        new_episode = False
+        for key in keys:
+            sent_at, size = self.outstanding.pop(key)
+            self.in_flight = max(0.0, self.in_flight - size)
+            self.lost[key] = sent_at
+            self.n_lost += 1
+            if self.recovery_start is None or sent_at > self.recovery_start:
+                new_episode = True
+        if len(self.lost) > 10_000:  # bounded: forget the oldest declarations
+            for key in list(self.lost)[:5_000]:
+                del self.lost[key]
+        return new_episode
+
+    def _congestion_event(self, t: float) -> None:
+        self.recovery_start = t
+        self.in_slow_start = False
+        self.cwnd = max(self.cwnd * LOSS_REDUCTION, 2 * self.datagram)
+        self.flight_since_event = 0.0
+        self.flat_rounds = 0
+        self.enter(t, RECOVERY, "wire:loss")
+
+    def ack(self, p: Packet) -> None:
+        t = p.time
+        self.loss_timer(t)
+        space = p.space
+        newly: list[tuple[int, float, int]] = []
+        for lo, hi in p.acks:
+            if hi - lo >= len(self.outstanding) + len(self.lost):
+                # a range wider than what is known: look up what is known (a hostile ACK
+                # range costs no more than the packets in flight)
+                numbers: Iterable[int] = sorted(
+                    k[1]
+                    for k in (*self.outstanding, *self.lost)
+                    if k[0] == space and lo <= k[1] <= hi
+                )
+            else:
+                numbers = range(lo, hi + 1)
+            for n in numbers:
+                key = (space, n)
+                found = self.outstanding.pop(key, None)
+                if found is not None:
+                    newly.append((n, found[0], found[1]))
+                elif key in self.lost:
+                    # declared lost, then acknowledged: reordered. Counted only: RFC 9002
+                    # section 6.1.1 allows an adaptive threshold, but the stacks measured
+                    # (quic-go, aioquic) keep kPacketThreshold and still cut their window
+                    del self.lost[key]
+                    self.n_spurious += 1
+        if not newly:
+            return
+        self.n_acks += 1
+        if space == "application" and not self.confirmed:
+            # an acknowledged 1-RTT packet confirms the handshake (RFC 9001 section 4.1.2):
+            # the Initial and Handshake spaces are discarded with their bytes in flight
+            self.confirmed = self.dropped_initial = True
+            self._drop("initial")
+            self._drop("handshake")
+        prior_in_flight = self.in_flight
+        self.in_flight = max(0.0, self.in_flight - float(sum(s for _, _, s in newly)))
+        largest = max(hi for _, hi in p.acks)
+        if largest > self.largest_acked.get(space, -1):
+            self.largest_acked[space] = largest
+        top = max(newly)
+        if top[0] == largest:
+            self._rtt_sample(t - top[1], p.ack_delay_ms)
+        self.consecutive_ptos = 0
+        self.last_activity = t
+        # losses (RFC 9002 section 6.1)
+        delay = self._loss_delay()
+        threshold = self.largest_acked[space] - self.packet_threshold
+        lost = [
+            key
+            for key, (sent_at, _) in self.outstanding.items()
+            if key[0] == space
+            and key[1] < self.largest_acked[space]
+            and (key[1] <= threshold or t - sent_at >= delay)
+        ]
+        new_episode = self._declare(lost) if lost else False
+        # recovery ends when a packet sent after it began is acknowledged
+        if self.recovery_start is not None and any(
+            sent > self.recovery_start for _, sent, _ in newly
+        ):
+            self.recovery_start = None
+        if new_episode:
+            self._congestion_event(t)
+            return
+        self.cwnd = max(self.cwnd, self.flight_since_event)
+        if space == "application":
+            self._round_end(largest)
+        if self.recovery_start is not None:
+            self.enter(t, RECOVERY, "wire:recovery")
+            return
+        cwnd = self.cwnd
+        limited = prior_in_flight + BURST_DATAGRAMS * self.datagram < cwnd and not (
+            self.in_slow_start and prior_in_flight > cwnd / 2
+        )
+        if limited:
+            self.enter(t, APP_LIMITED, "wire:not_cwnd_limited")
+        elif self.in_slow_start:
+            self.enter(t, SLOW_START, "wire:slow_start")
+        elif self.flat_rounds >= PLATEAU_ROUNDS:
+            self.enter(t, MAXED, "wire:window_plateau")
+        else:
+            self.enter(t, CONGESTION_AVOIDANCE, "wire:congestion_avoidance")
+
+    def _rtt_sample(self, sample: float, ack_delay: float | None) -> None:
+        """RFC 9002 section 5.3."""
+        if sample <= 0:
+            return
+        self.min_rtt = sample if self.min_rtt is None else min(self.min_rtt, sample)
+        delay = ack_delay or 0.0
+        if sample - delay >= self.min_rtt:
+            sample -= delay
+        self.latest_rtt = sample
+        if self.srtt is None:
+            self.srtt, self.rttvar = sample, sample / 2
+        else:
+            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - sample)
+            self.srtt = 0.875 * self.srtt + 0.125 * sample
+
+    def _round_end(self, largest: int) -> None:
+        """Slow start ends when a cwnd-limited round's flight stops growing; in congestion
+        avoidance, cwnd-limited rounds whose flight stays flat mean the window is capped."""
+        end = self.round.end_number
+        if end is None or largest < end:
+            return
+        done, before = self.round, self.previous_round
+        if before is not None and done.cwnd_limited and before.cwnd_limited:
+            if self.in_slow_start and done.max_flight < SLOW_START_GROWTH * before.max_flight:
+                self.in_slow_start = False
+            if not self.in_slow_start:
+                if done.max_flight <= self.plateau and self.plateau > 0:
+                    self.flat_rounds += 1
+                else:
+                    self.flat_rounds = 0
+                    self.plateau = done.max_flight
+        else:
+            self.flat_rounds = 0
+            self.plateau = done.max_flight
+        self.previous_round = done
+        self.round = _Round(end_number=self.last_number.get("application"))
+
+
+def wire_states(packets: Iterable[Packet], *, own_sends: bool | None = None) -> WireResult:
+    """The congestion states of the sender of a trace's data, from its packets alone."""
+    by_time = sorted(packets, key=lambda p: p.time)  # stable: file order within a time
+    ordered = from_one_side(by_time)
+    captured = any(a.sent != b.sent for a, b in zip(by_time, ordered, strict=True))
+    if own_sends is None:
+        own_sends = data_direction(ordered)
+    sender = _Sender()
+    for p in ordered:
+        if p.sent == own_sends:
+            if p.eliciting and p.number is not None:
+                sender.send(p)
+        elif p.acks:
+            sender.ack(p)
+    return WireResult(
+        sender.rows,
+        own_sends,
+        sender.n_data,
+        sender.n_acks,
+        sender.n_lost,
+        sender.n_probes,
+        sender.n_spurious,
+        captured,
+    )
+
+
+def tail_probes(
+    packets: Iterable[Packet], *, own_sends: bool | None = None
+) -> list[tuple[float, str, str]]:
+    """The probe timeouts after a trace's last acknowledgement: the rows of
+    :func:`wire_states` from the last ACK of the data direction on (empty when the sender
+    sent no probe after it)."""
+    result = wire_states(packets, own_sends=own_sends)
+    out: list[tuple[float, str, str]] = []
+    for row in reversed(result.rows):
+        if row[1] not in (TLP, RTO):
+            break
+        out.append(row)
+    return out[::-1]
