@@ -532,10 +532,9 @@ def _transitions(
         tot_a, tot_b = sa.sum(), sb.sum()
         qa = sa.sum(axis=0) / tot_a if tot_a else np.zeros(len(idx))
         qb = sb.sum(axis=0) / tot_b if tot_b else np.zeros(len(idx))
-        if st is None:
-            res = sig.contingency_test(sa, sb, min_n=min_n, permutations=permutations, seed=seed)
-        else:
-            res = sig.TestResult("none", None, note="stratified: tested per transition")
+        # the outgoing distribution as a whole is described (total variation), and tested
+        # transition by transition: one test per question, none duplicating another
+        res = sig.TestResult("none", None, note="tested per transition")
         src_rows.append(
             {
                 "source": source,
@@ -631,7 +630,9 @@ class _Dispersion:
         return cls(od.pooled_rho(own), prior, own)
 
     def rho(self, j: int) -> float:
-        return od.shrunk_rho(self.own[j], self.pooled, self.prior)
+        # never below the pooled value: a transition's own few traces may say it is more
+        # heterogeneous than the others, not (noisily) less
+        return max(self.pooled, od.shrunk_rho(self.own[j], self.pooled, self.prior))
 
 
 def _edge_test(
@@ -660,9 +661,9 @@ def _edge_test(
             f"{shift.effective[1]:.0f}"
         )
         return sig.TestResult("beta-binomial", shift.p_value, shift.z, why), mde
-    two_a = np.column_stack([ya, ma - ya])
-    two_b = np.column_stack([yb, mb - yb])
-    res = sig.contingency_test(two_a, two_b, min_n=min_n, permutations=permutations, seed=seed)
+    two_a = np.column_stack([ya, ma - ya])[ma > 0]
+    two_b = np.column_stack([yb, mb - yb])[mb > 0]
+    res = sig.permutation_g(two_a, two_b, permutations=permutations, seed=seed)
     few = f"fewer than {od.MIN_EFFECTIVE:g} effective transitions expected"
     return sig.TestResult(
         res.test, res.p_value, res.statistic, f"{res.note}; {few}" if res.note else few, res.p_min
@@ -798,13 +799,14 @@ class _DwellEffects:
         if note or not (s2 == s2 and s2 > 0):
             xa, xb = pa["median"].to_numpy(), pb["median"].to_numpy()
             return sig.mann_whitney(np.sort(xa), np.sort(xb), min_n=min_n), math.nan
-        tau2 = od.shrunk_between(self.own[state], self.pooled, self.prior)
+        tau2 = max(self.pooled, od.shrunk_between(self.own[state], self.pooled, self.prior))
         shift = od.random_effects_shift(
             pa["log_mean"].to_numpy(),
             s2 / pa["visits"].cast(pl.Float64).to_numpy(),
             pb["log_mean"].to_numpy(),
             s2 / pb["visits"].cast(pl.Float64).to_numpy(),
             tau2,
+            df=pa.height + pb.height - 2,
         )
         why = f"log(1 + ms) per visit, τ² {tau2:.3g}"
         return sig.TestResult("random effects", shift.p_value, shift.z, why), shift.se

@@ -214,10 +214,13 @@ def random_effects_shift(
     vb: np.ndarray,
     tau2: float,
     *,
+    df: int,
     level: float = 0.95,
 ) -> MeanShift:
     """B's weighted mean of per-trace means minus A's, with weights ``1 / (v_i + τ²)``
-    (``v_i`` a trace's within-trace variance of its mean)."""
+    (``v_i`` a trace's within-trace variance of its mean), referred to Student's t with
+    ``df`` degrees of freedom (the traces less two: ``τ²`` is estimated, and few traces must
+    not be taken for many)."""
     out = []
     for x, v in ((xa, va), (xb, vb)):
         x, v = np.asarray(x, dtype=float), np.asarray(v, dtype=float)
@@ -226,11 +229,12 @@ def random_effects_shift(
     (ma, sa2), (mb, sb2) = out
     diff = mb - ma
     se = math.sqrt(sa2 + sb2)
-    z_level = float(sps.norm.ppf(0.5 + level / 2))
+    df = max(1, df)
+    z_level = float(sps.t.ppf(0.5 + level / 2, df))
     if se <= 0:
         return MeanShift(diff, diff, diff, 0.0, 1.0 if diff == 0 else None, 0.0)
     z = diff / se
-    p = float(2.0 * sps.norm.sf(abs(z)))
+    p = float(2.0 * sps.t.sf(abs(z), df))
     return MeanShift(diff, diff - z_level * se, diff + z_level * se, z, p, se)
 
 
