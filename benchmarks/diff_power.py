@@ -120,7 +120,9 @@ def _exploratory(r: DiffResult) -> bool:
     )
 
 
-def repetition(rep: int, *, alpha: float, seed: int, sizes: tuple[int, ...] = SIZES) -> dict[str, str]:
+def repetition(
+    rep: int, *, alpha: float, seed: int, sizes: tuple[int, ...] = SIZES
+) -> dict[str, str]:
     """One repetition of every setting: setting name -> outcome bits."""
     out: dict[str, str] = {}
     for v, variant in enumerate(VARIANTS):

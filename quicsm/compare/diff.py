@@ -133,8 +133,9 @@ class DiffResult:
     caveats: list[str] = field(default_factory=list)
 
     def frames(self) -> tuple[pl.DataFrame, ...]:
-        """The tested frames, in :data:`FAMILIES` order."""
-        return (self.outcomes, self.states, self.sources, self.edges, self.dwell, self.invariants)
+        """The tested frames, in :data:`FAMILIES` order (the outgoing distributions of the
+        source states are described, not tested: their transitions are)."""
+        return (self.outcomes, self.states, self.edges, self.dwell, self.invariants)
 
     # -- conclusions ------------------------------------------------------------------------
     @property
@@ -1027,10 +1028,15 @@ def _adjust(
         r["p_value"] = p
         r["significant"] = p is not None and p < alpha
     k_explore = sum(1 for p in reachable if p is not None)
+    # what each row could have detected at the level it faced: a single discovery of its
+    # family (Holm: α/K; BH: α/m); none at all when its traces cannot reach significance
     for r in first:
         r["mde"] = od.detectable(r.get("se", math.nan), alpha=alpha / k_primary)
     for r in rest:
         r["mde"] = od.detectable(r.get("se", math.nan), alpha=alpha / max(1, k_explore))
+    for r in first + rest:
+        if r["p_unadjusted"] is not None and "cannot reach" in (r["note"] or ""):
+            r["mde"] = math.inf
     return sum(member), k_explore
 
 
@@ -1306,6 +1312,22 @@ def _findings(d: DiffResult) -> list[Finding]:
     return sorted(
         out, key=lambda f: (f.family != "primary", kinds[f.kind], -f.score, f.subject)
     )
+
+
+def p_status(r: Mapping[str, Any]) -> str:
+    """A row's one p-value as every view quotes it: adjusted within its family and labelled
+    so, whether significant, and when not, what the traces could have shown."""
+    if r["p_value"] is None:
+        return format_p(None, note=r["note"])
+    p = f"{_ADJ[r['family']]} {format_p(r['p_value'])}"
+    if r["significant"]:
+        return f"{p}, significant"
+    if "cannot reach" in (r["note"] or ""):
+        return (
+            f"{p}, not significant: {r['n_a']} vs {r['n_b']} traces cannot give a p-value "
+            f"below {r['p_min']:.3f}"
+        )
+    return f"{p}, not significant"
 
 
 #: how a finding's p-value was adjusted, said beside it

@@ -162,7 +162,7 @@ def detectable(se: float, *, alpha: float, power: float = 0.8) -> float:
     """The smallest true difference a two-sided z-test at level ``alpha`` detects with
     probability ``power``, given the standard error ``se`` of the difference:
     ``(z_{1−α/2} + z_{power}) · se``."""
-    if not se == se or se <= 0:
+    if se != se or se <= 0:
         return math.nan
     return float((sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)) * se)
 
