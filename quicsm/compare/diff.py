@@ -657,6 +657,10 @@ def _edge_test(
         return sig.TestResult("none", None, note=note), math.nan
     shift = od.proportion_shift(ya, ma, yb, mb, rho)
     mde = shift.se_null
+    if shift.p_value is not None and shift.se_null != shift.se_null:
+        # every exit of the source, in both groups, takes this transition (or none does):
+        # whichever way the traces fell into the groups, nothing could differ
+        return sig.TestResult("identical", 1.0, 0.0, "one outcome in both groups", 1.0), mde
     if shift.p_value is not None:
         why = f"ρ {rho:.2f}, effective transitions {shift.effective[0]:.0f} vs " + (
             f"{shift.effective[1]:.0f}"

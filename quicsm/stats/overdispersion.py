@@ -150,8 +150,8 @@ def proportion_shift(
     # the interval: unpooled variances, and never narrower than the null's at the boundary
     half = z_level * max(se_alt, se0 if pa in (0.0, 1.0) or pb in (0.0, 1.0) else 0.0)
     low, high = max(-1.0, diff - half), min(1.0, diff + half)
-    if se0 <= 0:  # p0 in {0, 1}: both groups all one way
-        return ProportionShift(diff, low, high, 0.0, 1.0, eff, rho, 0.0)
+    if se0 <= 0:  # p0 in {0, 1}: both groups all one way (no test could say otherwise)
+        return ProportionShift(diff, low, high, 0.0, 1.0, eff, rho, math.nan)
     z = diff / se0
     trusted = min(min(e * p0, e * (1 - p0)) for e in eff) >= MIN_EFFECTIVE
     p = float(2.0 * sps.norm.sf(abs(z))) if trusted else None
