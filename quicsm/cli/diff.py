@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -46,6 +47,22 @@ EXIT_SIGNIFICANT = 3
     help=f"Exit with status {EXIT_SIGNIFICANT} if a test of the primary family is significant "
     "(for CI regression gates; name what the gate watches with --primary).",
 )
+@click.option(
+    "--plan",
+    "plan_mode",
+    is_flag=True,
+    help="Treat the groups as a pilot: print, for every test, how many traces per group it "
+    "needs to detect the pilot's difference (or --effect) with 80% power, from the pilot's "
+    "own variance.",
+)
+@click.option(
+    "--effect",
+    type=float,
+    default=None,
+    help="With --plan: the effect to plan for, in each family's units (a share or "
+    "probability difference for states and transitions, 0.1 = 10 points; a relative change "
+    "for outcomes, 0.1 = 10%; a ratio for dwell times, 1.5 = 1.5 times as long).",
+)
 def diff_command(
     paths: Sequence[str],
     vs_paths: Sequence[str],
@@ -61,6 +78,8 @@ def diff_command(
     seed: int,
     output: Path | None,
     fail_on_significant: bool,
+    plan_mode: bool,
+    effect: float | None,
     engine: str,
     scheduler: str | None,
     workers: int | None,
@@ -110,6 +129,11 @@ def diff_command(
             report_caution(caveat)
         for note in comp.notes:
             report_note(note)
+    if effect is not None and not plan_mode:
+        raise InputError("--effect only applies with --plan")
+    if plan_mode:
+        _print_plan(done, fmt=fmt, effect=effect, output=output)
+        return
     if fmt == "json":
         import orjson
 
@@ -146,3 +170,30 @@ def diff_command(
         click.echo(terminal_safe(text) if fmt != "json" else text, nl=False)
     if fail_on_significant and any(c.result.primary_significant for c in done):
         sys.exit(EXIT_SIGNIFICANT)
+
+
+def _print_plan(
+    done: Sequence[Any], *, fmt: str, effect: float | None, output: Path | None
+) -> None:
+    from quicsm.compare.plan import plan
+    from quicsm.render.diff_format import plan_text
+
+    tables = [plan(c.result, effect=effect) for c in done]
+    if fmt == "json":
+        import orjson
+
+        doc = [t.to_dicts() for t in tables]
+        text = orjson.dumps(doc if len(doc) > 1 else doc[0], option=orjson.OPT_INDENT_2,
+                            default=str).decode() + "\n"
+    else:
+        text = "\n".join(
+            plan_text(c.result, t, effect=effect) for c, t in zip(done, tables, strict=True)
+        )
+    if output is not None:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"{output}: cannot write: {exc.strerror}") from None
+        click.echo(f"wrote {output}", err=True)
+        return
+    click.echo(terminal_safe(text) if fmt != "json" else text, nl=False)

@@ -616,9 +616,7 @@ class _Dispersion:
     own: list[od.Moments]
 
     @classmethod
-    def make(
-        cls, edges: Sequence[tuple[str, str]], ma: np.ndarray, mb: np.ndarray
-    ) -> _Dispersion:
+    def make(cls, edges: Sequence[tuple[str, str]], ma: np.ndarray, mb: np.ndarray) -> _Dispersion:
         own: list[od.Moments] = []
         for j, (source, _) in enumerate(edges):
             idx = [i for i, (s, _) in enumerate(edges) if s == source]
@@ -666,10 +664,18 @@ def _edge_test(
             f"{shift.effective[1]:.0f}"
         )
         return sig.TestResult("beta-binomial", shift.p_value, shift.z, why), mde
+    few = f"fewer than {od.MIN_EFFECTIVE:g} expected in a group"
+    counts = od.effective_counts(ya, ma, yb, mb, rho)
+    if counts is not None:
+        # Fisher's exact test on the counts each group is worth once the clustering is
+        # accounted for (each group's counts divided by its design effect)
+        (ka, na), (kb, nb) = counts
+        res = sig.fisher_traces(ka, na, kb, nb, min_n=1)
+        why = f"ρ {rho:.2f}, effective transitions {na} vs {nb}; {few}"
+        return sig.TestResult("fisher (effective)", res.p_value, res.statistic, why, res.p_min), mde
     two_a = np.column_stack([ya, ma - ya])[ma > 0]
     two_b = np.column_stack([yb, mb - yb])[mb > 0]
     res = sig.permutation_g(two_a, two_b, permutations=permutations, seed=seed)
-    few = f"fewer than {od.MIN_EFFECTIVE:g} effective transitions expected"
     return sig.TestResult(
         res.test, res.p_value, res.statistic, f"{res.note}; {few}" if res.note else few, res.p_min
     ), mde
@@ -818,7 +824,6 @@ class _DwellEffects:
 
 
 # -- invariants and presence ------------------------------------------------------------------
-
 
 
 def _mine(df: pl.DataFrame) -> pl.DataFrame:
@@ -989,9 +994,10 @@ def parse_primary(items: Sequence[str] | None) -> tuple[str, ...]:
 def _is_primary(name: str, r: Mapping[str, Any], primary: Sequence[str]) -> bool:
     for item in primary:
         family, _, subject = item.partition(":")
-        if family == name and (not subject or subject.replace(" ", "") in {
-            x.replace(" ", "") for x in _subjects(name, r)
-        }):
+        if family == name and (
+            not subject
+            or subject.replace(" ", "") in {x.replace(" ", "") for x in _subjects(name, r)}
+        ):
             return True
     return False
 
@@ -1035,9 +1041,11 @@ def _adjust(
     # what each row could have detected at the level it faced: a single discovery of its
     # family (Holm: α/K; BH: α/m); none at all when its traces cannot reach significance
     for r in first:
-        r["mde"] = od.detectable(r.get("se", math.nan), alpha=alpha / k_primary)
+        r["level"] = alpha / k_primary
     for r in rest:
-        r["mde"] = od.detectable(r.get("se", math.nan), alpha=alpha / max(1, k_explore))
+        r["level"] = alpha / max(1, k_explore)
+    for r in first + rest:
+        r["mde"] = od.detectable(r.get("se", math.nan), alpha=r["level"])
     for r in first + rest:
         if r["p_unadjusted"] is not None and "cannot reach" in (r["note"] or ""):
             r["mde"] = math.inf
@@ -1076,6 +1084,8 @@ _STATES_SCHEMA: dict[str, pl.DataType] = {
     "significant": _B,
     "family": _S,
     "mde": _F,
+    "se": _F,
+    "level": _F,
     "n_a": _I,
     "n_b": _I,
     "p_unadjusted": _F,
@@ -1093,6 +1103,8 @@ _SOURCES_SCHEMA: dict[str, pl.DataType] = {
     "significant": _B,
     "family": _S,
     "mde": _F,
+    "se": _F,
+    "level": _F,
     "n_a": _I,
     "n_b": _I,
     "a_count": _I,
@@ -1112,6 +1124,8 @@ _EDGES_SCHEMA: dict[str, pl.DataType] = {
     "significant": _B,
     "family": _S,
     "mde": _F,
+    "se": _F,
+    "level": _F,
     "a_count": _I,
     "b_count": _I,
     "a_ci_low": _F,
@@ -1131,6 +1145,8 @@ _DWELL_SCHEMA: dict[str, pl.DataType] = {
     "significant": _B,
     "family": _S,
     "mde": _F,
+    "se": _F,
+    "level": _F,
     "n_a": _I,
     "n_b": _I,
     "a_visits": _I,
@@ -1152,6 +1168,8 @@ _OUTCOMES_SCHEMA: dict[str, pl.DataType] = {
     "significant": _B,
     "family": _S,
     "mde": _F,
+    "se": _F,
+    "level": _F,
     "n_a": _I,
     "n_b": _I,
     "p_unadjusted": _F,
@@ -1173,6 +1191,8 @@ _INVARIANTS_SCHEMA: dict[str, pl.DataType] = {
     "significant": _B,
     "family": _S,
     "mde": _F,
+    "se": _F,
+    "level": _F,
     "support": _I,
     "p_unadjusted": _F,
     "test": _S,
@@ -1313,9 +1333,7 @@ def _findings(d: DiffResult) -> list[Finding]:
     # primary findings first, then exploratory; within each, outcomes first (what users
     # feel), then time in state (the paper's headline quantity), transitions, dwell and
     # invariants; by effect size within each kind
-    return sorted(
-        out, key=lambda f: (f.family != "primary", kinds[f.kind], -f.score, f.subject)
-    )
+    return sorted(out, key=lambda f: (f.family != "primary", kinds[f.kind], -f.score, f.subject))
 
 
 def p_status(r: Mapping[str, Any]) -> str:

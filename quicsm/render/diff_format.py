@@ -481,3 +481,47 @@ def to_table(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> str:
     for s in _presence_lines(d):
         out += _wrapped(s, first="  - ", rest="    ")
     return "\n".join(out) + "\n"
+
+
+# -- the plan ---------------------------------------------------------------------------------
+
+
+def _effect_text(kind: str, x: float | None) -> str:
+    if x is None or x != x:
+        return MISSING
+    if kind == "outcome":
+        return change(x)
+    if kind == "dwell":
+        return f"×{2 ** x:.2f}"
+    return pp(x)
+
+
+def plan_text(d: DiffResult, table: pl.DataFrame, *, effect: float | None = None) -> str:
+    """The planning view of :func:`quicsm.compare.plan.plan`: traces per group each test
+    needs, primary tests first."""
+    a, b = d.names
+    target = "the pilot's own difference" if effect is None else f"an effect of {effect:g}"
+    lines = [
+        f"Plan from the pilot A = {a} ({_traces(d.n_a)}), B = {b} ({_traces(d.n_b)}): traces "
+        f"per group for 80% power to detect {target} at α = {d.alpha:g} (primary tests at "
+        "α/K under Holm, exploratory at α/m, a single discovery under Benjamini-Hochberg), "
+        "from the pilot's own variance.",
+        "",
+    ]
+    head = ["family", "test of", "effect", "traces per group"]
+    rows = [
+        [
+            str(r["family"]),
+            f"{r['kind']} {r['subject']}",
+            _effect_text(r["kind"], r["effect"]),
+            MISSING if r["traces_per_group"] is None else str(r["traces_per_group"]),
+        ]
+        for r in table.iter_rows(named=True)
+    ]
+    widths = [max(len(h), *(len(x[i]) for x in rows)) if rows else len(h) for i, h in
+              enumerate(head)]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
+    lines.append("  ".join("-" * w for w in widths))
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return "\n".join(lines) + "\n"

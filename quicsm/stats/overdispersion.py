@@ -158,6 +158,28 @@ def proportion_shift(
     return ProportionShift(diff, low, high, z, p, eff, rho, se0)
 
 
+def effective_counts(
+    ya: np.ndarray, ma: np.ndarray, yb: np.ndarray, mb: np.ndarray, rho: float
+) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """Each group's (events, trials) divided by its design effect and rounded: the
+    independent transitions the clustered ones are worth (for an exact test on sparse rows);
+    ``None`` when a group is worth less than one transition."""
+    out = []
+    for y, m in ((ya, ma), (yb, mb)):
+        y, m = np.asarray(y, dtype=float), np.asarray(m, dtype=float)
+        y, m = y[m > 0], m[m > 0]
+        total = float(m.sum())
+        if total <= 0:
+            return None
+        deff = _inflation(m, rho) / total
+        n = round(total / deff)
+        k = min(n, round(float(y.sum()) / deff))
+        if n < 1:
+            return None
+        out.append((int(k), int(n)))
+    return out[0], out[1]
+
+
 def detectable(se: float, *, alpha: float, power: float = 0.8) -> float:
     """The smallest true difference a two-sided z-test at level ``alpha`` detects with
     probability ``power``, given the standard error ``se`` of the difference:

@@ -1,0 +1,107 @@
+"""How many runs would decide it: turn a pilot comparison into the traces per group each test
+needs to detect a change with 80% power, from the pilot's own variance.
+
+Every tested row of a :class:`quicsm.compare.diff.DiffResult` carries the standard error of its
+difference (``se``) and the level its family holds it to (``level``: α/K for the K primary
+tests under Holm, α/m for a single discovery among the m exploratory ones under
+Benjamini-Hochberg). A standard error shrinks as one over the square root of the traces per
+group, so the traces per group a test needs to detect an effect ``δ`` with power ``1 − β`` are
+
+    n = n_now · ((z_{1−level/2} + z_{1−β}) · se / δ)²
+
+with ``n_now`` the mean of the two groups' traces. ``δ`` is the pilot's own difference unless
+one is asked for: ``effect`` is read in each family's units — a share or probability
+difference for states and transitions (``0.1`` = 10 points), a relative change for outcomes
+(``0.1`` = 10%), a ratio for dwell times (``1.5`` = 1.5 times as long).
+
+This is a plan, not a promise: it assumes the pilot's variance is the variance of the runs to
+come, and exact permutation tests (few traces) are planned as the normal-theory tests they
+become with more traces.
+"""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+from scipy import stats as sps
+
+from quicsm.compare.diff import DiffResult
+
+__all__ = ["PLAN_SCHEMA", "plan"]
+
+PLAN_SCHEMA: dict[str, pl.DataType] = {
+    "family": pl.String(),
+    "kind": pl.String(),
+    "subject": pl.String(),
+    "n_a": pl.Int64(),
+    "n_b": pl.Int64(),
+    "effect": pl.Float64(),
+    "units": pl.String(),
+    "se": pl.Float64(),
+    "level": pl.Float64(),
+    "traces_per_group": pl.Int64(),
+}
+
+
+def _needed(se: float, effect: float, level: float, n_now: float, power: float) -> int | None:
+    if not (se == se and se > 0 and effect == effect and effect != 0 and n_now > 0):
+        return None
+    z = float(sps.norm.ppf(1 - level / 2) + sps.norm.ppf(power))
+    return max(2, math.ceil(n_now * (z * se / abs(effect)) ** 2))
+
+
+def plan(result: DiffResult, *, effect: float | None = None, power: float = 0.8) -> pl.DataFrame:
+    """One row per tested quantity with a standard error: the traces per group needed to
+    detect ``effect`` (default: the pilot's own difference) with ``power``. Primary rows
+    first, then by traces needed."""
+    rows = []
+    frames = (
+        ("outcome", result.outcomes, "relative change"),
+        ("state", result.states, "share of time"),
+        ("edge", result.edges, "probability"),
+        ("dwell", result.dwell, "log2 ratio"),
+    )
+    for kind, frame, units in frames:
+        for r in frame.iter_rows(named=True):
+            if r["p_unadjusted"] is None or r["se"] is None or r["level"] is None:
+                continue
+            se = float(r["se"])
+            n_a = r.get("n_a", result.n_a)
+            n_b = r.get("n_b", result.n_b)
+            n_now = (n_a + n_b) / 2
+            if kind == "outcome":
+                subject = f"{r['metric']} in {r['cell']}"
+                base = abs(r["a_mean"]) if r["a_mean"] else math.nan
+                delta = r["difference"] if effect is None else effect * base
+                shown = delta / base
+            elif kind == "dwell":
+                subject = r["state"]
+                delta = r["log2_ratio"]
+                if effect is not None:
+                    delta = math.log2(effect) if effect > 0 else math.nan
+                shown = delta
+            else:
+                subject = r["state"] if kind == "state" else f"{r['source']} → {r['target']}"
+                delta = r["difference"] if effect is None else effect
+                shown = delta
+            rows.append(
+                {
+                    "family": r["family"],
+                    "kind": kind,
+                    "subject": subject,
+                    "n_a": n_a,
+                    "n_b": n_b,
+                    "effect": shown,
+                    "units": units,
+                    "se": se,
+                    "level": r["level"],
+                    "traces_per_group": _needed(se, delta, r["level"], n_now, power),
+                }
+            )
+    df = pl.DataFrame(rows, schema=PLAN_SCHEMA, orient="row") if rows else pl.DataFrame(
+        schema=PLAN_SCHEMA
+    )
+    return df.sort(
+        [pl.col("family") != "primary", "traces_per_group", "kind", "subject"], nulls_last=True
+    )
