@@ -183,8 +183,12 @@ def _print_plan(
         import orjson
 
         doc = [t.to_dicts() for t in tables]
-        text = orjson.dumps(doc if len(doc) > 1 else doc[0], option=orjson.OPT_INDENT_2,
-                            default=str).decode() + "\n"
+        text = (
+            orjson.dumps(
+                doc if len(doc) > 1 else doc[0], option=orjson.OPT_INDENT_2, default=str
+            ).decode()
+            + "\n"
+        )
     else:
         text = "\n".join(
             plan_text(c.result, t, effect=effect) for c, t in zip(done, tables, strict=True)

@@ -204,7 +204,7 @@ def _tables(
             MISSING if r["log2_ratio"] != r["log2_ratio"] else f"×{2 ** r['log2_ratio']:.2f}",
             f"{r['n_a']} vs {r['n_b']}",
             r["test"],
-            _mde(r, lambda x: f"×{2 ** x:.2f}"),
+            _mde(r, lambda x: f"×{2**x:.2f}"),
             _p(r),
             _mark(r),
         ]
@@ -252,9 +252,7 @@ def what_changed(d: DiffResult, explanations: Sequence[Explanation] = ()) -> lis
     lines: list[str] = []
     for family, mark in (("primary", "PRIMARY"), ("exploratory", "exploratory")):
         if family == "primary":
-            lines += [
-                f"[{mark}] {e.headline()}" for e in outcome_lines.values() if e.significant
-            ]
+            lines += [f"[{mark}] {e.headline()}" for e in outcome_lines.values() if e.significant]
         for f in d.findings():
             if f.family != family or (f.kind == "outcome" and covered):
                 continue
@@ -492,7 +490,7 @@ def _effect_text(kind: str, x: float | None) -> str:
     if kind == "outcome":
         return change(x)
     if kind == "dwell":
-        return f"×{2 ** x:.2f}"
+        return f"×{2**x:.2f}"
     return pp(x)
 
 
@@ -518,8 +516,9 @@ def plan_text(d: DiffResult, table: pl.DataFrame, *, effect: float | None = None
         ]
         for r in table.iter_rows(named=True)
     ]
-    widths = [max(len(h), *(len(x[i]) for x in rows)) if rows else len(h) for i, h in
-              enumerate(head)]
+    widths = [
+        max(len(h), *(len(x[i]) for x in rows)) if rows else len(h) for i, h in enumerate(head)
+    ]
     lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
     lines.append("  ".join("-" * w for w in widths))
     for row in rows:
