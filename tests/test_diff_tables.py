@@ -115,7 +115,7 @@ def test_primary_plan_and_fail_on_significant(tmp_path: Path) -> None:
         "--fail-on-significant",
     )
     assert code == 0, out  # a transition that did not change: the gate stays open
-    assert "[exploratory] Recovery:" in out
+    assert "  - Recovery:" in out and "(exploratory, BH-adjusted" in out
     code, out, err = run("diff", str(a), "--vs", str(b), "--plan")
     assert code == 0, err
     assert out.startswith("Plan from the pilot") and "traces per group" in out

@@ -250,13 +250,15 @@ def what_changed(d: DiffResult, explanations: Sequence[Explanation] = ()) -> lis
     outcome_lines = {e.change: e for e in explanations if e.kind == "outcome"}
     covered = any(e.significant for e in outcome_lines.values())
     lines: list[str] = []
-    for family, mark in (("primary", "PRIMARY"), ("exploratory", "exploratory")):
+    # significant primary findings first, marked; then the exploratory ones (each sentence
+    # says "exploratory, BH-adjusted")
+    for family, mark in (("primary", "[PRIMARY] "), ("exploratory", "")):
         if family == "primary":
-            lines += [f"[{mark}] {e.headline()}" for e in outcome_lines.values() if e.significant]
+            lines += [f"{mark}{e.headline()}" for e in outcome_lines.values() if e.significant]
         for f in d.findings():
             if f.family != family or (f.kind == "outcome" and covered):
                 continue
-            lines.append(f"[{mark}] {f.sentence}")
+            lines.append(f"{mark}{f.sentence}")
     # the largest outcome changes that are not significant, with their evidence, said so
     lines += [e.headline() for e in outcome_lines.values() if not e.significant]
     lines.append(verdict_line(d))
