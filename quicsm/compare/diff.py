@@ -154,7 +154,7 @@ class DiffResult:
 
     @property
     def n_tests(self) -> int:
-        """Tests run (the size of the one Holm family)."""
+        """Tests run, in both families."""
         return sum(f.height - f["p_value"].null_count() for f in self.frames())
 
     def untested(self) -> tuple[int, int]:
@@ -949,7 +949,7 @@ def _presence(
     }
 
 
-# -- shared finishing: one Holm family, significance, ranking ---------------------------------
+# -- shared finishing: the two families, significance, detectable effects ---------------------
 
 
 #: the primary family when none is named: the quantities fixed before looking

@@ -411,7 +411,7 @@ def _matrix(
             buckets.setdefault(cell, ([], []))[g].append(values[key])
     rows = sorted({r for r, _ in buckets}, key=natural_key)
     cols = sorted({c for _, c in buckets}, key=natural_key)
-    # the comparison's own outcome tests, under its one error-control policy, when the matrix
+    # the comparison's own outcome tests (primary, Holm-adjusted as everywhere), when the matrix
     # is the outcome's cells; otherwise a descriptive family of its own (Holm over the cells)
     own = _outcome_tests(comp, result, metric=metric, row_key=row_key, col_key=col_key)
     cells: dict[tuple[str, str], svg.Cell] = {}
