@@ -124,3 +124,35 @@ def test_primary_plan_and_fail_on_significant(tmp_path: Path) -> None:
     assert code != 0 and "--effect only applies with --plan" in err
     code, _, err = run("diff", str(a), "--vs", str(b), "--primary", "bogus")
     assert code != 0 and "--primary 'bogus'" in err
+
+
+def test_one_p_value_per_test_in_every_section(tmp_path: Path) -> None:
+    """The completion time's p-value is the same adjusted number, labelled, in "What changed",
+    "Why", the outcomes table and the report's scenario matrix."""
+    import re
+
+    a = write_table(
+        tmp_path / "a.csv", 6, prefix="a",
+        labels={"scenario": "jitter", "completion_ms": lambda i: 1000 + 10 * i},
+    )
+    b = write_table(
+        tmp_path / "b.csv", 6, prefix="b", seed=2,
+        labels={"scenario": "jitter", "completion_ms": lambda i: 400 + 7 * i},
+    )
+    code, out, err = run("diff", str(a), "--vs", str(b))
+    assert code == 0, err
+    quoted = re.findall(r"completion time in jitter: .*?(primary, Holm-adjusted p = (0\.\d+))", out)
+    assert quoted, out
+    values = {v for _, v in quoted}
+    assert len(values) == 1, quoted
+    (p,) = values
+    row = next(line for line in out.splitlines() if line.strip().startswith("completion_ms"))
+    assert f"{p} Holm" in row, row
+    report = tmp_path / "r.md"
+    code, _, err = run("report", str(a), "--vs", str(b), "-o", str(report))
+    assert code == 0, err
+    text = report.read_text()
+    assert f"Holm-adjusted p = {p}" in text
+    assert "p = 0." not in text.replace(f"Holm-adjusted p = {p}", "").replace(
+        f"Holm p = {p}", ""
+    ) or f"Holm p = {p}" in text

@@ -11,10 +11,11 @@ One row per state entered::
 - ``vantage`` (``client``/``server``/``unknown``), ``raw_state``, ``trigger``, ``file``,
   ``end_ms`` (when the trace ended; default: its last row), ``source`` (``explicit``/``derived``)
   are optional;
-- every other column is a **label** of the trace (``version``, ``scenario``, ``device``, …),
-  read as text: its value on the trace's rows (a column whose value changes within a trace is
-  not a label of that trace and is left out for it). Labels join those of a ``run.json`` next
-  to the file, as for qlog, so ``quicsm diff --by``/``--where``/``--within`` work on tables.
+- every other column is a **label** of the trace (``version``, ``scenario``, ``device``,
+  ``completion_ms``, …): its value on the trace's rows, a number when it reads as one, else
+  text (a column whose value changes within a trace is not a label of that trace and is left
+  out for it). Labels join those of a ``run.json`` next to the file, as for qlog, so
+  ``quicsm diff --by``/``--where``/``--within`` and the outcomes work on tables.
 
 Such a table reads into the same transitions frame as qlog (``Init`` is added at each trace's
 first row when missing). CSV is recognised by its header line, Parquet by its magic bytes;
@@ -24,6 +25,7 @@ CSV may be gzip or zstd compressed.
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
@@ -233,9 +235,24 @@ def _collect_labels(raw: pl.DataFrame, labels: dict[str, dict[str, str]] | None)
             own[c] = value
 
 
-def trace_labels(labels: dict[str, dict[str, str]], trace: str) -> dict[str, str]:
+def _typed_label(text: str) -> str | int | float:
+    """A label's value as the table wrote it: numbers as numbers (so that ``completion_ms``
+    is an outcome, as in a ``run.json``), anything else as text."""
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(number):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        return number
+
+
+def trace_labels(labels: dict[str, dict[str, str]], trace: str) -> dict[str, str | int | float]:
     """The labels of one trace of a table (those that do not vary within it)."""
-    return {k: v for k, v in labels.get(trace, {}).items() if v != _VARIES}
+    return {k: _typed_label(v) for k, v in labels.get(trace, {}).items() if v != _VARIES}
 
 
 def _rows(
