@@ -2,9 +2,10 @@
 needs to detect a change with 80% power, from the pilot's own variance.
 
 Every tested row of a :class:`quicsm.compare.diff.DiffResult` carries the standard error of its
-difference (``se``) and the level its family holds it to (``level``: α/K for the K primary
-tests under Holm, α/m for a single discovery among the m exploratory ones under
-Benjamini-Hochberg). A standard error shrinks as one over the square root of the traces per
+difference (``se``). With the traces planned, every test of a family can reach significance,
+so the level a single discovery needs is α/K for the K primary tests run (Holm's first step)
+and α/m for the m exploratory ones (Benjamini-Hochberg's first rank). A standard error
+shrinks as one over the square root of the traces per
 group, so the traces per group a test needs to detect an effect ``δ`` with power ``1 − β`` are
 
     n = n_now · ((z_{1−level/2} + z_{1−β}) · se / δ)²
@@ -68,6 +69,14 @@ def plan(result: DiffResult, *, effect: float | None = None, power: float = 0.8)
     detect ``effect`` (default: the pilot's own difference) with ``power``. Primary rows
     first, then by traces needed."""
     rows = []
+    # with the traces planned, every test of a family can reach significance: the level a
+    # single discovery needs is α over the tests of its family that were run (Holm's first
+    # step for the primary family, Benjamini-Hochberg's first rank for the exploratory one)
+    run: dict[str, int] = {"primary": 0, "exploratory": 0}
+    for f in result.frames():
+        for fam, p in f.select("family", "p_unadjusted").iter_rows():
+            if p is not None and fam in run:
+                run[fam] += 1
     frames = (
         ("outcome", result.outcomes, "relative change"),
         ("state", result.states, "share of time"),
@@ -76,8 +85,9 @@ def plan(result: DiffResult, *, effect: float | None = None, power: float = 0.8)
     )
     for kind, frame, units in frames:
         for r in frame.iter_rows(named=True):
-            if r["p_unadjusted"] is None or r["se"] is None or r["level"] is None:
+            if r["p_unadjusted"] is None or r["se"] is None:
                 continue
+            level = result.alpha / max(1, run.get(r["family"], 1))
             se = float(r["se"])
             n_a = r.get("n_a", result.n_a)
             n_b = r.get("n_b", result.n_b)
@@ -107,9 +117,9 @@ def plan(result: DiffResult, *, effect: float | None = None, power: float = 0.8)
                     "effect": shown,
                     "units": units,
                     "se": se,
-                    "level": r["level"],
+                    "level": level,
                     "traces_per_group": _needed(
-                        se, delta, r["level"], n_now, power, per_trace=kind in ("outcome", "state")
+                        se, delta, level, n_now, power, per_trace=kind in ("outcome", "state")
                     ),
                 }
             )
