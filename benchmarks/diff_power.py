@@ -161,8 +161,14 @@ def repetition(
     return out
 
 
-def run(repetitions: int, *, alpha: float, seed: int, progress: bool = False,
-        sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
+def run(
+    repetitions: int,
+    *,
+    alpha: float,
+    seed: int,
+    progress: bool = False,
+    sizes: tuple[int, ...] = SIZES,
+) -> dict[str, Any]:
     bits: dict[str, list[str]] = {}
     start = time.perf_counter()
     for rep in range(repetitions):
@@ -171,8 +177,12 @@ def run(repetitions: int, *, alpha: float, seed: int, progress: bool = False,
         if progress:
             print(f"{rep + 1}/{repetitions}", file=sys.stderr, end="\r")
     return {
-        "settings": {"repetitions": repetitions, "alpha": alpha, "seed": seed,
-                     "sizes": list(sizes)},
+        "settings": {
+            "repetitions": repetitions,
+            "alpha": alpha,
+            "seed": seed,
+            "sizes": list(sizes),
+        },
         "seconds": round(time.perf_counter() - start, 1),
         "outcomes": {k: "".join(v) for k, v in bits.items()},
     }
@@ -247,8 +257,9 @@ def main() -> None:
         print("\n".join(problems) or f"the first {args.check} repetitions reproduce exactly")
         sys.exit(1 if problems else 0)
     sizes = tuple(int(x) for x in args.sizes.split(","))
-    results = run(args.repetitions, alpha=args.alpha, seed=args.seed, progress=args.progress,
-                  sizes=sizes)
+    results = run(
+        args.repetitions, alpha=args.alpha, seed=args.seed, progress=args.progress, sizes=sizes
+    )
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(results, indent=1) + "\n")
     sys.stdout.write(markdown(results))

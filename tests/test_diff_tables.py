@@ -25,8 +25,14 @@ def run(*args: str) -> tuple[int, str, str]:
 
 
 def write_table(
-    path: Path, n: int, *, labels: dict[str, object] | None = None, per_trace: bool = False,
-    recovery_ms: float = 100.0, seed: int = 1, prefix: str = "t",
+    path: Path,
+    n: int,
+    *,
+    labels: dict[str, object] | None = None,
+    per_trace: bool = False,
+    recovery_ms: float = 100.0,
+    seed: int = 1,
+    prefix: str = "t",
 ) -> Path:
     """``n`` traces of a small chain as a CSV table, with label columns (``per_trace``: a
     ``conn_id`` column naming each trace)."""
@@ -40,15 +46,23 @@ def write_table(
             t = 0.0
             for s in PLAN:
                 values = [v(i) if callable(v) else v for v in extra.values()]
-                w.writerow([f"{prefix}{i}", round(t, 3), s, *values,
-                            *([f"c{prefix}{i:03d}"] if per_trace else [])])
+                w.writerow(
+                    [
+                        f"{prefix}{i}",
+                        round(t, 3),
+                        s,
+                        *values,
+                        *([f"c{prefix}{i:03d}"] if per_trace else []),
+                    ]
+                )
                 t += float(rng.exponential(recovery_ms if s == "Recovery" else 100.0))
     return path
 
 
 def test_label_columns_of_a_table_are_labels(tmp_path: Path) -> None:
-    table = write_table(tmp_path / "runs.csv", 12, labels={"version": lambda i: "1" if i < 6
-                                                            else "2"})
+    table = write_table(
+        tmp_path / "runs.csv", 12, labels={"version": lambda i: "1" if i < 6 else "2"}
+    )
     code, out, err = run("diff", str(table), "--by", "version", "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
@@ -61,7 +75,9 @@ def test_label_columns_of_a_table_are_labels(tmp_path: Path) -> None:
 def test_a_label_naming_each_trace_does_not_block_by(tmp_path: Path) -> None:
     """A connection id differs per trace: it is not a condition to compare within."""
     table = write_table(
-        tmp_path / "runs.csv", 20, labels={"version": lambda i: "1" if i < 10 else "2"},
+        tmp_path / "runs.csv",
+        20,
+        labels={"version": lambda i: "1" if i < 10 else "2"},
         per_trace=True,
     )
     code, out, err = run("diff", str(table), "--by", "version")
@@ -105,13 +121,19 @@ def test_primary_plan_and_fail_on_significant(tmp_path: Path) -> None:
     """B's Recovery lasts ten times as long: its time share (primary) moves, and the gate
     fires; naming only the dwell family as primary, the gate follows that family."""
     a = write_table(tmp_path / "a.csv", 10, labels={"scenario": "bulk"}, seed=1, prefix="a")
-    b = write_table(tmp_path / "b.csv", 10, labels={"scenario": "bulk"}, seed=2,
-                    recovery_ms=1000.0, prefix="b")
+    b = write_table(
+        tmp_path / "b.csv", 10, labels={"scenario": "bulk"}, seed=2, recovery_ms=1000.0, prefix="b"
+    )
     code, out, err = run("diff", str(a), "--vs", str(b), "--fail-on-significant")
     assert code == EXIT_SIGNIFICANT, (out, err)
     assert "[PRIMARY] Recovery:" in out and "primary, Holm-adjusted" in out
     code, out, _ = run(
-        "diff", str(a), "--vs", str(b), "--primary", "edges:SlowStart->CongestionAvoidance",
+        "diff",
+        str(a),
+        "--vs",
+        str(b),
+        "--primary",
+        "edges:SlowStart->CongestionAvoidance",
         "--fail-on-significant",
     )
     assert code == 0, out  # a transition that did not change: the gate stays open
@@ -132,11 +154,16 @@ def test_one_p_value_per_test_in_every_section(tmp_path: Path) -> None:
     import re
 
     a = write_table(
-        tmp_path / "a.csv", 6, prefix="a",
+        tmp_path / "a.csv",
+        6,
+        prefix="a",
         labels={"scenario": "jitter", "completion_ms": lambda i: 1000 + 10 * i},
     )
     b = write_table(
-        tmp_path / "b.csv", 6, prefix="b", seed=2,
+        tmp_path / "b.csv",
+        6,
+        prefix="b",
+        seed=2,
         labels={"scenario": "jitter", "completion_ms": lambda i: 400 + 7 * i},
     )
     code, out, err = run("diff", str(a), "--vs", str(b))
@@ -153,6 +180,7 @@ def test_one_p_value_per_test_in_every_section(tmp_path: Path) -> None:
     assert code == 0, err
     text = report.read_text()
     assert f"Holm-adjusted p = {p}" in text
-    assert "p = 0." not in text.replace(f"Holm-adjusted p = {p}", "").replace(
-        f"Holm p = {p}", ""
-    ) or f"Holm p = {p}" in text
+    assert (
+        "p = 0." not in text.replace(f"Holm-adjusted p = {p}", "").replace(f"Holm p = {p}", "")
+        or f"Holm p = {p}" in text
+    )

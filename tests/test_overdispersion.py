@@ -74,7 +74,10 @@ def test_proportion_shift_has_transition_level_power_on_homogeneous_traces() -> 
 
 def test_sparse_rows_are_not_trusted_to_the_normal_approximation() -> None:
     res = od.proportion_shift(
-        np.array([0, 0, 1]), np.array([10, 10, 10]), np.array([1, 0, 0]), np.array([10, 10, 10]),
+        np.array([0, 0, 1]),
+        np.array([10, 10, 10]),
+        np.array([1, 0, 0]),
+        np.array([10, 10, 10]),
         0.0,
     )
     assert res.p_value is None and min(res.effective) == pytest.approx(30)
