@@ -16,6 +16,7 @@ from quicsm.core.errors import InputError
 from quicsm.core.frames import empty_transitions
 from quicsm.render.diff_format import to_markdown, to_table
 from quicsm.stats import significance as sig
+from quicsm.stats.overdispersion import benjamini_hochberg
 from quicsm.testing.synthetic import (
     Profile,
     generate_transitions,
@@ -120,7 +121,9 @@ def test_changed_transition_is_flagged_and_unchanged_ones_are_not() -> None:
         (pl.col("source") == "Recovery") & (pl.col("target") == "CongestionAvoidance")
     ).row(0, named=True)
     assert edge["significant"] and edge["difference"] < -0.2
-    assert r.sources.filter(pl.col("source") == "Recovery")["significant"].item()
+    assert edge["test"] == "beta-binomial" and edge["family"] == "exploratory"
+    # the outgoing distributions are described and tested transition by transition
+    assert r.sources["p_value"].null_count() == r.sources.height
     # exits of states whose behaviour did not change (and that have no hidden phase mixing
     # with changed ones) stay non-significant, and no dwell time moved
     unchanged = [
@@ -130,7 +133,6 @@ def test_changed_transition_is_flagged_and_unchanged_ones_are_not() -> None:
         "ApplicationLimited",
     ]
     assert not r.edges.filter(pl.col("source").is_in(unchanged))["significant"].any()
-    assert not r.sources.filter(pl.col("source").is_in(unchanged))["significant"].any()
     assert not r.dwell["significant"].any()
     # the headline names the changed edge
     assert any("Recovery → CongestionAvoidance" in f.sentence for f in r.findings())
@@ -176,7 +178,7 @@ def test_too_few_traces_gives_no_p_value_and_says_why() -> None:
     assert set(r.states["note"].to_list()) == {"n=2 < 3: no test"}
     assert not r.any_significant
     assert "n=2 < 3: no test" in to_table(r)
-    assert "28 of 28 tests not run (n=1 < 3: no test, n=2 < 3: no test)" in to_markdown(r)
+    assert "21 of 21 tests not run (n=1 < 3: no test, n=2 < 3: no test)" in to_markdown(r)
 
 
 def test_states_ranked_by_effect_size_and_sentence_format() -> None:
@@ -188,7 +190,9 @@ def test_states_ranked_by_effect_size_and_sentence_format() -> None:
     top = r.findings()[0]
     assert top.kind == "state" and top.subject == "ApplicationLimited"
     assert top.sentence.startswith("ApplicationLimited: ")
-    assert "→" in top.sentence and "of time (p < 0.001, n = 8 vs 8)" in top.sentence
+    assert top.family == "primary"
+    assert "→" in top.sentence
+    assert "of time (primary, Holm-adjusted p < 0.001, n = 8 vs 8)" in top.sentence
 
 
 def test_states_only_in_one_group_are_reported() -> None:
@@ -197,7 +201,22 @@ def test_states_only_in_one_group_are_reported() -> None:
     r = diff(a, b)
     assert r.presence["states_only_b"] == ["TailLossProbe"]
     assert "TailLossProbe → Recovery" in r.presence["edges_only_b"]
-    assert any(f.kind == "presence" and f.subject == "TailLossProbe" for f in r.findings())
+    # a state seen in 3 of B's 6 traces and none of A's is a fact, not a finding: it is
+    # said in "What changed" only when its test says it is more than chance
+    assert not r.states.filter(pl.col("state") == "TailLossProbe")["significant"].item()
+    assert not any("TailLossProbe" in f.sentence for f in r.findings())
+
+
+def test_a_state_only_in_one_group_is_a_finding_when_its_test_passes() -> None:
+    a = frame(patterned_traces(12, prefix="a", app_ms=30, tlp=False), file="a.sqlog")
+    b = frame(
+        [(n, s + [(e, "TailLossProbe")], e + 30.0) for n, s, e in
+         patterned_traces(12, prefix="b", app_ms=30, tlp=False)],
+        file="b.sqlog",
+    )
+    r = diff(a, b, names=("v1", "v2"))
+    found = [f for f in r.findings() if f.subject == "TailLossProbe"]
+    assert found and "appears only in v2" in found[0].sentence
 
 
 def test_bad_options_are_clean_errors() -> None:
@@ -287,7 +306,7 @@ def _strata_diff(seed: int, *, effect: bool, stratified: bool) -> DiffResult:
 def test_confounded_mix_without_a_within_stratum_effect_finds_nothing_when_stratified() -> None:
     """A runs mostly the lossy condition, B mostly the clean one, with identical behaviour
     inside each: pooled, the mix shows up as differences; compared within strata, nothing."""
-    pooled = _strata_diff(5, effect=False, stratified=False)
+    pooled = _strata_diff(2, effect=False, stratified=False)
     assert pooled.any_significant
     for seed in (3, 4, 5):
         r = _strata_diff(seed, effect=False, stratified=True)
@@ -301,20 +320,44 @@ def test_confounded_mix_with_a_within_stratum_effect_finds_it() -> None:
     assert "Recovery" in {f.subject for f in r.findings() if f.kind in ("state", "dwell")}
 
 
-def test_one_error_control_policy_over_every_family() -> None:
-    """The table, the findings and any_significant use one Holm family over all tests."""
+def test_primary_family_under_holm_and_the_rest_under_bh() -> None:
+    """Primary rows (time shares, outcomes) form one Holm family; every other tested row one
+    Benjamini-Hochberg family; the tables, the findings and any_significant agree."""
     a = frame(patterned_traces(8, prefix="a", app_ms=30), file="a.sqlog")
     b = frame(patterned_traces(8, prefix="b", app_ms=400), file="b.sqlog")
     r = diff(a, b, names=("v1", "v2"))
     rows = [row for f in r.frames() for row in f.iter_rows(named=True)]
     tested = [row for row in rows if row["p_unadjusted"] is not None]
     assert r.n_tests == len(tested)
-    inside = [row for row in tested if "cannot reach significance" not in (row["note"] or "")]
+    primary = [row for row in tested if row["family"] == "primary"]
+    assert {row.get("state") for row in primary} == set(r.states["state"])
+    inside = [row for row in primary if "cannot reach significance" not in (row["note"] or "")]
     assert r.settings["family"] == len(inside)
     adjusted = sig.holm([row["p_unadjusted"] for row in inside])
     assert [row["p_value"] for row in inside] == pytest.approx(adjusted)
+    rest = [row for row in tested if row["family"] == "exploratory"]
+    reach = [row for row in rest if "cannot reach significance" not in (row["note"] or "")]
+    assert r.settings["exploratory"] == len(reach)
+    bh = benjamini_hochberg([row["p_unadjusted"] for row in reach])
+    assert [row["p_value"] for row in reach] == pytest.approx(bh)
     significant = {bool(row["significant"]) for row in rows}
     assert r.any_significant == (True in significant)
+    assert r.primary_significant == any(row["significant"] for row in primary)
+    # findings: every primary one before every exploratory one
+    fams = [f.family for f in r.findings()]
+    assert fams == sorted(fams, key=lambda x: x != "primary")
+
+
+def test_primary_family_can_be_named() -> None:
+    a = frame(patterned_traces(8, prefix="a", app_ms=30), file="a.sqlog")
+    b = frame(patterned_traces(8, prefix="b", app_ms=400), file="b.sqlog")
+    r = diff(a, b, primary=["edges:SlowStart->Recovery", "dwell"])
+    edge = r.edges.filter((pl.col("source") == "SlowStart") & (pl.col("target") == "Recovery"))
+    assert edge["family"].to_list() == ["primary"]
+    assert set(r.dwell["family"]) == {"primary"}
+    assert set(r.states["family"]) == {"exploratory"}
+    with pytest.raises(InputError, match="--primary 'state:Recovery'"):
+        diff(a, b, primary=["state:Recovery"])
     # every significant row is a finding, and every tested finding is a significant row
     assert len([f for f in r.findings() if f.p_value is not None]) >= sum(
         bool(row["significant"])

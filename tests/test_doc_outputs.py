@@ -29,6 +29,13 @@ def _gen() -> object:
 GEN = _gen()
 DIFF_MD = (ROOT / "docs" / "diff.md").read_text(encoding="utf-8")
 BLOCKS = list(GEN.BLOCK.finditer(DIFF_MD))  # type: ignore[attr-defined]
+#: the other docs whose quoted outputs the script keeps current
+OTHER_BLOCKS = [
+    (path.name, m)
+    for path in GEN.DOCS  # type: ignore[attr-defined]
+    if path.name != "diff.md"
+    for m in GEN.BLOCK.finditer(path.read_text(encoding="utf-8"))  # type: ignore[attr-defined]
+]
 
 
 def test_docs_quote_command_outputs() -> None:
@@ -42,6 +49,35 @@ def test_quoted_output_is_current(block: re.Match[str]) -> None:
     assert got == block["body"], (
         f"docs/diff.md: the output of {block['command']!r} changed; run scripts/gen_doc_outputs"
     )
+
+
+@pytest.mark.parametrize(
+    "doc_block", OTHER_BLOCKS, ids=[f"{n}: {m['command'][:50]}" for n, m in OTHER_BLOCKS]
+)
+def test_quoted_output_of_other_docs_is_current(doc_block: tuple[str, re.Match[str]]) -> None:
+    name, block = doc_block
+    got = GEN.run(block["command"])  # type: ignore[attr-defined]
+    assert got == block["body"], (
+        f"docs/{name}: the output of {block['command']!r} changed; run scripts/gen_doc_outputs"
+    )
+
+
+def test_root_causing_quotes_what_its_commands_print() -> None:
+    assert any(n == "root-causing.md" for n, _ in OTHER_BLOCKS)
+    assert any("diff_power.py --markdown" in m["command"] for n, m in OTHER_BLOCKS)
+
+
+def test_power_results_reproduce() -> None:
+    """The stored power/calibration outcomes of the transition-level tests are what the
+    benchmark computes: its first repetition, re-run, gives the same outcome everywhere."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import diff_power
+    finally:
+        sys.path.pop(0)
+    results = json.loads(diff_power.RESULTS.read_text())
+    assert results["settings"]["repetitions"] >= 200
+    assert diff_power.check(results, 1) == []
 
 
 def test_no_number_outside_a_quoted_output_claims_a_measurement() -> None:

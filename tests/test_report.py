@@ -50,7 +50,8 @@ def test_every_section_is_there(html: str) -> None:
         "Methods",
     ):
         assert f"{heading}</h3>" in html
-    assert "ApplicationLimited: " in html and " of time (p &lt; 0.001, n = 8 vs 8)" in html
+    assert "ApplicationLimited: " in html
+    assert " of time (primary, Holm-adjusted p &lt; 0.001, n = 8 vs 8)" in html
     assert html.count("<svg") >= 7  # 2 FSMs, diff graph, bars, dwell, 2 congestion charts, heatmap
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -15,6 +16,7 @@ from quicsm.cli.report_warnings import caution as report_caution
 from quicsm.cli.report_warnings import note as report_note
 from quicsm.cli.report_warnings import terminal_safe
 from quicsm.core.atomic import write_file
+from quicsm.core.errors import InputError
 
 #: exit status of ``--fail-on-significant`` when something differs significantly
 EXIT_SIGNIFICANT = 3
@@ -43,8 +45,24 @@ EXIT_SIGNIFICANT = 3
 @click.option(
     "--fail-on-significant",
     is_flag=True,
-    help=f"Exit with status {EXIT_SIGNIFICANT} if anything differs significantly "
-    "(for CI regression gates).",
+    help=f"Exit with status {EXIT_SIGNIFICANT} if a test of the primary family is significant "
+    "(for CI regression gates; name what the gate watches with --primary).",
+)
+@click.option(
+    "--plan",
+    "plan_mode",
+    is_flag=True,
+    help="Treat the groups as a pilot: print, for every test, how many traces per group it "
+    "needs to detect the pilot's difference (or --effect) with 80% power, from the pilot's "
+    "own variance.",
+)
+@click.option(
+    "--effect",
+    type=float,
+    default=None,
+    help="With --plan: the effect to plan for, in each family's units (a share or "
+    "probability difference for states and transitions, 0.1 = 10 points; a relative change "
+    "for outcomes, 0.1 = 10%; a ratio for dwell times, 1.5 = 1.5 times as long).",
 )
 def diff_command(
     paths: Sequence[str],
@@ -56,10 +74,13 @@ def diff_command(
     lenient: bool,
     states: str,
     alpha: float,
+    primary: Sequence[str],
     fmt: str,
     seed: int,
     output: Path | None,
     fail_on_significant: bool,
+    plan_mode: bool,
+    effect: float | None,
     engine: str,
     scheduler: str | None,
     workers: int | None,
@@ -67,8 +88,9 @@ def diff_command(
     no_cache: bool,
 ) -> None:
     """Compare group B with group A: outcomes, time in state, transition probabilities, dwell
-    times and invariants, each with a significance test (Holm over all of them), and the
-    events that explain what changed (see docs/diff.md).
+    times and invariants, each with a significance test (primary tests under Holm, the rest
+    exploratory under Benjamini-Hochberg), and the events that explain what changed (see
+    docs/diff.md).
 
     On a terminal, table output is fitted to the window: significant rows are highlighted and
     long tables show their significant and largest rows (-o FILE writes every row).
@@ -102,12 +124,17 @@ def diff_command(
         done = []
         for i, comp in enumerate(comps, 1):
             stage.update(f"testing {comp.b.name} against {comp.a.name} ({i}/{len(comps)})")
-            done.append(run_comparison(comp, alpha=alpha, seed=seed))
+            done.append(run_comparison(comp, alpha=alpha, seed=seed, primary=primary))
     for comp in comps:
         for caveat in comp.caveats:
             report_caution(caveat)
         for note in comp.notes:
             report_note(note)
+    if effect is not None and not plan_mode:
+        raise InputError("--effect only applies with --plan")
+    if plan_mode:
+        _print_plan(done, fmt=fmt, effect=effect, output=output)
+        return
     if fmt == "json":
         import orjson
 
@@ -139,5 +166,33 @@ def diff_command(
             )
     elif output is None:
         click.echo(terminal_safe(text) if fmt != "json" else text, nl=False)
-    if fail_on_significant and any(c.result.any_significant for c in done):
+    if fail_on_significant and any(c.result.primary_significant for c in done):
         sys.exit(EXIT_SIGNIFICANT)
+
+
+def _print_plan(
+    done: Sequence[Any], *, fmt: str, effect: float | None, output: Path | None
+) -> None:
+    from quicsm.compare.plan import plan
+    from quicsm.render.diff_format import plan_text
+
+    tables = [plan(c.result, effect=effect) for c in done]
+    if fmt == "json":
+        import orjson
+
+        doc = [t.to_dicts() for t in tables]
+        text = (
+            orjson.dumps(
+                doc if len(doc) > 1 else doc[0], option=orjson.OPT_INDENT_2, default=str
+            ).decode()
+            + "\n"
+        )
+    else:
+        text = "\n".join(
+            plan_text(c.result, t, effect=effect) for c, t in zip(done, tables, strict=True)
+        )
+    if output is not None:
+        write_file(output, text)
+        click.echo(f"wrote {output}", err=True)
+        return
+    click.echo(terminal_safe(text) if fmt != "json" else text, nl=False)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 #: rows shown per table before it is cut (significant rows are always shown)
 MAX_ROWS = 12
 #: columns left out, in this order, while a table is wider than the terminal
-DROPPABLE = ("test", "95% CI", "traces")
+DROPPABLE = ("test", "95% CI", "traces", "MDE")
 #: spaces between columns
 GAP = 2
 

@@ -94,7 +94,18 @@ def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def test_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a command with the significance-test options --alpha and --seed."""
+    """Decorate a command with the significance-test options --alpha, --primary and --seed."""
+    f = click.option(
+        "--primary",
+        "primary",
+        multiple=True,
+        metavar="FAMILY[:SUBJECT]",
+        help="The primary family, fixed before looking (repeatable; default: outcomes and "
+        "states, i.e. completion time/throughput per stratum and the time share of every "
+        "state). FAMILY is outcomes, states, edges, dwell or invariants; SUBJECT narrows it "
+        "(states:Recovery, edges:Recovery->CongestionAvoidance, outcomes:completion_ms@jitter). "
+        "Primary tests are Holm-adjusted; every other test is exploratory (Benjamini-Hochberg).",
+    )(f)
     f = click.option(
         "--seed", type=int, default=0, show_default=True, help="Seed of the permutation tests."
     )(f)
@@ -103,7 +114,8 @@ def test_options(f: Callable[..., Any]) -> Callable[..., Any]:
         type=click.FloatRange(0, 1, min_open=True, max_open=True),
         default=0.01,
         show_default=True,
-        help="Significance level, after Holm correction over every test of a comparison.",
+        help="Significance level, of the Holm-adjusted primary tests and of the "
+        "Benjamini-Hochberg-adjusted exploratory ones.",
     )(f)
 
 

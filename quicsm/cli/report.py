@@ -94,6 +94,7 @@ def report_command(
     output: Path,
     fmt: str | None,
     alpha: float,
+    primary: Sequence[str],
     seed: int,
     matrix: str | None,
     metric: str | None,
@@ -140,7 +141,7 @@ def report_command(
             "(permutation tests, state machines, charts)"
         )
         text = _build(comps, output=output, fmt=fmt, alpha=alpha, seed=seed,
-                      matrix=matrix, metric=metric, title=title)  # fmt: skip
+                      matrix=matrix, metric=metric, title=title, primary=primary)  # fmt: skip
     for comp in comps:
         for caveat in comp.caveats:
             report_caution(caveat)
@@ -160,6 +161,7 @@ def _build(
     matrix: str | None,
     metric: str | None,
     title: str | None,
+    primary: Sequence[str] = (),
 ) -> str:
     from quicsm.report import build_report
 
@@ -173,6 +175,7 @@ def _build(
         matrix=_matrix(matrix),
         metric=_metric(metric),
         title=title,
+        primary=primary,
         generated_at=_generated_at(),
         command=shlex.join(["quicsm", *sys.argv[1:]]) if sys.argv[1:2] == ["report"] else None,
     )

@@ -9,24 +9,34 @@ the tests
 from :mod:`quicsm.stats.significance`:
 
 - time-in-state fraction per state: mean of per-trace fractions, Welch's t-test;
+- one transition probability (source -> target): the beta-binomial z-test of
+  :mod:`quicsm.stats.overdispersion` on every transition of every trace, with the intra-trace
+  correlation pooled over all transitions of both groups (a permutation test over traces when
+  the effective counts are too small for it);
 - outgoing transitions per source state: G-test on the pooled counts (Rao-Scott corrected) when
-  every expected count is at least 5, else a permutation test over traces; per edge the same on
-  (this edge, any other edge from the source);
-- dwell time per state: Mann-Whitney U on the per-trace median dwell;
+  every expected count is at least 5, else a permutation test over traces;
+- dwell time per state: random-effects test of the mean log dwell (within-trace variance from
+  the visits, between-trace variance pooled over states and groups);
 - invariants (AlwaysFollowedBy, NeverFollowedBy, AlwaysPrecedes) mined in each group that do not
-  hold in the other, and states/edges seen in only one group (reported, not tested);
+  hold in the other (Fisher's exact test on the traces breaking them), and states/edges seen
+  in only one group (facts, tested as time shares and transitions);
 - outcomes (per-trace numbers such as completion time, per cell such as a scenario), when given.
 
-Whenever the traces can be split between the groups in at most ``permutations`` ways (5 vs 5
-traces: 252), the tests are exact permutation tests over traces instead.
+Whenever the traces can be split between the groups in at most ``permutations`` ways
+(5 vs 5 traces: 252), the tests on one number per trace (time shares, outcomes) are exact
+permutation tests over traces instead.
 
 With ``strata`` (a stratum per trace, e.g. its scenario), every test compares each trace only
 with traces of its own stratum (:func:`quicsm.stats.significance.stratified_shift`, one number
 per trace), so that groups that ran different mixes of conditions are compared like with like.
 
-**One error-control policy**: the p-values of every test of one comparison — all families
-together — are Holm-adjusted as one family, and "significant" (the tables, the findings and
-``any_significant``, which ``--fail-on-significant`` acts on) means adjusted p < ``alpha``.
+**Two families** (:data:`POLICY`): the *primary* family, fixed before looking (time share per
+state and every outcome per stratum; ``primary=`` names others), is Holm-adjusted; every
+other test is *exploratory*, Benjamini-Hochberg-adjusted. ``p_value`` is the p-value adjusted
+within the row's ``family``, ``p_unadjusted`` the test's own; "significant" means adjusted
+p < ``alpha``. ``primary_significant`` is what ``--fail-on-significant`` acts on. Every row
+carries ``mde``: the smallest difference (in the row's effect units) its test would detect
+with 80% power at the level it faced in its family.
 
 Differences are always ``b - a``. A group with fewer than ``min_n`` traces gets no p-value, and
 the reason is stated (``"n=2 < 3: no test"``).
@@ -46,6 +56,7 @@ from quicsm.core.errors import InputError
 from quicsm.core.frames import normalize_transitions
 from quicsm.core.numbers import change, format_p, ms, pct
 from quicsm.core.states import CANONICAL_STATES
+from quicsm.stats import overdispersion as od
 from quicsm.stats import significance as sig
 from quicsm.stats.descriptive import (
     dwell_times,
@@ -68,8 +79,9 @@ _KEY_SEP = "\x1f"
 
 #: the error-control policy, stated wherever significance is reported
 POLICY = (
-    "Holm over every test of the comparison, all families together, leaving out tests that "
-    "cannot reach significance with these traces (Tarone)"
+    "primary tests (time share per state, outcomes per stratum) under Holm, leaving out tests "
+    "that cannot reach significance with these traces (Tarone); every other test exploratory, "
+    "under Benjamini-Hochberg"
 )
 
 #: families of tests, in the order of the findings
@@ -85,6 +97,8 @@ class Finding:
     sentence: str
     score: float
     p_value: float | None = None
+    #: "primary" (Holm) or "exploratory" (Benjamini-Hochberg)
+    family: str = "exploratory"
 
 
 @dataclass
@@ -119,17 +133,28 @@ class DiffResult:
     caveats: list[str] = field(default_factory=list)
 
     def frames(self) -> tuple[pl.DataFrame, ...]:
-        """The tested frames, in :data:`FAMILIES` order."""
-        return (self.outcomes, self.states, self.sources, self.edges, self.dwell, self.invariants)
+        """The tested frames, in :data:`FAMILIES` order (the outgoing distributions of the
+        source states are described, not tested: their transitions are)."""
+        return (self.outcomes, self.states, self.edges, self.dwell, self.invariants)
 
     # -- conclusions ------------------------------------------------------------------------
     @property
     def any_significant(self) -> bool:
+        """Anything significant, primary or exploratory."""
         return any(f.height and bool(f["significant"].any()) for f in self.frames())
 
     @property
+    def primary_significant(self) -> bool:
+        """Anything of the primary family significant (what ``--fail-on-significant`` acts
+        on by default)."""
+        return any(
+            f.height and bool(f.filter(pl.col("family") == "primary")["significant"].any())
+            for f in self.frames()
+        )
+
+    @property
     def n_tests(self) -> int:
-        """Tests run (the size of the one Holm family)."""
+        """Tests run, in both families."""
         return sum(f.height - f["p_value"].null_count() for f in self.frames())
 
     def untested(self) -> tuple[int, int]:
@@ -169,6 +194,7 @@ def diff(
     strata: Mapping[tuple[str, str], str] | None = None,
     within: Sequence[str] = (),
     outcomes: pl.DataFrame | None = None,
+    primary: Sequence[str] | None = None,
 ) -> DiffResult:
     """Compare group B against group A; see the module docstring for the tests used.
 
@@ -195,7 +221,7 @@ def diff(
         "dwell": _dwell(a, b, st, **opts),
         "invariants": _invariants(a, b, st, **opts) if invariants else [],
     }
-    family = _adjust(families, alpha=alpha)
+    family, exploratory = _adjust(families, alpha=alpha, primary=parse_primary(primary))
     return DiffResult(
         states=_frame(families["states"], _STATES_SCHEMA, "difference", ["state"]),
         sources=_frame(families["sources"], _SOURCES_SCHEMA, "effect", ["source"]),
@@ -216,6 +242,8 @@ def diff(
             "seed": seed,
             "policy": POLICY,
             "family": family,
+            "exploratory": exploratory,
+            "primary": list(parse_primary(primary)),
         },
         within=tuple(within),
         strata=st.counts if st is not None else {},
@@ -353,6 +381,7 @@ def _outcomes(
                 "change": rel,
                 "ci_low": w.ci_low,
                 "ci_high": w.ci_high,
+                "se": _se(w),
                 "n_a": int(xa.size),
                 "n_b": int(xb.size),
                 "p_unadjusted": w.result.p_value,
@@ -364,6 +393,11 @@ def _outcomes(
             }
         )
     return rows
+
+
+def _se(w: sig.WelchResult) -> float:
+    """The standard error behind a 95% interval of a difference (its half-width / 1.96)."""
+    return (w.ci_high - w.ci_low) / (2 * 1.959963984540054)
 
 
 def _example(part: pl.DataFrame, keys: set[str], *, low: bool) -> str:
@@ -420,6 +454,7 @@ def _states(
                 "difference": w.difference,
                 "ci_low": w.ci_low,
                 "ci_high": w.ci_high,
+                "se": _se(w),
                 "p_unadjusted": w.result.p_value,
                 "p_min": w.result.p_min,
                 "test": w.result.test,
@@ -489,6 +524,7 @@ def _transitions(
     ka, ma = _count_matrix(a, edges)
     kb, mb = _count_matrix(b, edges)
     sources = sorted({s for s, _ in edges}, key=_state_order())
+    disp = _Dispersion.make(edges, ma, mb)
     src_rows: list[dict[str, Any]] = []
     edge_rows: list[dict[str, Any]] = []
     for source in sources:
@@ -497,10 +533,9 @@ def _transitions(
         tot_a, tot_b = sa.sum(), sb.sum()
         qa = sa.sum(axis=0) / tot_a if tot_a else np.zeros(len(idx))
         qb = sb.sum(axis=0) / tot_b if tot_b else np.zeros(len(idx))
-        if st is None:
-            res = sig.contingency_test(sa, sb, min_n=min_n, permutations=permutations, seed=seed)
-        else:
-            res = sig.TestResult("none", None, note="stratified: tested per transition")
+        # the outgoing distribution as a whole is described (total variation), and tested
+        # transition by transition: one test per question, none duplicating another
+        res = sig.TestResult("none", None, note="tested per transition")
         src_rows.append(
             {
                 "source": source,
@@ -522,11 +557,17 @@ def _transitions(
             target = edges[j][1]
             this_a, this_b = ma[:, [j]], mb[:, [j]]
             difference = float(qb[k] - qa[k]) if tot_a and tot_b else math.nan
+            mde = math.nan
             if st is None:
-                two_a = np.hstack([this_a, row_a[:, None] - this_a])
-                two_b = np.hstack([this_b, row_b[:, None] - this_b])
-                er = sig.contingency_test(
-                    two_a, two_b, min_n=min_n, permutations=permutations, seed=seed
+                er, mde = _edge_test(
+                    this_a[:, 0],
+                    row_a,
+                    this_b[:, 0],
+                    row_b,
+                    disp.rho(j),
+                    min_n=min_n,
+                    permutations=permutations,
+                    seed=seed,
                 )
             else:  # one number per trace: its share of the source's exits taking this edge
                 va, vb = row_a > 0, row_b > 0
@@ -559,9 +600,85 @@ def _transitions(
                     "p_min": er.p_min,
                     "test": er.test,
                     "note": er.note,
+                    "se": mde,
                 }
             )
     return {"sources": src_rows, "edges": edge_rows}
+
+
+@dataclass
+class _Dispersion:
+    """The intra-trace correlation of every transition, pooled over all transitions of both
+    groups and shrunk per transition (:mod:`quicsm.stats.overdispersion`)."""
+
+    pooled: float
+    prior: float
+    own: list[od.Moments]
+
+    @classmethod
+    def make(cls, edges: Sequence[tuple[str, str]], ma: np.ndarray, mb: np.ndarray) -> _Dispersion:
+        own: list[od.Moments] = []
+        for j, (source, _) in enumerate(edges):
+            idx = [i for i, (s, _) in enumerate(edges) if s == source]
+            total = od.Moments()
+            for m in (ma, mb):
+                total = total + od.row_moments(m[:, j], m[:, idx].sum(axis=1))
+            own.append(total)
+        rows = [m for m in own if m.weight > 0]
+        prior = sum(m.weight for m in rows) / len(rows) if rows else 0.0
+        return cls(od.pooled_rho(own), prior, own)
+
+    def rho(self, j: int) -> float:
+        # never below the pooled value: a transition's own few traces may say it is more
+        # heterogeneous than the others, not (noisily) less
+        return max(self.pooled, od.shrunk_rho(self.own[j], self.pooled, self.prior))
+
+
+def _edge_test(
+    ya: np.ndarray,
+    ma: np.ndarray,
+    yb: np.ndarray,
+    mb: np.ndarray,
+    rho: float,
+    *,
+    min_n: int,
+    permutations: int,
+    seed: int,
+) -> tuple[sig.TestResult, float]:
+    """One transition probability, B against A: the overdispersed (beta-binomial) z-test with
+    the pooled intra-trace correlation; a permutation test over traces when the effective
+    counts are too small for the normal approximation. Returns the test and the smallest
+    difference it would detect with 80% power."""
+    n_a, n_b = int(np.count_nonzero(ma)), int(np.count_nonzero(mb))
+    note = sig.too_few(n_a, n_b, min_n=min_n)
+    if note:
+        return sig.TestResult("none", None, note=note), math.nan
+    shift = od.proportion_shift(ya, ma, yb, mb, rho)
+    mde = shift.se_null
+    if shift.p_value is not None and shift.se_null != shift.se_null:
+        # every exit of the source, in both groups, takes this transition (or none does):
+        # whichever way the traces fell into the groups, nothing could differ
+        return sig.TestResult("identical", 1.0, 0.0, "one outcome in both groups", 1.0), mde
+    if shift.p_value is not None:
+        why = f"ρ {rho:.2f}, effective transitions {shift.effective[0]:.0f} vs " + (
+            f"{shift.effective[1]:.0f}"
+        )
+        return sig.TestResult("beta-binomial", shift.p_value, shift.z, why), mde
+    few = f"fewer than {od.MIN_EFFECTIVE:g} expected in a group"
+    counts = od.effective_counts(ya, ma, yb, mb, rho)
+    if counts is not None:
+        # Fisher's exact test on the counts each group is worth once the clustering is
+        # accounted for (each group's counts divided by its design effect)
+        (ka, na), (kb, nb) = counts
+        res = sig.fisher_traces(ka, na, kb, nb, min_n=1)
+        why = f"ρ {rho:.2f}, effective transitions {na} vs {nb}; {few}"
+        return sig.TestResult("fisher (effective)", res.p_value, res.statistic, why, res.p_min), mde
+    two_a = np.column_stack([ya, ma - ya])[ma > 0]
+    two_b = np.column_stack([yb, mb - yb])[mb > 0]
+    res = sig.permutation_g(two_a, two_b, permutations=permutations, seed=seed)
+    return sig.TestResult(
+        res.test, res.p_value, res.statistic, f"{res.note}; {few}" if res.note else few, res.p_min
+    ), mde
 
 
 # -- dwell times ------------------------------------------------------------------------------
@@ -576,13 +693,20 @@ def _dwell_medians(df: pl.DataFrame) -> pl.DataFrame:
                 "state": pl.String,
                 "median": pl.Float64,
                 "visits": pl.UInt32,
+                "log_mean": pl.Float64,
+                "log_var": pl.Float64,
             }
         )
     return (
         dwell_times(df)
         .with_columns(pl.col("state").cast(pl.String))
         .group_by("trace", "state")
-        .agg(pl.col("dwell_ms").median().alias("median"), pl.len().alias("visits"))
+        .agg(
+            pl.col("dwell_ms").median().alias("median"),
+            pl.len().alias("visits"),
+            pl.col("dwell_ms").log1p().mean().alias("log_mean"),
+            pl.col("dwell_ms").log1p().var(ddof=1).alias("log_var"),
+        )
         .sort("trace", "state")
     )
 
@@ -592,12 +716,15 @@ def _dwell(
 ) -> list[dict[str, Any]]:
     da, db = _dwell_medians(a), _dwell_medians(b)
     rows: list[dict[str, Any]] = []
-    for state in _state_names(a, b):
+    names = _state_names(a, b)
+    effects = _DwellEffects.make(names, da, db)
+    for state in names:
         pa = da.filter(pl.col("state") == state)
         pb = db.filter(pl.col("state") == state)
         xa, xb = pa["median"].to_numpy(), pb["median"].to_numpy()
+        mde = math.nan
         if st is None:
-            res = sig.mann_whitney(np.sort(xa), np.sort(xb), min_n=min_n)
+            res, mde = effects.test(state, pa, pb, min_n=min_n)
         else:  # van Elteren: ranks within strata, compared within strata
             keys_a, keys_b = pa["trace"].to_list(), pb["trace"].to_list()
             labels = st.labels(keys_a) + st.labels(keys_b)
@@ -628,9 +755,72 @@ def _dwell(
                 "p_min": res.p_min,
                 "test": res.test,
                 "note": res.note,
+                "se": mde / math.log(2),
             }
         )
     return rows
+
+
+def _within_variance(*parts: pl.DataFrame) -> float:
+    """The within-trace variance of log dwell of one state, pooled over the traces of both
+    groups with at least two visits (NaN when none has)."""
+    num = den = 0.0
+    for p in parts:
+        q = p.filter(pl.col("visits") >= 2)
+        num += float((q["log_var"] * (q["visits"].cast(pl.Float64) - 1)).sum() or 0.0)
+        den += float((q["visits"].cast(pl.Float64) - 1).sum() or 0.0)
+    return num / den if den > 0 else math.nan
+
+
+@dataclass
+class _DwellEffects:
+    """Per state: the within-trace variance of log dwell, and the between-trace variance τ²
+    pooled over every state of both groups, shrunk per state."""
+
+    within: dict[str, float]
+    own: dict[str, od.Moments]
+    pooled: float
+    prior: float
+
+    @classmethod
+    def make(cls, names: Sequence[str], da: pl.DataFrame, db: pl.DataFrame) -> _DwellEffects:
+        within, own = {}, {}
+        for state in names:
+            pa = da.filter(pl.col("state") == state)
+            pb = db.filter(pl.col("state") == state)
+            s2 = _within_variance(pa, pb)
+            within[state] = s2
+            total = od.Moments()
+            if s2 == s2 and s2 > 0:
+                for p in (pa, pb):
+                    v = s2 / p["visits"].cast(pl.Float64).to_numpy()
+                    total = total + od.between_moments(p["log_mean"].to_numpy(), v)
+            own[state] = total
+        rows = [m for m in own.values() if m.weight > 0]
+        prior = sum(m.weight for m in rows) / len(rows) if rows else 0.0
+        return cls(within, own, od.pooled_between(list(own.values())), prior)
+
+    def test(
+        self, state: str, pa: pl.DataFrame, pb: pl.DataFrame, *, min_n: int
+    ) -> tuple[sig.TestResult, float]:
+        """Random-effects test of the mean log dwell (Mann-Whitney on the per-trace medians
+        when no trace visits the state twice: no within-trace variance to go by)."""
+        note = sig.too_few(pa.height, pb.height, min_n=min_n)
+        s2 = self.within[state]
+        if note or not (s2 == s2 and s2 > 0):
+            xa, xb = pa["median"].to_numpy(), pb["median"].to_numpy()
+            return sig.mann_whitney(np.sort(xa), np.sort(xb), min_n=min_n), math.nan
+        tau2 = max(self.pooled, od.shrunk_between(self.own[state], self.pooled, self.prior))
+        shift = od.random_effects_shift(
+            pa["log_mean"].to_numpy(),
+            s2 / pa["visits"].cast(pl.Float64).to_numpy(),
+            pb["log_mean"].to_numpy(),
+            s2 / pb["visits"].cast(pl.Float64).to_numpy(),
+            tau2,
+            df=pa.height + pb.height - 2,
+        )
+        why = f"log(1 + ms) per visit, τ² {tau2:.3g}"
+        return sig.TestResult("random effects", shift.p_value, shift.z, why), shift.se
 
 
 # -- invariants and presence ------------------------------------------------------------------
@@ -759,22 +949,107 @@ def _presence(
     }
 
 
-# -- shared finishing: one Holm family, significance, ranking ---------------------------------
+# -- shared finishing: the two families, significance, detectable effects ---------------------
 
 
-def _adjust(families: Mapping[str, list[dict[str, Any]]], *, alpha: float) -> int:
-    """One family of every test of every family at once (:data:`POLICY`); returns its size."""
-    rows = [r for name in FAMILIES for r in families[name]]
+#: the primary family when none is named: the quantities fixed before looking
+DEFAULT_PRIMARY = ("outcomes", "states")
+
+
+def _subjects(name: str, r: Mapping[str, Any]) -> set[str]:
+    """The names a row answers to in a ``--primary`` item ``FAMILY:SUBJECT``."""
+    if name == "outcomes":
+        return {r["metric"], f"{r['metric']}@{r['cell']}"}
+    if name in ("states", "dwell"):
+        return {r["state"]}
+    if name == "sources":
+        return {r["source"]}
+    if name == "edges":
+        return {f"{r['source']}->{r['target']}", f"{r['source']}→{r['target']}"}
+    return {f"{r['a']} {r['kind']} {r['b']}"}
+
+
+def parse_primary(items: Sequence[str] | None) -> tuple[str, ...]:
+    """Check a primary-family specification: each item ``FAMILY`` or ``FAMILY:SUBJECT``
+    (``states:Recovery``, ``edges:Recovery->CongestionAvoidance``,
+    ``outcomes:completion_ms@jitter``)."""
+    if not items:
+        return DEFAULT_PRIMARY
+    out = []
+    for item in items:
+        for part in str(item).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            family = part.split(":", 1)[0]
+            if family not in FAMILIES:
+                raise InputError(
+                    f"--primary {part!r}: the family must be one of {', '.join(FAMILIES)} "
+                    "(optionally FAMILY:SUBJECT, e.g. states:Recovery)"
+                )
+            out.append(part)
+    return tuple(out) or DEFAULT_PRIMARY
+
+
+def _is_primary(name: str, r: Mapping[str, Any], primary: Sequence[str]) -> bool:
+    for item in primary:
+        family, _, subject = item.partition(":")
+        if family == name and (
+            not subject
+            or subject.replace(" ", "") in {x.replace(" ", "") for x in _subjects(name, r)}
+        ):
+            return True
+    return False
+
+
+def _adjust(
+    families: Mapping[str, list[dict[str, Any]]], *, alpha: float, primary: Sequence[str]
+) -> tuple[int, int]:
+    """Two families (:data:`POLICY`): the primary tests under Holm (with Tarone's rule for
+    discrete tests), the exploratory ones under Benjamini-Hochberg (leaving out tests whose
+    smallest attainable p-value is above α: they can never be discoveries). Sets every row's
+    ``family``, ``p_value`` (adjusted within its family), ``significant`` and ``mde``; returns
+    the sizes of the two families."""
+    rows = [(name, r) for name in FAMILIES for r in families[name]]
+    first = [r for name, r in rows if _is_primary(name, r, primary)]
+    rest = [r for name, r in rows if not _is_primary(name, r, primary)]
     adjusted, member = sig.holm_tarone(
-        [r["p_unadjusted"] for r in rows], [r["p_min"] for r in rows], alpha=alpha
+        [r["p_unadjusted"] for r in first], [r["p_min"] for r in first], alpha=alpha
     )
-    for r, p, inside in zip(rows, adjusted, member, strict=True):
+    for r, p, inside in zip(first, adjusted, member, strict=True):
+        r["family"] = "primary"
         r["p_value"] = p
         r["significant"] = inside and p is not None and p < alpha
         if p is not None and not inside:
             why = f"cannot reach significance (smallest possible p {r['p_min']:.3g})"
             r["note"] = f"{r['note']}; {why}" if r["note"] else why
-    return sum(member)
+    k_primary = max(1, sum(member))
+    reachable = [
+        r["p_unadjusted"] if r["p_unadjusted"] is not None and r["p_min"] <= alpha else None
+        for r in rest
+    ]
+    bh = od.benjamini_hochberg(reachable)
+    for r, p in zip(rest, bh, strict=True):
+        r["family"] = "exploratory"
+        if p is None and r["p_unadjusted"] is not None:
+            p = 1.0
+            why = f"cannot reach significance (smallest possible p {r['p_min']:.3g})"
+            r["note"] = f"{r['note']}; {why}" if r["note"] else why
+        r["p_value"] = p
+        r["significant"] = p is not None and p < alpha
+    k_explore = sum(1 for p in reachable if p is not None)
+    # what each row could have detected at the level it faced: a single discovery of its
+    # family (Holm: α/K; BH: α/m); none at all when its traces cannot reach significance
+    for r in first:
+        r["level"] = alpha / k_primary
+    for r in rest:
+        r["level"] = alpha / max(1, k_explore)
+    for r in first + rest:
+        r["mde"] = od.detectable(r.get("se", math.nan), alpha=r["level"])
+    for r in first + rest:
+        if r["p_unadjusted"] is not None and "cannot reach" in (r["note"] or ""):
+            r["mde"] = math.inf
+    return sum(member), k_explore
 
 
 def _frame(
@@ -807,6 +1082,10 @@ _STATES_SCHEMA: dict[str, pl.DataType] = {
     "ci_high": _F,
     "p_value": _F,
     "significant": _B,
+    "family": _S,
+    "mde": _F,
+    "se": _F,
+    "level": _F,
     "n_a": _I,
     "n_b": _I,
     "p_unadjusted": _F,
@@ -822,6 +1101,10 @@ _SOURCES_SCHEMA: dict[str, pl.DataType] = {
     "effect": _F,
     "p_value": _F,
     "significant": _B,
+    "family": _S,
+    "mde": _F,
+    "se": _F,
+    "level": _F,
     "n_a": _I,
     "n_b": _I,
     "a_count": _I,
@@ -839,6 +1122,10 @@ _EDGES_SCHEMA: dict[str, pl.DataType] = {
     "difference": _F,
     "p_value": _F,
     "significant": _B,
+    "family": _S,
+    "mde": _F,
+    "se": _F,
+    "level": _F,
     "a_count": _I,
     "b_count": _I,
     "a_ci_low": _F,
@@ -856,6 +1143,10 @@ _DWELL_SCHEMA: dict[str, pl.DataType] = {
     "log2_ratio": _F,
     "p_value": _F,
     "significant": _B,
+    "family": _S,
+    "mde": _F,
+    "se": _F,
+    "level": _F,
     "n_a": _I,
     "n_b": _I,
     "a_visits": _I,
@@ -875,6 +1166,10 @@ _OUTCOMES_SCHEMA: dict[str, pl.DataType] = {
     "ci_high": _F,
     "p_value": _F,
     "significant": _B,
+    "family": _S,
+    "mde": _F,
+    "se": _F,
+    "level": _F,
     "n_a": _I,
     "n_b": _I,
     "p_unadjusted": _F,
@@ -894,6 +1189,10 @@ _INVARIANTS_SCHEMA: dict[str, pl.DataType] = {
     "effect": _F,
     "p_value": _F,
     "significant": _B,
+    "family": _S,
+    "mde": _F,
+    "se": _F,
+    "level": _F,
     "support": _I,
     "p_unadjusted": _F,
     "test": _S,
@@ -933,20 +1232,29 @@ def _findings(d: DiffResult) -> list[Finding]:
                 f"{r['metric']}{cell}",
                 f"{outcome_name(r['metric'])}{cell}: {outcome_value(r['metric'], r['a_mean'])} → "
                 f"{outcome_value(r['metric'], r['b_mean'])} ({change(r['change'])}; "
-                f"{format_p(r['p_value'])}, n = {r['n_a']} vs {r['n_b']})",
+                f"{_ADJ[r['family']]} {format_p(r['p_value'])}, n = {r['n_a']} vs {r['n_b']})",
                 min(1.0, abs(r["change"])) if r["change"] == r["change"] else 0.0,
                 r["p_value"],
+                r["family"],
             )
         )
     for r in d.states.filter(pl.col("significant")).iter_rows(named=True):
+        only = (
+            f" (appears only in {nb})"
+            if r["a_fraction"] == 0
+            else f" (appears only in {na})"
+            if r["b_fraction"] == 0
+            else ""
+        )
         out.append(
             Finding(
                 "state",
                 r["state"],
-                f"{r['state']}: {pct(r['a_fraction'])} → {pct(r['b_fraction'])} of time "
-                f"({format_p(r['p_value'])}, n = {r['n_a']} vs {r['n_b']})",
+                f"{r['state']}: {pct(r['a_fraction'])} → {pct(r['b_fraction'])} of time{only} "
+                f"({_ADJ[r['family']]} {format_p(r['p_value'])}, n = {r['n_a']} vs {r['n_b']})",
                 abs(r["difference"]),
                 r["p_value"],
+                r["family"],
             )
         )
     sig_sources = set()
@@ -958,9 +1266,11 @@ def _findings(d: DiffResult) -> list[Finding]:
                 f"{r['source']} -> {r['target']}",
                 f"{r['source']} → {r['target']}: {pct(r['a_probability'])} → "
                 f"{pct(r['b_probability'])} of exits from {r['source']} "
-                f"({format_p(r['p_value'])}, {r['a_count']} vs {r['b_count']} transitions)",
+                f"({_ADJ[r['family']]} {format_p(r['p_value'])}, {r['a_count']} vs "
+                f"{r['b_count']} transitions)",
                 abs(r["difference"]),
                 r["p_value"],
+                r["family"],
             )
         )
     for r in d.sources.filter(pl.col("significant")).iter_rows(named=True):
@@ -971,10 +1281,11 @@ def _findings(d: DiffResult) -> list[Finding]:
                 "source",
                 r["source"],
                 f"exits from {r['source']} are distributed differently "
-                f"({r['test']}, {format_p(r['p_value'])}, total variation "
-                f"{r['effect']:.2f})",
+                f"({r['test']}, {_ADJ[r['family']]} {format_p(r['p_value'])}, total "
+                f"variation {r['effect']:.2f})",
                 r["effect"],
                 r["p_value"],
+                r["family"],
             )
         )
     for r in d.dwell.filter(pl.col("significant")).iter_rows(named=True):
@@ -986,27 +1297,13 @@ def _findings(d: DiffResult) -> list[Finding]:
                 "dwell",
                 r["state"],
                 f"{r['state']}: median dwell {ms(r['a_median_ms'])} → {ms(r['b_median_ms'])} "
-                f"({format_p(r['p_value'])}, n = {r['n_a']} vs {r['n_b']} traces)",
+                f"({_ADJ[r['family']]} {format_p(r['p_value'])}, n = {r['n_a']} vs "
+                f"{r['n_b']} traces)",
                 score,
                 r["p_value"],
+                r["family"],
             )
         )
-    states = d.states
-    for key, name, frac_col, n in (
-        ("states_only_a", na, "a_fraction", d.n_a),
-        ("states_only_b", nb, "b_fraction", d.n_b),
-    ):
-        for state in d.presence[key]:
-            row = states.filter(pl.col("state") == state)
-            frac = float(row[frac_col][0]) if row.height else 0.0
-            out.append(
-                Finding(
-                    "presence",
-                    state,
-                    f"{state} appears only in {name} ({pct(frac)} of time, n = {n})",
-                    frac,
-                )
-            )
     for r in d.invariants.filter(pl.col("significant")).iter_rows(named=True):
         if r["holds_in"] == "a":
             holds, breaks, k, n_hold, n_break = na, nb, r["violations_b"], d.n_a, d.n_b
@@ -1017,9 +1314,11 @@ def _findings(d: DiffResult) -> list[Finding]:
                 "invariant",
                 f"{r['a']} {r['kind']} {r['b']}",
                 f"“{r['a']} {r['kind']} {r['b']}” holds in all {n_hold} traces of {holds}, "
-                f"broken in {k} of {n_break} of {breaks} ({format_p(r['p_value'])})",
+                f"broken in {k} of {n_break} of {breaks} ({_ADJ[r['family']]} "
+                f"{format_p(r['p_value'])})",
                 r["effect"],
                 r["p_value"],
+                r["family"],
             )
         )
     kinds = {
@@ -1031,6 +1330,27 @@ def _findings(d: DiffResult) -> list[Finding]:
         "presence": 5,
         "invariant": 6,
     }
-    # outcomes first (what users feel), then time in state (the paper's headline quantity),
-    # transitions, dwell, presence and invariants; by effect size within each kind
-    return sorted(out, key=lambda f: (kinds[f.kind], -f.score, f.subject))
+    # primary findings first, then exploratory; within each, outcomes first (what users
+    # feel), then time in state (the paper's headline quantity), transitions, dwell and
+    # invariants; by effect size within each kind
+    return sorted(out, key=lambda f: (f.family != "primary", kinds[f.kind], -f.score, f.subject))
+
+
+def p_status(r: Mapping[str, Any]) -> str:
+    """A row's one p-value as every view quotes it: adjusted within its family and labelled
+    so, whether significant, and when not, what the traces could have shown."""
+    if r["p_value"] is None:
+        return format_p(None, note=r["note"])
+    p = f"{_ADJ[r['family']]} {format_p(r['p_value'])}"
+    if r["significant"]:
+        return f"{p}, significant"
+    if "cannot reach" in (r["note"] or ""):
+        return (
+            f"{p}, not significant: {r['n_a']} vs {r['n_b']} traces cannot give a p-value "
+            f"below {r['p_min']:.3f}"
+        )
+    return f"{p}, not significant"
+
+
+#: how a finding's p-value was adjusted, said beside it
+_ADJ = {"primary": "primary, Holm-adjusted", "exploratory": "exploratory, BH-adjusted"}

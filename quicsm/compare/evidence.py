@@ -33,10 +33,10 @@ from quicsm.compare.diff import (
     keyed_transitions,
     outcome_name,
     outcome_value,
+    p_status,
     split_key,
 )
 from quicsm.compare.grouping import OUTCOMES, Comparison, Group, label_text
-from quicsm.core.numbers import format_p
 
 __all__ = ["Evidence", "Explanation", "explain", "indicators"]
 
@@ -354,21 +354,7 @@ def explain(
         cells_seen.add(r["cell"])
         cell = None if r["cell"] == "all" else r["cell"]
         scope, rows = _evidence(comp, cell, outcomes=False)
-        if r["significant"]:
-            status = f"{format_p(r['p_value'])}, significant"
-        elif "cannot reach" in (r["note"] or ""):
-            traces = f"{r['n_a']} vs {r['n_b']} traces"
-            if r["p_unadjusted"] <= r["p_min"] * (1 + 1e-9):
-                floor = f"{format_p(r['p_unadjusted'])}, the smallest p {traces} can give"
-            else:
-                least = f"{r['p_min']:.3f}"
-                floor = f"{format_p(r['p_unadjusted'])} ({traces} cannot give less than {least})"
-            status = (
-                f"{floor}: not significant among the comparison's "
-                f"{result.settings.get('family', '')} tests"
-            )
-        else:
-            status = f"{format_p(r['p_value'], note=r['note'])}; not significant"
+        status = p_status(r)
         values = (
             f"{outcome_value(r['metric'], r['a_mean'])} → {outcome_value(r['metric'], r['b_mean'])}"
         )

@@ -185,6 +185,27 @@ def _mix_differs(ca: Mapping[str, int], cb: Mapping[str, int]) -> bool:
     return any(ca.get(v, 0) * nb != cb.get(v, 0) * na for v in set(ca) | set(cb))
 
 
+def _identifies(ca: Mapping[str, int], cb: Mapping[str, int]) -> bool:
+    """Does a label name each trace (a connection id, a run number) rather than a condition?
+    No value is shared by two traces, and some group has several traces carrying it."""
+    combined = {v: ca.get(v, 0) + cb.get(v, 0) for v in set(ca) | set(cb)}
+    return max(combined.values()) == 1 and max(sum(ca.values()), sum(cb.values())) >= 2
+
+
+def condition_labels(a: Group, b: Group, *, exclude: Iterable[str] = ()) -> list[str]:
+    """The labels of either group that describe how a run was made (not run ids, outcomes or
+    the qlog's own fields, and not labels that name each trace)."""
+    la, lb = a.label_dicts(), b.label_dicts()
+    skip = set(exclude)
+    return [
+        key
+        for key in sorted({k for d in la + lb for k in d})
+        if key not in skip
+        and _is_condition(key)
+        and not _identifies(_values(la, key), _values(lb, key))
+    ]
+
+
 def confounders(
     a: Group, b: Group, *, exclude: Iterable[str] = (), max_values: int = 64
 ) -> tuple[list[str], list[str]]:
@@ -201,6 +222,8 @@ def confounders(
             continue
         ca, cb = _values(la, key), _values(lb, key)
         if not ca or not cb or len(set(ca) | set(cb)) > max_values or not _mix_differs(ca, cb):
+            continue
+        if _identifies(ca, cb):
             continue
         if len(ca) == 1 and len(cb) == 1:
             fixed.append(key)
@@ -258,6 +281,13 @@ def design(
     notes: list[str] = []
     caveats: list[str] = []
     la, lb = a.label_dicts(), b.label_dicts()
+    if not condition_labels(a, b, exclude=exclude):
+        caveats.append(
+            "the traces carry no labels saying how they were run (scenario, device, network, "
+            "…): nothing here rules out that the groups differ in their conditions rather than "
+            "in what is compared — label the runs (a run.json, trace.quicsm_labels or label "
+            "columns of a table) to have quicsm compare like with like"
+        )
     for key in fixed:
         (va,), (vb,) = _values(la, key), _values(lb, key)
         what = f"{label}s" if label else "the two path groups"

@@ -70,14 +70,47 @@ def read_labelled(
         transitions, table, frame, read_diag = reader(paths, on_error, metrics, states)
         if notes is not None:
             notes.extend(m for m in read_diag.derivation_messages() if m not in notes)
-        return transitions, labelled_traces(table, where={}), frame
+        traces = labelled_traces(table, where={})
+        return _files_of_traces(transitions, traces), traces, frame
     traces = traces_where(paths, where={}, on_error=on_error)
     diag = Diagnostics()
     transitions = read_transitions(list(paths), on_error=on_error, diagnostics=diag, states=states)
     if notes is not None:
         notes.extend(m for m in diag.derivation_messages() if m not in notes)
     frame = read_metrics(list(paths), on_error=on_error) if metrics else None
-    return transitions, traces, frame
+    return _files_of_traces(transitions, traces), traces, frame
+
+
+def _files_of_traces(transitions: pl.DataFrame, traces: pl.DataFrame) -> pl.DataFrame:
+    """A table's rows may name the file they came from (``quicsm states --format csv``
+    writes the qlog each trace was read from), while its traces belong to the table: such rows
+    get the file of the one trace of that id, so that the table reads back as the traces it
+    lists."""
+    if transitions.height == 0 or traces.height == 0:
+        return transitions
+    known = traces.select("file", "trace").unique()
+    stray = (
+        transitions.select("file", "trace").unique().join(known, on=["file", "trace"], how="anti")
+    )
+    if stray.height == 0:
+        return transitions
+    single = known.group_by("trace").agg(pl.col("file").first(), pl.len().alias("_n"))
+    single = single.filter(pl.col("_n") == 1).drop("_n").rename({"file": "_table"})
+    return (
+        transitions.join(single, on="trace", how="left")
+        .with_columns(
+            pl.when(
+                pl.struct("file", "trace").is_in(
+                    stray.select(pl.struct("file", "trace")).to_series()
+                )
+                & pl.col("_table").is_not_null()
+            )
+            .then(pl.col("_table"))
+            .otherwise(pl.col("file"))
+            .alias("file")
+        )
+        .drop("_table")
+    )
 
 
 def compare_paths(

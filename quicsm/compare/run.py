@@ -4,6 +4,7 @@ Views (:mod:`quicsm.render.diff_format`, :mod:`quicsm.report`) are handed what t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from quicsm.compare.diff import DiffResult, diff
@@ -29,6 +30,7 @@ def run_comparison(
     seed: int = 0,
     permutations: int = 4999,
     explanations: bool = True,
+    primary: Sequence[str] | None = None,
 ) -> Compared:
     """Compare ``comp.b`` with ``comp.a`` like with like (within the comparison's strata),
     with the per-trace outcomes the labels carry, and explain what changed."""
@@ -42,6 +44,7 @@ def run_comparison(
         strata=comp.strata,
         within=comp.within,
         outcomes=outcomes_frame(comp),
+        primary=primary,
     )
     result.notes = list(comp.notes)
     result.caveats = list(comp.caveats)

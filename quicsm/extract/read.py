@@ -64,7 +64,7 @@ from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
 from quicsm.qlog.events import MetricEvent
 from quicsm.qlog.paths import PathLike, expand_paths
 from quicsm.qlog.source import CSV, PARQUET, FileRead, read_qlog, without_bom
-from quicsm.qlog.tabular import read_table
+from quicsm.qlog.tabular import read_table, trace_labels
 from quicsm.qlog.trace import Discard, MetricSink, TraceBuilder, TraceData
 
 __all__ = [
@@ -112,6 +112,8 @@ class _Loaded:
     sidecar: dict[str, Any]
     #: states derived while the file was read (hybrid and derived modes)
     streamed: _Streamed | None = None
+    #: CSV / Parquet: the label columns' values per trace
+    table_labels: dict[str, dict[str, str]] | None = None
     #: every trace's packets, read only when a trace needs them (:func:`_wire_pass`)
     packets: PacketRead | None = None
     limits: ReadLimits = DEFAULT_LIMITS
@@ -263,6 +265,7 @@ def _load_all(
             )
             assert read is not None
             table = None
+            table_labels: dict[str, dict[str, str]] = {}
             kind = read.kind
             if read.kind in (CSV, PARQUET):
                 blocks = None
@@ -275,6 +278,7 @@ def _load_all(
                     lenient=lenient,
                     diagnostics=diag,
                     max_line_bytes=limits.max_record_bytes,
+                    labels=table_labels,
                 )
                 read = None
             elif not read.traces:
@@ -295,7 +299,14 @@ def _load_all(
                 if note is not None:
                     diag.note(f"{trace_id(str(path), trace.index)}: {note}")
         yield _Loaded(
-            path, kind, read, table, _sidecar(path, cache, lenient, diag), streamed, limits=limits
+            path,
+            kind,
+            read,
+            table,
+            _sidecar(path, cache, lenient, diag),
+            streamed,
+            table_labels,
+            limits=limits,
         )
 
 
@@ -849,7 +860,7 @@ def _trace_rows(loaded: _Loaded, rows: dict[str, list[Any]]) -> None:
             pl.col("vantage").first(), pl.len().alias("n"), pl.col("end_ms").max()
         )
         for trace, vantage, n, end in summary.iter_rows():
-            labels = {**loaded.sidecar}
+            labels = {**loaded.sidecar, **trace_labels(loaded.table_labels or {}, str(trace))}
             rows["file"].append(file)
             rows["trace"].append(trace)
             rows["vantage"].append(vantage)

@@ -10,7 +10,12 @@ One row per state entered::
   (:mod:`quicsm.core.aliases`); other names become ``Unknown`` and are kept in ``raw_state``;
 - ``vantage`` (``client``/``server``/``unknown``), ``raw_state``, ``trigger``, ``file``,
   ``end_ms`` (when the trace ended; default: its last row), ``source`` (``explicit``/``derived``)
-  are optional.
+  are optional;
+- every other column is a **label** of the trace (``version``, ``scenario``, ``device``,
+  ``completion_ms``, …): its value on the trace's rows, a number when it reads as one, else
+  text (a column whose value changes within a trace is not a label of that trace and is left
+  out for it). Labels join those of a ``run.json`` next to the file, as for qlog, so
+  ``quicsm diff --by``/``--where``/``--within`` and the outcomes work on tables.
 
 Such a table reads into the same transitions frame as qlog (``Init`` is added at each trace's
 first row when missing). CSV is recognised by its header line, Parquet by its magic bytes;
@@ -20,6 +25,7 @@ CSV may be gzip or zstd compressed.
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
@@ -180,8 +186,11 @@ def read_table(
     lenient: bool,
     diagnostics: Diagnostics,
     max_line_bytes: int = 64 << 20,
+    labels: dict[str, dict[str, str]] | None = None,
 ) -> pl.DataFrame:
     """Read a CSV (``blocks`` = its decompressed content) or Parquet table into transitions rows.
+    The label columns' values per trace are added to ``labels`` (trace -> label -> value) when
+    it is given.
 
     Returns the rows (not yet normalised); bad rows raise :class:`QlogError` naming the line
     (CSV) or row (Parquet), or are skipped and counted when ``lenient``. CSV is read in chunks of
@@ -194,7 +203,7 @@ def read_table(
                 [
                     _typed(
                         path,
-                        _rows(path, kind, _load(path, kind, None), 0, lenient, diagnostics),
+                        _rows(path, kind, _load(path, kind, None), 0, lenient, diagnostics, labels),
                         diagnostics,
                     )
                 ]
@@ -204,7 +213,7 @@ def read_table(
         try:
             for text, line in csv_chunks(blocks, max_line_bytes=max_line_bytes):
                 raw = _load(path, kind, text)
-                good = _rows(path, kind, raw, line - 2, lenient, diagnostics)
+                good = _rows(path, kind, raw, line - 2, lenient, diagnostics, labels)
                 del raw
                 parts.append(_typed(path, good, diagnostics))
         except _HeaderTooLong as exc:
@@ -244,10 +253,64 @@ def _plausible(column: pl.Expr) -> pl.Expr:
     return number.is_finite() & (number.abs() <= MAX_MAGNITUDE)
 
 
+#: a label that changed within a trace (not a label of it)
+_VARIES = "\x00varies"
+
+
+def _collect_labels(raw: pl.DataFrame, labels: dict[str, dict[str, str]] | None) -> None:
+    """Add the label columns' value per trace of one chunk to ``labels``."""
+    extra = [c for c in raw.columns if c not in (*REQUIRED, *OPTIONAL) and c]
+    if labels is None or not extra or "trace" not in raw.columns:
+        return
+    part = raw.select(
+        pl.col("trace").cast(pl.String), *[pl.col(c).cast(pl.String) for c in extra]
+    ).filter(pl.col("trace").is_not_null())
+    per_trace = part.group_by("trace", maintain_order=True).agg(
+        *[pl.col(c).drop_nulls().unique(maintain_order=True).alias(c) for c in extra]
+    )
+    for row in per_trace.iter_rows(named=True):
+        own = labels.setdefault(str(row["trace"]), {})
+        for c in extra:
+            values = row[c]
+            if not values:
+                continue
+            value = values[0] if len(values) == 1 else _VARIES
+            if own.get(c, value) != value:
+                value = _VARIES
+            own[c] = value
+
+
+def _typed_label(text: str) -> str | int | float:
+    """A label's value as the table wrote it: numbers as numbers (so that ``completion_ms``
+    is an outcome, as in a ``run.json``), anything else as text."""
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(number):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        return number
+
+
+def trace_labels(labels: dict[str, dict[str, str]], trace: str) -> dict[str, str | int | float]:
+    """The labels of one trace of a table (those that do not vary within it)."""
+    return {k: _typed_label(v) for k, v in labels.get(trace, {}).items() if v != _VARIES}
+
+
 def _rows(
-    path: Path, kind: str, raw: pl.DataFrame, offset: int, lenient: bool, diagnostics: Diagnostics
+    path: Path,
+    kind: str,
+    raw: pl.DataFrame,
+    offset: int,
+    lenient: bool,
+    diagnostics: Diagnostics,
+    labels: dict[str, dict[str, str]] | None = None,
 ) -> pl.DataFrame:
-    """The valid rows of one chunk as strings (``offset``: rows before it in the file)."""
+    """The valid rows of one chunk as strings (``offset``: rows before it in the file); the
+    label columns' values go to ``labels``."""
     missing = [c for c in REQUIRED if c not in raw.columns]
     if missing:
         raise QlogError(
@@ -256,6 +319,7 @@ def _rows(
             line=1 if kind == "CSV" else None,
             got=f"columns {', '.join(raw.columns) or '(none)'}",
         )
+    _collect_labels(raw, labels)
     raw = raw.select([c for c in (*REQUIRED, *OPTIONAL) if c in raw.columns])
     strings = raw.with_columns([pl.col(c).cast(pl.String) for c in raw.columns]).with_row_index(
         "_row"

@@ -108,7 +108,29 @@ def to_json(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> str:
 
 
 def _p(row: dict[str, Any]) -> str:
-    return format_p(row["p_value"], note=row["note"])
+    """The row's one p-value, adjusted within its family, and the family's adjustment."""
+    p = row["p_value"]
+    if p is None:
+        return format_p(None, note=row["note"])
+    how = {"primary": "Holm", "exploratory": "BH"}.get(row.get("family") or "", "")
+    return f"{'<0.001' if p < 0.001 else f'{p:.3f}'} {how}".rstrip()
+
+
+#: the last columns of every tested table: the smallest change its test would detect with
+#: 80% power (minimum detectable effect), its one p-value (adjusted within its family: Holm
+#: for primary rows, Benjamini-Hochberg for exploratory ones) and whether it is significant
+_COLS = ["MDE", "adj. p", "significant"]
+
+
+def _mde(row: dict[str, Any], fmt: Any) -> str:
+    """The smallest change the row's test would detect with 80% power, for rows that are
+    not significant (``–`` when it has none: no test, or a permutation test)."""
+    x = row.get("mde")
+    if row["significant"] or x is None or x != x:
+        return MISSING
+    if x == math.inf:
+        return "none"
+    return str(fmt(x))
 
 
 def _mark(row: dict[str, Any]) -> str:
@@ -130,6 +152,7 @@ def _tables(
             change(r["change"]),
             f"{r['n_a']} vs {r['n_b']}",
             r["test"],
+            _mde(r, lambda x, m=r["metric"]: "±" + outcome_value(m, x)),
             _p(r),
             _mark(r),
         ]
@@ -142,6 +165,7 @@ def _tables(
             pct(r["b_fraction"]),
             pp(r["difference"]),
             f"[{pp(r['ci_low'])}, {pp(r['ci_high'])}]" if r["ci_low"] == r["ci_low"] else MISSING,
+            _mde(r, lambda x: "±" + pp(x).lstrip("+") if x < 1 else "none"),
             _p(r),
             _mark(r),
         ]
@@ -166,6 +190,7 @@ def _tables(
             f"{pct(r['b_probability'])} ({r['b_count']})",
             pp(r["difference"]),
             r["test"],
+            _mde(r, lambda x: "±" + pp(x).lstrip("+") if x < 1 else "none"),
             _p(r),
             _mark(r),
         ]
@@ -178,6 +203,8 @@ def _tables(
             ms(r["b_median_ms"]),
             MISSING if r["log2_ratio"] != r["log2_ratio"] else f"×{2 ** r['log2_ratio']:.2f}",
             f"{r['n_a']} vs {r['n_b']}",
+            r["test"],
+            _mde(r, lambda x: f"×{2**x:.2f}"),
             _p(r),
             _mark(r),
         ]
@@ -188,7 +215,7 @@ def _tables(
         tables.append(
             (
                 "Outcomes (mean over traces per cell; relative change of B from A)",
-                ["metric", "cell", a, b, "change", "traces", "test", "p", "significant"],
+                ["metric", "cell", a, b, "change", "traces", "test", *_COLS],
                 outcomes,
             )
         )
@@ -196,7 +223,7 @@ def _tables(
     return tables + [
         (
             f"Time in state (mean of per-trace shares; difference{within})",
-            ["state", a, b, "difference", "95% CI", "p", "significant"],
+            ["state", a, b, "difference", "95% CI", *_COLS],
             states,
         ),
         (
@@ -206,12 +233,12 @@ def _tables(
         ),
         (
             "Transition probabilities",
-            ["edge", a, b, "difference", "test", "p", "significant"],
+            ["edge", a, b, "B − A", "test", *_COLS],
             edges,
         ),
         (
             "Dwell time (median over traces of each trace's median dwell)",
-            ["state", a, b, "ratio", "traces", "p", "significant"],
+            ["state", a, b, "ratio", "traces", "test", *_COLS],
             dwell,
         ),
     ]
@@ -220,15 +247,40 @@ def _tables(
 def what_changed(d: DiffResult, explanations: Sequence[Explanation] = ()) -> list[str]:
     """The outcomes that changed most (each with its strongest evidence, and whether it is
     significant), then the significant changes of the state machine."""
-    lines = [e.headline() for e in explanations if e.kind == "outcome"]
-    covered = any(e.kind == "outcome" and e.significant for e in explanations)
-    for f in d.findings():
-        if f.kind == "outcome" and covered:
-            continue
-        lines.append(f.sentence)
-    if not d.any_significant:
-        lines.append(f"Nothing differs significantly at α = {d.alpha:g}.")
+    outcome_lines = {e.change: e for e in explanations if e.kind == "outcome"}
+    covered = any(e.significant for e in outcome_lines.values())
+    lines: list[str] = []
+    # significant primary findings first, marked; then the exploratory ones (each sentence
+    # says "exploratory, BH-adjusted")
+    for family, mark in (("primary", "[PRIMARY] "), ("exploratory", "")):
+        if family == "primary":
+            lines += [f"{mark}{e.headline()}" for e in outcome_lines.values() if e.significant]
+        for f in d.findings():
+            if f.family != family or (f.kind == "outcome" and covered):
+                continue
+            lines.append(f"{mark}{f.sentence}")
+    # the largest outcome changes that are not significant, with their evidence, said so
+    lines += [e.headline() for e in outcome_lines.values() if not e.significant]
+    lines.append(verdict_line(d))
     return lines
+
+
+def verdict_line(d: DiffResult) -> str:
+    """How many tests of each family are significant, out of how many were run."""
+    counts = {}
+    for family in ("primary", "exploratory"):
+        rows = [f.filter(pl.col("family") == family) for f in d.frames() if f.height]
+        run = sum(r.height - r["p_value"].null_count() for r in rows)
+        hits = sum(int(r["significant"].sum()) for r in rows)
+        counts[family] = (hits, run)
+    (hp, rp), (he, re_) = counts["primary"], counts["exploratory"]
+    text = (
+        f"{hp} of {rp} primary tests (Holm) and {he} of {re_} exploratory tests "
+        f"(Benjamini-Hochberg) significant at α = {d.alpha:g}"
+    )
+    if not hp and not he:
+        return f"Nothing differs significantly: {text}."
+    return text[0].upper() + text[1:] + "."
 
 
 def caveat_lines(d: DiffResult) -> list[str]:
@@ -269,9 +321,11 @@ def header(d: DiffResult) -> str:
         left = d.stratified_left_out()
         if left:
             text += f", left out (one group only): {', '.join(left)}"
-    family = d.settings.get("family", d.n_tests)
+    primary = d.settings.get("family", d.n_tests)
+    explore = d.settings.get("exploratory", 0)
     return text + (
-        f"; significance: {d.settings.get('policy', '')} ({family} of {d.n_tests} tests)"
+        f"; significance: {d.settings.get('policy', '')} ({primary} primary and {explore} "
+        f"exploratory tests can reach significance, of {d.n_tests} run)"
     )
 
 
@@ -427,3 +481,51 @@ def to_table(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> str:
     for s in _presence_lines(d):
         out += _wrapped(s, first="  - ", rest="    ")
     return "\n".join(out) + "\n"
+
+
+# -- the plan ---------------------------------------------------------------------------------
+
+
+def _effect_text(kind: str, x: float | None) -> str:
+    if x is None or x != x:
+        return MISSING
+    if kind == "outcome":
+        return change(x)
+    if kind == "dwell":
+        return f"×{2**x:.2f}"
+    return pp(x)
+
+
+def plan_text(d: DiffResult, table: pl.DataFrame, *, effect: float | None = None) -> str:
+    """The planning view of :func:`quicsm.compare.plan.plan`: traces per group each test
+    needs, primary tests first."""
+    a, b = d.names
+    target = "the pilot's own difference" if effect is None else f"an effect of {effect:g}"
+    import textwrap
+
+    intro = (
+        f"Plan from the pilot A = {a} ({_traces(d.n_a)}), B = {b} ({_traces(d.n_b)}): traces "
+        f"per group for 80% power to detect {target} at α = {d.alpha:g} (the K primary tests "
+        "at α/K, Holm; the m exploratory ones at α/m, a single discovery under "
+        "Benjamini-Hochberg), from the pilot's own variance; tests on one number per trace "
+        "never below what their exact test needs to reach that level."
+    )
+    lines = [*textwrap.wrap(intro, width=100, subsequent_indent="  "), ""]
+    head = ["family", "test of", "effect", "traces per group"]
+    rows = [
+        [
+            str(r["family"]),
+            f"{r['kind']} {r['subject']}",
+            _effect_text(r["kind"], r["effect"]),
+            MISSING if r["traces_per_group"] is None else str(r["traces_per_group"]),
+        ]
+        for r in table.iter_rows(named=True)
+    ]
+    widths = [
+        max(len(h), *(len(x[i]) for x in rows)) if rows else len(h) for i, h in enumerate(head)
+    ]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
+    lines.append("  ".join("-" * w for w in widths))
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return "\n".join(lines) + "\n"

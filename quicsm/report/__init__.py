@@ -36,6 +36,7 @@ def build_report(
     title: str | None = None,
     generated_at: str | None = None,
     command: str | None = None,
+    primary: Sequence[str] = (),
 ) -> str:
     """The report text. ``generated_at`` and ``command`` are shown in Methods when given (pass
     them in; the report never reads the clock, so the same inputs give the same bytes)."""
@@ -54,7 +55,8 @@ def build_report(
 
     comparisons = [with_controller_notes(c) for c in comparisons]
     compared = [
-        run_comparison(c, alpha=alpha, seed=seed, permutations=permutations) for c in comparisons
+        run_comparison(c, alpha=alpha, seed=seed, permutations=permutations, primary=primary)
+        for c in comparisons
     ]
     models = [
         tuple(

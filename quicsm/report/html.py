@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from quicsm.core.numbers import format_p, pp
 from quicsm.render import charts, dot
@@ -160,10 +161,11 @@ def _summary(view: ComparisonView, *, alpha: float) -> str:
         parts += [f'<li class="quiet">{esc(c)}</li>' for c in caveats]
         parts.append("</ul>")
     family = r.settings.get("family", r.n_tests)
+    explore = r.settings.get("exploratory", 0)
     parts.append(
         f'<p class="quiet">Differences are B − A. Significance: {esc(r.settings.get("policy", ""))}'
-        f" ({family} of {r.n_tests} tests), at α = {alpha:g}. Details in the tables below and "
-        "in Methods.</p>"
+        f" ({family} primary and {explore} exploratory tests can reach significance, of "
+        f"{r.n_tests} run), at α = {alpha:g}. Details in the tables below and in Methods.</p>"
     )
     return "\n".join(parts)
 
@@ -215,6 +217,15 @@ def _num(x: float | None, fmt: str) -> str:
     return format(x, fmt)
 
 
+def _p(row: dict[str, Any]) -> str:
+    """A row's one p-value, as every section quotes it: adjusted within its family, and which
+    adjustment (Holm: primary; BH: exploratory)."""
+    if row["p_value"] is None:
+        return format_p(None, note=row["note"])
+    how = {"primary": "Holm", "exploratory": "BH"}.get(row.get("family") or "", "")
+    return f"{format_p(row['p_value'])} {how}".rstrip()
+
+
 def _tables(view: ComparisonView) -> str:
     r = view.result
     a, b = (esc(n) for n in r.names)
@@ -228,7 +239,7 @@ def _tables(view: ComparisonView) -> str:
             f'<td class="num">{_num(e["a_probability"], ".3f")} ({e["a_count"]})</td>'
             f'<td class="num">{_num(e["b_probability"], ".3f")} ({e["b_count"]})</td>'
             f'<td class="num">{_num(e["difference"], "+.3f")}</td><td>{esc(e["test"])}</td>'
-            f"<td>{esc(format_p(e['p_value'], note=e['note']))}</td></tr>"
+            f"<td>{esc(_p(e))}</td></tr>"
         )
     src_rows = []
     for s in r.sources.iter_rows(named=True):
@@ -242,11 +253,11 @@ def _tables(view: ComparisonView) -> str:
     return (
         "<details><summary>Transition tables (ranked by effect size)</summary>"
         "<table><tr><th>source state</th><th>exits in A</th><th>exits in B</th>"
-        "<th>total variation</th><th>test</th><th>p (Holm)</th></tr>"
+        "<th>total variation</th><th>test</th><th>p</th></tr>"
         + "".join(src_rows)
         + "</table>"
         f"<table><tr><th>transition</th><th>{a}</th><th>{b}</th><th>difference</th>"
-        "<th>test</th><th>p (Holm)</th></tr>" + "".join(rows) + "</table></details>"
+        "<th>test</th><th>p (adjusted)</th></tr>" + "".join(rows) + "</table></details>"
     )
 
 
@@ -254,7 +265,7 @@ def _time_in_state(view: ComparisonView) -> str:
     r = view.result
     bars = []
     for s in r.states.iter_rows(named=True):
-        note = format_p(s["p_value"], note=s["note"])
+        note = _p(s)
         if s["significant"]:
             note += f"  {pp(s['difference'])}"
         bars.append(
@@ -270,7 +281,7 @@ def _time_in_state(view: ComparisonView) -> str:
     boxes = []
     for d in r.dwell.iter_rows(named=True):
         q = view.dwell_quantiles.get(d["state"], (None, None))
-        note = format_p(d["p_value"], note=d["note"])
+        note = _p(d)
         if d["log2_ratio"] == d["log2_ratio"] and d["log2_ratio"] is not None:
             note += f"  ×{2 ** d['log2_ratio']:.2f}"
         boxes.append(

@@ -40,19 +40,21 @@ def methods_items(
         ),
         (
             "Transitions",
-            "per source state, the counts of each outgoing transition (end of trace included): "
-            "G-test on the pooled counts, divided by the Rao-Scott mean design effect "
-            "(transitions cluster within traces), when every expected count "
-            f"is at least {sig.MIN_EXPECTED:g}; otherwise a permutation test that shuffles whole "
-            "traces "
-            f"between the groups ({settings.get('permutations', '?')} random splits, or all "
-            "splits when there are fewer; seed "
-            f"{settings.get('seed', '?')}); per transition the same test on (this transition, "
-            "any other exit)",
+            "per transition, the beta-binomial z-test on every transition of every trace, with "
+            "the intra-trace correlation pooled over all transitions of both groups (and shrunk "
+            "per transition, never below the pool); Fisher's exact test on the effective counts "
+            "(counts over the design effect) when a group would expect fewer than 5 events; "
+            "a permutation test over traces "
+            f"({settings.get('permutations', '?')} random splits, or all when fewer; seed "
+            f"{settings.get('seed', '?')}) when even those are too few. The outgoing "
+            "distribution of a state is described, and tested transition by transition",
         ),
         (
             "Dwell time",
-            "Mann-Whitney U test on each trace's median dwell per state",
+            "random-effects test of the mean log dwell per state: within-trace variance from "
+            "the visits, between-trace variance pooled over every state of both groups, "
+            "Student's t with the traces less two degrees of freedom (Mann-Whitney U on the "
+            "per-trace medians when no trace visits the state twice)",
         ),
         (
             "Invariants",
@@ -68,7 +70,10 @@ def methods_items(
         ),
         (
             "Error control",
-            f"{policy}; significant when the adjusted p < α = {alpha:g}; no test when a group "
+            f"{policy}; primary family: {', '.join(settings.get('primary', []))}; every "
+            "p-value quoted is adjusted within its family (and labelled so); significant when "
+            f"the adjusted p < α = {alpha:g}; every row that is not significant carries its "
+            "minimum detectable effect (power 0.8); no test when a group "
             f"has fewer than {settings.get('min_n', sig.MIN_N)} traces "
             '(said as "n=2 < 3: no test")',
         ),
@@ -80,7 +85,8 @@ def methods_items(
         ),
         (
             "Scenario matrix",
-            "an outcome over the scenarios uses the comparison's own outcome tests; other "
+            "an outcome over the scenarios uses the comparison's own outcome tests (primary, "
+            "the same Holm-adjusted p-values as everywhere in the report); other "
             "matrices test each cell on its own (server traces only when a group has them) with "
             "Holm over the cells of the matrix",
         ),

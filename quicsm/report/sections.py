@@ -411,12 +411,15 @@ def _matrix(
             buckets.setdefault(cell, ([], []))[g].append(values[key])
     rows = sorted({r for r, _ in buckets}, key=natural_key)
     cols = sorted({c for _, c in buckets}, key=natural_key)
-    # the comparison's own outcome tests, under its one error-control policy, when the matrix
+    # the comparison's own outcome tests (primary, Holm-adjusted as everywhere), when the matrix
     # is the outcome's cells; otherwise a descriptive family of its own (Holm over the cells)
     own = _outcome_tests(comp, result, metric=metric, row_key=row_key, col_key=col_key)
     cells: dict[tuple[str, str], svg.Cell] = {}
     if own is not None:
-        note = "tests: the comparison's outcome tests (one Holm family with every other test)"
+        note = (
+            "tests: the comparison's outcome tests (primary family; Holm-adjusted p-values, "
+            "the same as in every other section)"
+        )
         for cell, (xa, xb) in buckets.items():
             r = own.get(cell[0])
             if r is None:
@@ -424,7 +427,11 @@ def _matrix(
             pct = 100.0 * r["change"] if r["change"] == r["change"] else None
             p = r["p_value"]
             text = (
-                format_p(p, note=r["note"]) if p is None or p < alpha else f"n.s. ({format_p(p)})"
+                format_p(p, note=r["note"])
+                if p is None
+                else f"Holm {format_p(p)}"
+                if p < alpha
+                else f"n.s. (Holm {format_p(p)})"
             )
             text += f" · {len(xa)}/{len(xb)}"
             cells[cell] = svg.Cell(pct, bool(r["significant"]), text, (len(xa), len(xb)))
@@ -444,7 +451,8 @@ def _matrix(
         if p is None:
             text = w.result.note or "no test"
         else:
-            text = format_p(p) if p < alpha else f"n.s. ({format_p(p)})"
+            text = f"Holm (matrix) {format_p(p)}"
+            text = text if p < alpha else f"n.s. ({text})"
         text += f" · {len(xa)}/{len(xb)}"
         cells[cell] = svg.Cell(pct, p is not None and p < alpha, text, (len(xa), len(xb)))
     note = (

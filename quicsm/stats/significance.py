@@ -393,6 +393,23 @@ def contingency_test(
     return _permutation(np.vstack([a, b]), a.shape[0], g, permutations=permutations, seed=seed)
 
 
+def permutation_g(
+    a_per_trace: np.ndarray, b_per_trace: np.ndarray, *, permutations: int, seed: int
+) -> TestResult:
+    """The permutation test over traces with the G statistic, whatever the counts (exact over
+    every split when there are at most ``permutations``): for tables too sparse for any
+    approximation. ``a_per_trace`` / ``b_per_trace`` as in :func:`contingency_test`."""
+    a = np.asarray(a_per_trace, dtype=float)
+    b = np.asarray(b_per_trace, dtype=float)
+    table = np.vstack([a.sum(axis=0), b.sum(axis=0)])
+    keep = table.sum(axis=0) > 0
+    if int(keep.sum()) < 2:
+        return TestResult("identical", 1.0, 0.0, "one outcome in both groups", 1.0)
+    a, b = a[:, keep], b[:, keep]
+    g = g_statistic(table[:, keep])
+    return _permutation(np.vstack([a, b]), a.shape[0], g, permutations=permutations, seed=seed)
+
+
 def _permutation(
     units: np.ndarray, n_a: int, observed: float, *, permutations: int, seed: int
 ) -> TestResult:

@@ -1,0 +1,133 @@
+"""How many runs would decide it: turn a pilot comparison into the traces per group each test
+needs to detect a change with 80% power, from the pilot's own variance.
+
+Every tested row of a :class:`quicsm.compare.diff.DiffResult` carries the standard error of its
+difference (``se``). With the traces planned, every test of a family can reach significance,
+so the level a single discovery needs is α/K for the K primary tests run (Holm's first step)
+and α/m for the m exploratory ones (Benjamini-Hochberg's first rank). A standard error
+shrinks as one over the square root of the traces per
+group, so the traces per group a test needs to detect an effect ``δ`` with power ``1 − β`` are
+
+    n = n_now · ((z_{1−level/2} + z_{1−β}) · se / δ)²
+
+with ``n_now`` the mean of the two groups' traces. ``δ`` is the pilot's own difference unless
+one is asked for: ``effect`` is read in each family's units — a share or probability
+difference for states and transitions (``0.1`` = 10 points), a relative change for outcomes
+(``0.1`` = 10%), a ratio for dwell times (``1.5`` = 1.5 times as long).
+
+This is a plan, not a promise: it assumes the pilot's variance is the variance of the runs to
+come. Never fewer than 3 traces (no test below), and for the tests on one number per trace
+(outcomes, time shares), which are exact permutation tests up to 7 per group, never fewer
+than an exact test needs to reach the level at all (2 / C(2n, n) ≤ level).
+"""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+from scipy import stats as sps
+
+from quicsm.compare.diff import DiffResult
+from quicsm.stats.significance import MIN_N
+
+#: up to this many traces per group the per-trace tests are exact permutation tests (6 vs 6:
+#: 924 splits, 7 vs 7: 3,432, within the default 4,999)
+EXACT_UP_TO = 8
+
+__all__ = ["PLAN_SCHEMA", "plan"]
+
+PLAN_SCHEMA: dict[str, pl.DataType] = {
+    "family": pl.String(),
+    "kind": pl.String(),
+    "subject": pl.String(),
+    "n_a": pl.Int64(),
+    "n_b": pl.Int64(),
+    "effect": pl.Float64(),
+    "units": pl.String(),
+    "se": pl.Float64(),
+    "level": pl.Float64(),
+    "traces_per_group": pl.Int64(),
+}
+
+
+def _needed(
+    se: float, effect: float, level: float, n_now: float, power: float, *, per_trace: bool
+) -> int | None:
+    if not (se == se and se > 0 and effect == effect and effect != 0 and n_now > 0):
+        return None
+    z = float(sps.norm.ppf(1 - level / 2) + sps.norm.ppf(power))
+    n = max(MIN_N, math.ceil(n_now * (z * se / abs(effect)) ** 2))
+    if per_trace:  # one number per trace: the exact test of n vs n must be able to reach it
+        while n < EXACT_UP_TO and 2 / math.comb(2 * n, n) > level:
+            n += 1
+    return n
+
+
+def plan(result: DiffResult, *, effect: float | None = None, power: float = 0.8) -> pl.DataFrame:
+    """One row per tested quantity with a standard error: the traces per group needed to
+    detect ``effect`` (default: the pilot's own difference) with ``power``. Primary rows
+    first, then by traces needed."""
+    rows = []
+    # with the traces planned, every test of a family can reach significance: the level a
+    # single discovery needs is α over the tests of its family that were run (Holm's first
+    # step for the primary family, Benjamini-Hochberg's first rank for the exploratory one)
+    run: dict[str, int] = {"primary": 0, "exploratory": 0}
+    for f in result.frames():
+        for fam, p in f.select("family", "p_unadjusted").iter_rows():
+            if p is not None and fam in run:
+                run[fam] += 1
+    frames = (
+        ("outcome", result.outcomes, "relative change"),
+        ("state", result.states, "share of time"),
+        ("edge", result.edges, "probability"),
+        ("dwell", result.dwell, "log2 ratio"),
+    )
+    for kind, frame, units in frames:
+        for r in frame.iter_rows(named=True):
+            if r["p_unadjusted"] is None or r["se"] is None:
+                continue
+            level = result.alpha / max(1, run.get(r["family"], 1))
+            se = float(r["se"])
+            n_a = r.get("n_a", result.n_a)
+            n_b = r.get("n_b", result.n_b)
+            n_now = (n_a + n_b) / 2
+            if kind == "outcome":
+                subject = f"{r['metric']} in {r['cell']}"
+                base = abs(r["a_mean"]) if r["a_mean"] else math.nan
+                delta = r["difference"] if effect is None else effect * base
+                shown = delta / base
+            elif kind == "dwell":
+                subject = r["state"]
+                delta = r["log2_ratio"]
+                if effect is not None:
+                    delta = math.log2(effect) if effect > 0 else math.nan
+                shown = delta
+            else:
+                subject = r["state"] if kind == "state" else f"{r['source']} → {r['target']}"
+                delta = r["difference"] if effect is None else effect
+                shown = delta
+            rows.append(
+                {
+                    "family": r["family"],
+                    "kind": kind,
+                    "subject": subject,
+                    "n_a": n_a,
+                    "n_b": n_b,
+                    "effect": shown,
+                    "units": units,
+                    "se": se,
+                    "level": level,
+                    "traces_per_group": _needed(
+                        se, delta, level, n_now, power, per_trace=kind in ("outcome", "state")
+                    ),
+                }
+            )
+    df = (
+        pl.DataFrame(rows, schema=PLAN_SCHEMA, orient="row")
+        if rows
+        else pl.DataFrame(schema=PLAN_SCHEMA)
+    )
+    return df.sort(
+        [pl.col("family") != "primary", "traces_per_group", "kind", "subject"], nulls_last=True
+    )

@@ -1,0 +1,163 @@
+"""The transition-level tests of :mod:`quicsm.stats.overdispersion`, and the power benchmark on
+a tiny configuration."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from quicsm.stats import overdispersion as od
+from quicsm.stats import significance as sig
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+
+def _beta_binomial(
+    rng: np.random.Generator, n: int, p: float, rho: float, visits: float
+) -> tuple[np.ndarray, np.ndarray]:
+    m = rng.poisson(visits, n) + 1
+    if rho > 0:
+        conc = (1 - rho) / rho
+        q = rng.beta(p * conc, (1 - p) * conc, n)
+    else:
+        q = np.full(n, p)
+    return rng.binomial(m, q), m
+
+
+@pytest.mark.parametrize("rho", [0.0, 0.1, 0.3])
+def test_pooled_rho_recovers_the_intra_trace_correlation(rho: float) -> None:
+    rng = np.random.default_rng(7)
+    moments = []
+    for _ in range(40):  # 40 rows of 8 traces, as the transitions of a comparison
+        y, m = _beta_binomial(rng, 8, float(rng.uniform(0.2, 0.8)), rho, 30)
+        moments.append(od.row_moments(y, m))
+    assert od.pooled_rho(moments) == pytest.approx(rho, abs=0.04)
+
+
+@pytest.mark.parametrize(("rho", "n"), [(0.0, 5), (0.1, 5), (0.1, 10)])
+def test_proportion_shift_is_calibrated_with_the_pooled_rho(rho: float, n: int) -> None:
+    """Under the null, with ρ estimated by pooling 12 rows, the z-test rejects at about α."""
+    rng = np.random.default_rng(11)
+    reps, rejected = 400, 0
+    for _ in range(reps):
+        rows = [
+            (_beta_binomial(rng, n, 0.5, rho, 30), _beta_binomial(rng, n, 0.5, rho, 30))
+            for _ in range(12)
+        ]
+        moments = [od.row_moments(y, m) for pair in rows for y, m in pair]
+        r = od.pooled_rho(moments)
+        (ya, ma), (yb, mb) = rows[0]
+        res = od.proportion_shift(ya, ma, yb, mb, r)
+        assert res.p_value is not None
+        rejected += res.p_value < 0.05
+    assert rejected / reps <= 0.05 + 0.03
+
+
+def test_proportion_shift_has_transition_level_power_on_homogeneous_traces() -> None:
+    """5 traces per group, ~30 exits each, 0.5 -> 0.7: the z-test sees the 150 transitions."""
+    rng = np.random.default_rng(3)
+    hits = 0
+    for _ in range(200):
+        ya, ma = _beta_binomial(rng, 5, 0.5, 0.0, 30)
+        yb, mb = _beta_binomial(rng, 5, 0.7, 0.0, 30)
+        p = od.proportion_shift(ya, ma, yb, mb, 0.0).p_value
+        hits += p is not None and p < 0.01
+    assert hits / 200 >= 0.8
+
+
+def test_sparse_rows_are_not_trusted_to_the_normal_approximation() -> None:
+    res = od.proportion_shift(
+        np.array([0, 0, 1]),
+        np.array([10, 10, 10]),
+        np.array([1, 0, 0]),
+        np.array([10, 10, 10]),
+        0.0,
+    )
+    assert res.p_value is None and min(res.effective) == pytest.approx(30)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.floats(0, 1)), max_size=30))
+def test_benjamini_hochberg_is_monotone_bounded_and_keeps_untested(
+    ps: list[float | None],
+) -> None:
+    adj = od.benjamini_hochberg(ps)
+    assert [a is None for a in adj] == [p is None for p in ps]
+    pairs = sorted((p, a) for p, a in zip(ps, adj, strict=True) if p is not None and a is not None)
+    assert all(a >= p - 1e-12 and a <= 1.0 for p, a in pairs)
+    assert all(x[1] <= y[1] + 1e-12 for x, y in zip(pairs, pairs[1:], strict=False))
+    # never larger than Holm's (BH controls the false-discovery rate, a weaker error)
+    holm = sig.holm(ps)
+    assert all(
+        b <= h + 1e-12 for b, h in zip(adj, holm, strict=True) if b is not None and h is not None
+    )
+
+
+def test_benjamini_hochberg_known_values() -> None:
+    assert od.benjamini_hochberg([0.01, 0.04, 0.03, None, 0.5]) == pytest.approx(
+        [0.04, 0.0533333, 0.0533333, None, 0.5]
+    )
+
+
+def test_detectable_effect_is_the_power_formula() -> None:
+    assert od.detectable(0.1, alpha=0.05) == pytest.approx((1.959964 + 0.841621) * 0.1, rel=1e-5)
+    assert np.isnan(od.detectable(float("nan"), alpha=0.05))
+
+
+def test_power_benchmark_runs_on_a_tiny_configuration() -> None:
+    import diff_power
+
+    results = diff_power.run(1, alpha=0.05, seed=0, sizes=(3,))
+    assert set(results["outcomes"]) == {
+        f"{v}/{k}/3" for v in diff_power.VARIANTS for k, _ in diff_power.ROWS
+    }
+    assert "| homogeneous | power" in diff_power.markdown(results)
+
+
+@pytest.mark.slow
+def test_diff_keeps_its_family_wise_error_on_heterogeneous_traces_at_5_per_group() -> None:
+    """Seeded: 40 null comparisons, 5 traces per group, at α = 0.05, for each variant: each
+    family flags at most 6 of them (at a true rate of 5% more than 6 has probability about
+    1%); and the transition change named in advance is found in at least 32 of 40
+    comparisons of homogeneous traces (at the benchmark's power of about 0.9, fewer has
+    probability under 5%)."""
+    import diff_power
+
+    results = diff_power.run(40, alpha=0.05, seed=123, sizes=(5,))
+    out = results["outcomes"]
+    for variant in diff_power.VARIANTS:
+        for family in ("null-primary", "null-exploratory", "null-named"):
+            assert out[f"{variant}/{family}/5"].count("1") <= 6, (variant, family, out)
+    assert out["homogeneous/power-named/5"].count("1") >= 32, out
+
+
+def test_plan_turns_a_pilot_into_traces_per_group() -> None:
+    """From a 5 vs 5 pilot of the benchmark's chain: the changed transition needs fewer traces
+    than a smaller effect would; one-number-per-trace tests are never planned below what
+    their exact test can reach; the plan is sorted primary first."""
+    import diff_power
+
+    from quicsm.compare.diff import diff
+    from quicsm.compare.plan import plan
+
+    rng = np.random.default_rng([7, 0])
+    a = diff_power.traces(5, rng, diff_power.CHAIN, mixed=False, tag="a")
+    b = diff_power.traces(5, rng, diff_power.CHANGED, mixed=False, tag="b")
+    r = diff(a, b, alpha=0.05)
+    own = plan(r)
+    assert own["family"].to_list() == sorted(own["family"].to_list(), key=lambda f: f != "primary")
+    subject = pl.col("subject") == "CongestionAvoidance → Recovery"
+    edge = own.filter(subject).row(0, named=True)
+    small = plan(r, effect=0.05).filter(subject).row(0, named=True)
+    assert 3 <= edge["traces_per_group"] < small["traces_per_group"]
+    primary = own.filter(pl.col("family") == "primary")["level"][0]
+    exact_floor = min(n for n in range(3, 9) if 2 / math.comb(2 * n, n) <= primary)
+    states = own.filter(pl.col("kind") == "state")["traces_per_group"].drop_nulls()
+    assert states.min() >= exact_floor
