@@ -37,3 +37,27 @@ def test_setup_help_names_every_option() -> None:
         [str(ROOT / "scripts" / "setup"), "--nope"], capture_output=True, text=True, check=False
     )
     assert bad.returncode == 2 and "unknown option --nope" in bad.stderr
+
+
+@pytest.mark.slow
+def test_setup_without_rust_finishes_with_the_python_deriver(tmp_path: Path) -> None:
+    """On a machine without cargo, scripts/setup still sets quicsm up (its Python deriver), says
+    so in one line, and the README's first command reaches a model."""
+    clone = tmp_path / "quicsm"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=300)
+    home = tmp_path / "home"  # no ~/.cargo here
+    home.mkdir()
+    env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+    for tool in ("cargo", "rustc"):
+        assert subprocess.run(["bash", "-c", f"command -v {tool}"], env=env,
+                              capture_output=True, check=False).returncode != 0
+    proc = subprocess.run(
+        ["bash", "-c", "scripts/setup && .venv/bin/quicsm infer traces/*.qlog -o out -q"
+                       " && .venv/bin/quicsm --version"],
+        cwd=clone, env=env, capture_output=True, text=True, timeout=1200, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    notes = [line for line in proc.stdout.splitlines() if line.startswith("setup: note:")]
+    assert len(notes) == 1 and "Python deriver" in notes[0] and "rustup" in notes[0]
+    assert "state deriver: Python (the native core was not built" in proc.stdout
+    assert (clone / "out" / "model.svg").stat().st_size > 0
