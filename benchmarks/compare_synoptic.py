@@ -75,6 +75,9 @@ EXAMPLES: list[tuple[str, str, str, list[str]]] = [
     ),
     ("perfume-example", "abstract/perfume-example", "args.txt", ["traces.txt"]),
     ("performance-caching", "abstract/performance-caching", "args.txt", ["traces.txt"]),
+    # few long traces with many distinct events (strace of ls / ping), where refinement dominates
+    ("strace ls", "strace", "args.txt", ["ls.txt"]),
+    ("strace ping", "strace", "args.txt", ["ping.txt"]),
 ]
 
 # options of other tools (InvariMint, CSight) or of output that we replace
@@ -417,6 +420,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--synoptic-classpath", default=os.environ.get("QUICSM_SYNOPTIC_CLASSPATH"))
     ap.add_argument("--examples", type=Path, help="the traces/ directory of a Synoptic checkout")
+    ap.add_argument("--only", nargs="+", help="run only the examples with these names")
     ap.add_argument("--sizes", type=int, nargs="*", default=[100, 1000, 10000])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--log-seed", type=int, default=1, help="seed of the synthetic logs")
@@ -433,6 +437,8 @@ def main() -> None:
         cases: list[tuple[str, Path, list[str], list[str]]] = []
         if opts.examples:
             for name, sub, args_file, files in EXAMPLES:
+                if opts.only and name not in opts.only:
+                    continue
                 d = opts.examples / sub
                 cases.append((name, d, read_args_file(d / args_file), files))
         for n in opts.sizes:

@@ -261,18 +261,21 @@ class Aggregate:
         keys = sorted(self.sequences)
         if not keys:
             return None
-        lengths = [len(k) for k in keys]
+        lengths = np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(keys))
         trace = np.repeat(np.arange(len(keys), dtype=np.int64), lengths)
-        position = np.concatenate([np.arange(n, dtype=np.float64) for n in lengths])
+        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+        position = (np.arange(len(trace), dtype=np.int64) - starts).astype(np.float64)
         codes = np.frombuffer(b"".join(keys), dtype=np.uint8)
-        names = np.asarray(CANONICAL_STATES, dtype=object)[codes]
+        names = np.asarray(CANONICAL_STATES)[codes]  # fixed-width text: no object per row
         frame = pl.DataFrame(
             {
-                "trace": pl.Series([f"{t:012d}" for t in trace], dtype=pl.String),
+                # zero-padded, so the text order is the number order
+                "trace": pl.Series(trace).cast(pl.String).str.zfill(12),
                 "time_ms": position,
-                "state": pl.Series(names.tolist(), dtype=STATE_DTYPE),
+                "state": pl.Series(names).cast(STATE_DTYPE),
+                "end_ms": np.repeat(lengths - 1, lengths).astype(np.float64),
             }
-        ).with_columns(pl.col("time_ms").max().over("trace").alias("end_ms"))
+        )
         node = replay(Visits(frame), nodes, edges)
         if node is None:
             return None
@@ -363,21 +366,38 @@ def _sequences(
     """Distinct sequences of a Visits frame (rows grouped by trace, in time order)."""
     starts = np.flatnonzero(first)
     lengths = np.diff(np.append(starts, len(tid)))
+    row_trace = np.repeat(np.arange(len(starts), dtype=np.int64), lengths)
     seqs = (
-        pl.DataFrame({"tid": tid, "code": code})
+        pl.DataFrame({"tid": row_trace, "code": code})
         .group_by("tid", maintain_order=True)
         .agg(pl.col("code").alias("seq"))
         .group_by("seq", maintain_order=True)
         .agg(pl.col("tid"))
     )
+    # time at each position of each distinct sequence, summed over its traces in trace order
+    # (one bincount over every row: it adds in row order, as a sum over the traces would)
+    n_seq = seqs.height
+    tids = seqs.get_column("tid")
+    seq_of_trace = np.empty(len(starts), dtype=np.int64)
+    seq_of_trace[tids.explode().to_numpy()] = np.repeat(
+        np.arange(n_seq, dtype=np.int64), tids.list.len().to_numpy()
+    )
+    weights = tids.list.len().to_numpy().astype(np.int64)
+    seq_len = lengths[tids.list.first().to_numpy()]
+    seq_start = np.cumsum(seq_len) - seq_len
+    slot = seq_start[seq_of_trace][row_trace] + (
+        np.arange(len(tid), dtype=np.int64) - np.repeat(starts, lengths)
+    )
+    sums = np.bincount(slot, weights=dwell, minlength=int(seq_len.sum()))
     out: dict[bytes, DistinctTrace] = {}
-    for seq, tids in seqs.iter_rows():
-        key = bytes(seq)
-        rows = np.asarray(tids, dtype=np.int64)
-        n = lengths[rows[0]]
-        # time at each position, summed over the traces in trace order
-        index = starts[rows][:, None] + np.arange(n)[None, :]
-        out[key] = DistinctTrace(len(rows), dwell[index].sum(axis=0))
+    for seq, w, s0, n in zip(
+        seqs.get_column("seq").to_list(),
+        weights.tolist(),
+        seq_start.tolist(),
+        seq_len.tolist(),
+        strict=True,
+    ):
+        out[bytes(seq)] = DistinctTrace(w, sums[s0 : s0 + n].copy())
     return out
 
 

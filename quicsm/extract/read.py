@@ -859,17 +859,27 @@ def _trace_rows(loaded: _Loaded, rows: dict[str, list[Any]]) -> None:
         summary = loaded.table.group_by("trace", maintain_order=True).agg(
             pl.col("vantage").first(), pl.len().alias("n"), pl.col("end_ms").max()
         )
-        for trace, vantage, n, end in summary.iter_rows():
-            labels = {**loaded.sidecar, **trace_labels(loaded.table_labels or {}, str(trace))}
-            rows["file"].append(file)
-            rows["trace"].append(trace)
-            rows["vantage"].append(vantage)
-            rows["format"].append("CSV" if file.lower().split(".")[-1] != "parquet" else "Parquet")
-            rows["title"].append(None)
-            rows["code_version"].append(None)
-            rows["n_events"].append(n)
-            rows["duration_ms"].append(end)
-            rows["labels"].append(_labels_json(labels))
+        # column by column: a table may hold a million traces; the labels are the file's,
+        # with each trace's own label columns (only tables that have some)
+        n = summary.height
+        traces = summary.get_column("trace").to_list()
+        rows["file"].extend([file] * n)
+        rows["trace"].extend(traces)
+        rows["vantage"].extend(summary.get_column("vantage").cast(pl.String).to_list())
+        kind = "CSV" if file.lower().split(".")[-1] != "parquet" else "Parquet"
+        rows["format"].extend([kind] * n)
+        rows["title"].extend([None] * n)
+        rows["code_version"].extend([None] * n)
+        rows["n_events"].extend(summary.get_column("n").to_list())
+        rows["duration_ms"].extend(summary.get_column("end_ms").to_list())
+        if loaded.table_labels:
+            table_labels = loaded.table_labels
+            rows["labels"].extend(
+                _labels_json({**loaded.sidecar, **trace_labels(table_labels, str(t))})
+                for t in traces
+            )
+        else:
+            rows["labels"].extend([_labels_json({**loaded.sidecar})] * n)
         return
     assert loaded.read is not None
     for t in loaded.read.traces:

@@ -367,12 +367,25 @@ def _rows(
 
 
 def _finish(parts: list[pl.DataFrame]) -> pl.DataFrame:
-    """Every chunk's rows; ``end_ms`` defaults to the trace's last row."""
+    """Every chunk's rows; ``end_ms`` is the same on every row of a trace: the largest given
+    ``end_ms``, or the trace's last time when some row gives none.
+
+    One group-by over the traces and a join back (a nested window over the traces cost time
+    superlinear in their number: 44 s at a million traces)."""
     if not parts:
         return pl.DataFrame(schema=TRANSITIONS_SCHEMA)
     frame = pl.concat(parts) if len(parts) > 1 else parts[0]
-    return frame.with_columns(
-        pl.col("end_ms").fill_null(pl.col("time_ms").max().over("trace")).max().over("trace"),
+    end = pl.col("end_ms").max()
+    per_trace = frame.group_by("trace").agg(
+        pl.when(pl.col("end_ms").null_count() > 0)
+        .then(pl.max_horizontal(end, pl.col("time_ms").max()))
+        .otherwise(end)
+        .alias("_end")
+    )
+    return (
+        frame.join(per_trace, on="trace", how="left", maintain_order="left")
+        .with_columns(pl.col("_end").alias("end_ms"))
+        .drop("_end")
     )
 
 

@@ -22,7 +22,7 @@ After a merge only paths through the merged node are new (see :meth:`Checker.nfb
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 
 from quicsm.model.synoptic.mining import AFBY, AP, NFBY, Invariant
 from quicsm.model.synoptic.partitions import INITIAL_ID, TERMINAL_ID, PartitionGraph
@@ -72,38 +72,17 @@ class Checker:
         self._last_fail: tuple[int, int] | None = None
 
     # each group: (kind, key label); returns True when some invariant of the group fails
-    def _group_fails(
-        self, g: PartitionGraph, adj: Adjacency, radj: Adjacency, kind: int, key: int
-    ) -> bool:
+    def _group_fails(self, g: PartitionGraph, adj: Adjacency, kind: int, key: int) -> bool:
         plabel = g.plabel
-        alive = g.alive
-        n = len(plabel)
+        nodes = g.nodes_with_label
         if kind == NFBY:
-            srcs = [u for u in range(n) if alive[u] and plabel[u] == key]
-            seen = _reach(adj, srcs, None)
             bad = self.nfby[key]
-            return any(seen[v] and plabel[v] in bad for v in range(n))
+            return _reach_label(adj, plabel, nodes(key), None, bad)
         if kind == AP:
-            blocked = [plabel[u] == key for u in range(n)]
-            seen = _reach(adj, [INITIAL_ID], blocked)
-            bad = self.ap[key]
-            return any(seen[v] and plabel[v] in bad for v in range(n))
-        # AFBY keyed by b: nodes that reach TERMINAL avoiding b nodes
-        blocked = [plabel[u] == key for u in range(n)]
-        ok = [False] * n
-        ok[TERMINAL_ID] = True
-        queue = deque([TERMINAL_ID])
-        while queue:
-            v = queue.popleft()
-            for u in radj[v]:
-                if not ok[u] and not blocked[u]:
-                    ok[u] = True
-                    queue.append(u)
-        firsts = self.afby[key]
-        for u in range(n):
-            if alive[u] and plabel[u] in firsts and any(ok[v] for v in adj[u]):
-                return True
-        return False
+            return _reach_label(adj, plabel, [INITIAL_ID], set(nodes(key)), self.ap[key])
+        # AFBY keyed by b: an a node reaches TERMINAL avoiding b nodes
+        sources = [u for a in sorted(self.afby[key]) for u in nodes(a)]
+        return _reach_node(adj, sources, set(nodes(key)), TERMINAL_ID)
 
     def groups(self) -> list[tuple[int, int]]:
         out = [(NFBY, k) for k in sorted(self.nfby)]
@@ -113,7 +92,6 @@ class Checker:
 
     def satisfied(self, g: PartitionGraph, *, skip_nfby: bool = False) -> bool:
         adj = g.adjacency()
-        radj = reverse(adj)
         groups = self.groups()
         if self._last_fail in groups:
             groups.remove(self._last_fail)
@@ -121,7 +99,7 @@ class Checker:
         for kind, key in groups:
             if skip_nfby and kind == NFBY:
                 continue
-            if self._group_fails(g, adj, radj, kind, key):
+            if self._group_fails(g, adj, kind, key):
                 self._last_fail = (kind, key)
                 return False
         return True
@@ -148,76 +126,174 @@ class Checker:
 
     def violates(self, g: PartitionGraph, inv: Invariant) -> bool:
         """Whether ``inv`` fails on ``g`` (one reachability search)."""
-        return violates(g.adjacency(), g.plabel, inv)
+        return violates(g.adjacency(), g.plabel, inv, g.nodes_with_label)
 
 
-def violates(adj: Adjacency, plabel: Sequence[int], inv: Invariant) -> bool:
-    """Whether ``inv`` fails on the graph ``adj`` with node labels ``plabel``."""
-    n = len(adj)
+def _reach_label(
+    adj: Adjacency,
+    plabel: Sequence[int],
+    sources: Iterable[int],
+    blocked: Container[int] | None,
+    targets: Container[int],
+) -> bool:
+    """Whether a node with a label in ``targets`` is reachable from ``sources`` by a non-empty
+    path whose nodes after the source are not ``blocked`` (stops at the first one found)."""
+    seen = [False] * len(adj)
+    queue = list(sources)
+    i = 0
+    while i < len(queue):
+        for v in adj[queue[i]]:
+            if not seen[v] and (blocked is None or v not in blocked):
+                if plabel[v] in targets:
+                    return True
+                seen[v] = True
+                queue.append(v)
+        i += 1
+    return False
+
+
+def _reach_node(
+    adj: Adjacency, sources: Iterable[int], blocked: Container[int], target: int
+) -> bool:
+    """Whether ``target`` is reachable from ``sources`` by a non-empty path whose nodes after
+    the source are not ``blocked``."""
+    seen = [False] * len(adj)
+    queue = list(sources)
+    i = 0
+    while i < len(queue):
+        for v in adj[queue[i]]:
+            if not seen[v] and v not in blocked:
+                if v == target:
+                    return True
+                seen[v] = True
+                queue.append(v)
+        i += 1
+    return False
+
+
+def violates(
+    adj: Adjacency,
+    plabel: Sequence[int],
+    inv: Invariant,
+    nodes_with: Callable[[int], Sequence[int]] | None = None,
+) -> bool:
+    """Whether ``inv`` fails on the graph ``adj`` with node labels ``plabel``;
+    ``nodes_with(label)`` lists the nodes with a label (default: a scan of ``plabel``).
+
+    - ``a NeverFollowedBy b`` fails iff an ``a`` node reaches a ``b`` node;
+    - ``a AlwaysPrecedes b`` fails iff a ``b`` node is reachable from INITIAL avoiding ``a``
+      nodes;
+    - ``a AlwaysFollowedBy b`` fails iff an ``a`` node reaches TERMINAL avoiding ``b`` nodes.
+    """
+    if nodes_with is None:
+        n = len(adj)
+
+        def nodes_with(label: int) -> list[int]:
+            return [u for u in range(n) if plabel[u] == label]
+
     if inv.kind == NFBY:
-        seen = _reach(adj, [u for u in range(n) if plabel[u] == inv.a], None)
-        return any(seen[v] and plabel[v] == inv.b for v in range(n))
-    blocked_label = inv.a if inv.kind == AP else inv.b
-    blocked = [plabel[u] == blocked_label for u in range(n)]
+        return _reach_label(adj, plabel, nodes_with(inv.a), None, (inv.b,))
     if inv.kind == AP:
-        seen = _reach(adj, [INITIAL_ID], blocked)
-        return any(seen[v] and plabel[v] == inv.b for v in range(n))
-    ok = _reach(reverse(adj), [TERMINAL_ID], blocked)
-    ok[TERMINAL_ID] = True
-    return any(plabel[u] == inv.a and any(ok[v] for v in adj[u]) for u in range(n))
+        return _reach_label(adj, plabel, [INITIAL_ID], set(nodes_with(inv.a)), (inv.b,))
+    return _reach_node(adj, nodes_with(inv.a), set(nodes_with(inv.b)), TERMINAL_ID)
+
+
+# Tracing automata, as a table indexed by ``state * 4 + cls`` where ``cls`` is 1 when a
+# node's label is ``a``, 2 when it is ``b``, 3 when both (``a NeverFollowedBy a``), else 0.
+#   AlwaysFollowedBy: 0 no pending a, 1 an a not yet followed by b (fails)
+#   NeverFollowedBy:  0 no a yet, 1 a seen, 2 b after a (fails)
+#   AlwaysPrecedes:   0 neither yet, 1 a first (holds), 2 b first (fails)
+def _table(step: Callable[[int, bool, bool], int]) -> tuple[int, ...]:
+    return tuple(step(s, bool(c & 1), bool(c & 2)) for s in range(3) for c in range(4))
+
+
+def _afby_step(s: int, is_a: bool, is_b: bool) -> int:
+    return 1 if is_a else 0 if is_b else s
+
+
+def _nfby_step(s: int, is_a: bool, is_b: bool) -> int:
+    if is_b and s == 1:
+        s = 2
+    if is_a and s == 0:
+        s = 1
+    return s
+
+
+def _ap_step(s: int, is_a: bool, is_b: bool) -> int:
+    if s == 0:
+        if is_a:
+            return 1
+        if is_b:
+            return 2
+    return s
+
+
+_TABLES: dict[int, tuple[int, ...]] = {
+    AFBY: _table(_afby_step),
+    NFBY: _table(_nfby_step),
+    AP: _table(_ap_step),
+}
 
 
 def counterexample(g: PartitionGraph, inv: Invariant, adj: Adjacency) -> list[int] | None:
     """Shortest path INITIAL→TERMINAL on which ``inv``'s automaton ends in its failure state,
     shortened like Synoptic's ``shorten``; ``None`` when ``inv`` holds."""
-    plabel = g.plabel
+    path = failing_path(g.plabel, inv, adj)
+    return None if path is None else shorten(path, inv, g.plabel)
 
-    def step(s: int, lab: int) -> int:
-        if inv.kind == AFBY:  # 0: no pending a, 1: an a not yet followed by b (fails)
-            if lab == inv.a:
-                return 1
-            if lab == inv.b:
-                return 0
-            return s
-        if inv.kind == NFBY:  # 0: no a yet, 1: a seen, 2: b after a (fails)
-            if lab == inv.b and s == 1:
-                s = 2
-            if lab == inv.a and s == 0:
-                s = 1
-            return s
-        # AP: 0: neither yet, 1: a first (holds), 2: b first (fails)
-        if s == 0:
-            if lab == inv.a:
-                return 1
-            if lab == inv.b:
-                return 2
-        return s
 
+def failing_path(plabel: Sequence[int], inv: Invariant, adj: Adjacency) -> list[int] | None:
+    """The shortest path INITIAL→TERMINAL on which ``inv``'s automaton ends in its failure
+    state, unshortened; ``None`` when there is none.
+
+    A breadth-first search over (node, automaton state) with successors in increasing id
+    order: among the shortest such paths it returns the lexicographically smallest sequence of
+    node ids (by induction, each depth's queue is in the lexicographic order of the paths that
+    reached it). Splitting a partition keeps that path whenever no node on it was split: every
+    path of the split graph maps onto one of the same length and labels in the old graph by
+    giving each new node its parent's (smaller) id, so no new path is shorter or smaller.
+    """
+    table = _TABLES[inv.kind]
     fail = 1 if inv.kind == AFBY else 2
-    start = (INITIAL_ID, step(0, plabel[INITIAL_ID]))
-    parent: dict[tuple[int, int], tuple[int, int] | None] = {start: None}
-    queue = deque([start])
-    goal: tuple[int, int] | None = None
-    while queue:
-        u, s = queue.popleft()
+    a, b = inv.a, inv.b
+    lab = plabel[INITIAL_ID]
+    start = INITIAL_ID * 3 + table[(lab == a) + 2 * (lab == b)]
+    parent = [-2] * (3 * len(adj))
+    parent[start] = -1
+    goal = TERMINAL_ID * 3 + fail
+    queue = [start]
+    i = 0
+    found = False
+    while i < len(queue):
+        x = queue[i]
+        i += 1
+        if x == goal:
+            found = True
+            break
+        u, s = divmod(x, 3)
         if u == TERMINAL_ID:
-            if s == fail:
-                goal = (u, s)
-                break
             continue
+        base = 4 * s
         for v in adj[u]:
-            nxt = (v, step(s, plabel[v]))
-            if nxt not in parent:
-                parent[nxt] = (u, s)
-                queue.append(nxt)
-    if goal is None:
+            lv = plabel[v]
+            y = 3 * v + table[base + (lv == a) + 2 * (lv == b)]
+            if parent[y] == -2:
+                parent[y] = x
+                queue.append(y)
+    if not found:
         return None
     path: list[int] = []
-    node: tuple[int, int] | None = goal
-    while node is not None:
-        path.append(node[0])
-        node = parent[node]
+    x = goal
+    while x != -1:
+        path.append(x // 3)
+        x = parent[x]
     path.reverse()
+    return path
+
+
+def shorten(path: list[int], inv: Invariant, plabel: Sequence[int]) -> list[int]:
+    """Synoptic's ``shorten``: cut NeverFollowedBy / AlwaysPrecedes counter-examples after the
+    first violating ``b``; AlwaysFollowedBy paths stay whole."""
     return _shorten(path, inv, plabel)
 
 

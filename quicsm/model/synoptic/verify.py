@@ -34,6 +34,9 @@ class _FrameGraph:
     def adjacency(self) -> list[list[int]]:
         return self._adj
 
+    def nodes_with_label(self, label: int) -> list[int]:
+        return [u for u, lab in enumerate(self.plabel) if lab == label]
+
 
 def _names(log_labels: Sequence[str]) -> tuple[str, ...]:
     return (*log_labels, INITIAL, TERMINAL)
