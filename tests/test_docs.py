@@ -74,3 +74,16 @@ def test_unknown_command_is_a_clean_error() -> None:
     assert result.exit_code == 2
     assert "No such command 'no-such-command'" in result.output
     assert isinstance(main, click.Group)
+
+
+def test_one_version_everywhere() -> None:
+    """quicsm's version as the package says it, as pyproject.toml (what maturin builds) says it,
+    and as the native crate says it."""
+    import tomllib
+
+    from quicsm import _native
+    from quicsm.core.version import __version__
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    crate = tomllib.loads((ROOT / "native" / "Cargo.toml").read_text())["package"]
+    assert project["version"] == __version__ == crate["version"] == _native.__version__

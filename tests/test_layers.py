@@ -48,6 +48,6 @@ def test_cycle_detection_sees_function_level_imports(tmp_path: Path) -> None:
 
 def test_layers_contract_holds() -> None:
     exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
-    assert exe is not None, "import-linter is part of the test extra (setup.cfg)"
+    assert exe is not None, "import-linter is part of the test extra (pyproject.toml)"
     done = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -1,3 +1,4 @@
-"""The package version (one place; setup.cfg reads it)."""
+"""The package version. pyproject.toml states it too (maturin reads only that file), and
+native/Cargo.toml for the crate; tests/test_docs.py fails when they differ."""
 
 __version__ = "0.1.0"
