@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import orjson
 import polars as pl
 import pytest
 import zstandard
+from child_rss import run_child
 from polars.testing import assert_frame_equal
 
 from quicsm.core.diagnostics import Diagnostics
@@ -78,23 +76,8 @@ def test_a_12mb_csv_reads_like_its_gzip_copy(tmp_path: Path) -> None:
 
 def _run_child(code: str) -> tuple[int, str, float]:
     """Run ``code`` in a fresh interpreter; (exit code, output, peak RSS in MB)."""
-    wrapper = textwrap.dedent(
-        """
-        import sys
-        try:
-        {body}
-        finally:
-            # VmHWM is this process image's peak (ru_maxrss would keep the forking parent's)
-            status = open("/proc/self/status").read()
-            peak = int(status.split("VmHWM:")[1].split()[0]) / 1024
-            print(f"PEAK_MB={{peak:.1f}}", file=sys.stderr)
-        """
-    ).format(body=textwrap.indent(textwrap.dedent(code), "    "))
-    proc = subprocess.run(
-        [sys.executable, "-c", wrapper], capture_output=True, text=True, timeout=300
-    )
-    peak = float(proc.stderr.rsplit("PEAK_MB=", 1)[1].split()[0])
-    return proc.returncode, proc.stdout + proc.stderr, peak
+    run = run_child(code)
+    return run.returncode, run.stdout + run.stderr, run.peak_mb
 
 
 def _bomb(path: Path, *, compression: str, total: int = 1 << 30) -> None:

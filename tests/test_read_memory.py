@@ -5,39 +5,20 @@ in silence). Peak and current RSS are measured in a child process (see test_read
 from __future__ import annotations
 
 import gzip
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 import zstandard
+from child_rss import run_child
 
 from quicsm.testing import hostile
 
 
 def _child(code: str) -> tuple[str, float]:
-    """Run ``code`` in a fresh interpreter; (its output, its peak RSS in MB)."""
-    wrapper = textwrap.dedent(
-        """
-        import sys
-        try:
-        {body}
-        finally:
-            status = open("/proc/self/status").read()
-            peak = int(status.split("VmHWM:")[1].split()[0]) / 1024
-            print(f"PEAK_MB={{peak:.1f}}", file=sys.stderr)
-        """
-    ).format(body=textwrap.indent(textwrap.dedent(code), "    "))
-    proc = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", wrapper],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    peak = float(proc.stderr.rsplit("PEAK_MB=", 1)[1].split()[0])
-    return proc.stdout, peak
+    """Run ``code`` in a fresh interpreter (warnings off); (its output, its peak RSS in MB)."""
+    run = run_child(code, show_warnings=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return run.stdout, run.peak_mb
 
 
 @pytest.fixture(scope="module")
