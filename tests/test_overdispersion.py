@@ -118,7 +118,7 @@ def test_power_benchmark_runs_on_a_tiny_configuration() -> None:
     assert set(results["outcomes"]) == {
         f"{v}/{k}/3" for v in diff_power.VARIANTS for k, _ in diff_power.ROWS
     }
-    assert "| homogeneous | power" in diff_power.markdown(results)
+    assert "| homogeneous | power" in diff_power.markdown({"runs": [results]})
 
 
 @pytest.mark.slow

@@ -45,7 +45,7 @@ the reason is stated (``"n=2 < 3: no test"``).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -445,7 +445,12 @@ def _states(
     rows: list[dict[str, Any]] = []
     for j, state in enumerate(names):
         ca, cb = sig.mean_ci(fa[:, j]), sig.mean_ci(fb[:, j])
-        w = _shift(fa[:, j], ka, fb[:, j], kb, st, min_n=min_n, permutations=permutations)
+        if st is None:
+            # Welch's t over traces, not the exact permutation test: at 5 vs 5 the exact test
+            # cannot go below 2/252, so within a family of shares it could never decide
+            w = sig.welch(fa[:, j], fb[:, j], min_n=min_n)
+        else:
+            w = _shift(fa[:, j], ka, fb[:, j], kb, st, min_n=min_n, permutations=permutations)
         rows.append(
             {
                 "state": state,
@@ -603,6 +608,13 @@ def _transitions(
                     "se": mde,
                 }
             )
+        if len(idx) == 2 and all(r["p_unadjusted"] is not None for r in edge_rows[-2:]):
+            # a source with two exits: each is the other's complement, so their two rows are
+            # one test, counted once in its family
+            for r, other in zip(edge_rows[-2:], reversed(edge_rows[-2:]), strict=True):
+                r["hypothesis"] = ("edges", source)
+                same = f"one test with {source} → {other['target']}"
+                r["note"] = f"{r['note']}; {same}" if r["note"] else same
     return {"sources": src_rows, "edges": edge_rows}
 
 
@@ -1005,51 +1017,63 @@ def _is_primary(name: str, r: Mapping[str, Any], primary: Sequence[str]) -> bool
 def _adjust(
     families: Mapping[str, list[dict[str, Any]]], *, alpha: float, primary: Sequence[str]
 ) -> tuple[int, int]:
-    """Two families (:data:`POLICY`): the primary tests under Holm (with Tarone's rule for
-    discrete tests), the exploratory ones under Benjamini-Hochberg (leaving out tests whose
-    smallest attainable p-value is above α: they can never be discoveries). Sets every row's
+    """Two families (:data:`POLICY`): the primary tests under Holm, the exploratory ones under
+    Benjamini-Hochberg, each over the tests that could reach significance (Tarone's rule for
+    discrete tests; for BH, Gilbert's). Rows sharing a ``hypothesis`` key are one test seen
+    twice (the two exits of a source with two exits): they count once. Sets every row's
     ``family``, ``p_value`` (adjusted within its family), ``significant`` and ``mde``; returns
     the sizes of the two families."""
     rows = [(name, r) for name in FAMILIES for r in families[name]]
     first = [r for name, r in rows if _is_primary(name, r, primary)]
     rest = [r for name, r in rows if not _is_primary(name, r, primary)]
-    adjusted, member = sig.holm_tarone(
-        [r["p_unadjusted"] for r in first], [r["p_min"] for r in first], alpha=alpha
-    )
-    for r, p, inside in zip(first, adjusted, member, strict=True):
-        r["family"] = "primary"
-        r["p_value"] = p
-        r["significant"] = inside and p is not None and p < alpha
-        if p is not None and not inside:
-            why = f"cannot reach significance (smallest possible p {r['p_min']:.3g})"
-            r["note"] = f"{r['note']}; {why}" if r["note"] else why
-    k_primary = max(1, sum(member))
-    reachable = [
-        r["p_unadjusted"] if r["p_unadjusted"] is not None and r["p_min"] <= alpha else None
-        for r in rest
-    ]
-    bh = od.benjamini_hochberg(reachable)
-    for r, p in zip(rest, bh, strict=True):
-        r["family"] = "exploratory"
-        if p is None and r["p_unadjusted"] is not None:
-            p = 1.0
-            why = f"cannot reach significance (smallest possible p {r['p_min']:.3g})"
-            r["note"] = f"{r['note']}; {why}" if r["note"] else why
-        r["p_value"] = p
-        r["significant"] = p is not None and p < alpha
-    k_explore = sum(1 for p in reachable if p is not None)
+    k_primary = _adjust_family(first, "primary", sig.holm_tarone, alpha=alpha)
+    k_explore = _adjust_family(rest, "exploratory", sig.bh_tarone, alpha=alpha)
     # what each row could have detected at the level it faced: a single discovery of its
     # family (Holm: α/K; BH: α/m); none at all when its traces cannot reach significance
-    for r in first:
-        r["level"] = alpha / k_primary
-    for r in rest:
-        r["level"] = alpha / max(1, k_explore)
-    for r in first + rest:
-        r["mde"] = od.detectable(r.get("se", math.nan), alpha=r["level"])
-    for r in first + rest:
-        if r["p_unadjusted"] is not None and "cannot reach" in (r["note"] or ""):
-            r["mde"] = math.inf
-    return sum(member), k_explore
+    for group, k in ((first, k_primary), (rest, k_explore)):
+        for r in group:
+            r["level"] = alpha / max(1, k)
+            r["mde"] = od.detectable(r.get("se", math.nan), alpha=r["level"])
+            if r["p_unadjusted"] is not None and "cannot reach" in (r["note"] or ""):
+                r["mde"] = math.inf
+    return k_primary, k_explore
+
+
+def _adjust_family(
+    rows: list[dict[str, Any]],
+    family: str,
+    method: Callable[..., tuple[list[float | None], list[bool]]],
+    *,
+    alpha: float,
+) -> int:
+    """Adjust one family in place; returns the number of distinct tests inside it."""
+    keys: list[Any] = [r.get("hypothesis") or id(r) for r in rows]
+    order = list(dict.fromkeys(keys))
+    test_p: dict[Any, float | None] = {}
+    test_min: dict[Any, float] = {}
+    for key, r in zip(keys, rows, strict=True):
+        p, pm = r["p_unadjusted"], r["p_min"]
+        if p is not None:
+            q = test_p.get(key)
+            test_p[key] = p if q is None else min(q, p)
+            test_min[key] = min(test_min.get(key, pm), pm)
+        else:
+            test_p.setdefault(key, None)
+            test_min.setdefault(key, pm)
+    adjusted, member = method([test_p[k] for k in order], [test_min[k] for k in order], alpha=alpha)
+    by_key = {k: (p, inside) for k, p, inside in zip(order, adjusted, member, strict=True)}
+    for key, r in zip(keys, rows, strict=True):
+        p, inside = by_key[key]
+        r["family"] = family
+        if r["p_unadjusted"] is None:
+            p = None
+        elif not inside:
+            p = p if p is not None else 1.0
+            why = f"cannot reach significance (smallest possible p {r['p_min']:.3g})"
+            r["note"] = f"{r['note']}; {why}" if r["note"] else why
+        r["p_value"] = p
+        r["significant"] = inside and p is not None and p < alpha
+    return sum(member)
 
 
 def _frame(

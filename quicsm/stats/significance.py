@@ -22,6 +22,7 @@ from scipy import stats as sps
 
 from quicsm.core.numbers import format_p as format_p
 from quicsm.stats.intervals import mean_design_effect
+from quicsm.stats.overdispersion import benjamini_hochberg
 
 #: fewest traces per group for any test.
 MIN_N = 3
@@ -296,9 +297,7 @@ def holm_tarone(
     it, never below ``α``) and whether each test is in the family.
     """
     tested = [i for i, p in enumerate(p_values) if p is not None]
-    k = 1
-    while k < len(tested) and sum(1 for i in tested if p_mins[i] <= alpha / k) > k:
-        k += 1
+    k = tarone_k([p_mins[i] for i in tested], alpha=alpha)
     family = [i for i in tested if p_mins[i] <= alpha / k]
     inside = holm([p_values[i] for i in family])
     out: list[float | None] = [None] * len(p_values)
@@ -311,6 +310,37 @@ def holm_tarone(
             p = p_values[i]
             assert p is not None
             out[i] = max(min(1.0, k * p), min(1.0, alpha))
+    return out, member
+
+
+def tarone_k(p_mins: Sequence[float], *, alpha: float) -> int:
+    """Tarone's ``K``: the smallest number such that at most ``K`` of the tests have a smallest
+    attainable p-value ``<= α/K`` (every test counted, whether it has a p-value or not, is the
+    caller's choice: pass only the tests that were run)."""
+    k = 1
+    while k < len(p_mins) and sum(1 for pm in p_mins if pm <= alpha / k) > k:
+        k += 1
+    return k
+
+
+def bh_tarone(
+    p_values: Sequence[float | None], p_mins: Sequence[float], *, alpha: float
+) -> tuple[list[float | None], list[bool]]:
+    """Benjamini-Hochberg over the tests that could reach significance, chosen by Tarone's rule
+    (Gilbert, JRSS C 2005: the false-discovery rate stays at ``α``). A discrete test whose
+    smallest attainable p-value is above ``α/K`` could be a discovery only at a rank it can
+    never reach among the others; leaving it out keeps it from diluting them. Returns the
+    adjusted p-values (BH inside the family; ``None`` outside it) and whether each test is in
+    the family."""
+    tested = [i for i, p in enumerate(p_values) if p is not None]
+    k = tarone_k([p_mins[i] for i in tested], alpha=alpha)
+    family = [i for i in tested if p_mins[i] <= alpha / k]
+    inside = benjamini_hochberg([p_values[i] for i in family])
+    out: list[float | None] = [None] * len(p_values)
+    member = [False] * len(p_values)
+    for i, p in zip(family, inside, strict=True):
+        out[i] = p
+        member[i] = True
     return out, member
 
 
