@@ -388,3 +388,35 @@ def test_outcomes_are_tested_per_cell_in_the_same_family() -> None:
     assert row["cell"] == "jitter" and row["test"] == "permutation (exact)"
     assert row["change"] == pytest.approx((102.5 - 1002.5) / 1002.5)
     assert row["p_unadjusted"] == pytest.approx(2 / 924)  # 6 vs 6, completely separated
+
+
+def test_time_shares_can_decide_at_five_traces_per_group() -> None:
+    """The primary family's time shares are tested by Welch's t over traces: at 5 vs 5 and the
+    CLI's α = 0.01 a large change of a share is significant after Holm (an exact permutation
+    test could not go below 2/252 there), and the same groups compared with themselves are
+    not."""
+    a = frame(patterned_traces(5, prefix="a", app_ms=30), file="a.sqlog")
+    b = frame(patterned_traces(5, prefix="b", app_ms=400), file="b.sqlog")
+    r = diff(a, b, alpha=0.01)
+    app = r.states.filter(pl.col("state") == "ApplicationLimited").row(0, named=True)
+    assert app["test"] == "welch" and app["family"] == "primary"
+    assert app["significant"] and app["p_value"] < 0.01
+    assert r.primary_significant
+    assert not diff(a, a.clone(), alpha=0.01).primary_significant
+
+
+def test_a_source_with_two_exits_is_one_test() -> None:
+    """Both exits of a two-exit source carry the same p-value, say so, and count once in the
+    exploratory family."""
+    a = generate_transitions(12, seed=3, profile=Profile())
+    b = generate_transitions(12, seed=4, profile=lossy_profile())
+    r = diff(a, b, **FAST)  # type: ignore[arg-type]
+    pairs = r.edges.filter(pl.col("note").str.contains("one test with"))
+    assert pairs.height >= 2
+    for source, rows in pairs.group_by("source"):
+        assert rows.height == 2
+        assert rows["p_value"].n_unique() == 1 and rows["p_unadjusted"].n_unique() == 1
+        targets = set(rows["target"])
+        for note, target in zip(rows["note"], rows["target"], strict=True):
+            (other,) = targets - {target}
+            assert f"one test with {source[0]} → {other}" in note

@@ -218,9 +218,11 @@ def test_version_report_names_the_jitter_change_and_its_mechanism(
     md, html = version_report
     changed = _section(md, "What changed")
     lines = [line for line in changed.splitlines() if line.startswith("- ")]
-    # outcomes lead: the jitter scenario's completion time, with its spurious-loss mechanism
-    assert lines[0].startswith("- completion time in jitter: ")
+    # outcomes lead: the jitter scenario's completion time, decided (10 runs per version in
+    # the corpus's jitter scenario), with its spurious-loss mechanism
+    assert lines[0].startswith("- [PRIMARY] completion time in jitter: ")
     assert "(-96%;" in lines[0]
+    assert "primary, Holm-adjusted p < 0.001, significant" in lines[0]
     assert "why: spurious losses (declared lost, later acknowledged) 0.0 → " in lines[0]
     assert "state changes undoing a spurious loss" in lines[0]
     # the same in the HTML page's first card
@@ -254,3 +256,14 @@ def test_every_share_says_whether_pooled_or_mean_per_trace(version_report: tuple
     assert "share of time pooled over the group's traces" in html
     assert "Mean of per-trace time shares" in html
     assert "(mean of per-trace shares" in html
+
+
+def test_each_strata_evidence_is_shown_once(version_report: tuple[str, str]) -> None:
+    """Changes explained by the same traces and indicators refer to the first one rather than
+    repeating its evidence: no evidence line appears twice in the Why section."""
+    md, _ = version_report
+    why = _section(md, "Why")
+    items = [line for line in why.splitlines() if line.startswith("  - ")]
+    repeated = [line for line in items if items.count(line) > 1 and "the same traces" not in line]
+    assert not repeated, repeated
+    assert "the same traces and indicators as for “completion time in jitter" in why

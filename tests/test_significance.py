@@ -332,3 +332,30 @@ def test_design_effect_is_one_for_independent_counts_and_grows_with_clustering()
     assert res.test == "g-test" and res.note.startswith("design effect")
     naive = sps.chi2.sf(sig.g_statistic(np.vstack([a.sum(0), b.sum(0)])), 1)
     assert naive < 1e-6 < 0.05 < res.p_value  # type: ignore[operator]
+
+
+@given(
+    st.lists(
+        st.tuples(st.floats(0, 1), st.sampled_from([0.0, 0.004, 0.02, 0.1, 1.0])),
+        max_size=15,
+    )
+)
+def test_bh_tarone_is_bh_over_the_tests_that_can_reach_significance(
+    tests: list[tuple[float, float]],
+) -> None:
+    """Gilbert's procedure: Tarone's K chooses the family, Benjamini-Hochberg runs inside it;
+    a test outside can never be significant; with only continuous tests it is plain BH."""
+    ps = [max(p, pm) for p, pm in tests]
+    p_mins = [pm for _, pm in tests]
+    adjusted, member = sig.bh_tarone(ps, p_mins, alpha=0.05)
+    k = sig.tarone_k(p_mins, alpha=0.05)
+    assert sum(member) <= k
+    for p, pm, q, inside in zip(ps, p_mins, adjusted, member, strict=True):
+        assert inside == (pm <= 0.05 / k)
+        assert (q is None) == (not inside)
+        if q is not None:
+            assert q >= p * (1 - 1e-12)
+    family = [p for p, inside in zip(ps, member, strict=True) if inside]
+    assert [q for q in adjusted if q is not None] == sig.benjamini_hochberg(family)
+    if all(pm == 0.0 for pm in p_mins):
+        assert adjusted == sig.benjamini_hochberg(ps)

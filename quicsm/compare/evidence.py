@@ -117,6 +117,9 @@ class Explanation:
     evidence: list[Evidence] = field(default_factory=list)
     kind: str = "outcome"  # or the kind of the finding explained (state, edge, ...)
     cell: str | None = None  # the stratum or scenario compared (None: every trace)
+    #: the change explained earlier by the very same traces and indicators (they are shown
+    #: once, there); None when this explanation's evidence is its own
+    same_as: str | None = None
 
     def headline(self, *, evidence: int = 2) -> str:
         """The change and its strongest evidence in one sentence."""
@@ -370,6 +373,15 @@ def explain(
         cell = _cell_of_largest_change(comp, f.kind, f.subject)
         scope, rows = _evidence(comp, cell)
         out.append(Explanation(f.sentence, scope, True, rows, kind=f.kind, cell=cell))
+    # one stratum's evidence is shown once: a later change explained by the same traces and
+    # the same indicators refers to the first
+    first: dict[tuple[str | None, tuple[str, ...]], str] = {}
+    for e in out:
+        key = (e.cell, tuple(v.sentence for v in e.evidence))
+        if e.evidence and key in first:
+            e.same_as = first[key]
+        else:
+            first.setdefault(key, e.change)
     return out
 
 

@@ -64,6 +64,7 @@ def explanation_dict(e: Explanation) -> dict[str, Any]:
             }
             for v in e.evidence
         ],
+        "same_as": e.same_as,
     }
 
 
@@ -293,15 +294,18 @@ def caveat_lines(d: DiffResult) -> list[str]:
     return lines
 
 
+def why_items(e: Explanation) -> list[str]:
+    """The evidence of one explained change, strongest first (or where it was shown)."""
+    if e.same_as:
+        return [f"the same traces and indicators as for “{e.same_as}” (shown there)"]
+    return [v.sentence for v in e.evidence] or [
+        "no indicator separates the groups' traces (|Cliff's δ| < 0.3)"
+    ]
+
+
 def why_lines(explanations: Sequence[Explanation]) -> list[tuple[str, list[str]]]:
     """Each explained change (with the traces compared) and its evidence, strongest first."""
-    out = []
-    for e in explanations:
-        items = [v.sentence for v in e.evidence] or [
-            "no indicator separates the groups' traces (|Cliff's δ| < 0.3)"
-        ]
-        out.append((f"{e.change} [{e.scope}]", items))
-    return out
+    return [(f"{e.change} [{e.scope}]", why_items(e)) for e in explanations]
 
 
 def _traces(n: int) -> str:

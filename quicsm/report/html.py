@@ -14,7 +14,7 @@ from typing import Any
 
 from quicsm.core.numbers import format_p, pp
 from quicsm.render import charts, dot
-from quicsm.render.diff_format import caveat_lines, what_changed
+from quicsm.render.diff_format import caveat_lines, what_changed, why_items
 from quicsm.render.escape import esc
 from quicsm.report.methods import methods_items
 from quicsm.report.page import byline, heading
@@ -144,9 +144,7 @@ def _summary(view: ComparisonView, *, alpha: float) -> str:
     if view.explanations:
         parts.append("<h4>Why: the events behind each change</h4>")
         for e in view.explanations:
-            items = "".join(f"<li>{esc(v.sentence)}</li>" for v in e.evidence) or (
-                "<li>no indicator separates the groups' traces (|Cliff's δ| &lt; 0.3)</li>"
-            )
+            items = "".join(f"<li>{esc(item)}</li>" for item in why_items(e))
             parts.append(
                 f'<details open><summary>{esc(e.change)} <span class="quiet">[{esc(e.scope)}]'
                 f"</span></summary><ul>{items}</ul></details>"

@@ -272,4 +272,3 @@ def benjamini_hochberg(p_values: Sequence[float | None]) -> list[float | None]:
         running = min(running, min(1.0, m * p / rank))
         out[i] = running
     return out
-
