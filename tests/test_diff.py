@@ -15,6 +15,7 @@ from quicsm.compare.diff import DiffResult, diff
 from quicsm.core.errors import InputError
 from quicsm.core.frames import empty_transitions
 from quicsm.render.diff_format import to_markdown, to_table
+from quicsm.render.findings import finding_sentence, sentences
 from quicsm.stats import significance as sig
 from quicsm.stats.overdispersion import benjamini_hochberg
 from quicsm.testing.synthetic import (
@@ -135,7 +136,7 @@ def test_changed_transition_is_flagged_and_unchanged_ones_are_not() -> None:
     assert not r.edges.filter(pl.col("source").is_in(unchanged))["significant"].any()
     assert not r.dwell["significant"].any()
     # the headline names the changed edge
-    assert any("Recovery → CongestionAvoidance" in f.sentence for f in r.findings())
+    assert any("Recovery → CongestionAvoidance" in text for text in sentences(r))
 
 
 def test_changed_dwell_time_is_flagged_and_unchanged_ones_are_not() -> None:
@@ -189,10 +190,11 @@ def test_states_ranked_by_effect_size_and_sentence_format() -> None:
     assert diffs == sorted(diffs, reverse=True)
     top = r.findings()[0]
     assert top.kind == "state" and top.subject == "ApplicationLimited"
-    assert top.sentence.startswith("ApplicationLimited: ")
+    text = finding_sentence(top, r)
+    assert text.startswith("ApplicationLimited: ")
     assert top.family == "primary"
-    assert "→" in top.sentence
-    assert "of time (primary, Holm-adjusted p < 0.001, n = 8 vs 8)" in top.sentence
+    assert "→" in text
+    assert "of time (primary, Holm-adjusted p < 0.001, n = 8 vs 8)" in text
 
 
 def test_states_only_in_one_group_are_reported() -> None:
@@ -204,7 +206,7 @@ def test_states_only_in_one_group_are_reported() -> None:
     # a state seen in 3 of B's 6 traces and none of A's is a fact, not a finding: it is
     # said in "What changed" only when its test says it is more than chance
     assert not r.states.filter(pl.col("state") == "TailLossProbe")["significant"].item()
-    assert not any("TailLossProbe" in f.sentence for f in r.findings())
+    assert not any("TailLossProbe" in text for text in sentences(r))
 
 
 def test_a_state_only_in_one_group_is_a_finding_when_its_test_passes() -> None:
@@ -216,7 +218,7 @@ def test_a_state_only_in_one_group_is_a_finding_when_its_test_passes() -> None:
     )
     r = diff(a, b, names=("v1", "v2"))
     found = [f for f in r.findings() if f.subject == "TailLossProbe"]
-    assert found and "appears only in v2" in found[0].sentence
+    assert found and "appears only in v2" in finding_sentence(found[0], r)
 
 
 def test_bad_options_are_clean_errors() -> None:
@@ -310,7 +312,7 @@ def test_confounded_mix_without_a_within_stratum_effect_finds_nothing_when_strat
     assert pooled.any_significant
     for seed in (3, 4, 5):
         r = _strata_diff(seed, effect=False, stratified=True)
-        assert not r.any_significant, [f.sentence for f in r.findings()]
+        assert not r.any_significant, sentences(r)
         assert r.strata == {"clean": (6, 18), "lossy": (18, 6)}
 
 

@@ -54,7 +54,6 @@ import polars as pl
 
 from quicsm.core.errors import InputError
 from quicsm.core.frames import normalize_transitions
-from quicsm.core.numbers import change, format_p, ms, pct
 from quicsm.core.states import CANONICAL_STATES
 from quicsm.stats import overdispersion as od
 from quicsm.stats import significance as sig
@@ -90,15 +89,16 @@ FAMILIES = ("outcomes", "states", "sources", "edges", "dwell", "invariants")
 
 @dataclass(frozen=True)
 class Finding:
-    """One plain-sentence result for the summary, with a score in [0, 1] used for ranking."""
+    """One significant result, with a score in [0, 1] used for ranking and the table row it
+    comes from (its words are a view: :func:`quicsm.render.findings.finding_sentence`)."""
 
-    kind: str  # outcome | state | edge | source | dwell | presence | invariant
+    kind: str  # outcome | state | edge | source | dwell | invariant
     subject: str
-    sentence: str
     score: float
     p_value: float | None = None
     #: "primary" (Holm) or "exploratory" (Benjamini-Hochberg)
     family: str = "exploratory"
+    row: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass
@@ -177,7 +177,8 @@ class DiffResult:
         return [s for s, (na, nb) in self.strata.items() if not (na and nb)]
 
     def findings(self) -> list[Finding]:
-        """Significant changes and one-sided states/edges/invariants, ranked, as sentences."""
+        """The significant results, ranked: primary before exploratory, then outcomes, time
+        in state, transitions, dwell and invariants, by effect size within each kind."""
         return _findings(self)
 
 
@@ -1236,145 +1237,33 @@ def outcome_name(metric: str) -> str:
     return _OUTCOME_NAMES.get(metric, metric)
 
 
-def outcome_value(metric: str, x: float) -> str:
-    """An outcome's value in its unit: ``*_ms`` as milliseconds, ``*_mbit`` as Mbit/s."""
-    if metric.endswith("_ms"):
-        return ms(x)
-    if metric.endswith("_mbit"):
-        return "–" if x != x else f"{x:.1f} Mbit/s"
-    return "–" if x != x else f"{x:.4g}"
-
-
 def _findings(d: DiffResult) -> list[Finding]:
-    na, nb = d.names
     out: list[Finding] = []
+
+    def add(kind: str, subject: str, score: float, r: Mapping[str, Any]) -> None:
+        out.append(Finding(kind, subject, score, r["p_value"], r["family"], r))
+
     for r in d.outcomes.filter(pl.col("significant")).iter_rows(named=True):
         cell = "" if r["cell"] in ("", "all") else f" in {r['cell']}"
-        out.append(
-            Finding(
-                "outcome",
-                f"{r['metric']}{cell}",
-                f"{outcome_name(r['metric'])}{cell}: {outcome_value(r['metric'], r['a_mean'])} → "
-                f"{outcome_value(r['metric'], r['b_mean'])} ({change(r['change'])}; "
-                f"{_ADJ[r['family']]} {format_p(r['p_value'])}, n = {r['n_a']} vs {r['n_b']})",
-                min(1.0, abs(r["change"])) if r["change"] == r["change"] else 0.0,
-                r["p_value"],
-                r["family"],
-            )
-        )
+        size = min(1.0, abs(r["change"])) if r["change"] == r["change"] else 0.0
+        add("outcome", f"{r['metric']}{cell}", size, r)
     for r in d.states.filter(pl.col("significant")).iter_rows(named=True):
-        only = (
-            f" (appears only in {nb})"
-            if r["a_fraction"] == 0
-            else f" (appears only in {na})"
-            if r["b_fraction"] == 0
-            else ""
-        )
-        out.append(
-            Finding(
-                "state",
-                r["state"],
-                f"{r['state']}: {pct(r['a_fraction'])} → {pct(r['b_fraction'])} of time{only} "
-                f"({_ADJ[r['family']]} {format_p(r['p_value'])}, n = {r['n_a']} vs {r['n_b']})",
-                abs(r["difference"]),
-                r["p_value"],
-                r["family"],
-            )
-        )
+        add("state", r["state"], abs(r["difference"]), r)
     sig_sources = set()
     for r in d.edges.filter(pl.col("significant")).iter_rows(named=True):
         sig_sources.add(r["source"])
-        out.append(
-            Finding(
-                "edge",
-                f"{r['source']} -> {r['target']}",
-                f"{r['source']} → {r['target']}: {pct(r['a_probability'])} → "
-                f"{pct(r['b_probability'])} of exits from {r['source']} "
-                f"({_ADJ[r['family']]} {format_p(r['p_value'])}, {r['a_count']} vs "
-                f"{r['b_count']} transitions)",
-                abs(r["difference"]),
-                r["p_value"],
-                r["family"],
-            )
-        )
+        add("edge", f"{r['source']} -> {r['target']}", abs(r["difference"]), r)
     for r in d.sources.filter(pl.col("significant")).iter_rows(named=True):
-        if r["source"] in sig_sources:
-            continue
-        out.append(
-            Finding(
-                "source",
-                r["source"],
-                f"exits from {r['source']} are distributed differently "
-                f"({r['test']}, {_ADJ[r['family']]} {format_p(r['p_value'])}, total "
-                f"variation {r['effect']:.2f})",
-                r["effect"],
-                r["p_value"],
-                r["family"],
-            )
-        )
+        if r["source"] not in sig_sources:
+            add("source", r["source"], r["effect"], r)
     for r in d.dwell.filter(pl.col("significant")).iter_rows(named=True):
         x = r["log2_ratio"]
         # 1 - min(ratio, 1/ratio), written so that extreme ratios cannot overflow
-        score = 1.0 - 2.0 ** (-abs(x)) if x == x else 0.0
-        out.append(
-            Finding(
-                "dwell",
-                r["state"],
-                f"{r['state']}: median dwell {ms(r['a_median_ms'])} → {ms(r['b_median_ms'])} "
-                f"({_ADJ[r['family']]} {format_p(r['p_value'])}, n = {r['n_a']} vs "
-                f"{r['n_b']} traces)",
-                score,
-                r["p_value"],
-                r["family"],
-            )
-        )
+        add("dwell", r["state"], 1.0 - 2.0 ** (-abs(x)) if x == x else 0.0, r)
     for r in d.invariants.filter(pl.col("significant")).iter_rows(named=True):
-        if r["holds_in"] == "a":
-            holds, breaks, k, n_hold, n_break = na, nb, r["violations_b"], d.n_a, d.n_b
-        else:
-            holds, breaks, k, n_hold, n_break = nb, na, r["violations_a"], d.n_b, d.n_a
-        out.append(
-            Finding(
-                "invariant",
-                f"{r['a']} {r['kind']} {r['b']}",
-                f"“{r['a']} {r['kind']} {r['b']}” holds in all {n_hold} traces of {holds}, "
-                f"broken in {k} of {n_break} of {breaks} ({_ADJ[r['family']]} "
-                f"{format_p(r['p_value'])})",
-                r["effect"],
-                r["p_value"],
-                r["family"],
-            )
-        )
-    kinds = {
-        "outcome": 0,
-        "state": 1,
-        "edge": 2,
-        "source": 3,
-        "dwell": 4,
-        "presence": 5,
-        "invariant": 6,
-    }
+        add("invariant", f"{r['a']} {r['kind']} {r['b']}", r["effect"], r)
+    kinds = {"outcome": 0, "state": 1, "edge": 2, "source": 3, "dwell": 4, "invariant": 5}
     # primary findings first, then exploratory; within each, outcomes first (what users
     # feel), then time in state (the paper's headline quantity), transitions, dwell and
     # invariants; by effect size within each kind
     return sorted(out, key=lambda f: (f.family != "primary", kinds[f.kind], -f.score, f.subject))
-
-
-def p_status(r: Mapping[str, Any]) -> str:
-    """A row's one p-value as every view quotes it: adjusted within its family and labelled
-    so, whether significant, and when not, what the traces could have shown."""
-    if r["p_value"] is None:
-        return format_p(None, note=r["note"])
-    p = f"{_ADJ[r['family']]} {format_p(r['p_value'])}"
-    if r["significant"]:
-        return f"{p}, significant"
-    if "cannot reach" in (r["note"] or ""):
-        return (
-            f"{p}, not significant: {r['n_a']} vs {r['n_b']} traces cannot give a p-value "
-            f"below {r['p_min']:.3f}"
-        )
-    return f"{p}, not significant"
-
-
-#: how a finding's p-value was adjusted, said beside it
-_ADJ = {"primary": "primary, Holm-adjusted", "exploratory": "exploratory, BH-adjusted"}

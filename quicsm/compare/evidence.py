@@ -23,17 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from quicsm.compare.diff import (
     DiffResult,
+    Finding,
     fractions,
     keyed_transitions,
     outcome_name,
-    outcome_value,
-    p_status,
     split_key,
 )
 from quicsm.compare.grouping import OUTCOMES, Comparison, Group, label_text
@@ -67,66 +67,27 @@ class Evidence:
     #: producer may not log it, so its 0 may mean "not logged" rather than "never happened"
     unlogged: tuple[str, ...] = ()
 
-    @property
-    def short(self) -> str:
-        """``indicator a → b`` in a few words."""
-        if self.unit == "share":
-            return f"{self.indicator} {100 * self.a_mean:.1f}% → {100 * self.b_mean:.1f}%"
-        if self.unit.startswith("outcome:"):
-            metric = self.unit.split(":", 1)[1]
-            a, b = outcome_value(metric, self.a_mean), outcome_value(metric, self.b_mean)
-            return f"{self.indicator} {a} → {b}"
-        logged = f" (none logged in {', '.join(self.unlogged)})" if self.unlogged else ""
-        return f"{self.indicator} {self.a_mean:.1f} → {self.b_mean:.1f} {self.unit}{logged}"
-
-    @property
-    def sentence(self) -> str:
-        if self.unit == "share":
-            values = (
-                f"{100 * self.a_mean:.1f}% → {100 * self.b_mean:.1f}% of time "
-                "(mean of per-trace shares)"
-            )
-        elif self.unit.startswith("outcome:"):
-            metric = self.unit.split(":", 1)[1]
-            values = (
-                f"{outcome_value(metric, self.a_mean)} → {outcome_value(metric, self.b_mean)} "
-                "(mean over traces)"
-            )
-        else:
-            values = (
-                f"{self.a_mean:.1f} → {self.b_mean:.1f} {self.unit} (non-zero in "
-                f"{self.a_traces} of {self.n_a} vs {self.b_traces} of {self.n_b} traces)"
-            )
-        caution = "".join(
-            f"; none logged in any trace of {g} (not logged, or never happened)"
-            for g in self.unlogged
-        )
-        return (
-            f"{self.indicator}: {values}; Cliff's δ {self.delta:+.2f}; "
-            f"e.g. {self.example_b} (B), {self.example_a} (A){caution}"
-        )
-
 
 @dataclass
 class Explanation:
-    """The evidence behind one change."""
+    """The evidence behind one change: a significant finding, or an outcome change (its table
+    row), compared on the traces of one stratum or scenario (its words are a view:
+    :mod:`quicsm.render.findings`)."""
 
-    change: str  # the change in words
-    scope: str  # which traces were compared
     significant: bool
     evidence: list[Evidence] = field(default_factory=list)
     kind: str = "outcome"  # or the kind of the finding explained (state, edge, ...)
     cell: str | None = None  # the stratum or scenario compared (None: every trace)
-    #: the change explained earlier by the very same traces and indicators (they are shown
-    #: once, there); None when this explanation's evidence is its own
-    same_as: str | None = None
-
-    def headline(self, *, evidence: int = 2) -> str:
-        """The change and its strongest evidence in one sentence."""
-        if not self.evidence:
-            return self.change
-        why = "; ".join(e.short for e in self.evidence[:evidence])
-        return f"{self.change} — why: {why} [{self.scope}]"
+    #: traces compared per group, and whether they are the servers' only
+    n_a: int = 0
+    n_b: int = 0
+    servers: bool = False
+    finding: Finding | None = None
+    #: the outcome row explained, when this is an outcome change
+    outcome: dict[str, Any] | None = None
+    #: index (in the list :func:`explain` returns) of the change explained earlier by the
+    #: very same traces and indicators: shown once, there; None when this evidence is its own
+    same_as: int | None = None
 
 
 # -- per-trace indicators ---------------------------------------------------------------------
@@ -283,7 +244,7 @@ def _example(keys: Sequence[tuple[str, str]], values: np.ndarray, *, high: bool)
 
 def _evidence(
     comp: Comparison, cell: str | None, *, outcomes: bool = True
-) -> tuple[str, list[Evidence]]:
+) -> tuple[_Scope, list[Evidence]]:
     ka, kb = _keys(comp.a, cell, comp), _keys(comp.b, cell, comp)
     (ia, none_a), (ib, none_b) = indicators(comp.a, ka), indicators(comp.b, kb)
     rows: list[Evidence] = []
@@ -323,11 +284,14 @@ def _evidence(
             e.indicator,
         )
     )
-    rows = rows[:MAX_EVIDENCE]
-    where = f"{cell}: " if cell is not None else ""
-    servers = " server" if _servers(comp.a) or _servers(comp.b) else ""
-    scope = f"{where}{len(ka)} vs {len(kb)}{servers} traces"
-    return scope, rows
+    return _Scope(len(ka), len(kb), bool(_servers(comp.a) or _servers(comp.b))), rows[:MAX_EVIDENCE]
+
+
+@dataclass(frozen=True)
+class _Scope:
+    n_a: int
+    n_b: int
+    servers: bool
 
 
 def explain(
@@ -337,7 +301,6 @@ def explain(
     changes (by relative change, among cells with at least 3 traces per group) whether
     significant or not — said which."""
     out: list[Explanation] = []
-    done: set[str] = set()
     outcomes = result.outcomes.filter(
         (pl.col("n_a") >= 3) & (pl.col("n_b") >= 3) & pl.col("change").is_not_nan()
     )
@@ -357,31 +320,43 @@ def explain(
         cells_seen.add(r["cell"])
         cell = None if r["cell"] == "all" else r["cell"]
         scope, rows = _evidence(comp, cell, outcomes=False)
-        status = p_status(r)
-        values = (
-            f"{outcome_value(r['metric'], r['a_mean'])} → {outcome_value(r['metric'], r['b_mean'])}"
+        out.append(
+            Explanation(
+                bool(r["significant"]),
+                rows,
+                cell=cell,
+                n_a=scope.n_a,
+                n_b=scope.n_b,
+                servers=scope.servers,
+                outcome=r,
+            )
         )
-        change = (
-            f"{outcome_name(r['metric'])}{'' if cell is None else f' in {cell}'}: {values} "
-            f"({100 * r['change']:+.0f}%; {status} — {r['test']}, n = {r['n_a']} vs {r['n_b']})"
-        )
-        out.append(Explanation(change, scope, bool(r["significant"]), rows, cell=cell))
-        done.add(change)
     for f in result.findings():
-        if f.kind == "outcome" or f.kind == "presence":
+        if f.kind == "outcome":
             continue
         cell = _cell_of_largest_change(comp, f.kind, f.subject)
         scope, rows = _evidence(comp, cell)
-        out.append(Explanation(f.sentence, scope, True, rows, kind=f.kind, cell=cell))
+        out.append(
+            Explanation(
+                True,
+                rows,
+                kind=f.kind,
+                cell=cell,
+                n_a=scope.n_a,
+                n_b=scope.n_b,
+                servers=scope.servers,
+                finding=f,
+            )
+        )
     # one stratum's evidence is shown once: a later change explained by the same traces and
     # the same indicators refers to the first
-    first: dict[tuple[str | None, tuple[str, ...]], str] = {}
-    for e in out:
-        key = (e.cell, tuple(v.sentence for v in e.evidence))
+    first: dict[tuple[str | None, tuple[Evidence, ...]], int] = {}
+    for i, e in enumerate(out):
+        key = (e.cell, tuple(e.evidence))
         if e.evidence and key in first:
             e.same_as = first[key]
         else:
-            first.setdefault(key, e.change)
+            first.setdefault(key, i)
     return out
 
 

@@ -16,9 +16,17 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import polars as pl
 
-from quicsm.compare.diff import outcome_value
 from quicsm.core.numbers import MISSING, change, format_p, ms, pct, pp
 from quicsm.core.version import __version__
+from quicsm.render.findings import (
+    change_text,
+    evidence_sentence,
+    headline,
+    outcome_value,
+    scope_text,
+    sentences,
+    why_items,
+)
 
 if TYPE_CHECKING:
     from quicsm.compare.diff import DiffResult
@@ -42,10 +50,12 @@ def _records(df: pl.DataFrame, columns: list[str]) -> list[dict[str, Any]]:
     ]
 
 
-def explanation_dict(e: Explanation) -> dict[str, Any]:
+def explanation_dict(
+    e: Explanation, d: DiffResult, explanations: Sequence[Explanation] = ()
+) -> dict[str, Any]:
     return {
-        "change": e.change,
-        "scope": e.scope,
+        "change": change_text(e, d),
+        "scope": scope_text(e),
         "significant": e.significant,
         "evidence": [
             {
@@ -60,11 +70,15 @@ def explanation_dict(e: Explanation) -> dict[str, Any]:
                 "example_a": v.example_a,
                 "example_b": v.example_b,
                 "unlogged": list(v.unlogged),
-                "sentence": v.sentence,
+                "sentence": evidence_sentence(v),
             }
             for v in e.evidence
         ],
-        "same_as": e.same_as,
+        "same_as": (
+            change_text(explanations[e.same_as], d)
+            if e.same_as is not None and e.same_as < len(explanations)
+            else None
+        ),
     }
 
 
@@ -88,8 +102,8 @@ def to_dict(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> dict[
         "caveats": list(d.caveats),
         "notes": list(d.notes),
         "any_significant": d.any_significant,
-        "summary": [f.sentence for f in d.findings()],
-        "explanations": [explanation_dict(e) for e in explanations],
+        "summary": sentences(d),
+        "explanations": [explanation_dict(e, d, explanations) for e in explanations],
         "outcomes": _records(d.outcomes, list(d.outcomes.columns)),
         "states": _records(d.states, list(d.states.columns)),
         "sources": _records(d.sources, list(d.sources.columns)),
@@ -248,20 +262,20 @@ def _tables(
 def what_changed(d: DiffResult, explanations: Sequence[Explanation] = ()) -> list[str]:
     """The outcomes that changed most (each with its strongest evidence, and whether it is
     significant), then the significant changes of the state machine."""
-    outcome_lines = {e.change: e for e in explanations if e.kind == "outcome"}
-    covered = any(e.significant for e in outcome_lines.values())
+    outcome_lines = [e for e in explanations if e.kind == "outcome"]
+    covered = any(e.significant for e in outcome_lines)
     lines: list[str] = []
     # significant primary findings first, marked; then the exploratory ones (each sentence
     # says "exploratory, BH-adjusted")
     for family, mark in (("primary", "[PRIMARY] "), ("exploratory", "")):
         if family == "primary":
-            lines += [f"{mark}{e.headline()}" for e in outcome_lines.values() if e.significant]
-        for f in d.findings():
+            lines += [f"{mark}{headline(e, d)}" for e in outcome_lines if e.significant]
+        for f, text in zip(d.findings(), sentences(d), strict=True):
             if f.family != family or (f.kind == "outcome" and covered):
                 continue
-            lines.append(f"{mark}{f.sentence}")
+            lines.append(f"{mark}{text}")
     # the largest outcome changes that are not significant, with their evidence, said so
-    lines += [e.headline() for e in outcome_lines.values() if not e.significant]
+    lines += [headline(e, d) for e in outcome_lines if not e.significant]
     lines.append(verdict_line(d))
     return lines
 
@@ -294,18 +308,12 @@ def caveat_lines(d: DiffResult) -> list[str]:
     return lines
 
 
-def why_items(e: Explanation) -> list[str]:
-    """The evidence of one explained change, strongest first (or where it was shown)."""
-    if e.same_as:
-        return [f"the same traces and indicators as for “{e.same_as}” (shown there)"]
-    return [v.sentence for v in e.evidence] or [
-        "no indicator separates the groups' traces (|Cliff's δ| < 0.3)"
-    ]
-
-
-def why_lines(explanations: Sequence[Explanation]) -> list[tuple[str, list[str]]]:
+def why_lines(d: DiffResult, explanations: Sequence[Explanation]) -> list[tuple[str, list[str]]]:
     """Each explained change (with the traces compared) and its evidence, strongest first."""
-    return [(f"{e.change} [{e.scope}]", why_items(e)) for e in explanations]
+    return [
+        (f"{change_text(e, d)} [{scope_text(e)}]", why_items(e, d, explanations))
+        for e in explanations
+    ]
 
 
 def _traces(n: int) -> str:
@@ -356,7 +364,7 @@ def to_markdown(
     out += [f"- {md_cell(s)}" for s in what_changed(d, explanations)]
     if explanations:
         out += ["", f"{heading}# Why", ""]
-        for change, items in why_lines(explanations):
+        for change, items in why_lines(d, explanations):
             out.append(f"- {md_cell(change)}")
             out += [f"  - {md_cell(i)}" for i in items]
     caveats = caveat_lines(d)
@@ -439,7 +447,10 @@ def table_sections(
     sections.append(("What changed", what_changed(d, explanations)))
     if explanations:
         sections.append(
-            ("Why", [f"{change}: {'; '.join(items)}" for change, items in why_lines(explanations)])
+            (
+                "Why",
+                [f"{change}: {'; '.join(items)}" for change, items in why_lines(d, explanations)],
+            )
         )
     caveats = caveat_lines(d)
     if caveats:
@@ -460,7 +471,7 @@ def to_table(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> str:
         out += _wrapped(s, first="  - ", rest="    ")
     if explanations:
         out += ["", "Why:"]
-        for change, items in why_lines(explanations):
+        for change, items in why_lines(d, explanations):
             out += _wrapped(change, first="  - ", rest="    ")
             for i in items:
                 out += _wrapped(i, first="      · ", rest="        ")

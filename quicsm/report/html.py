@@ -14,8 +14,9 @@ from typing import Any
 
 from quicsm.core.numbers import format_p, pp
 from quicsm.render import charts, dot
-from quicsm.render.diff_format import caveat_lines, what_changed, why_items
+from quicsm.render.diff_format import caveat_lines, what_changed
 from quicsm.render.escape import esc
+from quicsm.render.findings import change_text, scope_text, why_items
 from quicsm.report.methods import methods_items
 from quicsm.report.page import byline, heading
 from quicsm.report.sections import ComparisonView
@@ -144,10 +145,10 @@ def _summary(view: ComparisonView, *, alpha: float) -> str:
     if view.explanations:
         parts.append("<h4>Why: the events behind each change</h4>")
         for e in view.explanations:
-            items = "".join(f"<li>{esc(item)}</li>" for item in why_items(e))
+            items = "".join(f"<li>{esc(item)}</li>" for item in why_items(e, r, view.explanations))
             parts.append(
-                f'<details open><summary>{esc(e.change)} <span class="quiet">[{esc(e.scope)}]'
-                f"</span></summary><ul>{items}</ul></details>"
+                f'<details open><summary>{esc(change_text(e, r))} <span class="quiet">'
+                f"[{esc(scope_text(e))}]</span></summary><ul>{items}</ul></details>"
             )
         parts.append(
             '<p class="quiet">Evidence ranks indicators by Cliff\'s δ = P(B &gt; A) − P(B &lt; A) '
@@ -251,9 +252,7 @@ def _tables(view: ComparisonView) -> str:
     return (
         "<details><summary>Transition tables (ranked by effect size)</summary>"
         "<table><tr><th>source state</th><th>exits in A</th><th>exits in B</th>"
-        "<th>total variation</th><th>test</th><th>p</th></tr>"
-        + "".join(src_rows)
-        + "</table>"
+        "<th>total variation</th><th>test</th><th>p</th></tr>" + "".join(src_rows) + "</table>"
         f"<table><tr><th>transition</th><th>{a}</th><th>{b}</th><th>difference</th>"
         "<th>test</th><th>p (adjusted)</th></tr>" + "".join(rows) + "</table></details>"
     )
