@@ -212,8 +212,10 @@ def test_states_only_in_one_group_are_reported() -> None:
 def test_a_state_only_in_one_group_is_a_finding_when_its_test_passes() -> None:
     a = frame(patterned_traces(12, prefix="a", app_ms=30, tlp=False), file="a.sqlog")
     b = frame(
-        [(n, s + [(e, "TailLossProbe")], e + 30.0) for n, s, e in
-         patterned_traces(12, prefix="b", app_ms=30, tlp=False)],
+        [
+            (n, s + [(e, "TailLossProbe")], e + 30.0)
+            for n, s, e in patterned_traces(12, prefix="b", app_ms=30, tlp=False)
+        ],
         file="b.sqlog",
     )
     r = diff(a, b, names=("v1", "v2"))
@@ -422,3 +424,30 @@ def test_a_source_with_two_exits_is_one_test() -> None:
         for note, target in zip(rows["note"], rows["target"], strict=True):
             (other,) = targets - {target}
             assert f"one test with {source[0]} → {other}" in note
+
+
+def test_within_strata_transitions_are_tested_transition_by_transition() -> None:
+    """Within strata, a transition is tested on every transition of every stratum (each
+    stratum's beta-binomial difference, combined), not on one share per trace: a change of
+    CongestionAvoidance → Recovery inside both strata is found, and the same mix without it
+    is not."""
+    lossy = lossy_profile().with_transition("CongestionAvoidance", "Recovery", 0.5)
+    profiles = {"near": lossy, "far": lossy.with_dwell("Recovery", 200.0)}
+    changed = {
+        k: p.with_transition("CongestionAvoidance", "Recovery", 0.9) for k, p in profiles.items()
+    }
+    for effect in (False, True):
+        a, b, strata = stratified_groups(
+            {"near": 25, "far": 25},
+            {"near": 25, "far": 25},
+            seed=11,
+            profiles=profiles,
+            b_profiles=changed if effect else None,
+        )
+        r = diff(a, b, strata=strata, within=("scenario",), **FAST)  # type: ignore[arg-type]
+        row = r.edges.filter(
+            (pl.col("source") == "CongestionAvoidance") & (pl.col("target") == "Recovery")
+        ).row(0, named=True)
+        assert row["test"] == "beta-binomial (stratified)", row
+        assert ", 2 strata" in row["note"], row
+        assert row["significant"] == effect, row

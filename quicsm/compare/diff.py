@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from scipy import stats as sps
 
 from quicsm.core.errors import InputError
 from quicsm.core.frames import normalize_transitions
@@ -530,7 +531,13 @@ def _transitions(
     ka, ma = _count_matrix(a, edges)
     kb, mb = _count_matrix(b, edges)
     sources = sorted({s for s, _ in edges}, key=_state_order())
-    disp = _Dispersion.make(edges, ma, mb)
+    # within strata, the traces vary around their own stratum's probabilities: the
+    # dispersion is pooled over every (stratum, group) as over the groups without strata
+    parts = [(ma, mb)]
+    if st is not None:
+        la, lb = np.array(st.labels(ka)), np.array(st.labels(kb))
+        parts = [(ma[la == s], mb[lb == s]) for s in sorted(set(la.tolist()) & set(lb.tolist()))]
+    disp = _Dispersion.make(edges, parts)
     src_rows: list[dict[str, Any]] = []
     edge_rows: list[dict[str, Any]] = []
     for source in sources:
@@ -564,6 +571,7 @@ def _transitions(
             this_a, this_b = ma[:, [j]], mb[:, [j]]
             difference = float(qb[k] - qa[k]) if tot_a and tot_b else math.nan
             mde = math.nan
+            er: sig.TestResult | None
             if st is None:
                 er, mde = _edge_test(
                     this_a[:, 0],
@@ -575,7 +583,18 @@ def _transitions(
                     permutations=permutations,
                     seed=seed,
                 )
-            else:  # one number per trace: its share of the source's exits taking this edge
+            else:
+                er, mde = _stratified_edge_test(
+                    this_a[:, 0],
+                    row_a,
+                    la,
+                    this_b[:, 0],
+                    row_b,
+                    lb,
+                    disp.rho(j),
+                    min_n=min_n,
+                )
+            if er is None:  # sparse strata: one number per trace, its share of the exits
                 va, vb = row_a > 0, row_b > 0
                 w = _shift(
                     this_a[va, 0] / row_a[va],
@@ -629,12 +648,15 @@ class _Dispersion:
     own: list[od.Moments]
 
     @classmethod
-    def make(cls, edges: Sequence[tuple[str, str]], ma: np.ndarray, mb: np.ndarray) -> _Dispersion:
+    def make(
+        cls, edges: Sequence[tuple[str, str]], parts: Sequence[tuple[np.ndarray, np.ndarray]]
+    ) -> _Dispersion:
+        """``parts``: (A's, B's) traces x edges counts, of each stratum (or of the groups)."""
         own: list[od.Moments] = []
         for j, (source, _) in enumerate(edges):
             idx = [i for i, (s, _) in enumerate(edges) if s == source]
             total = od.Moments()
-            for m in (ma, mb):
+            for m in (m for pair in parts for m in pair):
                 total = total + od.row_moments(m[:, j], m[:, idx].sum(axis=1))
             own.append(total)
         rows = [m for m in own if m.weight > 0]
@@ -645,6 +667,54 @@ class _Dispersion:
         # never below the pooled value: a transition's own few traces may say it is more
         # heterogeneous than the others, not (noisily) less
         return max(self.pooled, od.shrunk_rho(self.own[j], self.pooled, self.prior))
+
+
+def _stratified_edge_test(
+    ya: np.ndarray,
+    ma: np.ndarray,
+    la: np.ndarray,
+    yb: np.ndarray,
+    mb: np.ndarray,
+    lb: np.ndarray,
+    rho: float,
+    *,
+    min_n: int,
+) -> tuple[sig.TestResult | None, float]:
+    """One transition probability within strata: each stratum's beta-binomial difference,
+    combined with inverse-variance weights (under the null), so every transition of every
+    stratum counts and a trace is compared only with traces of its own stratum. Strata whose
+    counts are too sparse for the normal approximation are left out (and counted in the
+    note); None when every stratum is (the caller then tests one number per trace)."""
+    n_a, n_b = int(np.count_nonzero(ma)), int(np.count_nonzero(mb))
+    note = sig.too_few(n_a, n_b, min_n=min_n)
+    if note:
+        return sig.TestResult("none", None, note=note), math.nan
+    num = den = 0.0
+    used = sparse = 0
+    for s in sorted(set(la.tolist()) & set(lb.tolist())):
+        ia, ib = la == s, lb == s
+        if not (ma[ia] > 0).any() or not (mb[ib] > 0).any():
+            continue  # the source is left in one group only in this stratum: nothing to compare
+        shift = od.proportion_shift(ya[ia], ma[ia], yb[ib], mb[ib], rho)
+        if shift.se_null != shift.se_null:
+            continue  # one outcome in both groups of the stratum: nothing could differ
+        if shift.p_value is None or shift.se_null <= 0:
+            sparse += 1  # too few effective transitions here for the normal approximation
+            continue
+        w = 1.0 / shift.se_null**2
+        num += w * shift.difference
+        den += w
+        used += 1
+    if not used:
+        if sparse:
+            return None, math.nan
+        return sig.TestResult("identical", 1.0, 0.0, "one outcome in both groups", 1.0), math.nan
+    z = num / math.sqrt(den)
+    p = float(2.0 * sps.norm.sf(abs(z)))
+    why = f"ρ {rho:.2f}, {used} strat{'um' if used == 1 else 'a'}" + (
+        f" ({sparse} too sparse, left out)" if sparse else ""
+    )
+    return sig.TestResult("beta-binomial (stratified)", p, z, why), 1.0 / math.sqrt(den)
 
 
 def _edge_test(
