@@ -267,3 +267,30 @@ def test_each_strata_evidence_is_shown_once(version_report: tuple[str, str]) -> 
     repeated = [line for line in items if items.count(line) > 1 and "the same traces" not in line]
     assert not repeated, repeated
     assert "the same traces and indicators as for “completion time in jitter" in why
+
+
+def test_loss_detection_is_broken_down_where_logged(version_report: tuple[str, str]) -> None:
+    """Losses by packet threshold, by time threshold, spurious ones and probe timeouts, per
+    group over every sender trace and in the representative traces' stratum; a kind of event
+    no trace of a group logs says "not logged" rather than 0."""
+    md, html = version_report
+    section = _section(md, "Loss detection")
+    header = next(line for line in section.splitlines() if line.startswith("| per trace"))
+    assert "version=v0.48.2 in jitter (10)" in header and "version=v0.65.0 (40)" in header
+    rows = {
+        line.split(" | ")[0].lstrip("| "): line.strip("| ").split(" | ")[1:]
+        for line in section.splitlines()
+        if line.startswith("| ") and not line.startswith("| per trace")
+    }
+    assert set(rows) == {
+        "packets declared lost",
+        "losses by packet threshold",
+        "losses by time threshold",
+        "spurious losses (declared lost, later acknowledged)",
+        "probe timeouts",
+    }
+    spurious = rows["spurious losses (declared lost, later acknowledged)"]
+    assert spurious[0] == "not logged" and float(spurious[1]) > 0
+    by_packet = [float(x) for x in rows["losses by packet threshold"]]
+    assert by_packet[2] > by_packet[3]  # in jitter, v0.48.2's reordering threshold fires more
+    assert "<h4>Loss detection</h4>" in html and "not logged" in html

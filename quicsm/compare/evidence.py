@@ -38,7 +38,7 @@ from quicsm.compare.diff import (
 )
 from quicsm.compare.grouping import OUTCOMES, Comparison, Group, label_text
 
-__all__ = ["Evidence", "Explanation", "explain", "indicators"]
+__all__ = ["Evidence", "Explanation", "explain", "indicators", "loss_detection"]
 
 #: how many of the largest outcome changes are explained besides the significant findings
 TOP_OUTCOMES = 2
@@ -416,3 +416,50 @@ def _cell_of_largest_change(comp: Comparison, kind: str, subject: str) -> str | 
         if best is None or size > best[0]:
             best = (size, cell)
     return None if best is None else best[1]
+
+
+#: the loss-detection indicators of :func:`loss_detection`, in the order shown
+LOSS_INDICATORS = (
+    "packets declared lost",
+    "losses by packet threshold",
+    "losses by time threshold",
+    "spurious losses (declared lost, later acknowledged)",
+    "probe timeouts",
+)
+
+
+def loss_detection(comp: Comparison, cell: str | None = None) -> pl.DataFrame:
+    """How each group's losses were detected (RFC 9002 §6.1: packet and time threshold; §6.2:
+    probe timeouts) and how many were spurious: the mean per trace over the groups' traces
+    (servers only when there are any; in ``cell`` when given). A group whose traces log no
+    event of a kind has ``logged`` false (a producer may not log it: its mean is then no
+    evidence of zero). Empty when neither group has metrics."""
+    ka, kb = _keys(comp.a, cell, comp), _keys(comp.b, cell, comp)
+    (ia, none_a), (ib, none_b) = indicators(comp.a, ka), indicators(comp.b, kb)
+    rows = []
+    for name in LOSS_INDICATORS:
+        if name not in ia and name not in ib:
+            continue
+        va = ia.get(name, ("", np.zeros(0)))[1]
+        vb = ib.get(name, ("", np.zeros(0)))[1]
+        rows.append(
+            {
+                "indicator": name,
+                "a_mean": float(va.mean()) if va.size else None,
+                "b_mean": float(vb.mean()) if vb.size else None,
+                "a_logged": name in ia and name not in none_a,
+                "b_logged": name in ib and name not in none_b,
+                "n_a": len(ka),
+                "n_b": len(kb),
+            }
+        )
+    schema = {
+        "indicator": pl.String,
+        "a_mean": pl.Float64,
+        "b_mean": pl.Float64,
+        "a_logged": pl.Boolean,
+        "b_logged": pl.Boolean,
+        "n_a": pl.Int64,
+        "n_b": pl.Int64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)

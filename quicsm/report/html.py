@@ -19,7 +19,7 @@ from quicsm.render.escape import esc
 from quicsm.render.findings import change_text, scope_text, why_items
 from quicsm.report.methods import methods_items
 from quicsm.report.page import byline, heading
-from quicsm.report.sections import ComparisonView
+from quicsm.report.sections import ComparisonView, loss_rows
 
 _CSS = """
 :root { --ink:#1d2330; --muted:#5b6475; --rule:#dde2ea; --a:#4e79a7; --b:#f28e2b; }
@@ -153,6 +153,28 @@ def _summary(view: ComparisonView, *, alpha: float) -> str:
         parts.append(
             '<p class="quiet">Evidence ranks indicators by Cliff\'s δ = P(B &gt; A) − P(B &lt; A) '
             "over pairs of traces; it explains, it is not a further test.</p>"
+        )
+    header, rows = loss_rows(view)
+    if rows:
+        parts.append("<h4>Loss detection</h4>")
+        parts.append(
+            "<table><tr>"
+            + "".join(f"<th>{esc(h)}</th>" for h in header)
+            + "</tr>"
+            + "".join(
+                "<tr>"
+                + f"<td>{esc(r[0])}</td>"
+                + "".join(f'<td class="num">{esc(c)}</td>' for c in r[1:])
+                + "</tr>"
+                for r in rows
+            )
+            + "</table>"
+        )
+        parts.append(
+            '<p class="quiet">Packets declared lost by the packet threshold and by the time '
+            "threshold (RFC 9002 §6.1), the losses later acknowledged (spurious), and probe "
+            "timeouts (§6.2), over the groups' sender traces; “not logged”: no trace of the "
+            "group logs that event, so its count says nothing.</p>"
         )
     caveats = caveat_lines(r)
     if caveats:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from quicsm.render.diff_format import md_cell, to_markdown
 from quicsm.report.methods import methods_items
 from quicsm.report.page import byline, heading
-from quicsm.report.sections import ComparisonView
+from quicsm.report.sections import ComparisonView, loss_rows
 
 
 def render_markdown(
@@ -24,6 +24,12 @@ def render_markdown(
         out.append(
             to_markdown(view.result, heading="##", explanations=view.explanations).rstrip("\n")
         )
+        header, rows = loss_rows(view)
+        if rows:
+            out += ["", "### Loss detection", ""]
+            out.append("| " + " | ".join(md_cell(h) for h in header) + " |")
+            out.append("|---" + "|---:" * (len(header) - 1) + "|")
+            out += ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows]
         out += ["", "### Representative traces", ""]
         where = f"both from {md_cell(view.stratum)}, " if view.stratum is not None else ""
         out.append(

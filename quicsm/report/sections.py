@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 
 from quicsm.compare.diff import DiffResult, fractions, keyed_transitions, split_key
-from quicsm.compare.evidence import Explanation
+from quicsm.compare.evidence import Explanation, loss_detection
 from quicsm.compare.grouping import (
     NOT_FACTOR_PREFIXES,
     NOT_FACTORS,
@@ -82,6 +82,10 @@ class ComparisonView:
     stratum: str | None = None
     #: shared axes of the representative traces' charts: (end ms, largest bytes)
     axes: tuple[float, float] | None = None
+    #: how losses were detected, per group (:func:`quicsm.compare.evidence.loss_detection`):
+    #: over every trace, and in the representative traces' stratum when there is one
+    loss: pl.DataFrame | None = None
+    loss_in_stratum: pl.DataFrame | None = None
 
     @property
     def title(self) -> str:
@@ -122,6 +126,8 @@ def build_views(
                 caveats=list(comp.caveats),
                 stratum=stratum,
                 axes=_shared_axes(ga.series, gb.series),
+                loss=loss_detection(comp),
+                loss_in_stratum=None if stratum is None else loss_detection(comp, stratum),
             )
         )
     return views
@@ -481,3 +487,30 @@ def _outcome_tests(
             cell = cell.split("=", 1)[1] if "=" in cell else cell
         out[cell] = r
     return out or None
+
+
+def loss_rows(view: ComparisonView) -> tuple[list[str], list[list[str]]]:
+    """The loss-detection table of a view: header and rows of text (mean per trace, "not
+    logged" where a group's traces log no event of the kind); empty when there is no table."""
+    if view.loss is None or view.loss.height == 0:
+        return [], []
+    a, b = view.result.names
+    parts = [("", view.loss)]
+    if view.loss_in_stratum is not None and view.loss_in_stratum.height:
+        parts.append((f" in {view.stratum}", view.loss_in_stratum))
+    header = ["per trace (mean)"]
+    for where, df in parts:
+        n_a, n_b = (df["n_a"][0], df["n_b"][0]) if df.height else (0, 0)
+        header += [f"{a}{where} ({n_a})", f"{b}{where} ({n_b})"]
+    rows = []
+    for name in view.loss["indicator"].to_list():
+        row = [name]
+        for _, df in parts:
+            hit = df.filter(pl.col("indicator") == name)
+            for g in ("a", "b"):
+                if hit.height == 0 or not hit[f"{g}_logged"][0]:
+                    row.append("not logged")
+                else:
+                    row.append(f"{hit[f'{g}_mean'][0]:.1f}")
+        rows.append(row)
+    return header, rows
