@@ -140,8 +140,8 @@ def test_diff_keeps_its_family_wise_error_on_heterogeneous_traces_at_5_per_group
 
 def test_plan_turns_a_pilot_into_traces_per_group() -> None:
     """From a 5 vs 5 pilot of the benchmark's chain: the changed transition needs fewer traces
-    than a smaller effect would; one-number-per-trace tests are never planned below what
-    their exact test can reach; the plan is sorted primary first."""
+    than a smaller effect would; outcomes are never planned below what their exact test can
+    reach (time shares, Welch's t-tests, below 3 traces); the plan is sorted primary first."""
     import diff_power
 
     from quicsm.compare.diff import diff
@@ -160,4 +160,17 @@ def test_plan_turns_a_pilot_into_traces_per_group() -> None:
     primary = own.filter(pl.col("family") == "primary")["level"][0]
     exact_floor = min(n for n in range(3, 9) if 2 / math.comb(2 * n, n) <= primary)
     states = own.filter(pl.col("kind") == "state")["traces_per_group"].drop_nulls()
-    assert states.min() >= exact_floor
+    assert states.min() >= 3
+    outcomes = plan(r).filter(pl.col("kind") == "outcome")["traces_per_group"].drop_nulls()
+    assert outcomes.is_empty() or outcomes.min() >= exact_floor
+
+
+def test_plan_floor_is_the_exact_tests_for_outcomes_only() -> None:
+    """A huge effect needs few traces: an outcome (exact permutation test) is planned at the
+    smallest n whose 2 / C(2n, n) reaches the level, anything else at 3."""
+    from quicsm.compare.plan import _needed
+
+    level = 0.01 / 8
+    floor = min(n for n in range(3, 9) if 2 / math.comb(2 * n, n) <= level)
+    assert _needed(0.01, 10.0, level, 5, 0.8, per_trace=True) == floor > 3
+    assert _needed(0.01, 10.0, level, 5, 0.8, per_trace=False) == 3
