@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,9 +16,11 @@ from quicsm.cli.engine_options import engine_choice, engine_options
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
 from quicsm.cli.report_warnings import caution as report_caution
 from quicsm.cli.report_warnings import note as report_note
-from quicsm.compare.grouping import Comparison
 from quicsm.core.atomic import checked_target, write_file
 from quicsm.core.errors import InputError
+
+if TYPE_CHECKING:  # imported when the command runs, not for --help
+    from quicsm.compare.grouping import Comparison
 
 
 def _generated_at() -> str:
