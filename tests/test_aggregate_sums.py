@@ -1,6 +1,6 @@
 """The engine's aggregate computes with numpy what a frame-level group-by or a transitions
-frame would give: the value counts of dwell times (one stable sort) and the visits of the
-distinct sequences that node times are replayed on."""
+frame would give (the value counts of dwell times, by one stable sort; the visits of the
+distinct sequences that node times are replayed on), and merges parts without changing them."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal, assert_series_equal
 
 from quicsm.core.states import CANONICAL_STATES, STATE_DTYPE
-from quicsm.engine.aggregate import DWELL_COUNTS_SCHEMA, _value_counts
+from quicsm.engine.aggregate import DWELL_COUNTS_SCHEMA, Aggregate, _value_counts, merge_all
 from quicsm.stats.descriptive import Visits
+from quicsm.testing.synthetic import generate_transitions
 
 pairs = st.lists(
     st.tuples(
@@ -69,3 +70,29 @@ def test_visits_of_sequences_are_those_of_their_frame(sequences: list[list[int]]
     got = Visits.of_sequences(codes, lengths)
     assert_frame_equal(got.frame, expected.frame)
     assert_series_equal(got.traces, expected.traces, check_names=False)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(1, 59), max_size=5))
+def test_merging_leaves_the_parts_as_they_were(seed: int, cuts: list[int]) -> None:
+    """The merger shares a part's distinct sequences until a later part adds to them (one
+    part is not copied at all); the parts themselves never change."""
+    df = generate_transitions(60, seed=seed)
+    traces = df.get_column("trace").unique(maintain_order=True).to_list()
+    bounds = [0, *sorted(set(cuts)), len(traces)]
+    parts = [
+        Aggregate.of(df.filter(pl.col("trace").is_in(traces[lo:hi])))
+        for lo, hi in zip(bounds, bounds[1:], strict=False)
+    ]
+
+    def snapshot(a: Aggregate) -> dict[bytes, tuple[int, list[float]]]:
+        return {k: (s.weight, s.dwell_ms.tolist()) for k, s in a.sequences.items()}
+
+    before = [snapshot(p) for p in parts]
+    merged = merge_all(parts)
+    assert [snapshot(p) for p in parts] == before
+    one_by_one = Aggregate()
+    for p in parts:
+        one_by_one = one_by_one.merge(p)
+    assert snapshot(merged) == snapshot(one_by_one)
+    assert snapshot(merge_all([merged, Aggregate.of(df.head(0))])) == snapshot(merged)

@@ -242,7 +242,7 @@ class Aggregate:
         if not keys:
             return EventLog.from_codes((), [], [])
         flat = np.frombuffer(b"".join(keys), dtype=np.uint8)
-        lengths = np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(keys))
+        lengths = np.array(list(map(len, keys)), dtype=np.int64)
         weights = np.fromiter(
             (self.sequences[k].weight for k in keys), dtype=np.int64, count=len(keys)
         )
@@ -254,7 +254,7 @@ class Aggregate:
         keys = sorted(self.sequences)
         if not keys:
             return None
-        lengths = np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(keys))
+        lengths = np.array(list(map(len, keys)), dtype=np.int64)
         codes = np.frombuffer(b"".join(keys), dtype=np.uint8)
         node = replay(Visits.of_sequences(codes, lengths), nodes, edges)
         if node is None:
@@ -296,19 +296,28 @@ class Merger:
     def __init__(self) -> None:
         self._out = Aggregate()
         self._sequences: dict[bytes, DistinctTrace] = {}
+        #: sequences whose entry is the merger's own (the others are a part's, shared until
+        #: they must change: a part is never changed, and one part is not copied at all)
+        self._own: set[bytes] = set()
         self._counts: list[pl.DataFrame] = []
 
     def add(self, part: Aggregate) -> None:
         out = self._out
         for name in _SUMMED:
             setattr(out, name, getattr(out, name) + getattr(part, name))
+        own = self._own
         for key, seq in part.sequences.items():
             mine = self._sequences.get(key)
             if mine is None:
-                self._sequences[key] = DistinctTrace(seq.weight, seq.dwell_ms.copy())
-            else:
+                self._sequences[key] = seq
+            elif key in own:
                 mine.weight += seq.weight
                 mine.dwell_ms += seq.dwell_ms
+            else:
+                self._sequences[key] = DistinctTrace(
+                    mine.weight + seq.weight, mine.dwell_ms + seq.dwell_ms
+                )
+                own.add(key)
         self._counts.append(part.dwell_counts)
         if len(self._counts) >= 64:  # keep the pending value counts small
             self._counts = [_grouped(self._counts)]
