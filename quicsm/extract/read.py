@@ -897,7 +897,7 @@ def read_metrics(
     Transition tables (CSV/Parquet) have no metrics and add no rows. Events are kept as columns
     of numbers while a file is read, not as Python objects, and every
     :data:`METRIC_BLOCK` events of a trace become a compact part of the frame returned: the
-    peak follows the rows returned (about 90 bytes each), plus a block.
+    peak follows the rows returned (about 95 bytes each), plus a block.
     """
     lenient = _check_on_error(on_error)
     diag = diagnostics if diagnostics is not None else Diagnostics()
