@@ -127,6 +127,42 @@ def test_report_cli_refuses_a_symbolic_link_at_its_output(tmp_path: Path) -> Non
     assert victim.read_text() == "precious"
 
 
+@pytest.mark.parametrize(
+    ("command", "name", "written"),
+    [
+        (["report", str(FIXTURE), "--vs", str(FIXTURE)], "report.md", "# "),
+        (
+            ["diff", str(FIXTURE), "--vs", str(FIXTURE), "--format", "md"],
+            "diff.md",
+            "## quicsm diff",
+        ),
+        (["plot", f"{FIXTURE}#0"], "plot.html", "<!DOCTYPE html>"),
+    ],
+    ids=["report", "diff", "plot"],
+)
+def test_follow_symlinks_writes_the_file_a_link_at_the_output_names(
+    tmp_path: Path, command: list[str], name: str, written: str
+) -> None:
+    """Every command writing one file (-o FILE) refuses a link there before any work, and with
+    --follow-symlinks replaces the file the link points to (the link stays a link)."""
+    victim = tmp_path / "elsewhere" / "target.txt"
+    victim.parent.mkdir()
+    victim.write_text("precious")
+    victim.chmod(0o640)
+    link = tmp_path / name
+    link.symlink_to(victim)
+    refused = CliRunner().invoke(main, [*command, "-o", str(link)])
+    assert refused.exit_code == 1, refused.output
+    assert f"{link}: is a symbolic link" in refused.stderr and "Traceback" not in refused.output
+    assert victim.read_text() == "precious"
+    followed = CliRunner().invoke(main, [*command, "-o", str(link), "--follow-symlinks"])
+    assert followed.exit_code == 0, followed.output
+    assert link.is_symlink() and link.resolve() == victim.resolve()
+    assert victim.read_text().lstrip().startswith(written), victim.read_text()[:200]
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o640  # the replaced file's permissions
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["target.txt"]  # no leftovers
+
+
 def _killed_while_writing(directory: Path, name: str) -> None:
     """A child process that starts writing ``name`` into ``directory`` and is killed (SIGKILL)
     before it finishes: what it leaves behind is what a killed run leaves."""

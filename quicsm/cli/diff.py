@@ -11,11 +11,12 @@ import click
 
 from quicsm.cli.engine_options import engine_choice, engine_options
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
+from quicsm.cli.output_options import follow_symlinks_option
 from quicsm.cli.progress import reading
 from quicsm.cli.report_warnings import caution as report_caution
 from quicsm.cli.report_warnings import note as report_note
 from quicsm.cli.report_warnings import terminal_safe
-from quicsm.core.atomic import write_file
+from quicsm.core.atomic import checked_target, write_file
 from quicsm.core.errors import InputError
 
 #: exit status of ``--fail-on-significant`` when something differs significantly
@@ -42,6 +43,7 @@ EXIT_SIGNIFICANT = 3
     help="Write the full output (every row, in the chosen format) to this file; a terminal "
     "still gets the summary view.",
 )
+@follow_symlinks_option
 @click.option(
     "--fail-on-significant",
     is_flag=True,
@@ -78,6 +80,7 @@ def diff_command(
     fmt: str,
     seed: int,
     output: Path | None,
+    follow_symlinks: bool,
     fail_on_significant: bool,
     plan_mode: bool,
     effect: float | None,
@@ -102,6 +105,8 @@ def diff_command(
     from quicsm.compare.run import run_comparison
     from quicsm.render.diff_format import to_dict, to_json, to_markdown, to_table
 
+    if output is not None:
+        checked_target(output, follow_symlinks=follow_symlinks)  # refused before any work
     with reading("reading traces") as stage:
         comps = comparisons(
             paths=paths,
@@ -133,7 +138,7 @@ def diff_command(
     if effect is not None and not plan_mode:
         raise InputError("--effect only applies with --plan")
     if plan_mode:
-        _print_plan(done, fmt=fmt, effect=effect, output=output)
+        _print_plan(done, fmt=fmt, effect=effect, output=output, follow_symlinks=follow_symlinks)
         return
     if fmt == "json":
         import orjson
@@ -147,7 +152,7 @@ def diff_command(
         view = to_markdown if fmt == "md" else to_table
         text = "\n".join(view(c.result, explanations=c.explanations) for c in done)
     if output is not None:
-        write_file(output, text)
+        write_file(output, text, follow_symlinks=follow_symlinks)
         click.echo(f"wrote {output}", err=True)
     if fmt == "table" and sys.stdout.isatty():
         from rich.console import Console
@@ -171,7 +176,12 @@ def diff_command(
 
 
 def _print_plan(
-    done: Sequence[Any], *, fmt: str, effect: float | None, output: Path | None
+    done: Sequence[Any],
+    *,
+    fmt: str,
+    effect: float | None,
+    output: Path | None,
+    follow_symlinks: bool = False,
 ) -> None:
     from quicsm.compare.plan import plan
     from quicsm.render.diff_format import plan_text
@@ -192,7 +202,7 @@ def _print_plan(
             plan_text(c.result, t, effect=effect) for c, t in zip(done, tables, strict=True)
         )
     if output is not None:
-        write_file(output, text)
+        write_file(output, text, follow_symlinks=follow_symlinks)
         click.echo(f"wrote {output}", err=True)
         return
     click.echo(terminal_safe(text) if fmt != "json" else text, nl=False)

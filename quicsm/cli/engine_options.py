@@ -6,15 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import polars as pl
 
 from quicsm.cli.report_warnings import print_warnings
-from quicsm.compare.load import Reader
-from quicsm.core.diagnostics import Diagnostics
-from quicsm.engine.run import ENGINES
+from quicsm.core.choices import ENGINES
+
+if TYPE_CHECKING:  # imported when a command runs, not for --help
+    import polars as pl
+
+    from quicsm.compare.load import Reader
+    from quicsm.core.diagnostics import Diagnostics
 
 
 @dataclass(frozen=True)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from quicsm.cli.states_option import states_option
 from quicsm.cli.trace_options import WHERE_HELP
-from quicsm.compare.grouping import Comparison, OnError, parse_where
-from quicsm.compare.load import Reader, compare_by_label, compare_paths
 from quicsm.core.errors import InputError
+
+if TYPE_CHECKING:  # imported when a command runs, not for --help
+    from quicsm.compare.grouping import Comparison, OnError
+    from quicsm.compare.load import Reader
 
 
 class GroupCommand(click.Command):
@@ -134,6 +136,9 @@ def comparisons(
 ) -> list[Comparison]:
     """Turn the group options into comparisons (one, or several with ``--by``); ``reader``
     reads the files (an engine's, see :mod:`quicsm.cli.engine_options`)."""
+    from quicsm.compare.grouping import parse_where
+    from quicsm.compare.load import compare_by_label, compare_paths
+
     conditions = parse_where(where)
     on_error: OnError = "skip" if lenient else "raise"
     if vs_paths and by_label:

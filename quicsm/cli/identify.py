@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import sys
 import warnings
+from typing import TYPE_CHECKING
 
 import click
-import orjson
-import polars as pl
 
 from quicsm.cli.report_warnings import print_warnings
-from quicsm.controllers.api import identify
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
+
+if TYPE_CHECKING:  # imported when the command runs, not for --help
+    import polars as pl
 
 #: the columns of the table view (the JSON and CSV views carry every column)
 TABLE_COLUMNS = ("trace", "vantage", "family", "confidence", "declared", "evidence")
@@ -63,6 +64,11 @@ def identify_command(paths: tuple[str, ...], fmt: str, vantage: str, lenient: bo
     PATHS are qlog files (any draft or serialization, optionally compressed), directories
     (searched recursively) and glob patterns. Accuracy: docs/identify.md.
     """
+    import orjson
+    import polars as pl
+
+    from quicsm.controllers.api import identify
+
     diagnostics = Diagnostics()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", QuicsmWarning)

@@ -14,19 +14,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-import polars as pl
 
 from quicsm.cli.engine_options import EngineChoice, engine_choice, engine_options
 from quicsm.cli.report_warnings import note as report_note
 from quicsm.cli.report_warnings import print_warnings, set_quiet, warn
 from quicsm.cli.states_option import states_option
 from quicsm.cli.trace_options import where_option
+from quicsm.core.choices import ALGORITHMS, RENDER_FORMATS
 from quicsm.core.errors import InputError
-from quicsm.model.inference import ALGORITHMS
-from quicsm.render.dot import RENDER_FORMATS
-from quicsm.render.outputs import state_table, write_outputs
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the rest is imported when the command runs, not for --help
+    import polars as pl
     from rich.console import Console
     from rich.progress import Progress, TaskID
 
@@ -111,6 +109,7 @@ def infer_command(
 
     from quicsm.cli.trace_options import selection
     from quicsm.engine import infer_aggregate
+    from quicsm.render.outputs import write_outputs
 
     set_quiet(quiet)
     choice = engine_choice(
@@ -146,6 +145,7 @@ def _print_summary(model: Model, written: list[Path], *, console: Console) -> No
     from rich.table import Table
 
     from quicsm.core.numbers import ms, pct
+    from quicsm.render.outputs import state_table
 
     s = model.stats
     console.print(

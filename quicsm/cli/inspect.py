@@ -10,7 +10,6 @@ import click
 from quicsm.cli.progress import reading
 from quicsm.cli.report_warnings import terminal_safe
 from quicsm.core.errors import InputError
-from quicsm.qlog.inspect import inspect_file
 from quicsm.qlog.paths import expand_paths
 
 #: exit code when the file was read but has problems
@@ -27,6 +26,8 @@ def inspect(path: str) -> None:
 
     Exits with 0 when the file has no problem, 1 on an error, and 2 when problems were found,
     so it can be used as a validator."""
+    from quicsm.qlog.inspect import inspect_file
+
     files = expand_paths([path])
     if len(files) != 1:
         raise InputError(f"{path!r} names {len(files)} files; inspect takes one file")

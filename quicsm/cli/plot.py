@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from quicsm.cli.output_options import follow_symlinks_option
 from quicsm.cli.progress import reading
 from quicsm.cli.report_warnings import print_warnings
 from quicsm.cli.trace_options import lenient_option, selection, where_option
@@ -28,6 +29,7 @@ MAX_CONNECTIONS = 12
     show_default=True,
     help="File to write.",
 )
+@follow_symlinks_option
 @click.option(
     "--format",
     "fmt",
@@ -48,6 +50,7 @@ def plot_command(
     paths: tuple[str, ...],
     where: tuple[str, ...],
     output: Path,
+    follow_symlinks: bool,
     fmt: str | None,
     scale: float,
     lenient: bool,
@@ -67,7 +70,7 @@ def plot_command(
     quicsm plot traces/aioquic-1.7.2.qlog --where scenario=loss1 --where run=1 \\
         --where vantage=server -o loss.svg
     """
-    checked_target(output)  # refused before any work: a symbolic link or a directory
+    checked_target(output, follow_symlinks=follow_symlinks)  # refused before any work
     from quicsm.core.diagnostics import Diagnostics
     from quicsm.extract.read import read_metrics, read_transitions
     from quicsm.render import charts
@@ -108,7 +111,7 @@ def plot_command(
             else:
                 data = charts.to_png(spec, scale=scale)
     print_warnings(diagnostics)
-    write_file(output, data, what="the plot")
+    write_file(output, data, what="the plot", follow_symlinks=follow_symlinks)
     click.echo(f"wrote {output} ({', '.join(traces)})", err=True)
 
 

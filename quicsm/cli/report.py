@@ -8,16 +8,20 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from quicsm.cli.engine_options import engine_choice, engine_options
 from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
+from quicsm.cli.output_options import follow_symlinks_option
 from quicsm.cli.report_warnings import caution as report_caution
 from quicsm.cli.report_warnings import note as report_note
-from quicsm.compare.grouping import Comparison
 from quicsm.core.atomic import checked_target, write_file
 from quicsm.core.errors import InputError
+
+if TYPE_CHECKING:  # imported when the command runs, not for --help
+    from quicsm.compare.grouping import Comparison
 
 
 def _generated_at() -> str:
@@ -61,6 +65,7 @@ def _metric(text: str | None) -> str | None:
     required=True,
     help="File to write.",
 )
+@follow_symlinks_option
 @click.option(
     "--format",
     "fmt",
@@ -92,6 +97,7 @@ def report_command(
     lenient: bool,
     states: str,
     output: Path,
+    follow_symlinks: bool,
     fmt: str | None,
     alpha: float,
     primary: Sequence[str],
@@ -116,7 +122,7 @@ def report_command(
     """
     from quicsm.cli.progress import reading
 
-    checked_target(output)  # refused before any work: a symbolic link or a directory
+    checked_target(output, follow_symlinks=follow_symlinks)  # refused before any work
     with reading("reading traces") as stage:
         comps = comparisons(
             paths=paths,
@@ -147,7 +153,7 @@ def report_command(
             report_caution(caveat)
         for note in comp.notes:
             report_note(note)
-    write_file(output, text, what="the report")
+    write_file(output, text, what="the report", follow_symlinks=follow_symlinks)
     click.echo(f"wrote {output}", err=True)
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import polars as pl
 
 from quicsm.cli.engine_options import engine_choice, engine_options
 from quicsm.cli.progress import reading
@@ -15,6 +15,9 @@ from quicsm.cli.report_warnings import print_warnings, terminal_safe
 from quicsm.cli.states_option import states_option
 from quicsm.cli.trace_options import selection, where_option
 from quicsm.core.diagnostics import QuicsmWarning
+
+if TYPE_CHECKING:  # imported when the command runs, not for --help
+    import polars as pl
 
 #: columns left out, in this order, until the table fits the terminal: the file (the trace id
 #: names it), the trace's end (the same on each of its rows), then the detail of each row
@@ -129,6 +132,8 @@ def states(
         assert corpus.transitions is not None
         frame = chosen.keep(corpus.transitions)
     print_warnings(corpus.diagnostics)
+    import polars as pl
+
     frame = frame.with_columns(pl.col(pl.Enum).cast(pl.String))
     if fmt == "csv":
         sys.stdout.write(frame.write_csv())

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from quicsm.extract.derive import HYBRID, STATE_MODES
+from quicsm.core.choices import HYBRID, STATE_MODES
 
 
 def states_option(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from quicsm.compare.selection import Selection
+if TYPE_CHECKING:  # imported when a command runs, not for --help
+    from quicsm.compare.selection import Selection
 
 WHERE_HELP = (
     "Keep only traces whose label KEY equals VALUE; V1,V2 or a repeated KEY means one of "

@@ -29,7 +29,7 @@ from typing import Final
 import numpy as np
 import polars as pl
 
-from quicsm.core.states import CANONICAL_STATES, STATE_DTYPE
+from quicsm.core.states import CANONICAL_STATES
 from quicsm.model.replay import NODE_TIMES_SCHEMA, replay
 from quicsm.model.synoptic import EventLog
 from quicsm.stats.descriptive import (
@@ -108,13 +108,6 @@ class Aggregate:
         last = f.get_column("last").to_numpy()
         c = v.chain()
         share = np.divide(dwell, total, out=np.zeros_like(dwell), where=total > 0)
-        counts = (
-            pl.DataFrame({"code": code, "dwell_ms": dwell})
-            .group_by("code", "dwell_ms")
-            .agg(pl.len().cast(pl.Int64).alias("count"))
-            .sort("code", "dwell_ms")
-            .cast(DWELL_COUNTS_SCHEMA)  # type: ignore[arg-type]
-        )
         return cls(
             traces=v.n_traces,
             visits=v.n_visits,
@@ -132,7 +125,7 @@ class Aggregate:
             source_n=c.n.astype(np.float64),
             source_snn=c.snn.astype(np.float64),
             source_m=c.m.astype(np.float64),
-            dwell_counts=counts,
+            dwell_counts=_value_counts(code, dwell),
             sequences=_sequences(tid, code, dwell, first),
         )
 
@@ -249,7 +242,7 @@ class Aggregate:
         if not keys:
             return EventLog.from_codes((), [], [])
         flat = np.frombuffer(b"".join(keys), dtype=np.uint8)
-        lengths = np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(keys))
+        lengths = np.array(list(map(len, keys)), dtype=np.int64)
         weights = np.fromiter(
             (self.sequences[k].weight for k in keys), dtype=np.int64, count=len(keys)
         )
@@ -261,22 +254,9 @@ class Aggregate:
         keys = sorted(self.sequences)
         if not keys:
             return None
-        lengths = np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(keys))
-        trace = np.repeat(np.arange(len(keys), dtype=np.int64), lengths)
-        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
-        position = (np.arange(len(trace), dtype=np.int64) - starts).astype(np.float64)
+        lengths = np.array(list(map(len, keys)), dtype=np.int64)
         codes = np.frombuffer(b"".join(keys), dtype=np.uint8)
-        names = np.asarray(CANONICAL_STATES)[codes]  # fixed-width text: no object per row
-        frame = pl.DataFrame(
-            {
-                # zero-padded, so the text order is the number order
-                "trace": pl.Series(trace).cast(pl.String).str.zfill(12),
-                "time_ms": position,
-                "state": pl.Series(names).cast(STATE_DTYPE),
-                "end_ms": np.repeat(lengths - 1, lengths).astype(np.float64),
-            }
-        )
-        node = replay(Visits(frame), nodes, edges)
+        node = replay(Visits.of_sequences(codes, lengths), nodes, edges)
         if node is None:
             return None
         weight = np.repeat(
@@ -316,26 +296,37 @@ class Merger:
     def __init__(self) -> None:
         self._out = Aggregate()
         self._sequences: dict[bytes, DistinctTrace] = {}
+        #: sequences whose entry is the merger's own (the others are a part's, shared until
+        #: they must change: a part is never changed, and one part is not copied at all)
+        self._own: set[bytes] = set()
         self._counts: list[pl.DataFrame] = []
 
     def add(self, part: Aggregate) -> None:
         out = self._out
         for name in _SUMMED:
             setattr(out, name, getattr(out, name) + getattr(part, name))
+        own = self._own
         for key, seq in part.sequences.items():
             mine = self._sequences.get(key)
             if mine is None:
-                self._sequences[key] = DistinctTrace(seq.weight, seq.dwell_ms.copy())
-            else:
+                self._sequences[key] = seq
+            elif key in own:
                 mine.weight += seq.weight
                 mine.dwell_ms += seq.dwell_ms
+            else:
+                self._sequences[key] = DistinctTrace(
+                    mine.weight + seq.weight, mine.dwell_ms + seq.dwell_ms
+                )
+                own.add(key)
         self._counts.append(part.dwell_counts)
         if len(self._counts) >= 64:  # keep the pending value counts small
             self._counts = [_grouped(self._counts)]
 
     def result(self) -> Aggregate:
         self._out.sequences = self._sequences
-        if self._counts:
+        if len(self._counts) == 1:  # one part's value counts are grouped and sorted already
+            self._out.dwell_counts = self._counts[0]
+        elif self._counts:
             self._out.dwell_counts = _grouped(self._counts)
         return self._out
 
@@ -348,6 +339,25 @@ def _grouped(counts: list[pl.DataFrame]) -> pl.DataFrame:
         .sort("code", "dwell_ms")
         .cast(DWELL_COUNTS_SCHEMA)  # type: ignore[arg-type]
     )
+
+
+def _value_counts(code: np.ndarray, dwell: np.ndarray) -> pl.DataFrame:
+    """How often each (state code, dwell time) occurs, sorted by code, then dwell: what a
+    group-by and sort of the pairs gives (equal times grouped, -0.0 with 0.0, the first one's
+    value kept), by one stable sort instead of a hash group-by."""
+    order = np.lexsort((dwell, code))  # stable: equal pairs keep their order
+    code, dwell = code[order], dwell[order]
+    n = len(code)
+    new = np.ones(n, dtype=bool)
+    new[1:] = (code[1:] != code[:-1]) | (dwell[1:] != dwell[:-1])
+    starts = np.flatnonzero(new)
+    return pl.DataFrame(
+        {
+            "code": code[starts],
+            "dwell_ms": dwell[starts],
+            "count": np.diff(np.append(starts, n)).astype(np.int64),
+        }
+    ).cast(DWELL_COUNTS_SCHEMA)  # type: ignore[arg-type]
 
 
 def merge_all(parts: Iterable[Aggregate]) -> Aggregate:

@@ -17,6 +17,7 @@ from typing import Final
 
 import polars as pl
 
+from quicsm.core.choices import ENGINES as ENGINES  # valid values of ``engine``
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import InputError
 from quicsm.engine.aggregate import Aggregate, Merger
@@ -26,9 +27,6 @@ from quicsm.engine.plan import BATCH_BYTES, BATCH_FILES, plan_batches
 from quicsm.engine.task import Select, TaskResult, TaskSpec, merge_diagnostics
 from quicsm.extract.read import TRACES_SCHEMA
 from quicsm.qlog.paths import PathLike, expand_paths
-
-#: valid values of ``engine``
-ENGINES: Final[tuple[str, ...]] = ("local", "processes", "dask")
 
 #: ``local`` starts worker processes only for inputs of at least this many bytes ...
 POOL_MIN_BYTES: Final[int] = 64 << 20

@@ -151,7 +151,9 @@ def run_task(spec: TaskSpec) -> TaskResult:
         .sort("_pos", maintain_order=True)
         .drop("_pos")
     )
-    all_transitions = pl.concat(transitions).sort("trace", maintain_order=True)
+    all_transitions = pl.concat(transitions)
+    if not all_transitions.get_column("trace").is_sorted():  # one batch read is sorted already
+        all_transitions = all_transitions.sort("trace", maintain_order=True)
     if spec.select is not None:
         kept = spec.select(all_traces).select("file", "trace")
         all_traces = all_traces.join(kept, on=["file", "trace"], how="semi", maintain_order="left")

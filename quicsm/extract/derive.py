@@ -20,17 +20,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
+from quicsm.core.choices import DERIVED as DERIVED
+from quicsm.core.choices import EXPLICIT as EXPLICIT
+from quicsm.core.choices import HYBRID as HYBRID
+from quicsm.core.choices import STATE_MODES as STATE_MODES
 from quicsm.core.errors import InputError
 from quicsm.core.states import PAPER_STATES
 from quicsm.extract.deriver import CompactRows, DerivedState, Deriver
 from quicsm.extract.profiles import Profile
 from quicsm.extract.rules import INIT, Thresholds
 from quicsm.qlog.events import MetricEvent
-
-EXPLICIT = "explicit"
-DERIVED = "derived"
-HYBRID = "hybrid"
-STATE_MODES: Final[tuple[str, ...]] = (HYBRID, EXPLICIT, DERIVED)
 
 #: states no stock stack logs: a trace that logs one of them is instrumented and logs all eight
 INSTRUMENTED_ONLY: Final[frozenset[str]] = frozenset(

@@ -692,13 +692,42 @@ _EVENT_NAMES = ("metrics", "packet_lost", "pto", "spurious_loss")
 _EVENT_CODES = {name: i for i, name in enumerate(_EVENT_NAMES)}
 
 
+#: events a trace's columns take before they become a compact frame part (:class:`_MetricColumns`)
+METRIC_BLOCK = 1 << 16
+
+
 class _MetricColumns:
     """One trace's metric, loss and timer events as columns of numbers, filled as they are
-    decoded (about 70 bytes per event instead of a Python object per event and value)."""
+    decoded (about 70 bytes per event instead of a Python object per event and value), and
+    every :data:`METRIC_BLOCK` events turned into a compact frame part (absent values as
+    nulls that take no memory, the event names shared), so a long trace is held about as
+    compactly as the frame :func:`read_metrics` returns, not once as numbers and once as a
+    frame."""
 
-    __slots__ = ("events", "present", "pto", "times", "trigger_codes", "triggers", "values")
+    __slots__ = (
+        "events",
+        "last",
+        "ordered",
+        "parts",
+        "present",
+        "pto",
+        "times",
+        "trigger_codes",
+        "triggers",
+        "values",
+    )
 
     def __init__(self) -> None:
+        #: the finished blocks: raw time ``_t``, ``event``, the metric columns (not carried
+        #: forward yet), the sample and ``trigger``
+        self.parts: list[pl.DataFrame] = []
+        #: whether every event so far came at or after the one before it (then no sort)
+        self.ordered = True
+        self.last = -math.inf
+        self.trigger_codes: dict[str, int] = {}
+        self._new_block()
+
+    def _new_block(self) -> None:
         self.times = array("d")
         self.events = array("B")
         #: per float column, NaN where the event does not carry it (JSON has no NaN)
@@ -706,11 +735,14 @@ class _MetricColumns:
         self.pto = array("q")
         self.present = array("B")  # whether the event carries pto_count
         self.triggers = array("H")  # 0: none, else 1 + index in trigger_codes
-        self.trigger_codes: dict[str, int] = {}
 
     def __call__(self, event: MetricEvent) -> None:
         values = event.values
-        self.times.append(event.time)
+        time = event.time
+        if time < self.last:
+            self.ordered = False
+        self.last = time
+        self.times.append(time)
         self.events.append(_EVENT_CODES.get(event.event, 0))
         for column, out in self.values.items():
             value = values.get(column)
@@ -724,53 +756,117 @@ class _MetricColumns:
         else:
             code = self.trigger_codes.setdefault(trigger, len(self.trigger_codes) + 1)
             self.triggers.append(code)
+        if len(self.times) >= METRIC_BLOCK:
+            self._flush()
 
     def wanted(self) -> bool:
         return True
 
-    def frame(self, file: str, tid: str, vantage: str, start: float) -> pl.DataFrame:
-        """The trace's rows of :func:`read_metrics`, in time order (stable: equal times keep
-        their file order), every value carried forward."""
+    def __len__(self) -> int:
+        return sum(p.height for p in self.parts) + len(self.times)
+
+    def _flush(self) -> None:
+        """The current block as a frame part; its arrays are let go."""
         n = len(self.times)
-        order = np.argsort(np.frombuffer(self.times, dtype=np.float64), kind="stable")
-        times = np.frombuffer(self.times, dtype=np.float64)[order]
-        names = pl.Series([None, *self.trigger_codes], dtype=pl.String)
-        events = pl.Series(list(_EVENT_NAMES), dtype=pl.String)
+        if not n:
+            return
         columns: dict[str, pl.Series] = {
-            "file": pl.repeat(file, n, dtype=pl.String, eager=True),
-            "trace": pl.repeat(tid, n, dtype=pl.String, eager=True),
-            "vantage": pl.repeat(vantage, n, dtype=pl.String, eager=True),
-            # rounded as Python rounds (correctly), 2^20 at a time (bounded transient objects)
-            "time_ms": pl.Series(
-                np.concatenate(
-                    [
-                        np.array(
-                            [round(t - start, TIME_DECIMALS) for t in part.tolist()],
-                            dtype=np.float64,
-                        )
-                        for part in np.array_split(times, max(1, -(-n // (1 << 20))))
-                    ]
-                    or [np.zeros(0)]
-                ),
-                dtype=pl.Float64,
-            ),
-            "event": events.gather(np.frombuffer(self.events, dtype=np.uint8)[order]),
+            "_t": pl.Series(np.frombuffer(self.times, dtype=np.float64)),
+            "event": _codes_to_names(np.frombuffer(self.events, dtype=np.uint8), _EVENT_SERIES),
         }
         for column in _METRIC_COLUMNS:
             if column == "pto_count":
-                present = np.frombuffer(self.present, dtype=np.uint8)[order].astype(bool)
-                pto = pl.Series(np.frombuffer(self.pto, dtype=np.int64)[order])
-                columns[column] = pto.set(pl.Series(~present), None)
+                present = np.frombuffer(self.present, dtype=np.uint8).astype(bool)
+                if not present.any():
+                    columns[column] = pl.repeat(None, n, dtype=pl.Int64, eager=True)
+                else:
+                    pto = pl.Series(np.frombuffer(self.pto, dtype=np.int64))
+                    columns[column] = pto if present.all() else pto.set(pl.Series(~present), None)
             else:
-                value = np.frombuffer(self.values[column], dtype=np.float64)[order]
-                columns[column] = pl.Series(value).fill_nan(None)
-        sample = np.frombuffer(self.values[_SAMPLE], dtype=np.float64)[order]
-        columns[_SAMPLE] = pl.Series(sample).fill_nan(None)  # the event's own: not carried
-        codes = np.frombuffer(self.triggers, dtype=np.uint16)[order].astype(np.int64)
-        columns["trigger"] = names.gather(codes)
-        for column in _METRIC_COLUMNS:  # every value carried forward within the trace
-            columns[column] = columns[column].forward_fill()
-        return pl.DataFrame({name: columns[name].alias(name) for name in METRICS_SCHEMA})
+                columns[column] = _floats(np.frombuffer(self.values[column], dtype=np.float64))
+        columns[_SAMPLE] = _floats(np.frombuffer(self.values[_SAMPLE], dtype=np.float64))
+        names = pl.Series([None, *self.trigger_codes], dtype=pl.String)
+        columns["trigger"] = _codes_to_names(np.frombuffer(self.triggers, dtype=np.uint16), names)
+        self.parts.append(pl.DataFrame({k: v.alias(k) for k, v in columns.items()}))
+        self._new_block()
+
+    def frames(self, file: str, tid: str, vantage: str, start: float) -> list[pl.DataFrame]:
+        """The trace's rows of :func:`read_metrics`, in time order (stable: equal times keep
+        their file order), every value carried forward; as parts, each finished (and the raw
+        one let go) before the next."""
+        self._flush()
+        parts, self.parts = self.parts, []
+        if not self.ordered:  # times went backwards: sorted at once (the only full copy)
+            whole = pl.concat(parts, rechunk=False)
+            parts.clear()
+            order = np.argsort(whole.get_column("_t").to_numpy(), kind="stable")
+            parts = [whole[order]]
+            del whole, order
+        carry: dict[str, Any] = {}
+        out: list[pl.DataFrame] = []
+        parts.reverse()
+        while parts:  # each raw part let go once finished
+            out.append(_finish(parts.pop(), file, tid, vantage, start, carry))
+        return out
+
+
+def _floats(values: np.ndarray) -> pl.Series:
+    """A float column with NaN (absent) as null; a column with no value takes no memory."""
+    absent = np.isnan(values)
+    if absent.all():
+        return pl.repeat(None, len(values), dtype=pl.Float64, eager=True)
+    series = pl.Series(values)
+    return series.fill_nan(None) if absent.any() else series
+
+
+def _codes_to_names(codes: np.ndarray, names: pl.Series) -> pl.Series:
+    """``names[codes]``; one code throughout is one name repeated (its text stored once)."""
+    n = len(codes)
+    if n and (codes == codes[0]).all():
+        return pl.repeat(names[int(codes[0])], n, dtype=pl.String, eager=True)
+    return names.gather(codes.astype(np.uint32))
+
+
+_EVENT_SERIES = pl.Series(list(_EVENT_NAMES), dtype=pl.String)
+
+
+def _finish(
+    part: pl.DataFrame,
+    file: str,
+    tid: str,
+    vantage: str,
+    start: float,
+    carry: dict[str, Any],
+) -> pl.DataFrame:
+    """A raw part as rows of :func:`read_metrics`: time from the trace's start, the file and
+    trace, every metric carried forward from the part before (``carry``, updated)."""
+    n = part.height
+    times = part.get_column("_t").to_numpy()
+    # rounded as Python rounds (correctly), one part at a time (bounded transient objects)
+    time_ms = np.array([round(t - start, TIME_DECIMALS) for t in times.tolist()], np.float64)
+    del times
+    columns: dict[str, pl.Series] = {
+        "file": pl.repeat(file, n, dtype=pl.String, eager=True),
+        "trace": pl.repeat(tid, n, dtype=pl.String, eager=True),
+        "vantage": pl.repeat(vantage, n, dtype=METRICS_SCHEMA["vantage"], eager=True),
+        "time_ms": pl.Series(time_ms, dtype=pl.Float64),
+        "event": part.get_column("event"),
+    }
+    for column in _METRIC_COLUMNS:  # every value carried forward within the trace
+        series = part.get_column(column)
+        before = carry.get(column)
+        if series.null_count() == n:
+            if before is not None:
+                series = pl.repeat(before, n, dtype=series.dtype, eager=True)
+        elif series.null_count():
+            series = series.forward_fill()
+            if before is not None and series.null_count():
+                series = series.fill_null(before)
+        carry[column] = series[-1] if n else before
+        columns[column] = series
+    columns[_SAMPLE] = part.get_column(_SAMPLE)  # the event's own: not carried
+    columns["trigger"] = part.get_column("trigger")
+    return pl.DataFrame({name: columns[name].alias(name) for name in METRICS_SCHEMA})
 
 
 class _MetricsStream:
@@ -799,7 +895,9 @@ def read_metrics(
     ``spurious_loss``. Metric events usually carry only the fields that changed; every value is
     carried forward within its trace. ``time_ms`` counts from the trace's first event.
     Transition tables (CSV/Parquet) have no metrics and add no rows. Events are kept as columns
-    of numbers while a file is read (about 70 bytes each), not as Python objects.
+    of numbers while a file is read, not as Python objects, and every
+    :data:`METRIC_BLOCK` events of a trace become a compact part of the frame returned: the
+    peak follows the rows returned (about 95 bytes each), plus a block.
     """
     lenient = _check_on_error(on_error)
     diag = diagnostics if diagnostics is not None else Diagnostics()
@@ -814,14 +912,13 @@ def read_metrics(
             file = str(loaded.path)
             for trace in loaded.read.traces:
                 columns = stream.traces.pop(trace.index, None)
-                if columns is None or not columns.times:
+                if columns is None or not len(columns):
                     continue
                 start = trace.first_time if trace.first_time is not None else 0.0
-                parts.append(columns.frame(file, trace_id(file, trace.index), trace.vantage, start))
-    schema = {k: pl.String if k == "vantage" else t for k, t in METRICS_SCHEMA.items()}
-    frame = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=schema)
+                tid = trace_id(file, trace.index)
+                parts += columns.frames(file, tid, trace.vantage, start)
+    frame = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=METRICS_SCHEMA)
     del parts
-    frame = frame.with_columns(pl.col("vantage").cast(METRICS_SCHEMA["vantage"]))
     diag.warn()
     return frame
 

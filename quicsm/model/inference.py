@@ -18,10 +18,11 @@ Whatever the algorithm, the invariants are mined from the same traces
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import polars as pl
 
+from quicsm.core.choices import ALGORITHMS as ALGORITHMS  # valid values of ``algorithm``
 from quicsm.core.errors import InputError, ModelError
 from quicsm.model.replay import node_times
 from quicsm.model.synoptic.options import tail_length
@@ -30,9 +31,6 @@ from quicsm.stats.descriptive import INITIAL, TERMINAL, Stats, Visits, compute_s
 
 if TYPE_CHECKING:
     from quicsm.model.synoptic import EventLog
-
-#: valid values of ``algorithm``.
-ALGORITHMS: Final[tuple[str, ...]] = ("synoptic", "ktails", "observed")
 
 
 def infer(

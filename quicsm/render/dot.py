@@ -24,6 +24,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from quicsm.core.choices import RENDER_FORMATS as RENDER_FORMATS  # what render_dot produces
 from quicsm.core.errors import QuicsmError
 from quicsm.core.numbers import short_pct
 from quicsm.render.colours import state_colour, tint
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
 
     from quicsm.model.tables import Model
 
-#: formats :func:`render_dot` produces.
-RENDER_FORMATS: Final[tuple[str, ...]] = ("svg", "png", "pdf")
 #: resolution of PNG output (dots per inch).
 PNG_DPI: Final[int] = 144
 #: longest a single ``dot`` run may take, in seconds.

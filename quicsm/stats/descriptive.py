@@ -173,6 +173,40 @@ class Visits:
         )
         self._chain: _Chain | None = None
 
+    @classmethod
+    def of_sequences(cls, codes: np.ndarray, lengths: np.ndarray) -> Visits:
+        """The visits of state sequences given as codes (the physical codes of
+        :data:`STATE_DTYPE`, one sequence after another, ``lengths[i]`` codes each), without
+        building a transitions frame: trace ``i`` is named by its position, zero-padded to 12
+        digits, and its visits last one millisecond each but the last, which lasts none (what
+        a frame with the positions as times and ``end_ms`` at the last one gives)."""
+        n = int(lengths.sum())
+        tid = np.repeat(np.arange(len(lengths), dtype=np.uint32), lengths)
+        ends = np.cumsum(lengths) - 1
+        last = np.zeros(n, dtype=bool)
+        last[ends] = True
+        first = np.zeros(n, dtype=bool)
+        first[ends - lengths + 1] = True
+        dwell = np.where(last, 0.0, 1.0)
+        visits = cls.__new__(cls)
+        visits.traces = (
+            pl.Series("trace", np.arange(len(lengths), dtype=np.int64), dtype=pl.Int64)
+            .cast(pl.String)
+            .str.zfill(12)
+        )
+        visits.frame = pl.DataFrame(
+            {
+                "tid": pl.Series(tid, dtype=pl.UInt32),
+                "code": pl.Series(codes.astype(np.uint8, copy=False), dtype=pl.UInt8),
+                "dwell_ms": dwell,
+                "total_ms": np.repeat(lengths - 1, lengths).astype(np.float64),
+                "first": first,
+                "last": last,
+            }
+        )
+        visits._chain = None
+        return visits
+
     @property
     def n_traces(self) -> int:
         return self.traces.len()

@@ -1,0 +1,98 @@
+"""The engine's aggregate computes with numpy what a frame-level group-by or a transitions
+frame would give (the value counts of dwell times, by one stable sort; the visits of the
+distinct sequences that node times are replayed on), and merges parts without changing them."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal, assert_series_equal
+
+from quicsm.core.states import CANONICAL_STATES, STATE_DTYPE
+from quicsm.engine.aggregate import DWELL_COUNTS_SCHEMA, Aggregate, _value_counts, merge_all
+from quicsm.stats.descriptive import Visits
+from quicsm.testing.synthetic import generate_transitions
+
+pairs = st.lists(
+    st.tuples(
+        st.integers(0, len(CANONICAL_STATES) - 1),
+        st.sampled_from([0.0, -0.0, 1.5, 2.0, 1e-9, 3.25, 1e12]),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(pairs=pairs)
+def test_value_counts_are_the_group_by_of_the_pairs(pairs: list[tuple[int, float]]) -> None:
+    code = np.array([c for c, _ in pairs], dtype=np.uint8)
+    dwell = np.array([d for _, d in pairs], dtype=np.float64)
+    expected = (
+        pl.DataFrame({"code": code, "dwell_ms": dwell})
+        .group_by("code", "dwell_ms")
+        .agg(pl.len().cast(pl.Int64).alias("count"))
+        .sort("code", "dwell_ms")
+        .cast(DWELL_COUNTS_SCHEMA)  # type: ignore[arg-type]
+    )
+    got = _value_counts(code, dwell)
+    assert_frame_equal(got, expected)
+    # the value kept for 0.0 and -0.0 together is the first one's, sign included
+    assert (
+        np.signbit(got["dwell_ms"].to_numpy()).tolist()
+        == np.signbit(expected["dwell_ms"].to_numpy()).tolist()
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    sequences=st.lists(
+        st.lists(st.integers(1, len(CANONICAL_STATES) - 1), min_size=1, max_size=8),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_visits_of_sequences_are_those_of_their_frame(sequences: list[list[int]]) -> None:
+    lengths = np.array([len(s) for s in sequences], dtype=np.int64)
+    codes = np.array([c for s in sequences for c in s], dtype=np.uint8)
+    trace = np.repeat(np.arange(len(sequences)), lengths)
+    position = np.concatenate([np.arange(n) for n in lengths]).astype(np.float64)
+    frame = pl.DataFrame(
+        {
+            "trace": pl.Series(trace).cast(pl.String).str.zfill(12),
+            "time_ms": position,
+            "state": pl.Series(np.asarray(CANONICAL_STATES)[codes]).cast(STATE_DTYPE),
+            "end_ms": np.repeat(lengths - 1, lengths).astype(np.float64),
+        }
+    )
+    expected = Visits(frame)
+    got = Visits.of_sequences(codes, lengths)
+    assert_frame_equal(got.frame, expected.frame)
+    assert_series_equal(got.traces, expected.traces, check_names=False)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), cuts=st.lists(st.integers(1, 59), max_size=5))
+def test_merging_leaves_the_parts_as_they_were(seed: int, cuts: list[int]) -> None:
+    """The merger shares a part's distinct sequences until a later part adds to them (one
+    part is not copied at all); the parts themselves never change."""
+    df = generate_transitions(60, seed=seed)
+    traces = df.get_column("trace").unique(maintain_order=True).to_list()
+    bounds = [0, *sorted(set(cuts)), len(traces)]
+    parts = [
+        Aggregate.of(df.filter(pl.col("trace").is_in(traces[lo:hi])))
+        for lo, hi in zip(bounds, bounds[1:], strict=False)
+    ]
+
+    def snapshot(a: Aggregate) -> dict[bytes, tuple[int, list[float]]]:
+        return {k: (s.weight, s.dwell_ms.tolist()) for k, s in a.sequences.items()}
+
+    before = [snapshot(p) for p in parts]
+    merged = merge_all(parts)
+    assert [snapshot(p) for p in parts] == before
+    one_by_one = Aggregate()
+    for p in parts:
+        one_by_one = one_by_one.merge(p)
+    assert snapshot(merged) == snapshot(one_by_one)
+    assert snapshot(merge_all([merged, Aggregate.of(df.head(0))])) == snapshot(merged)
