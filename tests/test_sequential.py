@@ -169,7 +169,7 @@ def test_benchmark_runs_on_a_tiny_configuration(tmp_path: Path) -> None:
     mod = importlib.util.module_from_spec(spec)
     sys.modules["ab_sequential"] = mod
     spec.loader.exec_module(mod)
-    result = mod.run(reps=40, scenarios=2, max_pairs=40, alpha=0.05, seed=3, fixed_pairs=60)
+    result = mod.run(reps=40, scenarios=1, max_pairs=40, alpha=0.05, seed=3, fixed_pairs=50)
     rows = {r["setting"]: r for r in result["rows"]}
     assert set(rows) == {s[0] for s in mod.SETTINGS}
     for r in rows.values():
