@@ -22,6 +22,7 @@ from quicsm.stats.sequential import (
     equivalence_wealth,
     fewest_pairs,
     interval,
+    pairs_to_reach,
     stopping_pairs,
     threshold,
     wealth,
@@ -114,6 +115,7 @@ def test_decide_stops_for_change_equivalence_or_budget() -> None:
     assert s.verdict == "budget"
     s = decide(noisy, q, alpha=0.05, hypotheses=2, max_pairs=6)
     assert s.verdict == "continue" and "stops at e ≥ 40" in s.reason()
+    assert "more pairs)" in s.reason()
     s = decide({}, q, alpha=0.05, hypotheses=2, max_pairs=6)
     assert s.verdict == "continue" and s.pairs == 0
     with pytest.raises(ValueError, match="different numbers of pairs"):
@@ -155,6 +157,11 @@ def test_interval_narrows_and_covers() -> None:
 def test_threshold_and_fewest_pairs() -> None:
     assert threshold(0.05, 9) == pytest.approx(180)
     assert fewest_pairs(0.05, 9) == 9  # 1.9^8 < 180 <= 1.9^9
+    assert pairs_to_reach(1.0, 180) == 9 and pairs_to_reach(180, 180) == 0
+    assert pairs_to_reach(100, 180) == 1
+    # the bound is reached by differences all of one sign
+    w = change_wealth(np.ones(30), floor=0.1)
+    assert 1 + int(np.argmax(w >= 180)) >= fewest_pairs(0.05, 9)
     with pytest.raises(ValueError):
         threshold(0, 3)
     with pytest.raises(ValueError):

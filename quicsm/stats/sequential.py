@@ -180,10 +180,24 @@ class ScenarioState:
         lag = min(self.quantities, key=lambda q: q.e_equivalent, default=None)
         parts = [f"stops at e ≥ {t}"]
         if lead is not None:
-            parts.append(f"change: {lead.name} e = {lead.e_change:.3g}")
+            parts.append(
+                f"change: {lead.name} e = {lead.e_change:.3g} "
+                f"(≥ {pairs_to_reach(lead.e_change, self.threshold)} more pairs)"
+            )
         if lag is not None:
-            parts.append(f"equivalence: weakest {lag.name} e = {lag.e_equivalent:.3g}")
+            parts.append(
+                f"equivalence: weakest {lag.name} e = {lag.e_equivalent:.3g} "
+                f"(≥ {pairs_to_reach(lag.e_equivalent, self.threshold)} more pairs)"
+            )
         return "; ".join(parts)
+
+
+def pairs_to_reach(e: float, target: float) -> int:
+    """The fewest further pairs that can take wealth ``e`` to ``target`` (each multiplies it
+    by at most ``1 + MAX_STAKE``)."""
+    if e >= target:
+        return 0
+    return math.ceil(math.log(target / e) / math.log1p(MAX_STAKE))
 
 
 def threshold(alpha: float, hypotheses: int) -> float:
