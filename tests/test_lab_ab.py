@@ -188,3 +188,51 @@ def test_ab_end_to_end_interrupted_and_resumed(tmp_path: Path) -> None:
         assert traces.height == 4  # 2 runs x (server, client)
     r = CliRunner().invoke(main, ["diff", str(out / "A.qlog"), "--vs", str(out / "B.qlog")])
     assert r.exit_code == 0, r.output
+
+
+def test_progress_line_and_report_say_why_a_scenario_stopped() -> None:
+    import math
+
+    import numpy as np
+
+    from quicsm.compare.ab import Pair, ScenarioProgress, result_table
+    from quicsm.render.ab_text import progress_line, report_markdown
+    from quicsm.stats.sequential import Quantity, decide
+
+    q = [
+        Quantity(name="Recovery share", margin=0.05),
+        Quantity(name="completion time", margin=math.log(1.1)),
+    ]
+    rng = np.random.default_rng(1)
+    n = 12
+    diffs = {"Recovery share": list(0.2 + rng.normal(0, 0.01, n)), "completion time": [-3.2] * n}
+    state = decide(diffs, q, alpha=0.05, hypotheses=2, max_pairs=30)
+    pairs = [
+        Pair(
+            pair=i + 1,
+            order=("A", "B"),
+            values={"A": dict.fromkeys(diffs, 0.0), "B": {k: v[i] for k, v in diffs.items()}},
+        )
+        for i in range(n)
+    ]
+    assert all(p.ok for p in pairs) and pairs[3].differences()["completion time"] == -3.2
+    p = ScenarioProgress(scenario="jitter", pairs=pairs, state=state)
+    line = progress_line(p, max_pairs=30)
+    assert line.startswith("jitter: 12/30 pairs (24 runs); ")
+    assert "completion time -95.9% [" in line and "| CHANGE: change shown in" in line
+    table = result_table([p])
+    assert table.height == 2 and set(table["verdict"]) == {"change"}
+    settings = {
+        "a": "x@1",
+        "b": "x@2",
+        "alpha": 0.05,
+        "hypotheses": 2,
+        "share_margin": 0.05,
+        "time_margin": 0.1,
+        "max_pairs": 30,
+        "seed": 1,
+    }
+    text = report_markdown(settings, table)
+    assert "| jitter | change | 12 | change shown in Recovery share, completion time" in text
+    assert "| jitter | Recovery share | +20." in text and "| change |" in text
+    assert report_markdown(settings, table) == text  # deterministic
