@@ -305,6 +305,104 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# -- the alternatives considered (``--alternatives``) ------------------------------------------
+
+
+def _previous_scale(d: np.ndarray, floor: np.ndarray | float) -> np.ndarray:
+    """The standard deviation of the earlier pairs (last axis), floored: predictable."""
+    n = d.shape[-1]
+    k = np.arange(n, dtype=float)
+    zero = np.zeros_like(d[..., :1])
+    ps = np.concatenate([zero, np.cumsum(d, -1)[..., :-1]], -1)
+    pq = np.concatenate([zero, np.cumsum(d * d, -1)[..., :-1]], -1)
+    mean = np.where(k > 0, ps / np.maximum(k, 1), 0.0)
+    var = np.where(k > 1, (pq - k * mean * mean) / np.maximum(k - 1, 1), 0.0)
+    return np.maximum(np.sqrt(np.maximum(var, 0.0)), floor)
+
+
+def _normal_mixture(d: np.ndarray, floor: float, *, c: float = 0.5) -> np.ndarray:
+    """Robbins' normal mixture over self-normalised sums of ``d / s`` (valid for symmetric
+    differences, de la Peña's inequality): 1/sqrt(1 + c²V) exp(c²S² / 2(1 + c²V))."""
+    x = d / _previous_scale(d, floor)
+    s, v = np.cumsum(x, -1), np.cumsum(x * x, -1)
+    q = 1 + c * c * v
+    return np.exp(-0.5 * np.log(q) + c * c * s * s / (2 * q))
+
+
+def _combined(d: np.ndarray, margins: list[float]) -> np.ndarray:
+    """One bet per scenario on the direction of the earlier pairs' standardised mean
+    differences (K = scenarios instead of quantities x scenarios)."""
+    from quicsm.stats.sequential import wealth
+
+    z = d / _previous_scale(d, np.array(margins)[None, :, None] / 4)
+    w = np.concatenate([np.zeros_like(z[..., :1]), np.cumsum(z, -1)[..., :-1]], -1)
+    u = (w * z).sum(1) / np.maximum(np.sqrt((w * w).sum(1)), 1e-12)
+    return wealth(u, theta=0.0, side="greater", floor=1e-9)
+
+
+def alternatives(*, reps: int, scenarios: int, max_pairs: int, alpha: float, seed: int) -> str:
+    """Mean pairs to a change (and power) of each change test considered, on the same
+    simulated experiments: the betting test at four bet scales, the normal mixture, and one
+    combined bet per scenario."""
+    import quicsm.stats.sequential as sq
+
+    k = 9 * scenarios
+    t = k / alpha
+    rows = []
+    data = []
+    for name, mixed, p_rec_b, drift in SETTINGS:
+        if p_rec_b == 0.7:
+            rng = np.random.default_rng([seed, 99, int(mixed)])
+            data.append(
+                (name, differences(rng, reps, max_pairs, mixed=mixed, p_rec_b=p_rec_b, drift=drift))
+            )
+
+    def first(hit: np.ndarray) -> tuple[float, float]:
+        n = np.where(hit.any(1), hit.argmax(1) + 1, max_pairs)
+        return float(n.mean()), float(hit.any(1).mean())
+
+    def per_quantity(fn: Any, d: np.ndarray) -> np.ndarray:
+        return np.any([fn(d[:, j, :], MARGINS[j] / 4) >= t for j in range(d.shape[1])], axis=0)
+
+    saved = sq.SCALE_SDS
+    try:
+        for c in (1.0, 1.5, 2.0, 3.0):
+            sq.SCALE_SDS = c
+            rows.append(
+                (
+                    f"betting, scale {c:g} sd" + (" (chosen)" if c == saved else ""),
+                    [
+                        first(per_quantity(lambda x, f: sq.change_wealth(x, floor=f), d))
+                        for _, d in data
+                    ],
+                )
+            )
+    finally:
+        sq.SCALE_SDS = saved
+    rows.append(
+        (
+            "normal mixture (self-normalised)",
+            [first(per_quantity(_normal_mixture, d)) for _, d in data],
+        )
+    )
+    rows.append(
+        (
+            "one combined bet per scenario (K = scenarios)",
+            [first(_combined(d, MARGINS) >= scenarios / alpha) for _, d in data],
+        )
+    )
+    head = " | ".join(name for name, _ in data)
+    lines = [
+        f"| change test ({reps} experiments, K = {k}, budget {max_pairs}) | {head} |",
+        "|---|" + "---|" * len(data),
+    ]
+    for label, cells in rows:
+        lines.append(
+            f"| {label} | " + " | ".join(f"{n:.1f} pairs ({100 * p:.1f}%)" for n, p in cells) + " |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repetitions", type=int, default=2000)
@@ -316,7 +414,21 @@ def main() -> None:
     ap.add_argument("--only", action="append", default=[], help="run only this setting")
     ap.add_argument("--output", type=Path, default=RESULTS)
     ap.add_argument("--markdown", action="store_true", help="print the table of --output")
+    ap.add_argument(
+        "--alternatives", action="store_true", help="compare the change tests considered"
+    )
     args = ap.parse_args()
+    if args.alternatives:
+        print(
+            alternatives(
+                reps=args.repetitions,
+                scenarios=args.scenarios,
+                max_pairs=args.max_pairs,
+                alpha=args.alpha,
+                seed=args.seed,
+            )
+        )
+        return
     if args.markdown:
         print(markdown(json.loads(args.output.read_text())))
         return
