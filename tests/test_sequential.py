@@ -187,6 +187,8 @@ def test_benchmark_runs_on_a_tiny_configuration(tmp_path: Path) -> None:
     assert rows["homogeneous, null"]["false_claims"] <= 4
     table = mod.markdown(json.loads(json.dumps(result)))
     assert table.count("\n| ") == len(rows) + 1
+    alt = mod.alternatives(reps=20, scenarios=1, max_pairs=30, alpha=0.05, seed=1)
+    assert "| betting, scale 1 sd (chosen) |" in alt and alt.count("\n| ") == 6
     # the stored results are the full run's and print the docs table
     stored = json.loads((ROOT / "docs" / "ab_sequential.json").read_text())
     assert stored["settings"]["repetitions"] >= 1000
