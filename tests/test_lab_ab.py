@@ -69,6 +69,7 @@ def test_bad_settings_are_errors(tmp_path: Path) -> None:
     longer = AbExperiment(plan, a, b, out_dir=out, config=AbConfig(max_pairs=60))
     assert longer.claim_directory() is True
     assert json.loads((out / "ab.json").read_text())["max_pairs"] == 60
+    del longer  # releases the directory's lock
     other = AbExperiment(plan, a, b, out_dir=out, config=AbConfig(share_margin=0.1))
     with pytest.raises(InputError, match=r"share_margin: 0.05 on disk, 0.1 now"):
         other.claim_directory()
@@ -236,3 +237,27 @@ def test_progress_line_and_report_say_why_a_scenario_stopped() -> None:
     assert "| jitter | change | 12 | change shown in Recovery share, completion time" in text
     assert "| jitter | Recovery share | +20." in text and "| change |" in text
     assert report_markdown(settings, table) == text  # deterministic
+
+
+def test_a_second_process_on_the_same_directory_is_refused(tmp_path: Path) -> None:
+    scen = tmp_path / "s.toml"
+    scen.write_text(SCENARIO)
+    plan = load_plan(scen)
+    a, b = _stack("a", "1"), _stack("b", "2")
+    first = AbExperiment(plan, a, b, out_dir=tmp_path / "out", config=AbConfig())
+    first.claim_directory()
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from quicsm.compare.ab import AbConfig, AbExperiment\n"
+        "from quicsm.lab.scenario import load_plan\n"
+        "from quicsm.lab.stacks import Stack\n"
+        "from quicsm.core.errors import InputError\n"
+        "s = lambda n, v: Stack(stack=n, version=v, server=('srv',), client=('cli',))\n"
+        f"e = AbExperiment(load_plan({str(scen)!r}), s('a', '1'), s('b', '2'), "
+        f"out_dir=Path({str(tmp_path / 'out')!r}), config=AbConfig())\n"
+        "try:\n    e.claim_directory()\nexcept InputError as exc:\n    print(exc); sys.exit(7)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert res.returncode == 7, res.stderr
+    assert "another quicsm lab ab is running in this directory" in res.stdout

@@ -378,7 +378,7 @@ def ab_cmd(
     (out_dir / "ab-report.md").write_text(report)
     for arm in ("A", "B"):
         if (out_dir / arm).is_dir():
-            packed = pack_runs([out_dir / arm], output=out_dir / f"{arm}.qlog", level=19)
+            packed = pack_runs([out_dir / arm], output=out_dir / f"{arm}.qlog")
             click.echo(
                 f"{out_dir / arm}.qlog: {packed.traces} traces from {packed.runs} runs "
                 f"({len(packed.skipped)} runs without qlog files skipped)",

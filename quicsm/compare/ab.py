@@ -13,7 +13,8 @@ The runs are ordinary lab runs under ``OUT/A/…`` and ``OUT/B/…`` (so that tw
 do not share directories), each ``run.json`` carrying ``ab.arm``, ``ab.pair`` and
 ``ab.position`` (1 or 2 within the pair). ``OUT/ab.json`` holds the experiment's settings:
 running the same command again resumes from the runs on disk — a finished run is never rerun,
-an interrupted one is — and different settings for the same directory are an error. At the
+an interrupted one is — and different settings for the same directory are an error
+(``OUT/.ab.lock`` keeps a second process out while one runs). At the
 end the two arms are packed (``OUT/A.qlog``, ``OUT/B.qlog``: ``quicsm diff``/``report`` read
 them) and the decisions are written to ``OUT/ab-result.json``.
 """
@@ -40,6 +41,7 @@ from quicsm.stats.sequential import Quantity, ScenarioState, decide
 
 ARMS = ("A", "B")
 SETTINGS_FILE = "ab.json"
+LOCK_FILE = ".ab.lock"
 RESULT_FILE = "ab-result.json"
 COMPLETION = "completion time"
 SHARE = " share"
@@ -169,6 +171,7 @@ class AbExperiment:
         self.names = [q.name for q in self.quantities]
         self.hypotheses = len(self.scenarios) * len(self.quantities)
         self._values: dict[Path, dict[str, float] | None] = {}
+        self._lock_handle: Any = None
 
     # -- the experiment's identity -------------------------------------------------------
 
@@ -192,6 +195,7 @@ class AbExperiment:
         resuming."""
         path = self.out_dir / SETTINGS_FILE
         mine = self.settings()
+        self._lock()
         if path.is_file():
             try:
                 theirs = json.loads(path.read_text())
@@ -218,6 +222,23 @@ class AbExperiment:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(mine, indent=1) + "\n")
         return False
+
+    def _lock(self) -> None:
+        """Hold ``OUT/.ab.lock`` for this process's lifetime: two experiments writing the
+        same runs would overwrite each other's (the second one is refused)."""
+        import fcntl
+
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        fh = (self.out_dir / LOCK_FILE).open("a")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            raise InputError(
+                f"{self.out_dir}: another quicsm lab ab is running in this directory; wait for "
+                "it to finish (or stop it) before resuming"
+            ) from None
+        self._lock_handle = fh
 
     # -- runs on disk ----------------------------------------------------------------------
 

@@ -48,9 +48,9 @@ def progress_line(p: ScenarioProgress, *, max_pairs: int) -> str:
         return f"{head}; no pair yet"
     lead = max(st.quantities, key=lambda q: q.e_change)
     comp = next(q for q in st.quantities if q.name == COMPLETION)
-    parts = [f"{lead.name} {effect(lead)} e={lead.e_change:.3g}"]
+    parts = [f"{lead.name} {effect(lead)} e(change)={lead.e_change:.3g}"]
     if lead is not comp:
-        parts.append(f"{COMPLETION} {effect(comp)} e={comp.e_change:.3g}")
+        parts.append(f"{COMPLETION} {effect(comp)} e(change)={comp.e_change:.3g}")
     verdict = st.verdict.upper() if st.verdict != "continue" else "running"
     return f"{head}; {'; '.join(parts)} | {verdict}: {st.reason()}"
 
