@@ -193,3 +193,28 @@ def test_benchmark_runs_on_a_tiny_configuration(tmp_path: Path) -> None:
     stored = json.loads((ROOT / "docs" / "ab_sequential.json").read_text())
     assert stored["settings"]["repetitions"] >= 1000
     assert "| homogeneous, null |" in mod.markdown(stored)
+
+
+@pytest.mark.slow
+def test_stored_benchmark_row_reproduces() -> None:
+    """One row of the stored one-scenario table, rerun with its settings, is what docs quote."""
+    spec = importlib.util.spec_from_file_location(
+        "ab_sequential", ROOT / "benchmarks" / "ab_sequential.py"
+    )
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["ab_sequential"] = mod
+    spec.loader.exec_module(mod)
+    stored = json.loads((ROOT / "docs" / "ab_sequential_one.json").read_text())
+    st = stored["settings"]
+    name = "homogeneous, change 0.5 → 0.7"
+    result = mod.run(
+        reps=st["repetitions"],
+        scenarios=st["scenarios"],
+        max_pairs=st["max_pairs"],
+        alpha=st["alpha"],
+        seed=st["seed"],
+        fixed_pairs=st["fixed_pairs"],
+        only=(name,),
+    )
+    assert result["rows"] == [r for r in stored["rows"] if r["setting"] == name]
