@@ -63,13 +63,15 @@ def test_bad_settings_are_errors(tmp_path: Path) -> None:
     plan = load_plan(scen)
     a, b = _stack("a", "1"), _stack("b", "2")
     out = tmp_path / "out"
-    assert AbExperiment(plan, a, b, out_dir=out, config=AbConfig()).claim_directory() is False
-    assert AbExperiment(plan, a, b, out_dir=out, config=AbConfig()).claim_directory() is True
+    for resuming in (False, True):
+        e = AbExperiment(plan, a, b, out_dir=out, config=AbConfig())
+        assert e.claim_directory() is resuming
+        e.close()
     # a longer budget continues the same experiment
     longer = AbExperiment(plan, a, b, out_dir=out, config=AbConfig(max_pairs=60))
     assert longer.claim_directory() is True
     assert json.loads((out / "ab.json").read_text())["max_pairs"] == 60
-    del longer  # releases the directory's lock
+    longer.close()  # releases the directory's lock
     other = AbExperiment(plan, a, b, out_dir=out, config=AbConfig(share_margin=0.1))
     with pytest.raises(InputError, match=r"share_margin: 0.05 on disk, 0.1 now"):
         other.claim_directory()
@@ -245,7 +247,7 @@ def test_a_second_process_on_the_same_directory_is_refused(tmp_path: Path) -> No
     plan = load_plan(scen)
     a, b = _stack("a", "1"), _stack("b", "2")
     first = AbExperiment(plan, a, b, out_dir=tmp_path / "out", config=AbConfig())
-    first.claim_directory()
+    first.claim_directory()  # held until first.close()
     code = (
         "import sys; from pathlib import Path\n"
         "from quicsm.compare.ab import AbConfig, AbExperiment\n"
@@ -261,3 +263,4 @@ def test_a_second_process_on_the_same_directory_is_refused(tmp_path: Path) -> No
     res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert res.returncode == 7, res.stderr
     assert "another quicsm lab ab is running in this directory" in res.stdout
+    first.close()

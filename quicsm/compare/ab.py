@@ -200,6 +200,7 @@ class AbExperiment:
             try:
                 theirs = json.loads(path.read_text())
             except ValueError as exc:
+                self.close()
                 raise InputError(f"{path}: expected the experiment's settings: {exc}") from None
             # the budget may change: the tests are valid at any stopping time, so a scenario
             # stopped at its budget can go on (or stop earlier) without harm
@@ -209,6 +210,7 @@ class AbExperiment:
                 if k != "max_pairs" and mine.get(k) != theirs.get(k)
             )
             if changed:
+                self.close()
                 detail = "; ".join(
                     f"{k}: {theirs.get(k)!r} on disk, {mine.get(k)!r} now" for k in changed
                 )
@@ -239,6 +241,12 @@ class AbExperiment:
                 "it to finish (or stop it) before resuming"
             ) from None
         self._lock_handle = fh
+
+    def close(self) -> None:
+        """Release the directory (its lock)."""
+        if self._lock_handle is not None:
+            self._lock_handle.close()
+            self._lock_handle = None
 
     # -- runs on disk ----------------------------------------------------------------------
 
