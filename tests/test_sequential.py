@@ -218,3 +218,13 @@ def test_stored_benchmark_row_reproduces() -> None:
         only=(name,),
     )
     assert result["rows"] == [r for r in stored["rows"] if r["setting"] == name]
+
+
+def test_the_quantity_nearest_a_change_leads_the_progress() -> None:
+    from quicsm.stats.sequential import nearest_change
+
+    q = [Quantity(name="never", margin=0.05), Quantity(name="moving", margin=0.05)]
+    s = decide({"never": [0.0], "moving": [0.03]}, q, alpha=0.05, hypotheses=2, max_pairs=9)
+    assert [x.e_change for x in s.quantities] == [1.0, 1.0]  # one pair: no e-value moves yet
+    assert nearest_change(s.quantities).name == "moving"
+    assert "change: moving e = 1" in s.reason()

@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from quicsm.compare.ab import COMPLETION, ScenarioProgress
-from quicsm.stats.sequential import QuantityState
+from quicsm.stats.sequential import QuantityState, nearest_change
 
 
 def _value(name: str, x: float) -> str:
@@ -46,7 +46,7 @@ def progress_line(p: ScenarioProgress, *, max_pairs: int) -> str:
     head = f"{p.scenario}: {len(p.pairs)}/{max_pairs} pairs ({2 * len(p.pairs)} runs{failed})"
     if not st.quantities or st.pairs == 0:
         return f"{head}; no pair yet"
-    lead = max(st.quantities, key=lambda q: q.e_change)
+    lead = nearest_change(st.quantities)
     comp = next(q for q in st.quantities if q.name == COMPLETION)
     parts = [f"{lead.name} {effect(lead)} e(change)={lead.e_change:.3g}"]
     if lead is not comp:

@@ -176,7 +176,7 @@ class ScenarioState:
             return f"equivalent within the margins (every e ≥ {t}) after {self.pairs} pairs"
         if self.verdict == "budget":
             return f"budget of {self.pairs} pairs reached: neither a change nor equivalence shown"
-        lead = max(self.quantities, key=lambda q: q.e_change, default=None)
+        lead = max(self.quantities, key=_nearest_change, default=None)
         lag = min(self.quantities, key=lambda q: q.e_equivalent, default=None)
         parts = [f"stops at e ≥ {t}"]
         if lead is not None:
@@ -190,6 +190,18 @@ class ScenarioState:
                 f"(≥ {pairs_to_reach(lag.e_equivalent, self.threshold)} more pairs)"
             )
         return "; ".join(parts)
+
+
+def _nearest_change(q: QuantityState) -> tuple[float, float]:
+    """Order quantities by how near a change they are: the change e-value, then (among equal
+    e-values, e.g. 1 for quantities never seen to differ) the estimate in margins."""
+    size = abs(q.estimate) / q.margin if math.isfinite(q.estimate) else 0.0
+    return (q.e_change, size)
+
+
+def nearest_change(states: Sequence[QuantityState]) -> QuantityState:
+    """The quantity nearest to a change (see :func:`_nearest_change`)."""
+    return max(states, key=_nearest_change)
 
 
 def pairs_to_reach(e: float, target: float) -> int:
