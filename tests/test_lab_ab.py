@@ -264,3 +264,51 @@ def test_a_second_process_on_the_same_directory_is_refused(tmp_path: Path) -> No
     assert res.returncode == 7, res.stderr
     assert "another quicsm lab ab is running in this directory" in res.stdout
     first.close()
+
+
+def test_the_decision_is_taken_at_the_first_pair_that_reaches_it(tmp_path: Path) -> None:
+    """Resuming reads every pair on disk and stops at the first decided prefix, the same one
+    pair-by-pair decisions reach; failed pairs count against the budget."""
+    import numpy as np
+
+    from quicsm.compare.ab import Pair
+
+    scen = tmp_path / "s.toml"
+    scen.write_text(SCENARIO)
+    e = AbExperiment(
+        load_plan(scen), _stack("a", "1"), _stack("b", "2"), out_dir=tmp_path, config=AbConfig()
+    )
+    rng = np.random.default_rng(4)
+
+    def pairs(shift: float, n: int, failed: frozenset[int] = frozenset()) -> list[Pair]:
+        out = []
+        for i in range(n):
+            b = {q: shift + float(rng.normal(0, 0.01)) for q in e.names}
+            out.append(
+                Pair(
+                    pair=i + 1,
+                    order=("A", "B"),
+                    values={"A": dict.fromkeys(e.names, 0.0), "B": None if i in failed else b},
+                )
+            )
+        return out
+
+    for ps in (pairs(0.2, 25), pairs(0.0, 40), pairs(0.2, 25, frozenset({1, 2}))):
+        kept = e._until_decided(ps)
+        k = next(
+            (i for i in range(1, len(ps) + 1) if e._decide(ps[:i]).verdict != "continue"),
+            len(ps),
+        )
+        assert len(kept) == k and k < len(ps)
+    assert e._decide(e._until_decided(pairs(0.2, 25))).verdict == "change"
+    assert e._decide(e._until_decided(pairs(0.0, 40))).verdict == "equivalent"
+    short = AbExperiment(
+        load_plan(scen),
+        _stack("a", "1"),
+        _stack("b", "2"),
+        out_dir=tmp_path,
+        config=AbConfig(max_pairs=4),
+    )
+    ps = pairs(0.2, 25, frozenset({0, 1}))
+    assert len(short._until_decided(ps)) == 4
+    assert short._decide(ps[:4]).verdict == "budget"

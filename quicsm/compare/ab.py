@@ -37,7 +37,14 @@ from quicsm.core.states import BBR_STATES, PAPER_STATES
 from quicsm.lab.runner import Labels, RunSpec, execute, run_seed
 from quicsm.lab.scenario import Plan, Scenario
 from quicsm.lab.stacks import Stack
-from quicsm.stats.sequential import Quantity, ScenarioState, decide
+from quicsm.stats.sequential import (
+    Quantity,
+    ScenarioState,
+    change_wealth,
+    decide,
+    equivalence_wealth,
+    threshold,
+)
 
 ARMS = ("A", "B")
 SETTINGS_FILE = "ab.json"
@@ -288,18 +295,39 @@ class AbExperiment:
         return pair
 
     def progress(self, scenario: Scenario) -> ScenarioProgress:
-        """The scenario's finished pairs (stopping at its decision) and its state."""
+        """The scenario's finished pairs, up to the pair that decided it (the e-processes are
+        predictable, so their paths over every pair on disk give each prefix's e-values at
+        once), and its state there."""
         pairs: list[Pair] = []
-        state = self._decide(pairs)
         n = 1
-        while state.verdict == "continue":
-            pair = self._pair(scenario, n)
-            if pair is None:
-                break
+        while (pair := self._pair(scenario, n)) is not None:
             pairs.append(pair)
-            state = self._decide(pairs)
             n += 1
-        return ScenarioProgress(scenario=scenario.name, pairs=pairs, state=state)
+        return ScenarioProgress(
+            scenario=scenario.name,
+            pairs=(kept := self._until_decided(pairs)),
+            state=self._decide(kept),
+        )
+
+    def _until_decided(self, pairs: list[Pair]) -> list[Pair]:
+        """The shortest prefix of ``pairs`` at which the scenario is decided (all of them if
+        it is not)."""
+        t = threshold(self.config.alpha, self.hypotheses)
+        ok = [p.differences() for p in pairs if p.ok]
+        change = np.zeros(len(ok), dtype=bool)
+        equivalent = np.ones(len(ok), dtype=bool)
+        for q in self.quantities:
+            d = np.array([x[q.name] for x in ok], dtype=float)
+            change |= change_wealth(d, floor=q.bet_floor) >= t
+            equivalent &= equivalence_wealth(d, margin=q.margin, floor=q.bet_floor) >= t
+        seen = 0
+        for k, pair in enumerate(pairs, start=1):
+            seen += pair.ok
+            if k >= self.config.max_pairs:
+                return pairs[:k]
+            if seen and (change[seen - 1] or equivalent[seen - 1]):
+                return pairs[:k]
+        return pairs
 
     def _decide(self, pairs: list[Pair]) -> ScenarioState:
         ok = [p.differences() for p in pairs if p.ok]
