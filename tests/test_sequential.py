@@ -78,12 +78,19 @@ def test_change_test_keeps_its_level_over_any_stopping_time(dist: str) -> None:
     assert crossed <= 0.05 + 0.01, crossed
 
 
-@pytest.mark.parametrize("shift", [0.1, 0.25])
+@pytest.mark.parametrize("noise", ["normal", "skewed"])
+@pytest.mark.parametrize("shift", [0.1, 0.25, -0.1])
 def test_equivalence_is_not_claimed_when_the_shift_is_at_or_beyond_the_margin(
-    shift: float,
+    shift: float, noise: str
 ) -> None:
-    rng = np.random.default_rng(7)
-    d = shift + rng.normal(0, 0.05, size=(4000, 150))
+    """The shift model: B = A + shift in distribution, so B − A is symmetric about the shift
+    even when A is skewed."""
+    rng = np.random.default_rng([7, len(noise)])
+    if noise == "normal":
+        d = shift + rng.normal(0, 0.05, size=(4000, 150))
+    else:
+        a, b = rng.lognormal(-3, 1, size=(2, 4000, 150))
+        d = shift + b - a
     crossed = (equivalence_wealth(d, margin=0.1, floor=0.025).max(axis=1) >= 20).mean()
     assert crossed <= 0.05 + 0.01, crossed
 
