@@ -226,6 +226,12 @@ def setting(
             round(fixed_power(dfix, nf, alpha=alpha, hypotheses=k), 4) if nf else None
         )
         out["saving"] = round(1 - float(first_n.mean()) / nf, 4) if nf else None
+        # what an oracle sequential probability ratio test, knowing the largest standardised
+        # effect δ (over quantities) and its variance, would need: about 2 ln(K/α) / δ²
+        sd = dfix.std(axis=(0, 2))
+        delta = np.abs(dfix.mean(axis=(0, 2))) / np.where(sd > 0, sd, np.inf)
+        out["largest_effect"] = round(float(delta.max()), 3)
+        out["oracle_pairs"] = round(2 * np.log(k / alpha) / float(delta.max()) ** 2, 1)
     return out
 
 
@@ -285,13 +291,15 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "| setting | false claims (family-wise) | decided: change / equivalent / budget "
         "| pairs to decision: mean (median, 90th pct) | fixed-n design, same power | "
-        "fewer pairs than fixed-n |",
-        "|---|---|---|---|---|---|",
+        "fewer pairs than fixed-n | oracle SPRT (largest effect δ) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         fixed = "-"
         saving = "-"
+        oracle = "-"
         if not r["null"]:
+            oracle = f"{r['oracle_pairs']:.0f} pairs (δ = {r['largest_effect']:.2f})"
             if r.get("fixed_n"):
                 fixed = f"{r['fixed_n']} pairs (power {100 * r['fixed_power']:.1f}%)"
                 saving = f"{100 * r['saving']:.0f}%"
@@ -301,7 +309,7 @@ def markdown(result: dict[str, Any]) -> str:
             f"| {r['setting']} | {_rate(r['false_claims'], n)} | "
             f"{100 * r['change'] / n:.1f}% / {100 * r['equivalent'] / n:.1f}% / "
             f"{100 * r['budget'] / n:.1f}% | {r['pairs_mean']:.1f} ({r['pairs_median']:g}, "
-            f"{r['pairs_p90']:g}) | {fixed} | {saving} |"
+            f"{r['pairs_p90']:g}) | {fixed} | {saving} | {oracle} |"
         )
     return "\n".join(lines)
 
