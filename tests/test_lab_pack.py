@@ -141,6 +141,26 @@ def test_truncated_record_is_an_error_naming_file_and_record(tmp_path: Path) -> 
     assert not (tmp_path / "x.qlog").exists()
 
 
+def test_lenient_packing_leaves_out_a_last_record_cut_mid_write(tmp_path: Path) -> None:
+    d = _run(tmp_path / "runs", "quic-go", "loss1", 1)
+    whole = read_qlog_traces(d / "server.sqlog")
+    with (d / "server.sqlog").open("ab") as fh:
+        fh.write(RS + b'{"time": 9, "name": "transport:pack')
+    report = pack_runs([tmp_path / "runs"], output=tmp_path / "x.qlog", lenient=True)
+    assert len(report.cut) == 1
+    assert (
+        "server.sqlog: record 5 (line 5) is incomplete: the file was cut mid-write"
+        in (report.cut[0])
+    )
+    packed = read_qlog_traces(tmp_path / "x.qlog")
+    assert packed[0][1] == whole[0][1]  # every complete record, nothing else
+    # a malformed record that is not the last stays an error
+    with (d / "server.sqlog").open("ab") as fh:
+        fh.write(b"\n" + RS + b'{"time": 10}\n')
+    with pytest.raises(QlogError, match="record 5"):
+        pack_runs([tmp_path / "runs"], output=tmp_path / "y.qlog", lenient=True)
+
+
 def test_missing_run_dir_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such run directory"):
         pack_runs([tmp_path / "nope"], output=tmp_path / "x.qlog")

@@ -232,6 +232,167 @@ def _print_summary(console: Any, results: list[dict[str, Any]]) -> None:
     console.print(f"{len(results) - len(failed)} ok, {len(failed)} failed")
 
 
+def _one_stack(stacks: list[Any], selector: str, *, where: str) -> Any:
+    from quicsm.lab.stacks import select_stacks
+
+    found = select_stacks(stacks, (selector,), where=where)
+    if len(found) > 1:
+        raise InputError(
+            f"{where}: {selector!r} names {len(found)} builds "
+            f"({', '.join(s.key for s in found)}); name one, e.g. {found[0].key}"
+        )
+    return found[0]
+
+
+@lab.command("ab")
+@click.argument("scenario_file", type=click.Path(path_type=Path))
+@click.argument("build_a", metavar="A")
+@click.argument("build_b", metavar="B")
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="The experiment's directory: runs under A/ and B/, ab.json, the packs and the "
+    "report. Run the same command again to resume.",
+)
+@click.option(
+    "--stacks",
+    "stacks_file",
+    type=click.Path(path_type=Path),
+    default=Path("build/stacks.json"),
+    show_default=True,
+    help="Built stacks (written by instrumentation-patches/build.sh).",
+)
+@click.option(
+    "--only",
+    "only",
+    multiple=True,
+    help="Run only these scenarios (name or name prefix); repeatable.",
+)
+@click.option(
+    "--max-runs",
+    type=click.IntRange(min=1),
+    default=30,
+    show_default=True,
+    help="Budget: pairs (runs of each build) per scenario.",
+)
+@click.option(
+    "--margin",
+    type=float,
+    default=0.05,
+    show_default=True,
+    help="Equivalence margin of every state's time share (0.05 = ±5 points).",
+)
+@click.option(
+    "--time-margin",
+    type=float,
+    default=0.10,
+    show_default=True,
+    help="Equivalence margin of the completion time (0.10 = ±10%).",
+)
+@click.option(
+    "--alpha",
+    type=float,
+    default=0.05,
+    show_default=True,
+    help="Family-wise error over every scenario and quantity.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Seed of the order within each pair.",
+)
+def ab_cmd(
+    scenario_file: Path,
+    build_a: str,
+    build_b: str,
+    *,
+    out_dir: Path,
+    stacks_file: Path,
+    only: tuple[str, ...],
+    max_runs: int,
+    margin: float,
+    time_margin: float,
+    alpha: float,
+    seed: int,
+) -> None:
+    """Compare two builds A and B (e.g. quic-go@v0.48.2 quic-go@v0.65.0/newreno) on the
+    scenarios of SCENARIO_FILE with the fewest runs: pairs of runs, A and B in random order,
+    until each scenario shows a change, shows equivalence within the margins, or reaches
+    --max-runs. Progress goes to stderr, the report (also OUT/ab-report.md) to stdout; the
+    runs are packed into OUT/A.qlog and OUT/B.qlog for quicsm diff and report. Ctrl-C stops
+    cleanly (exit code 130); the same command resumes without rerunning a finished run."""
+    from dataclasses import replace
+
+    from quicsm.compare.ab import AbConfig, AbExperiment, result_table, write_result
+    from quicsm.lab.pack import pack_runs
+    from quicsm.lab.scenario import load_plan
+    from quicsm.lab.stacks import load_stacks
+    from quicsm.render.ab_text import progress_line, report_markdown
+
+    config = AbConfig(
+        alpha=alpha, share_margin=margin, time_margin=time_margin, max_pairs=max_runs, seed=seed
+    )
+    plan = load_plan(scenario_file)
+    scenarios = plan.scenarios
+    if only:
+        scenarios = tuple(s for s in scenarios if any(s.name.startswith(o) for o in only))
+        if not scenarios:
+            raise InputError(f"{scenario_file}: no scenario matches --only {', '.join(only)}")
+    plan = replace(plan, scenarios=scenarios)
+    ensure_stacks(stacks_file)
+    stacks = load_stacks(stacks_file)
+    a = _one_stack(stacks, build_a, where="A")
+    b = _one_stack(stacks, build_b, where="B")
+    experiment = AbExperiment(plan, a, b, out_dir=out_dir, config=config)
+    resumed = experiment.claim_directory()
+    click.echo(
+        f"quicsm lab ab: {a.key} (A) vs {b.key} (B), {len(scenarios)} scenarios, "
+        f"{experiment.hypotheses} quantities; a claim needs e >= "
+        f"{experiment.hypotheses / alpha:g}"
+        + ("; resuming from the runs on disk" if resumed else ""),
+        err=True,
+    )
+
+    def on_run(scenario: Any, arm: str, pair: int, position: int) -> None:
+        click.echo(f"  {scenario.name} pair {pair}: run {position}/2 = {arm}", err=True)
+
+    def on_pair(p: Any) -> None:
+        click.echo(progress_line(p, max_pairs=max_runs), err=True)
+
+    try:
+        progress = experiment.run(on_run=on_run, on_pair=on_pair)
+    except KeyboardInterrupt:
+        click.echo(
+            "interrupted: every child process was stopped; the same command resumes", err=True
+        )
+        sys.exit(128 + signal.SIGINT)
+    finally:
+        experiment.close()
+    table = result_table(progress)
+    settings = experiment.settings()
+    write_result(out_dir, settings, table)
+    report = report_markdown(settings, table)
+    (out_dir / "ab-report.md").write_text(report)
+    click.echo(report, nl=False)
+    for arm in ("A", "B"):
+        if (out_dir / arm).is_dir():
+            # a qlog whose last record was cut mid-write is packed as the tests read it: every
+            # complete record (the reader's warning names the file)
+            packed = pack_runs([out_dir / arm], output=out_dir / f"{arm}.qlog", lenient=True)
+            cut = f", {len(packed.cut)} files cut mid-write packed without their last record"
+            click.echo(
+                f"{out_dir / arm}.qlog: {packed.traces} traces from {packed.runs} runs "
+                f"({len(packed.skipped)} runs without qlog files skipped"
+                f"{cut if packed.cut else ''})",
+                err=True,
+            )
+
+
 @lab.command("pack")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(

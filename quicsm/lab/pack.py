@@ -44,6 +44,8 @@ class PackReport:
     events: int = 0
     bytes_written: int = 0
     skipped: list[str] = field(default_factory=list)
+    #: files whose last record was cut mid-write and left out (``lenient`` packing only)
+    cut: list[str] = field(default_factory=list)
 
 
 def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
@@ -73,12 +75,17 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
-def _json_seq_traces(path: Path, data: bytes) -> Iterator[tuple[dict[str, Any], list[bytes]]]:
-    """Split a JSON-SEQ file into (header, raw event records); several headers allowed."""
+def _json_seq_traces(
+    path: Path, data: bytes, cut: list[str] | None = None
+) -> Iterator[tuple[dict[str, Any], list[bytes]]]:
+    """Split a JSON-SEQ file into (header, raw event records); several headers allowed. With
+    ``cut`` (a list), a last record cut mid-write (no newline after it) is left out and
+    described in ``cut``, as the readers keep every complete record of such a file."""
     header: dict[str, Any] | None = None
     events: list[bytes] = []
     line = 1
-    for i, chunk in enumerate(data.split(RS)[1:], start=1):
+    chunks = data.split(RS)[1:]
+    for i, chunk in enumerate(chunks, start=1):
         text = chunk.strip()
         if not text:
             line += chunk.count(b"\n")
@@ -86,6 +93,12 @@ def _json_seq_traces(path: Path, data: bytes) -> Iterator[tuple[dict[str, Any], 
         try:
             record = orjson.loads(text)
         except orjson.JSONDecodeError:
+            if cut is not None and i == len(chunks) and not chunk.endswith(b"\n"):
+                cut.append(
+                    f"{path}: record {i} (line {line}) is incomplete: the file was cut "
+                    "mid-write; every complete record before it was kept"
+                )
+                break
             # a truncated last record (endpoint killed mid-write) is reported, never guessed
             raise QlogError(
                 str(path),
@@ -140,11 +153,14 @@ def _json_traces(path: Path, data: bytes) -> Iterator[tuple[dict[str, Any], list
         yield header, events
 
 
-def read_qlog_traces(path: Path) -> list[tuple[dict[str, Any], list[bytes]]]:
-    """The traces of one qlog file as (header, event records) pairs."""
+def read_qlog_traces(
+    path: Path, cut: list[str] | None = None
+) -> list[tuple[dict[str, Any], list[bytes]]]:
+    """The traces of one qlog file as (header, event records) pairs (``cut``: see
+    :func:`_json_seq_traces`)."""
     data = _read_bytes(path)
     if data.lstrip()[:1] == RS:
-        return list(_json_seq_traces(path, data))
+        return list(_json_seq_traces(path, data, cut))
     return list(_json_traces(path, data))
 
 
@@ -189,6 +205,7 @@ def pack_runs(
     level: int = 15,
     roles: Iterable[str] = ROLES,
     events: Iterable[str] | None = None,
+    lenient: bool = False,
 ) -> PackReport:
     """Write the runs under ``run_dirs`` into ``output`` (see the module docstring).
 
@@ -199,6 +216,9 @@ def pack_runs(
     those names (without category: ``metrics_updated``, ``packet_lost``, ...), every header
     kept, and the trace header then lists the names kept under
     ``trace.quicsm_labels.events_kept``.
+    ``lenient``: a JSON-SEQ file whose last record was cut mid-write (an endpoint stopped
+    while writing) is packed without that record, and listed in ``report.cut``; strict
+    packing makes it an error.
     """
     roles = tuple(roles)
     unknown = sorted(set(roles) - set(ROLES))
@@ -235,7 +255,8 @@ def pack_runs(
                 depth = 5 if labels.get("cc_algorithm") else 4
                 rel = Path(*run_dir.resolve().parts[-depth:])
                 for role, path in files:
-                    for header, records in read_qlog_traces(path):
+                    cut = report.cut if lenient else None
+                    for header, records in read_qlog_traces(path, cut):
                         trace = dict(header.get("trace") or {})
                         trace["quicsm_labels"] = {
                             **_scalar_labels(labels),

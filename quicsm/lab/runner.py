@@ -140,9 +140,16 @@ def _flat(d: dict[str, Any], prefix: str) -> Labels:
     return out
 
 
-def execute(spec: RunSpec, *, out_dir: Path, qlog_linger_s: float = SERVER_QLOG_LINGER_S) -> Labels:
+def execute(
+    spec: RunSpec,
+    *,
+    out_dir: Path,
+    qlog_linger_s: float = SERVER_QLOG_LINGER_S,
+    extra: Labels | None = None,
+) -> Labels:
     """Do one run and write its directory; returns the run.json labels (never raises for a
-    failing stack: the failure is the run's ``status``/``reason``)."""
+    failing stack: the failure is the run's ``status``/``reason``). ``extra`` labels are
+    added to run.json (``quicsm lab ab`` records each run's arm, pair and place in it)."""
     scenario, stack = spec.scenario, spec.stack
     run_dir = spec.directory(out_dir)
     if run_dir.exists():
@@ -156,6 +163,7 @@ def execute(spec: RunSpec, *, out_dir: Path, qlog_linger_s: float = SERVER_QLOG_
         **scenario.labels(),
         "run": spec.run,
         "seed": spec.seed,
+        **(extra or {}),
         "status": "failed",
         "reason": None,
     }
@@ -318,6 +326,10 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+#: public name for other orchestrators of runs (``quicsm lab ab``)
+sigterm_as_interrupt = _sigterm_as_interrupt
 
 
 def run_plan(
