@@ -105,17 +105,19 @@ def test_cubic_window_is_cubic_from_the_specification_alone(rtt: float, start: f
 
 
 def test_linear_growth_with_factor_07_is_not_cubic() -> None:
-    """quic-go's Reno multiplies by 0.7, like CUBIC, but grows linearly: the specification's
-    CUBIC box (concave or fast growth) does not take it."""
+    """quic-go's Reno multiplies by 0.7, like CUBIC, but grows by one of its own segments per
+    round in whole-segment steps: the specification's Reno box (beta 0.5 or 0.7) takes it,
+    CUBIC's (concave or faster than Reno) does not."""
     m, t = window_trace(beta=0.7)
-    assert one(m, t, signatures=PRIORS)["family"] == UNKNOWN
-    # one segment per RTT after a cut to 0.7 is also aioquic's CUBIC in its Reno-friendly
-    # region (about 0.9 segments per RTT in the lab): the fitted boxes of both take it
-    assert one(m, t)["family"] == UNKNOWN
+    row = one(m, t, signatures=PRIORS)
+    assert row["family"] == NEWRENO and row["step_share"] == 1.0
     # quic-go's Reno grows by one of its 1460-byte-ish segments (1.17 nominal ones) per RTT:
-    # only the box fitted on quic-go's lab runs takes that
+    # the box fitted on quic-go's lab runs takes that too
     m, t = window_trace(beta=0.7, segment=1460.0)
     assert one(m, t)["family"] == NEWRENO
+    # a CUBIC-like window at 0.7 (no whole-segment steps) is not taken by the Reno prior
+    m, t = window_trace(beta=0.7, cubic=True, start_segments=200.0, rounds_between_losses=60)
+    assert one(m, t, signatures=PRIORS)["family"] != NEWRENO
 
 
 def test_losses_without_reduction_are_bbr_like() -> None:
@@ -130,12 +132,16 @@ def test_no_loss_and_no_congestion_avoidance_is_unknown() -> None:
     assert row["family"] == UNKNOWN and row["confidence"] == 0.0
 
 
-def test_ambiguity_is_unknown_not_a_guess() -> None:
-    # one reduction by exactly 0.7 and no growth to tell Reno-0.7 from CUBIC
-    row = {"n_reductions": 1, "beta": 0.7, "n_losses": 1, "n_epochs": 0}
-    verdict = classify(row, DEFAULT_SIGNATURES)
-    assert verdict.family == UNKNOWN and "ambiguous" in verdict.evidence
-    assert set(verdict.matched) == {CUBIC, NEWRENO}
+def test_too_few_reductions_is_unknown_not_a_guess() -> None:
+    # one or two reductions by exactly 0.7: quic-go's Reno and CUBIC alike, and too few to
+    # have a spread; no box takes it, and the answer says why
+    for n in (1, 2):
+        row = {"n_reductions": n, "beta": 0.7, "beta_spread": 0.0, "n_losses": n, "n_epochs": 0}
+        verdict = classify(row, DEFAULT_SIGNATURES)
+        assert verdict.family == UNKNOWN and verdict.confidence == 0.0
+        assert f"{n} reduction{'s' if n > 1 else ''} by 0.70: too few to tell Reno from CUBIC" in (
+            verdict.evidence
+        )
 
 
 def test_leaving_a_controller_out_removes_every_box_of_it() -> None:
@@ -383,16 +389,20 @@ def test_bbr_version_from_probe_rtt_depth(depth: float | None, family: str) -> N
 
 
 def test_two_families_matching_is_unknown_not_the_nearer() -> None:
-    # a single cut by 0.7 with Reno-like growth: quic-go's Reno, or CUBIC in its Reno-friendly
-    # region (aioquic's box) -- no answer
-    row = {"n_reductions": 1, "beta": 0.7, "n_losses": 1, "n_epochs": 2, "growth": 1.0,
-           "curvature": 0.0, "epoch_rtts": 20.0}  # fmt: skip
+    # four cuts by 0.7 and growth of 1.02 segments per RTT with no shape either way and no
+    # window steps to go by: quic-go's Reno box and a CUBIC box take it -- no answer
+    row = {"n_reductions": 4, "beta": 0.7, "beta_spread": 0.0, "n_losses": 4, "n_epochs": 2,
+           "growth": 1.02, "curvature": 0.0, "cubic_fit": 0.0, "epoch_rtts": 40.0,
+           "rtt_ms": 60.0}  # fmt: skip
     verdict = classify(row, DEFAULT_SIGNATURES)
     assert verdict.family == UNKNOWN and len(verdict.matched) >= 2
+    # the window's steps break the tie: whole segments are quic-go's Reno
+    stepped = classify({**row, "step_bytes": 1441.0, "step_share": 0.8}, DEFAULT_SIGNATURES)
+    assert stepped.family == NEWRENO and "told apart by the window's steps" in stepped.evidence
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.floats(1.0, 400.0))
+@given(st.floats(2.0, 400.0))
 def test_rtts_logged_in_seconds_are_read_as_milliseconds(rtt_ms: float) -> None:
     """quinn writes RFC 9002's initial RTT as 0.333 and every later RTT in seconds; the growth
     per RTT must come out as from a trace that logs milliseconds."""
