@@ -122,8 +122,14 @@ def test_linear_growth_with_factor_07_is_not_cubic() -> None:
 
 def test_losses_without_reduction_are_bbr_like() -> None:
     m, t = window_trace(reduce=False)
-    row = one(m, t)
+    row = one(m, t, signatures=DEFAULT_SIGNATURES)  # uncalibrated: the rule's own answer
     assert row["family"] == BBR1 and "no multiplicative decrease" in str(row["evidence"])
+    # no calibration draw holds an answer of this kind: the shipped answer abstains, saying so
+    shipped = one(m, t)
+    assert shipped["family"] == UNKNOWN and shipped["confidence"] == 0.0
+    assert "would be BBRv1" in str(shipped["evidence"]) and "0 times in 0" in str(
+        shipped["evidence"]
+    )
 
 
 def test_no_loss_and_no_congestion_avoidance_is_unknown() -> None:

@@ -189,6 +189,15 @@ class Verdict:
     confidence: float
     evidence: str
     matched: tuple[str, ...] = field(default_factory=tuple)
+    #: the rule that named it (:data:`BASES`), "" for unknown: with the number of reductions,
+    #: the kind of evidence that :mod:`quicsm.controllers.calibration` calibrates
+    basis: str = ""
+
+
+#: the rules that name a controller: explicit BBRv2/v3 sub-phases, BBR phases with a ProbeRTT
+#: depth, losses without any decrease, boxes alone, boxes with the tie broken by the window's
+#: steps
+BASES: Final[tuple[str, ...]] = ("bbr-phases", "bbr-probe-rtt", "no-decrease", "boxes", "steps")
 
 
 def evidence_of(row: Mapping[str, Any]) -> dict[str, float]:
@@ -256,34 +265,54 @@ def _amount(row: Mapping[str, Any]) -> float:
 
 
 def classify(
-    row: Mapping[str, Any], signatures: Sequence[Box] = (), families: Iterable[str] = FAMILIES
+    row: Mapping[str, Any],
+    signatures: Sequence[Box] = (),
+    families: Iterable[str] = FAMILIES,
+    calibration: Mapping[str, tuple[int, int]] | None = None,
 ) -> Verdict:
     """The controller family of one feature row (``features.FEATURES_SCHEMA``), among
     ``families`` (the known set: the rules that name BBR apply only when its family is in it,
-    as boxes of a family not in it are never matched)."""
+    as boxes of a family not in it are never matched). With a ``calibration`` table
+    (:mod:`quicsm.controllers.calibration`) the confidence is the share of answers of the
+    same kind that were right on the calibration draws, and an answer below
+    :data:`~quicsm.controllers.calibration.UNKNOWN_BELOW` is ``unknown``; without one it is the
+    uncalibrated score 1 - 2^-k."""
     known = set(families)
     verdict = _classify(row, [box for box in signatures if box.family in known])
     if verdict.family not in known and verdict.family != UNKNOWN:
         return Verdict(
             UNKNOWN, 0.0, verdict.evidence + f"; looks like {verdict.family}, not a known family"
         )
+    if calibration is not None:
+        from quicsm.controllers.calibration import calibrate
+
+        return calibrate(verdict, row, calibration)
     return verdict
 
 
 def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
     if row.get("bbr2_phases", 0):
         return Verdict(
-            BBR2, 0.99, "explicit BBRv2/v3 ProbeBW sub-phases (up, down, cruise, refill)"
+            BBR2,
+            0.99,
+            "explicit BBRv2/v3 ProbeBW sub-phases (up, down, cruise, refill)",
+            basis="bbr-phases",
         )
     if row.get("bbr_phases", 0):
         depth = row.get("probe_rtt_depth")
         if depth is not None and depth <= BBR1_PROBE_RTT_DEPTH:
             return Verdict(
-                BBR1, 0.9, f"explicit BBR phases; ProbeRTT drains the window to {depth:.2f} of it"
+                BBR1,
+                0.9,
+                f"explicit BBR phases; ProbeRTT drains the window to {depth:.2f} of it",
+                basis="bbr-probe-rtt",
             )
         if depth is not None and depth >= BBR2_PROBE_RTT_DEPTH:
             return Verdict(
-                BBR2, 0.9, f"explicit BBR phases; ProbeRTT keeps {depth:.2f} of the window"
+                BBR2,
+                0.9,
+                f"explicit BBR phases; ProbeRTT keeps {depth:.2f} of the window",
+                basis="bbr-probe-rtt",
             )
         return Verdict(
             UNKNOWN, 0.0, "explicit BBR phases, no sub-phases and no ProbeRTT: BBR version unknown"
@@ -295,7 +324,7 @@ def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
         and not row.get("n_collapses")
         and float(row.get("cwnd_gain") or 0.0) >= SENDER_GAIN
     ):
-        return Verdict(BBR1, 0.6, described + " (no multiplicative decrease)")
+        return Verdict(BBR1, 0.6, described + " (no multiplicative decrease)", basis="no-decrease")
     evidence = evidence_of(row)
     if not evidence.keys() - {"rtt_ms", "step_share"}:
         return Verdict(UNKNOWN, 0.0, described)
@@ -318,12 +347,13 @@ def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
     families = sorted({box.family for box in matched})
     if not families:
         return Verdict(UNKNOWN, 0.0, described + "; matches no known controller")
+    basis = "boxes"
     if len(families) > 1:
         # a tie: the implementation's traits (the window's steps) may break it -- quic-go's
         # Reno adds whole segments, its CUBIC small steps of every size
         strict = sorted({box.family for box in matched if box.contains(evidence, strict=True)})
         if len(strict) == 1:
-            families = strict
+            families, basis = strict, "steps"
             described += f"; {' and '.join(sorted({b.family for b in matched}))} by factor and "
             described += f"growth, told apart by the window's steps ({evidence['step_share']:.2f} "
             described += "of increases one size)"
@@ -339,7 +369,7 @@ def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
     unseen = _unseen_rtt(evidence, families[0], signatures)
     if unseen:
         return Verdict(UNKNOWN, 0.0, described + "; " + unseen, tuple(families))
-    return Verdict(families[0], round(_amount(row), 3), described, tuple(families))
+    return Verdict(families[0], round(_amount(row), 3), described, tuple(families), basis)
 
 
 def _unseen_rtt(evidence: Mapping[str, float], family: str, signatures: Sequence[Box]) -> str:
@@ -466,12 +496,15 @@ def boxes_table(boxes: Sequence[Box]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=["family", "source", "feature", "lo", "hi"], orient="row")
 
 
-def signatures_source(boxes: Sequence[Box]) -> str:
+def signatures_source(
+    boxes: Sequence[Box], calibration: Mapping[str, tuple[int, int]] | None = None
+) -> str:
     """Python source of a module defining ``DEFAULT_SIGNATURES = boxes`` (``fitted.py``)."""
     lines = [
         '"""Generated by ``benchmarks/identify_accuracy.py --write-fitted``: do not edit.',
         "",
-        "The signatures fitted on the identification draws held for fitting (docs/identify.md).",
+        "The signatures fitted on the identification draws held for fitting, and their",
+        "calibration (docs/identify.md).",
         '"""',
         "",
         "from __future__ import annotations",
@@ -487,5 +520,9 @@ def signatures_source(boxes: Sequence[Box]) -> str:
         lines.append(f'    Box("{box.family}", {{')
         lines += [f'        "{k}": ({lo!r}, {hi!r}),' for k, (lo, hi) in box.intervals.items()]
         lines.append(f'    }}, "{box.source}"),')
-    lines += [")", "# fmt: on"]
+    lines += [")"]
+    lines.append("#: answer kind -> (right, answers) on the calibration draws (calibration.py)")
+    lines.append("DEFAULT_CALIBRATION: Final[dict[str, tuple[int, int]]] = {")
+    lines += [f'    "{k}": {v!r},' for k, v in (calibration or {}).items()]
+    lines += ["}", "# fmt: on"]
     return "\n".join(lines) + "\n"
