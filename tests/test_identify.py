@@ -234,12 +234,53 @@ def heldout() -> pl.DataFrame:
     return fitting_set(HELDOUT).with_columns(pl.lit("heldout").alias("split"))
 
 
+#: the development draw over network conditions: never fitted on, it calibrates the confidence
+CALIBRATING = CORPORA / "identify-conditions.qlog"
+#: the held-back draw over network conditions, committed before it was classified
+CONDITIONS_HELDOUT = CORPORA / "identify-conditions-heldout.qlog"
+
+
 @pytest.mark.slow
 def test_shipped_signatures_are_the_fit_on_the_fitting_corpora(fitting: pl.DataFrame) -> None:
+    from quicsm.controllers.calibration import calibration_counts
+    from quicsm.controllers.evaluation import calibration_answers, fitting_set
+    from quicsm.controllers.fitted import DEFAULT_CALIBRATION
+
     fitted = fit_signatures(fitting)
     assert fitted == DEFAULT_SIGNATURES
+    counts = calibration_counts(calibration_answers(fitting, [fitting_set([CALIBRATING])]))
+    assert counts == DEFAULT_CALIBRATION
     source = (ROOT / "quicsm" / "controllers" / "fitted.py").read_text()
-    assert source == signatures_source(fitted)
+    assert source == signatures_source(fitted, counts)
+
+
+@pytest.mark.slow
+def test_conditions_heldout_is_never_confidently_wrong() -> None:
+    """Guards docs/identify.md's numbers on the held-back draw over network conditions
+    (loopback, LAN, WAN with loss and jitter, rate cap, high BDP, 5 % loss, short transfers):
+    the shipped answers (calibrated) are never wrong, every confidence bin with 20 answers or
+    more is within 5 points of its share right, quic-go's Reno on loopback with loss is named
+    NewReno/Reno and never Cubic."""
+    from quicsm.controllers.calibration import reliability
+    from quicsm.controllers.evaluation import fitting_set, predict
+    from quicsm.controllers.fitted import DEFAULT_CALIBRATION
+
+    frame = fitting_set([CONDITIONS_HELDOUT])
+    assert frame.height == 198
+    predicted = predict(frame, DEFAULT_SIGNATURES, calibration=DEFAULT_CALIBRATION)
+    named = predicted.filter(pl.col("family") != UNKNOWN)
+    assert named.height >= 95
+    assert named.filter(pl.col("family") != pl.col("controller")).height == 0
+    table = reliability(predicted).filter(pl.col("answers") >= 20)
+    assert table.height >= 1 and table["gap_points"].abs().max() <= 5.0  # type: ignore[operator]
+    quicgo = predicted.filter(
+        (pl.col("stack") == "quic-go")
+        & (pl.col("controller") == NEWRENO)
+        & pl.col("scenario").str.starts_with("cond-loopback")
+    )
+    assert CUBIC not in set(quicgo["family"])
+    lossy = quicgo.filter(pl.col("scenario") == "cond-loopback-loss1")
+    assert lossy.height == 4 and set(lossy["family"]) == {NEWRENO}
 
 
 @pytest.mark.slow
@@ -275,14 +316,14 @@ def test_a_controller_left_out_is_unknown(fitting: pl.DataFrame, heldout: pl.Dat
 @pytest.mark.slow
 def test_each_fitting_corpus_left_out_is_named_rightly(fitting: pl.DataFrame) -> None:
     """Cross-validation by corpus (docs/identify.md): fitted on the two others, each draw is
-    named with no wrong answer and at most two unknown, and a controller also left out is
+    named with no wrong answer and at most four unknown, and a controller also left out is
     unknown in every trace."""
     from quicsm.controllers.evaluation import cross_validate
 
     table = cross_validate(fitting)
     assert table.height == 3
     assert table["wrong"].to_list() == [0, 0, 0]
-    assert table["unknown"].max() <= 2  # type: ignore[operator]
+    assert table["unknown"].max() <= 4  # type: ignore[operator]
     assert table["left_out_unknown_min"].min() == 1.0
 
 
@@ -438,7 +479,8 @@ def test_stock_quicgo_v054_runs_are_reno_or_unknown() -> None:
 @pytest.mark.slow
 def test_cross_implementation_corpus_is_named_rightly_or_unknown() -> None:
     """traces/stacks: every lab stack with each of its controllers in six other networks, never
-    fitted on. Guards the numbers of docs/identify.md: 24 named, none wrongly."""
+    fitted on. Guards the numbers of docs/identify.md: 18 named, none wrongly (single cuts by
+    0.7 are "too few to tell Reno from CUBIC")."""
     from quicsm.controllers.evaluation import load_labelled, predict, senders
 
     frame = senders(load_labelled(ROOT / "traces" / "stacks"))
@@ -446,9 +488,9 @@ def test_cross_implementation_corpus_is_named_rightly_or_unknown() -> None:
     predicted = predict(frame, DEFAULT_SIGNATURES)
     answered = predicted.filter(pl.col("family") != UNKNOWN)
     right = answered.filter(pl.col("family") == pl.col("controller"))
-    assert answered.height >= 20 and answered.height == right.height
+    assert answered.height >= 18 and answered.height == right.height
     assert set(right["controller"]) >= {NEWRENO, CUBIC, BBR1}
-    assert set(right["stack"]) == {"aioquic", "quic-go", "quiche", "quinn"}
+    assert set(right["stack"]) >= {"quic-go", "quiche", "quinn"}
 
 
 # -- the cubic fit, the sign rule, the RTT bound ---------------------------------------------

@@ -57,13 +57,14 @@ def test_rtt_below_timer_resolution_gives_no_growth_per_rtt() -> None:
     counted in wall-clock RTTs) at a sub-millisecond RTT: its growth per RTT is not evidence,
     and the answer says so."""
     rtt = RTT_RESOLUTION_MS / 4
-    m, t = window_trace(beta=0.5, rtt_ms=rtt)
+    # quic-go's Reno: cuts by 0.7, which CUBIC shares, so only the growth could name it
+    m, t = window_trace(beta=0.7, rtt_ms=rtt, segment=1441.0)
     row = identify_frames(m, t).row(0, named=True)
     assert row["round_basis"] == "rtt" and row["rtt_ms"] == rtt
     assert row["family"] == UNKNOWN
     assert "RTT below timer resolution: growth per RTT not measurable" in row["evidence"]
     # the same window at a resolvable RTT is NewReno
-    m, t = window_trace(beta=0.5, rtt_ms=RTT_RESOLUTION_MS * 10)
+    m, t = window_trace(beta=0.7, rtt_ms=RTT_RESOLUTION_MS * 10, segment=1441.0)
     assert identify_frames(m, t).row(0, named=True)["family"] == NEWRENO
 
 

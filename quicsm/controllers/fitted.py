@@ -35,6 +35,11 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "step_share": (0.5, 1.0),
         "cubic_fit": (-1000.0, 0.25),
     }, "prior"),
+    Box("NewReno/Reno", {
+        "beta": (0.47, 0.53),
+        "beta_spread": (0.0, 0.005),
+        "n_reductions": (2.0, 1000000000.0),
+    }, "prior"),
     Box("BBRv2/v3", {
         "beta": (0.82, 0.88),
         "beta_spread": (-0.012, 0.012),
@@ -169,7 +174,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
 DEFAULT_CALIBRATION: Final[dict[str, tuple[int, int]]] = {
     "bbr-phases": (30, 30),
     "bbr-probe-rtt": (31, 31),
-    "boxes/reductions 0-2": (10, 10),
+    "boxes/reductions 0-2": (11, 11),
     "boxes/reductions 10+": (31, 31),
     "boxes/reductions 3-4": (68, 68),
     "boxes/reductions 5-9": (114, 114),

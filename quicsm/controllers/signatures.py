@@ -60,9 +60,10 @@ IMPLEMENTATION_FEATURES: Final[frozenset[str]] = frozenset({"step_share"})
 #: a trace has no evidence for used to let the box take it: one reduction by 0.7 was then
 #: "Cubic" by the specification's concave-growth box); the others -- the cubic fit, which is
 #: not measured below the timer resolution, the step share, which needs five increases -- are
-#: checked when the trace has them
+#: checked when the trace has them, and so is the spread of the factor (one reduction has none:
+#: a single cut by 0.7 is held back by MIN_SHARED_REDUCTIONS instead)
 REQUIRED: Final[frozenset[str]] = frozenset(
-    {"beta", "beta_spread", "growth", "curvature", "growth_own", "rtt_ms"}
+    {"beta", "growth", "curvature", "growth_own", "rtt_ms", "n_reductions"}
 )
 #: features that are a log-likelihood ratio between two shapes: the sign says which shape fits
 #: better, and the size grows with the length of the intervals as much as with the evidence,
@@ -167,6 +168,10 @@ PRIORS: Final[tuple[Box, ...]] = (
     # Reno-friendly region (RFC 9438 section 4.3), where it stays below the timer resolution
     Box(NEWRENO, {"beta": (0.45, 0.75), "beta_spread": (0.0, 0.02), "growth_own": (0.92, 1.2),
                   "step_share": (0.5, 1.0), "cubic_fit": (-1000.0, 0.25)}),
+    # RFC 9002's halving, exactly, two times or more: no CUBIC cuts to 0.5, and BBR's window
+    # drops after losses vary (quinn's BBRv1: 0.36-0.61); no growth needed
+    Box(NEWRENO, {"beta": (0.47, 0.53), "beta_spread": (0.0, 0.005),
+                  "n_reductions": (2.0, 1e9)}),
 )  # fmt: skip
 #: a step of the window of at least this many bytes is a whole segment (QUIC's smallest
 #: datagram is 1200 bytes)
@@ -205,6 +210,7 @@ def evidence_of(row: Mapping[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}
     if row.get("n_reductions", 0) >= 1 and row.get("beta") is not None:
         out["beta"] = float(row["beta"])
+        out["n_reductions"] = float(row["n_reductions"])
     if row.get("n_reductions", 0) >= 2 and row.get("beta_spread") is not None:
         out["beta_spread"] = float(row["beta_spread"])
     if row.get("n_epochs", 0) >= 1 and row.get("growth") is not None:
@@ -326,7 +332,7 @@ def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
     ):
         return Verdict(BBR1, 0.6, described + " (no multiplicative decrease)", basis="no-decrease")
     evidence = evidence_of(row)
-    if not evidence.keys() - {"rtt_ms", "step_share"}:
+    if not evidence.keys() - {"rtt_ms", "step_share", "n_reductions"}:
         return Verdict(UNKNOWN, 0.0, described)
     if "beta" not in evidence:
         # CUBIC grows like Reno in its Reno-friendly region (RFC 9438 section 4.3), so growth
