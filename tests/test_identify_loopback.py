@@ -86,4 +86,3 @@ def test_growth_per_acked_window_ignores_the_clock(
     assert row["round_basis"] == "acked"
     assert abs(row["growth"] - segment / 1250) < 0.02 * segment / 1250
     assert abs(row["beta"] - beta) < 1e-6 and row["n_reductions"] == 5
-    assert row["family"] != CUBIC
