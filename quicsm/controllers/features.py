@@ -19,10 +19,15 @@ with ``congestion_window`` and ``packet_lost`` events is enough.
   that never leave slow start, or that flip to ``ApplicationLimited`` every few RTTs -- from two
   RTTs after each loss to the next loss) that lasts at least four smoothed RTTs and
   shows at least five distinct windows, a straight line and a parabola are fitted to the window
-  over time. ``growth`` is the slope in 1250-byte segments per smoothed RTT (Reno: about 1
-  segment per RTT); ``curvature`` is the parabola's quadratic coefficient over the linear slope,
-  both over the interval scaled to [0, 1]: about 0 for linear growth, negative for concave growth
-  towards a previous maximum (CUBIC's concave region), positive for convex growth.
+  over rounds. A round is a window of data acknowledged (``round_basis`` ``acked``: the falls of
+  the bytes in flight between logged values, over the window, when the trace logs its flight on
+  sends as well as on acknowledgements), else a smoothed RTT of wall-clock time (``rtt``), which
+  below :data:`RTT_RESOLUTION_MS` is no unit of rounds. ``growth`` is the slope in 1250-byte
+  segments per round (Reno: one of its own segments per window acknowledged, RFC 9002 section
+  7.3.3, whatever the clock); ``curvature`` is the parabola's quadratic coefficient over the
+  linear slope, both over the interval scaled to [0, 1]: about 0 for linear growth, negative
+  for concave growth towards a previous maximum (CUBIC's concave region), positive for convex
+  growth.
   ``cubic_fit`` tells CUBIC from Reno when both grow at the same mean rate: over the same
   intervals, CUBIC's own window function W(t) = C (t - K)^3 + W_max (RFC 9438 section 4.2;
   segments, seconds, C = 0.4, with K and W_max fitted) is set against a straight line, and
@@ -31,6 +36,11 @@ with ``congestion_window`` and ``packet_lost`` events is enough.
   better than a line (the window rises fast after a cut and flattens towards the last
   maximum, or turns convex past it), negative when the growth is a line (Reno; or CUBIC in its
   Reno-friendly region, RFC 9438 section 4.3, which grows more slowly than Reno).
+* **Steps.** ``step_bytes`` is the most common increase of the window inside
+  congestion-avoidance intervals and ``step_share`` the share of increases of that size: whole
+  segments for controllers that add a segment per window acknowledged (quic-go's and aioquic's
+  Reno; quiche and quinn accumulate for Reno and CUBIC), small steps of every size for those
+  that recompute the window on every ACK (quic-go's and aioquic's CUBIC).
 * **Path.** ``rtt_ms`` is the median smoothed RTT: CUBIC's window is a function of time, not
   of round trips (RFC 9438 section 5), so its growth per RTT and its shape depend on the RTT
   (at 50 ms it grows like Reno in its Reno-friendly region, at 100 ms concavely).
