@@ -34,9 +34,18 @@ from pathlib import Path
 
 import polars as pl
 
+from quicsm.controllers.calibration import (
+    UNKNOWN_BELOW,
+    calibration_counts,
+    calibration_table,
+    reliability,
+)
 from quicsm.controllers.evaluation import (
+    MANY_REDUCTIONS,
     accuracy_by,
+    calibration_answers,
     confusion,
+    coverage_by,
     cross_validate,
     feature_summary,
     fitting_set,
@@ -53,7 +62,11 @@ CORPORA = "benchmarks/corpora"
 #: the corpora the shipped boxes are fitted on, every run of them
 FITTING: list[str] = [f"{CORPORA}/identify.qlog", f"{CORPORA}/identify-fresh.qlog",
                       f"{CORPORA}/identify-fresh2.qlog"]  # fmt: skip
-HELDOUT: list[str] = [f"{CORPORA}/identify-fresh3.qlog", f"{CORPORA}/identify-fresh4.qlog"]
+HELDOUT: list[str] = [f"{CORPORA}/identify-fresh3.qlog", f"{CORPORA}/identify-fresh4.qlog",
+                      f"{CORPORA}/identify-conditions-heldout.qlog"]  # fmt: skip
+#: draws never fitted on that calibrate the confidence (with the fitting corpora, each answered
+#: by boxes fitted on the others)
+CALIBRATION: list[str] = [f"{CORPORA}/identify-conditions.qlog"]
 
 
 def markdown(frame: pl.DataFrame) -> str:
@@ -85,17 +98,25 @@ def main(argv: list[str] | None = None) -> int:
         default=["traces/*.qlog", "traces/stacks/", f"{CORPORA}/aioquic-1.7.2-reno.qlog"],
         help="labelled traces of other networks, never used for fitting (default: %(default)s)",
     )
+    parser.add_argument(
+        "--calibration",
+        nargs="*",
+        default=CALIBRATION,
+        help="labelled draws never fitted on that calibrate the confidence (default: %(default)s)",
+    )
     parser.add_argument("--write-fitted", action="store_true", help="rewrite fitted.py")
     args = parser.parse_args(argv)
 
     train = fitting_set(args.paths)
     heldout = fitting_set(args.heldout).with_columns(pl.lit("heldout").alias("split"))
     boxes = fit_signatures(train)
+    calibrating = [fitting_set([path]) for path in args.calibration]
+    counts = calibration_counts(calibration_answers(train, calibrating))
     if args.write_fitted:
-        FITTED.write_text(signatures_source(boxes))
+        FITTED.write_text(signatures_source(boxes, counts))
         print(f"wrote {FITTED.name}", file=sys.stderr)
 
-    predicted = predict(heldout, boxes)
+    predicted = predict(heldout, boxes, calibration=counts)
     total = predicted.height
     correct = predicted.filter(pl.col("family") == pl.col("controller")).height
     answered = predicted.filter(pl.col("family") != "unknown").height
@@ -123,6 +144,33 @@ def main(argv: list[str] | None = None) -> int:
                 f"right, {part.height - right_part - unknown_part} wrong, {unknown_part} unknown"
             )
         print()
+    many = predicted.filter(pl.col("n_reductions") >= MANY_REDUCTIONS)
+    named_many = many.filter(pl.col("family") != "unknown").height
+    rel = reliability(predicted)
+    big = rel.filter(pl.col("answers") >= 20)
+    worst = float(big["gap_points"].abs().max() or 0.0) if big.height else float("nan")  # type: ignore[arg-type]
+    confident_wrong = predicted.filter(
+        (pl.col("family") != "unknown")
+        & (pl.col("family") != pl.col("controller"))
+        & (pl.col("confidence") >= 0.8)
+    ).height
+    print(
+        f"**issue 27's measures on the held-back draws**: accuracy among named "
+        f"{correct}/{answered} = {correct / max(answered, 1):.1%}; senders with "
+        f"≥ {MANY_REDUCTIONS} reductions named {named_many}/{many.height} = "
+        f"{named_many / max(many.height, 1):.1%}; largest reliability gap in a confidence bin "
+        f"with ≥ 20 answers {worst:.1f} points; wrong answers at confidence ≥ 0.8: "
+        f"{confident_wrong}\n"
+    )
+    print("## Reliability (held-back senders, named answers binned by confidence)\n")
+    print(markdown(rel) + "\n")
+    print(
+        f"## Calibration (answers on {', '.join(args.calibration)} and on each fitting corpus "
+        f"by boxes fitted on the others; unknown below {UNKNOWN_BELOW})\n"
+    )
+    print(markdown(calibration_table(counts)) + "\n")
+    print("## Coverage and accuracy per condition (held-back senders)\n")
+    print(markdown(coverage_by(predicted, "scenario")) + "\n")
     evident = predicted.filter((pl.col("n_reductions") > 0) | (pl.col("n_epochs") > 0))
     right = evident.filter(pl.col("family") == pl.col("controller")).height
     print(
@@ -168,12 +216,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"## Corpora never used for fitting: {', '.join(args.unseen)} (all runs)\n")
         for path in args.unseen:
             labelled_unseen = load_labelled([path]).filter(pl.col("controller").is_not_null())
-            unseen = predict(sender_traces(labelled_unseen), boxes)
+            unseen = predict(sender_traces(labelled_unseen), boxes, calibration=counts)
             right = unseen.filter(pl.col("family") == pl.col("controller")).height
             named = unseen.filter(pl.col("family") != "unknown").height
+            many = unseen.filter(pl.col("n_reductions") >= MANY_REDUCTIONS)
+            named_many = many.filter(pl.col("family") != "unknown").height
             print(
                 f"### {path}: {unseen.height} senders, named {named}, right {right}, wrong "
-                f"{named - right}, unknown {unseen.height - named}\n"
+                f"{named - right}, unknown {unseen.height - named}; senders with "
+                f"≥ {MANY_REDUCTIONS} reductions named {named_many}/{many.height}\n"
             )
             print(markdown(confusion(unseen)) + "\n")
             stacked = unseen.with_columns(
@@ -189,7 +240,11 @@ def main(argv: list[str] | None = None) -> int:
                 sender_traces(labelled_unseen).select("trace"), on="trace", how="anti"
             )
             if receivers.height:
-                answers = predict(receivers, boxes).group_by("family").agg(pl.len().alias("n"))
+                answers = (
+                    predict(receivers, boxes, calibration=counts)
+                    .group_by("family")
+                    .agg(pl.len().alias("n"))
+                )
                 print(
                     "receivers: "
                     + ", ".join(f"{f} {n}" for f, n in answers.sort("family").iter_rows())

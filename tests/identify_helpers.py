@@ -105,3 +105,78 @@ def relabel(frame: pl.DataFrame, scale: float) -> pl.DataFrame:
 
 def isclose(a: float | None, b: float, tol: float) -> bool:
     return a is not None and math.isclose(a, b, abs_tol=tol)
+
+
+def acked_trace(
+    *,
+    beta: float = 0.7,
+    segment: float = 1441.0,
+    start_segments: float = 40.0,
+    rounds_between_losses: int = 20,
+    losses: int = 5,
+    round_ms: list[float] | None = None,
+    rtt_ms: float = 0.3,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A Reno sender logged as quic-go logs it: its flight on every packet sent and every ACK,
+    its window growing by segment x acked / window on every ACK (RFC 9002 section 7.3.3), cut by
+    ``beta`` at each loss. Each round (a window sent, then acknowledged) lasts the next value of
+    ``round_ms`` (cycled; default ``rtt_ms``), whatever the smoothed RTT the trace logs: the
+    wall clock and the logged RTT say nothing of the rounds."""
+    durations = round_ms or [rtt_ms]
+    metrics: list[dict[str, Any]] = []
+    states: list[tuple[float, str]] = [(0.0, "Init"), (0.0, "CongestionAvoidance")]
+    t, cwnd, flight, k = 0.0, start_segments * segment, 0.0, 0
+
+    def log(event: str) -> None:
+        metrics.append({"time_ms": t, "event": event, "cwnd_bytes": cwnd,
+                        "bytes_in_flight": flight, "smoothed_rtt_ms": rtt_ms})  # fmt: skip
+
+    for _ in range(losses):
+        for _ in range(rounds_between_losses):
+            step = durations[k % len(durations)] / 2
+            k += 1
+            packets = int(cwnd // segment)
+            for _ in range(packets):
+                t += step / packets
+                flight += segment
+                log("metrics")
+            for _ in range(packets):
+                t += step / packets
+                flight -= segment
+                cwnd += segment * segment / cwnd
+                log("metrics")
+        t += durations[k % len(durations)] / 4
+        log("packet_lost")
+        states.append((t, "Recovery"))
+        cwnd *= beta
+        log("metrics")
+        t += durations[k % len(durations)] / 4
+        states.append((t, "CongestionAvoidance"))
+    return _frames(metrics, states, t + 1.0)
+
+
+def _frames(
+    metrics: list[dict[str, Any]], states: list[tuple[float, str]], end: float
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    frame = pl.DataFrame(metrics).with_columns(
+        pl.lit("synthetic").alias("file"),
+        pl.lit(TRACE).alias("trace"),
+        pl.lit("server").alias("vantage"),
+    )
+    metrics_frame = frame.with_columns(
+        [pl.lit(None, d).alias(c) for c, d in METRICS_SCHEMA.items() if c not in frame.columns]
+    ).select([pl.col(c).cast(d) for c, d in METRICS_SCHEMA.items()])
+    transitions = pl.DataFrame(
+        {
+            "file": ["synthetic"] * len(states),
+            "trace": [TRACE] * len(states),
+            "vantage": ["server"] * len(states),
+            "time_ms": [s[0] for s in states],
+            "state": [s[1] for s in states],
+            "raw_state": [None] * len(states),
+            "trigger": [None] * len(states),
+            "source": ["derived"] * len(states),
+            "end_ms": [end] * len(states),
+        }
+    ).select([pl.col(c).cast(d) for c, d in TRANSITIONS_SCHEMA.items()])
+    return metrics_frame, transitions

@@ -105,23 +105,31 @@ def test_cubic_window_is_cubic_from_the_specification_alone(rtt: float, start: f
 
 
 def test_linear_growth_with_factor_07_is_not_cubic() -> None:
-    """quic-go's Reno multiplies by 0.7, like CUBIC, but grows linearly: the specification's
-    CUBIC box (concave or fast growth) does not take it."""
+    """quic-go's Reno multiplies by 0.7, like CUBIC, but grows by one of its own segments per
+    round in whole-segment steps: the specification's Reno box (beta 0.5 or 0.7) takes it,
+    CUBIC's (concave or faster than Reno) does not."""
     m, t = window_trace(beta=0.7)
-    assert one(m, t, signatures=PRIORS)["family"] == UNKNOWN
-    # one segment per RTT after a cut to 0.7 is also aioquic's CUBIC in its Reno-friendly
-    # region (about 0.9 segments per RTT in the lab): the fitted boxes of both take it
-    assert one(m, t)["family"] == UNKNOWN
+    row = one(m, t, signatures=PRIORS)
+    assert row["family"] == NEWRENO and row["step_share"] == 1.0
     # quic-go's Reno grows by one of its 1460-byte-ish segments (1.17 nominal ones) per RTT:
-    # only the box fitted on quic-go's lab runs takes that
+    # the box fitted on quic-go's lab runs takes that too
     m, t = window_trace(beta=0.7, segment=1460.0)
     assert one(m, t)["family"] == NEWRENO
+    # a CUBIC-like window at 0.7 (no whole-segment steps) is not taken by the Reno prior
+    m, t = window_trace(beta=0.7, cubic=True, start_segments=200.0, rounds_between_losses=60)
+    assert one(m, t, signatures=PRIORS)["family"] != NEWRENO
 
 
 def test_losses_without_reduction_are_bbr_like() -> None:
     m, t = window_trace(reduce=False)
-    row = one(m, t)
+    row = one(m, t, signatures=DEFAULT_SIGNATURES)  # uncalibrated: the rule's own answer
     assert row["family"] == BBR1 and "no multiplicative decrease" in str(row["evidence"])
+    # no calibration draw holds an answer of this kind: the shipped answer abstains, saying so
+    shipped = one(m, t)
+    assert shipped["family"] == UNKNOWN and shipped["confidence"] == 0.0
+    assert "would be BBRv1" in str(shipped["evidence"]) and "0 times in 0" in str(
+        shipped["evidence"]
+    )
 
 
 def test_no_loss_and_no_congestion_avoidance_is_unknown() -> None:
@@ -130,12 +138,16 @@ def test_no_loss_and_no_congestion_avoidance_is_unknown() -> None:
     assert row["family"] == UNKNOWN and row["confidence"] == 0.0
 
 
-def test_ambiguity_is_unknown_not_a_guess() -> None:
-    # one reduction by exactly 0.7 and no growth to tell Reno-0.7 from CUBIC
-    row = {"n_reductions": 1, "beta": 0.7, "n_losses": 1, "n_epochs": 0}
-    verdict = classify(row, DEFAULT_SIGNATURES)
-    assert verdict.family == UNKNOWN and "ambiguous" in verdict.evidence
-    assert set(verdict.matched) == {CUBIC, NEWRENO}
+def test_too_few_reductions_is_unknown_not_a_guess() -> None:
+    # one or two reductions by exactly 0.7: quic-go's Reno and CUBIC alike, and too few to
+    # have a spread; no box takes it, and the answer says why
+    for n in (1, 2):
+        row = {"n_reductions": n, "beta": 0.7, "beta_spread": 0.0, "n_losses": n, "n_epochs": 0}
+        verdict = classify(row, DEFAULT_SIGNATURES)
+        assert verdict.family == UNKNOWN and verdict.confidence == 0.0
+        assert f"{n} reduction{'s' if n > 1 else ''} by 0.70: too few to tell Reno from CUBIC" in (
+            verdict.evidence
+        )
 
 
 def test_leaving_a_controller_out_removes_every_box_of_it() -> None:
@@ -222,12 +234,53 @@ def heldout() -> pl.DataFrame:
     return fitting_set(HELDOUT).with_columns(pl.lit("heldout").alias("split"))
 
 
+#: the development draw over network conditions: never fitted on, it calibrates the confidence
+CALIBRATING = CORPORA / "identify-conditions.qlog"
+#: the held-back draw over network conditions, committed before it was classified
+CONDITIONS_HELDOUT = CORPORA / "identify-conditions-heldout.qlog"
+
+
 @pytest.mark.slow
 def test_shipped_signatures_are_the_fit_on_the_fitting_corpora(fitting: pl.DataFrame) -> None:
+    from quicsm.controllers.calibration import calibration_counts
+    from quicsm.controllers.evaluation import calibration_answers, fitting_set
+    from quicsm.controllers.fitted import DEFAULT_CALIBRATION
+
     fitted = fit_signatures(fitting)
     assert fitted == DEFAULT_SIGNATURES
+    counts = calibration_counts(calibration_answers(fitting, [fitting_set([CALIBRATING])]))
+    assert counts == DEFAULT_CALIBRATION
     source = (ROOT / "quicsm" / "controllers" / "fitted.py").read_text()
-    assert source == signatures_source(fitted)
+    assert source == signatures_source(fitted, counts)
+
+
+@pytest.mark.slow
+def test_conditions_heldout_is_never_confidently_wrong() -> None:
+    """Guards docs/identify.md's numbers on the held-back draw over network conditions
+    (loopback, LAN, WAN with loss and jitter, rate cap, high BDP, 5 % loss, short transfers):
+    the shipped answers (calibrated) are never wrong, every confidence bin with 20 answers or
+    more is within 5 points of its share right, quic-go's Reno on loopback with loss is named
+    NewReno/Reno and never Cubic."""
+    from quicsm.controllers.calibration import reliability
+    from quicsm.controllers.evaluation import fitting_set, predict
+    from quicsm.controllers.fitted import DEFAULT_CALIBRATION
+
+    frame = fitting_set([CONDITIONS_HELDOUT])
+    assert frame.height == 198
+    predicted = predict(frame, DEFAULT_SIGNATURES, calibration=DEFAULT_CALIBRATION)
+    named = predicted.filter(pl.col("family") != UNKNOWN)
+    assert named.height >= 95
+    assert named.filter(pl.col("family") != pl.col("controller")).height == 0
+    table = reliability(predicted).filter(pl.col("answers") >= 20)
+    assert table.height >= 1 and table["gap_points"].abs().max() <= 5.0  # type: ignore[operator]
+    quicgo = predicted.filter(
+        (pl.col("stack") == "quic-go")
+        & (pl.col("controller") == NEWRENO)
+        & pl.col("scenario").str.starts_with("cond-loopback")
+    )
+    assert CUBIC not in set(quicgo["family"])
+    lossy = quicgo.filter(pl.col("scenario") == "cond-loopback-loss1")
+    assert lossy.height == 4 and set(lossy["family"]) == {NEWRENO}
 
 
 @pytest.mark.slow
@@ -263,14 +316,14 @@ def test_a_controller_left_out_is_unknown(fitting: pl.DataFrame, heldout: pl.Dat
 @pytest.mark.slow
 def test_each_fitting_corpus_left_out_is_named_rightly(fitting: pl.DataFrame) -> None:
     """Cross-validation by corpus (docs/identify.md): fitted on the two others, each draw is
-    named with no wrong answer and at most two unknown, and a controller also left out is
+    named with no wrong answer and at most four unknown, and a controller also left out is
     unknown in every trace."""
     from quicsm.controllers.evaluation import cross_validate
 
     table = cross_validate(fitting)
     assert table.height == 3
     assert table["wrong"].to_list() == [0, 0, 0]
-    assert table["unknown"].max() <= 2  # type: ignore[operator]
+    assert table["unknown"].max() <= 4  # type: ignore[operator]
     assert table["left_out_unknown_min"].min() == 1.0
 
 
@@ -383,16 +436,20 @@ def test_bbr_version_from_probe_rtt_depth(depth: float | None, family: str) -> N
 
 
 def test_two_families_matching_is_unknown_not_the_nearer() -> None:
-    # a single cut by 0.7 with Reno-like growth: quic-go's Reno, or CUBIC in its Reno-friendly
-    # region (aioquic's box) -- no answer
-    row = {"n_reductions": 1, "beta": 0.7, "n_losses": 1, "n_epochs": 2, "growth": 1.0,
-           "curvature": 0.0, "epoch_rtts": 20.0}  # fmt: skip
+    # four cuts by 0.7 and growth of 1.02 segments per RTT with no shape either way and no
+    # window steps to go by: quic-go's Reno box and a CUBIC box take it -- no answer
+    row = {"n_reductions": 4, "beta": 0.7, "beta_spread": 0.0, "n_losses": 4, "n_epochs": 2,
+           "growth": 1.02, "curvature": 0.0, "cubic_fit": 0.0, "epoch_rtts": 40.0,
+           "rtt_ms": 60.0}  # fmt: skip
     verdict = classify(row, DEFAULT_SIGNATURES)
     assert verdict.family == UNKNOWN and len(verdict.matched) >= 2
+    # the window's steps break the tie: whole segments are quic-go's Reno
+    stepped = classify({**row, "step_bytes": 1441.0, "step_share": 0.8}, DEFAULT_SIGNATURES)
+    assert stepped.family == NEWRENO and "told apart by the window's steps" in stepped.evidence
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.floats(1.0, 400.0))
+@given(st.floats(2.0, 400.0))
 def test_rtts_logged_in_seconds_are_read_as_milliseconds(rtt_ms: float) -> None:
     """quinn writes RFC 9002's initial RTT as 0.333 and every later RTT in seconds; the growth
     per RTT must come out as from a trace that logs milliseconds."""
@@ -422,7 +479,8 @@ def test_stock_quicgo_v054_runs_are_reno_or_unknown() -> None:
 @pytest.mark.slow
 def test_cross_implementation_corpus_is_named_rightly_or_unknown() -> None:
     """traces/stacks: every lab stack with each of its controllers in six other networks, never
-    fitted on. Guards the numbers of docs/identify.md: 24 named, none wrongly."""
+    fitted on. Guards the numbers of docs/identify.md: 18 named, none wrongly (single cuts by
+    0.7 are "too few to tell Reno from CUBIC")."""
     from quicsm.controllers.evaluation import load_labelled, predict, senders
 
     frame = senders(load_labelled(ROOT / "traces" / "stacks"))
@@ -430,9 +488,9 @@ def test_cross_implementation_corpus_is_named_rightly_or_unknown() -> None:
     predicted = predict(frame, DEFAULT_SIGNATURES)
     answered = predicted.filter(pl.col("family") != UNKNOWN)
     right = answered.filter(pl.col("family") == pl.col("controller"))
-    assert answered.height >= 20 and answered.height == right.height
+    assert answered.height >= 18 and answered.height == right.height
     assert set(right["controller"]) >= {NEWRENO, CUBIC, BBR1}
-    assert set(right["stack"]) == {"aioquic", "quic-go", "quiche", "quinn"}
+    assert set(right["stack"]) >= {"quic-go", "quiche", "quinn"}
 
 
 # -- the cubic fit, the sign rule, the RTT bound ---------------------------------------------

@@ -55,11 +55,15 @@ def identify_command(paths: tuple[str, ...], fmt: str, vantage: str, lenient: bo
     """Name the congestion controller of every trace in PATHS.
 
     For each trace: the controller family (NewReno/Reno, Cubic, BBRv1, BBRv2/v3 or unknown), a
-    confidence score, the controller the trace declares (cc_algorithm label), if any, and the
-    evidence: how the window was reduced on loss (factor 0.5, 0.7, or not at all), how it grew
-    between losses (segments per RTT, linear, concave or convex), explicit BBR phases. Only a
-    sender's trace carries this evidence; a receiver's is normally "unknown". No
-    instrumentation is needed: congestion-window metrics and packet losses suffice.
+    calibrated confidence (the share of answers of its kind that were right on the lab's
+    calibration draws; below 0.8 the answer is unknown), the controller the trace declares
+    (cc_algorithm label), if any, and the evidence: how the window was reduced on loss (factor
+    0.5, 0.7, or not at all), how it grew between losses (segments per window acknowledged, so
+    that loopback's sub-millisecond RTTs do not matter; linear, concave or convex), explicit BBR
+    phases, and for unknown why (too few reductions, RTT below the timer resolution, no
+    matching or several matching controllers). Only a sender's trace carries this evidence; a
+    receiver's is normally "unknown". No instrumentation is needed: congestion-window metrics
+    and packet losses suffice.
 
     PATHS are qlog files (any draft or serialization, optionally compressed), directories
     (searched recursively) and glob patterns. Accuracy: docs/identify.md.

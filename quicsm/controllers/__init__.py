@@ -2,8 +2,9 @@
 ``quicsm.identify``).
 
 :mod:`features` turns a trace's window, flight, RTT and losses into evidence; :mod:`signatures`
-matches it against controller signatures; :mod:`api` is the entry point; :mod:`evaluation`
-measures it on labelled traces. Built on ``extract`` (the readers) only.
+matches it against controller signatures; :mod:`calibration` turns an answer's kind into the
+probability that it is right; :mod:`api` is the entry point; :mod:`evaluation` measures it on
+labelled traces. Built on ``extract`` (the readers) only.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@
     identify(paths, *, on_error="raise", diagnostics=None, signatures=None) -> pl.DataFrame
 
 One row per trace (:data:`IDENTIFY_SCHEMA`): the family (``NewReno/Reno``, ``Cubic``,
-``BBRv1``, ``BBRv2/v3`` or ``unknown``), a confidence score in [0, 1], the evidence in words,
+``BBRv1``, ``BBRv2/v3`` or ``unknown``), a calibrated confidence (the probability that the
+answer is right, :mod:`quicsm.controllers.calibration`), the evidence in words,
 the controller the trace or its ``run.json`` declares (``cc_algorithm`` and its synonyms), if
 any, and the features the answer rests on (:mod:`quicsm.controllers.features`). Only the sending
 side of a connection carries the evidence: a receiver's trace (which sends little but
@@ -22,7 +23,7 @@ import orjson
 import polars as pl
 
 from quicsm.controllers.features import FEATURES_SCHEMA, compute_features
-from quicsm.controllers.fitted import DEFAULT_SIGNATURES
+from quicsm.controllers.fitted import DEFAULT_CALIBRATION, DEFAULT_SIGNATURES
 from quicsm.controllers.signatures import Box, classify
 from quicsm.core.aliases import CC_ALGORITHM_KEYS
 from quicsm.core.diagnostics import MAX_REASONS, Diagnostics, QuicsmWarning
@@ -58,10 +59,13 @@ def identify_frames(
     *,
     signatures: Sequence[Box] | None = None,
 ) -> pl.DataFrame:
-    """:func:`identify` over frames already read (``traces`` adds file and declared controller)."""
+    """:func:`identify` over frames already read (``traces`` adds file and declared controller).
+    The shipped signatures come with their calibration (``fitted.DEFAULT_CALIBRATION``);
+    other ``signatures`` give the uncalibrated score."""
     boxes = DEFAULT_SIGNATURES if signatures is None else tuple(signatures)
+    table = DEFAULT_CALIBRATION if signatures is None else None
     features = compute_features(metrics, transitions)
-    verdicts = [classify(row, boxes) for row in features.iter_rows(named=True)]
+    verdicts = [classify(row, boxes, calibration=table) for row in features.iter_rows(named=True)]
     info: dict[str, tuple[str | None, str | None]] = {}
     if traces is not None:
         info = {

@@ -19,6 +19,7 @@ import numpy as np
 import orjson
 import polars as pl
 
+from quicsm.controllers.calibration import kind_of
 from quicsm.controllers.features import compute_features
 from quicsm.controllers.signatures import (
     BBR1,
@@ -172,18 +173,43 @@ def senders(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def predict(
-    frame: pl.DataFrame, signatures: Sequence[Box], families: Sequence[str] = FAMILIES
+    frame: pl.DataFrame,
+    signatures: Sequence[Box],
+    families: Sequence[str] = FAMILIES,
+    calibration: Mapping[str, tuple[int, int]] | None = None,
 ) -> pl.DataFrame:
-    """``frame`` with the answer (``family``), its ``confidence`` and whether boxes of two
-    families took the trace (``ambiguous``), among the known ``families``."""
-    verdicts = [classify(row, signatures, families) for row in frame.iter_rows(named=True)]
+    """``frame`` with the answer (``family``), its ``confidence``, whether boxes of two
+    families took the trace (``ambiguous``), among the known ``families``, the answer's
+    ``kind`` (:func:`quicsm.controllers.calibration.kind_of`) and its ``evidence``. With a
+    ``calibration`` table the confidence is calibrated and weak answers are unknown."""
+    rows = list(frame.iter_rows(named=True))
+    verdicts = [classify(row, signatures, families, calibration) for row in rows]
+    raw = verdicts if calibration is None else [classify(r, signatures, families) for r in rows]
     return frame.with_columns(
         pl.Series("family", [v.family for v in verdicts], pl.String),
         pl.Series("confidence", [v.confidence for v in verdicts], pl.Float64),
         pl.Series(
             "ambiguous", [v.family == UNKNOWN and len(v.matched) > 1 for v in verdicts], pl.Boolean
         ),
+        pl.Series("kind", [kind_of(v, r) for v, r in zip(raw, rows, strict=True)], pl.String),
+        pl.Series("evidence", [v.evidence for v in verdicts], pl.String),
     )
+
+
+def calibration_answers(fitting: pl.DataFrame, others: Sequence[pl.DataFrame] = ()) -> pl.DataFrame:
+    """The answers the calibration counts (:mod:`quicsm.controllers.calibration`), each given
+    by boxes not fitted on its trace: every corpus of ``fitting`` answered by boxes fitted on
+    the other corpora, and every frame of ``others`` (labelled senders never fitted on) by
+    boxes fitted on all of ``fitting``. Uncalibrated answers, with their ``kind``."""
+    parts = []
+    for name in sorted(fitting["corpus"].unique().to_list()):
+        train = fitting.filter(pl.col("corpus") != name)
+        test = fitting.filter(pl.col("corpus") == name)
+        parts.append(predict(test, fit_signatures(train)))
+    boxes = fit_signatures(fitting)
+    parts += [predict(frame, boxes) for frame in others]
+    columns = ["corpus", "stack", "scenario", "controller", "family", "kind", "n_reductions"]
+    return pl.concat([p.select(columns) for p in parts], how="vertical")
 
 
 def confusion(predicted: pl.DataFrame) -> pl.DataFrame:
@@ -272,3 +298,35 @@ def feature_summary(frame: pl.DataFrame) -> pl.DataFrame:
             )
         rows.append(row)
     return pl.DataFrame(rows)
+
+
+#: a sender with at least this many window reductions has shown its loss response often enough
+#: that it should be named (the coverage target of docs/identify.md)
+MANY_REDUCTIONS: Final[int] = 5
+
+
+def coverage_by(predicted: pl.DataFrame, key: str) -> pl.DataFrame:
+    """Per value of ``key``: senders, those with :data:`MANY_REDUCTIONS` reductions or more,
+    named (not unknown), named among those, right and wrong answers, and the shares:
+    ``coverage`` (named / senders), ``coverage_reductions`` (named / senders with many
+    reductions) and ``accuracy_named`` (right / named)."""
+    many = pl.col("n_reductions") >= MANY_REDUCTIONS
+    named = pl.col("family") != UNKNOWN
+    right = pl.col("family") == pl.col("controller")
+    return (
+        predicted.group_by(key)
+        .agg(
+            pl.len().alias("senders"),
+            many.sum().alias("with_5_reductions"),
+            named.sum().alias("named"),
+            (named & many).sum().alias("named_with_5"),
+            right.sum().alias("right"),
+            (named & ~right).sum().alias("wrong"),
+        )
+        .with_columns(
+            (pl.col("named") / pl.col("senders")).alias("coverage"),
+            (pl.col("named_with_5") / pl.col("with_5_reductions")).alias("coverage_reductions"),
+            (pl.col("right") / pl.col("named")).alias("accuracy_named"),
+        )
+        .sort(key)
+    )

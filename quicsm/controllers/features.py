@@ -19,10 +19,15 @@ with ``congestion_window`` and ``packet_lost`` events is enough.
   that never leave slow start, or that flip to ``ApplicationLimited`` every few RTTs -- from two
   RTTs after each loss to the next loss) that lasts at least four smoothed RTTs and
   shows at least five distinct windows, a straight line and a parabola are fitted to the window
-  over time. ``growth`` is the slope in 1250-byte segments per smoothed RTT (Reno: about 1
-  segment per RTT); ``curvature`` is the parabola's quadratic coefficient over the linear slope,
-  both over the interval scaled to [0, 1]: about 0 for linear growth, negative for concave growth
-  towards a previous maximum (CUBIC's concave region), positive for convex growth.
+  over rounds. A round is a window of data acknowledged (``round_basis`` ``acked``: the falls of
+  the bytes in flight between logged values, over the window, when the trace logs its flight on
+  sends as well as on acknowledgements), else a smoothed RTT of wall-clock time (``rtt``), which
+  below :data:`RTT_RESOLUTION_MS` is no unit of rounds. ``growth`` is the slope in 1250-byte
+  segments per round (Reno: one of its own segments per window acknowledged, RFC 9002 section
+  7.3.3, whatever the clock); ``curvature`` is the parabola's quadratic coefficient over the
+  linear slope, both over the interval scaled to [0, 1]: about 0 for linear growth, negative
+  for concave growth towards a previous maximum (CUBIC's concave region), positive for convex
+  growth.
   ``cubic_fit`` tells CUBIC from Reno when both grow at the same mean rate: over the same
   intervals, CUBIC's own window function W(t) = C (t - K)^3 + W_max (RFC 9438 section 4.2;
   segments, seconds, C = 0.4, with K and W_max fitted) is set against a straight line, and
@@ -31,6 +36,11 @@ with ``congestion_window`` and ``packet_lost`` events is enough.
   better than a line (the window rises fast after a cut and flattens towards the last
   maximum, or turns convex past it), negative when the growth is a line (Reno; or CUBIC in its
   Reno-friendly region, RFC 9438 section 4.3, which grows more slowly than Reno).
+* **Steps.** ``step_bytes`` is the most common increase of the window inside
+  congestion-avoidance intervals and ``step_share`` the share of increases of that size: whole
+  segments for controllers that add a segment per window acknowledged (quic-go's and aioquic's
+  Reno; quiche and quinn accumulate for Reno and CUBIC), small steps of every size for those
+  that recompute the window on every ACK (quic-go's and aioquic's CUBIC).
 * **Path.** ``rtt_ms`` is the median smoothed RTT: CUBIC's window is a function of time, not
   of round trips (RFC 9438 section 5), so its growth per RTT and its shape depend on the RTT
   (at 50 ms it grows like Reno in its Reno-friendly region, at 100 ms concavely).
@@ -65,6 +75,17 @@ MIN_EPOCH_RTTS: Final[float] = 4.0
 MIN_EPOCH_POINTS: Final[int] = 5
 #: the RTT assumed before the trace reports one
 DEFAULT_RTT_MS: Final[float] = 100.0
+#: below this median smoothed RTT (twice RFC 9002's 1 ms timer granularity, kGranularity) a
+#: wall-clock RTT is no unit of time for a window: loss timers, pacing and ACK delays run at the
+#: timer's resolution, not the path's, so growth "per RTT" and CUBIC's curve in seconds are not
+#: measured there (loopback)
+RTT_RESOLUTION_MS: Final[float] = 2.0
+#: a trace counts rounds by acknowledged data when its bytes in flight go up (sends) in at
+#: least this share of consecutive flight logs, and down (acknowledgements) in at least
+#: ACKED_DOWN_SHARE of them: the stack logs its flight on sends as well as on
+#: acknowledgements, so the fall of the flight between two logs is the data acknowledged
+ACKED_UP_SHARE: Final[float] = 0.1
+ACKED_DOWN_SHARE: Final[float] = 0.01
 #: RFC 9438's CUBIC constant C, in segments per second cubed
 CUBIC_C: Final[float] = 0.4
 #: the times K (seconds after the start of an interval) at which CUBIC's curve may reach its
@@ -89,6 +110,9 @@ FEATURES_SCHEMA: Final[dict[str, pl.DataType]] = {
     "beta_flight": pl.Float64(),
     "n_epochs": pl.Int64(),
     "epoch_rtts": pl.Float64(),
+    "round_basis": pl.String(),
+    "step_bytes": pl.Float64(),
+    "step_share": pl.Float64(),
     "growth": pl.Float64(),
     "curvature": pl.Float64(),
     "cubic_fit": pl.Float64(),
@@ -208,11 +232,71 @@ def _cubic_fit(seconds: np.ndarray, segments: np.ndarray) -> float:
     return math.log((1.0 + rss_line) / (1.0 + rss_cubic))
 
 
+def _acked_rounds(events: list[str], cwnd: np.ndarray, flight: np.ndarray) -> np.ndarray | None:
+    """Cumulative ack-clocked rounds at every row: the data acknowledged since the start of the
+    trace in congestion windows (each fall of the bytes in flight between two logged values,
+    over the window then), or None when the trace does not log its flight on sends as well as
+    on acknowledgements (:data:`ACKED_UP_SHARE`: then a fall is acknowledgements net of
+    sends, not the data acknowledged). A fall across a loss event is the lost packets leaving
+    the flight, not data acknowledged, and is not counted."""
+    logged = np.array([e == "metrics" for e in events], dtype=bool) & ~np.isnan(flight)
+    index = np.flatnonzero(logged)
+    if len(index) < 2:
+        return None
+    values = flight[index]
+    steps = np.diff(values)
+    lossy = np.cumsum([e in ("packet_lost", "pto") for e in events])
+    crossed = lossy[index[1:]] != lossy[index[:-1]]
+    clean = steps[~crossed]
+    if (
+        not len(clean)
+        or (clean > 0).mean() < ACKED_UP_SHARE
+        or ((clean < 0).mean() < ACKED_DOWN_SHARE)
+    ):
+        return None
+    window = np.where(np.isnan(cwnd), np.nan, cwnd)
+    known = ~np.isnan(window)
+    # the window in force at each row: the last logged one
+    last = np.maximum.accumulate(np.where(known, np.arange(len(window)), 0))
+    window = np.where(known[last], window[last], np.nan)
+    acked = np.where(crossed | (steps > 0), 0.0, -steps)
+    per_row = np.zeros(len(events))
+    per_row[index[1:]] = acked / np.maximum(np.nan_to_num(window[index[1:]], nan=np.inf), 1.0)
+    return np.cumsum(per_row)
+
+
+def _steps(
+    intervals: list[tuple[float, float]], times: np.ndarray, cwnd: np.ndarray
+) -> tuple[float | None, float | None]:
+    """The most common increase of the window between two logged values inside
+    congestion-avoidance intervals (bytes, rounded) and the share of increases of that size.
+    A controller that adds one whole segment once per window of acknowledged data (quic-go's and
+    aioquic's Reno, quiche's and quinn's accumulators) logs whole-segment steps; one that
+    recomputes its window on every ACK (quic-go's and aioquic's CUBIC) logs small ones of
+    every size."""
+    increases: list[float] = []
+    for start, end in intervals:
+        w = cwnd[(times >= start) & (times < end)]
+        w = w[~np.isnan(w)]
+        d = np.diff(w)
+        increases += [float(x) for x in np.round(d[d > 0])]
+    if len(increases) < MIN_EPOCH_POINTS:
+        return None, None
+    values, counts = np.unique(increases, return_counts=True)
+    mode = int(np.argmax(counts))
+    return float(values[mode]), float(counts[mode] / len(increases))
+
+
 def _epochs(
-    intervals: list[tuple[float, float]], times: np.ndarray, cwnd: np.ndarray, rtt: np.ndarray
+    intervals: list[tuple[float, float]],
+    times: np.ndarray,
+    cwnd: np.ndarray,
+    rtt: np.ndarray,
+    acked: np.ndarray | None = None,
 ) -> list[tuple[float, float, float, float]]:
-    """(growth in segments per RTT, curvature, length in RTTs, cubic fit) of each usable CA
-    interval."""
+    """(growth in segments per round, curvature, length in rounds, cubic fit) of each usable CA
+    interval. A round is a window of acknowledged data when ``acked`` (cumulative rounds per
+    row, :func:`_acked_rounds`) is given, else a smoothed RTT of wall-clock time."""
     out = []
     for start, end in intervals:
         inside = (times >= start) & (times < end) & ~np.isnan(cwnd)
@@ -224,15 +308,20 @@ def _epochs(
         t, w = t[keep], w[keep]
         r = rtt[inside][keep]
         srtt = float(np.nanmedian(r)) if np.any(~np.isnan(r)) else DEFAULT_RTT_MS
-        span = float(t[-1] - t[0]) if len(t) else 0.0
-        if len(np.unique(w)) < MIN_EPOCH_POINTS or span < MIN_EPOCH_RTTS * srtt or srtt <= 0:
+        if len(np.unique(w)) < MIN_EPOCH_POINTS or srtt <= 0:
             continue
-        # the x axis counts round trips, each as long as the smoothed RTT of its time, so that
-        # a queue that lengthens the RTT does not bend a per-RTT (Reno) growth line
-        r = np.where(np.isnan(r), srtt, r)
-        rounds = np.concatenate(([0.0], np.cumsum(np.diff(t) / np.maximum(r[1:], 1e-3))))
+        if acked is not None:
+            # ack-clocked rounds: windows of data acknowledged, whatever the wall clock did
+            # (a Reno sender adds one segment per window acknowledged, RFC 9002 section 7.3.3)
+            a = acked[inside][keep]
+            rounds = a - a[0]
+        else:
+            # the x axis counts round trips, each as long as the smoothed RTT of its time, so
+            # that a queue that lengthens the RTT does not bend a per-RTT (Reno) growth line
+            r = np.where(np.isnan(r), srtt, r)
+            rounds = np.concatenate(([0.0], np.cumsum(np.diff(t) / np.maximum(r[1:], 1e-3))))
         total = float(rounds[-1])
-        if total <= 0:
+        if total < MIN_EPOCH_RTTS:
             continue
         s = rounds / total
         slope = float(np.polyfit(s, w, 1)[0])
@@ -299,12 +388,15 @@ def trace_features(
     if not n_losses and transitions.height:
         markers = _recovery_markers(events, times, transitions)
     betas, flights, collapses = _reductions(markers, times, cwnd, flight, rtt)
+    acked = _acked_rounds(markers, cwnd, flight)
     intervals = _ca_intervals(transitions) if transitions.height else []
-    epochs = _epochs(intervals, times, cwnd, rtt)
+    epochs = _epochs(intervals, times, cwnd, rtt, acked)
     if not epochs and betas:
         # no usable congestion-avoidance interval (none logged, or all shorter than
         # MIN_EPOCH_RTTS: quiche flips between CongestionAvoidance and ApplicationLimited)
-        epochs = _epochs(_between_losses(markers, times, rtt), times, cwnd, rtt)
+        intervals = _between_losses(markers, times, rtt)
+        epochs = _epochs(intervals, times, cwnd, rtt, acked)
+    step_bytes, step_share = _steps(intervals, times, cwnd)
     bbr, bbr2 = _phases(transitions) if transitions.height else (0, 0)
     explicit = bool(transitions.height) and bool(
         (transitions["source"].cast(pl.String) == "explicit").any()
@@ -325,6 +417,9 @@ def trace_features(
         "beta_flight": _median(flights),
         "n_epochs": len(epochs),
         "epoch_rtts": float(sum(e[2] for e in epochs)),
+        "round_basis": "acked" if acked is not None else "rtt",
+        "step_bytes": step_bytes,
+        "step_share": step_share,
         "growth": _median([e[0] for e in epochs]),
         "curvature": _median([e[1] for e in epochs]),
         "cubic_fit": _median([e[3] for e in epochs]),

@@ -34,6 +34,7 @@ from typing import Any, Final
 import numpy as np
 import polars as pl
 
+from quicsm.controllers.features import RTT_RESOLUTION_MS, SEGMENT_BYTES
 from quicsm.core.errors import InputError
 
 NEWRENO: Final = "NewReno/Reno"
@@ -47,7 +48,23 @@ FAMILIES: Final[tuple[str, ...]] = (NEWRENO, CUBIC, BBR1, BBR2)
 #: more); ``curvature`` (two congestion-avoidance intervals or more) is evidence for the
 #: specification's priors only: within one stack and network it varies as much as between
 #: controllers
-BOX_FEATURES: Final[tuple[str, ...]] = ("beta", "beta_spread", "growth", "cubic_fit")
+BOX_FEATURES: Final[tuple[str, ...]] = ("beta", "beta_spread", "growth", "cubic_fit", "step_share")
+#: features of an implementation rather than of a controller (the share of the window's increases
+#: that are one size: whole segments for quic-go's and aioquic's Reno, quiche's and quinn's
+#: accumulators; small steps of every size for quic-go's and aioquic's CUBIC): a fitted box
+#: checks them only to break a tie between families (boxes of two families take a trace) and
+#: when it is used away from the RTTs it was fitted at (:func:`_unseen_rtt`), so that a box of
+#: one stack still takes another stack's trace of the same controller
+IMPLEMENTATION_FEATURES: Final[frozenset[str]] = frozenset({"step_share"})
+#: the features a box needs evidence for before it takes a trace (a feature a box constrains and
+#: a trace has no evidence for used to let the box take it: one reduction by 0.7 was then
+#: "Cubic" by the specification's concave-growth box); the others -- the cubic fit, which is
+#: not measured below the timer resolution, the step share, which needs five increases -- are
+#: checked when the trace has them, and so is the spread of the factor (one reduction has none:
+#: a single cut by 0.7 is held back by MIN_SHARED_REDUCTIONS instead)
+REQUIRED: Final[frozenset[str]] = frozenset(
+    {"beta", "growth", "curvature", "growth_own", "rtt_ms", "n_reductions"}
+)
 #: features that are a log-likelihood ratio between two shapes: the sign says which shape fits
 #: better, and the size grows with the length of the intervals as much as with the evidence,
 #: so a fitted box constrains only the sign, open on that side ...
@@ -80,6 +97,7 @@ SPREAD_FLOORS: Final[dict[str, float]] = {
     "beta": 0.01,
     "beta_spread": 0.004,
     "growth": 0.06,
+    "step_share": 0.05,
 }
 #: a feature constrains a fitted box only when its training traces agree on it: a robust spread
 #: above this says the feature is not a trait of the controller in that stack and network (BBR's
@@ -88,6 +106,7 @@ CONSISTENT_SPREAD: Final[dict[str, float]] = {
     "beta": 0.05,
     "beta_spread": 0.05,
     "growth": 0.3,
+    "step_share": 0.1,
 }
 #: the columns that group training traces into one fitted box each (with the true controller)
 VARIANTS: Final[tuple[str, ...]] = ("stack", "scenario")
@@ -106,12 +125,31 @@ class Box:
     #: "prior" (from a specification), "fit" or "fit:<variant>" (from training traces)
     source: str = "prior"
 
-    def contains(self, evidence: Mapping[str, float]) -> bool:
-        return all(
-            lo <= evidence[name] <= hi
-            for name, (lo, hi) in self.intervals.items()
-            if name in evidence
-        )
+    def contains(
+        self, evidence: Mapping[str, float], *, any_rtt: bool = False, strict: bool = False
+    ) -> bool:
+        """Every constrained feature the trace has evidence for lies inside, and the trace has
+        evidence for every constrained feature of :data:`REQUIRED`. A fitted box checks
+        :data:`IMPLEMENTATION_FEATURES` only when ``strict`` or ``any_rtt``; ``any_rtt`` leaves
+        the RTT bound out (what the box would say had it been fitted at the trace's RTT)."""
+        for name, (lo, hi) in self.intervals.items():
+            if any_rtt and name == "rtt_ms":
+                continue
+            if (
+                name in IMPLEMENTATION_FEATURES
+                and self.source != "prior"
+                and not (strict or any_rtt)
+            ):
+                continue
+            if name in evidence:
+                if not lo <= evidence[name] <= hi:
+                    return False
+            elif name in REQUIRED:
+                return False
+        return True
+
+    def rtt_range(self) -> tuple[float, float] | None:
+        return self.intervals.get("rtt_ms")
 
 
 #: boxes from the specifications (RFC 9002 NewReno: half the window, linear growth of about one
@@ -123,7 +161,25 @@ PRIORS: Final[tuple[Box, ...]] = (
     Box(CUBIC, {"beta": (0.66, 0.74), "beta_spread": (0.0, 0.02), "curvature": (-3.0, -0.3)}),
     # ... or faster than Reno's segment per RTT
     Box(CUBIC, {"beta": (0.66, 0.74), "beta_spread": (0.0, 0.02), "growth": (1.6, 6.0)}),
+    # Reno on any path: one of its own segments per window of data acknowledged (RFC 9002
+    # section 7.3.3), added in whole-segment steps, after cuts by one exact factor -- 0.5
+    # (RFC 9002) or 0.7 (quic-go's Reno, whose renoBeta is 0.7) -- and no cubic shape where one
+    # can be measured. CUBIC grows by 3 (1 - 0.7) / (1 + 0.7) = 0.53 segments per window in its
+    # Reno-friendly region (RFC 9438 section 4.3), where it stays below the timer resolution
+    Box(NEWRENO, {"beta": (0.45, 0.75), "beta_spread": (0.0, 0.02), "growth_own": (0.92, 1.2),
+                  "step_share": (0.5, 1.0), "cubic_fit": (-1000.0, 0.25)}),
+    # RFC 9002's halving, exactly, two times or more: no CUBIC cuts to 0.5, and BBR's window
+    # drops after losses vary (quinn's BBRv1: 0.36-0.61); no growth needed
+    Box(NEWRENO, {"beta": (0.47, 0.53), "beta_spread": (0.0, 0.005),
+                  "n_reductions": (2.0, 1e9)}),
 )  # fmt: skip
+#: a step of the window of at least this many bytes is a whole segment (QUIC's smallest
+#: datagram is 1200 bytes)
+WHOLE_SEGMENT: Final[float] = 1000.0
+#: a trace with fewer reductions than this and a factor between REDUCTIONS_SHARED is "too few to
+#: tell Reno from CUBIC": quic-go's Reno and CUBIC both cut by 0.7
+MIN_SHARED_REDUCTIONS: Final[int] = 3
+REDUCTIONS_SHARED: Final[tuple[float, float]] = (0.6, 0.8)
 #: ProbeRTT depth (window in ProbeRTT over the window before) at or below which BBR is v1 (4
 #: packets), and at or above which it is v2/v3 (half the BDP)
 BBR1_PROBE_RTT_DEPTH: Final[float] = 0.1
@@ -138,6 +194,15 @@ class Verdict:
     confidence: float
     evidence: str
     matched: tuple[str, ...] = field(default_factory=tuple)
+    #: the rule that named it (:data:`BASES`), "" for unknown: with the number of reductions,
+    #: the kind of evidence that :mod:`quicsm.controllers.calibration` calibrates
+    basis: str = ""
+
+
+#: the rules that name a controller: explicit BBRv2/v3 sub-phases, BBR phases with a ProbeRTT
+#: depth, losses without any decrease, boxes alone, boxes with the tie broken by the window's
+#: steps
+BASES: Final[tuple[str, ...]] = ("bbr-phases", "bbr-probe-rtt", "no-decrease", "boxes", "steps")
 
 
 def evidence_of(row: Mapping[str, Any]) -> dict[str, float]:
@@ -145,6 +210,7 @@ def evidence_of(row: Mapping[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}
     if row.get("n_reductions", 0) >= 1 and row.get("beta") is not None:
         out["beta"] = float(row["beta"])
+        out["n_reductions"] = float(row["n_reductions"])
     if row.get("n_reductions", 0) >= 2 and row.get("beta_spread") is not None:
         out["beta_spread"] = float(row["beta_spread"])
     if row.get("n_epochs", 0) >= 1 and row.get("growth") is not None:
@@ -153,11 +219,26 @@ def evidence_of(row: Mapping[str, Any]) -> dict[str, float]:
         # that interval's (an app-limited stretch, a queue filling) as the controller's
         if row.get("n_epochs", 0) >= 2 and row.get("curvature") is not None:
             out["curvature"] = float(row["curvature"])
-        if row.get("cubic_fit") is not None:
+        if row.get("cubic_fit") is not None and not _below_resolution(row):
             out["cubic_fit"] = float(row["cubic_fit"])
+        step, share = row.get("step_bytes"), row.get("step_share")
+        if step is not None and share is not None and step >= WHOLE_SEGMENT and share >= 0.5:
+            # growth in the stack's own segments (the whole-segment step it adds)
+            out["growth_own"] = float(row["growth"]) * SEGMENT_BYTES / float(step)
+        if row.get("round_basis") == "rtt" and _below_resolution(row):
+            # a wall-clock RTT below the timer resolution is no unit of rounds
+            for name in ("growth", "curvature", "growth_own"):
+                out.pop(name, None)
+    if row.get("step_share") is not None:
+        out["step_share"] = float(row["step_share"])
     if row.get("rtt_ms") is not None and row["rtt_ms"] > 0:
         out["rtt_ms"] = float(row["rtt_ms"])
     return out
+
+
+def _below_resolution(row: Mapping[str, Any]) -> bool:
+    rtt = row.get("rtt_ms")
+    return rtt is not None and 0 < float(rtt) < RTT_RESOLUTION_MS
 
 
 def _describe(row: Mapping[str, Any]) -> str:
@@ -175,9 +256,10 @@ def _describe(row: Mapping[str, Any]) -> str:
     if row.get("n_epochs"):
         curvature = row["curvature"]
         shape = "concave" if curvature < -0.3 else "convex" if curvature > 0.3 else "linear"
+        unit = "window acked" if row.get("round_basis") == "acked" else "RTT"
         parts.append(
-            f"{shape} growth of {row['growth']:.2f} segments/RTT over "
-            f"{row['n_epochs']} congestion-avoidance intervals ({row['epoch_rtts']:.0f} RTTs)"
+            f"{shape} growth of {row['growth']:.2f} segments/{unit} over "
+            f"{row['n_epochs']} congestion-avoidance intervals ({row['epoch_rtts']:.0f} rounds)"
         )
     return "; ".join(parts) if parts else "no loss response and no congestion-avoidance growth"
 
@@ -189,34 +271,54 @@ def _amount(row: Mapping[str, Any]) -> float:
 
 
 def classify(
-    row: Mapping[str, Any], signatures: Sequence[Box] = (), families: Iterable[str] = FAMILIES
+    row: Mapping[str, Any],
+    signatures: Sequence[Box] = (),
+    families: Iterable[str] = FAMILIES,
+    calibration: Mapping[str, tuple[int, int]] | None = None,
 ) -> Verdict:
     """The controller family of one feature row (``features.FEATURES_SCHEMA``), among
     ``families`` (the known set: the rules that name BBR apply only when its family is in it,
-    as boxes of a family not in it are never matched)."""
+    as boxes of a family not in it are never matched). With a ``calibration`` table
+    (:mod:`quicsm.controllers.calibration`) the confidence is the share of answers of the
+    same kind that were right on the calibration draws, and an answer below
+    :data:`~quicsm.controllers.calibration.UNKNOWN_BELOW` is ``unknown``; without one it is the
+    uncalibrated score 1 - 2^-k."""
     known = set(families)
     verdict = _classify(row, [box for box in signatures if box.family in known])
     if verdict.family not in known and verdict.family != UNKNOWN:
         return Verdict(
             UNKNOWN, 0.0, verdict.evidence + f"; looks like {verdict.family}, not a known family"
         )
+    if calibration is not None:
+        from quicsm.controllers.calibration import calibrate
+
+        return calibrate(verdict, row, calibration)
     return verdict
 
 
 def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
     if row.get("bbr2_phases", 0):
         return Verdict(
-            BBR2, 0.99, "explicit BBRv2/v3 ProbeBW sub-phases (up, down, cruise, refill)"
+            BBR2,
+            0.99,
+            "explicit BBRv2/v3 ProbeBW sub-phases (up, down, cruise, refill)",
+            basis="bbr-phases",
         )
     if row.get("bbr_phases", 0):
         depth = row.get("probe_rtt_depth")
         if depth is not None and depth <= BBR1_PROBE_RTT_DEPTH:
             return Verdict(
-                BBR1, 0.9, f"explicit BBR phases; ProbeRTT drains the window to {depth:.2f} of it"
+                BBR1,
+                0.9,
+                f"explicit BBR phases; ProbeRTT drains the window to {depth:.2f} of it",
+                basis="bbr-probe-rtt",
             )
         if depth is not None and depth >= BBR2_PROBE_RTT_DEPTH:
             return Verdict(
-                BBR2, 0.9, f"explicit BBR phases; ProbeRTT keeps {depth:.2f} of the window"
+                BBR2,
+                0.9,
+                f"explicit BBR phases; ProbeRTT keeps {depth:.2f} of the window",
+                basis="bbr-probe-rtt",
             )
         return Verdict(
             UNKNOWN, 0.0, "explicit BBR phases, no sub-phases and no ProbeRTT: BBR version unknown"
@@ -228,18 +330,39 @@ def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
         and not row.get("n_collapses")
         and float(row.get("cwnd_gain") or 0.0) >= SENDER_GAIN
     ):
-        return Verdict(BBR1, 0.6, described + " (no multiplicative decrease)")
+        return Verdict(BBR1, 0.6, described + " (no multiplicative decrease)", basis="no-decrease")
     evidence = evidence_of(row)
-    if not evidence:
+    if not evidence.keys() - {"rtt_ms", "step_share", "n_reductions"}:
         return Verdict(UNKNOWN, 0.0, described)
     if "beta" not in evidence:
         # CUBIC grows like Reno in its Reno-friendly region (RFC 9438 section 4.3), so growth
         # without a loss response names no controller
         return Verdict(UNKNOWN, 0.0, described + "; growth alone does not tell Reno from CUBIC")
+    reductions = int(row.get("n_reductions") or 0)
+    lo, hi = REDUCTIONS_SHARED
+    if reductions < MIN_SHARED_REDUCTIONS and lo <= evidence["beta"] <= hi:
+        return Verdict(
+            UNKNOWN,
+            0.0,
+            described + f"; {reductions} reduction{'s' if reductions > 1 else ''} by "
+            f"{evidence['beta']:.2f}: too few to tell Reno from CUBIC",
+        )
+    if row.get("round_basis") == "rtt" and _below_resolution(row) and row.get("n_epochs"):
+        described += "; RTT below timer resolution: growth per RTT not measurable"
     matched = [box for box in signatures if box.contains(evidence)]
     families = sorted({box.family for box in matched})
     if not families:
         return Verdict(UNKNOWN, 0.0, described + "; matches no known controller")
+    basis = "boxes"
+    if len(families) > 1:
+        # a tie: the implementation's traits (the window's steps) may break it -- quic-go's
+        # Reno adds whole segments, its CUBIC small steps of every size
+        strict = sorted({box.family for box in matched if box.contains(evidence, strict=True)})
+        if len(strict) == 1:
+            families, basis = strict, "steps"
+            described += f"; {' and '.join(sorted({b.family for b in matched}))} by factor and "
+            described += f"growth, told apart by the window's steps ({evidence['step_share']:.2f} "
+            described += "of increases one size)"
     if len(families) > 1:
         # boxes of two controllers take the trace: the evidence does not separate them (one
         # reduction by 0.7 is quic-go's Reno and RFC 9438 CUBIC alike)
@@ -249,7 +372,33 @@ def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
             described + f"; ambiguous between {' and '.join(families)}",
             tuple(families),
         )
-    return Verdict(families[0], round(_amount(row), 3), described, tuple(families))
+    unseen = _unseen_rtt(evidence, families[0], signatures)
+    if unseen:
+        return Verdict(UNKNOWN, 0.0, described + "; " + unseen, tuple(families))
+    return Verdict(families[0], round(_amount(row), 3), described, tuple(families), basis)
+
+
+def _unseen_rtt(evidence: Mapping[str, float], family: str, signatures: Sequence[Box]) -> str:
+    """Why a trace that only ``family``'s boxes take is still not named: a box of another family
+    bound to other RTTs (CUBIC's, :data:`RTT_BOUND_FAMILIES`) would take it had it been fitted
+    at the trace's RTT, and no box of that family was fitted near it -- the evidence says
+    nothing of that family there. Below the timer resolution CUBIC is in its Reno-friendly
+    region (RFC 9438 section 4.3: a window of milliseconds leaves no time for its cubic curve),
+    which the specification's boxes describe, so this does not apply there. "" when it does not
+    apply."""
+    rtt = evidence.get("rtt_ms")
+    if rtt is None or rtt < RTT_RESOLUTION_MS:
+        return ""
+    for other in sorted({b.family for b in signatures} - {family}):
+        boxes = [b for b in signatures if b.family == other and b.rtt_range() is not None]
+        if not boxes or any(lo <= rtt <= hi for lo, hi in (b.rtt_range() or (0, 0) for b in boxes)):
+            continue
+        if any(b.contains(evidence, any_rtt=True) for b in boxes):
+            return (
+                f"no {other} box fitted near {rtt:.1f} ms, and one fitted at another RTT takes "
+                f"it: {family} or {other}"
+            )
+    return ""
 
 
 def _robust_spread(values: list[float]) -> float:
@@ -353,12 +502,15 @@ def boxes_table(boxes: Sequence[Box]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=["family", "source", "feature", "lo", "hi"], orient="row")
 
 
-def signatures_source(boxes: Sequence[Box]) -> str:
+def signatures_source(
+    boxes: Sequence[Box], calibration: Mapping[str, tuple[int, int]] | None = None
+) -> str:
     """Python source of a module defining ``DEFAULT_SIGNATURES = boxes`` (``fitted.py``)."""
     lines = [
         '"""Generated by ``benchmarks/identify_accuracy.py --write-fitted``: do not edit.',
         "",
-        "The signatures fitted on the identification draws held for fitting (docs/identify.md).",
+        "The signatures fitted on the identification draws held for fitting, and their",
+        "calibration (docs/identify.md).",
         '"""',
         "",
         "from __future__ import annotations",
@@ -374,5 +526,9 @@ def signatures_source(boxes: Sequence[Box]) -> str:
         lines.append(f'    Box("{box.family}", {{')
         lines += [f'        "{k}": ({lo!r}, {hi!r}),' for k, (lo, hi) in box.intervals.items()]
         lines.append(f'    }}, "{box.source}"),')
-    lines += [")", "# fmt: on"]
+    lines += [")"]
+    lines.append("#: answer kind -> (right, answers) on the calibration draws (calibration.py)")
+    lines.append("DEFAULT_CALIBRATION: Final[dict[str, tuple[int, int]]] = {")
+    lines += [f'    "{k}": {v!r},' for k, v in (calibration or {}).items()]
+    lines += ["}", "# fmt: on"]
     return "\n".join(lines) + "\n"
