@@ -199,3 +199,21 @@ def test_cross_stack_comparison_is_flagged_above_the_findings(tmp_path: Path) ->
     lines = out.splitlines()
     caution = next(i for i, line in enumerate(lines) if line.startswith("CAUTION: cross-stack"))
     assert caution < lines.index("What changed:")
+
+
+def test_an_ab_experiments_bookkeeping_is_not_a_condition(tmp_path: Path) -> None:
+    """`quicsm lab ab` labels each run with its arm, pair and turn: comparing its two packs
+    names no confounder in them (the arm is the grouping itself)."""
+    a = write_group(
+        tmp_path / "A",
+        patterned_traces(4, prefix="a", app_ms=30),
+        labels={"version": "1", "ab.arm": "A", "ab.position": 0},
+    )
+    b = write_group(
+        tmp_path / "B",
+        patterned_traces(4, prefix="b", app_ms=30),
+        labels={"version": "1", "ab.arm": "B", "ab.position": 1},
+    )
+    code, out, err = run(str(a), "--vs", str(b))
+    assert code == 0, err
+    assert "ab.arm" not in out + err and "ab.position" not in out + err

@@ -160,7 +160,10 @@ NOT_FACTORS: frozenset[str] = frozenset({
     "patch", "run_dir", "ok", "error", "bytes", "completion_ms", "wall_s", "throughput_mbit",
     "repetitions", "scenario.description", "scenario.file", "device.mechanism",
 })  # fmt: skip
-NOT_FACTOR_PREFIXES = ("files.", "relay.")
+#: ... and label families of the same kind: the files of a run, the relay's counters, and an
+#: A/B experiment's bookkeeping (``ab.arm`` is the grouping itself; ``ab.pair``, ``ab.position``
+#: which pair and which turn a run was: `quicsm lab ab`)
+NOT_FACTOR_PREFIXES = ("files.", "relay.", "ab.")
 
 
 def _is_condition(key: str) -> bool:
