@@ -14,59 +14,32 @@ from both fitting and calibration: answers binned by confidence against the shar
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from typing import Any, Final
+from typing import Final
 
 import polars as pl
 
-from quicsm.controllers.signatures import UNKNOWN, Verdict
+# the calibration applied by classify lives beside it (no import cycle); named here too
+from quicsm.controllers.signatures import (
+    REDUCTION_BINS,
+    UNKNOWN,
+    UNKNOWN_BELOW,
+    calibrate,
+    confidence_of,
+    kind_of,
+)
 
-#: an answer whose calibrated confidence is below this is "unknown"
-UNKNOWN_BELOW: Final[float] = 0.8
-#: the bins of the number of reductions an answer by boxes rests on (lower bounds)
-REDUCTION_BINS: Final[tuple[int, ...]] = (0, 3, 5, 10)
+__all__ = [
+    "CONFIDENCE_BINS",
+    "REDUCTION_BINS",
+    "UNKNOWN_BELOW",
+    "calibrate",
+    "calibration_counts",
+    "confidence_of",
+    "kind_of",
+]
+
 #: the confidence bins of the reliability table (lower bounds)
 CONFIDENCE_BINS: Final[tuple[float, ...]] = (0.0, 0.8, 0.9, 0.95, 0.98)
-
-
-def kind_of(verdict: Verdict, row: Mapping[str, Any]) -> str:
-    """The kind of an answer: its rule, and for answers by boxes (a tie broken by the window's
-    steps included) the reductions bin."""
-    if verdict.basis in ("boxes", "steps"):
-        reductions = int(row.get("n_reductions") or 0)
-        low = max(b for b in REDUCTION_BINS if b <= reductions)
-        upper = [b for b in REDUCTION_BINS if b > low]
-        label = f"{low}-{upper[0] - 1}" if upper else f"{low}+"
-        return f"boxes/reductions {label}"
-    return verdict.basis
-
-
-def confidence_of(right: int, answers: int) -> float:
-    """(right + 1) / (answers + 2): the share right among answers of a kind, estimated."""
-    return (right + 1) / (answers + 2)
-
-
-def calibrate(
-    verdict: Verdict, row: Mapping[str, Any], table: Mapping[str, tuple[int, int]]
-) -> Verdict:
-    """``verdict`` with the calibrated confidence of its kind in ``table`` (kind -> (right,
-    answers)), or ``unknown`` when that is below :data:`UNKNOWN_BELOW`."""
-    if verdict.family == UNKNOWN:
-        return verdict
-    kind = kind_of(verdict, row)
-    right, answers = table.get(kind, (0, 0))
-    confidence = confidence_of(right, answers)
-    if confidence < UNKNOWN_BELOW:
-        return Verdict(
-            UNKNOWN,
-            0.0,
-            verdict.evidence
-            + f"; would be {verdict.family}, but answers of this kind ({kind}) were right "
-            f"{right} times in {answers} on the calibration draws: confidence "
-            f"{confidence:.2f} < {UNKNOWN_BELOW}",
-            verdict.matched,
-        )
-    return replace(verdict, confidence=round(confidence, 3))
 
 
 def calibration_counts(answers: pl.DataFrame) -> dict[str, tuple[int, int]]:

@@ -28,7 +28,7 @@ gives it again).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import numpy as np
@@ -290,8 +290,6 @@ def classify(
             UNKNOWN, 0.0, verdict.evidence + f"; looks like {verdict.family}, not a known family"
         )
     if calibration is not None:
-        from quicsm.controllers.calibration import calibrate
-
         return calibrate(verdict, row, calibration)
     return verdict
 
@@ -532,3 +530,51 @@ def signatures_source(
     lines += [f'    "{k}": {v!r},' for k, v in (calibration or {}).items()]
     lines += ["}", "# fmt: on"]
     return "\n".join(lines) + "\n"
+
+
+# -- calibration (quicsm.controllers.calibration measures it) -------------------------------
+
+#: an answer whose calibrated confidence is below this is "unknown"
+UNKNOWN_BELOW: Final[float] = 0.8
+#: the bins of the number of reductions an answer by boxes rests on (lower bounds)
+REDUCTION_BINS: Final[tuple[int, ...]] = (0, 3, 5, 10)
+
+
+def kind_of(verdict: Verdict, row: Mapping[str, Any]) -> str:
+    """The kind of an answer: its rule, and for answers by boxes (a tie broken by the window's
+    steps included) the reductions bin."""
+    if verdict.basis in ("boxes", "steps"):
+        reductions = int(row.get("n_reductions") or 0)
+        low = max(b for b in REDUCTION_BINS if b <= reductions)
+        upper = [b for b in REDUCTION_BINS if b > low]
+        label = f"{low}-{upper[0] - 1}" if upper else f"{low}+"
+        return f"boxes/reductions {label}"
+    return verdict.basis
+
+
+def confidence_of(right: int, answers: int) -> float:
+    """(right + 1) / (answers + 2): the share right among answers of a kind, estimated."""
+    return (right + 1) / (answers + 2)
+
+
+def calibrate(
+    verdict: Verdict, row: Mapping[str, Any], table: Mapping[str, tuple[int, int]]
+) -> Verdict:
+    """``verdict`` with the calibrated confidence of its kind in ``table`` (kind -> (right,
+    answers)), or ``unknown`` when that is below :data:`UNKNOWN_BELOW`."""
+    if verdict.family == UNKNOWN:
+        return verdict
+    kind = kind_of(verdict, row)
+    right, answers = table.get(kind, (0, 0))
+    confidence = confidence_of(right, answers)
+    if confidence < UNKNOWN_BELOW:
+        return Verdict(
+            UNKNOWN,
+            0.0,
+            verdict.evidence
+            + f"; would be {verdict.family}, but answers of this kind ({kind}) were right "
+            f"{right} times in {answers} on the calibration draws: confidence "
+            f"{confidence:.2f} < {UNKNOWN_BELOW}",
+            verdict.matched,
+        )
+    return replace(verdict, confidence=round(confidence, 3))
