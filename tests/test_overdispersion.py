@@ -174,3 +174,21 @@ def test_plan_floor_is_the_exact_tests_for_outcomes_only() -> None:
     floor = min(n for n in range(3, 9) if 2 / math.comb(2 * n, n) <= level)
     assert _needed(0.01, 10.0, level, 5, 0.8, per_trace=True) == floor > 3
     assert _needed(0.01, 10.0, level, 5, 0.8, per_trace=False) == 3
+
+
+@given(
+    st.lists(st.integers(1, 60), min_size=2, max_size=8),
+    st.lists(st.integers(1, 60), min_size=2, max_size=8),
+    st.floats(0.001, 0.9),
+)
+def test_between_df_is_the_traces_df_scaled_by_the_between_share(
+    ma: list[int], mb: list[int], rho: float
+) -> None:
+    """Satterthwaite: no between-trace variance keeps the normal reference; with some, the
+    degrees of freedom are at least the traces' (n_a + n_b − 2) and fall as ρ grows."""
+    a, b = np.array(ma, dtype=float), np.array(mb, dtype=float)
+    assert od.between_df(a, b, 0.0) == math.inf
+    df = od.between_df(a, b, rho)
+    assert df >= len(ma) + len(mb) - 2 - 1e-9
+    if (a > 1).any() or (b > 1).any():
+        assert od.between_df(a, b, min(0.99, rho * 2)) <= df + 1e-9

@@ -154,8 +154,30 @@ def proportion_shift(
         return ProportionShift(diff, low, high, 0.0, 1.0, eff, rho, math.nan)
     z = diff / se0
     trusted = min(min(e * p0, e * (1 - p0)) for e in eff) >= MIN_EFFECTIVE
-    p = float(2.0 * sps.norm.sf(abs(z))) if trusted else None
+    df = between_df(ma, mb, rho)
+    p = float(2.0 * sps.t.sf(abs(z), df)) if trusted else None
     return ProportionShift(diff, low, high, z, p, eff, rho, se0)
+
+
+def between_df(ma: np.ndarray, mb: np.ndarray, rho: float) -> float:
+    """Degrees of freedom of the beta-binomial z statistic (Satterthwaite): its variance is a
+    binomial part, known given the probability, plus a between-trace part ``ρ Σ m (m − 1)``
+    whose size rests on the traces (``n_a + n_b − 2`` degrees of freedom). With ``f`` the
+    between-trace share of the variance, ``df = (n_a + n_b − 2) / f²``: homogeneous traces
+    (``ρ = 0``) keep the normal reference, heterogeneous ones few traces' width."""
+    ma, mb = np.asarray(ma, dtype=float), np.asarray(mb, dtype=float)
+    ma, mb = ma[ma > 0], mb[mb > 0]
+    if rho <= 0 or ma.size + mb.size <= 2:
+        return math.inf
+    total = between = 0.0
+    for m in (ma, mb):
+        big = float(m.sum())
+        total += _inflation(m, rho) / big**2
+        between += rho * float(np.sum(m * (m - 1.0))) / big**2
+    share = between / total if total > 0 else 0.0
+    if share <= 0:
+        return math.inf
+    return (ma.size + mb.size - 2) / share**2
 
 
 def effective_counts(
