@@ -15,6 +15,23 @@ import click
 from quicsm.core.errors import InputError
 
 
+#: options ``lab run`` and ``lab ab`` share
+_STACKS_OPTION = click.option(
+    "--stacks",
+    "stacks_file",
+    type=click.Path(path_type=Path),
+    default=Path("build/stacks.json"),
+    show_default=True,
+    help="Built stacks (written by instrumentation-patches/build.sh).",
+)
+_ONLY_OPTION = click.option(
+    "--only",
+    "only",
+    multiple=True,
+    help="Run only these scenarios (name or name prefix); repeatable.",
+)
+
+
 @click.group("lab")
 def lab() -> None:
     """Produce traces: run scenario files against the built stacks, pack runs into corpora."""
@@ -58,20 +75,8 @@ def ensure_stacks(stacks_file: Path) -> None:
     show_default=True,
     help="Root of <stack>/<version>/<cc_algorithm>/<scenario>/run-<n>/.",
 )
-@click.option(
-    "--stacks",
-    "stacks_file",
-    type=click.Path(path_type=Path),
-    default=Path("build/stacks.json"),
-    show_default=True,
-    help="Built stacks (written by instrumentation-patches/build.sh).",
-)
-@click.option(
-    "--only",
-    "only",
-    multiple=True,
-    help="Run only these scenarios (name or name prefix); repeatable.",
-)
+@_STACKS_OPTION
+@_ONLY_OPTION
 @click.option(
     "--stack",
     "stack_selectors",
@@ -257,20 +262,8 @@ def _one_stack(stacks: list[Any], selector: str, *, where: str) -> Any:
     help="The experiment's directory: runs under A/ and B/, ab.json, the packs and the "
     "report. Run the same command again to resume.",
 )
-@click.option(
-    "--stacks",
-    "stacks_file",
-    type=click.Path(path_type=Path),
-    default=Path("build/stacks.json"),
-    show_default=True,
-    help="Built stacks (written by instrumentation-patches/build.sh).",
-)
-@click.option(
-    "--only",
-    "only",
-    multiple=True,
-    help="Run only these scenarios (name or name prefix); repeatable.",
-)
+@_STACKS_OPTION
+@_ONLY_OPTION
 @click.option(
     "--max-runs",
     type=click.IntRange(min=1),
