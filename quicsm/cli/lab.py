@@ -14,7 +14,6 @@ import click
 
 from quicsm.core.errors import InputError
 
-
 #: options ``lab run`` and ``lab ab`` share
 _STACKS_OPTION = click.option(
     "--stacks",
