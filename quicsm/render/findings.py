@@ -73,15 +73,15 @@ def finding_sentence(f: Finding, d: DiffResult) -> str:
         )
     if f.kind == "state":
         only = (
-            f" (appears only in {nb})"
+            f"appears only in {nb}; "
             if r["a_fraction"] == 0
-            else f" (appears only in {na})"
+            else f"appears only in {na}; "
             if r["b_fraction"] == 0
             else ""
         )
         return (
-            f"{r['state']}: {pct(r['a_fraction'])} → {pct(r['b_fraction'])} of time{only} "
-            f"({adj}, n = {r['n_a']} vs {r['n_b']})"
+            f"{r['state']}: {pct(r['a_fraction'])} → {pct(r['b_fraction'])} of time "
+            f"({only}{adj}, n = {r['n_a']} vs {r['n_b']})"
         )
     if f.kind == "edge":
         return (
