@@ -70,30 +70,7 @@ def window_trace(
         log("metrics", cwnd)
         t += rtt_ms
         states.append((t, "CongestionAvoidance"))
-    end = t + rtt_ms
-    frame = pl.DataFrame(metrics)
-    frame = frame.with_columns(
-        pl.lit("synthetic").alias("file"),
-        pl.lit(TRACE).alias("trace"),
-        pl.lit("server").alias("vantage"),
-    )
-    metrics_frame = frame.with_columns(
-        [pl.lit(None, d).alias(c) for c, d in METRICS_SCHEMA.items() if c not in frame.columns]
-    ).select([pl.col(c).cast(d) for c, d in METRICS_SCHEMA.items()])
-    transitions = pl.DataFrame(
-        {
-            "file": ["synthetic"] * len(states),
-            "trace": [TRACE] * len(states),
-            "vantage": ["server"] * len(states),
-            "time_ms": [s[0] for s in states],
-            "state": [s[1] for s in states],
-            "raw_state": [None] * len(states),
-            "trigger": [None] * len(states),
-            "source": ["derived"] * len(states),
-            "end_ms": [end] * len(states),
-        }
-    ).select([pl.col(c).cast(d) for c, d in TRANSITIONS_SCHEMA.items()])
-    return metrics_frame, transitions
+    return _frames(metrics, states, t + rtt_ms)
 
 
 def relabel(frame: pl.DataFrame, scale: float) -> pl.DataFrame:
