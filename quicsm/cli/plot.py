@@ -72,6 +72,7 @@ def plot_command(
     """
     checked_target(output, follow_symlinks=follow_symlinks)  # refused before any work
     from quicsm.core.diagnostics import Diagnostics
+    from quicsm.extract.packets import read_packet_timelines
     from quicsm.extract.read import read_metrics, read_transitions
     from quicsm.render import charts
     from quicsm.render.connection import connection_series
@@ -90,6 +91,10 @@ def plot_command(
         _check_count(traces, paths)
         stage.update("reading their metrics")
         metrics = chosen.keep(read_metrics(chosen.paths, on_error=on_error))
+        stage.update("reading their packets")
+        packets = read_packet_timelines(
+            chosen.paths, traces, on_error=on_error, diagnostics=diagnostics
+        )
         labels = _labels(chosen, on_error=on_error)
         series = [
             connection_series(
@@ -98,6 +103,7 @@ def plot_command(
                 trace,
                 title=_title(labels.get(trace, {})),
                 not_logged=_not_logged(labels.get(trace, {})),
+                packets=packets.get(trace),
             )
             for trace in traces
         ]
