@@ -52,7 +52,7 @@ def test_plot_html_in_chromium(chromium: str, tmp_path: Path) -> None:
         text = browser.evaluate(session, "document.body.innerText")
         assert XSS in text  # the file name shows as text
         assert browser.evaluate(session, "document.querySelectorAll('img').length") == 0
-        # panels: window, RTT, events; the chart fills the column, its text readable
+        # panels: window, RTT, packets, events; the chart fills the column, its text readable
         box = browser.evaluate(
             session,
             "(() => { const r = document.querySelector('#chart svg')"
@@ -66,7 +66,7 @@ def test_plot_html_in_chromium(chromium: str, tmp_path: Path) -> None:
         )
         assert smallest >= 11, smallest
         before = json.loads(browser.evaluate(session, DOMAINS))
-        assert len(before) == 3 and all(d == before[0] for d in before)
+        assert len(before) == 4 and all(d == before[0] for d in before)
         # a wheel over the first panel zooms every panel's time axis, to the same range
         x, y = box[0] + box[2] / 2, box[1] + 150
         browser.send("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y},

@@ -91,6 +91,8 @@ PLOT_WIDTH: Final[int] = 1000
 PANEL_HEIGHT: Final[int] = 170
 #: marks closer than this fraction of the time axis are merged into one mark with a count
 CLUSTER_FRACTION: Final[float] = 1 / 250
+#: the area of a mark standing for n events (one scale for every panel of a plot)
+COUNT_SIZES: Final[Spec] = {"type": "sqrt", "domain": [1, 50], "range": [60, 400], "clamp": True}
 #: points kept per series: at most four per this many columns of the time axis
 COLUMNS: Final[int] = 2000
 
@@ -279,8 +281,7 @@ def _events_panel(
                     "x": {"field": "t", "type": "quantitative"},
                     "y": y,
                     "size": {"field": "n", "type": "quantitative", "legend": None,
-                             "scale": {"type": "sqrt", "domain": [1, 50], "range": [60, 400],
-                                       "clamp": True}},
+                             "scale": COUNT_SIZES},
                     "tooltip": [{"field": "row", "title": "event"},
                                 {"field": "n", "title": "events"},
                                 {"field": "first", "title": "first (ms)"},
@@ -388,8 +389,7 @@ def _packets_panel(
              "encoding": {
                  "x": x, "y": y, **legend,
                  "size": {"field": "n", "type": "quantitative", "legend": None,
-                          "scale": {"type": "sqrt", "domain": [1, 50], "range": [70, 420],
-                                    "clamp": True}},
+                          "scale": COUNT_SIZES},
                  "tooltip": [{"field": "kind", "title": "packets"},
                              {"field": "n", "title": "how many"},
                              {"field": "numbers", "title": "packet numbers"},
@@ -429,9 +429,7 @@ def packets_title(series: ConnectionSeries) -> str:
     parts = [f"{len(p.sent[0]):,} {whose}", f"{p.acknowledged:,} acknowledged"]
     if p.losses_here and "packet_lost" not in series.not_logged:
         parts.append(f"{len(p.lost):,} declared lost, {p.spurious:,} of them spurious")
-    return (
-        "packets by 1-RTT packet number (line: largest acknowledged): " + ", ".join(parts)
-    )
+    return "packets by 1-RTT packet number (line: largest acknowledged): " + ", ".join(parts)
 
 
 def _packets_note(series: ConnectionSeries) -> str:
@@ -505,8 +503,14 @@ def connection_spec(
         )  # fmt: skip
     if series.packets is not None and (series.packets.sent[0] or series.packets.lost):
         panels.append(
-            _packets_panel(series, name=f"c{index}pk", end=end, states=states, points=points,
-                           columns=band_columns)  # fmt: skip
+            _packets_panel(
+                series,
+                name=f"c{index}pk",
+                end=end,
+                states=states,
+                points=points,
+                columns=band_columns,
+            )  # fmt: skip
         )
     panels.append(
         _events_panel(series, name=f"c{index}pe", end=end, states=states, columns=band_columns)

@@ -51,6 +51,8 @@ class ConnectionSeries:
     lines: dict[str, tuple[list[float], list[float]]]
     losses_ms: list[float] = field(default_factory=list)
     ptos_ms: list[float] = field(default_factory=list)
+    #: spurious losses: ``spurious_loss`` events or, where the producer logs none, packets
+    #: declared lost and acknowledged later (from ``packets``)
     spurious_ms: list[float] = field(default_factory=list)
     #: what detected each loss (qlog ``trigger``: ``reordering_threshold``, ``time_threshold``),
     #: None where not logged; parallel to ``losses_ms`` (empty: no trigger read)
@@ -120,6 +122,10 @@ def connection_series(
         return [float(x) for x in m.filter(pl.col("event") == kind)["time_ms"]]
 
     losses, ptos, spurious = at("packet_lost"), at("pto"), at("spurious_loss")
+    if not spurious and packets is not None and packets.losses_here:
+        # the producer logs no spurious_loss event: its packets tell (declared lost, then
+        # acknowledged)
+        spurious = [t for t, _, late, _ in packets.lost if late]
     triggers: list[str | None] = []
     if "trigger" in m.columns:
         triggers = [
