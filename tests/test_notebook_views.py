@@ -107,5 +107,9 @@ def test_plot_in_a_notebook_is_the_chart_of_quicsm_plot() -> None:
     assert (
         ">RetransmissionTimeout</text>" in svg and ">packet lost, time threshold (39)</text>" in svg
     )
+    assert ">packets by 1-RTT" not in svg  # no packets given
+    packets = quicsm.read_packet_timelines([server], [trace])
+    svg = quicsm.plot(transitions, metrics, [trace], packets=packets).svg()
+    assert ">packets by 1-RTT packet number (line: largest acknowledged): 290 sent" in svg
     with pytest.raises(InputError, match="1 traces but 2 titles"):
         quicsm.plot(transitions, metrics, [trace], titles=["a", "b"])

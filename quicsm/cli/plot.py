@@ -57,9 +57,11 @@ def plot_command(
 ) -> None:
     """Plot connections over time, in panels sharing one time axis: congestion window, bytes
     in flight and ssthresh; smoothed and minimum RTT with every RTT sample; the pacing rate
-    when the trace logs it; packets declared lost (spurious ones marked apart), and probe
-    timeouts, nearby events merged into one mark with their count, "not logged" for an event
-    kind the producer never logs. The congestion state is drawn as coloured bands.
+    when the trace logs it; packets by number: each data packet sent, the largest one
+    acknowledged, those declared lost, spurious losses (declared lost, acknowledged later)
+    marked apart; loss and probe-timeout events. Nearby losses merge into one mark with their
+    count; "not logged" marks an event kind the producer never logs. The congestion state is
+    drawn as coloured bands.
 
     Name traces as FILE#N (N counts the file's traces from 0, as `quicsm states` shows), or
     narrow PATHS down with --where; several traces are drawn one below the other (at most 12).

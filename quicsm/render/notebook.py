@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from quicsm.compare.diff import DiffResult
+    from quicsm.extract.packets import PacketTimeline
     from quicsm.model.tables import Model
     from quicsm.render.charts import Chart
 
@@ -125,11 +126,13 @@ def plot(
     traces: Sequence[str],
     *,
     titles: Sequence[str] | None = None,
+    packets: Mapping[str, PacketTimeline] | None = None,
 ) -> Chart:
     """Connections as ``quicsm plot`` draws them (window, RTT, pacing rate where logged, loss
     and timeout events, state bands), one below the other, from the frames of
     :func:`quicsm.read_transitions` and :func:`quicsm.read_metrics`; displays in Jupyter.
-    ``traces`` are trace ids (``FILE#N``); ``titles`` one line under each."""
+    ``traces`` are trace ids (``FILE#N``); ``titles`` one line under each; ``packets`` (from
+    :func:`quicsm.read_packet_timelines`) adds the packets panel of the traces it holds."""
     from quicsm.core.errors import InputError
     from quicsm.render.charts import COLUMNS, Chart, connections_spec
     from quicsm.render.connection import connection_series
@@ -138,7 +141,13 @@ def plot(
     if len(titles) != len(traces):
         raise InputError(f"plot: {len(traces)} traces but {len(titles)} titles")
     series = [
-        connection_series(transitions, metrics, str(t), title=title)
+        connection_series(
+            transitions,
+            metrics,
+            str(t),
+            title=title,
+            packets=None if packets is None else packets.get(str(t)),
+        )
         for t, title in zip(traces, titles, strict=True)
     ]
     return Chart(connections_spec(series, points=COLUMNS // 4, static=True))
