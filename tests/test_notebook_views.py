@@ -59,6 +59,9 @@ def test_diff_displays_as_html_with_significant_rows_marked(shell) -> None:  # t
         for t in ("states", "sources", "edges", "dwell")
     )
     assert page.count("<tr class=sig>") == n_sig
+    # the header is one line of text and each prose section a list of its sentences
+    assert "<p>A = first half" in page and "<h4>What changed</h4><ul><li><b>" in page
+    assert "('What changed'" not in page and "<br>" not in page
 
 
 def test_side_by_side_shares_one_layout() -> None:

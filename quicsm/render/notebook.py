@@ -79,9 +79,14 @@ def diff_html(d: DiffResult) -> str:
     """The diff's header, ranked summary and tables; significant rows highlighted."""
     from quicsm.render.diff_format import table_sections
 
-    header, summary, tables, presence = table_sections(d)
-    parts = [f"<div class='quicsm'>{_STYLE}<p>{'<br>'.join(esc(h) for h in header)}</p>"]
-    parts.append("<ul>" + "".join(f"<li><b>{esc(s)}</b></li>" for s in summary) + "</ul>")
+    header, sections, tables, presence = table_sections(d)
+    parts = [f"<div class='quicsm'>{_STYLE}<p>{esc(header)}</p>"]
+    for title, sentences in sections:
+        parts.append(f"<h4>{esc(title)}</h4><ul>")
+        for text, items in sentences:
+            sub = "".join(f"<li>{esc(i)}</li>" for i in items)
+            parts.append(f"<li><b>{esc(text)}</b>" + (f"<ul>{sub}</ul>" if sub else "") + "</li>")
+        parts.append("</ul>")
     for title, head, rows in tables:
         parts.append(f"<h4>{esc(title)}</h4>")
         if not rows:
