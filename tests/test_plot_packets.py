@@ -234,3 +234,22 @@ def test_cli_plot_says_not_logged_in_the_packets_panel(tmp_path: Path) -> None:
     svg = out.read_text()
     assert ">losses are declared by the data's sender: not in this log</text>" in svg
     assert " received, " in svg
+
+
+def test_a_capture_is_told_apart_by_connection_ids(tmp_path: Path) -> None:
+    """A pcap2qlog capture logs every packet as received: the data's direction is told by
+    connection IDs, as for states from the wire, and it holds no loss declarations."""
+    from test_wire import _pcap2qlog_01, _sender
+
+    events = _sender()
+    path = tmp_path / "capture.qlog"
+    path.write_bytes(_pcap2qlog_01(events))
+    (p,) = read_packet_timelines([path], [f"{path}#0000"]).values()
+    assert p.captured and not p.own_sends and not p.losses_here and p.lost == []
+    sent = sorted(int(d["header"]["packet_number"]) for _, way, d in events if way == "sent")
+    assert sorted(p.sent[1]) == sent
+    # the capture exports each ACK's first range only
+    acked = {n for _, way, d in events if way == "received"
+             for n in range(d["frames"][0]["acked_ranges"][0][0],
+                            d["frames"][0]["acked_ranges"][0][1] + 1)}  # fmt: skip
+    assert p.acknowledged == len(acked & set(sent)) and 60 not in acked
