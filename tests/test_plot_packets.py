@@ -80,9 +80,11 @@ def test_trace_14_every_loss_is_spurious_and_drawn_apart(v65) -> None:  # type: 
     }
     lost, spurious = (charts.PACKET_MARKS[k][0] for k in ("lost", "spurious"))
     assert spurious in kinds and lost not in kinds  # every loss is drawn as spurious
-    filled, shapes = kinds[spurious]
-    assert not filled and shapes["range"][shapes["domain"].index(spurious)] == "diamond"
+    _, shapes = kinds[spurious]
+    # a spurious loss differs from a loss by shape and colour, in the panel and its legend
+    assert shapes["range"][shapes["domain"].index(spurious)] == "diamond"
     assert shapes["range"][shapes["domain"].index(lost)] == "cross"
+    assert charts.PACKET_MARKS["spurious"][2] != charts.PACKET_MARKS["lost"][2]
     # the clustered marks count every loss once
     counted = sum(r["n"] for layer in marks for r in layer["data"]["values"] if "n" in r)
     assert counted == 21

@@ -72,14 +72,15 @@ EVENT_MARKS: Final[dict[str, tuple[str, str, bool]]] = {
     "spurious_loss": ("diamond", "#08519c", False),
     "pto": ("triangle-down", "#111111", True),
 }
-#: the packets panel: each kind of point -> (legend label, shape, colour, filled)
+#: the packets panel: each kind of point -> (legend label, shape, colour, filled); filled, as
+#: the legend draws them (a spurious loss differs from a loss by its shape and colour)
 PACKET_MARKS: Final[dict[str, tuple[str, str, str, bool]]] = {
     "sent": ("data packet", "circle", RTT_SAMPLE_COLOUR, True),
     "lost": ("declared lost", "cross", "#a50f15", True),
-    "spurious": ("declared lost, acknowledged later (spurious)", "diamond", "#08519c", False),
+    "spurious": ("declared lost, acknowledged later (spurious)", "diamond", "#08519c", True),
 }
 #: the packets panel's line: the largest packet number acknowledged so far
-ACKED_COLOUR: Final[str] = "#00441b"
+ACKED_COLOUR: Final[str] = "#016c59"
 #: the panels of a connection, top to bottom: title, metrics (drawn when one is logged)
 PANELS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("window (bytes)", ("cwnd_bytes", "bytes_in_flight", "ssthresh_bytes")),
@@ -368,7 +369,7 @@ def _packets_panel(
     layers: list[Spec] = [
         {**_bands_layer(series, states, columns=columns), "name": name},
         {"data": {"values": sent},
-         "mark": {"type": "point", "filled": True, "size": 8, "opacity": 0.6, "clip": True},
+         "mark": {"type": "point", "filled": True, "size": 8, "opacity": 1, "clip": True},
          "encoding": {"x": x, "y": y, **legend,
                       "tooltip": [{"field": "t", "title": "time (ms)"},
                                   {"field": "v", "title": "packet number"}]}},
