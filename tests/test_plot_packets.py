@@ -15,7 +15,12 @@ from hypothesis import strategies as st
 from quicsm.cli import main
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import QlogError
-from quicsm.extract.packets import PacketColumns, _acknowledged_after, read_packet_timelines
+from quicsm.extract.packets import (
+    PacketColumns,
+    _acknowledged_after,
+    _covered,
+    read_packet_timelines,
+)
 from quicsm.extract.read import read_metrics, read_transitions
 from quicsm.render import charts
 from quicsm.render.connection import connection_series, loss_marks
@@ -56,8 +61,8 @@ def test_losses_and_spurious_losses_agree_with_what_quic_go_logs(v65) -> None:  
         assert len(p.lost) == count.get("packet_lost", 0), trace
         assert p.spurious == count.get("spurious_loss", 0), trace
         assert p.acknowledged <= len(p.sent[0])
-        assert p.sent[0] == sorted(p.sent[0])
-        assert p.largest_acked[1] == sorted(p.largest_acked[1])  # only rises
+        assert list(p.sent[0]) == sorted(p.sent[0])
+        assert list(p.largest_acked[1]) == sorted(p.largest_acked[1])  # only rises
     assert senders >= 30
     assert sum(p.spurious for p in timelines.values()) > 100  # the jitter scenarios
 
@@ -135,8 +140,8 @@ def test_timeline_rules_on_made_up_packets() -> None:
     _ack(c, 141.0, 2, [[0, 6], [8, 8]])  # 7 never acknowledged: lost
     p = c.timeline(100.0)
     assert p.own_sends and not p.captured and p.losses_here
-    assert p.sent == ([float(n) for n in range(10)], list(range(10)))
-    assert p.largest_acked == ([30.0, 41.0], [6, 8])
+    assert (list(p.sent[0]), list(p.sent[1])) == ([float(n) for n in range(10)], list(range(10)))
+    assert (list(p.largest_acked[0]), list(p.largest_acked[1])) == ([30.0, 41.0], [6, 8])
     assert p.acknowledged == 8  # 0-6 and 8
     assert p.lost == [(31.0, 3, True, "reordering_threshold"), (31.5, 7, False, None)]
     assert p.spurious == 1
@@ -154,7 +159,7 @@ def test_the_receivers_log_shows_the_peers_packets_and_no_losses() -> None:
     c.loss(21.0, "packet_lost", {"header": {"packet_type": "1RTT", "packet_number": 0}}, 1.0)
     p = c.timeline(0.0)
     assert not p.own_sends and not p.losses_here and p.lost == []
-    assert p.sent[1] == [0, 1, 2, 3, 4] and p.acknowledged == 5
+    assert list(p.sent[1]) == [0, 1, 2, 3, 4] and p.acknowledged == 5
 
 
 @given(
@@ -168,6 +173,21 @@ def test_acknowledged_after_is_any_later_covering_range(
     got = _acknowledged_after(lost, acks)
     want = [any(at > t and lo <= n <= hi for at, lo, hi in acks) for t, n in lost]
     assert got == want
+
+
+@given(
+    st.sets(st.integers(0, 80), max_size=60),
+    st.lists(st.tuples(st.integers(0, 80), st.integers(0, 15)), max_size=30),
+)
+def test_covered_counts_numbers_inside_any_range(
+    numbers: set[int], raw: list[tuple[int, int]]
+) -> None:
+    import numpy as np
+
+    lo = np.array([a for a, _ in raw], dtype=np.int64)
+    hi = np.array([a + w for a, w in raw], dtype=np.int64)
+    want = sum(1 for n in numbers if any(a <= n <= a + w for a, w in raw))
+    assert _covered(np.array(sorted(numbers), dtype=np.int64), lo, hi) == want
 
 
 @given(

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.extract.wire import lost_packet_of, packet_of
@@ -44,10 +46,10 @@ class PacketTimeline:
     #: a capture seen from the network (every packet logged one way; directions told by
     #: connection IDs): ``own_sends`` then means the client sent the data
     captured: bool
-    #: the data packets: (times, packet numbers), in time order
-    sent: tuple[list[float], list[int]]
+    #: the data packets: (times, packet numbers), in time order (compact arrays)
+    sent: tuple[array[float], array[int]]
     #: each ACK that raised the largest acknowledged packet number: (times, that number)
-    largest_acked: tuple[list[float], list[int]]
+    largest_acked: tuple[array[float], array[int]]
     #: data packets acknowledged at least once
     acknowledged: int
     #: packets of the data direction declared lost: (time, number, spurious, trigger); spurious:
@@ -145,9 +147,13 @@ class PacketColumns:
         return False
 
     def timeline(self, start: float) -> PacketTimeline:
-        """The timeline, times counted from ``start`` (the trace's first event, ms)."""
-        flags = self.flags
-        sides = {f & _SENT for f in flags}
+        """The timeline, times counted from ``start`` (the trace's first event, ms). Computed
+        on the columns as arrays (no object per packet); the timeline holds its series as
+        compact arrays too."""
+        times = np.frombuffer(self.times, dtype=np.float64) if self.times else np.empty(0)
+        numbers = np.frombuffer(self.numbers, dtype=np.int64) if self.numbers else _NO_INTS
+        flags = np.frombuffer(self.flags, dtype=np.uint8) if self.flags else np.empty(0, np.uint8)
+        sides = np.unique(flags & _SENT)
         captured = len(sides) == 1 and self.first_scid is not None
         if captured:  # direction: sent by the capture's first sender (the client)
             own = self.bytes[1] + self.bytes[3] >= self.bytes[0] + self.bytes[2]
@@ -156,65 +162,48 @@ class PacketColumns:
             own = self.bytes[2] + self.bytes[3] >= self.bytes[0] + self.bytes[1]
             bit = _SENT
         want = _ELICITING | _APPLICATION
-
-        def data(f: int) -> bool:
-            return bool(f & bit) == own and f & want == want
-
-        order = sorted(range(len(self.times)), key=self.times.__getitem__)  # stable
-        sent_t: list[float] = []
-        sent_n: list[int] = []
-        unnumbered = 0
-        for i in order:
-            f = flags[i]
-            if data(f):
-                if f & _NUMBERED:
-                    sent_t.append(round(self.times[i] - start, 3))
-                    sent_n.append(self.numbers[i])
-                else:
-                    unnumbered += 1
+        order = np.argsort(times, kind="stable")
+        t, n, f = times[order], numbers[order], flags[order]
+        data = (((f & bit) != 0) == own) & ((f & want) == want)
+        numbered = (f & _NUMBERED) != 0
+        sent_t = np.round(t[data & numbered] - start, 3)
+        sent_n = n[data & numbered]
+        unnumbered = int(np.count_nonzero(data & ~numbered))
+        del order, t, n, f, data, numbered
         # ACKs travel the other way: their ranges, in the time order of their packets
-        acks = sorted(
-            (self.times[self.ack_of[k]], k)
-            for k in range(len(self.ack_of))
-            if bool(flags[self.ack_of[k]] & bit) != own
-        )
-        largest_t: list[float] = []
-        largest_n: list[int] = []
-        top = -1
-        for t, k in acks:
-            if self.ack_hi[k] > top:
-                top = self.ack_hi[k]
-                if largest_t and largest_t[-1] == round(t - start, 3):
-                    largest_n[-1] = top
-                else:
-                    largest_t.append(round(t - start, 3))
-                    largest_n.append(top)
-        acknowledged = _covered(
-            sorted(set(sent_n)), [(self.ack_lo[k], self.ack_hi[k]) for _, k in acks]
-        )
+        rows = np.frombuffer(self.ack_of, dtype=np.int64) if self.ack_of else _NO_INTS
+        lo = np.frombuffer(self.ack_lo, dtype=np.int64) if self.ack_lo else _NO_INTS
+        hi = np.frombuffer(self.ack_hi, dtype=np.int64) if self.ack_hi else _NO_INTS
+        other = ((flags[rows] & bit) != 0) != own
+        rows, lo, hi = rows[other], lo[other], hi[other]
+        by_time = np.argsort(times[rows], kind="stable")
+        ack_t, lo, hi = times[rows][by_time], lo[by_time], hi[by_time]
+        # the largest acknowledged: each ACK that raises it (one point per time, the last)
+        top = np.maximum.accumulate(hi) if len(hi) else hi
+        rises = np.ones(len(top), dtype=bool)
+        rises[1:] = top[1:] > top[:-1]
+        rise_t, rise_n = np.round(ack_t[rises] - start, 3), top[rises]
+        last_of_time = np.ones(len(rise_t), dtype=bool)
+        last_of_time[:-1] = rise_t[1:] != rise_t[:-1]
+        acknowledged = _covered(np.unique(sent_n), lo, hi)
         # losses: only the data sender's own declarations are about the data packets
         losses_here = own and not captured
         lost: list[tuple[float, int, bool, str | None]] = []
-        if losses_here:
+        if losses_here and self.lost_times:
             names = [None, *self.trigger_names]
-            later = _acknowledged_after(
-                [(self.lost_times[j], self.lost_numbers[j]) for j in range(len(self.lost_times))],
-                [(t, self.ack_lo[k], self.ack_hi[k]) for t, k in acks],
-            )
+            declared = list(zip(self.lost_times, self.lost_numbers, strict=True))
+            later = _acknowledged_after(declared, _rows(ack_t, lo, hi))
             lost = sorted(
-                (
-                    round(self.lost_times[j] - start, 3),
-                    self.lost_numbers[j],
-                    later[j],
-                    names[self.lost_triggers[j]],
+                (round(when - start, 3), number, late, names[code])
+                for (when, number), late, code in zip(
+                    declared, later, self.lost_triggers, strict=True
                 )
-                for j in range(len(self.lost_times))
             )
         return PacketTimeline(
             own_sends=own,
             captured=captured,
-            sent=(sent_t, sent_n),
-            largest_acked=(largest_t, largest_n),
+            sent=(_floats(sent_t), _ints(sent_n)),
+            largest_acked=(_floats(rise_t[last_of_time]), _ints(rise_n[last_of_time])),
             acknowledged=acknowledged,
             lost=lost,
             losses_here=losses_here,
@@ -222,21 +211,49 @@ class PacketColumns:
         )
 
 
-def _covered(numbers: list[int], ranges: Iterable[tuple[int, int]]) -> int:
-    """How many of the sorted distinct ``numbers`` some range covers."""
-    merged: list[list[int]] = []
-    for lo, hi in sorted(ranges):
-        if merged and lo <= merged[-1][1] + 1:
-            merged[-1][1] = max(merged[-1][1], hi)
-        else:
-            merged.append([lo, hi])
-    return sum(
-        bisect.bisect_right(numbers, hi) - bisect.bisect_left(numbers, lo) for lo, hi in merged
+_NO_INTS = np.empty(0, dtype=np.int64)
+#: ACK ranges turned into Python numbers at a time (bounded transient objects)
+_CHUNK = 1 << 14
+
+
+def _rows(times: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> Iterator[tuple[float, int, int]]:
+    """``(time, lo, hi)`` of each ACK range, a chunk at a time."""
+    for i in range(0, len(times), _CHUNK):
+        j = i + _CHUNK
+        yield from zip(times[i:j].tolist(), lo[i:j].tolist(), hi[i:j].tolist(), strict=True)
+
+
+def _floats(values: np.ndarray) -> array[float]:
+    out = array("d")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+    return out
+
+
+def _ints(values: np.ndarray) -> array[int]:
+    out = array("q")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
+    return out
+
+
+def _covered(numbers: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> int:
+    """How many of the sorted distinct ``numbers`` some range ``[lo, hi]`` covers."""
+    if not len(lo) or not len(numbers):
+        return 0
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], np.maximum.accumulate(hi[order])
+    # a merged interval starts where a range begins past everything before it
+    starts = np.ones(len(lo), dtype=bool)
+    starts[1:] = lo[1:] > hi[:-1] + 1
+    first = lo[starts]
+    last = hi[np.r_[np.nonzero(starts)[0][1:] - 1, len(lo) - 1]]
+    inside = np.searchsorted(numbers, last, side="right") - np.searchsorted(
+        numbers, first, side="left"
     )
+    return int(inside.sum())
 
 
 def _acknowledged_after(
-    lost: list[tuple[float, int]], acks: list[tuple[float, int, int]]
+    lost: Sequence[tuple[float, int]], acks: Iterable[tuple[float, int, int]]
 ) -> list[bool]:
     """For each loss ``(time, number)``: whether an ACK range ``(time, lo, hi)`` (in time
     order) arriving after it covers its number. Each loss leaves the pending list once, so the

@@ -336,15 +336,15 @@ def _packets_panel(
     assert p is not None
     span = (0.0, end)
     times, numbers = p.sent
-    xs, ys = reduce_points(times, [float(n) for n in numbers], columns=points, span=span)
+    xs, ys = reduce_points(times, numbers, columns=points, span=span)
     label = {k: v[0] for k, v in PACKET_MARKS.items()}
     sent = [{"t": _r(x), "v": int(y), "kind": label["sent"]} for x, y in zip(xs, ys, strict=True)]
     at, top = p.largest_acked
-    ax, ay = reduce_points(at, [float(n) for n in top], columns=points, span=span)
+    ax, ay = reduce_points(at, top, columns=points, span=span)
     if ax and ax[-1] < end:
         ax, ay = [*ax, end], [*ay, ay[-1]]
     acked = [{"t": _r(x), "v": int(y)} for x, y in zip(ax, ay, strict=True)]
-    high = max([*numbers, *top, *(n for _, n, _, _ in p.lost), 1])
+    high = max(max(numbers, default=1), max(top, default=1), *(n for _, n, _, _ in p.lost), 1)
     gap_number = high * 6 / PANEL_HEIGHT  # marks about 6 px apart or closer merge
     marks: list[dict[str, Any]] = []
     for kind, spurious in (("lost", False), ("spurious", True)):
