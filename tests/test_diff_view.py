@@ -89,6 +89,8 @@ def test_why_is_a_ranked_list_each_item_once() -> None:
     changes = [i for i, line in enumerate(why) if line.startswith("  - ")]
     items = [i for i, line in enumerate(why) if line.startswith("      · ")]
     assert len(changes) == len(done.explanations) and items
+    # ranked: the decided primary outcome first
+    assert why[changes[0]].startswith("  - completion time in jitter: ")
     # items are the evidence lines, one per line: the first change's count matches
     first = done.explanations[0]
     n_first = sum(1 for i in items if changes[0] < i < (changes[1] if len(changes) > 1 else 10**9))
