@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "scan_transitions": "quicsm.extract.read",
     "read_metrics": "quicsm.extract.read",
     "read_traces": "quicsm.extract.read",
+    "read_packet_timelines": "quicsm.extract.packets",
     "Diagnostics": "quicsm.core.diagnostics",
     "QuicsmWarning": "quicsm.core.diagnostics",
     "expand_paths": "quicsm.qlog.paths",

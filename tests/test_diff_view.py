@@ -68,6 +68,40 @@ def test_long_tables_are_cut_and_point_to_the_file() -> None:
     assert f"… {n_edges - shown} more rows" in plain and "(all of it in diff.txt)" in plain
 
 
+def test_why_is_a_ranked_list_each_item_once() -> None:
+    """On a terminal, "Why" lists each change (strongest first) with its evidence one item per
+    line under it, not run on with ";"; the jitter evidence is printed once, later changes
+    explained by the same traces refer to it."""
+    comp = compare_paths(
+        [str(REAL / "quic-go-v0.48.2.qlog")],
+        [str(REAL / "quic-go-v0.65.0.qlog")],
+        where={"vantage": "server"},
+    )
+    done = run_comparison(comp)
+    assert done.explanations
+    buffer = io.StringIO()
+    print_diff(done.result, console=Console(file=buffer, width=120), full_output=None,
+               explanations=done.explanations)  # fmt: skip
+    lines = buffer.getvalue().splitlines()
+    start = lines.index("Why")
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].strip())
+    why = lines[start + 1 : end]
+    changes = [i for i, line in enumerate(why) if line.startswith("  - ")]
+    items = [i for i, line in enumerate(why) if line.startswith("      · ")]
+    assert len(changes) == len(done.explanations) and items
+    # ranked: the decided primary outcome first
+    assert why[changes[0]].startswith("  - completion time in jitter: ")
+    # items are the evidence lines, one per line: the first change's count matches
+    first = done.explanations[0]
+    n_first = sum(1 for i in items if changes[0] < i < (changes[1] if len(changes) > 1 else 10**9))
+    assert n_first == len(diff_format.why_items(first, done.result, done.explanations))
+    text = " ".join(line.strip() for line in why)
+    assert text.count("spurious losses (declared lost, later acknowledged)") == 1
+    assert "(shown there)" in text
+    # the scope of each change shows as text (square brackets are not taken for markup)
+    assert "[jitter: 10 vs 10 server traces]" in text
+
+
 def test_output_file_gets_every_row(result, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     del result
     root = tmp_path

@@ -51,3 +51,29 @@ def test_layers_contract_holds() -> None:
     assert exe is not None, "import-linter is part of the test extra (pyproject.toml)"
     done = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_one_chart_module_one_dot_emitter_one_escaping_helper() -> None:
+    """Every chart is drawn by quicsm/render/charts.py (the only importer of the renderer),
+    every DOT graph written and laid out by quicsm/render/dot.py (the only module that writes
+    a digraph or runs Graphviz's dot), every HTML string escaped by quicsm/render/escape.py (the
+    only importer of the standard library's html); no plotting library besides."""
+    graph = grimp.build_graph("quicsm", include_external_packages=True, cache_dir=None)
+    assert graph.find_modules_that_directly_import("vl_convert") == {"quicsm.render.charts"}
+    assert graph.find_modules_that_directly_import("html") == {"quicsm.render.escape"}
+    for other in ("matplotlib", "altair", "bokeh", "plotly", "graphviz", "pydot", "markupsafe"):
+        assert other not in graph.modules, other
+    writers, runners = set(), set()
+    for path in sorted((ROOT / "quicsm").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        name = path.relative_to(ROOT).as_posix()
+        if '"digraph ' in text:
+            writers.add(name)
+        if 'which("dot")' in text:
+            runners.add(name)
+    assert writers == {"quicsm/render/dot.py"}, writers
+    assert runners == {"quicsm/render/dot.py"}, runners
+    # among the views, only dot.py starts a process (the lab runs its stacks)
+    views = {m for m in graph.find_modules_that_directly_import("subprocess")
+             if m.startswith(("quicsm.render", "quicsm.report", "quicsm.cli"))}  # fmt: skip
+    assert views <= {"quicsm.render.dot", "quicsm.cli.lab"}, views

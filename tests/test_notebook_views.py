@@ -59,6 +59,9 @@ def test_diff_displays_as_html_with_significant_rows_marked(shell) -> None:  # t
         for t in ("states", "sources", "edges", "dwell")
     )
     assert page.count("<tr class=sig>") == n_sig
+    # the header is one line of text and each prose section a list of its sentences
+    assert "<p>A = first half" in page and "<h4>What changed</h4><ul><li><b>" in page
+    assert "('What changed'" not in page and "<br>" not in page
 
 
 def test_side_by_side_shares_one_layout() -> None:
@@ -107,5 +110,9 @@ def test_plot_in_a_notebook_is_the_chart_of_quicsm_plot() -> None:
     assert (
         ">RetransmissionTimeout</text>" in svg and ">packet lost, time threshold (39)</text>" in svg
     )
+    assert ">packets by 1-RTT" not in svg  # no packets given
+    packets = quicsm.read_packet_timelines([server], [trace])
+    svg = quicsm.plot(transitions, metrics, [trace], packets=packets).svg()
+    assert ">packets by 1-RTT packet number (line: largest acknowledged): 290 sent" in svg
     with pytest.raises(InputError, match="1 traces but 2 titles"):
         quicsm.plot(transitions, metrics, [trace], titles=["a", "b"])

@@ -129,8 +129,9 @@ def _luminance(colour: str) -> float:
 def test_lines_and_marks_read_on_every_state_band() -> None:
     """WCAG contrast of at least 3:1 between every line/mark colour and every band (no orange
     pacing line on an orange ApplicationLimited band)."""
-    inks = [*charts.LINE_COLOURS.values(), charts.RTT_SAMPLE_COLOUR,
-            *(c for _, c, _ in charts.EVENT_MARKS.values())]  # fmt: skip
+    inks = [*charts.LINE_COLOURS.values(), charts.RTT_SAMPLE_COLOUR, charts.ACKED_COLOUR,
+            *(c for _, c, _ in charts.EVENT_MARKS.values()),
+            *(c for _, _, c, _ in charts.PACKET_MARKS.values())]  # fmt: skip
     for state, colour in STATE_COLOURS.items():
         band = _luminance(tint(colour, charts.BAND_TINT))
         for ink in inks:
@@ -260,3 +261,19 @@ def test_pixel_bands_keep_one_state_per_column(
     assert all(a[1] == pytest.approx(b[0]) for a, b in zip(out, out[1:], strict=False))
     assert all(a[2] != b[2] for a, b in zip(out, out[1:], strict=False))  # neighbours merged
     assert {s for _, _, s in out} <= {s for _, _, s in bands}
+
+
+def test_rtt_samples_are_drawn_as_points(series) -> None:  # type: ignore[no-untyped-def]
+    """Every RTT sample (latest_rtt) is a dot in the RTT panel, so jitter shows."""
+    s, _, metrics = series
+    n = metrics["latest_rtt_ms"].drop_nulls().len()
+    assert len(s.rtt_samples[0]) == n > 100
+    spec = charts.connection_spec(s)
+    index, rtt = next((i, v) for i, v in enumerate(spec["vconcat"])
+                      if v["title"]["text"].startswith("RTT"))  # fmt: skip
+    layer = next(i for i, layer in enumerate(rtt["layer"]) if layer["mark"]["type"] == "circle")
+    assert len(rtt["layer"][layer]["data"]["values"]) == n
+    svg = charts.to_svg(charts.connections_spec([s]))
+    group = re.search(rf'class="mark-symbol role-mark concat_{index}_layer_{layer}_marks"'
+                      r"[^>]*>(.*?)</g>", svg, re.S)  # fmt: skip
+    assert group is not None and group.group(1).count("<path") == n

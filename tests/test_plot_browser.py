@@ -31,6 +31,7 @@ def chromium() -> str:
 
 
 XSS = "<img src=x onerror=alert(1)>"
+SCRIPT = "<script>alert(2)</script>"
 #: the time domain of every panel of the first connection (the view's scales named concat_N_x)
 DOMAINS = (
     "JSON.stringify(Object.entries(quicsmView._runtime.scales)"
@@ -41,6 +42,9 @@ DOMAINS = (
 def test_plot_html_in_chromium(chromium: str, tmp_path: Path) -> None:
     hostile = tmp_path / f"{XSS}.sqlog.zst"
     shutil.copy(SERVER, hostile)
+    # hostile labels too, as the report's XSS suite has (they make the plot's subtitle)
+    (tmp_path / "run.json").write_text(json.dumps({"stack": "quic-go", "version": SCRIPT,
+                                                   "scenario": "a&amp;b \" onload=alert(3)"}))
     page = tmp_path / "connection.html"
     result = CliRunner().invoke(main, ["plot", f"{hostile}#0", "-o", str(page)])
     assert result.exit_code == 0, result.stderr
@@ -51,8 +55,16 @@ def test_plot_html_in_chromium(chromium: str, tmp_path: Path) -> None:
         assert browser.evaluate(session, "document.body.dataset.drawn") == "yes"
         text = browser.evaluate(session, "document.body.innerText")
         assert XSS in text  # the file name shows as text
+        assert f"version={SCRIPT}" in text and 'scenario=a&amp;b " onload=alert(3)' in text
+        labels = browser.evaluate(
+            session, "Array.from(document.querySelectorAll('#chart svg text'))"
+            ".map(t => t.textContent).join('\\n')"
+        )  # fmt: skip
+        assert SCRIPT in labels  # the chart's subtitle shows the label as text
         assert browser.evaluate(session, "document.querySelectorAll('img').length") == 0
-        # panels: window, RTT, events; the chart fills the column, its text readable
+        # the specification, the libraries and the call that draws: no script from a label
+        assert browser.evaluate(session, "document.scripts.length") == 3
+        # panels: window, RTT, packets, events; the chart fills the column, its text readable
         box = browser.evaluate(
             session,
             "(() => { const r = document.querySelector('#chart svg')"
@@ -66,7 +78,7 @@ def test_plot_html_in_chromium(chromium: str, tmp_path: Path) -> None:
         )
         assert smallest >= 11, smallest
         before = json.loads(browser.evaluate(session, DOMAINS))
-        assert len(before) == 3 and all(d == before[0] for d in before)
+        assert len(before) == 4 and all(d == before[0] for d in before)
         # a wheel over the first panel zooms every panel's time axis, to the same range
         x, y = box[0] + box[2] / 2, box[1] + 150
         browser.send("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y},

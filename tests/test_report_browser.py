@@ -164,6 +164,14 @@ def test_version_report_reads_at_a_glance(chromium: str, tmp_path: Path) -> None
             "Math.round(s.getBoundingClientRect().top))",
         )
         assert len(tops) == 2 and tops[0] == tops[1]
+        # each diagram fits the window with room to spare (they were ~900 px tall, stacked)
+        heights = browser.evaluate(
+            session,
+            "Array.from(document.querySelectorAll('.fsms svg.fsm')).map(s => "
+            "s.getBoundingClientRect().height)",
+        )
+        window = browser.evaluate(session, "window.innerHeight")
+        assert all(h <= 0.8 * window for h in heights), (heights, window)
         smallest = browser.evaluate(
             session,
             "Math.min(...Array.from(document.querySelectorAll('.fsms svg.fsm text'))"

@@ -23,14 +23,28 @@ DROPPABLE = ("test", "95% CI", "traces", "MDE")
 GAP = 2
 
 
-def _bullets(console: Console, sentences: list[str], *, bold: bool = False) -> None:
+def _bullets(
+    console: Console, sentences: Sequence[str | tuple[str, list[str]]], *, bold: bool = False
+) -> None:
+    """A bulleted list with a hanging indent; a sentence given with items lists them under it,
+    one per line (a change in "Why" and its evidence)."""
     from rich.table import Table
+    from rich.text import Text
 
     grid = Table.grid(padding=(0, 1, 0, 0))
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
-    for s in sentences:
-        grid.add_row("  -", s, style="bold" if bold else "")
+    for entry in sentences:
+        text, items = (entry, []) if isinstance(entry, str) else entry
+        # as Text: brackets in trace names and scopes ("[jitter: 10 vs 10 ...]") are not markup
+        grid.add_row("  -", Text(text), style="bold" if bold else "")
+        if items:
+            sub = Table.grid(padding=(0, 1, 0, 0))
+            sub.add_column(no_wrap=True)
+            sub.add_column(overflow="fold")
+            for item in items:
+                sub.add_row("  ·", Text(item))
+            grid.add_row("", sub)
     console.print(grid)
 
 

@@ -57,9 +57,11 @@ def plot_command(
 ) -> None:
     """Plot connections over time, in panels sharing one time axis: congestion window, bytes
     in flight and ssthresh; smoothed and minimum RTT with every RTT sample; the pacing rate
-    when the trace logs it; packets declared lost (spurious ones marked apart), and probe
-    timeouts, nearby events merged into one mark with their count, "not logged" for an event
-    kind the producer never logs. The congestion state is drawn as coloured bands.
+    when the trace logs it; packets by number: each data packet sent, the largest one
+    acknowledged, those declared lost, spurious losses (declared lost, acknowledged later)
+    marked apart; loss and probe-timeout events. Nearby losses merge into one mark with their
+    count; "not logged" marks an event kind the producer never logs. The congestion state is
+    drawn as coloured bands.
 
     Name traces as FILE#N (N counts the file's traces from 0, as `quicsm states` shows), or
     narrow PATHS down with --where; several traces are drawn one below the other (at most 12).
@@ -72,6 +74,7 @@ def plot_command(
     """
     checked_target(output, follow_symlinks=follow_symlinks)  # refused before any work
     from quicsm.core.diagnostics import Diagnostics
+    from quicsm.extract.packets import read_packet_timelines
     from quicsm.extract.read import read_metrics, read_transitions
     from quicsm.render import charts
     from quicsm.render.connection import connection_series
@@ -90,6 +93,10 @@ def plot_command(
         _check_count(traces, paths)
         stage.update("reading their metrics")
         metrics = chosen.keep(read_metrics(chosen.paths, on_error=on_error))
+        stage.update("reading their packets")
+        packets = read_packet_timelines(
+            chosen.paths, traces, on_error=on_error, diagnostics=diagnostics
+        )
         labels = _labels(chosen, on_error=on_error)
         series = [
             connection_series(
@@ -98,6 +105,7 @@ def plot_command(
                 trace,
                 title=_title(labels.get(trace, {})),
                 not_logged=_not_logged(labels.get(trace, {})),
+                packets=packets.get(trace),
             )
             for trace in traces
         ]

@@ -211,6 +211,21 @@ def packet_of(time: float, short: str, data: object, scale: float) -> Packet | N
     )
 
 
+def lost_packet_of(data: object) -> tuple[str, int | None, str | None]:
+    """The number space, packet number and trigger of a decoded ``packet_lost`` event (its
+    header, or aioquic's flat ``type`` and ``packet_number``)."""
+    if not isinstance(data, dict):
+        return "application", None, None
+    header = data.get("header")
+    header = header if isinstance(header, dict) else {}
+    kind = header.get("packet_type", data.get("packet_type", data.get("type")))
+    if kind is None:
+        kind = data.get("packet_number_space")
+    trigger = data.get("trigger")
+    number = _int(header.get("packet_number", data.get("packet_number")))
+    return _space(kind), number, trigger if isinstance(trigger, str) else None
+
+
 @dataclass
 class PacketCollector:
     """Collects every trace's packets while a file is read in full (a ``metric_sink`` of

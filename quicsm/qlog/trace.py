@@ -23,6 +23,7 @@ from typing import Any, Final, Protocol
 
 from quicsm.core.diagnostics import RecordProblem, describe
 from quicsm.qlog.events import (
+    LOST,
     MAX_MAGNITUDE,
     MVFST_METRIC,
     STATE,
@@ -201,6 +202,8 @@ class TraceBuilder:
         self.n_repaired = 0
         #: when set (a full read), every packet event is handed to it
         self.packet_hook: PacketHook | None = None
+        #: when set (a full read), every ``packet_lost`` event is handed to it as well
+        self.loss_hook: PacketHook | None = None
         self.last_derive_time: float | None = None
         self._sink = metric_sink(self) if metric_sink is not None else None
 
@@ -353,6 +356,8 @@ class TraceBuilder:
         if self.last_derive_time is None or t > self.last_derive_time:
             self.last_derive_time = t
         metric, state = metric_event(kind, t, data, offset, rtt_scale=self.scale, where=where)
+        if kind == LOST and self.loss_hook is not None:  # its data is an object (checked)
+            self.loss_hook(t, "packet_lost", data, self.scale)
         if state is not None and kind == MVFST_METRIC:
             self.states.append(state)
         if metric is not None:

@@ -34,6 +34,7 @@ from quicsm.render.connection import (
     ConnectionSeries,
     clusters,
     ellipsize,
+    loss_marks,
     pixel_bands,
     reduce_points,
 )
@@ -71,6 +72,15 @@ EVENT_MARKS: Final[dict[str, tuple[str, str, bool]]] = {
     "spurious_loss": ("diamond", "#08519c", False),
     "pto": ("triangle-down", "#111111", True),
 }
+#: the packets panel: each kind of point -> (legend label, shape, colour, filled); filled, as
+#: the legend draws them (a spurious loss differs from a loss by its shape and colour)
+PACKET_MARKS: Final[dict[str, tuple[str, str, str, bool]]] = {
+    "sent": ("data packet", "circle", RTT_SAMPLE_COLOUR, True),
+    "lost": ("declared lost", "cross", "#a50f15", True),
+    "spurious": ("declared lost, acknowledged later (spurious)", "diamond", "#08519c", True),
+}
+#: the packets panel's line: the largest packet number acknowledged so far
+ACKED_COLOUR: Final[str] = "#016c59"
 #: the panels of a connection, top to bottom: title, metrics (drawn when one is logged)
 PANELS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("window (bytes)", ("cwnd_bytes", "bytes_in_flight", "ssthresh_bytes")),
@@ -82,6 +92,8 @@ PLOT_WIDTH: Final[int] = 1000
 PANEL_HEIGHT: Final[int] = 170
 #: marks closer than this fraction of the time axis are merged into one mark with a count
 CLUSTER_FRACTION: Final[float] = 1 / 250
+#: the area of a mark standing for n events (one scale for every panel of a plot)
+COUNT_SIZES: Final[Spec] = {"type": "sqrt", "domain": [1, 50], "range": [60, 400], "clamp": True}
 #: points kept per series: at most four per this many columns of the time axis
 COLUMNS: Final[int] = 2000
 
@@ -270,8 +282,7 @@ def _events_panel(
                     "x": {"field": "t", "type": "quantitative"},
                     "y": y,
                     "size": {"field": "n", "type": "quantitative", "legend": None,
-                             "scale": {"type": "sqrt", "domain": [1, 50], "range": [60, 400],
-                                       "clamp": True}},
+                             "scale": COUNT_SIZES},
                     "tooltip": [{"field": "row", "title": "event"},
                                 {"field": "n", "title": "events"},
                                 {"field": "first", "title": "first (ms)"},
@@ -306,6 +317,134 @@ def _events_panel(
         "encoding": {"x": _x("time since the trace's first event (ms)", (0.0, end))},
     }  # fmt: skip
     return panel
+
+
+def _packets_panel(
+    series: ConnectionSeries,
+    *,
+    name: str,
+    end: float,
+    states: Sequence[str],
+    points: int,
+    columns: int | None = None,
+) -> Spec:
+    """The data packets by 1-RTT packet number: a dot per packet sent (thinned per pixel
+    column), the largest acknowledged number as a line, a mark per cluster of packets declared
+    lost (spurious ones, acknowledged later, marked apart) with its count beside it when it
+    holds several; "not logged" when the producer never logs losses."""
+    p = series.packets
+    assert p is not None
+    span = (0.0, end)
+    times, numbers = p.sent
+    xs, ys = reduce_points(times, numbers, columns=points, span=span)
+    label = {k: v[0] for k, v in PACKET_MARKS.items()}
+    sent = [{"t": _r(x), "v": int(y), "kind": label["sent"]} for x, y in zip(xs, ys, strict=True)]
+    at, top = p.largest_acked
+    ax, ay = reduce_points(at, top, columns=points, span=span)
+    if ax and ax[-1] < end:
+        ax, ay = [*ax, end], [*ay, ay[-1]]
+    acked = [{"t": _r(x), "v": int(y)} for x, y in zip(ax, ay, strict=True)]
+    high = max(max(numbers, default=1), max(top, default=1), *(n for _, n, _, _ in p.lost), 1)
+    gap_number = high * 6 / PANEL_HEIGHT  # marks about 6 px apart or closer merge
+    marks: list[dict[str, Any]] = []
+    for kind, spurious in (("lost", False), ("spurious", True)):
+        chosen = [(t, n) for t, n, s, _ in p.lost if s == spurious]
+        for first, last, lo, hi, count in loss_marks(
+            chosen, gap_ms=end * CLUSTER_FRACTION, gap_number=gap_number
+        ):
+            marks.append({"t": _r((first + last) / 2), "v": (lo + hi) / 2, "kind": label[kind],
+                          "n": count, "count": str(count) if count > 1 else "",
+                          "first": _r(first), "last": _r(last),
+                          "numbers": f"{lo}" if lo == hi else f"{lo}-{hi}"})  # fmt: skip
+    domain = [label[k] for k in PACKET_MARKS]
+    x = {"field": "t", "type": "quantitative"}
+    y = {"field": "v", "type": "quantitative", "title": None, "axis": {"format": "~s"},
+         "scale": {"domain": [0, _r(high * 1.04)], "nice": False}}  # fmt: skip
+    legend = {
+        "shape": {"field": "kind", "type": "nominal", "title": "packets",
+                  "scale": {"domain": domain, "range": [v[1] for v in PACKET_MARKS.values()]}},
+        "color": {"field": "kind", "type": "nominal", "title": "packets",
+                  "scale": {"domain": domain, "range": [v[2] for v in PACKET_MARKS.values()]}},
+    }  # fmt: skip
+    layers: list[Spec] = [
+        {**_bands_layer(series, states, columns=columns), "name": name},
+        {"data": {"values": sent},
+         "mark": {"type": "point", "filled": True, "size": 8, "opacity": 1, "clip": True},
+         "encoding": {"x": x, "y": y, **legend,
+                      "tooltip": [{"field": "t", "title": "time (ms)"},
+                                  {"field": "v", "title": "packet number"}]}},
+        {"data": {"values": acked},
+         "mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.6,
+                  "color": ACKED_COLOUR, "clip": True},
+         "encoding": {"x": x, "y": y,
+                      "tooltip": [{"field": "t", "title": "time (ms)"},
+                                  {"field": "v", "title": "largest acknowledged"}]}},
+    ]  # fmt: skip
+    for kind in ("lost", "spurious"):
+        _, _, colour, filled = PACKET_MARKS[kind]
+        rows = [m for m in marks if m["kind"] == label[kind]]
+        layers.append(
+            {"data": {"values": rows},
+             "mark": {"type": "point", "filled": filled, "strokeWidth": 1.8, "clip": True,
+                      "opacity": 0.95},
+             "encoding": {
+                 "x": x, "y": y, **legend,
+                 "size": {"field": "n", "type": "quantitative", "legend": None,
+                          "scale": COUNT_SIZES},
+                 "tooltip": [{"field": "kind", "title": "packets"},
+                             {"field": "n", "title": "how many"},
+                             {"field": "numbers", "title": "packet numbers"},
+                             {"field": "first", "title": "first (ms)"},
+                             {"field": "last", "title": "last (ms)"}]}}
+        )  # fmt: skip
+        layers.append(
+            {"data": {"values": [m for m in rows if m["count"]]},
+             "mark": {"type": "text", "align": "left", "dx": 9, "dy": -8, "fontSize": 12,
+                      "fontWeight": "bold", "color": colour, "clip": True},
+             "encoding": {"x": x, "y": y, "text": {"field": "count"}}}
+        )  # fmt: skip
+    note = _packets_note(series)
+    if note:
+        layers.append(
+            {"data": {"values": [{"text": note}]},
+             "mark": {"type": "text", "fontSize": 12, "fontStyle": "italic", "color": "#333333",
+                      "align": "left"},
+             "encoding": {"x": {"value": 8}, "y": {"value": 14}, "text": {"field": "text"}}}
+        )  # fmt: skip
+    return {
+        "width": PLOT_WIDTH,
+        "height": PANEL_HEIGHT,
+        "title": {"text": packets_title(series), "fontSize": 12, "fontWeight": "normal"},
+        "layer": layers,
+        "encoding": {"x": _x(None, (0.0, end))},
+    }
+
+
+def packets_title(series: ConnectionSeries) -> str:
+    """The packets panel's title: what it draws, with the counts."""
+    p = series.packets
+    assert p is not None
+    whose = "sent" if p.own_sends and not p.captured else "received"
+    if p.captured:
+        whose = f"sent by the {'client' if p.own_sends else 'server'}"
+    parts = [f"{len(p.sent[0]):,} {whose}", f"{p.acknowledged:,} acknowledged"]
+    if p.losses_here and "packet_lost" not in series.not_logged:
+        parts.append(f"{len(p.lost):,} declared lost, {p.spurious:,} of them spurious")
+    return "packets by 1-RTT packet number (line: largest acknowledged): " + ", ".join(parts)
+
+
+def _packets_note(series: ConnectionSeries) -> str:
+    """What the packets panel cannot show, said in the panel."""
+    p = series.packets
+    assert p is not None
+    notes = []
+    if not p.losses_here:
+        notes.append("losses are declared by the data's sender: not in this log")
+    elif "packet_lost" in series.not_logged:
+        notes.append("losses: not logged by this producer")
+    if p.unnumbered:
+        notes.append(f"{p.unnumbered} packets without a packet number not drawn")
+    return "; ".join(notes)
 
 
 def connection_spec(
@@ -363,6 +502,17 @@ def connection_spec(
                 "encoding": {"x": _x(None, (0.0, end))},
             }
         )  # fmt: skip
+    if series.packets is not None and (series.packets.sent[0] or series.packets.lost):
+        panels.append(
+            _packets_panel(
+                series,
+                name=f"c{index}pk",
+                end=end,
+                states=states,
+                points=points,
+                columns=band_columns,
+            )  # fmt: skip
+        )
     panels.append(
         _events_panel(series, name=f"c{index}pe", end=end, states=states, columns=band_columns)
     )
@@ -380,7 +530,7 @@ def connection_spec(
         "params": [{"name": f"zoom{index}", "select": {"type": "interval", "encodings": ["x"]},
                     "bind": "scales", "views": views}],
         "resolve": {"scale": {"x": "independent", "fill": "shared", "stroke": "shared",
-                              "strokeDash": "shared"}},
+                              "strokeDash": "shared", "color": "shared", "shape": "shared"}},
     }  # fmt: skip
 
 

@@ -19,6 +19,7 @@ from typing import Final
 import polars as pl
 
 from quicsm.core.errors import InputError
+from quicsm.extract.packets import PacketTimeline
 
 #: the metric series a connection can have, in drawing order
 METRICS: Final[tuple[str, ...]] = (
@@ -50,6 +51,8 @@ class ConnectionSeries:
     lines: dict[str, tuple[list[float], list[float]]]
     losses_ms: list[float] = field(default_factory=list)
     ptos_ms: list[float] = field(default_factory=list)
+    #: spurious losses: ``spurious_loss`` events or, where the producer logs none, packets
+    #: declared lost and acknowledged later (from ``packets``)
     spurious_ms: list[float] = field(default_factory=list)
     #: what detected each loss (qlog ``trigger``: ``reordering_threshold``, ``time_threshold``),
     #: None where not logged; parallel to ``losses_ms`` (empty: no trigger read)
@@ -59,6 +62,8 @@ class ConnectionSeries:
     title: str = ""
     #: event kinds (keys of :data:`EVENTS`) the producer never logs
     not_logged: frozenset[str] = frozenset()
+    #: the data packets sent, acknowledged and declared lost (None: packets not read)
+    packets: PacketTimeline | None = None
 
     @property
     def states(self) -> list[str]:
@@ -75,10 +80,12 @@ def connection_series(
     *,
     title: str = "",
     not_logged: frozenset[str] = frozenset(),
+    packets: PacketTimeline | None = None,
 ) -> ConnectionSeries:
     """The series of trace id ``trace`` (``<file>#<n>``) from the two frames. ``not_logged``
     names event kinds the trace's producer does not log (from its profile); a kind the trace
-    does log is never reported as not logged."""
+    does log is never reported as not logged. ``packets``: the trace's packets
+    (:func:`quicsm.extract.packets.read_packet_timelines`), drawn as a panel of their own."""
     tr = transitions.filter(pl.col("trace").cast(pl.String) == trace).sort("time_ms")
     if tr.height == 0:
         raise InputError(f"{trace}: no such trace among the transitions read")
@@ -115,6 +122,10 @@ def connection_series(
         return [float(x) for x in m.filter(pl.col("event") == kind)["time_ms"]]
 
     losses, ptos, spurious = at("packet_lost"), at("pto"), at("spurious_loss")
+    if not spurious and packets is not None and packets.losses_here:
+        # the producer logs no spurious_loss event: its packets tell (declared lost, then
+        # acknowledged)
+        spurious = [t for t, _, late, _ in packets.lost if late]
     triggers: list[str | None] = []
     if "trigger" in m.columns:
         triggers = [
@@ -137,6 +148,7 @@ def connection_series(
         rtt_samples=samples,
         title=title,
         not_logged=frozenset(not_logged) - seen,
+        packets=packets,
     )
 
 
@@ -197,6 +209,25 @@ def clusters(times: Sequence[float], *, gap: float) -> list[tuple[float, float, 
             out[-1] = (first, t, n + 1)
         else:
             out.append((t, t, 1))
+    return out
+
+
+def loss_marks(
+    losses: Sequence[tuple[float, int]], *, gap_ms: float, gap_number: float
+) -> list[tuple[float, float, int, int, int]]:
+    """Losses ``(time, packet number)`` merged into marks ``(first ms, last ms, lowest number,
+    highest number, count)``: in time order, a loss joins the mark before it when it is at most
+    ``gap_ms`` after that mark's last loss and its number at most ``gap_number`` from that
+    loss's (marks that would overlap on the plot become one mark with a count)."""
+    out: list[tuple[float, float, int, int, int]] = []
+    last_number = 0
+    for t, n in sorted(losses):
+        if out and t - out[-1][1] <= gap_ms and abs(n - last_number) <= gap_number:
+            first, _, lo, hi, count = out[-1]
+            out[-1] = (first, t, min(lo, n), max(hi, n), count + 1)
+        else:
+            out.append((t, t, n, n, 1))
+        last_number = n
     return out
 
 

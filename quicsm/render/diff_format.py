@@ -433,28 +433,28 @@ def table_sections(
     d: DiffResult, *, explanations: Sequence[Explanation] = ()
 ) -> tuple[
     str,
-    list[tuple[str, list[str]]],
+    list[tuple[str, list[tuple[str, list[str]]]]],
     list[tuple[str, list[str], list[list[str]]]],
     list[str],
 ]:
     """The pieces of the text views: the header line; the prose sections (title, sentences:
-    cautions, what changed, why, caveats); the tables (title, header with the group columns
-    headed "A" and "B", rows whose last column is "yes" when significant); the
-    invariants-and-presence sentences."""
-    sections: list[tuple[str, list[str]]] = []
+    cautions, what changed, why, caveats), each sentence with the items listed under it (a
+    change in "Why": its evidence, strongest first, each once; other sentences have none); the
+    tables (title, header with the group columns headed "A" and "B", rows whose last column is
+    "yes" when significant); the invariants-and-presence sentences."""
+
+    def plain(sentences: Sequence[str]) -> list[tuple[str, list[str]]]:
+        return [(s, []) for s in sentences]
+
+    sections: list[tuple[str, list[tuple[str, list[str]]]]] = []
     if d.caveats:
-        sections.append(("CAUTION", list(d.caveats)))
-    sections.append(("What changed", what_changed(d, explanations)))
+        sections.append(("CAUTION", plain(d.caveats)))
+    sections.append(("What changed", plain(what_changed(d, explanations))))
     if explanations:
-        sections.append(
-            (
-                "Why",
-                [f"{change}: {'; '.join(items)}" for change, items in why_lines(d, explanations)],
-            )
-        )
+        sections.append(("Why", why_lines(d, explanations)))
     caveats = caveat_lines(d)
     if caveats:
-        sections.append(("Caveats", caveats))
+        sections.append(("Caveats", plain(caveats)))
     return header(d), sections, _tables(d, short_names=True), _presence_lines(d)
 
 

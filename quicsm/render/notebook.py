@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from quicsm.compare.diff import DiffResult
+    from quicsm.extract.packets import PacketTimeline
     from quicsm.model.tables import Model
     from quicsm.render.charts import Chart
 
@@ -78,9 +79,14 @@ def diff_html(d: DiffResult) -> str:
     """The diff's header, ranked summary and tables; significant rows highlighted."""
     from quicsm.render.diff_format import table_sections
 
-    header, summary, tables, presence = table_sections(d)
-    parts = [f"<div class='quicsm'>{_STYLE}<p>{'<br>'.join(esc(h) for h in header)}</p>"]
-    parts.append("<ul>" + "".join(f"<li><b>{esc(s)}</b></li>" for s in summary) + "</ul>")
+    header, sections, tables, presence = table_sections(d)
+    parts = [f"<div class='quicsm'>{_STYLE}<p>{esc(header)}</p>"]
+    for title, sentences in sections:
+        parts.append(f"<h4>{esc(title)}</h4><ul>")
+        for text, items in sentences:
+            sub = "".join(f"<li>{esc(i)}</li>" for i in items)
+            parts.append(f"<li><b>{esc(text)}</b>" + (f"<ul>{sub}</ul>" if sub else "") + "</li>")
+        parts.append("</ul>")
     for title, head, rows in tables:
         parts.append(f"<h4>{esc(title)}</h4>")
         if not rows:
@@ -125,11 +131,13 @@ def plot(
     traces: Sequence[str],
     *,
     titles: Sequence[str] | None = None,
+    packets: Mapping[str, PacketTimeline] | None = None,
 ) -> Chart:
     """Connections as ``quicsm plot`` draws them (window, RTT, pacing rate where logged, loss
     and timeout events, state bands), one below the other, from the frames of
     :func:`quicsm.read_transitions` and :func:`quicsm.read_metrics`; displays in Jupyter.
-    ``traces`` are trace ids (``FILE#N``); ``titles`` one line under each."""
+    ``traces`` are trace ids (``FILE#N``); ``titles`` one line under each; ``packets`` (from
+    :func:`quicsm.read_packet_timelines`) adds the packets panel of the traces it holds."""
     from quicsm.core.errors import InputError
     from quicsm.render.charts import COLUMNS, Chart, connections_spec
     from quicsm.render.connection import connection_series
@@ -138,7 +146,13 @@ def plot(
     if len(titles) != len(traces):
         raise InputError(f"plot: {len(traces)} traces but {len(titles)} titles")
     series = [
-        connection_series(transitions, metrics, str(t), title=title)
+        connection_series(
+            transitions,
+            metrics,
+            str(t),
+            title=title,
+            packets=None if packets is None else packets.get(str(t)),
+        )
         for t, title in zip(traces, titles, strict=True)
     ]
     return Chart(connections_spec(series, points=COLUMNS // 4, static=True))

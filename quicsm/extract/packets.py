@@ -1,0 +1,349 @@
+"""A connection's packets over time, for the packets panel of ``quicsm plot``: the data
+packets sent, how far the peer's ACKs have acknowledged them, the packets declared lost, and
+which of those were acknowledged later (spurious losses: declared lost, then acknowledged).
+
+Packet events are decoded by :mod:`quicsm.extract.wire` (:func:`~quicsm.extract.wire.packet_of`,
+:func:`~quicsm.extract.wire.lost_packet_of`), the same decoding the states derived from the wire
+use, and the data direction is chosen the same way (the direction whose ack-eliciting packets
+carry more bytes; a capture's directions told by connection IDs). The panel draws the 1-RTT
+(application data) packet number space: its numbers rise with every packet sent, so a packet's
+number is its place in the sequence.
+
+:class:`PacketColumns` is sans-I/O: it takes one trace's decoded packet and loss events as a
+file is read and keeps them as columns of numbers (about 20 bytes per packet, 24 per ACK range),
+never as an object per packet; :meth:`PacketColumns.timeline` turns them into a
+:class:`PacketTimeline`. :func:`read_packet_timelines` reads the chosen traces of some files in
+full, strict or lenient, and keeps only those traces' packets.
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from quicsm.core.diagnostics import Diagnostics
+from quicsm.extract.wire import lost_packet_of, packet_of
+from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
+from quicsm.qlog.paths import PathLike, expand_paths
+from quicsm.qlog.source import CSV, PARQUET, read_qlog
+from quicsm.qlog.trace import TraceBuilder
+
+#: flag bits of a packet row
+_SENT, _ELICITING, _APPLICATION, _FROM_FIRST, _NUMBERED = 1, 2, 4, 8, 16
+
+
+@dataclass(frozen=True)
+class PacketTimeline:
+    """The 1-RTT data packets of one connection; times in ms from the trace's first event."""
+
+    #: the log owner sent the data (else: the peer did, seen arriving)
+    own_sends: bool
+    #: a capture seen from the network (every packet logged one way; directions told by
+    #: connection IDs): ``own_sends`` then means the client sent the data
+    captured: bool
+    #: the data packets: (times, packet numbers), in time order (compact arrays)
+    sent: tuple[array[float], array[int]]
+    #: each ACK that raised the largest acknowledged packet number: (times, that number)
+    largest_acked: tuple[array[float], array[int]]
+    #: data packets acknowledged at least once
+    acknowledged: int
+    #: packets of the data direction declared lost: (time, number, spurious, trigger); spurious:
+    #: acknowledged by an ACK that arrived after the declaration
+    lost: list[tuple[float, int, bool, str | None]] = field(default_factory=list)
+    #: whether this log holds the data sender's loss declarations (its own sends)
+    losses_here: bool = True
+    #: packet events of the data direction that name no packet number (not drawn)
+    unnumbered: int = 0
+
+    @property
+    def spurious(self) -> int:
+        return sum(1 for _, _, s, _ in self.lost if s)
+
+
+class PacketColumns:
+    """One trace's packet and loss events as columns of numbers (a ``metric_sink`` that keeps
+    no metrics; :attr:`TraceBuilder.packet_hook` and :attr:`TraceBuilder.loss_hook` feed it)."""
+
+    __slots__ = (
+        "ack_hi",
+        "ack_lo",
+        "ack_of",
+        "bytes",
+        "first_scid",
+        "flags",
+        "lost_numbers",
+        "lost_times",
+        "lost_triggers",
+        "numbers",
+        "times",
+        "trigger_names",
+    )
+
+    def __init__(self) -> None:
+        self.times = array("d")
+        self.numbers = array("q")
+        self.flags = array("B")
+        #: ACK ranges of application-space packets: the packet row they came in, lowest, highest
+        self.ack_of = array("q")
+        self.ack_lo = array("q")
+        self.ack_hi = array("q")
+        self.lost_times = array("d")
+        self.lost_numbers = array("q")
+        self.lost_triggers = array("H")  # 0: none, else 1 + index in trigger_names
+        self.trigger_names: dict[str, int] = {}
+        self.first_scid: str | None = None
+        #: ack-eliciting bytes by (logged as sent, sent by the capture's first sender)
+        self.bytes = [0, 0, 0, 0]
+
+    def packet(self, time: float, short: str, data: object, scale: float) -> None:
+        """A ``packet_sent`` / ``packet_received`` event (``TraceBuilder.packet_hook``)."""
+        p = packet_of(time, short, data, scale)
+        if p is None:
+            return
+        if self.first_scid is None and p.scid:
+            self.first_scid = p.scid
+        # from_one_side: packets addressed to the first source connection ID travel back
+        from_first = self.first_scid is not None and p.dcid != self.first_scid
+        flags = (
+            (_SENT if p.sent else 0)
+            | (_ELICITING if p.eliciting else 0)
+            | (_APPLICATION if p.space == "application" else 0)
+            | (_FROM_FIRST if from_first else 0)
+            | (_NUMBERED if p.number is not None else 0)
+        )
+        if p.eliciting:
+            self.bytes[2 * p.sent + from_first] += p.size
+        row = len(self.times)
+        self.times.append(time)
+        self.numbers.append(p.number if p.number is not None else -1)
+        self.flags.append(flags)
+        if p.space == "application":
+            for lo, hi in p.acks:
+                self.ack_of.append(row)
+                self.ack_lo.append(lo)
+                self.ack_hi.append(hi)
+
+    def loss(self, time: float, short: str, data: object, scale: float) -> None:
+        """A ``packet_lost`` event (``TraceBuilder.loss_hook``)."""
+        space, number, trigger = lost_packet_of(data)
+        if space != "application" or number is None:
+            return
+        self.lost_times.append(time)
+        self.lost_numbers.append(number)
+        code = 0
+        if trigger is not None:
+            code = self.trigger_names.setdefault(trigger, len(self.trigger_names) + 1)
+        self.lost_triggers.append(code)
+
+    def __call__(self, event: object) -> None:  # the metric sink: keeps nothing
+        return None
+
+    def wanted(self) -> bool:
+        return False
+
+    def timeline(self, start: float) -> PacketTimeline:
+        """The timeline, times counted from ``start`` (the trace's first event, ms). Computed
+        on the columns as arrays (no object per packet); the timeline holds its series as
+        compact arrays too."""
+        times = np.frombuffer(self.times, dtype=np.float64) if self.times else np.empty(0)
+        numbers = np.frombuffer(self.numbers, dtype=np.int64) if self.numbers else _NO_INTS
+        flags = np.frombuffer(self.flags, dtype=np.uint8) if self.flags else np.empty(0, np.uint8)
+        sides = np.unique(flags & _SENT)
+        captured = len(sides) == 1 and self.first_scid is not None
+        if captured:  # direction: sent by the capture's first sender (the client)
+            own = self.bytes[1] + self.bytes[3] >= self.bytes[0] + self.bytes[2]
+            bit = _FROM_FIRST
+        else:
+            own = self.bytes[2] + self.bytes[3] >= self.bytes[0] + self.bytes[1]
+            bit = _SENT
+        want = _ELICITING | _APPLICATION
+        order = np.argsort(times, kind="stable")
+        t, n, f = times[order], numbers[order], flags[order]
+        data = (((f & bit) != 0) == own) & ((f & want) == want)
+        numbered = (f & _NUMBERED) != 0
+        sent_t = np.round(t[data & numbered] - start, 3)
+        sent_n = n[data & numbered]
+        unnumbered = int(np.count_nonzero(data & ~numbered))
+        del order, t, n, f, data, numbered
+        # ACKs travel the other way: their ranges, in the time order of their packets
+        rows = np.frombuffer(self.ack_of, dtype=np.int64) if self.ack_of else _NO_INTS
+        lo = np.frombuffer(self.ack_lo, dtype=np.int64) if self.ack_lo else _NO_INTS
+        hi = np.frombuffer(self.ack_hi, dtype=np.int64) if self.ack_hi else _NO_INTS
+        other = ((flags[rows] & bit) != 0) != own
+        rows, lo, hi = rows[other], lo[other], hi[other]
+        by_time = np.argsort(times[rows], kind="stable")
+        ack_t, lo, hi = times[rows][by_time], lo[by_time], hi[by_time]
+        # the largest acknowledged: each ACK that raises it (one point per time, the last)
+        top = np.maximum.accumulate(hi) if len(hi) else hi
+        rises = np.ones(len(top), dtype=bool)
+        rises[1:] = top[1:] > top[:-1]
+        rise_t, rise_n = np.round(ack_t[rises] - start, 3), top[rises]
+        last_of_time = np.ones(len(rise_t), dtype=bool)
+        last_of_time[:-1] = rise_t[1:] != rise_t[:-1]
+        acknowledged = _covered(np.unique(sent_n), lo, hi)
+        # losses: only the data sender's own declarations are about the data packets
+        losses_here = own and not captured
+        lost: list[tuple[float, int, bool, str | None]] = []
+        if losses_here and self.lost_times:
+            names = [None, *self.trigger_names]
+            declared = list(zip(self.lost_times, self.lost_numbers, strict=True))
+            later = _acknowledged_after(declared, _rows(ack_t, lo, hi))
+            lost = sorted(
+                (round(when - start, 3), number, late, names[code])
+                for (when, number), late, code in zip(
+                    declared, later, self.lost_triggers, strict=True
+                )
+            )
+        return PacketTimeline(
+            own_sends=own,
+            captured=captured,
+            sent=(_floats(sent_t), _ints(sent_n)),
+            largest_acked=(_floats(rise_t[last_of_time]), _ints(rise_n[last_of_time])),
+            acknowledged=acknowledged,
+            lost=lost,
+            losses_here=losses_here,
+            unnumbered=unnumbered,
+        )
+
+
+_NO_INTS = np.empty(0, dtype=np.int64)
+#: ACK ranges turned into Python numbers at a time (bounded transient objects)
+_CHUNK = 1 << 14
+
+
+def _rows(times: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> Iterator[tuple[float, int, int]]:
+    """``(time, lo, hi)`` of each ACK range, a chunk at a time."""
+    for i in range(0, len(times), _CHUNK):
+        j = i + _CHUNK
+        yield from zip(times[i:j].tolist(), lo[i:j].tolist(), hi[i:j].tolist(), strict=True)
+
+
+def _floats(values: np.ndarray) -> array[float]:
+    out = array("d")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+    return out
+
+
+def _ints(values: np.ndarray) -> array[int]:
+    out = array("q")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
+    return out
+
+
+def _covered(numbers: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> int:
+    """How many of the sorted distinct ``numbers`` some range ``[lo, hi]`` covers."""
+    if not len(lo) or not len(numbers):
+        return 0
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], np.maximum.accumulate(hi[order])
+    # a merged interval starts where a range begins past everything before it
+    starts = np.ones(len(lo), dtype=bool)
+    starts[1:] = lo[1:] > hi[:-1] + 1
+    first = lo[starts]
+    last = hi[np.r_[np.nonzero(starts)[0][1:] - 1, len(lo) - 1]]
+    inside = np.searchsorted(numbers, last, side="right") - np.searchsorted(
+        numbers, first, side="left"
+    )
+    return int(inside.sum())
+
+
+def _acknowledged_after(
+    lost: Sequence[tuple[float, int]], acks: Iterable[tuple[float, int, int]]
+) -> list[bool]:
+    """For each loss ``(time, number)``: whether an ACK range ``(time, lo, hi)`` (in time
+    order) arriving after it covers its number. Each loss leaves the pending list once, so the
+    cost is about (ACK ranges + losses) x log(losses)."""
+    out = [False] * len(lost)
+    by_time = sorted(range(len(lost)), key=lambda j: lost[j])
+    pending: list[tuple[int, int]] = []  # (number, loss index), sorted
+    i = 0
+    for t, lo, hi in acks:
+        while i < len(by_time) and lost[by_time[i]][0] < t:
+            j = by_time[i]
+            bisect.insort(pending, (lost[j][1], j))
+            i += 1
+        if not pending:
+            continue
+        a = bisect.bisect_left(pending, (lo, -1))
+        b = bisect.bisect_right(pending, (hi, len(lost)))
+        if a < b:
+            for _, j in pending[a:b]:
+                out[j] = True
+            del pending[a:b]
+    return out
+
+
+class _Discard:
+    def __call__(self, event: object) -> None:
+        return None
+
+    def wanted(self) -> bool:
+        return False
+
+
+def read_packet_timelines(
+    paths: PathLike | Iterable[PathLike],
+    traces: Collection[str],
+    *,
+    on_error: str = "raise",
+    diagnostics: Diagnostics | None = None,
+    limits: ReadLimits = DEFAULT_LIMITS,
+) -> dict[str, PacketTimeline]:
+    """The :class:`PacketTimeline` of each trace id in ``traces`` (``<file>#<nnnn>``, as
+    :func:`quicsm.extract.read.read_transitions` names them) that logs packets. Files holding
+    none of ``traces`` are not read; only the chosen traces' packets are kept.
+
+    Every record of a file holding a chosen trace is decoded: strict (``on_error="raise"``),
+    the first bad record raises a :class:`~quicsm.core.errors.QlogError` naming the file and the
+    record; lenient (``"skip"``), bad records are skipped and reported in ``diagnostics``."""
+    from quicsm.extract.read import trace_id
+
+    lenient = on_error == "skip"
+    wanted = set(traces)
+    out: dict[str, PacketTimeline] = {}
+    for path in expand_paths(paths):
+        file = str(path)
+        prefix = file + "#"
+        indices = {int(t[len(prefix) :]) for t in wanted if t.startswith(prefix)}
+        if not indices:
+            continue
+        columns: dict[int, PacketColumns] = {}
+
+        def sink(
+            builder: TraceBuilder,
+            indices: set[int] = indices,
+            columns: dict[int, PacketColumns] = columns,
+        ) -> PacketColumns | _Discard:
+            if builder.index not in indices:
+                return _Discard()  # another trace of the file: nothing of it is kept
+            kept = columns[builder.index] = PacketColumns()
+            builder.packet_hook = kept.packet
+            builder.loss_hook = kept.loss
+            return kept
+
+        read = read_qlog(Path(path), full=True, lenient=lenient, limits=limits, metric_sink=sink)
+        if read.kind in (CSV, PARQUET):
+            continue
+        if read.skipped and diagnostics is not None:
+            n = read.skipped
+            diagnostics.note(
+                f"{file}: {n} record{'s' * (n != 1)} could not be decoded when its packets were "
+                f"read and {'were' if n != 1 else 'was'} left out of the packets panel (first: "
+                f"{read.problems[0] if read.problems else 'not recorded'})"
+            )
+        for trace in read.traces:
+            kept = columns.get(trace.index)
+            if kept is None or not len(kept.times):
+                continue
+            start = trace.first_time if trace.first_time is not None else 0.0
+            out[trace_id(file, trace.index)] = kept.timeline(start)
+            del columns[trace.index]  # its columns let go once its timeline is made
+    return out
+
+
+__all__ = ["PacketColumns", "PacketTimeline", "read_packet_timelines"]

@@ -1,0 +1,68 @@
+"""The report's pictures as drawn: the scenario heatmap's diverging colours and legend, and the
+diff graph's edge labels in one unit."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from quicsm.render import charts
+from quicsm.render.dot import diff_dot
+
+
+def _rgb(fill: str) -> tuple[int, int, int]:
+    if fill.startswith("#"):
+        return int(fill[1:3], 16), int(fill[3:5], 16), int(fill[5:7], 16)
+    r, g, b = (int(x) for x in re.findall(r"\d+", fill)[:3])
+    return r, g, b
+
+
+def test_heatmap_colours_diverge_from_white_with_a_legend() -> None:
+    """−96 % is drawn dark red, +30 % blue, a small difference near white (the old heatmap drew
+    every cell white, so −96 % looked like −0 %); the colour scale has a legend."""
+    cells = {
+        ("jitter", "c"): charts.Cell(-96.0, True, "p < 0.001", (10, 10)),
+        ("baseline", "c"): charts.Cell(-2.0, False, "n.s.", (5, 5)),
+        ("loss", "c"): charts.Cell(30.0, True, "p = 0.003", (5, 5)),
+    }
+    spec = charts.heatmap_spec(["jitter", "baseline", "loss"], ["c"], cells, row_label="scenario",
+                               col_label="", title="completion_ms")  # fmt: skip
+    svg = charts.to_svg(spec)
+    cell = re.compile(
+        r'aria-label="col: c; scenario: (\w+);[^"]*"[^>]*?aria-roledescription="rect mark"'
+        r'[^>]*?fill="([^"]+)"'
+    )
+    fills = {m.group(1): _rgb(m.group(2)) for m in cell.finditer(svg)}
+    assert set(fills) == {"jitter", "baseline", "loss"}, fills
+    r, g, b = fills["jitter"]
+    assert r > 120 and r > 2.5 * g and r > 2.5 * b  # saturated red
+    r, g, b = fills["loss"]
+    assert b > r + 40  # blue
+    assert min(fills["baseline"]) > 200  # near white
+    assert "role-legend-gradient" in svg
+    labels = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    assert "−100" in labels and "+100" in labels and "-96%" in labels
+
+
+def test_diff_graph_labels_every_edge_in_percentage_points() -> None:
+    """New, gone and changed edges all say percentage points ("new +14 pp", not "new 0.14")."""
+    edges = pl.DataFrame(
+        {
+            "source": ["SlowStart", "Recovery", "SlowStart", "Init"],
+            "target": ["Recovery", "SlowStart", "CongestionAvoidance", "SlowStart"],
+            "a_count": [10, 0, 5, 20],
+            "b_count": [4, 7, 0, 20],
+            "difference": [-0.25, 0.336, -0.5, 0.0],
+            "significant": [True, True, False, False],
+            "a_probability": [0.5, 0.0, 0.5, 1.0],
+            "b_probability": [0.25, 0.336, 0.0, 1.0],
+        }
+    )
+    states = ["Init", "SlowStart", "CongestionAvoidance", "Recovery"]
+    dot = diff_dot(edges, {"states_only_a": [], "states_only_b": []}, states,
+                   time_shift={"SlowStart": (0.14, True)})  # fmt: skip
+    labels = re.findall(r'label="([^"]*)"', dot)
+    assert labels == ["-25 pp *", "new +34 pp", "gone −50 pp", ""], labels
+    assert "+14 pp of time (mean per trace)" in dot
+    assert not re.search(r"label=\"(new|gone) [+−-]?0\.\d", dot)
