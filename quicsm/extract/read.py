@@ -481,10 +481,28 @@ def _wire_pass(
             whose = "its own sender"
         else:
             whose = "the peer's sender, inferred from the packets it received and the ACKs it sent"
+        if result.unnumbered and not result.data_packets:
+            # an ACK names packet numbers: packets logged without one cannot be matched to it
+            reason = (
+                f"its {result.unnumbered} data packets log no packet number (an encrypted "
+                "capture?), so no ACK can be matched to them"
+            )
+            return Derivation(profile, [], [((), reason)], derivation.status)
         diag.note(
             f"{tid}: no recovery metrics are logged: states derived from its packets and ACK "
             f"frames alone, for {whose}"
         )
+        if result.unnumbered:
+            diag.note(
+                f"{tid}: {result.unnumbered} of its data packets log no packet number and were "
+                "left out of the states derived from packets"
+            )
+        if result.partial_acks:
+            diag.note(
+                f"{tid}: {result.partial_acks} ACK frame{'s' * (result.partial_acks != 1)} "
+                "name more ACK blocks than the capture exported; only the exported blocks "
+                "were read"
+            )
         rows = [DerivedState(t, s, trigger) for t, s, trigger in result.rows]
         cap: tuple[str, ...] = ("CongestionAvoidanceMaxed",)
         notices = [(cap, "a window cap cannot be seen in packets alone")]
