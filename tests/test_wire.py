@@ -602,7 +602,8 @@ def test_a_draft01_event_without_its_optional_trigger_is_read(tmp_path: Path) ->
 
 def test_the_packet_type_beside_the_header_names_the_space() -> None:
     """pcap2qlog's later draft-01 exports write ``"type": "initial"`` beside the header."""
-    for kind, space in (("initial", "initial"), ("handshake", "handshake"), ("1RTT", "application")):
+    kinds = (("initial", "initial"), ("handshake", "handshake"), ("1RTT", "application"))
+    for kind, space in kinds:
         packet = packet_of(0.0, "packet_sent", {"type": kind, "header": {"packet_number": "3"}}, 1)
         assert packet is not None and packet.space == space
 
