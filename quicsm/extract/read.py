@@ -394,13 +394,26 @@ def _transition_rows(
         for event in trace.states:
             state = canonical_state(event.new, cc_algorithm=cc)
             if state == UNKNOWN:
-                diag.unknown_state(event.new)
                 if is_numeric(event.new) and cc is None:
-                    diag.note(
-                        f"{file}: numeric congestion states (picoquic) need the congestion "
-                        "controller: give it as the label cc_algorithm (trace header or run.json); "
-                        "kept raw as Unknown"
-                    )
+                    if states == EXPLICIT:
+                        diag.unknown_state(event.new)
+                        diag.note(
+                            f"{file}: numeric congestion states (picoquic) need the congestion "
+                            "controller: give it as the label cc_algorithm (trace header or "
+                            "run.json); kept raw as Unknown"
+                        )
+                    else:
+                        # what a number means depends on the controller: it cannot stand in
+                        # for the states derived from the trace's metrics
+                        diag.note(
+                            f"{file}: numeric congestion states (picoquic) need the congestion "
+                            "controller: give it as the label cc_algorithm (trace header or "
+                            "run.json); without it they are left out and the states derived "
+                            "from the trace's metrics stand"
+                        )
+                        continue
+                else:
+                    diag.unknown_state(event.new)
             explicit.append(Row(event.time, state, event.new, event.trigger, EXPLICIT))
     if states == EXPLICIT:
         chosen = explicit
