@@ -624,3 +624,27 @@ def test_packets_without_numbers_say_no_state_can_be_derived(tmp_path: Path) -> 
     assert frame["state"].to_list() == ["Init"]
     (message,) = diag.derivation_messages()
     assert message.startswith("no state can be derived: its ") and "log no packet number" in message
+
+
+def test_a_log_whose_acks_acknowledge_none_of_the_data_says_so(tmp_path: Path) -> None:
+    """picoquic's frame-encoding references log only sends, some carrying ACK frames for the
+    peer's packets: nothing acknowledges the data, so nothing is derived, and the read says
+    why instead of claiming states from the packets."""
+    doc = orjson.loads(_draft01([e for e in _sender(probes=False) if e[1] == "sent"]))
+    rows = doc["traces"][0]["events"]
+    rows.insert(2, [rows[1][0], "transport", "packet_sent", "line", {
+        "packet_type": "1RTT", "header": {"packet_number": "999", "packet_size": 40},
+        "frames": [{"frame_type": "ack", "acked_ranges": [["0", "5"]]}]}])
+    path = tmp_path / "sends.qlog"
+    path.write_bytes(orjson.dumps(doc))
+    diag = Diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        frame = read_transitions(path, diagnostics=diag)
+    assert frame["state"].to_list() == ["Init"]
+    (message,) = diag.derivation_messages()
+    assert message.startswith(
+        "no state can be derived: no ACK frame it logs acknowledges a data packet of its own "
+        "sender ("
+    ), message
+    assert not any("states derived from its packets" in n for n in diag.notes)

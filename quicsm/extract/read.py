@@ -501,6 +501,13 @@ def _wire_pass(
                 "capture?), so no ACK can be matched to them"
             )
             return Derivation(profile, [], [((), reason)], derivation.status)
+        if not result.acks:
+            sender = "its own" if result.own_sends else "its peer's"
+            reason = (
+                f"no ACK frame it logs acknowledges a data packet of {sender} sender "
+                f"({result.data_packets} data packets)"
+            )
+            return Derivation(profile, [], [((), reason)], derivation.status)
         diag.note(
             f"{tid}: no recovery metrics are logged: states derived from its packets and ACK "
             f"frames alone, for {whose}"
