@@ -501,7 +501,7 @@ def _wire_pass(
                 "capture?), so no ACK can be matched to them"
             )
             return Derivation(profile, [], [((), reason)], derivation.status)
-        if not result.acks:
+        if not result.acks and not result.rows:
             sender = "its own" if result.own_sends else "its peer's"
             reason = (
                 f"no ACK frame it logs acknowledges a data packet of {sender} sender "
