@@ -13,8 +13,9 @@ A file ends in one of four results: ``read`` (by default), ``lenient`` (only len
 ``error`` (our error, a :class:`quicsm.QuicsmError`, in both modes; the message is printed so
 that it can be judged) or ``traceback`` (any other exception: a defect). For each read file the
 table gives its traces, those whose states are only ``Init`` (nothing derivable), the states
-seen, and the warnings of the read. The summary groups the files by their first directory
-under DIR (where they came from) and the qlog version of their first trace.
+seen, and the warnings of the read. The summary groups the files by their directory under DIR
+(where they came from: one directory per source and vintage) and the qlog version of their
+first trace.
 
     .venv/bin/python benchmarks/public_qlog.py DIR
     .venv/bin/python benchmarks/public_qlog.py DIR --summary-only
@@ -87,7 +88,7 @@ def _read(path: Path, *, lenient: bool, root: Path) -> tuple[pl.DataFrame, list[
 
 def examine(path: Path, root: Path) -> FileResult:
     rel = path.relative_to(root)
-    group = rel.parts[0] if len(rel.parts) > 1 else "."
+    group = rel.parent.as_posix()
     out = FileResult(str(rel), group)
     try:
         inspection = inspect_file(path)

@@ -648,3 +648,15 @@ def test_a_log_whose_acks_acknowledge_none_of_the_data_says_so(tmp_path: Path) -
         "sender ("
     ), message
     assert not any("states derived from its packets" in n for n in diag.notes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.integers(min_value=0, max_value=10**6), min_size=1, max_size=40))
+def test_wireshark_ack_fields_round_trip_any_set_of_packets(numbers: set[int]) -> None:
+    """Any set of acknowledged packet numbers, written as Wireshark's ACK fields (first block,
+    then gap / ACK block pairs), reads back as exactly its ranges."""
+    ranges = [(lo, hi) for lo, hi in _ranges(sorted(numbers))]
+    data = {"header": {"packet_number": "1"}, "frames": [_wireshark_ack(ranges)]}
+    packet = packet_of(0.0, "packet_rx", data, 1.0)
+    assert packet is not None and not packet.partial_acks
+    assert {n for lo, hi in packet.acks for n in range(lo, hi + 1)} == numbers
