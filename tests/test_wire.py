@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.core.errors import QlogError
 from quicsm.extract.capabilities import derivations, from_events, render
-from quicsm.extract.read import read_traces, read_transitions
+from quicsm.extract.read import read_metrics, read_traces, read_transitions
 from quicsm.extract.wire import Packet, packet_of, read_packets, wire_states
 
 RTT = 40.0
@@ -660,3 +660,23 @@ def test_wireshark_ack_fields_round_trip_any_set_of_packets(numbers: set[int]) -
     packet = packet_of(0.0, "packet_rx", data, 1.0)
     assert packet is not None and not packet.partial_acks
     assert {n for lo, hi in packet.acks for n in range(lo, hi + 1)} == numbers
+
+
+@pytest.mark.parametrize("position", range(5))
+def test_the_optional_trigger_may_be_left_out_wherever_event_fields_put_it(
+    tmp_path: Path, position: int
+) -> None:
+    fields = ["relative_time", "category", "event", "data"]
+    fields.insert(position, "trigger")
+
+    def row(t: int, cwnd: int, *, trigger: bool) -> list[Any]:
+        values = {"relative_time": t, "category": "recovery", "event": "metrics_updated",
+                  "data": {"cwnd": cwnd}, "trigger": "ack"}
+        return [values[f] for f in fields if trigger or f != "trigger"]
+
+    trace = {"event_fields": fields,
+             "events": [row(1, 1000, trigger=True), row(2, 2000, trigger=False)]}
+    path = tmp_path / "x.qlog"
+    path.write_bytes(orjson.dumps({"qlog_version": "draft-01", "traces": [trace]}))
+    metrics = read_metrics(path)
+    assert metrics["cwnd_bytes"].to_list() == [1000, 2000]
