@@ -680,3 +680,25 @@ def test_the_optional_trigger_may_be_left_out_wherever_event_fields_put_it(
     path.write_bytes(orjson.dumps({"qlog_version": "draft-01", "traces": [trace]}))
     metrics = read_metrics(path)
     assert metrics["cwnd_bytes"].to_list() == [1000, 2000]
+
+
+def test_a_trace_that_logs_no_state_is_not_said_to_log_its_profiles_states(
+    tmp_path: Path,
+) -> None:
+    """picoquic's profile says picoquic logs SlowStart, CongestionAvoidance and Recovery; a
+    picoquic trace that logs none of them (its app_msg_overflow reference: messages only) gets
+    "no state can be derived", not a notice naming only the other states."""
+    trace = {"title": "picoquic", "vantage_point": {"type": "client"},
+             "event_fields": ["relative_time", "category", "event", "data"],
+             "events": [[0, "info", "message", {"message": "s:xxxx"}]] * 3}
+    path = tmp_path / "messages.qlog"
+    path.write_bytes(orjson.dumps({"qlog_version": "draft-00", "title": "picoquic",
+                                   "traces": [trace]}))
+    diag = Diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        read_transitions(path, diagnostics=diag)
+    assert diag.derivation_messages() == [
+        "no state can be derived: the trace logs no recovery metrics, losses or timers "
+        f"({path}#0000)"
+    ]

@@ -431,7 +431,10 @@ def _transition_rows(
             derivation = _wire_pass(loaded, trace, derivation, tid, diag)
             for what, reason in derivation.notices:
                 named = what or PAPER_STATES[1:]  # none named: all (Init is always there)
-                missing = tuple(st for st in named if logged is None or st not in logged)
+                # a trace that logged no state at all logs none of them, whatever its
+                # profile says producers of its name usually log
+                claimed = logged if explicit else None
+                missing = tuple(st for st in named if claimed is None or st not in claimed)
                 if not missing:
                     continue  # the producer logs these states itself
                 if len(missing) == len(PAPER_STATES) - 1:
