@@ -164,6 +164,15 @@ def test_a_javascript_wrapped_qlog_is_named(tmp_path: Path) -> None:
         "that assigns an object to a variable (as qvis's .qlog.js examples are), not qlog: "
         "save the object after '=' as a file of its own to read it"
     )
+    # the qlog repository's draft-00 minimal example starts with comment lines
+    commented = tmp_path / "minimal.qlog"
+    commented.write_text('// a minimal qlog\n{"qlog_version": "draft-00", "traces": []}\n')
+    with pytest.raises(QlogError) as info:
+        read_transitions(commented)
+    assert str(info.value).endswith(
+        "got content starting '// a minimal qlog\\n{\"qlog': a comment, which JSON (and so qlog) "
+        "does not allow"
+    )
     # text that only begins with the word is not taken for JavaScript
     other = tmp_path / "notes.qlog"
     other.write_text("variables = 3\n")

@@ -111,6 +111,11 @@ def _describe_head(head: Buffer) -> str:
                 "(as qvis's .qlog.js examples are), not qlog: save the object after '=' as a "
                 "file of its own to read it"
             )
+        if decoded.startswith(("//", "/*")):
+            return (
+                f"content starting {decoded!r}: a comment, which JSON (and so qlog) does not "
+                "allow"
+            )
         return f"content starting {decoded!r}"
     # binary: bytes as Python writes them (\x16, \n, printable ASCII as itself)
     return f"binary content starting {str(text)[1:]}"
