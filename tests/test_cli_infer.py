@@ -161,6 +161,23 @@ def test_bad_file_is_named_and_lenient_skips_it(csv_input: Path, tmp_path: Path)
     assert "6 traces" in stdout
 
 
+def test_lenient_with_every_file_skipped_says_so(tmp_path: Path) -> None:
+    """A lenient run whose every input was skipped (qvis's .qlog.js wrappers) says that, not
+    that the input had no state rows."""
+    files = []
+    for name in ("a.qlog.js", "b.qlog.js"):
+        (tmp_path / name).write_text('var trace = {"qlog_version": "draft-01"};\n')
+        files.append(tmp_path / name)
+    code, _, stderr = run(*files, "-o", tmp_path / "o", "--lenient")
+    assert code == 1 and "warning: skipped 2 files" in stderr
+    assert stderr.rstrip().endswith(
+        "Error: no model to infer: all 2 input files were skipped (the reasons are above)"
+    )
+    code, _, stderr = run(files[0], "-o", tmp_path / "o", "--lenient")
+    assert stderr.rstrip().endswith("Error: no model to infer: the input file was skipped "
+                                    "(the reasons are above)")
+
+
 def test_unknown_algorithm_lists_choices(csv_input: Path) -> None:
     result = CliRunner().invoke(main, ["infer", str(csv_input), "--algorithm", "perfume"])
     assert result.exit_code == 2

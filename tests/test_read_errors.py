@@ -151,6 +151,36 @@ def test_unknown_format(tmp_path: Path) -> None:
         read_transitions(empty)
 
 
+def test_a_javascript_wrapped_qlog_is_named(tmp_path: Path) -> None:
+    """qvis bundles its examples as ``var name = {...}`` (``.qlog.js``): not qlog, and the
+    error says what it is and how to read the object inside."""
+    path = tmp_path / "spin_bit.qlog.js"
+    path.write_text('var spin_bit = {\n  "qlog_version": "draft-01", "traces": []\n};\n')
+    with pytest.raises(QlogError) as info:
+        read_transitions(path)
+    assert str(info.value) == (
+        f"{path}: expected a qlog file (JSON, JSON-SEQ or NDJSON) or a transitions table "
+        "(CSV or Parquet), got content starting 'var spin_bit = {\\n  \"qlog': JavaScript "
+        "that assigns an object to a variable (as qvis's .qlog.js examples are), not qlog: "
+        "save the object after '=' as a file of its own to read it"
+    )
+    # the qlog repository's draft-00 minimal example starts with comment lines
+    commented = tmp_path / "minimal.qlog"
+    commented.write_text('// a minimal qlog\n{"qlog_version": "draft-00", "traces": []}\n')
+    with pytest.raises(QlogError) as info:
+        read_transitions(commented)
+    assert str(info.value).endswith(
+        "got content starting '// a minimal qlog\\n{\"qlog': a comment, which JSON (and so qlog) "
+        "does not allow"
+    )
+    # text that only begins with the word is not taken for JavaScript
+    other = tmp_path / "notes.qlog"
+    other.write_text("variables = 3\n")
+    with pytest.raises(QlogError) as info:
+        read_transitions(other)
+    assert str(info.value).endswith("got content starting 'variables = 3\\n'")
+
+
 def test_binary_content_is_shown_escaped(tmp_path: Path) -> None:
     path = tmp_path / "capture.qlog"
     path.write_bytes(b"\x16\x87U\x95\xea\x00\xffqlog" + bytes(range(200)))

@@ -197,6 +197,18 @@ def test_unknown_and_numeric_states_warn_and_keep_raw() -> None:
     assert diag.unknown_states == {"2": 2, "1": 1}
 
 
+def test_numeric_states_without_a_controller_leave_the_derived_states_in_hybrid_mode() -> None:
+    """picoquic's numbers mean a state only per controller: without one (picoquic's own test
+    references from 2026 log one such event), hybrid reading leaves them out, so a single
+    number cannot stand for the rest of the trace where the metrics show the states, and
+    says so; explicit reading keeps them raw (above)."""
+    diag = Diagnostics()
+    with pytest.warns(QuicsmWarning, match="without it they are left out"):
+        df = read_transitions(FIX / "picoquic_no_cc.qlog", diagnostics=diag)
+    assert df["state"].to_list() == ["Init", "ApplicationLimited"]
+    assert set(df["source"].to_list()) == {"derived"} and not diag.unknown_states
+
+
 def test_metrics_carry_forward_and_renames() -> None:
     m = read_metrics(FIX / "aioquic_0.3.qlog")
     assert m["event"].to_list()[:5] == ["metrics", "metrics", "metrics", "packet_lost", "metrics"]

@@ -20,8 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
+from quicsm.core.errors import QlogError
 from quicsm.extract.capabilities import derivations, from_events, render
-from quicsm.extract.read import read_traces, read_transitions
+from quicsm.extract.read import read_metrics, read_traces, read_transitions
 from quicsm.extract.wire import Packet, packet_of, read_packets, wire_states
 
 RTT = 40.0
@@ -465,3 +466,239 @@ def test_a_pcap2qlog_capture_is_read_and_its_directions_told_by_connection_ids(
     assert {"SlowStart", "Recovery", "CongestionAvoidance", "TailLossProbe"} <= set(states)
     assert any("for the server's sender (a capture" in n for n in diag.notes), diag.notes
     assert read_traces(path)["format"].to_list() == ["JSON 0.1"]
+
+
+# -- shapes found in public files (benchmarks/public_qlog.py): written here by hand ----------
+
+
+def _wireshark_ack(ranges: list[tuple[int, int]], *, exported: int | None = None) -> dict[str, Any]:
+    """An ACK frame with Wireshark's field names as pcap2qlog's qlog 0.1 exports carry them:
+    the largest acknowledged, the first ACK block, then a gap and an ACK block per further
+    range (one value, or a list when a field repeats); ``exported`` keeps only that many of
+    the further blocks while ``ack_block_count`` still counts them all."""
+    (lo, hi), rest = ranges[0], ranges[1:]
+    frame: dict[str, Any] = {
+        "frame_type": "ACK",
+        "frame_type.ack.largest_acknowledged": str(hi),
+        "frame_type.ack.ack_delay": "0",
+        "frame_type.ack.ack_block_count": str(len(rest)),
+        "frame_type.ack.fab": str(hi - lo),
+    }
+    gaps, blocks = [], []
+    smallest = lo
+    for below_lo, below_hi in rest:
+        gaps.append(str(smallest - below_hi - 2))
+        blocks.append(str(below_hi - below_lo))
+        smallest = below_lo
+    if exported is not None:
+        gaps, blocks = gaps[:exported], blocks[:exported]
+    if gaps:
+        frame["frame_type.ack.gap"] = gaps if len(gaps) > 1 else gaps[0]
+        frame["frame_type.ack.ack_block"] = blocks if len(blocks) > 1 else blocks[0]
+    return frame
+
+
+@pytest.mark.parametrize(
+    "ranges",
+    [[(18, 20)], [(18, 20), (12, 15)], [(18, 20), (12, 15), (6, 10)], [(90, 99), (0, 88)]],
+)
+def test_every_wireshark_ack_block_is_read(ranges: list[tuple[int, int]]) -> None:
+    data = {"header": {"packet_number": "7"}, "frames": [_wireshark_ack(ranges)]}
+    packet = packet_of(1.0, "packet_rx", data, 1.0)
+    assert packet is not None and list(packet.acks) == ranges and not packet.partial_acks
+
+
+def test_an_ack_exported_with_fewer_blocks_than_it_names_is_marked() -> None:
+    frame = _wireshark_ack([(18, 20), (12, 15), (6, 10)], exported=1)
+    packet = packet_of(1.0, "packet_rx", {"header": {"packet_number": "7"}, "frames": [frame]}, 1)
+    assert packet is not None and list(packet.acks) == [(18, 20), (12, 15)]
+    assert packet.partial_acks
+    # a block running below packet 0 is not read, and marked too
+    hostile = {**_wireshark_ack([(18, 20)]), "frame_type.ack.ack_block_count": "1",
+               "frame_type.ack.gap": "16", "frame_type.ack.ack_block": "5"}
+    packet = packet_of(1.0, "packet_rx", {"header": {"packet_number": "7"}, "frames": [hostile]}, 1)
+    assert packet is not None and list(packet.acks) == [(18, 20)] and packet.partial_acks
+
+
+def _delayed_ack_capture(*, exported: int | None = None) -> bytes:
+    """A qlog 0.1 capture (pcap2qlog's "connections" shape) of a server sending 100 packets,
+    the client acknowledging every 20th arrival with every range it holds; packet 45 is lost,
+    so packets 40-44 are first acknowledged by the second block of the ACK of packet 59."""
+    client, server = "c1c1", "5e5e"
+    rows: list[Any] = [
+        [0.0, "TRANSPORT", "PACKET_RX", "LINE", {
+            "header": {"form": "long", "type": "Initial", "scid": client, "dcid": "0000",
+                       "packet_number": "0", "payload_length": "1200"},
+            "frames": [{"frame_type": "CRYPTO"}]}],
+    ]
+    received: list[int] = []
+    ack_pn = 1
+    for n in range(100):
+        t = 1.0 + n * 0.5
+        rows.append([t, "TRANSPORT", "PACKET_RX", "LINE", {
+            "header": {"form": "short", "dcid": client, "packet_number": str(n),
+                       "payload_length": str(MSS)},
+            "frames": [{"frame_type": "STREAM"}]}])
+        if n != 45:
+            received.append(n)
+        if n % 20 == 19:
+            ranges = [(lo, hi) for lo, hi in _ranges(received)]
+            rows.append([t + RTT, "TRANSPORT", "PACKET_RX", "LINE", {
+                "header": {"form": "short", "dcid": server, "packet_number": str(ack_pn),
+                           "payload_length": "30"},
+                "frames": [_wireshark_ack(ranges, exported=exported)]}])
+            ack_pn += 1
+    rows.sort(key=lambda r: r[0])
+    connection = {"vantagepoint": "NETWORK", "fields": ["time", "category", "type", "trigger",
+                                                        "data"], "events": rows}
+    return orjson.dumps({"qlog_version": "0.1", "connections": [connection]})
+
+
+def test_a_multi_block_ack_of_a_capture_acknowledges_every_block(tmp_path: Path) -> None:
+    """Read in full, the capture loses exactly packet 45; read with only the first ACK block
+    (what the wire derivation did before), packets 40-44 stay unacknowledged and are declared
+    lost too. A capture exported without its further blocks is read as far as it goes, and
+    the read says how many ACK frames were cut."""
+    full = tmp_path / "full.qlog"
+    full.write_bytes(_delayed_ack_capture())
+    result = wire_states(read_packets(full).packets[0])
+    assert result.captured and result.losses == 1 and result.partial_acks == 0
+    cut = tmp_path / "cut.qlog"
+    cut.write_bytes(_delayed_ack_capture(exported=0))
+    result = wire_states(read_packets(cut).packets[0])
+    assert result.losses == 6 and result.partial_acks == 3
+    diag = Diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        read_transitions(cut, diagnostics=diag)
+    (note,) = [n for n in diag.notes if "ACK blocks" in n]
+    assert note == (
+        f"{cut}#0000: 3 ACK frames name more ACK blocks than the capture exported; only the "
+        "exported blocks were read"
+    )
+
+
+def test_a_draft01_event_without_its_optional_trigger_is_read(tmp_path: Path) -> None:
+    """pcap2qlog's draft-01 exports name a trigger column and leave it out of some events
+    (``["13", "transport", "ALPN_update", {...}]``): read by default; an event short by
+    anything else is still an error naming it."""
+    events = _sender(probes=False)
+    doc = orjson.loads(_draft01(events))
+    rows = doc["traces"][0]["events"]
+    rows.insert(3, [rows[2][0], "transport", "ALPN_update", {"old": "", "new": "h3-22"}])
+    path = tmp_path / "x.qlog"
+    path.write_bytes(orjson.dumps(doc))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        states = read_transitions(path)["state"].to_list()
+    assert {"SlowStart", "Recovery", "CongestionAvoidance"} <= set(states)
+    at = rows[2][0]
+    for short in ([at, "transport", "ALPN_update"], [at, "transport", "x", "line"]):
+        rows[3] = short
+        path.write_bytes(orjson.dumps(doc))
+        with pytest.raises(QlogError, match=r"traces\[0\]\.events\[3\]: expected an array of 5"):
+            read_transitions(path)
+
+
+def test_the_packet_type_beside_the_header_names_the_space() -> None:
+    """pcap2qlog's later draft-01 exports write ``"type": "initial"`` beside the header."""
+    kinds = (("initial", "initial"), ("handshake", "handshake"), ("1RTT", "application"))
+    for kind, space in kinds:
+        packet = packet_of(0.0, "packet_sent", {"type": kind, "header": {"packet_number": "3"}}, 1)
+        assert packet is not None and packet.space == space
+
+
+def test_packets_without_numbers_say_no_state_can_be_derived(tmp_path: Path) -> None:
+    """An encrypted capture's export logs frames but no packet numbers: ACKs cannot be matched
+    to packets, and the read says so instead of deriving from nothing."""
+    doc = orjson.loads(_draft01(_sender(probes=False)))
+    for row in doc["traces"][0]["events"]:
+        if row and row[2] == "packet_sent":
+            del row[4]["header"]["packet_number"]
+    path = tmp_path / "encrypted.qlog"
+    path.write_bytes(orjson.dumps(doc))
+    diag = Diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        frame = read_transitions(path, diagnostics=diag)
+    assert frame["state"].to_list() == ["Init"]
+    (message,) = diag.derivation_messages()
+    assert message.startswith("no state can be derived: its ") and "log no packet number" in message
+
+
+def test_a_log_whose_acks_acknowledge_none_of_the_data_says_so(tmp_path: Path) -> None:
+    """picoquic's frame-encoding references log only sends, some carrying ACK frames for the
+    peer's packets: nothing acknowledges the data, so nothing is derived, and the read says
+    why instead of claiming states from the packets."""
+    doc = orjson.loads(_draft01([e for e in _sender(probes=False) if e[1] == "sent"]))
+    rows = doc["traces"][0]["events"]
+    rows.insert(2, [rows[1][0], "transport", "packet_sent", "line", {
+        "packet_type": "1RTT", "header": {"packet_number": "999", "packet_size": 40},
+        "frames": [{"frame_type": "ack", "acked_ranges": [["0", "5"]]}]}])
+    path = tmp_path / "sends.qlog"
+    path.write_bytes(orjson.dumps(doc))
+    diag = Diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        frame = read_transitions(path, diagnostics=diag)
+    assert frame["state"].to_list() == ["Init"]
+    (message,) = diag.derivation_messages()
+    assert message.startswith(
+        "no state can be derived: no ACK frame it logs acknowledges a data packet of its own "
+        "sender ("
+    ), message
+    assert not any("states derived from its packets" in n for n in diag.notes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.integers(min_value=0, max_value=10**6), min_size=1, max_size=40))
+def test_wireshark_ack_fields_round_trip_any_set_of_packets(numbers: set[int]) -> None:
+    """Any set of acknowledged packet numbers, written as Wireshark's ACK fields (first block,
+    then gap / ACK block pairs), reads back as exactly its ranges."""
+    ranges = [(lo, hi) for lo, hi in _ranges(sorted(numbers))]
+    data = {"header": {"packet_number": "1"}, "frames": [_wireshark_ack(ranges)]}
+    packet = packet_of(0.0, "packet_rx", data, 1.0)
+    assert packet is not None and not packet.partial_acks
+    assert {n for lo, hi in packet.acks for n in range(lo, hi + 1)} == numbers
+
+
+@pytest.mark.parametrize("position", range(5))
+def test_the_optional_trigger_may_be_left_out_wherever_event_fields_put_it(
+    tmp_path: Path, position: int
+) -> None:
+    fields = ["relative_time", "category", "event", "data"]
+    fields.insert(position, "trigger")
+
+    def row(t: int, cwnd: int, *, trigger: bool) -> list[Any]:
+        values = {"relative_time": t, "category": "recovery", "event": "metrics_updated",
+                  "data": {"cwnd": cwnd}, "trigger": "ack"}
+        return [values[f] for f in fields if trigger or f != "trigger"]
+
+    trace = {"event_fields": fields,
+             "events": [row(1, 1000, trigger=True), row(2, 2000, trigger=False)]}
+    path = tmp_path / "x.qlog"
+    path.write_bytes(orjson.dumps({"qlog_version": "draft-01", "traces": [trace]}))
+    metrics = read_metrics(path)
+    assert metrics["cwnd_bytes"].to_list() == [1000, 2000]
+
+
+def test_a_trace_that_logs_no_state_is_not_said_to_log_its_profiles_states(
+    tmp_path: Path,
+) -> None:
+    """picoquic's profile says picoquic logs SlowStart, CongestionAvoidance and Recovery; a
+    picoquic trace that logs none of them (its app_msg_overflow reference: messages only) gets
+    "no state can be derived", not a notice naming only the other states."""
+    trace = {"title": "picoquic", "vantage_point": {"type": "client"},
+             "event_fields": ["relative_time", "category", "event", "data"],
+             "events": [[0, "info", "message", {"message": "s:xxxx"}]] * 3}
+    path = tmp_path / "messages.qlog"
+    path.write_bytes(orjson.dumps({"qlog_version": "draft-00", "title": "picoquic",
+                                   "traces": [trace]}))
+    diag = Diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        read_transitions(path, diagnostics=diag)
+    assert diag.derivation_messages() == [
+        "no state can be derived: the trace logs no recovery metrics, losses or timers "
+        f"({path}#0000)"
+    ]

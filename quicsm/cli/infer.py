@@ -214,6 +214,12 @@ def _read(
         if not issubclass(w.category, QuicsmWarning):
             warn(str(w.message))
     assert corpus.aggregate is not None
+    if corpus.aggregate.visits == 0 and corpus.diagnostics.skipped_files >= len(files):
+        n = len(files)
+        raise InputError(
+            f"no model to infer: {'the input file was' if n == 1 else f'all {n} input files were'}"
+            " skipped (the reasons are above)"
+        )
     if select is not None and corpus.aggregate.visits == 0:
         raise InputError("none of the chosen traces has states")
     for note in vantage_notes([corpus.traces], subject="the input mixes", purpose="analyse"):

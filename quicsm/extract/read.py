@@ -394,13 +394,26 @@ def _transition_rows(
         for event in trace.states:
             state = canonical_state(event.new, cc_algorithm=cc)
             if state == UNKNOWN:
-                diag.unknown_state(event.new)
                 if is_numeric(event.new) and cc is None:
-                    diag.note(
-                        f"{file}: numeric congestion states (picoquic) need the congestion "
-                        "controller: give it as the label cc_algorithm (trace header or run.json); "
-                        "kept raw as Unknown"
-                    )
+                    if states == EXPLICIT:
+                        diag.unknown_state(event.new)
+                        diag.note(
+                            f"{file}: numeric congestion states (picoquic) need the congestion "
+                            "controller: give it as the label cc_algorithm (trace header or "
+                            "run.json); kept raw as Unknown"
+                        )
+                    else:
+                        # what a number means depends on the controller: it cannot stand in
+                        # for the states derived from the trace's metrics
+                        diag.note(
+                            f"{file}: numeric congestion states (picoquic) need the congestion "
+                            "controller: give it as the label cc_algorithm (trace header or "
+                            "run.json); without it they are left out and the states derived "
+                            "from the trace's metrics stand"
+                        )
+                        continue
+                else:
+                    diag.unknown_state(event.new)
             explicit.append(Row(event.time, state, event.new, event.trigger, EXPLICIT))
     if states == EXPLICIT:
         chosen = explicit
@@ -418,7 +431,10 @@ def _transition_rows(
             derivation = _wire_pass(loaded, trace, derivation, tid, diag)
             for what, reason in derivation.notices:
                 named = what or PAPER_STATES[1:]  # none named: all (Init is always there)
-                missing = tuple(st for st in named if logged is None or st not in logged)
+                # a trace that logged no state at all logs none of them, whatever its
+                # profile says producers of its name usually log
+                claimed = logged if explicit else None
+                missing = tuple(st for st in named if claimed is None or st not in claimed)
                 if not missing:
                     continue  # the producer logs these states itself
                 if len(missing) == len(PAPER_STATES) - 1:
@@ -481,10 +497,35 @@ def _wire_pass(
             whose = "its own sender"
         else:
             whose = "the peer's sender, inferred from the packets it received and the ACKs it sent"
+        if result.unnumbered and not result.data_packets:
+            # an ACK names packet numbers: packets logged without one cannot be matched to it
+            reason = (
+                f"its {result.unnumbered} data packets log no packet number (an encrypted "
+                "capture?), so no ACK can be matched to them"
+            )
+            return Derivation(profile, [], [((), reason)], derivation.status)
+        if not result.acks and not result.rows:
+            sender = "its own" if result.own_sends else "its peer's"
+            reason = (
+                f"no ACK frame it logs acknowledges a data packet of {sender} sender "
+                f"({result.data_packets} data packets)"
+            )
+            return Derivation(profile, [], [((), reason)], derivation.status)
         diag.note(
             f"{tid}: no recovery metrics are logged: states derived from its packets and ACK "
             f"frames alone, for {whose}"
         )
+        if result.unnumbered:
+            diag.note(
+                f"{tid}: {result.unnumbered} of its data packets log no packet number and were "
+                "left out of the states derived from packets"
+            )
+        if result.partial_acks:
+            diag.note(
+                f"{tid}: {result.partial_acks} ACK frame{'s' * (result.partial_acks != 1)} "
+                "name more ACK blocks than the capture exported; only the exported blocks "
+                "were read"
+            )
         rows = [DerivedState(t, s, trigger) for t, s, trigger in result.rows]
         cap: tuple[str, ...] = ("CongestionAvoidanceMaxed",)
         notices = [(cap, "a window cap cannot be seen in packets alone")]

@@ -112,6 +112,8 @@ class Packet:
     #: connection IDs of the header (a capture's direction is told by them)
     dcid: str | None = None
     scid: str | None = None
+    #: an ACK frame of the packet names more ranges than were logged (a capture's export)
+    partial_acks: bool = False
 
 
 def _int(value: object) -> int | None:
@@ -138,15 +140,51 @@ def _space(packet_type: object) -> str:
     return "application"
 
 
-def _ranges(frame: dict[str, Any]) -> tuple[tuple[int, int], ...]:
+def _values(value: object) -> list[int | None]:
+    """A Wireshark field that occurs once (a value) or several times (a list of values)."""
+    if value is None:
+        return []
+    return [_int(v) for v in value] if isinstance(value, list) else [_int(value)]
+
+
+def _wireshark_ranges(frame: dict[str, Any], largest: int) -> tuple[list[tuple[int, int]], bool]:
+    """The ACK ranges of a frame exported with Wireshark's field names (qlog 0.1, pcap2qlog):
+    the largest acknowledged, the first ACK block (how many packets below it are acknowledged
+    too), then ``ack_block_count`` pairs of a gap and an ACK block (draft-15 section 19.3.1:
+    each block's largest is the previous block's smallest less the gap less 2, and it
+    acknowledges that many packets below its largest). Also whether the frame names more
+    blocks than were exported (a capture exported with its repeated fields merged away)."""
+    first = _int(frame.get("frame_type.ack.fab", frame.get("frame_type.ack.first_ack_range")))
+    smallest = largest - max(0, first or 0)
+    if smallest < 0:
+        return [], True
+    out = [(smallest, largest)]
+    gaps = _values(frame.get("frame_type.ack.gap"))
+    blocks = _values(frame.get("frame_type.ack.ack_block", frame.get("frame_type.ack.ack_range")))
+    count = _int(
+        frame.get("frame_type.ack.ack_block_count", frame.get("frame_type.ack.ack_range_count"))
+    )
+    for gap, block in zip(gaps, blocks, strict=False):
+        if gap is None or block is None or gap < 0 or block < 0:
+            return out, True
+        top = smallest - gap - 2
+        smallest = top - block
+        if smallest < 0:
+            return out, True
+        out.append((smallest, top))
+    expected = count if count is not None and count >= 0 else len(out) - 1
+    return out, len(out) - 1 < expected or len(gaps) != len(blocks)
+
+
+def _ranges(frame: dict[str, Any]) -> tuple[tuple[tuple[int, int], ...], bool]:
+    """The ACK ranges of a frame (``(smallest, largest)``, inclusive), and whether some of its
+    ranges were not exported (qlog 0.1 captures: see :func:`_wireshark_ranges`)."""
     raw = frame.get("acked_ranges", frame.get("ack_ranges", frame.get("ranges")))
     out: list[tuple[int, int]] = []
+    partial = False
     largest = _int(frame.get("frame_type.ack.largest_acknowledged"))
-    if largest is not None:
-        # qlog 0.1 (pcap2qlog, Wireshark's fields): the largest acknowledged and the first ACK
-        # block (how many packets below it); further blocks are not exported
-        first = _int(frame.get("frame_type.ack.fab")) or 0
-        out.append((max(0, largest - max(0, first)), largest))
+    if largest is not None and largest >= 0:
+        out, partial = _wireshark_ranges(frame, largest)
     if isinstance(raw, list):
         for item in raw:
             if isinstance(item, list) and item:
@@ -155,7 +193,7 @@ def _ranges(frame: dict[str, Any]) -> tuple[tuple[int, int], ...]:
                     out.append((min(lo, hi), max(lo, hi)))
             elif (n := _int(item)) is not None:
                 out.append((n, n))
-    return tuple(out)
+    return tuple(out), partial
 
 
 def packet_of(time: float, short: str, data: object, scale: float) -> Packet | None:
@@ -182,6 +220,7 @@ def packet_of(time: float, short: str, data: object, scale: float) -> Packet | N
         )
     frames = data.get("frames")
     acks: list[tuple[int, int]] = []
+    partial = False
     delay: float | None = None
     eliciting = True
     if isinstance(frames, list) and frames:
@@ -191,7 +230,9 @@ def packet_of(time: float, short: str, data: object, scale: float) -> Packet | N
                 continue
             kind = str(frame.get("frame_type", frame.get("type", ""))).lower()
             if kind in ("ack", "ack_ecn"):
-                acks.extend(_ranges(frame))
+                ranges, cut = _ranges(frame)
+                acks.extend(ranges)
+                partial = partial or cut
                 d = frame.get("ack_delay")
                 if isinstance(d, int | float) and not isinstance(d, bool):
                     delay = float(d) * scale
@@ -200,12 +241,16 @@ def packet_of(time: float, short: str, data: object, scale: float) -> Packet | N
     return Packet(
         time=time,
         sent=short in ("packet_sent", "packet_tx"),
-        space=_space(header.get("packet_type", data.get("packet_type", header.get("type")))),
+        # draft-01 "packet_type" (pcap2qlog: "type" beside the header), qlog 0.1 header "type"
+        space=_space(
+            header.get("packet_type", data.get("packet_type", header.get("type", data.get("type"))))
+        ),
         number=number,
         size=size if size is not None and size > 0 else DEFAULT_DATAGRAM,
         acks=tuple(acks),
         ack_delay_ms=delay,
         eliciting=eliciting,
+        partial_acks=partial,
         dcid=dcid if isinstance(dcid, str) and dcid else None,
         scid=scid if isinstance(scid, str) and scid else None,
     )
@@ -301,6 +346,11 @@ class WireResult:
     #: a capture seen from the network: directions were told by connection IDs, and
     #: ``own_sends`` means the client sent the data
     captured: bool = False
+    #: ack-eliciting packets of the data direction that log no packet number (an ACK cannot
+    #: name them: they are left out)
+    unnumbered: int = 0
+    #: ACKs of the data direction that name more ranges than were logged
+    partial_acks: int = 0
 
 
 def from_one_side(packets: Sequence[Packet]) -> list[Packet]:
@@ -582,11 +632,15 @@ def wire_states(packets: Iterable[Packet], *, own_sends: bool | None = None) -> 
     if own_sends is None:
         own_sends = data_direction(ordered)
     sender = _Sender()
+    unnumbered = partial = 0
     for p in ordered:
         if p.sent == own_sends:
             if p.eliciting and p.number is not None:
                 sender.send(p)
+            elif p.eliciting:
+                unnumbered += 1
         elif p.acks:
+            partial += p.partial_acks
             sender.ack(p)
     return WireResult(
         sender.rows,
@@ -597,6 +651,8 @@ def wire_states(packets: Iterable[Packet], *, own_sends: bool | None = None) -> 
         sender.n_probes,
         sender.n_spurious,
         captured,
+        unnumbered,
+        partial,
     )
 
 

@@ -663,7 +663,16 @@ def _columns(trace: dict[str, Any]) -> list[str] | None:
 
 
 def _array_event(columns: list[str], event: list[Any], where: str) -> tuple[str, object, object]:
-    """A draft-00/01 array event, its positions named by ``event_fields``."""
+    """A draft-00/01 array event, its positions named by ``event_fields``.
+
+    ``trigger`` is an optional field (main-schema-01 section "trigger"): an event one value
+    short of ``event_fields`` that names it, whose value in the ``data`` position (the fields
+    without ``trigger``) is an object, leaves it out (pcap2qlog's converter writes
+    ``ALPN_update`` and ``connection_id_update`` so)."""
+    if len(event) == len(columns) - 1 and "trigger" in columns and "data" in columns:
+        without = [c for c in columns if c != "trigger"]
+        if isinstance(event[without.index("data")], dict):
+            columns = without
     if len(event) != len(columns):
         raise RecordProblem(
             None,

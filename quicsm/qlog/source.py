@@ -13,9 +13,11 @@ Formats are told apart by their bytes, never by file names (section "Formats" of
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 import orjson
 
@@ -88,6 +90,10 @@ def detect(head: Buffer) -> str | None:
     return None
 
 
+#: ``var name = {`` (or let/const): a JavaScript file that wraps a qlog object
+_JS_ASSIGNMENT: Final = re.compile(rb"(?:var|let|const)\s+[A-Za-z_$][\w$]*\s*=\s*[{\[]")
+
+
 def _describe_head(head: Buffer) -> str:
     """The start of unrecognised content, as escaped text: never raw binary."""
     text = bytes(head[:4096]).lstrip()[:24]
@@ -99,6 +105,17 @@ def _describe_head(head: Buffer) -> str:
         cut = exc.reason == "unexpected end of data"
         decoded = text[: exc.start].decode("utf-8") if cut else None
     if decoded is not None and all(c.isprintable() or c in "\t\r\n" for c in decoded):
+        if _JS_ASSIGNMENT.match(bytes(head[:4096]).lstrip()):
+            return (
+                f"content starting {decoded!r}: JavaScript that assigns an object to a variable "
+                "(as qvis's .qlog.js examples are), not qlog: save the object after '=' as a "
+                "file of its own to read it"
+            )
+        if decoded.startswith(("//", "/*")):
+            return (
+                f"content starting {decoded!r}: a comment, which JSON (and so qlog) does not "
+                "allow"
+            )
         return f"content starting {decoded!r}"
     # binary: bytes as Python writes them (\x16, \n, printable ASCII as itself)
     return f"binary content starting {str(text)[1:]}"
