@@ -35,6 +35,20 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "step_share": (0.5, 1.0),
         "cubic_fit": (-1000.0, 0.25),
     }, "prior"),
+    Box("Cubic", {
+        "beta": (0.66, 0.74),
+        "beta_spread": (0.0, 0.02),
+        "growth": (0.4, 0.68),
+        "step_share": (0.0, 0.3),
+        "n_reductions": (3.0, 1000000000.0),
+    }, "prior"),
+    Box("Cubic", {
+        "beta": (0.35, 0.72),
+        "beta_spread": (0.015, 0.15),
+        "growth": (0.6, 1.4),
+        "step_share": (0.0, 0.1),
+        "n_reductions": (5.0, 1000000000.0),
+    }, "prior"),
     Box("NewReno/Reno", {
         "beta": (0.47, 0.53),
         "beta_spread": (0.0, 0.005),
@@ -175,8 +189,8 @@ DEFAULT_CALIBRATION: Final[dict[str, tuple[int, int]]] = {
     "bbr-phases": (30, 30),
     "bbr-probe-rtt": (31, 31),
     "boxes/reductions 0-2": (11, 11),
-    "boxes/reductions 10+": (31, 31),
+    "boxes/reductions 10+": (37, 37),
     "boxes/reductions 3-4": (68, 68),
-    "boxes/reductions 5-9": (114, 114),
+    "boxes/reductions 5-9": (115, 115),
 }
 # fmt: on

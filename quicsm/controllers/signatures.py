@@ -168,6 +168,21 @@ PRIORS: Final[tuple[Box, ...]] = (
     # Reno-friendly region (RFC 9438 section 4.3), where it stays below the timer resolution
     Box(NEWRENO, {"beta": (0.45, 0.75), "beta_spread": (0.0, 0.02), "growth_own": (0.92, 1.2),
                   "step_share": (0.5, 1.0), "cubic_fit": (-1000.0, 0.25)}),
+    # CUBIC in its Reno-friendly region (RFC 9438 section 4.3), the window recomputed on every
+    # ACK: an exact cut by 0.7 and alpha_cubic = 3 (1 - 0.7) / (1 + 0.7) = 0.53 of a segment per
+    # window acknowledged, in small steps of every size. quic-go's CUBIC emulates one connection
+    # (numConnections 1: beta 0.7, alpha 0.53) and never raises alpha to 1, so on short and lossy
+    # paths it grows at 0.53-0.61 of a 1250-byte segment (its datagrams are 1252-1452 bytes).
+    # Every Reno adds a whole segment per window (growth_own 0.92-1.2 in whole-segment steps)
+    Box(CUBIC, {"beta": (0.66, 0.74), "beta_spread": (0.0, 0.02), "growth": (0.4, 0.68),
+                "step_share": (0.0, 0.3), "n_reductions": (3.0, 1e9)}),
+    # CUBIC that cuts the bytes in flight rather than the window (RFC 9438 section 4.6 allows
+    # flight_size x 0.7; aioquic takes the flight after the lost packets have left it): against
+    # the window the factor varies from cut to cut and falls below 0.7 as losses grow (0.41-0.66
+    # on lossy paths), while the window is recomputed on every ACK (small steps of every size).
+    # No Reno and no BBR of the lab cuts by a varying factor five times with such steps
+    Box(CUBIC, {"beta": (0.35, 0.72), "beta_spread": (0.015, 0.15), "growth": (0.6, 1.4),
+                "step_share": (0.0, 0.1), "n_reductions": (5.0, 1e9)}),
     # RFC 9002's halving, exactly, two times or more: no CUBIC cuts to 0.5, and BBR's window
     # drops after losses vary (quinn's BBRv1: 0.36-0.61); no growth needed
     Box(NEWRENO, {"beta": (0.47, 0.53), "beta_spread": (0.0, 0.005),
