@@ -114,7 +114,7 @@ def test_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--alpha",
         type=click.FloatRange(0, 1, min_open=True, max_open=True),
-        default=0.01,
+        default=0.05,
         show_default=True,
         help="Significance level, of the Holm-adjusted primary tests and of the "
         "Benjamini-Hochberg-adjusted exploratory ones.",

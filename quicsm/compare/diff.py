@@ -187,7 +187,7 @@ def diff(
     a_transitions: pl.DataFrame,
     b_transitions: pl.DataFrame,
     *,
-    alpha: float = 0.01,
+    alpha: float = 0.05,
     min_n: int = sig.MIN_N,
     permutations: int = 4999,
     seed: int = 0,
@@ -746,7 +746,22 @@ def _edge_test(
         why = f"ρ {rho:.2f}, effective transitions {shift.effective[0]:.0f} vs " + (
             f"{shift.effective[1]:.0f}"
         )
-        return sig.TestResult("beta-binomial", shift.p_value, shift.z, why), mde
+        va, vb = ma > 0, mb > 0
+        if min(int(va.sum()), int(vb.sum())) > od.FEW_TRACES:
+            return sig.TestResult("beta-binomial", shift.p_value, shift.z, why), mde
+        # few traces: the same z, referred to its distribution over every split of the traces
+        units = np.vstack(
+            [od.trace_units(ya[va], ma[va], rho), od.trace_units(yb[vb], mb[vb], rho)]
+        )
+        res = sig.permutation_over_traces(
+            units,
+            int(va.sum()),
+            od.abs_z_statistics,
+            permutations=permutations,
+            seed=seed,
+            name="beta-binomial permutation",
+        )
+        return sig.TestResult(res.test, res.p_value, shift.z, why, res.p_min), mde
     few = f"fewer than {od.MIN_EFFECTIVE:g} expected in a group"
     counts = od.effective_counts(ya, ma, yb, mb, rho)
     if counts is not None:

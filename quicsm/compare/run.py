@@ -26,7 +26,7 @@ class Compared:
 def run_comparison(
     comp: Comparison,
     *,
-    alpha: float = 0.01,
+    alpha: float = 0.05,
     seed: int = 0,
     permutations: int = 4999,
     explanations: bool = True,

@@ -28,7 +28,7 @@ def build_report(
     comparisons: Sequence[Comparison],
     *,
     fmt: str = "html",
-    alpha: float = 0.01,
+    alpha: float = 0.05,
     seed: int = 0,
     permutations: int = 4999,
     matrix: tuple[str, str | None] | None = None,

@@ -42,6 +42,11 @@ from scipy import stats as sps
 MIN_EFFECTIVE = 5.0
 #: the largest intra-trace correlation used (1 would make every trace a single draw)
 MAX_RHO = 0.99
+#: up to this many traces in the smaller group, the z of a transition is referred to its
+#: permutation distribution over traces (exact under the null whatever the traces'
+#: heterogeneity) rather than to Student's t: with few traces the estimated ``ρ`` is too
+#: noisy for any large-sample reference (docs/diff.md, "Measured false-positive rate")
+FEW_TRACES = 20
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,30 @@ def proportion_shift(
     df = between_df(ma, mb, rho)
     p = float(2.0 * sps.t.sf(abs(z), df)) if trusted else None
     return ProportionShift(diff, low, high, z, p, eff, rho, se0)
+
+
+def trace_units(y: np.ndarray, m: np.ndarray, rho: float) -> np.ndarray:
+    """One row per trace for :func:`abs_z_statistics`: its transitions ``y``, its exits ``m``
+    and its variance weight ``m (1 + (m − 1) ρ)``."""
+    y, m = np.asarray(y, dtype=float), np.asarray(m, dtype=float)
+    return np.column_stack([y, m, m * (1.0 + (m - 1.0) * rho)])
+
+
+def abs_z_statistics(sums: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """``|z|`` of :func:`proportion_shift` for many splits of the traces at once: ``sums`` are
+    the :func:`trace_units` columns summed over the traces drawn into one group, ``totals``
+    over all of them (the pooled probability, hence the null's variance, is the same for
+    every split). 0 where a split leaves a group without exits."""
+    sums = np.atleast_2d(np.asarray(sums, dtype=float))
+    y1, m1, i1 = sums[:, 0], sums[:, 1], sums[:, 2]
+    y2, m2, i2 = totals[0] - y1, totals[1] - m1, totals[2] - i1
+    p0 = totals[0] / totals[1] if totals[1] > 0 else 0.0
+    ok = (m1 > 0) & (m2 > 0)
+    m1s, m2s = np.where(ok, m1, 1.0), np.where(ok, m2, 1.0)
+    var = p0 * (1.0 - p0) * (i1 / m1s**2 + i2 / m2s**2)
+    ok &= var > 0
+    z = np.abs(y2 / m2s - y1 / m1s) / np.sqrt(np.where(ok, var, 1.0))
+    return np.where(ok, z, 0.0)
 
 
 def between_df(ma: np.ndarray, mb: np.ndarray, rho: float) -> float:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -440,14 +440,48 @@ def permutation_g(
     return _permutation(np.vstack([a, b]), a.shape[0], g, permutations=permutations, seed=seed)
 
 
-def _permutation(
-    units: np.ndarray, n_a: int, observed: float, *, permutations: int, seed: int
+def permutation_over_traces(
+    units: np.ndarray,
+    n_a: int,
+    statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    *,
+    permutations: int,
+    seed: int,
+    name: str,
 ) -> TestResult:
-    """Permutation p-value of the G statistic, shuffling rows (traces) between the groups.
+    """The permutation test over traces of any statistic that is a function of one group's
+    column sums: ``units`` holds a row per trace (A's ``n_a`` rows first), ``statistic(sums,
+    totals)`` gives the statistic of many splits at once from the sums of the rows drawn into
+    one group (and the totals of every row), larger meaning more extreme, the same for a
+    split and its mirror. Exact over every split when there are at most ``permutations``."""
+    units = np.asarray(units, dtype=float)
+    totals = units.sum(axis=0)
+    observed = float(statistic(units[:n_a].sum(axis=0)[None, :], totals)[0])
+    res = _permutation(
+        units, n_a, observed, permutations=permutations, seed=seed, statistic=statistic
+    )
+    exact = res.test.endswith("(exact)")
+    return TestResult(
+        f"{name} (exact)" if exact else name, res.p_value, observed, res.note, res.p_min
+    )
+
+
+def _permutation(
+    units: np.ndarray,
+    n_a: int,
+    observed: float,
+    *,
+    permutations: int,
+    seed: int,
+    statistic: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+) -> TestResult:
+    """Permutation p-value of the G statistic (or of ``statistic``, a function of the sums of
+    the rows drawn and of the totals), shuffling rows (traces) between the groups.
 
     The statistic is symmetric in the two groups, so the subsets drawn are always of the
     smaller group's size: swapping A and B gives the same p-value.
     """
+    stat = _g_statistics if statistic is None else statistic
     n = units.shape[0]
     m = min(n_a, n - n_a)
     # a canonical order of the traces that does not depend on which group came first (equal
@@ -461,7 +495,7 @@ def _permutation(
         masks = np.zeros((splits, n))
         for row, combo in enumerate(itertools.combinations(range(n), m)):
             masks[row, list(combo)] = 1.0
-        g = _g_statistics(masks @ units, totals)
+        g = stat(masks @ units, totals)
         p = float(np.count_nonzero(g >= observed - eps)) / splits
         top = float(g.max())
         p_min = float(np.count_nonzero(g >= top - 1e-9 * max(1.0, top))) / splits
@@ -478,7 +512,7 @@ def _permutation(
     while done < permutations:
         rows = min(block, permutations - done)
         draws = rng.multivariate_hypergeometric(multiplicity, m, size=rows)
-        g = _g_statistics(draws @ distinct, totals)
+        g = stat(draws @ distinct, totals)
         extreme += int(np.count_nonzero(g >= observed - eps))
         done += rows
     p = (1.0 + extreme) / (permutations + 1.0)
