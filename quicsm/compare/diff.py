@@ -630,7 +630,11 @@ def _transitions(
             )
         if len(idx) == 2 and all(r["p_unadjusted"] is not None for r in edge_rows[-2:]):
             # a source with two exits: each is the other's complement, so their two rows are
-            # one test, counted once in its family
+            # one test, counted once in its family (a permutation test drawn twice could
+            # differ by its random splits: the second row takes the first's result)
+            first, second = edge_rows[-2:]
+            for key in ("p_unadjusted", "p_min", "test"):
+                second[key] = first[key]
             for r, other in zip(edge_rows[-2:], reversed(edge_rows[-2:]), strict=True):
                 r["hypothesis"] = ("edges", source)
                 same = f"one test with {source} → {other['target']}"
@@ -728,10 +732,13 @@ def _edge_test(
     permutations: int,
     seed: int,
 ) -> tuple[sig.TestResult, float]:
-    """One transition probability, B against A: the overdispersed (beta-binomial) z-test with
-    the pooled intra-trace correlation; a permutation test over traces when the effective
-    counts are too small for the normal approximation. Returns the test and the smallest
-    difference it would detect with 80% power."""
+    """One transition probability, B against A: the overdispersed (beta-binomial) z with the
+    pooled intra-trace correlation. With few traces (at most ``od.FEW_TRACES`` in a group) the
+    z is referred to its permutation distribution over traces, exact whatever the traces'
+    heterogeneity; with more, to the normal / Satterthwaite t, or, when the effective counts
+    are too small for the normal approximation, Fisher's test on the effective counts (or a
+    permutation test over traces). Returns the test and the smallest difference it would
+    detect with 80% power."""
     n_a, n_b = int(np.count_nonzero(ma)), int(np.count_nonzero(mb))
     note = sig.too_few(n_a, n_b, min_n=min_n)
     if note:
@@ -742,14 +749,13 @@ def _edge_test(
         # every exit of the source, in both groups, takes this transition (or none does):
         # whichever way the traces fell into the groups, nothing could differ
         return sig.TestResult("identical", 1.0, 0.0, "one outcome in both groups", 1.0), mde
-    if shift.p_value is not None:
-        why = f"ρ {rho:.2f}, effective transitions {shift.effective[0]:.0f} vs " + (
-            f"{shift.effective[1]:.0f}"
-        )
-        va, vb = ma > 0, mb > 0
-        if min(int(va.sum()), int(vb.sum())) > od.FEW_TRACES:
-            return sig.TestResult("beta-binomial", shift.p_value, shift.z, why), mde
-        # few traces: the same z, referred to its distribution over every split of the traces
+    why = f"ρ {rho:.2f}, effective transitions {shift.effective[0]:.0f} vs " + (
+        f"{shift.effective[1]:.0f}"
+    )
+    va, vb = ma > 0, mb > 0
+    if min(int(va.sum()), int(vb.sum())) <= od.FEW_TRACES:
+        # few traces: the same z, referred to its distribution over the splits of the traces
+        # (exact whatever their heterogeneity, however sparse the counts)
         units = np.vstack(
             [od.trace_units(ya[va], ma[va], rho), od.trace_units(yb[vb], mb[vb], rho)]
         )
@@ -759,9 +765,12 @@ def _edge_test(
             od.abs_z_statistics,
             permutations=permutations,
             seed=seed,
-            name="beta-binomial permutation",
+            name="permuted z",
         )
-        return sig.TestResult(res.test, res.p_value, shift.z, why, res.p_min), mde
+        z = shift.z if shift.z == shift.z else 0.0
+        return sig.TestResult(res.test, res.p_value, z, why, res.p_min), mde
+    if shift.p_value is not None:
+        return sig.TestResult("beta-binomial", shift.p_value, shift.z, why), mde
     few = f"fewer than {od.MIN_EFFECTIVE:g} expected in a group"
     counts = od.effective_counts(ya, ma, yb, mb, rho)
     if counts is not None:

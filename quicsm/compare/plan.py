@@ -16,9 +16,10 @@ difference for states and transitions (``0.1`` = 10 points), a relative change f
 (``0.1`` = 10%), a ratio for dwell times (``1.5`` = 1.5 times as long).
 
 This is a plan, not a promise: it assumes the pilot's variance is the variance of the runs to
-come. Never fewer than 3 traces (no test below), and for the outcomes, whose tests are exact
-permutation tests up to 7 per group, never fewer than an exact test needs to reach the level
-at all (2 / C(2n, n) ≤ level). Time shares are Welch's t-tests over traces: no such floor.
+come. Never fewer than 3 traces (no test below), and for the outcomes and the transitions,
+whose tests are exact permutation tests over traces up to 7 per group, never fewer than an
+exact test needs to reach the level at all (2 / C(2n, n) ≤ level). Time shares are Welch's
+t-tests over traces: no such floor.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def _needed(
         return None
     z = float(sps.norm.ppf(1 - level / 2) + sps.norm.ppf(power))
     n = max(MIN_N, math.ceil(n_now * (z * se / abs(effect)) ** 2))
-    if per_trace:  # an outcome: the exact test of n vs n must be able to reach the level
+    if per_trace:  # an outcome or a transition: the exact test of n vs n must reach the level
         while n < EXACT_UP_TO and 2 / math.comb(2 * n, n) > level:
             n += 1
     return n
@@ -119,7 +120,7 @@ def plan(result: DiffResult, *, effect: float | None = None, power: float = 0.8)
                     "se": se,
                     "level": level,
                     "traces_per_group": _needed(
-                        se, delta, level, n_now, power, per_trace=kind == "outcome"
+                        se, delta, level, n_now, power, per_trace=kind in ("outcome", "edge")
                     ),
                 }
             )

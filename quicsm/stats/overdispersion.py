@@ -204,7 +204,7 @@ def between_df(ma: np.ndarray, mb: np.ndarray, rho: float) -> float:
         total += _inflation(m, rho) / big**2
         between += rho * float(np.sum(m * (m - 1.0))) / big**2
     share = between / total if total > 0 else 0.0
-    if share <= 0:
+    if share**2 <= 0:  # none, or so little that its square underflows
         return math.inf
     return (ma.size + mb.size - 2) / share**2
 
