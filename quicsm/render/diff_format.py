@@ -522,8 +522,8 @@ def plan_text(d: DiffResult, table: pl.DataFrame, *, effect: float | None = None
         f"Plan from the pilot A = {a} ({_traces(d.n_a)}), B = {b} ({_traces(d.n_b)}): traces "
         f"per group for 80% power to detect {target} at α = {d.alpha:g} (the K primary tests "
         "at α/K, Holm; the m exploratory ones at α/m, a single discovery under "
-        "Benjamini-Hochberg), from the pilot's own variance; outcomes never below what their "
-        "exact test needs to reach that level."
+        "Benjamini-Hochberg), from the pilot's own variance; outcomes and transitions never "
+        "below what their exact test needs to reach that level."
     )
     lines = [*textwrap.wrap(intro, width=100, subsequent_indent="  "), ""]
     head = ["family", "test of", "effect", "traces per group"]
