@@ -122,7 +122,8 @@ def test_changed_transition_is_flagged_and_unchanged_ones_are_not() -> None:
         (pl.col("source") == "Recovery") & (pl.col("target") == "CongestionAvoidance")
     ).row(0, named=True)
     assert edge["significant"] and edge["difference"] < -0.2
-    assert edge["test"] == "beta-binomial" and edge["family"] == "exploratory"
+    # fewer than FEW_TRACES traces per group visit Recovery: the z is permuted over traces
+    assert edge["test"] == "permuted z" and edge["family"] == "exploratory"
     # the outgoing distributions are described and tested transition by transition
     assert r.sources["p_value"].null_count() == r.sources.height
     # exits of states whose behaviour did not change (and that have no hidden phase mixing

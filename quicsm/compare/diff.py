@@ -735,10 +735,10 @@ def _edge_test(
     """One transition probability, B against A: the overdispersed (beta-binomial) z with the
     pooled intra-trace correlation. With few traces (at most ``od.FEW_TRACES`` in a group) the
     z is referred to its permutation distribution over traces, exact whatever the traces'
-    heterogeneity; with more, to the normal / Satterthwaite t, or, when the effective counts
-    are too small for the normal approximation, Fisher's test on the effective counts (or a
-    permutation test over traces). Returns the test and the smallest difference it would
-    detect with 80% power."""
+    heterogeneity; with more, to the normal / Satterthwaite t. When the effective counts are
+    too small for the normal approximation: Fisher's test on the effective counts (or a
+    permutation test of the counts over traces). Returns the test and the smallest
+    difference it would detect with 80% power."""
     n_a, n_b = int(np.count_nonzero(ma)), int(np.count_nonzero(mb))
     note = sig.too_few(n_a, n_b, min_n=min_n)
     if note:
@@ -753,9 +753,11 @@ def _edge_test(
         f"{shift.effective[1]:.0f}"
     )
     va, vb = ma > 0, mb > 0
-    if min(int(va.sum()), int(vb.sum())) <= od.FEW_TRACES:
+    if shift.p_value is not None and min(int(va.sum()), int(vb.sum())) <= od.FEW_TRACES:
         # few traces: the same z, referred to its distribution over the splits of the traces
-        # (exact whatever their heterogeneity, however sparse the counts)
+        # (exact whatever their heterogeneity). Not for sparse counts: there the z rests on
+        # the few traces holding the events, and groups whose traces differ in their numbers
+        # of exits would make it differ between the groups with the same probability
         units = np.vstack(
             [od.trace_units(ya[va], ma[va], rho), od.trace_units(yb[vb], mb[vb], rho)]
         )
@@ -767,8 +769,7 @@ def _edge_test(
             seed=seed,
             name="permuted z",
         )
-        z = shift.z if shift.z == shift.z else 0.0
-        return sig.TestResult(res.test, res.p_value, z, why, res.p_min), mde
+        return sig.TestResult(res.test, res.p_value, shift.z, why, res.p_min), mde
     if shift.p_value is not None:
         return sig.TestResult("beta-binomial", shift.p_value, shift.z, why), mde
     few = f"fewer than {od.MIN_EFFECTIVE:g} expected in a group"

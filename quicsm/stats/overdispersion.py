@@ -46,7 +46,7 @@ MAX_RHO = 0.99
 #: permutation distribution over traces (exact under the null whatever the traces'
 #: heterogeneity) rather than to Student's t: with few traces the estimated ``ρ`` is too
 #: noisy for any large-sample reference (docs/diff.md, "Measured false-positive rate")
-FEW_TRACES = 20
+FEW_TRACES = 50
 
 
 @dataclass(frozen=True)
