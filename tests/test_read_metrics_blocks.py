@@ -85,7 +85,7 @@ def _expected(path: Path, events: list[dict[str, object]]) -> pl.DataFrame:
         rows,
         schema={
             "t": pl.Float64,
-            "event": pl.String,
+            "event": METRICS_SCHEMA["event"],
             "latest_rtt_ms": pl.Float64,
             "trigger": pl.String,
             **{c: METRICS_SCHEMA[c] for _, c in KEYS},

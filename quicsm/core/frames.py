@@ -16,6 +16,9 @@ from quicsm.core.states import STATE_DTYPE
 
 VANTAGE_DTYPE: Final[pl.Enum] = pl.Enum(["client", "server", "unknown"])
 SOURCE_DTYPE: Final[pl.Enum] = pl.Enum(["explicit", "derived"])
+#: the kinds of row of :func:`quicsm.extract.read.read_metrics` (one byte a row, where a string
+#: takes sixteen; compared with a string as a string is: ``pl.col("event") == "pto"``)
+EVENT_DTYPE: Final[pl.Enum] = pl.Enum(["metrics", "packet_lost", "pto", "spurious_loss"])
 
 TRANSITIONS_SCHEMA: Final[dict[str, pl.DataType]] = {
     "file": pl.String(),
@@ -38,7 +41,7 @@ METRICS_SCHEMA: Final[dict[str, pl.DataType]] = {
     "trace": pl.String(),
     "vantage": VANTAGE_DTYPE,
     "time_ms": pl.Float64(),
-    "event": pl.String(),  # "metrics" | "packet_lost" | "pto" | ...
+    "event": EVENT_DTYPE,  # "metrics" | "packet_lost" | "pto" | "spurious_loss"
     "cwnd_bytes": pl.Float64(),
     "bytes_in_flight": pl.Float64(),
     "ssthresh_bytes": pl.Float64(),

@@ -35,7 +35,12 @@ import polars as pl
 from quicsm.core.aliases import CC_ALGORITHM_KEYS, canonical_state, is_numeric
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.core.errors import InputError, QlogError
-from quicsm.core.frames import METRICS_SCHEMA, TRANSITIONS_SCHEMA, normalize_transitions
+from quicsm.core.frames import (
+    EVENT_DTYPE,
+    METRICS_SCHEMA,
+    TRANSITIONS_SCHEMA,
+    normalize_transitions,
+)
 from quicsm.core.states import PAPER_STATES, UNKNOWN
 from quicsm.extract.capabilities import METRICS, PTO, from_status
 from quicsm.extract.derive import (
@@ -729,7 +734,7 @@ _METRIC_COLUMNS = (
 
 #: the RTT sample of a metrics event: a column of read_metrics, not carried forward
 _SAMPLE = "latest_rtt_ms"
-_EVENT_NAMES = ("metrics", "packet_lost", "pto", "spurious_loss")
+_EVENT_NAMES: tuple[str, ...] = tuple(EVENT_DTYPE.categories.to_list())
 _EVENT_CODES = {name: i for i, name in enumerate(_EVENT_NAMES)}
 
 
@@ -864,11 +869,11 @@ def _codes_to_names(codes: np.ndarray, names: pl.Series) -> pl.Series:
     """``names[codes]``; one code throughout is one name repeated (its text stored once)."""
     n = len(codes)
     if n and (codes == codes[0]).all():
-        return pl.repeat(names[int(codes[0])], n, dtype=pl.String, eager=True)
+        return pl.repeat(names[int(codes[0])], n, dtype=names.dtype, eager=True)
     return names.gather(codes.astype(np.uint32))
 
 
-_EVENT_SERIES = pl.Series(list(_EVENT_NAMES), dtype=pl.String)
+_EVENT_SERIES = pl.Series(list(_EVENT_NAMES), dtype=EVENT_DTYPE)
 
 
 def _finish(

@@ -1,0 +1,223 @@
+//! The native core's reading contract, checked on any bytes: the fuzz target
+//! (`native/fuzz/fuzz_targets/records.rs`) runs it on every input the fuzzer makes, and
+//! `tests/fuzz_regressions.rs` on every input a campaign found, once fixed
+//! (`native/fuzz/regressions/`).
+//!
+//! The input is one region of records, as `quicsm.qlog.seq` hands it to the scan: the bytes
+//! between two separators (RS when the input holds one, else a line feed). For each of the two
+//! time scales (1 and 0.001):
+//!
+//! - no panic, no integer overflow (the fuzz build keeps overflow checks and debug assertions);
+//! - the decoder accepts only what a JSON parser accepts: an object with a numeric `time` and a
+//!   string `name`, at a finite time (what it cannot mirror exactly it hands back);
+//! - bounded work: each call of the scan either finishes the region or hands back one record
+//!   after the point it started from, so a region of n records takes at most n + 1 calls, and
+//!   no record is visited twice;
+//! - the same rows however the region is read: resuming from the scan's cursor after each
+//!   hand-back or searching again from the record after it, in one region or split into two at
+//!   any separator (the reader's blocks), and with a fresh deriver each time (a re-read);
+//! - the deriver's rows in time order, no state repeated, every trigger named.
+
+#![allow(dead_code)]
+
+use quicsm_native::deriver::{Cond, Deriver, Profile, Rule, Thresholds};
+use quicsm_native::record::decode;
+use quicsm_native::scan::{scan, Order};
+use quicsm_native::tables;
+
+/// The rule table of the derived-state path in the shape Python hands over (first match wins),
+/// with a rule limited to some states, so that masks are exercised too.
+fn deriver() -> Deriver {
+    let state = |name: &str| {
+        tables::STATE_NAMES.iter().position(|s| *s == name).expect("a state") as u8
+    };
+    let class = |name: &str| {
+        tables::EVENT_CLASS_NAMES.iter().position(|s| *s == name).expect("an event class") as u8
+    };
+    let rules = [
+        (Some(&["Recovery"][..]), "ack", "always", "CongestionAvoidance"),
+        (None, "pto", "first_pto", "TailLossProbe"),
+        (None, "pto", "always", "RetransmissionTimeout"),
+        (None, "cutback", "always", "Recovery"),
+        (None, "loss", "always", "Recovery"),
+        (None, "ack", "in_recovery_period", "Recovery"),
+        (None, "ack", "slow_start", "SlowStart"),
+        (None, "ack", "always", "CongestionAvoidance"),
+    ];
+    let table = rules
+        .iter()
+        .map(|&(current, event, cond, to)| Rule {
+            current: current.map(|states| states.iter().fold(0u16, |m, s| m | 1 << state(s))),
+            event: class(event),
+            cond: Cond::named(cond).expect("a native condition"),
+            to: state(to),
+            trigger: format!("{event}:{cond}"),
+        })
+        .collect();
+    let profile = Profile {
+        datagram_bytes: 1200.0,
+        burst_datagrams: 3.0,
+        slow_start_half_window: false,
+        max_cwnd_datagrams: Some(1000.0),
+        min_cwnd_datagrams: 2.0,
+        logs_ssthresh: false,
+        ssthresh_unset_from: f64::INFINITY,
+        logs_pto: true,
+        persistent_congestion: true,
+        max_ack_delay_ms: 25.0,
+    };
+    let thresholds = Thresholds {
+        pto_gap_fraction: 0.9,
+        granularity_ms: 1.0,
+        slow_start_stall_datagrams: 64.0,
+        plateau_windows: 4.0,
+        datagram_step_min_bytes: 1000.0,
+        datagram_step_max_bytes: 1500.0,
+    };
+    Deriver::new(profile, thresholds, table)
+}
+
+/// What reading a region gave: the records handed back, how many were visited, the final
+/// time order, and the deriver's rows and status (floats as bits, to compare exactly).
+#[derive(Debug, PartialEq, Eq)]
+struct Reading {
+    handed_back: Vec<(usize, usize)>,
+    visited: u64,
+    order: (Option<u64>, Option<u64>),
+    times: Vec<u64>,
+    states: Vec<u8>,
+    triggers: Vec<u16>,
+    trigger_names: Vec<String>,
+    status: (i64, bool, bool, bool, bool, Option<bool>, u8),
+}
+
+fn start() -> Order {
+    Order { latest: None, latest_other: None, checked: false }
+}
+
+/// The scan over the records between the separators at `buf[pos]` and `buf[end]`, called
+/// again after every hand-back as the Python reader does (here the handed-back record is only
+/// skipped); `resume`: whether each call continues from the previous call's cursor.
+fn pass(
+    d: &mut Deriver,
+    buf: &[u8],
+    mut pos: usize,
+    end: usize,
+    sep: u8,
+    scale: f64,
+    mut order: Order,
+    resume: bool,
+    handed_back: &mut Vec<(usize, usize)>,
+) -> (Order, u64) {
+    let records = buf[pos..end].iter().filter(|&&b| b == sep).count() as u64; // separators after pos
+    let mut visited = 0;
+    let mut cursor = None;
+    for _call in 0..=records + 1 {
+        let out = scan(d, buf, pos, end, sep, scale, order, true, if resume { cursor } else { None });
+        visited += out.visited;
+        order = Order { checked: false, ..out.order };
+        match out.fallback {
+            None => {
+                assert!(out.cursor.is_none(), "a finished pass carries no cursor");
+                assert!(visited <= records, "{visited} visits of {records} records");
+                return (order, visited);
+            }
+            Some((rs, re)) => {
+                assert!(pos <= rs && rs < re && re <= end, "hand-back {rs}..{re} outside {pos}..{end}");
+                assert!(buf[rs] == sep && buf[re] == sep, "a hand-back is bounded by separators");
+                assert!(!buf[rs + 1..re].contains(&sep), "a hand-back is one record");
+                handed_back.push((rs, re));
+                cursor = out.cursor;
+                assert!(cursor.is_some(), "a hand-back carries its cursor");
+                pos = re;
+            }
+        }
+    }
+    panic!("the scan did not finish a region of {records} records in {} calls", records + 1);
+}
+
+fn read(buf: &[u8], cuts: &[usize], sep: u8, scale: f64, resume: bool) -> Reading {
+    let mut d = deriver();
+    let mut order = start();
+    let mut handed_back = Vec::new();
+    let mut visited = 0;
+    for w in cuts.windows(2) {
+        let (o, v) = pass(&mut d, buf, w[0], w[1], sep, scale, order, resume, &mut handed_back);
+        order = o;
+        visited += v;
+    }
+    let r = &d.rows;
+    Reading {
+        handed_back,
+        visited,
+        order: (order.latest.map(f64::to_bits), order.latest_other.map(f64::to_bits)),
+        times: r.times.iter().map(|t| t.to_bits()).collect(),
+        states: r.states.clone(),
+        triggers: r.triggers.clone(),
+        trigger_names: r.trigger_names.clone(),
+        status: (
+            d.events,
+            d.seen_cwnd,
+            d.seen_in_flight,
+            d.seen_rtt,
+            d.seen_pto,
+            d.app_limited_flag,
+            d.state,
+        ),
+    }
+}
+
+/// The decoder accepts only what a JSON parser accepts, as an object with a numeric time and a
+/// string name, and gives a finite time.
+fn check_record(record: &[u8], scale: f64) {
+    let Ok(decoded) = decode(record, scale) else { return };
+    let mut de = serde_json::Deserializer::from_slice(record);
+    de.disable_recursion_limit(); // the decoder's own limit (256 levels) holds the depth
+    let value: serde_json::Value = serde::Deserialize::deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v))
+        .unwrap_or_else(|e| {
+            panic!("decoded a record that is not JSON ({e}): {:?}", String::from_utf8_lossy(record))
+        });
+    let show = || String::from_utf8_lossy(record).into_owned();
+    assert!(value.get("time").is_some_and(|t| t.is_number()), "no numeric time: {:?}", show());
+    assert!(value.get("name").is_some_and(|n| n.is_string()), "no string name: {:?}", show());
+    assert!(decoded.time.is_finite(), "time {} from {:?}", decoded.time, show());
+}
+
+/// The deriver's rows: in time order, no state repeated, known states, every trigger named.
+pub fn assert_rows_invariants(times: &[f64], states: &[u8], triggers: &[u16], names: usize) {
+    let show = || format!("times {times:?} states {states:?} triggers {triggers:?}");
+    assert!(times.len() == states.len() && states.len() == triggers.len(), "{}", show());
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "rows out of time order: {}", show());
+    assert!(states.windows(2).all(|w| w[0] != w[1]), "a state repeated: {}", show());
+    assert!(states.iter().all(|&s| (s as usize) < tables::STATE_NAMES.len()), "{}", show());
+    assert!(triggers.iter().all(|&t| (t as usize) < names), "an unnamed trigger: {}", show());
+}
+
+/// The contract on one input (see the module's documentation).
+pub fn check(data: &[u8]) {
+    let sep = if data.contains(&0x1e) { 0x1e } else { b'\n' };
+    let mut buf = Vec::with_capacity(data.len() + 2);
+    buf.push(sep);
+    buf.extend_from_slice(data);
+    buf.push(sep);
+    let end = buf.len() - 1;
+    let seps: Vec<usize> = (0..=end).filter(|&i| buf[i] == sep).collect();
+    // a cut at a separator picked from the input itself (its length), so every split is reached
+    let mid = seps[data.len() % seps.len()];
+    for scale in [1.0, 0.001] {
+        for w in seps.windows(2) {
+            check_record(&buf[w[0] + 1..w[1]], scale);
+        }
+        let resumed = read(&buf, &[0, end], sep, scale, true);
+        let searched = read(&buf, &[0, end], sep, scale, false);
+        assert_eq!(resumed, searched, "resuming from the cursor differs from searching again");
+        let split = read(&buf, &[0, mid, end], sep, scale, true);
+        assert_eq!(resumed, split, "split at {mid}: the rows differ from one region's");
+        let again = read(&buf, &[0, end], sep, scale, true);
+        assert_eq!(resumed, again, "a re-read differs");
+        let times: Vec<f64> = resumed.times.iter().map(|&t| f64::from_bits(t)).collect();
+        let names = resumed.trigger_names.len();
+        assert_rows_invariants(&times, &resumed.states, &resumed.triggers, names);
+    }
+}
