@@ -76,7 +76,7 @@ def test_power_results_reproduce() -> None:
     finally:
         sys.path.pop(0)
     results = json.loads(diff_power.RESULTS.read_text())
-    assert [r["settings"]["alpha"] for r in results["runs"]] == [0.01, 0.05]
+    assert [r["settings"]["alpha"] for r in results["runs"]] == list(diff_power.ALPHAS)
     assert all(r["settings"]["repetitions"] >= 200 for r in results["runs"])
     assert diff_power.check(results, 1) == []
 
