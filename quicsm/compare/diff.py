@@ -9,10 +9,11 @@ the tests
 from :mod:`quicsm.stats.significance`:
 
 - time-in-state fraction per state: mean of per-trace fractions, Welch's t-test;
-- one transition probability (source -> target): the beta-binomial z-test of
+- one transition probability (source -> target): the beta-binomial z of
   :mod:`quicsm.stats.overdispersion` on every transition of every trace, with the intra-trace
-  correlation pooled over all transitions of both groups (a permutation test over traces when
-  the effective counts are too small for it);
+  correlation pooled over all transitions of both groups, referred to its permutations over
+  traces while the traces are few (``FEW_TRACES``), else to Student's t; Fisher's test on the
+  effective counts when they are too small for the z;
 - outgoing transitions per source state: G-test on the pooled counts (Rao-Scott corrected) when
   every expected count is at least 5, else a permutation test over traces;
 - dwell time per state: random-effects test of the mean log dwell (within-trace variance from
