@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -169,6 +170,15 @@ def _packets(events: list[tuple[float, str, dict[str, Any]]]) -> list[Packet]:
     return out
 
 
+def _read_quietly(path: Path, **options: object) -> tuple[pl.DataFrame, Diagnostics]:
+    """``read_transitions`` with its warnings silenced, and what it reported."""
+    diag = Diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        frame = read_transitions(path, diagnostics=diag, **options)  # type: ignore[arg-type]
+    return frame, diag
+
+
 def test_wire_states_follow_the_sender() -> None:
     result = wire_states(_packets(_sender()))
     states = [s for _, s, _ in result.rows]
@@ -200,10 +210,7 @@ def test_a_clients_log_infers_the_servers_sender() -> None:
 def test_a_qlog_01_capture_gives_states_from_its_packets(tmp_path: Path) -> None:
     path = tmp_path / "capture.qlog"
     path.write_bytes(_qlog01(_sender()))
-    diag = Diagnostics()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", QuicsmWarning)
-        frame = read_transitions(path, diagnostics=diag)
+    frame, diag = _read_quietly(path)
     states = frame["state"].to_list()
     assert states[0] == "Init" and len(states) > 4
     assert {"SlowStart", "Recovery", "TailLossProbe", "RetransmissionTimeout"} <= set(states)
@@ -224,10 +231,7 @@ def test_a_qlog_01_capture_gives_states_from_its_packets(tmp_path: Path) -> None
 def test_quic_go_2020_probe_backoff_is_derived(tmp_path: Path, mode: str) -> None:
     path = tmp_path / "server.qlog"
     path.write_bytes(_quic_go_2020(_sender()))
-    diag = Diagnostics()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", QuicsmWarning)
-        frame = read_transitions(path, diagnostics=diag, states=mode)
+    frame, diag = _read_quietly(path, states=mode)
     states = frame["state"].to_list()
     assert states[-2:] == ["TailLossProbe", "RetransmissionTimeout"], states
     assert any("logs no probe timeout although quic-go traces usually do" in n for n in diag.notes)
@@ -235,10 +239,7 @@ def test_quic_go_2020_probe_backoff_is_derived(tmp_path: Path, mode: str) -> Non
     quiet = tmp_path / "quiet" / "server.qlog"
     quiet.parent.mkdir()
     quiet.write_bytes(_quic_go_2020(_sender(probes=False)))
-    diag = Diagnostics()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", QuicsmWarning)
-        frame = read_transitions(quiet, diagnostics=diag, states=mode)
+    frame, diag = _read_quietly(quiet, states=mode)
     assert "TailLossProbe" not in frame["state"].to_list()
     assert not any("probe timeout" in n for n in diag.notes)
 
@@ -332,14 +333,28 @@ def test_inspect_shows_what_each_trace_logs(tmp_path: Path) -> None:
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(
-        st.sampled_from(
-            ["header", "frames", "frame_type", "acked_ranges", "ack_delay", "packet_number",
-             "packet_type", "raw", "length", "packet_size", "type", "ranges"]
-        ),
-        inner,
-        max_size=5,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "header",
+                    "frames",
+                    "frame_type",
+                    "acked_ranges",
+                    "ack_delay",
+                    "packet_number",
+                    "packet_type",
+                    "raw",
+                    "length",
+                    "packet_size",
+                    "type",
+                    "ranges",
+                ]
+            ),
+            inner,
+            max_size=5,
+        )
     ),
     max_leaves=20,
 )
@@ -376,8 +391,15 @@ def _draft01(events: list[tuple[float, str, dict[str, Any]]]) -> bytes:
             for f in data["frames"]
         ]
         name = "packet_sent" if d == "sent" else "packet_received"
-        rows.append([t, "transport", name, "line", {"packet_type": "1RTT", "header": header,
-                                                    "frames": frames}])
+        rows.append(
+            [
+                t,
+                "transport",
+                name,
+                "line",
+                {"packet_type": "1RTT", "header": header, "frames": frames},
+            ]
+        )
     rows.append([])
     trace = {
         "vantage_point": {"type": "network"},
@@ -408,10 +430,7 @@ def test_a_packet_record_that_does_not_decode_is_reported(tmp_path: Path) -> Non
     records.insert(5, b'{"time": 1, "name": "transport:packet_sent", "data": {oops}}')
     path = tmp_path / "x.sqlog"
     path.write_bytes(b"".join(b"\x1e" + r + b"\n" for r in records))
-    diag = Diagnostics()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", QuicsmWarning)
-        frame = read_transitions(path, diagnostics=diag)
+    frame, diag = _read_quietly(path)
     assert "SlowStart" in frame["state"].to_list()
     (note,) = [n for n in diag.notes if "could not be decoded" in n]
     assert note.startswith(f"{path}: 1 record could not be decoded") and "record 6" in note
@@ -429,8 +448,14 @@ def _pcap2qlog_01(events: list[tuple[float, str, dict[str, Any]]]) -> bytes:
             "PACKET_RX",
             "LINE",
             {
-                "header": {"form": "long", "type": "Initial", "scid": client, "dcid": "0000",
-                           "packet_number": "0", "payload_length": "1200"},
+                "header": {
+                    "form": "long",
+                    "type": "Initial",
+                    "scid": client,
+                    "dcid": "0000",
+                    "packet_number": "0",
+                    "payload_length": "1200",
+                },
                 "frames": [{"frame_type": "CRYPTO"}],
             },
         ]
@@ -438,18 +463,35 @@ def _pcap2qlog_01(events: list[tuple[float, str, dict[str, Any]]]) -> bytes:
     for t, d, data in events:
         number = str(data["header"]["packet_number"])
         if d == "sent":  # server -> client
-            header = {"form": "short", "dcid": client, "packet_number": number,
-                      "payload_length": str(MSS)}
+            header = {
+                "form": "short",
+                "dcid": client,
+                "packet_number": number,
+                "payload_length": str(MSS),
+            }
             frames: list[Any] = [{"frame_type": "STREAM"}]
         else:
             lo, hi = data["frames"][0]["acked_ranges"][0]
-            header = {"form": "short", "dcid": server, "packet_number": number,
-                      "payload_length": "TODO"}
-            frames = [{"frame_type": "ACK", "frame_type.ack.largest_acknowledged": str(hi),
-                       "frame_type.ack.ack_delay": "0", "frame_type.ack.fab": str(hi - lo)}]
+            header = {
+                "form": "short",
+                "dcid": server,
+                "packet_number": number,
+                "payload_length": "TODO",
+            }
+            frames = [
+                {
+                    "frame_type": "ACK",
+                    "frame_type.ack.largest_acknowledged": str(hi),
+                    "frame_type.ack.ack_delay": "0",
+                    "frame_type.ack.fab": str(hi - lo),
+                }
+            ]
         rows.append([t, "TRANSPORT", "PACKET_RX", "LINE", {"header": header, "frames": frames}])
-    connection = {"vantagepoint": "NETWORK", "fields": ["time", "category", "type", "trigger",
-                                                        "data"], "events": rows}
+    connection = {
+        "vantagepoint": "NETWORK",
+        "fields": ["time", "category", "type", "trigger", "data"],
+        "events": rows,
+    }
     return orjson.dumps({"qlog_version": "0.1", "connections": [connection]})
 
 
@@ -458,10 +500,7 @@ def test_a_pcap2qlog_capture_is_read_and_its_directions_told_by_connection_ids(
 ) -> None:
     path = tmp_path / "capture.qlog"
     path.write_bytes(_pcap2qlog_01(_sender()))
-    diag = Diagnostics()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", QuicsmWarning)
-        frame = read_transitions(path, diagnostics=diag)
+    frame, diag = _read_quietly(path)
     states = frame["state"].to_list()
     assert {"SlowStart", "Recovery", "CongestionAvoidance", "TailLossProbe"} <= set(states)
     assert any("for the server's sender (a capture" in n for n in diag.notes), diag.notes
@@ -514,8 +553,12 @@ def test_an_ack_exported_with_fewer_blocks_than_it_names_is_marked() -> None:
     assert packet is not None and list(packet.acks) == [(18, 20), (12, 15)]
     assert packet.partial_acks
     # a block running below packet 0 is not read, and marked too
-    hostile = {**_wireshark_ack([(18, 20)]), "frame_type.ack.ack_block_count": "1",
-               "frame_type.ack.gap": "16", "frame_type.ack.ack_block": "5"}
+    hostile = {
+        **_wireshark_ack([(18, 20)]),
+        "frame_type.ack.ack_block_count": "1",
+        "frame_type.ack.gap": "16",
+        "frame_type.ack.ack_block": "5",
+    }
     packet = packet_of(1.0, "packet_rx", {"header": {"packet_number": "7"}, "frames": [hostile]}, 1)
     assert packet is not None and list(packet.acks) == [(18, 20)] and packet.partial_acks
 
@@ -526,31 +569,73 @@ def _delayed_ack_capture(*, exported: int | None = None) -> bytes:
     so packets 40-44 are first acknowledged by the second block of the ACK of packet 59."""
     client, server = "c1c1", "5e5e"
     rows: list[Any] = [
-        [0.0, "TRANSPORT", "PACKET_RX", "LINE", {
-            "header": {"form": "long", "type": "Initial", "scid": client, "dcid": "0000",
-                       "packet_number": "0", "payload_length": "1200"},
-            "frames": [{"frame_type": "CRYPTO"}]}],
+        [
+            0.0,
+            "TRANSPORT",
+            "PACKET_RX",
+            "LINE",
+            {
+                "header": {
+                    "form": "long",
+                    "type": "Initial",
+                    "scid": client,
+                    "dcid": "0000",
+                    "packet_number": "0",
+                    "payload_length": "1200",
+                },
+                "frames": [{"frame_type": "CRYPTO"}],
+            },
+        ],
     ]
     received: list[int] = []
     ack_pn = 1
     for n in range(100):
         t = 1.0 + n * 0.5
-        rows.append([t, "TRANSPORT", "PACKET_RX", "LINE", {
-            "header": {"form": "short", "dcid": client, "packet_number": str(n),
-                       "payload_length": str(MSS)},
-            "frames": [{"frame_type": "STREAM"}]}])
+        rows.append(
+            [
+                t,
+                "TRANSPORT",
+                "PACKET_RX",
+                "LINE",
+                {
+                    "header": {
+                        "form": "short",
+                        "dcid": client,
+                        "packet_number": str(n),
+                        "payload_length": str(MSS),
+                    },
+                    "frames": [{"frame_type": "STREAM"}],
+                },
+            ]
+        )
         if n != 45:
             received.append(n)
         if n % 20 == 19:
             ranges = [(lo, hi) for lo, hi in _ranges(received)]
-            rows.append([t + RTT, "TRANSPORT", "PACKET_RX", "LINE", {
-                "header": {"form": "short", "dcid": server, "packet_number": str(ack_pn),
-                           "payload_length": "30"},
-                "frames": [_wireshark_ack(ranges, exported=exported)]}])
+            rows.append(
+                [
+                    t + RTT,
+                    "TRANSPORT",
+                    "PACKET_RX",
+                    "LINE",
+                    {
+                        "header": {
+                            "form": "short",
+                            "dcid": server,
+                            "packet_number": str(ack_pn),
+                            "payload_length": "30",
+                        },
+                        "frames": [_wireshark_ack(ranges, exported=exported)],
+                    },
+                ]
+            )
             ack_pn += 1
     rows.sort(key=lambda r: r[0])
-    connection = {"vantagepoint": "NETWORK", "fields": ["time", "category", "type", "trigger",
-                                                        "data"], "events": rows}
+    connection = {
+        "vantagepoint": "NETWORK",
+        "fields": ["time", "category", "type", "trigger", "data"],
+        "events": rows,
+    }
     return orjson.dumps({"qlog_version": "0.1", "connections": [connection]})
 
 
@@ -567,10 +652,7 @@ def test_a_multi_block_ack_of_a_capture_acknowledges_every_block(tmp_path: Path)
     cut.write_bytes(_delayed_ack_capture(exported=0))
     result = wire_states(read_packets(cut).packets[0])
     assert result.losses == 6 and result.partial_acks == 3
-    diag = Diagnostics()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", QuicsmWarning)
-        read_transitions(cut, diagnostics=diag)
+    _, diag = _read_quietly(cut)
     (note,) = [n for n in diag.notes if "ACK blocks" in n]
     assert note == (
         f"{cut}#0000: 3 ACK frames name more ACK blocks than the capture exported; only the "
@@ -617,10 +699,7 @@ def test_packets_without_numbers_say_no_state_can_be_derived(tmp_path: Path) -> 
             del row[4]["header"]["packet_number"]
     path = tmp_path / "encrypted.qlog"
     path.write_bytes(orjson.dumps(doc))
-    diag = Diagnostics()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", QuicsmWarning)
-        frame = read_transitions(path, diagnostics=diag)
+    frame, diag = _read_quietly(path)
     assert frame["state"].to_list() == ["Init"]
     (message,) = diag.derivation_messages()
     assert message.startswith("no state can be derived: its ") and "log no packet number" in message
@@ -632,15 +711,23 @@ def test_a_log_whose_acks_acknowledge_none_of_the_data_says_so(tmp_path: Path) -
     why instead of claiming states from the packets."""
     doc = orjson.loads(_draft01([e for e in _sender(probes=False) if e[1] == "sent"]))
     rows = doc["traces"][0]["events"]
-    rows.insert(2, [rows[1][0], "transport", "packet_sent", "line", {
-        "packet_type": "1RTT", "header": {"packet_number": "999", "packet_size": 40},
-        "frames": [{"frame_type": "ack", "acked_ranges": [["0", "5"]]}]}])
+    rows.insert(
+        2,
+        [
+            rows[1][0],
+            "transport",
+            "packet_sent",
+            "line",
+            {
+                "packet_type": "1RTT",
+                "header": {"packet_number": "999", "packet_size": 40},
+                "frames": [{"frame_type": "ack", "acked_ranges": [["0", "5"]]}],
+            },
+        ],
+    )
     path = tmp_path / "sends.qlog"
     path.write_bytes(orjson.dumps(doc))
-    diag = Diagnostics()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", QuicsmWarning)
-        frame = read_transitions(path, diagnostics=diag)
+    frame, diag = _read_quietly(path)
     assert frame["state"].to_list() == ["Init"]
     (message,) = diag.derivation_messages()
     assert message.startswith(
@@ -670,12 +757,19 @@ def test_the_optional_trigger_may_be_left_out_wherever_event_fields_put_it(
     fields.insert(position, "trigger")
 
     def row(t: int, cwnd: int, *, trigger: bool) -> list[Any]:
-        values = {"relative_time": t, "category": "recovery", "event": "metrics_updated",
-                  "data": {"cwnd": cwnd}, "trigger": "ack"}
+        values = {
+            "relative_time": t,
+            "category": "recovery",
+            "event": "metrics_updated",
+            "data": {"cwnd": cwnd},
+            "trigger": "ack",
+        }
         return [values[f] for f in fields if trigger or f != "trigger"]
 
-    trace = {"event_fields": fields,
-             "events": [row(1, 1000, trigger=True), row(2, 2000, trigger=False)]}
+    trace = {
+        "event_fields": fields,
+        "events": [row(1, 1000, trigger=True), row(2, 2000, trigger=False)],
+    }
     path = tmp_path / "x.qlog"
     path.write_bytes(orjson.dumps({"qlog_version": "draft-01", "traces": [trace]}))
     metrics = read_metrics(path)
@@ -688,16 +782,17 @@ def test_a_trace_that_logs_no_state_is_not_said_to_log_its_profiles_states(
     """picoquic's profile says picoquic logs SlowStart, CongestionAvoidance and Recovery; a
     picoquic trace that logs none of them (its app_msg_overflow reference: messages only) gets
     "no state can be derived", not a notice naming only the other states."""
-    trace = {"title": "picoquic", "vantage_point": {"type": "client"},
-             "event_fields": ["relative_time", "category", "event", "data"],
-             "events": [[0, "info", "message", {"message": "s:xxxx"}]] * 3}
+    trace = {
+        "title": "picoquic",
+        "vantage_point": {"type": "client"},
+        "event_fields": ["relative_time", "category", "event", "data"],
+        "events": [[0, "info", "message", {"message": "s:xxxx"}]] * 3,
+    }
     path = tmp_path / "messages.qlog"
-    path.write_bytes(orjson.dumps({"qlog_version": "draft-00", "title": "picoquic",
-                                   "traces": [trace]}))
-    diag = Diagnostics()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", QuicsmWarning)
-        read_transitions(path, diagnostics=diag)
+    path.write_bytes(
+        orjson.dumps({"qlog_version": "draft-00", "title": "picoquic", "traces": [trace]})
+    )
+    _, diag = _read_quietly(path)
     assert diag.derivation_messages() == [
         "no state can be derived: the trace logs no recovery metrics, losses or timers "
         f"({path}#0000)"
