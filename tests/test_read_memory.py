@@ -67,12 +67,13 @@ def test_read_metrics_holds_events_as_numbers(metrics_zst: Path) -> None:
 
 
 #: what read_metrics may add to the peak of read_traces on the same file, per row it returns:
-#: the frame itself takes about 77 bytes a row (file and trace names 16 bytes each, the event
-#: an enum of one byte, five float columns, absent metrics as nulls that take no memory); before
-#: it was built in compact parts the events were held as numbers and then the frame beside them
-#: (268 bytes a row here; 1,865 MB on the 1 GiB file, 838 MB with compact parts, 719 MB with the
-#: event an enum)
-METRICS_BYTES_PER_ROW = 200
+#: the frame itself takes about 50 bytes a row (file and trace categorical, 4 bytes each, the
+#: event an enum of one byte, five float columns, absent metrics as nulls that take no memory),
+#: plus the parts being read (130 bytes a row measured here); before it was built in compact
+#: parts the events were held as numbers and then the frame beside them (268 bytes a row here;
+#: 1,865 MB on the 1 GiB file, 838 MB with compact parts, 719 MB with the event an enum, 504 MB
+#: with categorical keys)
+METRICS_BYTES_PER_ROW = 150
 
 
 @pytest.mark.slow

@@ -93,8 +93,8 @@ def _expected(path: Path, events: list[dict[str, object]]) -> pl.DataFrame:
     ).sort("t", maintain_order=True)
     n = frame.height
     return frame.select(
-        pl.lit(str(path)).alias("file"),
-        pl.lit(f"{path}#0000").alias("trace"),
+        pl.lit(str(path)).cast(METRICS_SCHEMA["file"]).alias("file"),
+        pl.lit(f"{path}#0000").cast(METRICS_SCHEMA["trace"]).alias("trace"),
         pl.lit("server").cast(METRICS_SCHEMA["vantage"]).alias("vantage"),
         (pl.col("t") - start).round(3).alias("time_ms"),
         "event",

@@ -55,7 +55,7 @@ import polars as pl
 from scipy import stats as sps
 
 from quicsm.core.errors import InputError
-from quicsm.core.frames import normalize_transitions
+from quicsm.core.frames import KEY_DTYPE, normalize_transitions
 from quicsm.core.states import CANONICAL_STATES
 from quicsm.stats import overdispersion as od
 from quicsm.stats import significance as sig
@@ -259,9 +259,9 @@ def diff(
 def _key_expr() -> pl.Expr:
     return pl.concat_str(
         [
-            pl.col("file").cast(pl.String).fill_null(""),
+            pl.col("file").cast(KEY_DTYPE).fill_null(""),
             pl.lit(_KEY_SEP),
-            pl.col("trace").cast(pl.String),
+            pl.col("trace").cast(KEY_DTYPE),
         ]
     )
 
@@ -798,7 +798,7 @@ def _dwell_medians(df: pl.DataFrame) -> pl.DataFrame:
     if df.height == 0:
         return pl.DataFrame(
             schema={
-                "trace": pl.String,
+                "trace": KEY_DTYPE,
                 "state": pl.String,
                 "median": pl.Float64,
                 "visits": pl.UInt32,

@@ -37,6 +37,7 @@ from quicsm.compare.diff import (
     split_key,
 )
 from quicsm.compare.grouping import OUTCOMES, Comparison, Group, label_text
+from quicsm.core.frames import KEY_DTYPE
 
 __all__ = ["Evidence", "Explanation", "explain", "indicators", "loss_detection"]
 
@@ -147,13 +148,13 @@ def indicators(
     indicators only when the group has metrics."""
     frame = pl.DataFrame(
         {"file": [k[0] for k in keys], "trace": [k[1] for k in keys]},
-        schema={"file": pl.String, "trace": pl.String},
+        schema={"file": KEY_DTYPE, "trace": KEY_DTYPE},
     )
 
     def per_trace(counted: pl.DataFrame) -> np.ndarray:
         joined = frame.join(
             counted.select(
-                pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String), "value"
+                pl.col("file").cast(KEY_DTYPE), pl.col("trace").cast(KEY_DTYPE), "value"
             ),
             on=["file", "trace"],
             how="left",
@@ -164,11 +165,11 @@ def indicators(
     out: dict[str, tuple[str, np.ndarray]] = {}
     unlogged: set[str] = set()
     tr = group.transitions.with_columns(
-        pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String)
+        pl.col("file").cast(KEY_DTYPE), pl.col("trace").cast(KEY_DTYPE)
     )
     if group.metrics is not None:
         m = group.metrics.with_columns(
-            pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String)
+            pl.col("file").cast(KEY_DTYPE), pl.col("trace").cast(KEY_DTYPE)
         )
         for name, counter in _METRIC_INDICATORS:
             counted = counter(m)

@@ -37,6 +37,7 @@ import polars as pl
 
 from quicsm.compare.labels import check_keys, label_text, matches
 from quicsm.core.errors import InputError
+from quicsm.core.frames import KEY_DTYPE
 
 OnError = Literal["raise", "skip"]
 
@@ -123,7 +124,7 @@ def _labelled_traces(traces: pl.DataFrame) -> pl.DataFrame:
                 labels[c] = str(row[c])
         merged.append(orjson.dumps(labels, option=orjson.OPT_SORT_KEYS).decode())
     return traces.select(
-        pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String)
+        pl.col("file").cast(KEY_DTYPE), pl.col("trace").cast(KEY_DTYPE)
     ).with_columns(pl.Series("labels", merged, dtype=pl.String))
 
 
@@ -488,8 +489,8 @@ def outcomes_frame(comp: Comparison, *, metrics: Sequence[str] = OUTCOMES) -> pl
     return pl.DataFrame(
         rows,
         schema={
-            "file": pl.String,
-            "trace": pl.String,
+            "file": KEY_DTYPE,
+            "trace": KEY_DTYPE,
             "cell": pl.String,
             "metric": pl.String,
             "value": pl.Float64,
@@ -515,7 +516,7 @@ def group_from_frame(
     by ``(file, trace)``), for library use without files."""
     keys = (
         transitions.select(
-            pl.col("file").cast(pl.String).fill_null(""), pl.col("trace").cast(pl.String)
+            pl.col("file").cast(KEY_DTYPE).fill_null(""), pl.col("trace").cast(KEY_DTYPE)
         )
         .unique()
         .sort("file", "trace")
@@ -529,4 +530,8 @@ def group_from_frame(
     from quicsm.core.frames import normalize_transitions
 
     tr = normalize_transitions(transitions).with_columns(pl.col("file").fill_null(""))
+    if metrics is not None:  # a frame of the caller's: its keys as every frame has them
+        metrics = metrics.with_columns(
+            pl.col(c).cast(KEY_DTYPE) for c in ("file", "trace") if c in metrics.columns
+        )
     return Group(name, tr, traces, [], metrics)

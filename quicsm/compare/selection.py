@@ -19,6 +19,7 @@ from quicsm.compare.grouping import OnError, filter_traces
 from quicsm.compare.labels import where_hint
 from quicsm.compare.load import traces_where
 from quicsm.core.errors import InputError
+from quicsm.core.frames import KEY_DTYPE
 
 
 def split_trace_spec(text: str) -> tuple[str, int | None]:
@@ -49,7 +50,7 @@ class Selection:
             return frame
         keys = self.traces.select("file", "trace")
         return frame.join(
-            keys, left_on=[pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String)],
+            keys, left_on=[pl.col("file").cast(KEY_DTYPE), pl.col("trace").cast(KEY_DTYPE)],
             right_on=["file", "trace"], how="semi",
         )  # fmt: skip
 

@@ -27,12 +27,13 @@ from quicsm.controllers.fitted import DEFAULT_CALIBRATION, DEFAULT_SIGNATURES
 from quicsm.controllers.signatures import Box, classify
 from quicsm.core.aliases import CC_ALGORITHM_KEYS
 from quicsm.core.diagnostics import MAX_REASONS, Diagnostics, QuicsmWarning
+from quicsm.core.frames import KEY_DTYPE
 from quicsm.extract.read import OnError, read_metrics, read_traces, read_transitions
 from quicsm.qlog.paths import PathLike, expand_paths
 
 IDENTIFY_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "file": pl.String(),
-    "trace": pl.String(),
+    "file": KEY_DTYPE,
+    "trace": KEY_DTYPE,
     "vantage": pl.String(),
     "family": pl.String(),
     "confidence": pl.Float64(),

@@ -34,6 +34,7 @@ from quicsm.controllers.signatures import (
 )
 from quicsm.core.aliases import CC_ALGORITHM_KEYS
 from quicsm.core.diagnostics import QuicsmWarning
+from quicsm.core.frames import KEY_DTYPE
 from quicsm.extract.read import read_metrics, read_traces, read_transitions
 from quicsm.qlog.paths import PathLike, expand_paths
 
@@ -105,7 +106,7 @@ def label_frame(features: pl.DataFrame, traces: pl.DataFrame) -> pl.DataFrame:
                 "role": str(labels.get("role")) if labels.get("role") is not None else None,
             }
         )
-    info = pl.DataFrame(rows, schema={"trace": pl.String, "stack": pl.String, "version": pl.String,
+    info = pl.DataFrame(rows, schema={"trace": KEY_DTYPE, "stack": pl.String, "version": pl.String,
                                       "scenario": pl.String, "run": pl.String, "split": pl.String,
                                       "controller": pl.String, "role": pl.String})  # fmt: skip
     return features.join(info, on="trace", how="left")

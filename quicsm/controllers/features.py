@@ -61,6 +61,7 @@ from typing import Any, Final
 import numpy as np
 import polars as pl
 
+from quicsm.core.frames import KEY_DTYPE
 from quicsm.core.states import BBR_STATES
 
 #: the nominal segment size that growth is measured in (QUIC datagrams are 1200-1500 bytes)
@@ -98,7 +99,7 @@ BBR2_MARKERS: Final[tuple[str, ...]] = ("probe_bw_up", "probe_bw_down", "cruise"
                                          "probebwup", "probebwdown")  # fmt: skip
 
 FEATURES_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "trace": pl.String(),
+    "trace": KEY_DTYPE,
     "vantage": pl.String(),
     "n_metrics": pl.Int64(),
     "cwnd_gain": pl.Float64(),

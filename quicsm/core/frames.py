@@ -19,10 +19,18 @@ SOURCE_DTYPE: Final[pl.Enum] = pl.Enum(["explicit", "derived"])
 #: the kinds of row of :func:`quicsm.extract.read.read_metrics` (one byte a row, where a string
 #: takes sixteen; compared with a string as a string is: ``pl.col("event") == "pto"``)
 EVENT_DTYPE: Final[pl.Enum] = pl.Enum(["metrics", "packet_lost", "pto", "spurious_loss"])
+#: the ``file`` and ``trace`` columns of every frame the readers return: a trace's name repeats
+#: on each of its rows, and a categorical holds it once (four bytes a row where a string takes
+#: sixteen; on a file of millions of metric events that is the difference between fitting in
+#: memory and not). Polars' categoricals share one global mapping, so these columns join,
+#: concatenate, compare and sort (by their text) across every frame; a frame of the user's own
+#: with string keys joins after ``pl.col("trace").cast(pl.Categorical)`` (or casting ours to
+#: ``pl.String``).
+KEY_DTYPE: Final[pl.Categorical] = pl.Categorical()
 
 TRANSITIONS_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "file": pl.String(),
-    "trace": pl.String(),
+    "file": KEY_DTYPE,
+    "trace": KEY_DTYPE,
     "vantage": VANTAGE_DTYPE,
     "time_ms": pl.Float64(),
     "state": STATE_DTYPE,
@@ -37,8 +45,8 @@ TRANSITIONS_SCHEMA: Final[dict[str, pl.DataType]] = {
 #: one row per metrics update, values carried forward within a trace; loss/PTO events are rows
 #: with ``event`` set accordingly.
 METRICS_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "file": pl.String(),
-    "trace": pl.String(),
+    "file": KEY_DTYPE,
+    "trace": KEY_DTYPE,
     "vantage": VANTAGE_DTYPE,
     "time_ms": pl.Float64(),
     "event": EVENT_DTYPE,  # "metrics" | "packet_lost" | "pto" | "spurious_loss"
@@ -94,7 +102,7 @@ def normalize_transitions(df: pl.DataFrame) -> pl.DataFrame:
             f"transitions need columns trace, time_ms, state; missing {sorted(missing)}"
         )
     fill = {
-        "file": pl.lit(None, pl.String()),
+        "file": pl.lit(None, KEY_DTYPE),
         "vantage": pl.lit("unknown", VANTAGE_DTYPE),
         "raw_state": pl.lit(None, pl.String()),
         "trigger": pl.lit(None, pl.String()),

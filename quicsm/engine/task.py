@@ -75,19 +75,17 @@ def merge_diagnostics(parts: Iterable[Diagnostics]) -> Diagnostics:
 
 def _renamed(frame: pl.DataFrame, names: pl.DataFrame) -> pl.DataFrame:
     """Cached rows moved to the paths their files have now (``names``: key, now)."""
-    prefix = pl.col("file") + "#"
+    key = TRANSITIONS_SCHEMA["file"]
+    file, trace = pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String)
     return (
         frame.join(names, on="key", how="inner", maintain_order="right_left")
         .with_columns(
-            pl.when(pl.col("trace").str.starts_with(prefix))
-            .then(
-                pl.concat_str(
-                    pl.col("now"), pl.col("trace").str.slice(pl.col("file").str.len_chars())
-                )
-            )
-            .otherwise(pl.col("trace"))
+            pl.when(trace.str.starts_with(file + "#"))
+            .then(pl.concat_str(pl.col("now"), trace.str.slice(file.str.len_chars())))
+            .otherwise(trace)
+            .cast(key)
             .alias("trace"),
-            pl.col("now").alias("file"),
+            pl.col("now").cast(key).alias("file"),
         )
         .drop("now")
     )
@@ -155,7 +153,8 @@ def run_task(spec: TaskSpec) -> TaskResult:
     if not all_transitions.get_column("trace").is_sorted():  # one batch read is sorted already
         all_transitions = all_transitions.sort("trace", maintain_order=True)
     if spec.select is not None:
-        kept = spec.select(all_traces).select("file", "trace")
+        key = TRANSITIONS_SCHEMA["file"]
+        kept = spec.select(all_traces).select(pl.col("file", "trace").cast(key))
         all_traces = all_traces.join(kept, on=["file", "trace"], how="semi", maintain_order="left")
         all_transitions = all_transitions.join(
             kept, on=["file", "trace"], how="semi", maintain_order="left"
@@ -213,7 +212,7 @@ def _store(
         return pl.DataFrame(schema=INDEX_SCHEMA)
     stored = pl.DataFrame(
         {"file": list(first.values()), "key": list(first.keys())},
-        schema={"file": pl.String(), "key": pl.String()},
+        schema={"file": TRANSITIONS_SCHEMA["file"], "key": pl.String()},
     )
     rows = transitions.join(stored, on="file", how="inner", maintain_order="left")
     labels = traces.join(stored, on="file", how="inner", maintain_order="left")

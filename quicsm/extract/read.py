@@ -92,8 +92,8 @@ OnError = str
 TIME_DECIMALS = 3
 
 TRACES_SCHEMA: dict[str, pl.DataType] = {
-    "file": pl.String(),
-    "trace": pl.String(),
+    "file": TRANSITIONS_SCHEMA["file"],
+    "trace": TRANSITIONS_SCHEMA["trace"],
     "vantage": TRANSITIONS_SCHEMA["vantage"],
     "format": pl.String(),
     "title": pl.String(),
@@ -892,8 +892,8 @@ def _finish(
     time_ms = np.array([round(t - start, TIME_DECIMALS) for t in times.tolist()], np.float64)
     del times
     columns: dict[str, pl.Series] = {
-        "file": pl.repeat(file, n, dtype=pl.String, eager=True),
-        "trace": pl.repeat(tid, n, dtype=pl.String, eager=True),
+        "file": pl.repeat(file, n, dtype=METRICS_SCHEMA["file"], eager=True),
+        "trace": pl.repeat(tid, n, dtype=METRICS_SCHEMA["trace"], eager=True),
         "vantage": pl.repeat(vantage, n, dtype=METRICS_SCHEMA["vantage"], eager=True),
         "time_ms": pl.Series(time_ms, dtype=pl.Float64),
         "event": part.get_column("event"),

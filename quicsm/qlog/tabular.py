@@ -37,7 +37,7 @@ from polars.exceptions import PanicException as _PanicException
 from quicsm.core.aliases import canonical_state
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import QlogError, QuicsmError, out_of_memory, released
-from quicsm.core.frames import SOURCE_DTYPE, TRANSITIONS_SCHEMA, VANTAGE_DTYPE
+from quicsm.core.frames import KEY_DTYPE, SOURCE_DTYPE, TRANSITIONS_SCHEMA, VANTAGE_DTYPE
 from quicsm.core.states import CANONICAL_STATES, UNKNOWN
 from quicsm.qlog.events import MAX_MAGNITUDE
 
@@ -263,7 +263,7 @@ def _collect_labels(raw: pl.DataFrame, labels: dict[str, dict[str, str]] | None)
     if labels is None or not extra or "trace" not in raw.columns:
         return
     part = raw.select(
-        pl.col("trace").cast(pl.String), *[pl.col(c).cast(pl.String) for c in extra]
+        pl.col("trace").cast(KEY_DTYPE), *[pl.col(c).cast(pl.String) for c in extra]
     ).filter(pl.col("trace").is_not_null())
     per_trace = part.group_by("trace", maintain_order=True).agg(
         *[pl.col(c).drop_nulls().unique(maintain_order=True).alias(c) for c in extra]

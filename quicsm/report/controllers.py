@@ -13,6 +13,7 @@ from quicsm.compare.grouping import Comparison, Group
 from quicsm.controllers.api import identify_frames
 from quicsm.controllers.signatures import UNKNOWN
 from quicsm.core.errors import QuicsmError
+from quicsm.core.frames import KEY_DTYPE
 
 
 def group_families(group: Group) -> Counter[str] | None:
@@ -32,7 +33,7 @@ def group_families(group: Group) -> Counter[str] | None:
         metrics = read_metrics(files)
     if group.transitions.height == 0:
         return Counter({UNKNOWN: group.n_traces})
-    keys = group.traces.select(pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String))
+    keys = group.traces.select(pl.col("file").cast(KEY_DTYPE), pl.col("trace").cast(KEY_DTYPE))
     metrics = metrics.join(keys, on=["file", "trace"], how="semi")
     frame = identify_frames(metrics, group.transitions)
     return Counter(str(f) for f in frame["family"].to_list())

@@ -61,6 +61,7 @@ import numpy as np
 import polars as pl
 
 from quicsm.core.errors import ModelError
+from quicsm.core.frames import KEY_DTYPE
 from quicsm.core.states import CANONICAL_STATES, STATE_DTYPE
 from quicsm.stats.intervals import Z95 as Z95
 from quicsm.stats.intervals import effective_n_expr, wilson_expr
@@ -81,7 +82,7 @@ _STATE_LABELS = pl.Series("state", list(CANONICAL_STATES), dtype=STATE_DTYPE)
 _NODE_LABELS = pl.Series("label", list(NODE_LABELS), dtype=LABEL_DTYPE)
 
 TIME_IN_STATE_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "trace": pl.String(),
+    "trace": KEY_DTYPE,
     "state": STATE_DTYPE,
     "duration_ms": pl.Float64(),
     "fraction": pl.Float64(),
@@ -94,7 +95,7 @@ TIME_IN_STATE_SUMMARY_SCHEMA: Final[dict[str, pl.DataType]] = {
     "traces": pl.Int64(),
 }
 TRANSITION_COUNTS_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "trace": pl.String(),
+    "trace": KEY_DTYPE,
     "source": LABEL_DTYPE,
     "target": LABEL_DTYPE,
     "count": pl.Int64(),
@@ -109,7 +110,7 @@ TRANSITION_PROBABILITIES_SCHEMA: Final[dict[str, pl.DataType]] = {
     "ci_high": pl.Float64(),
 }
 DWELL_TIMES_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "trace": pl.String(),
+    "trace": KEY_DTYPE,
     "state": STATE_DTYPE,
     "dwell_ms": pl.Float64(),
     "censored": pl.Boolean(),
@@ -193,6 +194,7 @@ class Visits:
             pl.Series("trace", np.arange(len(lengths), dtype=np.int64), dtype=pl.Int64)
             .cast(pl.String)
             .str.zfill(12)
+            .cast(KEY_DTYPE)
         )
         visits.frame = pl.DataFrame(
             {
@@ -314,7 +316,7 @@ def _prepare(transitions: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     if missing:
         raise ModelError(f"transitions need columns trace, time_ms, state; missing {missing}")
     cols = [
-        pl.col("trace").cast(pl.String),
+        pl.col("trace").cast(KEY_DTYPE),
         pl.col("time_ms").cast(pl.Float64),
         pl.col("state"),
         pl.col("end_ms").cast(pl.Float64)
