@@ -25,8 +25,8 @@ Throughput is per CPU second (robust on a busy machine); the ratios are taken wi
 
 ::
 
-    .venv/bin/python benchmarks/bench_derive.py --shape one --size-mb 2000   # one 2 GB connection
-    .venv/bin/python benchmarks/bench_derive.py --shape multi                 # >= 1 GB, >= 1,000 traces
+    .venv/bin/python benchmarks/bench_derive.py --shape one --size-mb 2000  # a 2 GB connection
+    .venv/bin/python benchmarks/bench_derive.py --shape multi  # >= 1 GB and >= 1,000 traces
 
 Targets (docs/derive.md, issue 29): derived >= 3x pysimdjson on both shapes at >= 1 GB; peak
 RSS <= 300 MB. The row counts of the native and the Python runs must agree (tests/test_native.py
