@@ -110,10 +110,37 @@ fn keys_by_length() -> &'static [Vec<(&'static [u8], Key)>] {
     })
 }
 
+/// `a == b` for the short names of a record, by whole words (a call of memcmp per key cost
+/// more than the comparison).
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    #[inline]
+    fn word(s: &[u8], at: usize) -> u64 {
+        u64::from_le_bytes(s[at..at + 8].try_into().unwrap())
+    }
+    #[inline]
+    fn half(s: &[u8], at: usize) -> u32 {
+        u32::from_le_bytes(s[at..at + 4].try_into().unwrap())
+    }
+    match n {
+        0..=3 => a == b,
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        17..=24 => {
+            word(a, 0) == word(b, 0) && word(a, 8) == word(b, 8) && word(a, n - 8) == word(b, n - 8)
+        }
+        _ => a == b,
+    }
+}
+
 #[inline]
 fn data_key(key: &[u8]) -> Key {
     match keys_by_length().get(key.len()) {
-        Some(names) => names.iter().find(|(n, _)| *n == key).map_or(Key::Other, |&(_, k)| k),
+        Some(names) => names.iter().find(|(n, _)| same(n, key)).map_or(Key::Other, |&(_, k)| k),
         None => Key::Other,
     }
 }
@@ -130,9 +157,9 @@ struct Parser<'a> {
 
 const MAX_DEPTH: u32 = 256;
 
-/// The bytes of a word that are `"`, `\\` or a control character (below 0x20), as the high bit
-/// of each such byte. Only the lowest flagged byte is exact (a borrow may flag bytes above a
-/// flagged one), which is the one [`special`] uses.
+/// The bytes of a word that are `"`, `\\`, a control character (below 0x20) or not ASCII, as
+/// the high bit of each such byte. Only the lowest flagged byte is exact (a borrow may flag
+/// bytes above a flagged one), which is the one [`special`] uses.
 #[inline]
 fn special_bytes(w: u64) -> u64 {
     const LO: u64 = 0x0101_0101_0101_0101;
@@ -142,12 +169,12 @@ fn special_bytes(w: u64) -> u64 {
     let zero_quote = quote.wrapping_sub(LO) & !quote;
     let zero_backslash = backslash.wrapping_sub(LO) & !backslash;
     let control = w.wrapping_sub(LO * 0x20) & !w;
-    (zero_quote | zero_backslash | control) & HI
+    (zero_quote | zero_backslash | control | w) & HI
 }
 
-/// The position of the first `"`, `\\` or control character at or after `from` (eight bytes
-/// a step: most strings of a record are short, where a call of memchr costs more than the
-/// search).
+/// The position of the first `"`, `\\`, control character or non-ASCII byte at or after
+/// `from` (eight bytes a step: most strings of a record are short, where a call of memchr
+/// costs more than the search).
 #[inline]
 fn special(b: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
@@ -159,7 +186,10 @@ fn special(b: &[u8], from: usize) -> Option<usize> {
         }
         i += 8;
     }
-    b[i..].iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20).map(|k| i + k)
+    b[i..]
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))
+        .map(|k| i + k)
 }
 
 impl<'a> Parser<'a> {
@@ -192,6 +222,17 @@ impl<'a> Parser<'a> {
         loop {
             // the next quote or backslash; no control character may come before it
             let at = special(self.b, self.i).ok_or(Fallback)?;
+            if self.b[at] >= 0x80 {
+                // non-ASCII: the run of non-ASCII bytes must be UTF-8 (no sequence of UTF-8
+                // holds an ASCII byte, so a string is UTF-8 when each such run is; outside
+                // strings the parser accepts only ASCII: a record it reads is UTF-8)
+                let run = self.b[at..].iter().position(|&c| c < 0x80).map_or(self.b.len(), |k| at + k);
+                if std::str::from_utf8(&self.b[at..run]).is_err() {
+                    return Err(Fallback);
+                }
+                self.i = run;
+                continue;
+            }
             if self.b[at] < 0x20 {
                 return Err(Fallback);
             }
@@ -507,9 +548,22 @@ const MAX_MAGNITUDE: f64 = 1e18;
 /// Decodes one record (the bytes between two separators). `scale` is the trace's time scale
 /// (1 or 0.001), applied to the time and to the RTT metrics.
 pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
-    if std::str::from_utf8(record).is_err() {
-        return Err(Fallback);
-    }
+    let mut event = blank_event();
+    let (kind, time, has_event) = decode_into(record, scale, &mut event)?;
+    Ok(Decoded { kind, time, event: has_event.then_some(event) })
+}
+
+/// An event to decode into ([`decode_into`] sets every field of it).
+pub fn blank_event() -> Event {
+    Event { time: 0.0, kind: Kind::Metrics, values: [None; N_METRICS], app_limited: None }
+}
+
+/// [`decode`], the event written into `out` (the scan reuses one: no copy of an event per
+/// record): `(kind, time, whether the record carries an event)`; `out` holds the event only
+/// when it does.
+pub fn decode_into(record: &[u8], scale: f64, out: &mut Event) -> R<(Option<EventKind>, f64, bool)> {
+    // no check of the whole record's UTF-8 first: strings are checked as they are read, and
+    // anything else the parser accepts is ASCII
     let mut p = Parser { b: record, i: 0 };
     p.ws();
     p.expect(b'{')?;
@@ -531,7 +585,7 @@ pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
         p.expect(b':')?;
         p.ws();
         match key {
-            b"name" => {
+            k if same(k, b"name") => {
                 if seen_name {
                     return Err(Fallback);
                 }
@@ -542,7 +596,7 @@ pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
                 }
                 name = Some(s);
             }
-            b"time" => {
+            k if same(k, b"time") => {
                 if seen_time {
                     return Err(Fallback);
                 }
@@ -552,7 +606,7 @@ pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
                     _ => return Err(Fallback),
                 }
             }
-            b"data" => {
+            k if same(k, b"data") => {
                 if seen_data {
                     return Err(Fallback);
                 }
@@ -588,32 +642,52 @@ pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
     }
     let time = raw * scale;
     let kind = event_kind(name)?;
-    let event = match kind {
-        None => None,
+    let has_event = match kind {
+        None => false,
         Some(EventKind::State | EventKind::MvfstMetric) => return Err(Fallback),
-        Some(k) => event_of(k, time, seen_data.then_some(&data), scale)?,
+        Some(k) => event_into(k, time, seen_data.then_some(&data), scale, out)?,
     };
-    Ok(Decoded { kind, time, event })
+    Ok((kind, time, has_event))
 }
 
-fn event_of(kind: EventKind, time: f64, data: Option<&Data>, scale: f64) -> R<Option<Event>> {
-    let blank = |kind| Event { time, kind, values: [None; N_METRICS], app_limited: None };
+/// The event of a record of kind `kind`, into `out`; whether there is one.
+fn event_into(
+    kind: EventKind,
+    time: f64,
+    data: Option<&Data>,
+    scale: f64,
+    out: &mut Event,
+) -> R<bool> {
+    let mut blank = |kind| {
+        out.time = time;
+        out.kind = kind;
+        out.values = [None; N_METRICS];
+        out.app_limited = None;
+    };
     Ok(match kind {
-        EventKind::PacketLost => Some(blank(Kind::PacketLost)),
-        EventKind::SpuriousLoss => Some(blank(Kind::SpuriousLoss)),
+        EventKind::PacketLost => {
+            blank(Kind::PacketLost);
+            true
+        }
+        EventKind::SpuriousLoss => {
+            blank(Kind::SpuriousLoss);
+            true
+        }
         EventKind::Timer => {
             let d = match data {
                 Some(d) => d,
-                None => return Ok(None),
+                None => return Ok(false),
             };
             if d.timer_type == Some(b"pto") && d.event_type == Some(b"expired") {
-                Some(blank(Kind::Pto))
+                blank(Kind::Pto);
+                true
             } else {
-                None
+                false
             }
         }
         EventKind::Metrics => {
-            let mut event = blank(Kind::Metrics);
+            blank(Kind::Metrics);
+            let event = out;
             if let Some(d) = data {
                 for m in 0..N_METRICS {
                     if d.names[m] > 1 {
@@ -635,7 +709,7 @@ fn event_of(kind: EventKind, time: f64, data: Option<&Data>, scale: f64) -> R<Op
                     }
                 }
             }
-            Some(event)
+            true
         }
         EventKind::State | EventKind::MvfstMetric => return Err(Fallback),
     })

@@ -63,10 +63,11 @@ class EventSink(Protocol):
 
 
 #: a sink's native derive pass over a block of records (``NativeDeriver.scan_records`` of
-#: :mod:`quicsm.extract.native`): ``(buf, pos, end, sep, scale, latest, latest_other, feed)`` ->
+#: :mod:`quicsm.extract.native`): ``(buf, pos, end, sep, scale, latest, latest_other, feed,
+#: no_states)`` ->
 #: ``(rs, re, latest, latest_other, checked, visited)``
 NativeScan = Callable[
-    [Any, int, int, int, float, float | None, float | None, bool],
+    [Any, int, int, int, float, float | None, float | None, bool, bool],
     tuple[int, int, float | None, float | None, bool, int],
 ]
 
