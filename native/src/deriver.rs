@@ -159,8 +159,7 @@ impl Rows {
         (self.trigger_names.len() - 1) as u16
     }
 
-    fn append(&mut self, time: f64, state: u8, trigger: &str) {
-        let code = self.trigger_code(trigger);
+    fn append(&mut self, time: f64, state: u8, code: u16) {
         self.times.push(time);
         self.states.push(state);
         self.triggers.push(code);
@@ -168,8 +167,7 @@ impl Rows {
 
     /// From `since` on, every stretch in one of `olds` becomes `new` (and the state in effect
     /// at `since`: a row is inserted there); repeats are merged.
-    fn relabel_since(&mut self, since: f64, olds: &[u8], new: u8, trigger: &str) {
-        let tcode = self.trigger_code(trigger);
+    fn relabel_since(&mut self, since: f64, olds: &[u8], new: u8, tcode: u16) {
         let mut i = self.times.len();
         while i > 0 && self.times[i - 1] >= since {
             i -= 1;
@@ -234,6 +232,8 @@ pub struct Deriver {
     p: Profile,
     th: Thresholds,
     rules: Vec<Rule>,
+    /// per rule, its trigger's code in `rows` once used (`u16::MAX` before)
+    rule_codes: Vec<u16>,
     by_event: [Vec<usize>; N_EVENTS],
     // --- the context (quicsm.extract.rules.Context)
     pub state: u8,
@@ -284,6 +284,7 @@ impl Deriver {
         Deriver {
             p,
             th,
+            rule_codes: vec![u16::MAX; rules.len()],
             rules,
             by_event,
             state: INIT,
@@ -457,16 +458,22 @@ impl Deriver {
                 time = pymax(time, self.last_row);
                 self.last_row = time;
                 let rule = &self.rules[i];
-                let trigger = rule.trigger.clone();
                 let plateau = rule.event == ACK && rule.cond == Cond::WindowPlateau;
-                self.rows.append(time, self.state, &trigger);
+                // the rule's trigger code, found among the rows' names once per rule (a state
+                // change costs no string comparison or copy)
+                let mut code = self.rule_codes[i];
+                if code == u16::MAX {
+                    code = self.rows.trigger_code(&rule.trigger);
+                    self.rule_codes[i] = code;
+                }
+                self.rows.append(time, self.state, code);
                 if plateau {
                     if let Some(since) = self.window_changed_at {
                         self.rows.relabel_since(
                             since,
                             &[SLOW_START, CONGESTION_AVOIDANCE],
                             MAXED,
-                            &trigger,
+                            code,
                         );
                     }
                 }

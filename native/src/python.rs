@@ -146,9 +146,10 @@ impl PyDeriver {
     /// The derive pass over the records between the separators at `buf[pos]` and `buf[end]`.
     /// Returns `(rs, re, latest, latest_other, checked, visited)`: `rs`, `re` the separators of
     /// a record the caller must handle (-1 when the pass finished), then the trace's
-    /// time-order state.
+    /// time-order state. `no_states`: the caller's own search of the region for the
+    /// explicit-state needle found nothing (the scan does not search for it again).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (buf, pos, end, sep, scale, latest, latest_other, feed))]
+    #[pyo3(signature = (buf, pos, end, sep, scale, latest, latest_other, feed, no_states=false))]
     fn scan(
         &mut self,
         buf: &Bound<'_, PyAny>,
@@ -159,6 +160,7 @@ impl PyDeriver {
         latest: Option<f64>,
         latest_other: Option<f64>,
         feed: bool,
+        no_states: bool,
     ) -> PyResult<(i64, i64, Option<f64>, Option<f64>, bool, u64)> {
         let view = PyBuffer::<u8>::get(buf)?;
         let bytes = separated(&view, pos, end, sep)?;
@@ -173,7 +175,9 @@ impl PyDeriver {
                 && fingerprint(&bytes[r.rs..=r.re]) == r.fingerprint;
             same.then_some(r.cursor)
         });
-        let out = scan::scan(&mut self.inner, bytes, pos, end, sep, scale, order, feed, resume);
+        let out = scan::scan_region(
+            &mut self.inner, bytes, pos, end, sep, scale, order, feed, resume, no_states,
+        );
         if let (Some((rs, re)), Some(cursor)) = (out.fallback, out.cursor) {
             let fingerprint = fingerprint(&bytes[rs..=re]);
             self.resume =

@@ -33,21 +33,9 @@ fn event_kind(name: &[u8]) -> R<Option<EventKind>> {
         .map(|&(_, kind, _)| kind))
 }
 
-/// A JSON number: an integer within [-2**63, 2**64) (orjson's int) or a finite float.
-#[derive(Clone, Copy, Debug)]
-enum Num {
-    Int(i128),
-    Float(f64),
-}
-
-impl Num {
-    fn as_f64(self) -> f64 {
-        match self {
-            Num::Int(i) => i as f64, // round-half-even, as Python's float(int)
-            Num::Float(f) => f,
-        }
-    }
-}
+/// A JSON number as the float Python makes of it: an integer within [-2**63, 2**64) (orjson's
+/// int) converted as `float(int)` does (round-half-even; `-0` is `0.0`), or a finite float.
+type Num = f64;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Flag {
@@ -69,6 +57,94 @@ struct Data<'a> {
     seen_event_type: bool,
 }
 
+impl Data<'_> {
+    fn new() -> Self {
+        Data {
+            names: [0; N_METRICS],
+            values: [None; N_METRICS],
+            flags: [Flag::Absent; APP_LIMITED_NAMES.len()],
+            timer_type: None,
+            event_type: None,
+            seen_timer_type: false,
+            seen_event_type: false,
+        }
+    }
+}
+
+/// What a member of `data` is to the decoder.
+#[derive(Clone, Copy)]
+enum Key {
+    /// a name of a metric: (its bit among the names read, the metric)
+    Metric(usize, usize),
+    /// an application-limited flag (its position in `APP_LIMITED_NAMES`)
+    Flag(usize),
+    TimerType,
+    EventType,
+    Other,
+}
+
+/// The names the decoder reads in `data`, by length (a key is compared only with the names of
+/// its own length: a few at most, where comparing it with every name cost a third of a
+/// metrics record's decoding).
+fn keys_by_length() -> &'static [Vec<(&'static [u8], Key)>] {
+    static KEYS: std::sync::OnceLock<Vec<Vec<(&'static [u8], Key)>>> = std::sync::OnceLock::new();
+    KEYS.get_or_init(|| {
+        let mut named: Vec<(&'static [u8], Key)> = Vec::new();
+        for (bit, &(name, metric)) in METRIC_NAMES.iter().enumerate() {
+            named.push((name, Key::Metric(bit, metric)));
+        }
+        for (k, &name) in APP_LIMITED_NAMES.iter().enumerate() {
+            named.push((name, Key::Flag(k)));
+        }
+        named.push((b"timer_type", Key::TimerType));
+        named.push((b"event_type", Key::EventType));
+        let longest = named.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+        let mut table = vec![Vec::new(); longest + 1];
+        for (name, key) in named {
+            // the first of equal names wins, as the comparisons in this order did
+            if !table[name.len()].iter().any(|(n, _)| *n == name) {
+                table[name.len()].push((name, key));
+            }
+        }
+        table
+    })
+}
+
+/// `a == b` for the short names of a record, by whole words (a call of memcmp per key cost
+/// more than the comparison).
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    #[inline]
+    fn word(s: &[u8], at: usize) -> u64 {
+        u64::from_le_bytes(s[at..at + 8].try_into().unwrap())
+    }
+    #[inline]
+    fn half(s: &[u8], at: usize) -> u32 {
+        u32::from_le_bytes(s[at..at + 4].try_into().unwrap())
+    }
+    match n {
+        0..=3 => a == b,
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        17..=24 => {
+            word(a, 0) == word(b, 0) && word(a, 8) == word(b, 8) && word(a, n - 8) == word(b, n - 8)
+        }
+        _ => a == b,
+    }
+}
+
+#[inline]
+fn data_key(key: &[u8]) -> Key {
+    match keys_by_length().get(key.len()) {
+        Some(names) => names.iter().find(|(n, _)| same(n, key)).map_or(Key::Other, |&(_, k)| k),
+        None => Key::Other,
+    }
+}
+
 /// 10**k, exact as floats for k <= 22
 const POW10: [f64; 16] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
@@ -80,6 +156,41 @@ struct Parser<'a> {
 }
 
 const MAX_DEPTH: u32 = 256;
+
+/// The bytes of a word that are `"`, `\\`, a control character (below 0x20) or not ASCII, as
+/// the high bit of each such byte. Only the lowest flagged byte is exact (a borrow may flag
+/// bytes above a flagged one), which is the one [`special`] uses.
+#[inline]
+fn special_bytes(w: u64) -> u64 {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let quote = w ^ (LO * b'"' as u64);
+    let backslash = w ^ (LO * b'\\' as u64);
+    let zero_quote = quote.wrapping_sub(LO) & !quote;
+    let zero_backslash = backslash.wrapping_sub(LO) & !backslash;
+    let control = w.wrapping_sub(LO * 0x20) & !w;
+    (zero_quote | zero_backslash | control | w) & HI
+}
+
+/// The position of the first `"`, `\\`, control character or non-ASCII byte at or after
+/// `from` (eight bytes a step: most strings of a record are short, where a call of memchr
+/// costs more than the search).
+#[inline]
+fn special(b: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while i + 8 <= b.len() {
+        let w = u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+        let m = special_bytes(w);
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    b[i..]
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))
+        .map(|k| i + k)
+}
 
 impl<'a> Parser<'a> {
     #[inline]
@@ -110,8 +221,19 @@ impl<'a> Parser<'a> {
         let mut escaped = false;
         loop {
             // the next quote or backslash; no control character may come before it
-            let at = memchr::memchr2(b'"', b'\\', &self.b[self.i..]).ok_or(Fallback)? + self.i;
-            if self.b[self.i..at].iter().any(|&c| c < 0x20) {
+            let at = special(self.b, self.i).ok_or(Fallback)?;
+            if self.b[at] >= 0x80 {
+                // non-ASCII: the run of non-ASCII bytes must be UTF-8 (no sequence of UTF-8
+                // holds an ASCII byte, so a string is UTF-8 when each such run is; outside
+                // strings the parser accepts only ASCII: a record it reads is UTF-8)
+                let run = self.b[at..].iter().position(|&c| c < 0x80).map_or(self.b.len(), |k| at + k);
+                if std::str::from_utf8(&self.b[at..run]).is_err() {
+                    return Err(Fallback);
+                }
+                self.i = run;
+                continue;
+            }
+            if self.b[at] < 0x20 {
                 return Err(Fallback);
             }
             self.i = at;
@@ -153,6 +275,8 @@ impl<'a> Parser<'a> {
 
     /// A number; `value`: its value is needed (else it is only checked to be one orjson reads).
     fn number(&mut self, value: bool) -> R<Num> {
+        // an integer is converted to a float here, as Python's float(int) would: exactly below
+        // 2**53, else rounded half to even (as i128 as f64); -0 is the integer 0
         let start = self.i;
         let negative = self.peek()? == b'-';
         if negative {
@@ -195,11 +319,11 @@ impl<'a> Parser<'a> {
             // exact: the mantissa and the power of ten are floats exactly, and one division
             // rounds correctly (Clinger's fast path), as a full parse would
             if integer {
-                let v = mantissa as i128;
-                return Ok(Num::Int(if negative { -v } else { v }));
+                let v = mantissa as f64; // exact: at most 15 digits
+                return Ok(if negative && mantissa != 0 { -v } else { v });
             }
             let v = mantissa as f64 / POW10[n_fraction];
-            return Ok(Num::Float(if negative { -v } else { v }));
+            return Ok(if negative { -v } else { v });
         }
         let text = &self.b[start..self.i];
         // SAFETY: the bytes are ASCII digits, signs, '.', 'e'
@@ -208,7 +332,7 @@ impl<'a> Parser<'a> {
             if text.len() <= 20 {
                 let v: i128 = text.parse().map_err(|_| Fallback)?;
                 if (-(1i128 << 63)..(1i128 << 64)).contains(&v) {
-                    return Ok(Num::Int(v));
+                    return Ok(v as f64);
                 }
             }
             // orjson reads other integers as floats; their values are Python's to convert
@@ -216,16 +340,16 @@ impl<'a> Parser<'a> {
                 return Err(Fallback);
             }
             let f: f64 = text.parse().map_err(|_| Fallback)?;
-            return if f.is_finite() { Ok(Num::Float(f)) } else { Err(Fallback) };
+            return if f.is_finite() { Ok(f) } else { Err(Fallback) };
         }
         if value || exponent || text.len() > 300 {
             let f: f64 = text.parse().map_err(|_| Fallback)?;
             if !f.is_finite() {
                 return Err(Fallback); // orjson: "number is infinity"
             }
-            return Ok(Num::Float(f));
+            return Ok(f);
         }
-        Ok(Num::Float(0.0)) // a plain decimal of at most 300 characters: finite, value unused
+        Ok(0.0) // a plain decimal of at most 300 characters: finite, value unused
     }
 
     /// Checks and skips any value.
@@ -325,7 +449,7 @@ impl<'a> Parser<'a> {
             }
             b'-' | b'0'..=b'9' => {
                 let n = self.number(true)?;
-                Flag::Value(n.as_f64() != 0.0)
+                Flag::Value(n != 0.0)
             }
             _ => {
                 self.skip(1)?;
@@ -347,22 +471,14 @@ impl<'a> Parser<'a> {
         Ok(None)
     }
 
-    fn data(&mut self) -> R<Data<'a>> {
-        let mut d = Data {
-            names: [0; N_METRICS],
-            values: [None; N_METRICS],
-            flags: [Flag::Absent; APP_LIMITED_NAMES.len()],
-            timer_type: None,
-            event_type: None,
-            seen_timer_type: false,
-            seen_event_type: false,
-        };
+    /// The members of `data` the deriver reads, into `d` (fresh: [`Data::new`]).
+    fn data(&mut self, d: &mut Data<'a>) -> R<()> {
         let mut seen_names: u32 = 0; // bit per metric name / flag name read (duplicates)
         self.expect(b'{')?;
         self.ws();
         if self.peek()? == b'}' {
             self.i += 1;
-            return Ok(d);
+            return Ok(());
         }
         loop {
             self.ws();
@@ -373,49 +489,45 @@ impl<'a> Parser<'a> {
             self.ws();
             self.expect(b':')?;
             self.ws();
-            let mut handled = false;
-            for (bit, &(name, metric)) in METRIC_NAMES.iter().enumerate() {
-                if key == name {
+            match data_key(key) {
+                Key::Metric(bit, metric) => {
                     if seen_names & (1 << bit) != 0 {
                         return Err(Fallback);
                     }
                     seen_names |= 1 << bit;
                     d.names[metric] += 1;
                     d.values[metric] = self.metric()?;
-                    handled = true;
-                    break;
                 }
-            }
-            if !handled {
-                if let Some(k) = APP_LIMITED_NAMES.iter().position(|&n| n == key) {
+                Key::Flag(k) => {
                     let bit = METRIC_NAMES.len() + k;
                     if seen_names & (1 << bit) != 0 {
                         return Err(Fallback);
                     }
                     seen_names |= 1 << bit;
                     d.flags[k] = self.flag()?;
-                } else if key == b"timer_type" {
+                }
+                Key::TimerType => {
                     if d.seen_timer_type {
                         return Err(Fallback);
                     }
                     d.seen_timer_type = true;
                     d.timer_type = self.text()?;
-                } else if key == b"event_type" {
+                }
+                Key::EventType => {
                     if d.seen_event_type {
                         return Err(Fallback);
                     }
                     d.seen_event_type = true;
                     d.event_type = self.text()?;
-                } else {
-                    self.skip(1)?;
                 }
+                Key::Other => self.skip(1)?,
             }
             self.ws();
             match self.peek()? {
                 b',' => self.i += 1,
                 b'}' => {
                     self.i += 1;
-                    return Ok(d);
+                    return Ok(());
                 }
                 _ => return Err(Fallback),
             }
@@ -436,15 +548,28 @@ const MAX_MAGNITUDE: f64 = 1e18;
 /// Decodes one record (the bytes between two separators). `scale` is the trace's time scale
 /// (1 or 0.001), applied to the time and to the RTT metrics.
 pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
-    if std::str::from_utf8(record).is_err() {
-        return Err(Fallback);
-    }
+    let mut event = blank_event();
+    let (kind, time, has_event) = decode_into(record, scale, &mut event)?;
+    Ok(Decoded { kind, time, event: has_event.then_some(event) })
+}
+
+/// An event to decode into ([`decode_into`] sets every field of it).
+pub fn blank_event() -> Event {
+    Event { time: 0.0, kind: Kind::Metrics, values: [None; N_METRICS], app_limited: None }
+}
+
+/// [`decode`], the event written into `out` (the scan reuses one: no copy of an event per
+/// record): `(kind, time, whether the record carries an event)`; `out` holds the event only
+/// when it does.
+pub fn decode_into(record: &[u8], scale: f64, out: &mut Event) -> R<(Option<EventKind>, f64, bool)> {
+    // no check of the whole record's UTF-8 first: strings are checked as they are read, and
+    // anything else the parser accepts is ASCII
     let mut p = Parser { b: record, i: 0 };
     p.ws();
     p.expect(b'{')?;
     let mut name: Option<&[u8]> = None;
     let mut time: Option<Num> = None;
-    let mut data: Option<Data> = None;
+    let mut data = Data::new(); // filled in place (no copy of it per record)
     let (mut seen_name, mut seen_time, mut seen_data) = (false, false, false);
     p.ws();
     if p.peek()? == b'}' {
@@ -460,7 +585,7 @@ pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
         p.expect(b':')?;
         p.ws();
         match key {
-            b"name" => {
+            k if same(k, b"name") => {
                 if seen_name {
                     return Err(Fallback);
                 }
@@ -471,7 +596,7 @@ pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
                 }
                 name = Some(s);
             }
-            b"time" => {
+            k if same(k, b"time") => {
                 if seen_time {
                     return Err(Fallback);
                 }
@@ -481,7 +606,7 @@ pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
                     _ => return Err(Fallback),
                 }
             }
-            b"data" => {
+            k if same(k, b"data") => {
                 if seen_data {
                     return Err(Fallback);
                 }
@@ -489,7 +614,7 @@ pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
                 if p.peek()? != b'{' {
                     return Err(Fallback);
                 }
-                data = Some(p.data()?);
+                p.data(&mut data)?;
             }
             _ => p.skip(1)?,
         }
@@ -511,38 +636,58 @@ pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
         (Some(n), Some(t)) => (n, t),
         _ => return Err(Fallback),
     };
-    let raw = time.as_f64();
+    let raw = time;
     if !(-MAX_MAGNITUDE..=MAX_MAGNITUDE).contains(&raw) {
         return Err(Fallback);
     }
     let time = raw * scale;
     let kind = event_kind(name)?;
-    let event = match kind {
-        None => None,
+    let has_event = match kind {
+        None => false,
         Some(EventKind::State | EventKind::MvfstMetric) => return Err(Fallback),
-        Some(k) => event_of(k, time, data.as_ref(), scale)?,
+        Some(k) => event_into(k, time, seen_data.then_some(&data), scale, out)?,
     };
-    Ok(Decoded { kind, time, event })
+    Ok((kind, time, has_event))
 }
 
-fn event_of(kind: EventKind, time: f64, data: Option<&Data>, scale: f64) -> R<Option<Event>> {
-    let blank = |kind| Event { time, kind, values: [None; N_METRICS], app_limited: None };
+/// The event of a record of kind `kind`, into `out`; whether there is one.
+fn event_into(
+    kind: EventKind,
+    time: f64,
+    data: Option<&Data>,
+    scale: f64,
+    out: &mut Event,
+) -> R<bool> {
+    let mut blank = |kind| {
+        out.time = time;
+        out.kind = kind;
+        out.values = [None; N_METRICS];
+        out.app_limited = None;
+    };
     Ok(match kind {
-        EventKind::PacketLost => Some(blank(Kind::PacketLost)),
-        EventKind::SpuriousLoss => Some(blank(Kind::SpuriousLoss)),
+        EventKind::PacketLost => {
+            blank(Kind::PacketLost);
+            true
+        }
+        EventKind::SpuriousLoss => {
+            blank(Kind::SpuriousLoss);
+            true
+        }
         EventKind::Timer => {
             let d = match data {
                 Some(d) => d,
-                None => return Ok(None),
+                None => return Ok(false),
             };
             if d.timer_type == Some(b"pto") && d.event_type == Some(b"expired") {
-                Some(blank(Kind::Pto))
+                blank(Kind::Pto);
+                true
             } else {
-                None
+                false
             }
         }
         EventKind::Metrics => {
-            let mut event = blank(Kind::Metrics);
+            blank(Kind::Metrics);
+            let event = out;
             if let Some(d) = data {
                 for m in 0..N_METRICS {
                     if d.names[m] > 1 {
@@ -550,7 +695,7 @@ fn event_of(kind: EventKind, time: f64, data: Option<&Data>, scale: f64) -> R<Op
                     }
                     let v = match d.values[m] {
                         None => continue,
-                        Some(v) => v.as_f64(),
+                        Some(v) => v,
                     };
                     if m == PTO_COUNT && !(v >= 0.0 && v < 9.223372036854775808e18 && v.fract() == 0.0) {
                         return Err(Fallback);
@@ -564,7 +709,7 @@ fn event_of(kind: EventKind, time: f64, data: Option<&Data>, scale: f64) -> R<Op
                     }
                 }
             }
-            Some(event)
+            true
         }
         EventKind::State | EventKind::MvfstMetric => return Err(Fallback),
     })

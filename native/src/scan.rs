@@ -18,7 +18,7 @@ use memchr::memmem::Finder;
 use std::sync::OnceLock;
 
 use crate::deriver::Deriver;
-use crate::record::decode;
+use crate::record::{blank_event, decode_into};
 
 // the needles and the value budget: generated from quicsm/core/tables.json (src/tables.rs)
 use crate::tables::{
@@ -95,11 +95,37 @@ pub fn scan(
     end: usize,
     sep: u8,
     scale: f64,
-    mut order: Order,
+    order: Order,
     feed: bool,
     resume: Option<Cursor>,
 ) -> Outcome {
+    scan_region(deriver, buf, pos, end, sep, scale, order, feed, resume, false)
+}
+
+/// [`scan`], told whether the caller knows that no record of the region holds the
+/// explicit-state needle (`no_states`: its own state pass over the same bytes found none), so
+/// the region is not searched for it a second time.
+#[allow(clippy::too_many_arguments)]
+pub fn scan_region(
+    deriver: &mut Deriver,
+    buf: &[u8],
+    pos: usize,
+    end: usize,
+    sep: u8,
+    scale: f64,
+    mut order: Order,
+    feed: bool,
+    resume: Option<Cursor>,
+    no_states: bool,
+) -> Outcome {
     let f = finders();
+    let state_hit = |from: usize| {
+        if no_states {
+            usize::MAX
+        } else {
+            next_hit(&f.state, buf, from, end)
+        }
+    };
     let mut next: [usize; 4] = [0; 4];
     let mut next_state;
     match resume {
@@ -109,17 +135,17 @@ pub fn scan(
             for (k, finder) in f.derive.iter().enumerate() {
                 next[k] = if c.next[k] >= pos { c.next[k] } else { next_hit(finder, buf, pos, end) };
             }
-            next_state =
-                if c.next_state >= pos { c.next_state } else { next_hit(&f.state, buf, pos, end) };
+            next_state = if c.next_state >= pos { c.next_state } else { state_hit(pos) };
         }
         None => {
             for (k, finder) in f.derive.iter().enumerate() {
                 next[k] = next_hit(finder, buf, pos, end);
             }
-            next_state = next_hit(&f.state, buf, pos, end);
+            next_state = state_hit(pos);
         }
     }
     let mut visited = 0u64;
+    let mut event = blank_event(); // each decoded record's event, written in place
     loop {
         let hit = *next.iter().min().unwrap();
         if hit == usize::MAX {
@@ -136,7 +162,7 @@ pub fn scan(
             }
         }
         while next_state < rs {
-            next_state = next_hit(&f.state, buf, next_state + 1, end);
+            next_state = state_hit(next_state + 1);
         }
         if next_state < re {
             continue; // an explicit-state record: the state pass decoded it
@@ -149,17 +175,16 @@ pub fn scan(
             let cursor = Some(Cursor { next, next_state });
             return Outcome { fallback: Some((rs, re)), order, visited, cursor };
         }
-        let decoded = match decode(&buf[rs + 1..re], scale) {
+        let (kind, t, has_event) = match decode_into(&buf[rs + 1..re], scale, &mut event) {
             Ok(d) => d,
             Err(_) => {
                 let cursor = Some(Cursor { next, next_state });
                 return Outcome { fallback: Some((rs, re)), order, visited, cursor };
             }
         };
-        if decoded.kind.is_none() {
+        if kind.is_none() {
             continue;
         }
-        let t = decoded.time;
         if let Some(latest) = order.latest_other {
             if t < latest {
                 // times going backwards: the Python reader reports it
@@ -172,10 +197,8 @@ pub fn scan(
         if order.latest.is_none_or(|l| t > l) {
             order.latest = Some(t);
         }
-        if feed {
-            if let Some(event) = decoded.event {
-                deriver.feed(&event);
-            }
+        if feed && has_event {
+            deriver.feed(&event);
         }
     }
     Outcome { fallback: None, order, visited, cursor: None }

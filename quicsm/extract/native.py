@@ -17,6 +17,7 @@ environment variable ``QUICSM_NATIVE`` is not ``0``; otherwise the Python one. B
 
 from __future__ import annotations
 
+import functools
 from array import array
 from typing import Any, Final
 
@@ -32,7 +33,10 @@ _STATE_INDEX: Final[dict[str, int]] = {s: i for i, s in enumerate(STATE_CODES)}
 _EVENT_INDEX: Final[dict[str, int]] = {e: i for i, e in enumerate(EVENT_CLASSES)}
 
 
+@functools.cache
 def _rule_table() -> list[tuple[list[int] | None, int, str, int, str]]:
+    """:data:`~quicsm.extract.rules.RULES` as the native side reads them (made once: every
+    trace's deriver gets the same table)."""
     return [
         (
             None if rule.current is None else sorted(_STATE_INDEX[s] for s in rule.current),
@@ -85,11 +89,13 @@ class NativeDeriver:
         latest: float | None,
         latest_other: float | None,
         feed: bool,
+        no_states: bool = False,
     ) -> tuple[int, int, float | None, float | None, bool, int]:
         """The derive pass over the records between the separators at ``buf[pos]`` and
-        ``buf[end]`` (see ``native/src/scan.rs``)."""
+        ``buf[end]`` (see ``native/src/scan.rs``); ``no_states``: no record there holds the
+        explicit-state needle (the caller searched the same bytes)."""
         result: tuple[int, int, float | None, float | None, bool, int] = self._native.scan(
-            buf, pos, end, sep, scale, latest, latest_other, feed
+            buf, pos, end, sep, scale, latest, latest_other, feed, no_states
         )
         return result
 

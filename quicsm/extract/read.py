@@ -335,36 +335,106 @@ def _trace_profile(loaded: _Loaded, trace: TraceData, profile: Profile | None) -
     return detect_profile(title=trace.title, code_version=trace.code_version, labels=labels)
 
 
-def _derived_frame(
-    file: str, tid: str, vantage: str, start: float, end: float, rows: CompactRows
-) -> pl.DataFrame:
-    """A trace's derived rows as a frame, built from the arrays (no object per row), each
-    column in its final type (a long trace's frame is built once, not cast again)."""
-    times = np.frombuffer(rows.times, dtype=np.float64) if len(rows) else np.zeros(0)
-    n = len(rows) + 1
-    codes = np.frombuffer(rows.states, dtype=np.uint8) if len(rows) else np.zeros(0, np.uint8)
-    triggers = np.frombuffer(rows.triggers, dtype=np.uint16) if len(rows) else np.zeros(0, "u2")
-    names = pl.Series("names", [None, *rows.trigger_names], dtype=pl.String)
-    schema = TRANSITIONS_SCHEMA
+class _DerivedBatch:
+    """The derived rows of many traces (traces whose rows are all derived), kept as the
+    deriver's arrays and built into ONE frame at the end: no frame, no polars call and no
+    Python object per row or per trace, whatever the number of traces (a file of thousands of
+    short connections costs what one long connection of the same rows costs). Each column is
+    built in its final type; every trace gets its ``Init`` row at its first event."""
 
-    def constant(value: str | float | None, name: str) -> pl.Series:
-        return pl.repeat(value, n, dtype=schema[name], eager=True).alias(name)
+    def __init__(self) -> None:
+        self.times: list[Any] = []  # float64 buffers, one per trace (absolute times)
+        self.states: list[Any] = []  # uint8 buffers (index into STATE_CODES)
+        self.triggers: list[Any] = []  # uint16 buffers (index into the trace's own names)
+        self.lengths: list[int] = []  # rows per trace, its Init row not counted
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+        self.files: list[str] = []
+        self.traces: list[str] = []
+        self.vantages: list[str] = []
+        #: every trace's trigger names, one after the other (``name_offsets``: where each begins)
+        self.names: list[str] = []
+        self.name_offsets: list[int] = []
 
-    return pl.DataFrame(
-        [
-            constant(file, "file"),
-            constant(tid, "trace"),
-            constant(vantage, "vantage"),
-            pl.Series("time_ms", np.round(np.concatenate([[start], times]) - start, TIME_DECIMALS)),
-            pl.Series("state", np.concatenate([[0], codes]).astype(np.uint32)).replace_strict(
-                dict(enumerate(STATE_CODES)), return_dtype=schema["state"]
-            ),
-            constant(None, "raw_state"),
-            names.gather(np.concatenate([[0], triggers.astype(np.int64) + 1])).alias("trigger"),
-            constant("derived", "source"),
-            constant(end, "end_ms"),
-        ]
-    )
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def add(
+        self, file: str, tid: str, vantage: str, start: float, end: float, rows: CompactRows
+    ) -> None:
+        self.times.append(rows.times)
+        self.states.append(rows.states)
+        self.triggers.append(rows.triggers)
+        self.lengths.append(len(rows))
+        self.starts.append(start)
+        self.ends.append(end)
+        self.files.append(file)
+        self.traces.append(tid)
+        self.vantages.append(vantage)
+        self.name_offsets.append(len(self.names))
+        self.names.extend(rows.trigger_names)
+
+    def frame(self) -> pl.DataFrame:
+        """Every trace's rows, in the order the traces were added."""
+        schema = TRANSITIONS_SCHEMA
+        lengths = np.asarray(self.lengths, dtype=np.int64)
+        k, n = len(lengths), int(lengths.sum())
+        total = n + k  # each trace's Init row first
+        # the position of each trace's Init row; every other row is a derived one
+        firsts = np.zeros(k, dtype=np.int64)
+        np.cumsum(lengths[:-1] + 1, out=firsts[1:])
+        derived = np.ones(total, dtype=bool)
+        derived[firsts] = False
+        owner = np.repeat(np.arange(k, dtype=np.int64), lengths + 1)  # each row's trace
+
+        def joined(parts: list[Any], dtype: Any) -> np.ndarray:
+            return np.frombuffer(b"".join(parts), dtype=dtype)  # the buffers, one copy
+
+        starts = np.asarray(self.starts, dtype=np.float64)
+        times = np.empty(total, dtype=np.float64)
+        times[firsts] = starts
+        times[derived] = joined(self.times, np.float64)
+        time_ms = np.round(times - starts[owner], TIME_DECIMALS)
+        del times
+        codes = np.zeros(total, dtype=np.uint32)  # Init is code 0
+        codes[derived] = joined(self.states, np.uint8)
+        # each trace's trigger codes index its own names: mapped to one table of names
+        table: dict[str, int] = {}
+        lookup = np.asarray(
+            [table.setdefault(name, len(table) + 1) for name in self.names] or [0],
+            dtype=np.int64,
+        )
+        trigger = np.zeros(total, dtype=np.int64)  # 0: no trigger (the Init rows)
+        offsets = np.asarray(self.name_offsets, dtype=np.int64)
+        local = joined(self.triggers, np.uint16).astype(np.int64)
+        trigger[derived] = lookup[np.repeat(offsets, lengths) + local]
+        del local
+        names = pl.Series("trigger", [None, *table], dtype=schema["trigger"])
+
+        def per_trace(values: list[Any], name: str) -> pl.Series:
+            # one value per trace, in the column's type, repeated over the trace's rows
+            return pl.Series(name, values, dtype=schema[name]).gather(owner)
+
+        def constant(value: str | None, name: str) -> pl.Series:
+            return pl.repeat(value, total, dtype=schema[name], eager=True).alias(name)
+
+        return pl.DataFrame(
+            [
+                per_trace(self.files, "file"),
+                per_trace(self.traces, "trace"),
+                pl.Series("vantage", self.vantages, dtype=pl.String)
+                .cast(schema["vantage"])
+                .gather(owner),
+                pl.Series("time_ms", time_ms, dtype=pl.Float64),
+                pl.Series("state", codes).replace_strict(
+                    dict(enumerate(STATE_CODES)), return_dtype=schema["state"]
+                ),
+                constant(None, "raw_state"),
+                names.gather(trigger),
+                constant("derived", "source"),
+                pl.Series("end_ms", np.asarray(self.ends, dtype=np.float64)[owner]),
+            ]
+        )
 
 
 def _transition_rows(
@@ -375,7 +445,7 @@ def _transition_rows(
     *,
     states: str = HYBRID,
     profile: Profile | None = None,
-    frames: list[pl.DataFrame] | None = None,
+    batch: _DerivedBatch | None = None,
 ) -> None:
     file = str(loaded.path)
     tid = trace_id(file, trace.index)
@@ -446,9 +516,9 @@ def _transition_rows(
                     missing = ()  # none at all
                 diag.cannot_derive(tid, describe_states(missing), reason)
             compact = derivation.states
-            if not explicit and frames is not None and isinstance(compact, CompactRows):
-                # derived rows only: straight from the arrays into a frame
-                frames.append(_derived_frame(file, tid, trace.vantage, start, end, compact))
+            if not explicit and batch is not None and isinstance(compact, CompactRows):
+                # derived rows only: their arrays kept, the frame built once for all traces
+                batch.add(file, tid, trace.vantage, start, end, compact)
                 return
             chosen = merge_hybrid(explicit, list(compact), logged=logged or frozenset())
     add(0.0, "Init", None, None, "derived")
@@ -614,7 +684,7 @@ class _Transitions:
         self.profile = profile
         self.rows: dict[str, list[Any]] = {name: [] for name in TRANSITIONS_SCHEMA}
         self.tables: list[pl.DataFrame] = []
-        self.derived: list[pl.DataFrame] = []
+        self.derived = _DerivedBatch()
 
     def add(self, loaded: _Loaded, diag: Diagnostics) -> None:
         if loaded.table is not None:
@@ -629,7 +699,7 @@ class _Transitions:
                 diag,
                 states=self.mode,
                 profile=self.profile,
-                frames=self.derived,
+                batch=self.derived,
             )
 
     def frame(self) -> pl.DataFrame:
@@ -645,7 +715,9 @@ class _Transitions:
             }
         ).select([pl.col(c).cast(t) for c, t in TRANSITIONS_SCHEMA.items()])
         if self.tables or self.derived:
-            frame = pl.concat([frame, *self.derived, *self.tables])
+            derived = [self.derived.frame()] if self.derived else []
+            self.derived = _DerivedBatch()
+            frame = pl.concat([frame, *derived, *self.tables])
         return normalize_transitions(frame)
 
 

@@ -431,7 +431,9 @@ class SeqScanner:
         done: set[int],
         *,
         defer: bool = False,
-    ) -> None:
+    ) -> int:
+        """Decodes the records between the separators at ``buf[s]`` and ``buf[e]`` that hold
+        one of ``needles`` (once each: ``done``); returns how many hold one."""
         sep = self.sep
         starts: dict[int, int] = {}
         timer_only: dict[int, bool] = {}  # records found only by the timer needle
@@ -464,13 +466,23 @@ class SeqScanner:
                 self._pending.append((buf[rs + 1 : starts[rs]], offset))
                 continue
             self._decode_event(trace, buf[rs + 1 : starts[rs]], offset)
+        return len(starts)
 
     def _native_pass(
-        self, trace: TraceBuilder, scan: NativeScan, buf: Buffer, s: int, e: int, base: int
+        self,
+        trace: TraceBuilder,
+        scan: NativeScan,
+        buf: Buffer,
+        s: int,
+        e: int,
+        base: int,
+        no_states: bool = False,
     ) -> None:
         """The derive pass of :meth:`_decode_hits` done by the trace's native deriver: it
         visits the same records in the same order, and hands back each record it cannot
-        decode exactly as :meth:`_decode_event` would; that record is decoded here."""
+        decode exactly as :meth:`_decode_event` would; that record is decoded here.
+        ``no_states``: the state pass found no record with a state needle between ``s`` and
+        ``e`` (the native pass does not search for one again)."""
         sep = self.sep[0]
         pos = s
         while True:
@@ -483,6 +495,7 @@ class SeqScanner:
                 trace.latest,
                 trace.latest_of_others(),
                 trace.sink_wants(),
+                no_states,
             )
             if checked:
                 trace.set_latest(latest, latest_other)
@@ -539,7 +552,7 @@ class SeqScanner:
         # the records worth decoding, in file order: state events first; the events states are
         # derived from only while the trace has shown no explicit state (or metrics are wanted)
         done: set[int] = set()
-        self._decode_hits(trace, buf, s, e, base, STATE_NEEDLES, done)
+        states = self._decode_hits(trace, buf, s, e, base, STATE_NEEDLES, done)
         if trace.metrics_wanted() or (
             not self.want_metrics and not trace.states and not trace.discards()
         ):
@@ -547,7 +560,7 @@ class SeqScanner:
             # undecoded until the trace ends: decoded only if the trace never logs a state
             scan = trace.native_scan() if self.want_metrics else None
             if scan is not None:
-                self._native_pass(trace, scan, buf, s, e, base)
+                self._native_pass(trace, scan, buf, s, e, base, no_states=not states)
             else:
                 self._decode_hits(
                     trace, buf, s, e, base, DERIVE_NEEDLES, done, defer=not self.want_metrics

@@ -15,14 +15,15 @@
 //!   no record is visited twice;
 //! - the same rows however the region is read: resuming from the scan's cursor after each
 //!   hand-back or searching again from the record after it, in one region or split into two at
-//!   any separator (the reader's blocks), and with a fresh deriver each time (a re-read);
+//!   any separator (the reader's blocks), with a fresh deriver each time (a re-read), and, when
+//!   no record holds the explicit-state needle, told so (`scan_region`'s `no_states`);
 //! - the deriver's rows in time order, no state repeated, every trigger named.
 
 #![allow(dead_code)]
 
 use quicsm_native::deriver::{Cond, Deriver, Profile, Rule, Thresholds};
 use quicsm_native::record::decode;
-use quicsm_native::scan::{scan, Order};
+use quicsm_native::scan::{scan_region, Order};
 use quicsm_native::tables;
 
 /// The rule table of the derived-state path in the shape Python hands over (first match wins),
@@ -107,13 +108,15 @@ fn pass(
     scale: f64,
     mut order: Order,
     resume: bool,
+    no_states: bool,
     handed_back: &mut Vec<(usize, usize)>,
 ) -> (Order, u64) {
     let records = buf[pos..end].iter().filter(|&&b| b == sep).count() as u64; // separators after pos
     let mut visited = 0;
     let mut cursor = None;
     for _call in 0..=records + 1 {
-        let out = scan(d, buf, pos, end, sep, scale, order, true, if resume { cursor } else { None });
+        let from = if resume { cursor } else { None };
+        let out = scan_region(d, buf, pos, end, sep, scale, order, true, from, no_states);
         visited += out.visited;
         order = Order { checked: false, ..out.order };
         match out.fallback {
@@ -137,12 +140,25 @@ fn pass(
 }
 
 fn read(buf: &[u8], cuts: &[usize], sep: u8, scale: f64, resume: bool) -> Reading {
+    read_told(buf, cuts, sep, scale, resume, false)
+}
+
+/// [`read`], `no_states` passed to every call of the scan.
+fn read_told(
+    buf: &[u8],
+    cuts: &[usize],
+    sep: u8,
+    scale: f64,
+    resume: bool,
+    no_states: bool,
+) -> Reading {
     let mut d = deriver();
     let mut order = start();
     let mut handed_back = Vec::new();
     let mut visited = 0;
     for w in cuts.windows(2) {
-        let (o, v) = pass(&mut d, buf, w[0], w[1], sep, scale, order, resume, &mut handed_back);
+        let (o, v) =
+            pass(&mut d, buf, w[0], w[1], sep, scale, order, resume, no_states, &mut handed_back);
         order = o;
         visited += v;
     }
@@ -216,6 +232,10 @@ pub fn check(data: &[u8]) {
         assert_eq!(resumed, split, "split at {mid}: the rows differ from one region's");
         let again = read(&buf, &[0, end], sep, scale, true);
         assert_eq!(resumed, again, "a re-read differs");
+        if !buf.windows(tables::STATE_NEEDLE.len()).any(|w| w == tables::STATE_NEEDLE) {
+            let told = read_told(&buf, &[0, end], sep, scale, true, true);
+            assert_eq!(resumed, told, "told that no record holds a state: the rows differ");
+        }
         let times: Vec<f64> = resumed.times.iter().map(|&t| f64::from_bits(t)).collect();
         let names = resumed.trigger_names.len();
         assert_rows_invariants(&times, &resumed.states, &resumed.triggers, names);
