@@ -51,7 +51,9 @@ ROW = st.tuples(
 
 @settings(max_examples=200, deadline=None)
 @given(rows=st.lists(ROW, min_size=0, max_size=30), presort=st.booleans())
-def test_same_as_the_plain_algorithm(rows: list[tuple[str, float, str, float | None]], presort: bool) -> None:
+def test_same_as_the_plain_algorithm(
+    rows: list[tuple[str, float, str, float | None]], presort: bool
+) -> None:
     if presort:  # the fast path: already in order (Init first or not, repeats or not)
         rows = sorted(rows, key=lambda r: (r[0], r[1]))
     df = pl.DataFrame(

@@ -163,9 +163,7 @@ def _runs(df: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
 
 def _lacks_init(df: pl.DataFrame, firsts: np.ndarray) -> np.ndarray:
     """Whether each of the given first rows has a state other than Init (null: no)."""
-    return (
-        df.get_column("state").gather(firsts).ne("Init").fill_null(False).to_numpy().astype(bool)
-    )
+    return df.get_column("state").gather(firsts).ne("Init").fill_null(False).to_numpy().astype(bool)
 
 
 def _in_order(df: pl.DataFrame) -> bool:
