@@ -37,8 +37,8 @@ from polars.exceptions import PanicException as _PanicException
 from quicsm.core.aliases import canonical_state
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import QlogError, QuicsmError, out_of_memory, released
-from quicsm.core.frames import SOURCE_DTYPE, TRANSITIONS_SCHEMA, VANTAGE_DTYPE
-from quicsm.core.states import CANONICAL_STATES, UNKNOWN
+from quicsm.core.frames import TRANSITIONS_SCHEMA
+from quicsm.core.states import STATE_DTYPE, UNKNOWN
 from quicsm.qlog.events import MAX_MAGNITUDE
 
 REQUIRED: Final[tuple[str, ...]] = ("trace", "time_ms", "state")
@@ -348,6 +348,9 @@ def _rows(
             "a number in end_ms",
             pl.col("end_ms").is_not_null() & ~_plausible(pl.col("end_ms")).fill_null(False),
         )
+    bad = pl.any_horizontal([expr.fill_null(True) for _, expr in checks.values()])
+    if not strings.select(bad.any()).item():  # every row valid (the usual case): no copy
+        return strings.drop("_row")
     flags = strings.with_columns(
         [expr.fill_null(True).alias(f"_bad_{c}") for c, (_, expr) in checks.items()]
     )
@@ -370,70 +373,79 @@ def _finish(parts: list[pl.DataFrame]) -> pl.DataFrame:
     """Every chunk's rows; ``end_ms`` is the same on every row of a trace: the largest given
     ``end_ms``, or the trace's last time when some row gives none.
 
-    One group-by over the traces and a join back (a nested window over the traces cost time
-    superlinear in their number: 44 s at a million traces)."""
+    Per trace means per group of :func:`trace_groups`: runs of rows when the table lists its
+    traces one after another (no hashing of the ids), a window over integer ids otherwise (a
+    nested window over the ids themselves cost time superlinear in their number: 44 s at a
+    million traces)."""
     if not parts:
         return pl.DataFrame(schema=TRANSITIONS_SCHEMA)
     frame = pl.concat(parts) if len(parts) > 1 else parts[0]
-    end = pl.col("end_ms").max()
-    per_trace = frame.group_by("trace").agg(
-        pl.when(pl.col("end_ms").null_count() > 0)
-        .then(pl.max_horizontal(end, pl.col("time_ms").max()))
-        .otherwise(end)
-        .alias("_end")
-    )
-    return (
-        frame.join(per_trace, on="trace", how="left", maintain_order="left")
-        .with_columns(pl.col("_end").alias("end_ms"))
-        .drop("_end")
-    )
+    group = trace_groups(frame.get_column("trace"))
+    last = pl.col("time_ms").max().over(group)
+    if frame.get_column("end_ms").null_count() == frame.height:  # no end_ms given (usual)
+        end = last
+    else:
+        given = pl.col("end_ms").max().over(group)
+        end = (
+            pl.when(pl.col("end_ms").null_count().over(group) > 0)
+            .then(pl.max_horizontal(given, last))
+            .otherwise(given)
+        )
+    return frame.with_columns(end.alias("end_ms"))
+
+
+def trace_groups(trace: pl.Series) -> pl.Series:
+    """An integer id per row, the same for the rows of one trace and different between traces:
+    the run of the row when every trace's rows are one run (a table sorted by trace, or listing
+    its traces one after another in any order), else the first row of its trace."""
+    runs = trace.rle_id()
+    if trace.len() < 2 or trace.null_count():
+        return runs.rename("_group")
+    starts = (runs.diff(null_behavior="ignore").fill_null(1) != 0).arg_true()
+    firsts = trace.gather(starts)
+    if (firsts.slice(1) > firsts.slice(0, firsts.len() - 1)).all():
+        return runs.rename("_group")  # runs of strictly increasing ids: one run per trace
+    if firsts.n_unique() == firsts.len():
+        return runs.rename("_group")  # every run a trace of its own
+    frame = trace.to_frame("trace").with_row_index("_group")
+    return frame.select(pl.col("_group").first().over("trace")).to_series()
 
 
 def _typed(path: Path, good: pl.DataFrame, diagnostics: Diagnostics) -> pl.DataFrame:
     """The valid rows of one chunk in the transitions schema (compact dtypes at once: a large
-    table is never held as text)."""
-    # each distinct name is mapped once (no Python object per row: memory follows the frame)
-    counts = good["state"].value_counts()
-    mapping: dict[str, str] = {}
-    for name, n in counts.iter_rows():
-        state = name if name in CANONICAL_STATES else canonical_state(name)
-        if state == UNKNOWN and name != UNKNOWN:
-            diagnostics.unknown_states[name] += n
-        mapping[name] = state
-    states = good["state"].replace_strict(mapping, return_dtype=pl.String)
-    # the raw name is always kept: the given raw_state, else the state as written
-    raw_state = (
-        good["raw_state"].fill_null(good["state"]) if "raw_state" in good.columns else good["state"]
-    )
-    n = good.height
+    table is never held as text), built by one ``select``."""
+    names = good.get_column("state")
+    states = names.cast(STATE_DTYPE, strict=False)  # canonical names (the usual case) as they are
+    if states.null_count():  # aliases and unknown names: each distinct one mapped once
+        at = states.is_null().arg_true()
+        others = names.gather(at)
+        mapping: dict[str, str] = {}
+        for name, n in others.value_counts().iter_rows():
+            state = canonical_state(name)
+            if state == UNKNOWN and name != UNKNOWN:
+                diagnostics.unknown_states[name] += n
+            mapping[name] = state
+        states = states.scatter(at, others.replace_strict(mapping, return_dtype=STATE_DTYPE))
+    schema = TRANSITIONS_SCHEMA
+
+    def given(name: str, default: str | None) -> pl.Expr:
+        if name not in good.columns:
+            return pl.lit(default, schema[name])
+        column = pl.col(name)
+        return (column if default is None else column.fill_null(default)).cast(schema[name])
+
     columns = {
-        "file": good["file"] if "file" in good.columns else pl.repeat(str(path), n, eager=True),
-        "trace": good["trace"],
-        "vantage": (
-            good["vantage"].fill_null("unknown")
-            if "vantage" in good.columns
-            else pl.repeat("unknown", n, eager=True)
-        ),
-        "time_ms": good["time_ms"].cast(pl.Float64),
-        "state": states,
-        "raw_state": raw_state,
-        "trigger": good["trigger"]
-        if "trigger" in good.columns
-        else pl.repeat(None, n, dtype=pl.String, eager=True),
-        "source": (
-            good["source"].fill_null("explicit")
-            if "source" in good.columns
-            else pl.repeat("explicit", n, eager=True)
-        ),
+        "file": given("file", str(path)),
+        "trace": pl.col("trace").cast(schema["trace"]),
+        "vantage": given("vantage", "unknown"),
+        "time_ms": pl.col("time_ms").cast(pl.Float64),
+        "state": pl.lit(states),
+        # the raw name is always kept: the given raw_state, else the state as written
+        "raw_state": pl.col("raw_state").fill_null(pl.col("state")).cast(schema["raw_state"])
+        if "raw_state" in good.columns
+        else pl.col("state").cast(schema["raw_state"]),
+        "trigger": given("trigger", None),
+        "source": given("source", "explicit"),
+        "end_ms": given("end_ms", None),
     }
-    frame = pl.DataFrame(columns)
-    end = (
-        good["end_ms"].cast(pl.Float64)
-        if "end_ms" in good.columns
-        else pl.repeat(None, n, dtype=pl.Float64, eager=True)
-    )
-    frame = frame.with_columns(end.alias("end_ms"))
-    frame = frame.with_columns(
-        pl.col("vantage").cast(VANTAGE_DTYPE), pl.col("source").cast(SOURCE_DTYPE)
-    )
-    return frame.select([pl.col(c).cast(t) for c, t in TRANSITIONS_SCHEMA.items()])
+    return good.select(**{name: columns[name] for name in schema})
