@@ -69,7 +69,7 @@ from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
 from quicsm.qlog.events import MetricEvent
 from quicsm.qlog.paths import PathLike, expand_paths
 from quicsm.qlog.source import CSV, PARQUET, FileRead, read_qlog, without_bom
-from quicsm.qlog.tabular import read_table, trace_labels
+from quicsm.qlog.tabular import read_table, trace_labels, trace_summary
 from quicsm.qlog.trace import Discard, MetricSink, TraceBuilder, TraceData
 
 __all__ = [
@@ -999,9 +999,7 @@ def _trace_rows(loaded: _Loaded, rows: dict[str, list[Any]]) -> None:
     """The rows of :func:`read_traces` for one loaded file."""
     file = str(loaded.path)
     if loaded.table is not None:
-        summary = loaded.table.group_by("trace", maintain_order=True).agg(
-            pl.col("vantage").first(), pl.len().alias("n"), pl.col("end_ms").max()
-        )
+        summary = trace_summary(loaded.table)
         # column by column: a table may hold a million traces; the labels are the file's,
         # with each trace's own label columns (only tables that have some)
         n = summary.height

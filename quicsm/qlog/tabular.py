@@ -404,11 +404,29 @@ def trace_groups(trace: pl.Series) -> pl.Series:
     starts = (runs.diff(null_behavior="ignore").fill_null(1) != 0).arg_true()
     firsts = trace.gather(starts)
     if (firsts.slice(1) > firsts.slice(0, firsts.len() - 1)).all():
-        return runs.rename("_group")  # runs of strictly increasing ids: one run per trace
+        return runs.rename("_group")  # runs of increasing ids: one run per trace
     if firsts.n_unique() == firsts.len():
         return runs.rename("_group")  # every run a trace of its own
     frame = trace.to_frame("trace").with_row_index("_group")
     return frame.select(pl.col("_group").first().over("trace")).to_series()
+
+
+def trace_summary(table: pl.DataFrame) -> pl.DataFrame:
+    """One row per trace of a table read by :func:`read_table`, in the order of its first row:
+    ``trace``, its first ``vantage``, its rows ``n`` and its largest ``end_ms`` (grouped by
+    :func:`trace_groups`: integers, not the ids)."""
+    group = trace_groups(table.get_column("trace"))
+    return (
+        table.select("trace", "vantage", "end_ms", group)
+        .group_by("_group", maintain_order=True)
+        .agg(
+            pl.col("trace").first(),
+            pl.col("vantage").first(),
+            pl.len().alias("n"),
+            pl.col("end_ms").max(),
+        )
+        .drop("_group")
+    )
 
 
 def _typed(path: Path, good: pl.DataFrame, diagnostics: Diagnostics) -> pl.DataFrame:
