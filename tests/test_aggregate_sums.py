@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal, assert_series_equal
 
 from quicsm.core.states import CANONICAL_STATES, STATE_DTYPE
-from quicsm.engine.aggregate import DWELL_COUNTS_SCHEMA, Aggregate, _value_counts, merge_all
+from quicsm.engine.aggregate import (
+    DWELL_COUNTS_SCHEMA,
+    Aggregate,
+    _sequences,
+    _value_counts,
+    merge_all,
+)
 from quicsm.stats.descriptive import Visits
 from quicsm.testing.synthetic import generate_transitions
 
@@ -96,3 +102,45 @@ def test_merging_leaves_the_parts_as_they_were(seed: int, cuts: list[int]) -> No
         one_by_one = one_by_one.merge(p)
     assert snapshot(merged) == snapshot(one_by_one)
     assert snapshot(merge_all([merged, Aggregate.of(df.head(0))])) == snapshot(merged)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    traces=st.lists(
+        st.tuples(
+            st.sampled_from([[1], [1, 2], [1, 2, 3] * 5, [1, 2, 3] * 6, [2] * 17, [1, 3, 5, 7]]),
+            st.integers(0, 3),  # a tail of this many more codes
+            st.floats(0, 100, allow_nan=False),
+        ),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_distinct_sequences_are_those_of_the_traces(
+    traces: list[tuple[list[int], int, float]],
+) -> None:
+    """Short sequences (compared packed into integers) and long ones (compared as lists) alike:
+    every distinct sequence once, in the order of its first trace, with its traces' count and
+    time per position summed in trace order."""
+    codes: list[int] = []
+    dwell: list[float] = []
+    first: list[bool] = []
+    expected: dict[bytes, tuple[int, list[float]]] = {}
+    for i, (head, tail, ms) in enumerate(traces):
+        seq = [*head, *[(i + j) % 13 for j in range(tail)]]
+        times = [ms * (p + 1) for p in range(len(seq))]
+        codes += seq
+        dwell += times
+        first += [True] + [False] * (len(seq) - 1)
+        weight, sums = expected.get(bytes(seq), (0, [0.0] * len(seq)))
+        expected[bytes(seq)] = (weight + 1, [a + b for a, b in zip(sums, times, strict=True)])
+    got = _sequences(
+        np.cumsum(first) - 1,
+        np.array(codes, dtype=np.uint8),
+        np.array(dwell, dtype=np.float64),
+        np.array(first, dtype=bool),
+    )
+    assert list(got) == list(expected)
+    for key, (weight, sums) in expected.items():
+        assert got[key].weight == weight
+        assert got[key].dwell_ms.tolist() == sums

@@ -344,9 +344,18 @@ def _grouped(counts: list[pl.DataFrame]) -> pl.DataFrame:
 def _value_counts(code: np.ndarray, dwell: np.ndarray) -> pl.DataFrame:
     """How often each (state code, dwell time) occurs, sorted by code, then dwell: what a
     group-by and sort of the pairs gives (equal times grouped, -0.0 with 0.0, the first one's
-    value kept), by one stable sort instead of a hash group-by."""
-    order = np.lexsort((dwell, code))  # stable: equal pairs keep their order
-    code, dwell = code[order], dwell[order]
+    value kept), by sorting instead of a hash group-by: a radix sort of the codes, then each
+    state's values sorted (no permutation: equal values are alike, unless -0.0 meets 0.0)."""
+    if np.any((dwell == 0) & np.signbit(dwell)):  # -0.0 and 0.0: the first one's kept
+        order = np.lexsort((dwell, code))  # stable: equal pairs keep their order
+        code, dwell = code[order], dwell[order]
+    else:  # equal values are alike: each state's values sorted, no permutation of them
+        order = np.argsort(code, kind="stable")  # a radix sort of one-byte codes
+        code, dwell = code[order], dwell[order]
+        bounds = np.searchsorted(code, np.arange(_N_STATES + 1))
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+            if hi - lo > 1:
+                dwell[lo:hi] = np.sort(dwell[lo:hi])
     n = len(code)
     new = np.ones(n, dtype=bool)
     new[1:] = (code[1:] != code[:-1]) | (dwell[1:] != dwell[:-1])
@@ -370,44 +379,63 @@ def merge_all(parts: Iterable[Aggregate]) -> Aggregate:
     return merger.result()
 
 
+#: a sequence of at most this many states is packed into one integer (4 bits a state, and
+#: its length): sequences are compared as integers, exactly
+_PACKED: Final[int] = 15
+assert _N_STATES <= 16
+
+
 def _sequences(
     tid: np.ndarray, code: np.ndarray, dwell: np.ndarray, first: np.ndarray
 ) -> dict[bytes, DistinctTrace]:
-    """Distinct sequences of a Visits frame (rows grouped by trace, in time order)."""
+    """Distinct sequences of a Visits frame (rows grouped by trace, in time order), in the
+    order of the first trace that has each."""
+    n = len(tid)
     starts = np.flatnonzero(first)
-    lengths = np.diff(np.append(starts, len(tid)))
-    row_trace = np.repeat(np.arange(len(starts), dtype=np.int64), lengths)
-    seqs = (
-        pl.DataFrame({"tid": row_trace, "code": code})
-        .group_by("tid", maintain_order=True)
-        .agg(pl.col("code").alias("seq"))
-        .group_by("seq", maintain_order=True)
-        .agg(pl.col("tid"))
-    )
+    lengths = np.diff(np.append(starts, n))
+    n_traces = len(starts)
+    row_trace = np.repeat(np.arange(n_traces, dtype=np.int64), lengths)
+    position = np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)
+    # each trace's class: its packed sequence (short ones) or a group of its list of codes
+    short = lengths <= _PACKED
+    shift = (np.minimum(position, _PACKED) * 4).astype(np.uint64)
+    packed = np.add.reduceat(code.astype(np.uint64) << shift, starts) if n else np.zeros(0)
+    packed = packed.astype(np.uint64) | (lengths.astype(np.uint64) << np.uint64(4 * _PACKED))
+    klass = np.empty(n_traces, dtype=np.int64)
+    _, inverse = np.unique(packed[short], return_inverse=True)
+    klass[short] = inverse
+    if not short.all():  # longer sequences: grouped as lists of codes
+        long_rows = ~short[row_trace]
+        groups = (
+            pl.DataFrame({"tid": row_trace[long_rows], "code": code[long_rows]})
+            .group_by("tid", maintain_order=True)
+            .agg(pl.col("code").alias("seq"))
+            .select(pl.col("seq").rank("dense").cast(pl.Int64))
+            .to_series()
+            .to_numpy()
+        )
+        klass[~short] = (int(inverse.max()) + 1 if len(inverse) else 0) + groups
+    # classes renumbered in the order of their first trace
+    classes, first_trace, seq_of_trace = np.unique(klass, return_index=True, return_inverse=True)
+    order = np.argsort(first_trace, kind="stable")
+    rank = np.empty(len(classes), dtype=np.int64)
+    rank[order] = np.arange(len(classes))
+    seq_of_trace = rank[seq_of_trace.ravel()]
+    first_trace = first_trace[order]
+    weights = np.bincount(seq_of_trace, minlength=len(classes))
     # time at each position of each distinct sequence, summed over its traces in trace order
     # (one bincount over every row: it adds in row order, as a sum over the traces would)
-    n_seq = seqs.height
-    tids = seqs.get_column("tid")
-    seq_of_trace = np.empty(len(starts), dtype=np.int64)
-    seq_of_trace[tids.explode().to_numpy()] = np.repeat(
-        np.arange(n_seq, dtype=np.int64), tids.list.len().to_numpy()
-    )
-    weights = tids.list.len().to_numpy().astype(np.int64)
-    seq_len = lengths[tids.list.first().to_numpy()]
+    seq_len = lengths[first_trace]
     seq_start = np.cumsum(seq_len) - seq_len
-    slot = seq_start[seq_of_trace][row_trace] + (
-        np.arange(len(tid), dtype=np.int64) - np.repeat(starts, lengths)
-    )
+    slot = seq_start[seq_of_trace][row_trace] + position
     sums = np.bincount(slot, weights=dwell, minlength=int(seq_len.sum()))
+    codes = code.astype(np.uint8, copy=False)
     out: dict[bytes, DistinctTrace] = {}
-    for seq, w, s0, n in zip(
-        seqs.get_column("seq").to_list(),
-        weights.tolist(),
-        seq_start.tolist(),
-        seq_len.tolist(),
-        strict=True,
+    for t, w, s0, m in zip(
+        first_trace.tolist(), weights.tolist(), seq_start.tolist(), seq_len.tolist(), strict=True
     ):
-        out[bytes(seq)] = DistinctTrace(w, sums[s0 : s0 + n].copy())
+        row = int(starts[t])
+        out[codes[row : row + m].tobytes()] = DistinctTrace(w, sums[s0 : s0 + m].copy())
     return out
 
 
