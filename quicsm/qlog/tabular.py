@@ -77,6 +77,11 @@ class _LineEnds:
 
     def scan(self, data: bytes) -> None:
         for lo in range(0, len(data), _SCAN_BYTES):
+            hi = min(lo + _SCAN_BYTES, len(data))
+            plain = not self.odd and self.max_line_bytes >= _SCAN_BYTES
+            if plain and data.find(b'"', lo, hi) < 0:
+                self._plain(data, lo, hi)  # no quote: every line feed ends a line
+                continue
             view = np.frombuffer(
                 data, dtype=np.uint8, count=min(_SCAN_BYTES, len(data) - lo), offset=lo
             )
@@ -99,6 +104,21 @@ class _LineEnds:
             self.size += len(view)
             if self.size - self.last > self.max_line_bytes:
                 raise _TooLong(self.size - self.last)
+
+    def _plain(self, data: bytes, lo: int, hi: int) -> None:
+        """:meth:`scan` of a stretch without quotes: only its first and last line feeds count
+        (the lines between them are shorter than the stretch, so than ``max_line_bytes``)."""
+        first = data.find(b"\n", lo, hi)
+        if first >= 0:
+            if first + 1 - lo + self.size - self.last > self.max_line_bytes:
+                raise _TooLong(first + 1 - lo + self.size - self.last)
+            self.last = data.rfind(b"\n", lo, hi) + 1 - lo + self.size
+            base = self.cuts[-1] if self.cuts else 0
+            if self.last - base >= self.chunk_bytes:
+                self.cuts.append(self.last)
+        self.size += hi - lo
+        if self.size - self.last > self.max_line_bytes:
+            raise _TooLong(self.size - self.last)
 
     def take(self) -> int:
         """The end of the text to yield now (0: none yet); offsets restart after it."""
