@@ -14,6 +14,7 @@ from quicsm.core.states import CANONICAL_STATES, STATE_DTYPE
 from quicsm.engine.aggregate import (
     DWELL_COUNTS_SCHEMA,
     Aggregate,
+    Sequences,
     _sequences,
     _value_counts,
     merge_all,
@@ -139,8 +140,34 @@ def test_distinct_sequences_are_those_of_the_traces(
         np.array(codes, dtype=np.uint8),
         np.array(dwell, dtype=np.float64),
         np.array(first, dtype=bool),
-    )
+    ).as_dict()
     assert list(got) == list(expected)
     for key, (weight, sums) in expected.items():
         assert got[key].weight == weight
         assert got[key].dwell_ms.tolist() == sums
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    sequences=st.lists(
+        st.lists(st.integers(0, len(CANONICAL_STATES) - 1), min_size=1, max_size=20),
+        min_size=1,
+        max_size=20,
+        unique_by=tuple,
+    )
+)
+def test_sequences_in_byte_order_are_sorted_as_bytes(sequences: list[list[int]]) -> None:
+    """Node times add the sequences' times in the order of their codes as bytes (a prefix
+    first): the flat sort gives that order, weights and times moved along."""
+    flat = Sequences(
+        np.array([c for s in sequences for c in s], dtype=np.uint8),
+        np.array([len(s) for s in sequences], dtype=np.int64),
+        np.arange(1, len(sequences) + 1, dtype=np.int64),
+        np.arange(sum(map(len, sequences)), dtype=np.float64),
+    )
+    expected = dict(sorted(flat.as_dict().items()))
+    got = flat.in_byte_order().as_dict()
+    assert list(got) == list(expected)
+    assert {k: (v.weight, v.dwell_ms.tolist()) for k, v in got.items()} == {
+        k: (v.weight, v.dwell_ms.tolist()) for k, v in expected.items()
+    }

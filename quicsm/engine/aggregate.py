@@ -60,6 +60,66 @@ class DistinctTrace:
     dwell_ms: np.ndarray  # float64, one entry per position
 
 
+@dataclass(frozen=True)
+class Sequences:
+    """Distinct state sequences as flat arrays (no object per sequence): ``codes`` (UInt8, of
+    STATE_DTYPE) one sequence after another, ``lengths``, ``weights`` (traces that had each)
+    and ``dwell_ms`` (their time at each position, summed; aligned with ``codes``)."""
+
+    codes: np.ndarray
+    lengths: np.ndarray
+    weights: np.ndarray
+    dwell_ms: np.ndarray
+
+    @classmethod
+    def empty(cls) -> Sequences:
+        return cls(np.zeros(0, np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def as_dict(self) -> dict[bytes, DistinctTrace]:
+        """Sequence (codes as bytes) -> its weight and summed times, in this order."""
+        out: dict[bytes, DistinctTrace] = {}
+        start = 0
+        for n, w in zip(self.lengths.tolist(), self.weights.tolist(), strict=True):
+            out[self.codes[start : start + n].tobytes()] = DistinctTrace(
+                w, self.dwell_ms[start : start + n].copy()
+            )
+            start += n
+        return out
+
+    def in_byte_order(self) -> Sequences:
+        """The sequences sorted as their codes compare as bytes (a prefix before the
+        sequences it starts)."""
+        if len(self) < 2:
+            return self
+        seq = (
+            pl.DataFrame({"s": _sequence_ids(self.lengths), "c": self.codes})
+            .group_by("s", maintain_order=True)
+            .agg("c")
+            .get_column("c")
+        )
+        order = seq.arg_sort().to_numpy()
+        rows = _rows_of(self.lengths, order)
+        return Sequences(
+            self.codes[rows], self.lengths[order], self.weights[order], self.dwell_ms[rows]
+        )
+
+
+def _sequence_ids(lengths: np.ndarray) -> np.ndarray:
+    return np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+
+
+def _rows_of(lengths: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """The rows of the sequences ``order`` picks, in that order."""
+    starts = np.cumsum(lengths) - lengths
+    picked = lengths[order]
+    return np.repeat(starts[order] - (np.cumsum(picked) - picked), picked) + np.arange(
+        int(picked.sum()), dtype=np.int64
+    )
+
+
 def _zeros(n: int, dtype: type = np.int64) -> np.ndarray:
     return np.zeros(n, dtype=dtype)
 
@@ -88,8 +148,13 @@ class Aggregate:
     dwell_counts: pl.DataFrame = field(
         default_factory=lambda: pl.DataFrame(schema=DWELL_COUNTS_SCHEMA)
     )
-    #: distinct sequence (state codes as bytes) -> its weight and summed times
-    sequences: dict[bytes, DistinctTrace] = field(default_factory=dict)
+    #: the distinct sequences with their weights and summed times
+    distinct_sequences: Sequences = field(default_factory=Sequences.empty)
+
+    @property
+    def sequences(self) -> dict[bytes, DistinctTrace]:
+        """The distinct sequences as a dict: state codes as bytes -> weight and summed times."""
+        return self.distinct_sequences.as_dict()
 
     # -- construction --------------------------------------------------------------------------
 
@@ -126,55 +191,19 @@ class Aggregate:
             source_snn=c.snn.astype(np.float64),
             source_m=c.m.astype(np.float64),
             dwell_counts=_value_counts(code, dwell),
-            sequences=_sequences(tid, code, dwell, first),
+            distinct_sequences=_sequences(tid, code, dwell, first),
         )
 
     def merge(self, other: Aggregate) -> Aggregate:
         """The aggregate of both sets of traces (``self``'s first: floats are added in order)."""
-        sequences = {
-            k: DistinctTrace(s.weight, s.dwell_ms.copy()) for k, s in self.sequences.items()
-        }
-        for key, seq in other.sequences.items():
-            mine = sequences.get(key)
-            if mine is None:
-                sequences[key] = DistinctTrace(seq.weight, seq.dwell_ms.copy())
-            else:
-                mine.weight += seq.weight
-                mine.dwell_ms += seq.dwell_ms
-        counts = (
-            pl.concat([self.dwell_counts, other.dwell_counts])
-            .group_by("code", "dwell_ms")
-            .agg(pl.col("count").sum())
-            .sort("code", "dwell_ms")
-            .cast(DWELL_COUNTS_SCHEMA)  # type: ignore[arg-type]
-        )
-        return Aggregate(
-            traces=self.traces + other.traces,
-            visits=self.visits + other.visits,
-            positive=self.positive + other.positive,
-            duration_ms=self.duration_ms + other.duration_ms,
-            state_visits=self.state_visits + other.state_visits,
-            state_ms=self.state_ms + other.state_ms,
-            state_share=self.state_share + other.state_share,
-            state_traces=self.state_traces + other.state_traces,
-            state_censored=self.state_censored + other.state_censored,
-            pair_count=self.pair_count + other.pair_count,
-            pair_traces=self.pair_traces + other.pair_traces,
-            pair_syy=self.pair_syy + other.pair_syy,
-            pair_syn=self.pair_syn + other.pair_syn,
-            source_n=self.source_n + other.source_n,
-            source_snn=self.source_snn + other.source_snn,
-            source_m=self.source_m + other.source_m,
-            dwell_counts=counts,
-            sequences=sequences,
-        )
+        return merge_all([self, other])
 
     # -- views ---------------------------------------------------------------------------------
 
     @property
     def distinct(self) -> int:
         """Number of distinct state sequences (the size of the trace set inference runs on)."""
-        return len(self.sequences)
+        return len(self.distinct_sequences)
 
     def stats(self) -> Stats:
         """The statistics :func:`quicsm.stats.descriptive.compute_stats` gives for the traces."""
@@ -226,43 +255,32 @@ class Aggregate:
         out = pl.DataFrame(rows, schema=list(DWELL_SUMMARY_SCHEMA), orient="row")
         return out.cast(DWELL_SUMMARY_SCHEMA)  # type: ignore[arg-type]
 
-    def _ordered(self) -> tuple[list[bytes], tuple[str, ...], np.ndarray]:
-        """Distinct sequences in a fixed order, the labels present and the code remapping."""
-        keys = sorted(self.sequences)
+    def event_log(self) -> EventLog:
+        """The deduplicated, weighted trace set as an :class:`EventLog` — the same log
+        :meth:`EventLog.from_transitions` builds from all the traces."""
+        seqs = self.distinct_sequences
+        if not len(seqs):
+            return EventLog.from_codes((), [], [])
         present = np.flatnonzero(self.state_visits)
         labels = tuple(CANONICAL_STATES[i] for i in present)
         lookup = np.full(_N_STATES, -1, dtype=np.int64)
         lookup[present] = np.arange(len(present))
-        return keys, labels, lookup
-
-    def event_log(self) -> EventLog:
-        """The deduplicated, weighted trace set as an :class:`EventLog` — the same log
-        :meth:`EventLog.from_transitions` builds from all the traces."""
-        keys, labels, lookup = self._ordered()
-        if not keys:
-            return EventLog.from_codes((), [], [])
-        flat = np.frombuffer(b"".join(keys), dtype=np.uint8)
-        lengths = np.array(list(map(len, keys)), dtype=np.int64)
-        weights = np.fromiter(
-            (self.sequences[k].weight for k in keys), dtype=np.int64, count=len(keys)
-        )
-        return EventLog.from_codes(labels, lookup[flat], lengths, weights=weights)
+        # the log sorts and merges its traces itself: their order here does not matter
+        return EventLog.from_codes(labels, lookup[seqs.codes], seqs.lengths, weights=seqs.weights)
 
     def node_times(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame | None:
         """:func:`quicsm.model.replay.node_times` on the weighted trace set: each distinct
-        sequence is replayed once and its visits count with their weight and summed time."""
-        keys = sorted(self.sequences)
-        if not keys:
+        sequence is replayed once and its visits count with their weight and summed time
+        (sequences in byte order, so the sums are added in one fixed order)."""
+        seqs = self.distinct_sequences.in_byte_order()
+        if not len(seqs):
             return None
-        lengths = np.array(list(map(len, keys)), dtype=np.int64)
-        codes = np.frombuffer(b"".join(keys), dtype=np.uint8)
+        lengths, codes = seqs.lengths, seqs.codes
         node = replay(Visits.of_sequences(codes, lengths), nodes, edges)
         if node is None:
             return None
-        weight = np.repeat(
-            np.fromiter((self.sequences[k].weight for k in keys), dtype=np.float64), lengths
-        )
-        dwell = np.concatenate([self.sequences[k].dwell_ms for k in keys])
+        weight = np.repeat(seqs.weights.astype(np.float64), lengths)
+        dwell = seqs.dwell_ms
         n_nodes = nodes.height
         counts = np.bincount(node, weights=weight, minlength=n_nodes)
         expected = np.zeros(n_nodes, dtype=np.float64)
@@ -291,44 +309,49 @@ _SUMMED = (
 
 class Merger:
     """Adds aggregates one at a time, in order (what :func:`merge_all` does), so a driver can
-    fold results in as they arrive and keep none of them."""
+    fold results in as they arrive and keep none of them (their distinct sequences are merged
+    every so often, as one group-by)."""
 
     def __init__(self) -> None:
         self._out = Aggregate()
-        self._sequences: dict[bytes, DistinctTrace] = {}
-        #: sequences whose entry is the merger's own (the others are a part's, shared until
-        #: they must change: a part is never changed, and one part is not copied at all)
-        self._own: set[bytes] = set()
+        self._sequences: list[Sequences] = []
+        self._pending = 0
         self._counts: list[pl.DataFrame] = []
 
     def add(self, part: Aggregate) -> None:
         out = self._out
         for name in _SUMMED:
             setattr(out, name, getattr(out, name) + getattr(part, name))
-        own = self._own
-        for key, seq in part.sequences.items():
-            mine = self._sequences.get(key)
-            if mine is None:
-                self._sequences[key] = seq
-            elif key in own:
-                mine.weight += seq.weight
-                mine.dwell_ms += seq.dwell_ms
-            else:
-                self._sequences[key] = DistinctTrace(
-                    mine.weight + seq.weight, mine.dwell_ms + seq.dwell_ms
-                )
-                own.add(key)
+        self._sequences.append(part.distinct_sequences)
+        self._pending += len(part.distinct_sequences.codes)
+        if len(self._sequences) >= 64 and self._pending >= 4 * len(self._sequences[0].codes):
+            self._sequences = [_merged(self._sequences)]  # keep the pending sequences small
+            self._pending = len(self._sequences[0].codes)
         self._counts.append(part.dwell_counts)
         if len(self._counts) >= 64:  # keep the pending value counts small
             self._counts = [_grouped(self._counts)]
 
     def result(self) -> Aggregate:
-        self._out.sequences = self._sequences
+        if len(self._sequences) == 1:  # one part's sequences are distinct already
+            self._out.distinct_sequences = self._sequences[0]
+        elif self._sequences:
+            self._out.distinct_sequences = _merged(self._sequences)
         if len(self._counts) == 1:  # one part's value counts are grouped and sorted already
             self._out.dwell_counts = self._counts[0]
         elif self._counts:
             self._out.dwell_counts = _grouped(self._counts)
         return self._out
+
+
+def _merged(parts: list[Sequences]) -> Sequences:
+    """The distinct sequences of parts taken together, in the order of their first part (and
+    place in it), the times of a sequence added in part order."""
+    return _distinct(
+        np.concatenate([p.codes for p in parts]),
+        np.concatenate([p.lengths for p in parts]),
+        np.concatenate([p.weights for p in parts]),
+        np.concatenate([p.dwell_ms for p in parts]),
+    )
 
 
 def _grouped(counts: list[pl.DataFrame]) -> pl.DataFrame:
@@ -387,56 +410,62 @@ assert _N_STATES <= 16
 
 def _sequences(
     tid: np.ndarray, code: np.ndarray, dwell: np.ndarray, first: np.ndarray
-) -> dict[bytes, DistinctTrace]:
+) -> Sequences:
     """Distinct sequences of a Visits frame (rows grouped by trace, in time order), in the
     order of the first trace that has each."""
-    n = len(tid)
     starts = np.flatnonzero(first)
-    lengths = np.diff(np.append(starts, n))
-    n_traces = len(starts)
-    row_trace = np.repeat(np.arange(n_traces, dtype=np.int64), lengths)
-    position = np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)
-    # each trace's class: its packed sequence (short ones) or a group of its list of codes
+    lengths = np.diff(np.append(starts, len(tid)))
+    return _distinct(code, lengths, np.ones(len(starts), dtype=np.int64), dwell)
+
+
+def _distinct(
+    code: np.ndarray, lengths: np.ndarray, weights: np.ndarray, dwell: np.ndarray
+) -> Sequences:
+    """The distinct sequences among sequences given flat (``code`` and ``dwell`` one sequence
+    after another, ``lengths``, ``weights``): each once, in the order of its first copy, with
+    the weights added and the times at each position summed in the order given."""
+    n = len(code)
+    n_traces = len(lengths)
+    if n_traces == 0:
+        return Sequences.empty()
+    starts = np.cumsum(lengths) - lengths
+    row_trace = _sequence_ids(lengths)
+    position = np.arange(n, dtype=np.int64) - starts[row_trace]
+    # each sequence's class: its packed codes (short ones) or a group of its list of codes
     short = lengths <= _PACKED
     shift = (np.minimum(position, _PACKED) * 4).astype(np.uint64)
-    packed = np.add.reduceat(code.astype(np.uint64) << shift, starts) if n else np.zeros(0)
-    packed = packed.astype(np.uint64) | (lengths.astype(np.uint64) << np.uint64(4 * _PACKED))
+    packed = np.add.reduceat(code.astype(np.uint64) << shift, starts).astype(np.uint64)
+    packed |= lengths.astype(np.uint64) << np.uint64(4 * _PACKED)
     klass = np.empty(n_traces, dtype=np.int64)
     _, inverse = np.unique(packed[short], return_inverse=True)
-    klass[short] = inverse
+    klass[short] = inverse.ravel()
     if not short.all():  # longer sequences: grouped as lists of codes
         long_rows = ~short[row_trace]
         groups = (
-            pl.DataFrame({"tid": row_trace[long_rows], "code": code[long_rows]})
-            .group_by("tid", maintain_order=True)
+            pl.DataFrame({"t": row_trace[long_rows], "code": code[long_rows]})
+            .group_by("t", maintain_order=True)
             .agg(pl.col("code").alias("seq"))
             .select(pl.col("seq").rank("dense").cast(pl.Int64))
             .to_series()
             .to_numpy()
         )
         klass[~short] = (int(inverse.max()) + 1 if len(inverse) else 0) + groups
-    # classes renumbered in the order of their first trace
+    # classes renumbered in the order of their first sequence
     classes, first_trace, seq_of_trace = np.unique(klass, return_index=True, return_inverse=True)
     order = np.argsort(first_trace, kind="stable")
     rank = np.empty(len(classes), dtype=np.int64)
     rank[order] = np.arange(len(classes))
     seq_of_trace = rank[seq_of_trace.ravel()]
     first_trace = first_trace[order]
-    weights = np.bincount(seq_of_trace, minlength=len(classes))
-    # time at each position of each distinct sequence, summed over its traces in trace order
-    # (one bincount over every row: it adds in row order, as a sum over the traces would)
+    out_weights = np.bincount(seq_of_trace, weights=weights, minlength=len(classes))
+    # time at each position of each distinct sequence, summed over its copies in the order
+    # given (one bincount over every row: it adds in row order)
     seq_len = lengths[first_trace]
     seq_start = np.cumsum(seq_len) - seq_len
     slot = seq_start[seq_of_trace][row_trace] + position
     sums = np.bincount(slot, weights=dwell, minlength=int(seq_len.sum()))
-    codes = code.astype(np.uint8, copy=False)
-    out: dict[bytes, DistinctTrace] = {}
-    for t, w, s0, m in zip(
-        first_trace.tolist(), weights.tolist(), seq_start.tolist(), seq_len.tolist(), strict=True
-    ):
-        row = int(starts[t])
-        out[codes[row : row + m].tobytes()] = DistinctTrace(w, sums[s0 : s0 + m].copy())
-    return out
+    codes = code.astype(np.uint8, copy=False)[_rows_of(lengths, first_trace)]
+    return Sequences(codes, seq_len.astype(np.int64), out_weights.astype(np.int64), sums)
 
 
 def quantiles_from_counts(
