@@ -136,7 +136,6 @@ def test_distinct_sequences_are_those_of_the_traces(
         weight, sums = expected.get(bytes(seq), (0, [0.0] * len(seq)))
         expected[bytes(seq)] = (weight + 1, [a + b for a, b in zip(sums, times, strict=True)])
     got = _sequences(
-        np.cumsum(first) - 1,
         np.array(codes, dtype=np.uint8),
         np.array(dwell, dtype=np.float64),
         np.array(first, dtype=bool),

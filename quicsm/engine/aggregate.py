@@ -165,7 +165,6 @@ class Aggregate:
             return cls()
         v = Visits(transitions)
         f = v.frame
-        tid = f.get_column("tid").to_numpy().astype(np.int64)
         code = f.get_column("code").to_numpy()
         dwell = f.get_column("dwell_ms").to_numpy()
         total = f.get_column("total_ms").to_numpy()
@@ -173,14 +172,15 @@ class Aggregate:
         last = f.get_column("last").to_numpy()
         c = v.chain()
         share = np.divide(dwell, total, out=np.zeros_like(dwell), where=total > 0)
+        index = code.astype(np.intp)  # what bincount takes (converted once, not per call)
         return cls(
             traces=v.n_traces,
             visits=v.n_visits,
             positive=int(np.count_nonzero(first & (total > 0))),
             duration_ms=float(dwell.sum()),
-            state_visits=np.bincount(code, minlength=_N_STATES).astype(np.int64),
-            state_ms=np.bincount(code, weights=dwell, minlength=_N_STATES),
-            state_share=np.bincount(code, weights=share, minlength=_N_STATES),
+            state_visits=np.bincount(index, minlength=_N_STATES).astype(np.int64),
+            state_ms=np.bincount(index, weights=dwell, minlength=_N_STATES),
+            state_share=np.bincount(index, weights=share, minlength=_N_STATES),
             state_traces=np.bincount(c.state_code, minlength=_N_STATES).astype(np.int64),
             state_censored=np.bincount(code[last], minlength=_N_STATES).astype(np.int64),
             pair_count=c.count.astype(np.int64),
@@ -191,7 +191,7 @@ class Aggregate:
             source_snn=c.snn.astype(np.float64),
             source_m=c.m.astype(np.float64),
             dwell_counts=_value_counts(code, dwell),
-            distinct_sequences=_sequences(tid, code, dwell, first),
+            distinct_sequences=_sequences(code, dwell, first),
         )
 
     def merge(self, other: Aggregate) -> Aggregate:
@@ -408,13 +408,11 @@ _PACKED: Final[int] = 15
 assert _N_STATES <= 16
 
 
-def _sequences(
-    tid: np.ndarray, code: np.ndarray, dwell: np.ndarray, first: np.ndarray
-) -> Sequences:
+def _sequences(code: np.ndarray, dwell: np.ndarray, first: np.ndarray) -> Sequences:
     """Distinct sequences of a Visits frame (rows grouped by trace, in time order), in the
     order of the first trace that has each."""
     starts = np.flatnonzero(first)
-    lengths = np.diff(np.append(starts, len(tid)))
+    lengths = np.diff(np.append(starts, len(code)))
     return _distinct(code, lengths, np.ones(len(starts), dtype=np.int64), dwell)
 
 
@@ -423,33 +421,36 @@ def _distinct(
 ) -> Sequences:
     """The distinct sequences among sequences given flat (``code`` and ``dwell`` one sequence
     after another, ``lengths``, ``weights``): each once, in the order of its first copy, with
-    the weights added and the times at each position summed in the order given."""
+    the weights added and the times at each position summed in the order given.
+
+    The work per row is two passes (a gather of the codes of each position, a bincount of the
+    times); the rest is per sequence."""
     n = len(code)
     n_traces = len(lengths)
     if n_traces == 0:
         return Sequences.empty()
     starts = np.cumsum(lengths) - lengths
-    row_trace = _sequence_ids(lengths)
-    position = np.arange(n, dtype=np.int64) - starts[row_trace]
-    # each sequence's class: its packed codes (short ones) or a group of its list of codes
+    # each sequence's class: its packed codes (short ones), one position at a time over the
+    # sequences that long, or a group of its list of codes (longer ones)
     short = lengths <= _PACKED
-    shift = (np.minimum(position, _PACKED) * 4).astype(np.uint64)
-    packed = np.add.reduceat(code.astype(np.uint64) << shift, starts).astype(np.uint64)
-    packed |= lengths.astype(np.uint64) << np.uint64(4 * _PACKED)
+    packed = lengths.astype(np.uint64) << np.uint64(4 * _PACKED)
+    for position in range(min(_PACKED, int(lengths.max()))):
+        at = np.flatnonzero(short & (lengths > position))
+        packed[at] |= code[starts[at] + position].astype(np.uint64) << np.uint64(4 * position)
     klass = np.empty(n_traces, dtype=np.int64)
     _, inverse = np.unique(packed[short], return_inverse=True)
     klass[short] = inverse.ravel()
     if not short.all():  # longer sequences: grouped as lists of codes
-        long_rows = ~short[row_trace]
+        long = np.flatnonzero(~short)
         groups = (
-            pl.DataFrame({"t": row_trace[long_rows], "code": code[long_rows]})
+            pl.DataFrame({"t": _sequence_ids(lengths[long]), "code": code[_rows_of(lengths, long)]})
             .group_by("t", maintain_order=True)
             .agg(pl.col("code").alias("seq"))
             .select(pl.col("seq").rank("dense").cast(pl.Int64))
             .to_series()
             .to_numpy()
         )
-        klass[~short] = (int(inverse.max()) + 1 if len(inverse) else 0) + groups
+        klass[long] = (int(inverse.max()) + 1 if len(inverse) else 0) + groups
     # classes renumbered in the order of their first sequence
     classes, first_trace, seq_of_trace = np.unique(klass, return_index=True, return_inverse=True)
     order = np.argsort(first_trace, kind="stable")
@@ -459,11 +460,14 @@ def _distinct(
     first_trace = first_trace[order]
     out_weights = np.bincount(seq_of_trace, weights=weights, minlength=len(classes))
     # time at each position of each distinct sequence, summed over its copies in the order
-    # given (one bincount over every row: it adds in row order)
+    # given (one bincount over every row: it adds in row order); a row's slot is its
+    # sequence's start there plus its position
     seq_len = lengths[first_trace]
     seq_start = np.cumsum(seq_len) - seq_len
-    slot = seq_start[seq_of_trace][row_trace] + position
+    slot = np.repeat(seq_start[seq_of_trace] - starts, lengths)
+    slot += np.arange(n, dtype=np.int64)
     sums = np.bincount(slot, weights=dwell, minlength=int(seq_len.sum()))
+    del slot
     codes = code.astype(np.uint8, copy=False)[_rows_of(lengths, first_trace)]
     return Sequences(codes, seq_len.astype(np.int64), out_weights.astype(np.int64), sums)
 
