@@ -207,10 +207,11 @@ def read_table(
     diagnostics: Diagnostics,
     max_line_bytes: int = 64 << 20,
     labels: dict[str, dict[str, str]] | None = None,
+    summary: list[pl.DataFrame] | None = None,
 ) -> pl.DataFrame:
     """Read a CSV (``blocks`` = its decompressed content) or Parquet table into transitions rows.
     The label columns' values per trace are added to ``labels`` (trace -> label -> value) when
-    it is given.
+    it is given, and the table's :func:`trace_summary` to ``summary``.
 
     Returns the rows (not yet normalised); bad rows raise :class:`QlogError` naming the line
     (CSV) or row (Parquet), or are skipped and counted when ``lenient``. CSV is read in chunks of
@@ -226,7 +227,8 @@ def read_table(
                         _rows(path, kind, _load(path, kind, None), 0, lenient, diagnostics, labels),
                         diagnostics,
                     )
-                ]
+                ],
+                summary,
             )
         assert blocks is not None
         parts = []
@@ -249,7 +251,7 @@ def read_table(
                 f"CSV lines of at most {max_line_bytes >> 20} MiB (ReadLimits.max_record_bytes)",
                 got=f"more than {exc.size >> 20} MiB without a line end",
             ) from None
-        return _finish(parts)
+        return _finish(parts, summary)
     except QuicsmError as exc:
         released(exc)  # the chunks are not kept alive by the error
         raise
@@ -389,15 +391,17 @@ def _rows(
     return strings.filter(~bad).drop("_row")
 
 
-def _finish(parts: list[pl.DataFrame]) -> pl.DataFrame:
+def _finish(parts: list[pl.DataFrame], summary: list[pl.DataFrame] | None = None) -> pl.DataFrame:
     """Every chunk's rows; ``end_ms`` is the same on every row of a trace: the largest given
     ``end_ms``, or the trace's last time when some row gives none.
 
     Per trace means per group of :func:`trace_groups`: runs of rows when the table lists its
     traces one after another (no hashing of the ids), a window over integer ids otherwise (a
     nested window over the ids themselves cost time superlinear in their number: 44 s at a
-    million traces)."""
+    million traces). The table's :func:`trace_summary` goes to ``summary`` when it is given."""
     if not parts:
+        if summary is not None:
+            summary.append(trace_summary(pl.DataFrame(schema=TRANSITIONS_SCHEMA)))
         return pl.DataFrame(schema=TRANSITIONS_SCHEMA)
     frame = pl.concat(parts) if len(parts) > 1 else parts[0]
     group = trace_groups(frame.get_column("trace"))
@@ -411,7 +415,10 @@ def _finish(parts: list[pl.DataFrame]) -> pl.DataFrame:
             .then(pl.max_horizontal(given, last))
             .otherwise(given)
         )
-    return frame.with_columns(end.alias("end_ms"))
+    frame = frame.with_columns(end.alias("end_ms"))
+    if summary is not None:
+        summary.append(_summary(frame, group))
+    return frame
 
 
 def trace_groups(trace: pl.Series) -> pl.Series:
@@ -435,7 +442,10 @@ def trace_summary(table: pl.DataFrame) -> pl.DataFrame:
     """One row per trace of a table read by :func:`read_table`, in the order of its first row:
     ``trace``, its first ``vantage``, its rows ``n`` and its largest ``end_ms`` (grouped by
     :func:`trace_groups`: integers, not the ids)."""
-    group = trace_groups(table.get_column("trace"))
+    return _summary(table, trace_groups(table.get_column("trace")))
+
+
+def _summary(table: pl.DataFrame, group: pl.Series) -> pl.DataFrame:
     return (
         table.select("trace", "vantage", "end_ms", group)
         .group_by("_group", maintain_order=True)
