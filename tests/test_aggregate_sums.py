@@ -15,6 +15,7 @@ from quicsm.engine.aggregate import (
     DWELL_COUNTS_SCHEMA,
     Aggregate,
     Sequences,
+    _chain_sums,
     _sequences,
     _value_counts,
     merge_all,
@@ -170,3 +171,31 @@ def test_sequences_in_byte_order_are_sorted_as_bytes(sequences: list[list[int]])
     assert {k: (v.weight, v.dwell_ms.tolist()) for k, v in got.items()} == {
         k: (v.weight, v.dwell_ms.tolist()) for k, v in expected.items()
     }
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sequences=st.lists(
+        st.lists(st.integers(0, len(CANONICAL_STATES) - 1), min_size=1, max_size=12),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_chain_sums_are_those_of_the_chain(sequences: list[list[int]]) -> None:
+    """The aggregate's chain sums, grouped by sorting keys, are the per-run chain's."""
+    lengths = np.array([len(s) for s in sequences], dtype=np.int64)
+    codes = np.array([c for s in sequences for c in s], dtype=np.uint8)
+    v = Visits.of_sequences(codes, lengths)
+    f = v.frame
+    got = _chain_sums(
+        f.get_column("tid").to_numpy(),
+        f.get_column("code").to_numpy(),
+        f.get_column("first").to_numpy(),
+        f.get_column("last").to_numpy(),
+        v.n_traces,
+    )
+    c = v.chain()
+    for name in ("count", "traces", "syy", "syn", "n", "snn", "m"):
+        assert getattr(got, name).tolist() == getattr(c, name).astype(float).tolist(), name
+    expected = np.bincount(c.state_code, minlength=len(CANONICAL_STATES))
+    assert got.state_traces.tolist() == expected.tolist()

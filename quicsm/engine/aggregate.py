@@ -44,6 +44,8 @@ _N_STATES: Final[int] = len(CANONICAL_STATES)
 _PAIRS: Final[int] = 16 * 16
 _SOURCES: Final[int] = 16
 _QUANTILES: Final[tuple[float, float, float]] = (0.1, 0.5, 0.9)
+#: the label code of TERMINAL in pairs (INITIAL is 0, the states 1..13)
+_TERMINAL: Final[int] = _N_STATES + 1
 
 DWELL_COUNTS_SCHEMA: Final[dict[str, pl.DataType]] = {
     "code": pl.UInt8(),
@@ -170,7 +172,7 @@ class Aggregate:
         total = f.get_column("total_ms").to_numpy()
         first = f.get_column("first").to_numpy()
         last = f.get_column("last").to_numpy()
-        c = v.chain()
+        c = _chain_sums(f.get_column("tid").to_numpy(), code, first, last, v.n_traces)
         share = np.divide(dwell, total, out=np.zeros_like(dwell), where=total > 0)
         index = code.astype(np.intp)  # what bincount takes (converted once, not per call)
         return cls(
@@ -181,15 +183,15 @@ class Aggregate:
             state_visits=np.bincount(index, minlength=_N_STATES).astype(np.int64),
             state_ms=np.bincount(index, weights=dwell, minlength=_N_STATES),
             state_share=np.bincount(index, weights=share, minlength=_N_STATES),
-            state_traces=np.bincount(c.state_code, minlength=_N_STATES).astype(np.int64),
+            state_traces=c.state_traces,
             state_censored=np.bincount(code[last], minlength=_N_STATES).astype(np.int64),
-            pair_count=c.count.astype(np.int64),
-            pair_traces=c.traces.astype(np.int64),
-            pair_syy=c.syy.astype(np.float64),
-            pair_syn=c.syn.astype(np.float64),
-            source_n=c.n.astype(np.float64),
-            source_snn=c.snn.astype(np.float64),
-            source_m=c.m.astype(np.float64),
+            pair_count=c.count,
+            pair_traces=c.traces,
+            pair_syy=c.syy,
+            pair_syn=c.syn,
+            source_n=c.n,
+            source_snn=c.snn,
+            source_m=c.m,
             dwell_counts=_value_counts(code, dwell),
             distinct_sequences=_sequences(code, dwell, first),
         )
@@ -364,30 +366,113 @@ def _grouped(counts: list[pl.DataFrame]) -> pl.DataFrame:
     )
 
 
+@dataclass
+class _ChainSums:
+    """The sums of the observed chain an aggregate keeps (what
+    :class:`quicsm.stats.descriptive._Chain` computes, without its per-run tables)."""
+
+    state_traces: np.ndarray
+    count: np.ndarray
+    traces: np.ndarray
+    syy: np.ndarray
+    syn: np.ndarray
+    n: np.ndarray
+    snn: np.ndarray
+    m: np.ndarray
+
+
+def _runs_of(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``keys`` and how often each occurs, by one sort of the keys
+    themselves (in place; no permutation of the rows)."""
+    keys.sort()
+    new = np.empty(len(keys), dtype=bool)
+    new[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    del new
+    return keys[starts], np.diff(np.append(starts, len(keys)))
+
+
+def _chain_sums(
+    tid: np.ndarray, code: np.ndarray, first: np.ndarray, last: np.ndarray, n_traces: int
+) -> _ChainSums:
+    """Per trace and transition pair (``INITIAL -> first state``, each visit -> its successor
+    or ``TERMINAL``) the count ``y``, per trace and state the visits ``n``, summed as the
+    cluster-robust intervals need them. Each is grouped by one sort of 32-bit keys (trace,
+    then pair or state), not by a stable sort of the rows and their permutation; the sums
+    are of integers (exact in any order), so they equal :class:`_Chain`'s."""
+    wide = np.uint64 if n_traces >= 1 << 24 else np.uint32
+    label = code.astype(np.uint8) + np.uint8(1)
+    nxt = np.empty_like(label)
+    nxt[:-1] = label[1:]
+    nxt[last] = _TERMINAL
+    steps = label * np.uint8(_SOURCES) + nxt  # the pair leaving each visit
+    trace = tid.astype(wide)
+    keys = np.concatenate([trace[first] << wide(8), trace << wide(8)])
+    keys[:n_traces] |= label[first]  # INITIAL (0) -> first state
+    keys[n_traces:] |= steps
+    del steps, nxt
+    pair_keys, y = _runs_of(keys)
+    del keys
+    pair = (pair_keys & wide(0xFF)).astype(np.intp)
+    states, visits = _runs_of((trace << wide(4)) | code.astype(wide))
+    del trace
+    state = (states & wide(0xF)).astype(np.intp)
+    # visits of each pair's source state in the pair's trace (INITIAL: once)
+    source = pair >> 4
+    n_i = np.ones(len(pair), dtype=np.float64)
+    real = source > 0
+    at = np.searchsorted(states, ((pair_keys[real] >> wide(8)) << wide(4)) | (source[real] - 1))
+    n_i[real] = visits[at]
+    yf = y.astype(np.float64)
+    nv = visits.astype(np.float64)
+    n = np.bincount(state + 1, weights=nv, minlength=_SOURCES)
+    snn = np.bincount(state + 1, weights=nv * nv, minlength=_SOURCES)
+    m = np.bincount(state + 1, minlength=_SOURCES).astype(np.float64)
+    n[0] = snn[0] = m[0] = n_traces  # INITIAL: once per trace
+    return _ChainSums(
+        state_traces=np.bincount(state, minlength=_N_STATES).astype(np.int64),
+        count=np.bincount(pair, weights=yf, minlength=_PAIRS).astype(np.int64),
+        traces=np.bincount(pair, minlength=_PAIRS).astype(np.int64),
+        syy=np.bincount(pair, weights=yf * yf, minlength=_PAIRS),
+        syn=np.bincount(pair, weights=yf * n_i, minlength=_PAIRS),
+        n=n,
+        snn=snn,
+        m=m,
+    )
+
+
 def _value_counts(code: np.ndarray, dwell: np.ndarray) -> pl.DataFrame:
     """How often each (state code, dwell time) occurs, sorted by code, then dwell: what a
     group-by and sort of the pairs gives (equal times grouped, -0.0 with 0.0, the first one's
-    value kept), by sorting instead of a hash group-by: a radix sort of the codes, then each
-    state's values sorted (no permutation: equal values are alike, unless -0.0 meets 0.0)."""
+    value kept), by sorting instead of a hash group-by: each state's values are taken out and
+    sorted (no permutation of the rows: equal values are alike, unless -0.0 meets 0.0)."""
     if np.any((dwell == 0) & np.signbit(dwell)):  # -0.0 and 0.0: the first one's kept
         order = np.lexsort((dwell, code))  # stable: equal pairs keep their order
-        code, dwell = code[order], dwell[order]
-    else:  # equal values are alike: each state's values sorted, no permutation of them
-        order = np.argsort(code, kind="stable")  # a radix sort of one-byte codes
-        code, dwell = code[order], dwell[order]
-        bounds = np.searchsorted(code, np.arange(_N_STATES + 1))
-        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-            if hi - lo > 1:
-                dwell[lo:hi] = np.sort(dwell[lo:hi])
-    n = len(code)
-    new = np.ones(n, dtype=bool)
-    new[1:] = (code[1:] != code[:-1]) | (dwell[1:] != dwell[:-1])
-    starts = np.flatnonzero(new)
+        parts = [(code[order], dwell[order])]
+    else:
+        parts = []
+        for state in range(_N_STATES):
+            values = dwell[code == state]
+            if len(values):
+                values.sort()
+                parts.append((np.full(len(values), state, dtype=np.uint8), values))
+    codes, values, counts = [], [], []
+    for c, d in parts:
+        n = len(c)
+        new = np.ones(n, dtype=bool)
+        new[1:] = (c[1:] != c[:-1]) | (d[1:] != d[:-1])
+        starts = np.flatnonzero(new)
+        codes.append(c[starts])
+        values.append(d[starts])
+        counts.append(np.diff(np.append(starts, n)).astype(np.int64))
+    if not parts:
+        return pl.DataFrame(schema=DWELL_COUNTS_SCHEMA)
     return pl.DataFrame(
         {
-            "code": code[starts],
-            "dwell_ms": dwell[starts],
-            "count": np.diff(np.append(starts, n)).astype(np.int64),
+            "code": np.concatenate(codes),
+            "dwell_ms": np.concatenate(values),
+            "count": np.concatenate(counts),
         }
     ).cast(DWELL_COUNTS_SCHEMA)  # type: ignore[arg-type]
 
