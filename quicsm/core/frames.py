@@ -110,17 +110,18 @@ def normalize_transitions(df: pl.DataFrame) -> pl.DataFrame:
     # is already in order, starts every trace with Init and repeats no state (a derived trace's
     # rows) is not copied again (the result is the same either way: a stable sort of sorted rows
     # keeps them, and no Init is inserted and no row dropped).
-    if not _in_order(df):
+    # "Per trace" is per run of equal trace ids once the rows of a trace are contiguous
+    # (sorted, or in order with no null trace), found in one pass (``_runs``): no step hashes
+    # the trace ids (a window over a million traces costs seconds).
+    tid, first = _runs(df)
+    if not _in_order(df, first):
         df = (
             df.with_row_index("_order")
             .with_columns(pl.col("_order").cast(pl.Int64))
             .sort(["trace", "time_ms", "_order"], maintain_order=True)
             .drop("_order")
         )
-    # From here the rows of a trace are contiguous (sorted, or in order with no null trace):
-    # "per trace" is per run of equal trace ids, found in one pass (``_runs``), and no step
-    # hashes the trace ids (a window over a million traces costs seconds).
-    tid, first = _runs(df)
+        tid, first = _runs(df)
     inits = df.filter(first & (pl.col("state") != "Init")).with_columns(
         pl.lit("Init", STATE_DTYPE).alias("state"),
         pl.lit(None, pl.String()).alias("raw_state"),
@@ -166,15 +167,15 @@ def _lacks_init(df: pl.DataFrame, firsts: np.ndarray) -> np.ndarray:
     return df.get_column("state").gather(firsts).ne("Init").fill_null(False).to_numpy().astype(bool)
 
 
-def _in_order(df: pl.DataFrame) -> bool:
-    """Whether ``df`` is sorted by trace, then time, with no null in either."""
+def _in_order(df: pl.DataFrame, first: pl.Series) -> bool:
+    """Whether ``df`` is sorted by trace, then time, with no null in either (``first``: where
+    the runs of trace ids start): the runs' ids increase, and times within each run."""
     if df.height < 2:
         return True
-    trace, time = pl.col("trace"), pl.col("time_ms")
-    previous_trace, previous_time = trace.shift(1), time.shift(1)
-    ordered = (trace > previous_trace) | ((trace == previous_trace) & (time >= previous_time))
-    return bool(
-        df.select(
-            (trace.null_count() == 0) & (time.null_count() == 0) & ordered.slice(1).all()
-        ).item()
-    )
+    trace, time = df.get_column("trace"), df.get_column("time_ms")
+    if trace.null_count() or time.null_count():
+        return False
+    ids = trace.filter(first)
+    if not (ids.slice(1) > ids.slice(0, ids.len() - 1)).all():
+        return False
+    return bool(((time >= time.shift(1)) | first).slice(1).all())
