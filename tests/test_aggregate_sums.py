@@ -187,15 +187,17 @@ def test_chain_sums_are_those_of_the_chain(sequences: list[list[int]]) -> None:
     codes = np.array([c for s in sequences for c in s], dtype=np.uint8)
     v = Visits.of_sequences(codes, lengths)
     f = v.frame
-    got = _chain_sums(
-        f.get_column("tid").to_numpy(),
-        f.get_column("code").to_numpy(),
-        f.get_column("first").to_numpy(),
-        f.get_column("last").to_numpy(),
-        v.n_traces,
-    )
     c = v.chain()
-    for name in ("count", "traces", "syy", "syn", "n", "snn", "m"):
-        assert getattr(got, name).tolist() == getattr(c, name).astype(float).tolist(), name
     expected = np.bincount(c.state_code, minlength=len(CANONICAL_STATES))
-    assert got.state_traces.tolist() == expected.tolist()
+    for keys64 in (False, True):  # the keys of up to 2**24 traces, and of more
+        got = _chain_sums(
+            f.get_column("tid").to_numpy(),
+            f.get_column("code").to_numpy(),
+            f.get_column("first").to_numpy(),
+            f.get_column("last").to_numpy(),
+            v.n_traces,
+            keys64=keys64,
+        )
+        for name in ("count", "traces", "syy", "syn", "n", "snn", "m"):
+            assert getattr(got, name).tolist() == getattr(c, name).astype(float).tolist(), name
+        assert got.state_traces.tolist() == expected.tolist()

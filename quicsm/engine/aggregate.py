@@ -394,35 +394,47 @@ def _runs_of(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _chain_sums(
-    tid: np.ndarray, code: np.ndarray, first: np.ndarray, last: np.ndarray, n_traces: int
+    tid: np.ndarray,
+    code: np.ndarray,
+    first: np.ndarray,
+    last: np.ndarray,
+    n_traces: int,
+    *,
+    keys64: bool = False,
 ) -> _ChainSums:
     """Per trace and transition pair (``INITIAL -> first state``, each visit -> its successor
     or ``TERMINAL``) the count ``y``, per trace and state the visits ``n``, summed as the
     cluster-robust intervals need them. Each is grouped by one sort of 32-bit keys (trace,
     then pair or state), not by a stable sort of the rows and their permutation; the sums
-    are of integers (exact in any order), so they equal :class:`_Chain`'s."""
-    wide = np.uint64 if n_traces >= 1 << 24 else np.uint32
+    are of integers (exact in any order), so they equal :class:`_Chain`'s. Keys are 64-bit
+    from 2**24 traces on (or with ``keys64``)."""
+    wide: type[np.unsignedinteger] = np.uint64 if keys64 or n_traces >= 1 << 24 else np.uint32
+    eight, four = np.array(8, dtype=wide), np.array(4, dtype=wide)
     label = code.astype(np.uint8) + np.uint8(1)
     nxt = np.empty_like(label)
     nxt[:-1] = label[1:]
     nxt[last] = _TERMINAL
     steps = label * np.uint8(_SOURCES) + nxt  # the pair leaving each visit
     trace = tid.astype(wide)
-    keys = np.concatenate([trace[first] << wide(8), trace << wide(8)])
+    keys = np.concatenate([np.left_shift(trace[first], eight), np.left_shift(trace, eight)])
     keys[:n_traces] |= label[first]  # INITIAL (0) -> first state
     keys[n_traces:] |= steps
     del steps, nxt
     pair_keys, y = _runs_of(keys)
     del keys
-    pair = (pair_keys & wide(0xFF)).astype(np.intp)
-    states, visits = _runs_of((trace << wide(4)) | code.astype(wide))
+    pair = (pair_keys & 0xFF).astype(np.intp)
+    states, visits = _runs_of(np.left_shift(trace, four) | code.astype(wide))
     del trace
-    state = (states & wide(0xF)).astype(np.intp)
+    state = (states & 0xF).astype(np.intp)
     # visits of each pair's source state in the pair's trace (INITIAL: once)
     source = pair >> 4
     n_i = np.ones(len(pair), dtype=np.float64)
     real = source > 0
-    at = np.searchsorted(states, ((pair_keys[real] >> wide(8)) << wide(4)) | (source[real] - 1))
+    at = np.searchsorted(
+        states,
+        np.left_shift(np.right_shift(pair_keys[real], eight), four)
+        | (source[real] - 1).astype(wide),
+    )
     n_i[real] = visits[at]
     yf = y.astype(np.float64)
     nv = visits.astype(np.float64)

@@ -1012,7 +1012,7 @@ def _trace_rows(loaded: _Loaded, rows: dict[str, list[Any]]) -> None:
         kind = "CSV" if file.lower().split(".")[-1] != "parquet" else "Parquet"
         if loaded.table_labels:  # the file's labels with each trace's own label columns
             table_labels = loaded.table_labels
-            labels = pl.Series(
+            label_column = pl.Series(
                 [
                     _labels_json({**loaded.sidecar, **trace_labels(table_labels, str(t))})
                     for t in summary.get_column("trace").to_list()
@@ -1020,7 +1020,9 @@ def _trace_rows(loaded: _Loaded, rows: dict[str, list[Any]]) -> None:
                 dtype=pl.String,
             )
         else:
-            labels = pl.repeat(_labels_json({**loaded.sidecar}), n, dtype=pl.String, eager=True)
+            label_column = pl.repeat(
+                _labels_json({**loaded.sidecar}), n, dtype=pl.String, eager=True
+            )
         part = summary.select(
             pl.lit(file, pl.String).alias("file"),
             "trace",
@@ -1030,7 +1032,7 @@ def _trace_rows(loaded: _Loaded, rows: dict[str, list[Any]]) -> None:
             pl.lit(None, pl.String).alias("code_version"),
             pl.col("n").alias("n_events"),
             pl.col("end_ms").alias("duration_ms"),
-            labels.alias("labels"),
+            label_column.alias("labels"),
         )
         parts = rows.setdefault(_PARTS, [])
         if rows["file"]:
