@@ -404,6 +404,22 @@ def _finish(parts: list[pl.DataFrame], summary: list[pl.DataFrame] | None = None
             summary.append(trace_summary(pl.DataFrame(schema=TRANSITIONS_SCHEMA)))
         return pl.DataFrame(schema=TRANSITIONS_SCHEMA)
     frame = pl.concat(parts) if len(parts) > 1 else parts[0]
+    starts = _run_starts(frame.get_column("trace"))
+    if starts is not None and frame.get_column("end_ms").null_count() == frame.height:
+        # the usual table: its traces one after another, no end_ms: each run's last time
+        # (times are finite here), and the summary read off the runs' first rows
+        n = frame.height
+        lengths = np.diff(np.append(starts, n))
+        time = frame.get_column("time_ms").to_numpy()
+        ends = np.maximum.reduceat(time, starts) if n else time[:0]
+        frame = frame.with_columns(pl.Series("end_ms", np.repeat(ends, lengths)))
+        if summary is not None:
+            summary.append(
+                frame.select("trace", "vantage")
+                .gather(starts)
+                .with_columns(pl.Series("n", lengths, dtype=pl.UInt32), pl.Series("end_ms", ends))
+            )
+        return frame
     group = trace_groups(frame.get_column("trace"))
     last = pl.col("time_ms").max().over(group)
     if frame.get_column("end_ms").null_count() == frame.height:  # no end_ms given (usual)
@@ -425,17 +441,27 @@ def trace_groups(trace: pl.Series) -> pl.Series:
     """An integer id per row, the same for the rows of one trace and different between traces:
     the run of the row when every trace's rows are one run (a table sorted by trace, or listing
     its traces one after another in any order), else the first row of its trace."""
-    runs = trace.rle_id()
-    if trace.len() < 2 or trace.null_count():
-        return runs.rename("_group")
-    starts = (runs.diff(null_behavior="ignore").fill_null(1) != 0).arg_true()
-    firsts = trace.gather(starts)
-    if (firsts.slice(1) > firsts.slice(0, firsts.len() - 1)).all():
-        return runs.rename("_group")  # runs of increasing ids: one run per trace
-    if firsts.n_unique() == firsts.len():
-        return runs.rename("_group")  # every run a trace of its own
+    if trace.null_count() or _run_starts(trace) is not None:
+        return trace.rle_id().rename("_group")
     frame = trace.to_frame("trace").with_row_index("_group")
     return frame.select(pl.col("_group").first().over("trace")).to_series()
+
+
+def _run_starts(trace: pl.Series) -> np.ndarray | None:
+    """Where the runs of equal ids start when each trace is one run (its rows one after
+    another), else None; ids without nulls."""
+    if trace.null_count():
+        return None
+    if trace.len() < 2:
+        return np.arange(trace.len(), dtype=np.int64)
+    runs = trace.rle_id().to_numpy()
+    starts = np.flatnonzero(np.diff(runs, prepend=-1))
+    firsts = trace.gather(starts)
+    if (firsts.slice(1) > firsts.slice(0, firsts.len() - 1)).all():
+        return starts  # runs of increasing ids: one run per trace
+    if firsts.n_unique() == firsts.len():
+        return starts  # every run a trace of its own
+    return None
 
 
 def trace_summary(table: pl.DataFrame) -> pl.DataFrame:
