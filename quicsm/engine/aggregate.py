@@ -152,6 +152,15 @@ class Aggregate:
     )
     #: the distinct sequences with their weights and summed times
     distinct_sequences: Sequences = field(default_factory=Sequences.empty)
+    #: the distinct sequences in byte order, and the sequences they were sorted from
+    _in_order: tuple[Sequences, Sequences] | None = field(default=None, repr=False, compare=False)
+
+    def _byte_order(self) -> Sequences:
+        """:meth:`Sequences.in_byte_order` of the distinct sequences, sorted once."""
+        seqs = self.distinct_sequences
+        if self._in_order is None or self._in_order[0] is not seqs:
+            self._in_order = (seqs, seqs.in_byte_order())
+        return self._in_order[1]
 
     @property
     def sequences(self) -> dict[bytes, DistinctTrace]:
@@ -260,21 +269,24 @@ class Aggregate:
     def event_log(self) -> EventLog:
         """The deduplicated, weighted trace set as an :class:`EventLog` — the same log
         :meth:`EventLog.from_transitions` builds from all the traces."""
-        seqs = self.distinct_sequences
-        if not len(seqs):
+        if not len(self.distinct_sequences):
             return EventLog.from_codes((), [], [])
+        seqs = self._byte_order()
         present = np.flatnonzero(self.state_visits)
         labels = tuple(CANONICAL_STATES[i] for i in present)
-        lookup = np.full(_N_STATES, -1, dtype=np.int64)
-        lookup[present] = np.arange(len(present))
-        # the log sorts and merges its traces itself: their order here does not matter
-        return EventLog.from_codes(labels, lookup[seqs.codes], seqs.lengths, weights=seqs.weights)
+        lookup = np.full(_N_STATES, -1, dtype=np.int32)
+        lookup[present] = np.arange(len(present), dtype=np.int32)
+        # distinct already, and in the log's order: the codes of the states present keep
+        # their order, so byte order is the order of the log's codes
+        offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
+        np.cumsum(seqs.lengths, out=offsets[1:])
+        return EventLog(labels, lookup[seqs.codes], offsets, seqs.weights.astype(np.int64))
 
     def node_times(self, nodes: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame | None:
         """:func:`quicsm.model.replay.node_times` on the weighted trace set: each distinct
         sequence is replayed once and its visits count with their weight and summed time
         (sequences in byte order, so the sums are added in one fixed order)."""
-        seqs = self.distinct_sequences.in_byte_order()
+        seqs = self._byte_order()
         if not len(seqs):
             return None
         lengths, codes = seqs.lengths, seqs.codes
