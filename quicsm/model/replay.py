@@ -128,7 +128,7 @@ def _one_node_per_label(
     visit, the last to TERMINAL) is an edge; then that path is the only one and accepting, as
     the passes of :func:`replay` would find. None when a label has several nodes or a step is
     not an edge (the passes decide)."""
-    masks = label_mask[np.unique(label)]
+    masks = label_mask[np.flatnonzero(np.bincount(label, minlength=len(label_mask)))]
     if not ((masks != 0) & ((masks & (masks - np.uint64(1))) == 0)).all():
         return None
     node_of = np.zeros(len(label_mask), dtype=np.int64)
