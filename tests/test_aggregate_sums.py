@@ -11,7 +11,15 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal, assert_series_equal
 
 from quicsm.core.states import CANONICAL_STATES, STATE_DTYPE
-from quicsm.engine.aggregate import DWELL_COUNTS_SCHEMA, Aggregate, _value_counts, merge_all
+from quicsm.engine.aggregate import (
+    DWELL_COUNTS_SCHEMA,
+    Aggregate,
+    Sequences,
+    _chain_sums,
+    _sequences,
+    _value_counts,
+    merge_all,
+)
 from quicsm.stats.descriptive import Visits
 from quicsm.testing.synthetic import generate_transitions
 
@@ -96,3 +104,100 @@ def test_merging_leaves_the_parts_as_they_were(seed: int, cuts: list[int]) -> No
         one_by_one = one_by_one.merge(p)
     assert snapshot(merged) == snapshot(one_by_one)
     assert snapshot(merge_all([merged, Aggregate.of(df.head(0))])) == snapshot(merged)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    traces=st.lists(
+        st.tuples(
+            st.sampled_from([[1], [1, 2], [1, 2, 3] * 5, [1, 2, 3] * 6, [2] * 17, [1, 3, 5, 7]]),
+            st.integers(0, 3),  # a tail of this many more codes
+            st.floats(0, 100, allow_nan=False),
+        ),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_distinct_sequences_are_those_of_the_traces(
+    traces: list[tuple[list[int], int, float]],
+) -> None:
+    """Short sequences (compared packed into integers) and long ones (compared as lists) alike:
+    every distinct sequence once, in the order of its first trace, with its traces' count and
+    time per position summed in trace order."""
+    codes: list[int] = []
+    dwell: list[float] = []
+    first: list[bool] = []
+    expected: dict[bytes, tuple[int, list[float]]] = {}
+    for i, (head, tail, ms) in enumerate(traces):
+        seq = [*head, *[(i + j) % 13 for j in range(tail)]]
+        times = [ms * (p + 1) for p in range(len(seq))]
+        codes += seq
+        dwell += times
+        first += [True] + [False] * (len(seq) - 1)
+        weight, sums = expected.get(bytes(seq), (0, [0.0] * len(seq)))
+        expected[bytes(seq)] = (weight + 1, [a + b for a, b in zip(sums, times, strict=True)])
+    got = _sequences(
+        np.array(codes, dtype=np.uint8),
+        np.array(dwell, dtype=np.float64),
+        np.array(first, dtype=bool),
+    ).as_dict()
+    assert list(got) == list(expected)
+    for key, (weight, sums) in expected.items():
+        assert got[key].weight == weight
+        assert got[key].dwell_ms.tolist() == sums
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    sequences=st.lists(
+        st.lists(st.integers(0, len(CANONICAL_STATES) - 1), min_size=1, max_size=20),
+        min_size=1,
+        max_size=20,
+        unique_by=tuple,
+    )
+)
+def test_sequences_in_byte_order_are_sorted_as_bytes(sequences: list[list[int]]) -> None:
+    """Node times add the sequences' times in the order of their codes as bytes (a prefix
+    first): the flat sort gives that order, weights and times moved along."""
+    flat = Sequences(
+        np.array([c for s in sequences for c in s], dtype=np.uint8),
+        np.array([len(s) for s in sequences], dtype=np.int64),
+        np.arange(1, len(sequences) + 1, dtype=np.int64),
+        np.arange(sum(map(len, sequences)), dtype=np.float64),
+    )
+    expected = dict(sorted(flat.as_dict().items()))
+    got = flat.in_byte_order().as_dict()
+    assert list(got) == list(expected)
+    assert {k: (v.weight, v.dwell_ms.tolist()) for k, v in got.items()} == {
+        k: (v.weight, v.dwell_ms.tolist()) for k, v in expected.items()
+    }
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sequences=st.lists(
+        st.lists(st.integers(0, len(CANONICAL_STATES) - 1), min_size=1, max_size=12),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_chain_sums_are_those_of_the_chain(sequences: list[list[int]]) -> None:
+    """The aggregate's chain sums, grouped by sorting keys, are the per-run chain's."""
+    lengths = np.array([len(s) for s in sequences], dtype=np.int64)
+    codes = np.array([c for s in sequences for c in s], dtype=np.uint8)
+    v = Visits.of_sequences(codes, lengths)
+    f = v.frame
+    c = v.chain()
+    expected = np.bincount(c.state_code, minlength=len(CANONICAL_STATES))
+    for keys64 in (False, True):  # the keys of up to 2**24 traces, and of more
+        got = _chain_sums(
+            f.get_column("tid").to_numpy(),
+            f.get_column("code").to_numpy(),
+            f.get_column("first").to_numpy(),
+            f.get_column("last").to_numpy(),
+            v.n_traces,
+            keys64=keys64,
+        )
+        for name in ("count", "traces", "syy", "syn", "n", "snn", "m"):
+            assert getattr(got, name).tolist() == getattr(c, name).astype(float).tolist(), name
+        assert got.state_traces.tolist() == expected.tolist()

@@ -286,3 +286,34 @@ def test_where_matching_nothing_is_a_clean_error(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert "Error: --where 'scenario': expected KEY=VALUE, e.g. scenario=jitter" in result.stderr
+
+
+@pytest.mark.parametrize("algorithm", ["observed", "synoptic"])
+def test_a_csv_through_the_cli_gives_the_apis_model(tmp_path: Path, algorithm: str) -> None:
+    """The CLI reads a table through the engine (one aggregate of the file, no frame kept) and
+    writes what the API infers from ``read_transitions`` of the same file: rows out of order,
+    traces interleaved and without Init, repeated states, aliases, an ``end_ms`` given on some
+    rows and a label column."""
+    from quicsm.render.outputs import write_outputs
+    from quicsm.testing.synthetic import generate_transitions
+
+    df = generate_transitions(300, seed=7).select("trace", "time_ms", "state")
+    df = df.with_columns(
+        pl.when(pl.int_range(pl.len()) % 7 == 3)
+        .then(pl.lit("recovery"))  # an alias of Recovery
+        .otherwise(pl.col("state").cast(pl.String))
+        .alias("state"),
+        pl.when(pl.int_range(pl.len()) % 11 == 0).then(pl.col("time_ms") + 5000.0).alias("end_ms"),
+        (pl.col("trace").str.slice(-1).cast(pl.Int64) % 3).alias("scenario"),
+    )
+    df = df.filter(~((pl.col("state") == "Init") & (pl.int_range(pl.len()) % 2 == 0)))
+    df = pl.concat([df, df.slice(5, 40)]).sample(fraction=1.0, shuffle=True, seed=3)
+    csv = tmp_path / "in" / "messy.csv"
+    csv.parent.mkdir()
+    df.write_csv(csv)
+    code, _, stderr = run(csv, "-o", tmp_path / "cli", "-q", "--algorithm", algorithm)
+    assert code == 0, stderr
+    model = infer(read_transitions(csv), algorithm=algorithm)
+    write_outputs(model, tmp_path / "api", fmt="dot")
+    for name in ("model.json", "model.dot", "stats.csv", "transitions.csv"):
+        assert (tmp_path / "cli" / name).read_bytes() == (tmp_path / "api" / name).read_bytes()

@@ -45,12 +45,15 @@ ROW = st.tuples(
     st.sampled_from(["a#0", "b#0", "c#1"]),
     st.sampled_from([0.0, 1.0, 2.5, 2.5, 7.0]),
     st.sampled_from(["Init", *DRAWN_STATES]),
+    st.sampled_from([5.0, 5.0, None, 1.0, 9.0]),  # end_ms, not always the same in a trace
 )
 
 
 @settings(max_examples=200, deadline=None)
 @given(rows=st.lists(ROW, min_size=0, max_size=30), presort=st.booleans())
-def test_same_as_the_plain_algorithm(rows: list[tuple[str, float, str]], presort: bool) -> None:
+def test_same_as_the_plain_algorithm(
+    rows: list[tuple[str, float, str, float | None]], presort: bool
+) -> None:
     if presort:  # the fast path: already in order (Init first or not, repeats or not)
         rows = sorted(rows, key=lambda r: (r[0], r[1]))
     df = pl.DataFrame(
@@ -63,7 +66,7 @@ def test_same_as_the_plain_algorithm(rows: list[tuple[str, float, str]], presort
             "raw_state": [None] * len(rows),
             "trigger": [str(i) for i in range(len(rows))],  # tells tied rows apart
             "source": ["explicit"] * len(rows),
-            "end_ms": [5.0] * len(rows),
+            "end_ms": [r[3] for r in rows],
         },
         schema={
             k: (pl.String if k in ("state", "vantage", "source") else v)

@@ -20,15 +20,27 @@ rows_st = st.lists(
 
 
 @settings(max_examples=200, deadline=None)
-@given(rows_st, st.integers(0, 40))
+@given(rows_st, st.integers(0, 40), st.booleans(), st.booleans())
 def test_end_is_the_largest_given_end_and_the_last_time_when_one_is_missing(
-    rows: list[tuple[str, float, float | None]], cut: int
+    rows: list[tuple[str, float, float | None]], cut: int, grouped: bool, no_end: bool
 ) -> None:
+    if grouped:  # each trace's rows one after another (runs), in any order of the traces
+        rows = sorted(rows, key=lambda r: "cabed".index(r[0]))
+    if no_end:  # no end_ms given (the usual table)
+        rows = [(t, time, None) for t, time, _ in rows]
     frame = pl.DataFrame(
         rows, schema={"trace": pl.String, "time_ms": pl.Float64, "end_ms": pl.Float64}, orient="row"
-    )
+    ).with_columns(pl.lit("unknown").alias("vantage"))
     parts = [frame[:cut], frame[cut:]] if 0 < cut < len(rows) else [frame]
-    out = _finish(parts)
+    summary: list[pl.DataFrame] = []
+    out = _finish(parts, summary)
+    # the summary read off the finished rows is the group-by of them
+    expected = (
+        out.group_by("trace", maintain_order=True)
+        .agg(pl.col("vantage").first(), pl.len().alias("n"), pl.col("end_ms").max())
+        .select("trace", "vantage", "n", "end_ms")
+    )
+    assert summary[0].equals(expected)
     assert out.columns == frame.columns
     assert out.select("trace", "time_ms").equals(frame.select("trace", "time_ms"))
     for trace in {t for t, _, _ in rows}:

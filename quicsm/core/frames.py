@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
+import numpy as np
 import polars as pl
 
 from quicsm.core.errors import InputError
@@ -117,51 +118,72 @@ def normalize_transitions(df: pl.DataFrame) -> pl.DataFrame:
     # is already in order, starts every trace with Init and repeats no state (a derived trace's
     # rows) is not copied again (the result is the same either way: a stable sort of sorted rows
     # keeps them, and no Init is inserted and no row dropped).
-    if not _in_order(df):
+    # "Per trace" is per run of equal trace ids once the rows of a trace are contiguous
+    # (sorted, or in order with no null trace), found in one pass (``_runs``): no step hashes
+    # the trace ids (a window over a million traces costs seconds).
+    tid, first = _runs(df)
+    if not _in_order(df, first):
         df = (
             df.with_row_index("_order")
             .with_columns(pl.col("_order").cast(pl.Int64))
             .sort(["trace", "time_ms", "_order"], maintain_order=True)
             .drop("_order")
         )
-    firsts = df.group_by("trace", maintain_order=True).first()
-    inits = firsts.filter(pl.col("state") != "Init").with_columns(
+        tid, first = _runs(df)
+    inits = df.filter(first & (pl.col("state") != "Init")).with_columns(
         pl.lit("Init", STATE_DTYPE).alias("state"),
         pl.lit(None, pl.String()).alias("raw_state"),
         pl.lit(None, pl.String()).alias("trigger"),
         pl.lit("derived", SOURCE_DTYPE).alias("source"),
     )
     if inits.height:
-        # an inserted Init goes before the trace's rows at its first time (order -1)
-        df = (
-            pl.concat(
-                [
-                    inits.select(df.columns).with_columns(pl.lit(-1, pl.Int64()).alias("_order")),
-                    df.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_order")),
-                ]
-            )
-            .sort(["trace", "time_ms", "_order"], maintain_order=True)
-            .drop("_order")
-        )
-    previous = pl.col("state").shift(1).over("trace")
-    keep = (pl.col("state") != previous) | previous.is_null()
+        # an inserted Init goes before the trace's rows at its first time (order -1), that is
+        # right before the trace's first row: each row moves down by the Inits at or before
+        # its trace, each Init goes to its trace's first row's place
+        n = df.height
+        needs = np.zeros(n, dtype=np.int64)
+        firsts = np.flatnonzero(first.to_numpy())
+        missing = firsts[_lacks_init(df, firsts)]
+        needs[missing] = 1
+        shift = np.cumsum(needs)
+        place = np.empty(n + len(missing), dtype=np.int64)
+        place[np.arange(n) + shift] = np.arange(n)
+        place[missing + shift[missing] - 1] = n + np.arange(len(missing))
+        df = pl.concat([df, inits.select(df.columns)], rechunk=False)[place]
+        tid, first = _runs(df)
+    previous = pl.col("state").shift(1)
+    keep = (pl.col("state") != previous) | previous.is_null() | pl.col("_first")
     df = df.with_columns(
-        pl.max_horizontal("end_ms", pl.col("time_ms").max().over("trace")).alias("end_ms")
+        pl.max_horizontal("end_ms", pl.col("time_ms").max().over(tid)).alias("end_ms"),
+        first.alias("_first"),
     )
     if df.select(keep.fill_null(False).all()).item():
-        return df
-    return df.filter(keep)
+        return df.drop("_first")
+    return df.filter(keep).drop("_first")
 
 
-def _in_order(df: pl.DataFrame) -> bool:
-    """Whether ``df`` is sorted by trace, then time, with no null in either."""
+def _runs(df: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
+    """Run ids of ``trace`` (consecutive equal ids, nulls included, are one run) and whether
+    each row starts a run."""
+    tid = df.get_column("trace").rle_id()
+    first = tid.diff(null_behavior="ignore").fill_null(1) != 0 if len(tid) else tid.cast(pl.Boolean)
+    return tid, first
+
+
+def _lacks_init(df: pl.DataFrame, firsts: np.ndarray) -> np.ndarray:
+    """Whether each of the given first rows has a state other than Init (null: no)."""
+    return df.get_column("state").gather(firsts).ne("Init").fill_null(False).to_numpy().astype(bool)
+
+
+def _in_order(df: pl.DataFrame, first: pl.Series) -> bool:
+    """Whether ``df`` is sorted by trace, then time, with no null in either (``first``: where
+    the runs of trace ids start): the runs' ids increase, and times within each run."""
     if df.height < 2:
         return True
-    trace, time = pl.col("trace"), pl.col("time_ms")
-    previous_trace, previous_time = trace.shift(1), time.shift(1)
-    ordered = (trace > previous_trace) | ((trace == previous_trace) & (time >= previous_time))
-    return bool(
-        df.select(
-            (trace.null_count() == 0) & (time.null_count() == 0) & ordered.slice(1).all()
-        ).item()
-    )
+    trace, time = df.get_column("trace"), df.get_column("time_ms")
+    if trace.null_count() or time.null_count():
+        return False
+    ids = trace.filter(first)
+    if not (ids.slice(1) > ids.slice(0, ids.len() - 1)).all():
+        return False
+    return bool(((time >= time.shift(1)) | first).slice(1).all())

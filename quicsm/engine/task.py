@@ -150,8 +150,10 @@ def run_task(spec: TaskSpec) -> TaskResult:
         .drop("_pos")
     )
     all_transitions = pl.concat(transitions)
-    if not all_transitions.get_column("trace").is_sorted():  # one batch read is sorted already
+    ids = all_transitions.get_column("trace")
+    if not ids.is_sorted():  # one batch read is sorted already
         all_transitions = all_transitions.sort("trace", maintain_order=True)
+        ids = all_transitions.get_column("trace")
     if spec.select is not None:
         key = TRANSITIONS_SCHEMA["file"]
         kept = spec.select(all_traces).select(pl.col("file", "trace").cast(key))
@@ -161,9 +163,14 @@ def run_task(spec: TaskSpec) -> TaskResult:
         )
     # a trace counts only if it has states (every qlog trace has; a table may list none;
     # a table's rows may name the file they came from, so only the trace id is compared)
-    all_traces = all_traces.join(
-        all_transitions.select("trace").unique(), on="trace", how="semi", maintain_order="left"
-    )
+    if spec.select is not None:
+        ids = all_transitions.get_column("trace")
+    # the distinct ids of sorted rows are the values of their runs (no hashing)
+    present = ids.rle().struct.field("value").rename("trace")
+    if not all_traces.get_column("trace").equals(present):  # else every trace has states
+        all_traces = all_traces.join(
+            present.to_frame(), on="trace", how="semi", maintain_order="left"
+        )
     metrics = None
     if spec.metrics:
         with warnings.catch_warnings():  # what reading reports is in ``diagnostics`` already

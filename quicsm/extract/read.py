@@ -69,7 +69,7 @@ from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
 from quicsm.qlog.events import MetricEvent
 from quicsm.qlog.paths import PathLike, expand_paths
 from quicsm.qlog.source import CSV, PARQUET, FileRead, read_qlog, without_bom
-from quicsm.qlog.tabular import read_table, trace_labels
+from quicsm.qlog.tabular import read_table, trace_labels, trace_summary
 from quicsm.qlog.trace import Discard, MetricSink, TraceBuilder, TraceData
 
 __all__ = [
@@ -119,6 +119,8 @@ class _Loaded:
     streamed: _Streamed | None = None
     #: CSV / Parquet: the label columns' values per trace
     table_labels: dict[str, dict[str, str]] | None = None
+    #: CSV / Parquet: one row per trace (:func:`quicsm.qlog.tabular.trace_summary`)
+    table_summary: pl.DataFrame | None = None
     #: every trace's packets, read only when a trace needs them (:func:`_wire_pass`)
     packets: PacketRead | None = None
     limits: ReadLimits = DEFAULT_LIMITS
@@ -271,6 +273,7 @@ def _load_all(
             assert read is not None
             table = None
             table_labels: dict[str, dict[str, str]] = {}
+            summary: list[pl.DataFrame] = []
             kind = read.kind
             if read.kind in (CSV, PARQUET):
                 blocks = None
@@ -284,6 +287,7 @@ def _load_all(
                     diagnostics=diag,
                     max_line_bytes=limits.max_record_bytes,
                     labels=table_labels,
+                    summary=summary,
                 )
                 read = None
             elif not read.traces:
@@ -312,6 +316,7 @@ def _load_all(
             streamed,
             table_labels,
             limits=limits,
+            table_summary=summary[0] if summary else None,
         )
 
 
@@ -1071,30 +1076,42 @@ def _trace_rows(loaded: _Loaded, rows: dict[str, list[Any]]) -> None:
     """The rows of :func:`read_traces` for one loaded file."""
     file = str(loaded.path)
     if loaded.table is not None:
-        summary = loaded.table.group_by("trace", maintain_order=True).agg(
-            pl.col("vantage").first(), pl.len().alias("n"), pl.col("end_ms").max()
-        )
-        # column by column: a table may hold a million traces; the labels are the file's,
-        # with each trace's own label columns (only tables that have some)
+        summary = loaded.table_summary
+        if summary is None:
+            summary = trace_summary(loaded.table)
+        # column by column (a table may hold a million traces), after the rows before it
         n = summary.height
-        traces = summary.get_column("trace").to_list()
-        rows["file"].extend([file] * n)
-        rows["trace"].extend(traces)
-        rows["vantage"].extend(summary.get_column("vantage").cast(pl.String).to_list())
         kind = "CSV" if file.lower().split(".")[-1] != "parquet" else "Parquet"
-        rows["format"].extend([kind] * n)
-        rows["title"].extend([None] * n)
-        rows["code_version"].extend([None] * n)
-        rows["n_events"].extend(summary.get_column("n").to_list())
-        rows["duration_ms"].extend(summary.get_column("end_ms").to_list())
-        if loaded.table_labels:
+        if loaded.table_labels:  # the file's labels with each trace's own label columns
             table_labels = loaded.table_labels
-            rows["labels"].extend(
-                _labels_json({**loaded.sidecar, **trace_labels(table_labels, str(t))})
-                for t in traces
+            label_column = pl.Series(
+                [
+                    _labels_json({**loaded.sidecar, **trace_labels(table_labels, str(t))})
+                    for t in summary.get_column("trace").to_list()
+                ],
+                dtype=pl.String,
             )
         else:
-            rows["labels"].extend([_labels_json({**loaded.sidecar})] * n)
+            label_column = pl.repeat(
+                _labels_json({**loaded.sidecar}), n, dtype=pl.String, eager=True
+            )
+        part = summary.select(
+            pl.lit(file, pl.String).alias("file"),
+            "trace",
+            pl.col("vantage").cast(pl.String),
+            pl.lit(kind, pl.String).alias("format"),
+            pl.lit(None, pl.String).alias("title"),
+            pl.lit(None, pl.String).alias("code_version"),
+            pl.col("n").alias("n_events"),
+            pl.col("end_ms").alias("duration_ms"),
+            label_column.alias("labels"),
+        )
+        parts = rows.setdefault(_PARTS, [])
+        if rows["file"]:
+            parts.append(_traces_frame({k: v for k, v in rows.items() if k != _PARTS}))
+            for k in TRACES_SCHEMA:
+                rows[k] = []
+        parts.append(part.select([pl.col(c).cast(t) for c, t in TRACES_SCHEMA.items()]))
         return
     assert loaded.read is not None
     for t in loaded.read.traces:
@@ -1115,7 +1132,19 @@ def _trace_rows(loaded: _Loaded, rows: dict[str, list[Any]]) -> None:
         rows["labels"].append(_labels_json(labels))
 
 
+#: the key of ``rows`` (:func:`_trace_rows`) holding frames of rows built already, which come
+#: before the rows in its lists
+_PARTS = "_parts"
+
+
 def _traces_frame(rows: dict[str, list[Any]]) -> pl.DataFrame:
+    parts = rows.get(_PARTS)
+    if parts is not None:
+        rest = {k: v for k, v in rows.items() if k != _PARTS}
+        if not parts:
+            return _traces_frame(rest)
+        tail = [_traces_frame(rest)] if rest["file"] else []
+        return pl.concat([*parts, *tail])
     return pl.DataFrame(
         {
             k: pl.Series(v, dtype=pl.String if k == "vantage" else TRACES_SCHEMA[k])

@@ -67,11 +67,26 @@ def replay(visits: Visits, nodes: pl.DataFrame, edges: pl.DataFrame) -> np.ndarr
         return None
     succ, label_mask = masks
     f = visits.frame
-    n = f.height
     tid = f.get_column("tid").to_numpy().astype(np.int64)
     first = f.get_column("first").to_numpy()
     last = f.get_column("last").to_numpy()
     label = f.get_column("code").to_numpy().astype(np.int64) + 1
+    direct = _one_node_per_label(succ, label_mask, label, first, last)
+    if direct is not None:
+        return direct
+    return _passes(succ, label_mask, tid, label, first, last)
+
+
+def _passes(
+    succ: np.ndarray,
+    label_mask: np.ndarray,
+    tid: np.ndarray,
+    label: np.ndarray,
+    first: np.ndarray,
+    last: np.ndarray,
+) -> np.ndarray | None:
+    """The backward and forward passes of :func:`replay`."""
+    n = len(label)
     starts, ends = np.flatnonzero(first), np.flatnonzero(last)
     candidates = label_mask[label]
     one = np.uint64(1)
@@ -102,6 +117,32 @@ def replay(visits: Visits, nodes: pl.DataFrame, edges: pl.DataFrame) -> np.ndarr
         nxt = np.log2(options.astype(np.float64)).astype(np.int64)
         node[rows] = nxt
         current[t] = nxt
+    return node
+
+
+def _one_node_per_label(
+    succ: np.ndarray, label_mask: np.ndarray, label: np.ndarray, first: np.ndarray, last: np.ndarray
+) -> np.ndarray | None:
+    """The replay when each label of the visits has one node (the observed model): each
+    visit's node is its label's, provided every step (INITIAL to the first visit, visit to
+    visit, the last to TERMINAL) is an edge; then that path is the only one and accepting, as
+    the passes of :func:`replay` would find. None when a label has several nodes or a step is
+    not an edge (the passes decide)."""
+    masks = label_mask[np.flatnonzero(np.bincount(label, minlength=len(label_mask)))]
+    if not ((masks != 0) & ((masks & (masks - np.uint64(1))) == 0)).all():
+        return None
+    node_of = np.zeros(len(label_mask), dtype=np.int64)
+    single = (label_mask != 0) & ((label_mask & (label_mask - np.uint64(1))) == 0)
+    node_of[single] = np.log2(label_mask[single].astype(np.float64)).astype(np.int64)
+    node = node_of[label]
+    previous = np.empty_like(node)
+    previous[1:] = node[:-1]
+    previous[first] = 0  # INITIAL
+    one = np.uint64(1)
+    if not ((succ[previous] >> node.astype(np.uint64)) & one).all():
+        return None
+    if not (succ[node[last]] & _TERMINAL_BIT).all():
+        return None
     return node
 
 

@@ -37,8 +37,8 @@ from polars.exceptions import PanicException as _PanicException
 from quicsm.core.aliases import canonical_state
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import QlogError, QuicsmError, out_of_memory, released
-from quicsm.core.frames import KEY_DTYPE, SOURCE_DTYPE, TRANSITIONS_SCHEMA, VANTAGE_DTYPE
-from quicsm.core.states import CANONICAL_STATES, UNKNOWN
+from quicsm.core.frames import KEY_DTYPE, TRANSITIONS_SCHEMA
+from quicsm.core.states import STATE_DTYPE, UNKNOWN
 from quicsm.qlog.events import MAX_MAGNITUDE
 
 REQUIRED: Final[tuple[str, ...]] = ("trace", "time_ms", "state")
@@ -77,6 +77,11 @@ class _LineEnds:
 
     def scan(self, data: bytes) -> None:
         for lo in range(0, len(data), _SCAN_BYTES):
+            hi = min(lo + _SCAN_BYTES, len(data))
+            plain = not self.odd and self.max_line_bytes >= _SCAN_BYTES
+            if plain and data.find(b'"', lo, hi) < 0:
+                self._plain(data, lo, hi)  # no quote: every line feed ends a line
+                continue
             view = np.frombuffer(
                 data, dtype=np.uint8, count=min(_SCAN_BYTES, len(data) - lo), offset=lo
             )
@@ -99,6 +104,21 @@ class _LineEnds:
             self.size += len(view)
             if self.size - self.last > self.max_line_bytes:
                 raise _TooLong(self.size - self.last)
+
+    def _plain(self, data: bytes, lo: int, hi: int) -> None:
+        """:meth:`scan` of a stretch without quotes: only its first and last line feeds count
+        (the lines between them are shorter than the stretch, so than ``max_line_bytes``)."""
+        first = data.find(b"\n", lo, hi)
+        if first >= 0:
+            if first + 1 - lo + self.size - self.last > self.max_line_bytes:
+                raise _TooLong(first + 1 - lo + self.size - self.last)
+            self.last = data.rfind(b"\n", lo, hi) + 1 - lo + self.size
+            base = self.cuts[-1] if self.cuts else 0
+            if self.last - base >= self.chunk_bytes:
+                self.cuts.append(self.last)
+        self.size += hi - lo
+        if self.size - self.last > self.max_line_bytes:
+            raise _TooLong(self.size - self.last)
 
     def take(self) -> int:
         """The end of the text to yield now (0: none yet); offsets restart after it."""
@@ -187,10 +207,11 @@ def read_table(
     diagnostics: Diagnostics,
     max_line_bytes: int = 64 << 20,
     labels: dict[str, dict[str, str]] | None = None,
+    summary: list[pl.DataFrame] | None = None,
 ) -> pl.DataFrame:
     """Read a CSV (``blocks`` = its decompressed content) or Parquet table into transitions rows.
     The label columns' values per trace are added to ``labels`` (trace -> label -> value) when
-    it is given.
+    it is given, and the table's :func:`trace_summary` to ``summary``.
 
     Returns the rows (not yet normalised); bad rows raise :class:`QlogError` naming the line
     (CSV) or row (Parquet), or are skipped and counted when ``lenient``. CSV is read in chunks of
@@ -206,7 +227,8 @@ def read_table(
                         _rows(path, kind, _load(path, kind, None), 0, lenient, diagnostics, labels),
                         diagnostics,
                     )
-                ]
+                ],
+                summary,
             )
         assert blocks is not None
         parts = []
@@ -229,7 +251,7 @@ def read_table(
                 f"CSV lines of at most {max_line_bytes >> 20} MiB (ReadLimits.max_record_bytes)",
                 got=f"more than {exc.size >> 20} MiB without a line end",
             ) from None
-        return _finish(parts)
+        return _finish(parts, summary)
     except QuicsmError as exc:
         released(exc)  # the chunks are not kept alive by the error
         raise
@@ -348,6 +370,9 @@ def _rows(
             "a number in end_ms",
             pl.col("end_ms").is_not_null() & ~_plausible(pl.col("end_ms")).fill_null(False),
         )
+    bad = pl.any_horizontal([expr.fill_null(True) for _, expr in checks.values()])
+    if not strings.select(bad.any()).item():  # every row valid (the usual case): no copy
+        return strings.drop("_row")
     flags = strings.with_columns(
         [expr.fill_null(True).alias(f"_bad_{c}") for c, (_, expr) in checks.items()]
     )
@@ -366,74 +391,135 @@ def _rows(
     return strings.filter(~bad).drop("_row")
 
 
-def _finish(parts: list[pl.DataFrame]) -> pl.DataFrame:
+def _finish(parts: list[pl.DataFrame], summary: list[pl.DataFrame] | None = None) -> pl.DataFrame:
     """Every chunk's rows; ``end_ms`` is the same on every row of a trace: the largest given
     ``end_ms``, or the trace's last time when some row gives none.
 
-    One group-by over the traces and a join back (a nested window over the traces cost time
-    superlinear in their number: 44 s at a million traces)."""
+    Per trace means per group of :func:`trace_groups`: runs of rows when the table lists its
+    traces one after another (no hashing of the ids), a window over integer ids otherwise (a
+    nested window over the ids themselves cost time superlinear in their number: 44 s at a
+    million traces). The table's :func:`trace_summary` goes to ``summary`` when it is given."""
     if not parts:
+        if summary is not None:
+            summary.append(trace_summary(pl.DataFrame(schema=TRANSITIONS_SCHEMA)))
         return pl.DataFrame(schema=TRANSITIONS_SCHEMA)
     frame = pl.concat(parts) if len(parts) > 1 else parts[0]
-    end = pl.col("end_ms").max()
-    per_trace = frame.group_by("trace").agg(
-        pl.when(pl.col("end_ms").null_count() > 0)
-        .then(pl.max_horizontal(end, pl.col("time_ms").max()))
-        .otherwise(end)
-        .alias("_end")
-    )
+    starts = _run_starts(frame.get_column("trace"))
+    if starts is not None and frame.get_column("end_ms").null_count() == frame.height:
+        # the usual table: its traces one after another, no end_ms: each run's last time
+        # (times are finite here), and the summary read off the runs' first rows
+        n = frame.height
+        lengths = np.diff(np.append(starts, n))
+        time = frame.get_column("time_ms").to_numpy()
+        ends = np.maximum.reduceat(time, starts) if n else time[:0]
+        frame = frame.with_columns(pl.Series("end_ms", np.repeat(ends, lengths)))
+        if summary is not None:
+            summary.append(
+                frame.select("trace", "vantage")
+                .gather(starts)
+                .with_columns(pl.Series("n", lengths, dtype=pl.UInt32), pl.Series("end_ms", ends))
+            )
+        return frame
+    group = trace_groups(frame.get_column("trace"))
+    last = pl.col("time_ms").max().over(group)
+    if frame.get_column("end_ms").null_count() == frame.height:  # no end_ms given (usual)
+        end = last
+    else:
+        given = pl.col("end_ms").max().over(group)
+        end = (
+            pl.when(pl.col("end_ms").null_count().over(group) > 0)
+            .then(pl.max_horizontal(given, last))
+            .otherwise(given)
+        )
+    frame = frame.with_columns(end.alias("end_ms"))
+    if summary is not None:
+        summary.append(_summary(frame, group))
+    return frame
+
+
+def trace_groups(trace: pl.Series) -> pl.Series:
+    """An integer id per row, the same for the rows of one trace and different between traces:
+    the run of the row when every trace's rows are one run (a table sorted by trace, or listing
+    its traces one after another in any order), else the first row of its trace."""
+    if trace.null_count() or _run_starts(trace) is not None:
+        return trace.rle_id().rename("_group")
+    frame = trace.to_frame("trace").with_row_index("_group")
+    return frame.select(pl.col("_group").first().over("trace")).to_series()
+
+
+def _run_starts(trace: pl.Series) -> np.ndarray | None:
+    """Where the runs of equal ids start when each trace is one run (its rows one after
+    another), else None; ids without nulls."""
+    if trace.null_count():
+        return None
+    if trace.len() < 2:
+        return np.arange(trace.len(), dtype=np.int64)
+    runs = trace.rle_id().to_numpy()
+    starts = np.flatnonzero(np.diff(runs, prepend=-1))
+    firsts = trace.gather(starts)
+    if (firsts.slice(1) > firsts.slice(0, firsts.len() - 1)).all():
+        return starts  # runs of increasing ids: one run per trace
+    if firsts.n_unique() == firsts.len():
+        return starts  # every run a trace of its own
+    return None
+
+
+def trace_summary(table: pl.DataFrame) -> pl.DataFrame:
+    """One row per trace of a table read by :func:`read_table`, in the order of its first row:
+    ``trace``, its first ``vantage``, its rows ``n`` and its largest ``end_ms`` (grouped by
+    :func:`trace_groups`: integers, not the ids)."""
+    return _summary(table, trace_groups(table.get_column("trace")))
+
+
+def _summary(table: pl.DataFrame, group: pl.Series) -> pl.DataFrame:
     return (
-        frame.join(per_trace, on="trace", how="left", maintain_order="left")
-        .with_columns(pl.col("_end").alias("end_ms"))
-        .drop("_end")
+        table.select("trace", "vantage", "end_ms", group)
+        .group_by("_group", maintain_order=True)
+        .agg(
+            pl.col("trace").first(),
+            pl.col("vantage").first(),
+            pl.len().alias("n"),
+            pl.col("end_ms").max(),
+        )
+        .drop("_group")
     )
 
 
 def _typed(path: Path, good: pl.DataFrame, diagnostics: Diagnostics) -> pl.DataFrame:
     """The valid rows of one chunk in the transitions schema (compact dtypes at once: a large
-    table is never held as text)."""
-    # each distinct name is mapped once (no Python object per row: memory follows the frame)
-    counts = good["state"].value_counts()
-    mapping: dict[str, str] = {}
-    for name, n in counts.iter_rows():
-        state = name if name in CANONICAL_STATES else canonical_state(name)
-        if state == UNKNOWN and name != UNKNOWN:
-            diagnostics.unknown_states[name] += n
-        mapping[name] = state
-    states = good["state"].replace_strict(mapping, return_dtype=pl.String)
-    # the raw name is always kept: the given raw_state, else the state as written
-    raw_state = (
-        good["raw_state"].fill_null(good["state"]) if "raw_state" in good.columns else good["state"]
-    )
-    n = good.height
+    table is never held as text), built by one ``select``."""
+    names = good.get_column("state")
+    states = names.cast(STATE_DTYPE, strict=False)  # canonical names (the usual case) as they are
+    if states.null_count():  # aliases and unknown names: each distinct one mapped once
+        at = states.is_null().arg_true()
+        others = names.gather(at)
+        mapping: dict[str, str] = {}
+        for name, n in others.value_counts().iter_rows():
+            state = canonical_state(name)
+            if state == UNKNOWN and name != UNKNOWN:
+                diagnostics.unknown_states[name] += n
+            mapping[name] = state
+        states = states.scatter(at, others.replace_strict(mapping, return_dtype=STATE_DTYPE))
+    schema = TRANSITIONS_SCHEMA
+
+    def given(name: str, default: str | None) -> pl.Expr:
+        if name not in good.columns:
+            return pl.lit(default, schema[name])
+        column = pl.col(name)
+        return (column if default is None else column.fill_null(default)).cast(schema[name])
+
     columns = {
-        "file": good["file"] if "file" in good.columns else pl.repeat(str(path), n, eager=True),
-        "trace": good["trace"],
-        "vantage": (
-            good["vantage"].fill_null("unknown")
-            if "vantage" in good.columns
-            else pl.repeat("unknown", n, eager=True)
-        ),
-        "time_ms": good["time_ms"].cast(pl.Float64),
-        "state": states,
-        "raw_state": raw_state,
-        "trigger": good["trigger"]
-        if "trigger" in good.columns
-        else pl.repeat(None, n, dtype=pl.String, eager=True),
-        "source": (
-            good["source"].fill_null("explicit")
-            if "source" in good.columns
-            else pl.repeat("explicit", n, eager=True)
-        ),
+        "file": given("file", str(path)),
+        "trace": pl.col("trace").cast(schema["trace"]),
+        "vantage": given("vantage", "unknown"),
+        "time_ms": pl.col("time_ms").cast(pl.Float64),
+        "state": pl.lit(states),
+        # the raw name is always kept: the given raw_state, else the state as written
+        "raw_state": pl.col("raw_state").fill_null(pl.col("state")).cast(schema["raw_state"])
+        if "raw_state" in good.columns
+        else pl.col("state").cast(schema["raw_state"]),
+        "trigger": given("trigger", None),
+        "source": given("source", "explicit"),
+        "end_ms": given("end_ms", None),
     }
-    frame = pl.DataFrame(columns)
-    end = (
-        good["end_ms"].cast(pl.Float64)
-        if "end_ms" in good.columns
-        else pl.repeat(None, n, dtype=pl.Float64, eager=True)
-    )
-    frame = frame.with_columns(end.alias("end_ms"))
-    frame = frame.with_columns(
-        pl.col("vantage").cast(VANTAGE_DTYPE), pl.col("source").cast(SOURCE_DTYPE)
-    )
-    return frame.select([pl.col(c).cast(t) for c, t in TRANSITIONS_SCHEMA.items()])
+    return good.select(**{name: columns[name] for name in schema})

@@ -73,7 +73,7 @@ def walk_counts(log: EventLog) -> Counts:
     cum_by_label = np.zeros((n_labels, n_events + 1), dtype=np.int32)
     for x in range(n_labels):
         np.cumsum(codes == x, out=cum_by_label[x, 1:])
-    cum = np.ascontiguousarray(cum_by_label.T).astype(np.int64)
+    cum = np.ascontiguousarray(cum_by_label.T)  # int32 as counted (widened per pair below)
     del cum_by_label
     starts = log.offsets[:-1]
     ends = log.offsets[1:]
