@@ -304,7 +304,7 @@ def test_a_csv_through_the_cli_gives_the_apis_model(tmp_path: Path, algorithm: s
         .otherwise(pl.col("state").cast(pl.String))
         .alias("state"),
         pl.when(pl.int_range(pl.len()) % 11 == 0).then(pl.col("time_ms") + 5000.0).alias("end_ms"),
-        (pl.col("trace").str.slice(-1).cast(pl.Int64) % 3).alias("scenario"),
+        (pl.col("trace").cast(pl.String).str.slice(-1).cast(pl.Int64) % 3).alias("scenario"),
     )
     df = df.filter(~((pl.col("state") == "Init") & (pl.int_range(pl.len()) % 2 == 0)))
     df = pl.concat([df, df.slice(5, 40)]).sample(fraction=1.0, shuffle=True, seed=3)
