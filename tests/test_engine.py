@@ -350,3 +350,25 @@ def test_engine_options_are_checked_with_clear_errors() -> None:
         extract(CLEAN[:1], engine="spark")
     with pytest.raises(InputError, match="workers must be a positive integer"):
         extract(CLEAN[:1], workers=0)
+
+
+def test_a_table_is_keyed_without_hashing_and_read_again_each_time(tmp_path: Path) -> None:
+    """Transition tables are never cached, so their bytes are not hashed for a key: an edited
+    table (same size, new time) is read as it is now; qlog files keep content keys."""
+    import os
+
+    from quicsm.engine.cache import TABLE_KEY_PREFIX, file_key
+
+    table = tmp_path / "t.csv"
+    table.write_text("trace,time_ms,state\na,0,Init\na,1,SlowStart\n")
+    assert file_key(str(table)).startswith(TABLE_KEY_PREFIX)
+    assert not file_key(CLEAN[0]).startswith(TABLE_KEY_PREFIX)
+    assert file_key(CLEAN[0]) == file_key(CLEAN[0])
+    cache = tmp_path / "cache"
+    first = extract([str(table)], workers=1, cache_dir=cache, rows=True)
+    table.write_text("trace,time_ms,state\nb,0,Init\nb,1,Recovery\n")
+    os.utime(table, ns=(1, 2))
+    again = extract([str(table)], workers=1, cache_dir=cache, rows=True)
+    assert (first.cached_files, again.cached_files, again.read_files) == (0, 0, 1)
+    assert again.transitions is not None
+    assert again.transitions.get_column("trace").cast(pl.String).unique().to_list() == ["b"]

@@ -76,14 +76,27 @@ def extractor_fingerprint() -> str:
     return h.hexdigest()
 
 
+#: the key of a transitions table (CSV or Parquet): tables are read whole and never cached, so
+#: their bytes are not hashed (hashing a 350 MB table took a tenth of reading it)
+TABLE_KEY_PREFIX: Final = "table:"
+
+
 def file_key(path: str) -> str:
-    """The cache key of a file: its bytes and its ``run.json`` sidecar (qlog formats are
-    told by content, never by name; transition tables, whose format is, are not cached)."""
+    """The cache key of a file: its bytes and its ``run.json`` sidecar (formats are told by
+    content, never by name). An uncompressed transitions table, which is never cached, is told
+    from its first block and keyed by its path, size and modification time alone."""
+    from quicsm.qlog.source import CSV, PARQUET, detect
+
     h = hashlib.blake2b(digest_size=16)
     p = Path(path)
     with p.open("rb") as f:
-        while chunk := f.read(1 << 20):
+        chunk = f.read(1 << 20)
+        if detect(chunk) in (CSV, PARQUET):
+            st = os.fstat(f.fileno())
+            return f"{TABLE_KEY_PREFIX}{p}:{st.st_size}:{st.st_mtime_ns}"
+        while chunk:
             h.update(chunk)
+            chunk = f.read(1 << 20)
     sidecar = p.parent / "run.json"
     h.update(b"\0run.json\0")
     if sidecar.is_file():

@@ -58,48 +58,47 @@ class Counts:
 def walk_counts(log: EventLog) -> Counts:
     """The miner's counts from per-trace prefix counts.
 
-    With ``before[i, x]`` = number of ``x`` events before position ``i`` of its trace, the
-    ``a`` events followed by some ``b`` are those before the trace's last ``b``, and the ``b``
-    events preceded by some ``a`` are those after its first ``a``; one row lookup per
-    (trace, label present) pair, so the work is linear in the events.
+    With ``cum[i, x]`` = number of ``x`` events before position ``i`` of the log, the ``a``
+    events followed by some ``b`` are those before the trace's last ``b``, and the ``b`` events
+    preceded by some ``a`` are those after its first ``a``. The first and last ``x`` of each
+    trace holding one are found from the positions of ``x`` alone (they are in trace order), so
+    the work is linear in the events: no sort of (trace, label) pairs.
     """
     n_labels = len(log.labels)
     n_traces = log.n_unique
-    codes = log.codes.astype(np.int64)
+    codes = log.codes
     n_events = len(codes)
     trace = log.event_trace()
     w = log.weights
-    # cum[i, x]: x events among codes[:i]
-    cum_by_label = np.zeros((n_labels, n_events + 1), dtype=np.int32)
-    for x in range(n_labels):
-        np.cumsum(codes == x, out=cum_by_label[x, 1:])
-    cum = np.ascontiguousarray(cum_by_label.T)  # int32 as counted (widened per pair below)
-    del cum_by_label
     starts = log.offsets[:-1]
     ends = log.offsets[1:]
-    key = trace * n_labels + codes
-    first_flat = np.full(n_traces * n_labels, -1, dtype=np.int64)
-    uniq, at = np.unique(key, return_index=True)  # first occurrence of each (trace, label)
-    first_flat[uniq] = at
-    last_flat = np.full(n_traces * n_labels, -1, dtype=np.int64)
-    uniq, at = np.unique(key[::-1], return_index=True)
-    last_flat[uniq] = n_events - 1 - at
-    t_idx, x_idx = np.divmod(uniq, n_labels)  # the (trace, label) pairs present
-    first = first_flat[uniq]
-    last = last_flat[uniq]
-    wt = w[t_idx][:, None]
-    # a events before the last x, per pair: a row per pair, summed by x
-    before_last = (cum[last] - cum[starts[t_idx]]) * wt
-    # events after the first x, per pair
-    after_first = (cum[ends[t_idx]] - cum[first + 1]) * wt
+    # cum[i, x]: x events among codes[:i] (int32 as counted, widened per pair below)
+    cum = np.zeros((n_events + 1, n_labels), dtype=np.int32)
+    positions = []
+    for x in range(n_labels):
+        is_x = codes == x
+        np.cumsum(is_x, out=cum[1:, x])
+        positions.append(np.flatnonzero(is_x))
     followed = np.zeros((n_labels, n_labels), dtype=np.int64)
     precedes = np.zeros((n_labels, n_labels), dtype=np.int64)
-    for x in range(n_labels):
-        sel = x_idx == x
-        followed[:, x] = before_last[sel].sum(axis=0)
-        precedes[x, :] = after_first[sel].sum(axis=0)
+    present = np.zeros(n_labels, dtype=np.int64)
+    for x, pos in enumerate(positions):
+        if pos.size == 0:
+            continue
+        of = trace[pos]
+        opens = np.empty(pos.size, dtype=np.bool_)  # the first x of its trace
+        opens[0] = True
+        np.not_equal(of[1:], of[:-1], out=opens[1:])
+        at = np.flatnonzero(opens)
+        t_idx = of[at]
+        first = pos[at]
+        last = pos[np.append(at[1:], pos.size) - 1]
+        wt = w[t_idx][:, None]
+        # a events before the last x of each trace, and events after its first x
+        followed[:, x] = ((cum[last] - cum[starts[t_idx]]) * wt).sum(axis=0)
+        precedes[x, :] = ((cum[ends[t_idx]] - cum[first + 1]) * wt).sum(axis=0)
+        present[x] = t_idx.size
     count = np.bincount(codes, weights=log.event_weights(), minlength=n_labels)
-    present = np.bincount(x_idx, minlength=n_labels)
     in_every: npt.NDArray[np.bool_] = present == n_traces
     return Counts(np.rint(count).astype(np.int64), followed, precedes, in_every)
 
