@@ -14,7 +14,7 @@ import zstandard
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from identify_helpers import isclose, relabel, window_trace
+from identify_helpers import acked_trace, isclose, relabel, window_trace
 
 import quicsm
 from quicsm.cli import main
@@ -155,6 +155,46 @@ def test_cubic_of_the_flight_size_is_cubic() -> None:
     assert classify({**row, "beta_spread": 0.0}, PRIORS).family != CUBIC
     assert classify({**row, "step_bytes": 1200.0, "step_share": 0.9}, PRIORS).family != CUBIC
     assert classify({**row, "n_reductions": 4}, PRIORS).family != CUBIC
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    alpha=st.floats(0.3, 1.0),
+    segment=st.sampled_from([1200.0, 1350.0, 1441.0, 1452.0]),
+    rtt=st.sampled_from([0.3, 20.0, 60.0]),
+    idle=st.integers(0, 6),
+)
+def test_growth_below_the_last_maximum_is_the_generating_one(
+    alpha: float, segment: float, rtt: float, idle: int
+) -> None:
+    """A sender that adds ``alpha`` of its segments per window acknowledged below the window it
+    was cut from (whole segments at a time) measures ``alpha`` there, on any clock; rounds in
+    which it was not limited by its window (and did not grow) are not counted."""
+    m, t = acked_trace(segment=segment, rtt_ms=rtt, whole_steps=True, alpha_below_max=alpha,
+                       idle_rounds=idle, rounds_between_losses=24, clocked=True)  # fmt: skip
+    row = identify_frames(m, t).to_dicts()[0]
+    own = row["growth_below_max"] * 1250.0 / segment
+    assert isclose(own, alpha, 0.12), (own, alpha)
+    assert row["rounds_below_max"] >= 10
+
+
+@pytest.mark.parametrize("rtt", [0.3, 21.0, 60.0])
+def test_cubic_below_its_last_maximum_is_cubic_and_reno_is_not(rtt: float) -> None:
+    """Exact cuts by 0.7 and whole-segment steps are quic-go's Reno and quiche's or quinn's
+    CUBIC alike; below the window it was cut from, CUBIC in its Reno-friendly region adds
+    alpha = 0.53 segments per window acknowledged (RFC 9438 section 4.3), Reno one. The
+    specification's priors alone tell them apart on any clock; a Reno that was not limited by
+    its window after each cut is still Reno."""
+    kw = {"rtt_ms": rtt, "whole_steps": True, "clocked": True}
+    m, t = acked_trace(alpha_below_max=0.53, segment=1350.0, **kw)  # type: ignore[arg-type]
+    assert one(m, t, signatures=PRIORS)["family"] == CUBIC
+    for idle in (0, 5):
+        m, t = acked_trace(idle_rounds=idle, **kw)  # type: ignore[arg-type]
+        row = one(m, t, signatures=PRIORS)
+        assert row["family"] == NEWRENO, row["evidence"]
+    # three cuts at least: two are too few to tell
+    m, t = acked_trace(alpha_below_max=0.53, losses=2, **kw)  # type: ignore[arg-type]
+    assert one(m, t, signatures=PRIORS)["family"] == UNKNOWN
 
 
 def test_losses_without_reduction_are_bbr_like() -> None:
@@ -571,6 +611,19 @@ def test_one_sided_feature_constrains_only_an_agreed_sign() -> None:
     assert _interval([-3.0, -0.2, -5.0], "cubic_fit") == (-OPEN_END, SIGN_TOLERANCE)
     assert _interval([-3.0, 2.0, -1.0, 4.0], "cubic_fit") is None  # no agreed sign
     assert _interval([1.0], "cubic_fit") is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0.2, 3.0), min_size=2, max_size=12))
+def test_growth_below_the_maximum_box_takes_every_training_trace(values: list[float]) -> None:
+    """CUBIC's growth below its last maximum mixes its concave curve and its Reno-friendly
+    0.53 from interval to interval: a fitted box takes every training value of it (when they
+    agree enough to constrain it at all), not only those within three spreads."""
+    from quicsm.controllers.signatures import _interval
+
+    interval = _interval(values, "growth_below_max")
+    if interval is not None:
+        assert interval[0] <= min(values) and max(values) <= interval[1]
 
 
 def test_a_factor_that_always_varied_stays_a_trait_of_the_box() -> None:
