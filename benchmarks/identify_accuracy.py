@@ -6,10 +6,10 @@ controllers under ``lab/scenarios/identify.toml``, five runs per setting — and
 draws of the same scenarios with their own seeds, ``identify-fresh.qlog`` and
 ``identify-fresh2.qlog``, three runs each). They are measured on ``--heldout`` (default
 ``identify-fresh3.qlog`` and ``identify-fresh4.qlog``: four runs per setting each with new
-seeds; the network-condition draws ``identify-conditions-heldout.qlog`` and
-``identify-conditions-heldout2*.qlog``; never fitted on), and apart on ``--clean`` (default the
-``identify-conditions-heldout2`` draw, made and committed before the design it measures and
-classified once). Prints, as
+seeds; the network-condition draws ``identify-conditions-heldout.qlog``,
+``identify-conditions-heldout2*.qlog`` and ``identify-conditions-heldout3*.qlog``; never fitted
+on), and apart on ``--clean`` (default the ``identify-conditions-heldout3`` draw, made and
+committed before the design it measures and classified once). Prints, as
 Markdown: the held-back accuracy ("unknown" counts as wrong; ``accuracy_answered`` leaves
 unknown answers out), the confusion matrix, accuracy per controller, stack and scenario, the
 share of "unknown" for each controller left out of fitting, the features per controller and
@@ -67,11 +67,13 @@ FITTING: list[str] = [f"{CORPORA}/identify.qlog", f"{CORPORA}/identify-fresh.qlo
 HELDOUT: list[str] = [f"{CORPORA}/identify-fresh3.qlog", f"{CORPORA}/identify-fresh4.qlog",
                       f"{CORPORA}/identify-conditions-heldout.qlog",
                       f"{CORPORA}/identify-conditions-heldout2.qlog",
-                      f"{CORPORA}/identify-conditions-heldout2-long.qlog"]  # fmt: skip
+                      f"{CORPORA}/identify-conditions-heldout2-long.qlog",
+                      f"{CORPORA}/identify-conditions-heldout3.qlog",
+                      f"{CORPORA}/identify-conditions-heldout3-long.qlog"]  # fmt: skip
 #: the held-back draw that no design choice has seen: made and committed before the design it
 #: measures, classified once (docs/identify.md); its measures are printed apart
-CLEAN: list[str] = [f"{CORPORA}/identify-conditions-heldout2.qlog",
-                    f"{CORPORA}/identify-conditions-heldout2-long.qlog"]  # fmt: skip
+CLEAN: list[str] = [f"{CORPORA}/identify-conditions-heldout3.qlog",
+                    f"{CORPORA}/identify-conditions-heldout3-long.qlog"]  # fmt: skip
 #: draws never fitted on that calibrate the confidence (with the fitting corpora, each answered
 #: by boxes fitted on the others)
 CALIBRATION: list[str] = [f"{CORPORA}/identify-conditions.qlog"]

@@ -626,6 +626,26 @@ def test_growth_below_the_maximum_box_takes_every_training_trace(values: list[fl
         assert interval[0] <= min(values) and max(values) <= interval[1]
 
 
+def test_a_box_fitted_on_whole_steps_does_not_take_small_steps() -> None:
+    """The window's steps are an implementation's trait: a fitted box takes another stack's
+    trace whatever its steps, except that a box whose every training trace added whole
+    segments does not take a window that grew in small steps of every size (aioquic's CUBIC
+    cut by 0.5 of its window on a LAN was taken by the whole-step Reno boxes of aioquic and
+    quiche). A box fitted on small steps still takes whole ones, and the specification's
+    priors check the steps they state."""
+    from quicsm.controllers.signatures import Box
+
+    whole = Box(NEWRENO, {"beta": (0.47, 0.53), "growth": (0.78, 1.14),
+                          "step_share": (0.85, 1.15)}, "fit:aioquic/identify-50ms")  # fmt: skip
+    small = Box(CUBIC, {"beta": (0.64, 0.7), "growth": (0.74, 1.1),
+                        "step_share": (-0.1, 0.2)}, "fit:aioquic/identify-50ms")  # fmt: skip
+    trace = {"beta": 0.5, "growth": 0.93, "n_reductions": 3.0}
+    assert not whole.contains({**trace, "step_share": 0.07})
+    assert whole.contains({**trace, "step_share": 0.45})  # another stack's whole steps
+    assert whole.contains(trace)  # no steps measured
+    assert small.contains({**trace, "beta": 0.67, "step_share": 0.95})
+
+
 def test_a_factor_that_always_varied_stays_a_trait_of_the_box() -> None:
     from quicsm.controllers.signatures import EXACT_FACTOR, _interval
 

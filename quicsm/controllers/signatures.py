@@ -157,6 +157,7 @@ class Box:
                 name in IMPLEMENTATION_FEATURES
                 and self.source != "prior"
                 and not (strict or any_rtt)
+                and not _small_steps_against_whole(name, lo, evidence)
             ):
                 continue
             if name in evidence:
@@ -168,6 +169,20 @@ class Box:
 
     def rtt_range(self) -> tuple[float, float] | None:
         return self.intervals.get("rtt_ms")
+
+
+def _small_steps_against_whole(name: str, lo: float, evidence: Mapping[str, float]) -> bool:
+    """A box fitted on whole-segment steps (every training trace added whole segments: its
+    step share reaches down no lower than :data:`WHOLE_STEPS_SHARE`) and a trace that grew in
+    small steps of every size (step share below :data:`SMALL_STEPS_SHARE`): the implementation
+    the box was fitted on does not grow that way, so the box does not take the trace."""
+    share = evidence.get("step_share")
+    return (
+        name == "step_share"
+        and share is not None
+        and lo >= WHOLE_STEPS_SHARE
+        and share < SMALL_STEPS_SHARE
+    )
 
 
 #: boxes from the specifications (RFC 9002 NewReno: half the window, linear growth of about one
@@ -221,6 +236,11 @@ PRIORS: Final[tuple[Box, ...]] = (
     Box(NEWRENO, {"beta": (0.47, 0.53), "beta_spread": (0.0, 0.005),
                   "n_reductions": (2.0, 1e9)}),
 )  # fmt: skip
+#: a fitted box whose step share reaches no lower than this was fitted on whole-segment steps ...
+WHOLE_STEPS_SHARE: Final[float] = 0.5
+#: ... and does not take a trace whose step share is below this (small steps of every size:
+#: quic-go's and aioquic's CUBIC recompute the window on every ACK, 0.4-30 % of steps one size)
+SMALL_STEPS_SHARE: Final[float] = 0.3
 #: a step of the window of at least this many bytes is a whole segment (QUIC's smallest
 #: datagram is 1200 bytes)
 WHOLE_SEGMENT: Final[float] = 1000.0
