@@ -143,8 +143,9 @@ def acked_trace(
                     log("metrics")
             for _ in range(packets):
                 t += step / packets
+                limited = not clocked or flight >= cwnd - 3 * segment  # RFC 9002 section 7.8
                 flight = max(flight - segment, 0.0)
-                if not idle:
+                if not idle and limited:
                     alpha = alpha_below_max if cwnd < w_max else 1.0
                     pending += alpha * segment * segment / cwnd
                     grow = segment * (pending // segment) if whole_steps else pending
