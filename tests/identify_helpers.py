@@ -93,38 +93,71 @@ def acked_trace(
     losses: int = 5,
     round_ms: list[float] | None = None,
     rtt_ms: float = 0.3,
+    whole_steps: bool = False,
+    alpha_below_max: float = 1.0,
+    idle_rounds: int = 0,
+    clocked: bool = False,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """A Reno sender logged as quic-go logs it: its flight on every packet sent and every ACK,
     its window growing by segment x acked / window on every ACK (RFC 9002 section 7.3.3), cut by
     ``beta`` at each loss. Each round (a window sent, then acknowledged) lasts the next value of
     ``round_ms`` (cycled; default ``rtt_ms``), whatever the smoothed RTT the trace logs: the
-    wall clock and the logged RTT say nothing of the rounds."""
+    wall clock and the logged RTT say nothing of the rounds.
+
+    ``whole_steps`` accumulates the increments and adds a whole segment at a time (quic-go's
+    Reno, quiche's and quinn's accumulators); ``alpha_below_max`` is the growth in segments per
+    window while the window is below the one it was last cut from (CUBIC's Reno-friendly
+    alpha of 0.53 in quiche, which grows by one segment per window past it); ``idle_rounds``
+    rounds after each cut send only half the window and do not grow it (a sender not limited
+    by its window, RFC 9002 section 7.8). ``clocked`` sends a packet whenever an acknowledgement
+    leaves room in the window (an ACK-clocked sender keeps its window full) instead of a window
+    at a time."""
     durations = round_ms or [rtt_ms]
     metrics: list[dict[str, Any]] = []
     states: list[tuple[float, str]] = [(0.0, "Init"), (0.0, "CongestionAvoidance")]
     t, cwnd, flight, k = 0.0, start_segments * segment, 0.0, 0
+    w_max, pending = cwnd, 0.0
 
     def log(event: str) -> None:
         metrics.append({"time_ms": t, "event": event, "cwnd_bytes": cwnd,
                         "bytes_in_flight": flight, "smoothed_rtt_ms": rtt_ms})  # fmt: skip
 
+    def send_up_to(limit: float) -> None:
+        nonlocal flight
+        while flight + segment <= limit + 1e-6:
+            flight += segment
+            log("metrics")
+
+    if clocked:
+        send_up_to(cwnd)
     for _ in range(losses):
-        for _ in range(rounds_between_losses):
+        for n in range(rounds_between_losses):
             step = durations[k % len(durations)] / 2
             k += 1
-            packets = int(cwnd // segment)
+            idle = n < idle_rounds
+            packets = max(int(cwnd // segment) // (2 if idle else 1), 1)
+            if not clocked:
+                for _ in range(packets):
+                    t += step / packets
+                    flight += segment
+                    log("metrics")
             for _ in range(packets):
                 t += step / packets
-                flight += segment
+                limited = not clocked or flight >= cwnd - 3 * segment  # RFC 9002 section 7.8
+                flight = max(flight - segment, 0.0)
+                if not idle and limited:
+                    alpha = alpha_below_max if cwnd < w_max else 1.0
+                    pending += alpha * segment * segment / cwnd
+                    grow = segment * (pending // segment) if whole_steps else pending
+                    cwnd += grow
+                    pending -= grow
                 log("metrics")
-            for _ in range(packets):
-                t += step / packets
-                flight -= segment
-                cwnd += segment * segment / cwnd
-                log("metrics")
+                if clocked:
+                    send_up_to(cwnd / 2 if idle else cwnd)
         t += durations[k % len(durations)] / 4
         log("packet_lost")
         states.append((t, "Recovery"))
+        w_max = cwnd
         cwnd *= beta
         log("metrics")
         t += durations[k % len(durations)] / 4

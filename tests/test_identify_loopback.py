@@ -89,10 +89,12 @@ def test_growth_per_acked_window_ignores_the_clock(
 
 
 def test_known_limit_reno_at_07_with_per_ack_increments() -> None:
-    """docs/identify.md's limit, pinned: a Reno that cuts by 0.7 and grows by a fraction of a
-    1200-byte segment on every ACK, logging a 39 ms RTT, is what quiche's CUBIC box at 50 ms
-    describes (no lab stack grows that way): it is named Cubic. If this changes, the doc does."""
+    """docs/identify.md's former limit, pinned: a Reno that cuts by 0.7 and grows by a fraction
+    of a 1200-byte segment on every ACK, logging a 39 ms RTT, was taken by quiche's CUBIC box at
+    50 ms and named Cubic; that box was fitted on whole-segment steps and no longer takes a
+    window grown in small steps of every size, so it is unknown (no lab stack grows that way).
+    If this changes, the doc does."""
     m, t = acked_trace(beta=0.7, segment=1200.0, round_ms=[1.0], rtt_ms=39.0)
     row = identify_frames(m, t).row(0, named=True)
     assert row["step_share"] is None or row["step_share"] < 0.5  # no whole-segment steps
-    assert row["family"] == CUBIC
+    assert row["family"] == UNKNOWN

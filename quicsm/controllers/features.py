@@ -36,6 +36,14 @@ with ``congestion_window`` and ``packet_lost`` events is enough.
   better than a line (the window rises fast after a cut and flattens towards the last
   maximum, or turns convex past it), negative when the growth is a line (Reno; or CUBIC in its
   Reno-friendly region, RFC 9438 section 4.3, which grows more slowly than Reno).
+* **Growth below the last maximum.** ``growth_below_max`` is the window's growth in 1250-byte
+  segments per window of data acknowledged while the sender was window-limited, counted only
+  while the window is below the one it was last cut from (the window at the start of an
+  interval over the factor), over ``rounds_below_max`` such rounds: Reno adds one of its
+  segments per window there as anywhere; CUBIC climbs back to its last maximum W_max along its
+  concave curve, or in its Reno-friendly region by 3 (1 - 0.7) / (1 + 0.7) = 0.53 segments per
+  window until its Reno estimate reaches W_max (RFC 9438 section 4.3). This tells quiche's and
+  quinn's CUBIC from quic-go's Reno, which cut by the same exact 0.7 and add whole segments.
 * **Steps.** ``step_bytes`` is the most common increase of the window inside
   congestion-avoidance intervals and ``step_share`` the share of increases of that size: whole
   segments for controllers that add a segment per window acknowledged (quic-go's and aioquic's
@@ -93,6 +101,16 @@ CUBIC_C: Final[float] = 0.4
 #: previous maximum, tried when fitting it: from before the interval (convex all along) to far
 #: after it (K = 12 s is a maximum of some 2 300 segments, 2.9 MB)
 CUBIC_K_GRID: Final[np.ndarray] = np.linspace(-2.0, 12.0, 141)
+#: growth below the previous maximum counts a window's worth of acknowledged data only while the
+#: sender was limited by its window: its bytes in flight before the acknowledgement within this
+#: many bytes of the window (three full datagrams: quic-go's isCwndLimited allows a burst of
+#: three) or this share of it, whichever is less. A sender that is not window-limited does not
+#: grow its window (RFC 9002 section 7.8; quic-go, quiche and quinn all check), so its rounds
+#: would read as slow growth
+LIMITED_SLACK_BYTES: Final[float] = 4500.0
+LIMITED_SHARE: Final[float] = 0.9
+#: the window counts as below the previous maximum up to this share of it
+BELOW_MAX_SHARE: Final[float] = 0.97
 
 #: raw-name fragments of BBRv2/v3's ProbeBW sub-phases
 BBR2_MARKERS: Final[tuple[str, ...]] = ("probe_bw_up", "probe_bw_down", "cruise", "refill",
@@ -117,6 +135,8 @@ FEATURES_SCHEMA: Final[dict[str, pl.DataType]] = {
     "growth": pl.Float64(),
     "curvature": pl.Float64(),
     "cubic_fit": pl.Float64(),
+    "growth_below_max": pl.Float64(),
+    "rounds_below_max": pl.Float64(),
     "rtt_ms": pl.Float64(),
     "bbr_phases": pl.Int64(),
     "bbr2_phases": pl.Int64(),
@@ -334,6 +354,55 @@ def _epochs(
     return out
 
 
+def _carried(values: np.ndarray) -> np.ndarray:
+    """The last value logged strictly before each row (NaN before the first)."""
+    known = ~np.isnan(values)
+    last = np.maximum.accumulate(np.where(known, np.arange(len(values)), -1))
+    before = np.concatenate(([-1], last[:-1]))
+    return np.where(before >= 0, values[np.maximum(before, 0)], np.nan)
+
+
+def _growth_below_max(
+    intervals: list[tuple[float, float]],
+    times: np.ndarray,
+    cwnd: np.ndarray,
+    flight: np.ndarray,
+    acked: np.ndarray | None,
+    beta: float | None,
+) -> tuple[float | None, float]:
+    """Growth of the window (1250-byte segments per window of data acknowledged while the sender
+    was window-limited, :data:`LIMITED_SLACK_BYTES`) while it is below the window before the
+    last cut, and the rounds that measure it. The window before the cut is the window at the
+    start of the congestion-avoidance interval over the trace's factor ``beta``.
+
+    Reno adds one segment per window acknowledged wherever its window is (RFC 9002 section
+    7.3.3). CUBIC below its last maximum W_max grows either along its curve, concave and
+    flattening towards W_max, or, in its Reno-friendly region, by alpha_cubic = 3 (1 - beta) /
+    (1 + beta) = 0.53 segments per window until its Reno estimate reaches W_max (RFC 9438
+    section 4.3; quiche raises alpha to 1 there, quinn keeps 0.53 per RTT of time): well under
+    one segment per window where a Reno would add one. None (and the rounds seen) when fewer
+    than two windows of acknowledged data were seen below the previous maximum, or the trace
+    does not count rounds by acknowledged data."""
+    if acked is None or beta is None or not COLLAPSE_BELOW <= beta < 1.0:
+        return None, 0.0
+    window = _carried(cwnd)
+    floor = np.minimum(window - LIMITED_SLACK_BYTES, LIMITED_SHARE * window)
+    limited = np.nan_to_num(_carried(flight), nan=-1.0) >= np.nan_to_num(floor, nan=np.inf)
+    counted = np.cumsum(np.where(limited, np.diff(acked, prepend=0.0), 0.0))
+    grown = rounds = 0.0
+    for start, end in intervals:
+        rows = np.flatnonzero((times >= start) & (times < end) & ~np.isnan(cwnd))
+        if len(rows) < 2:
+            continue
+        w = cwnd[rows]
+        below = w[:-1] < BELOW_MAX_SHARE * w[0] / beta
+        rounds += float((counted[rows[1:]] - counted[rows[:-1]])[below].sum())
+        grown += float(np.maximum(np.diff(w), 0.0)[below].sum())
+    if rounds < 2.0:
+        return None, rounds
+    return grown / SEGMENT_BYTES / rounds, rounds
+
+
 def _rtt_ms(rtt: np.ndarray) -> np.ndarray:
     """Smoothed RTTs in milliseconds. A trace whose first RTT is RFC 9002's initial 333 ms
     written as 0.333 logs RTTs in seconds (quinn 0.11 does, against the qlog drafts' ms): such a
@@ -398,6 +467,9 @@ def trace_features(
         intervals = _between_losses(markers, times, rtt)
         epochs = _epochs(intervals, times, cwnd, rtt, acked)
     step_bytes, step_share = _steps(intervals, times, cwnd)
+    below_max, rounds_below = _growth_below_max(
+        intervals, times, cwnd, flight, acked, _median(betas)
+    )
     bbr, bbr2 = _phases(transitions) if transitions.height else (0, 0)
     explicit = bool(transitions.height) and bool(
         (transitions["source"].cast(pl.String) == "explicit").any()
@@ -424,6 +496,8 @@ def trace_features(
         "growth": _median([e[0] for e in epochs]),
         "curvature": _median([e[1] for e in epochs]),
         "cubic_fit": _median([e[3] for e in epochs]),
+        "growth_below_max": below_max,
+        "rounds_below_max": rounds_below,
         "rtt_ms": float(np.nanmedian(rtt)) if np.any(~np.isnan(rtt)) else None,
         "bbr_phases": bbr,
         "bbr2_phases": bbr2,

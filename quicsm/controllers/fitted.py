@@ -34,6 +34,15 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth_own": (0.92, 1.2),
         "step_share": (0.5, 1.0),
         "cubic_fit": (-1000.0, 0.25),
+        "growth_below_own": (0.85, 1.6),
+    }, "prior", optional=frozenset(['growth_below_own'])),
+    Box("Cubic", {
+        "beta": (0.66, 0.74),
+        "beta_spread": (0.0, 0.02),
+        "growth_below_own": (0.1, 0.8),
+        "rounds_below_max": (20.0, 1000000000.0),
+        "step_share": (0.5, 1.0),
+        "n_reductions": (3.0, 1000000000.0),
     }, "prior"),
     Box("Cubic", {
         "beta": (0.66, 0.74),
@@ -69,6 +78,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "beta_spread": (0.001, 0.017),
         "growth": (0.618, 1.203),
         "step_share": (-0.082, 0.218),
+        "growth_below_max": (0.837, 1.197),
         "rtt_ms": (83.2, 166.4),
     }, "fit:aioquic/identify-100ms"),
     Box("Cubic", {
@@ -77,6 +87,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth": (0.743, 1.103),
         "cubic_fit": (-1000.0, 0.25),
         "step_share": (-0.096, 0.204),
+        "growth_below_max": (0.761, 1.121),
         "rtt_ms": (40.2, 80.4),
     }, "fit:aioquic/identify-50ms"),
     Box("Cubic", {
@@ -85,6 +96,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth": (0.366, 1.967),
         "cubic_fit": (-0.25, 1000.0),
         "step_share": (0.019, 0.319),
+        "growth_below_max": (0.828, 1.203),
         "rtt_ms": (101.1, 202.1),
     }, "fit:quic-go/identify-100ms"),
     Box("Cubic", {
@@ -93,6 +105,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth": (0.371, 0.731),
         "cubic_fit": (-0.25, 1000.0),
         "step_share": (0.033, 0.333),
+        "growth_below_max": (0.485, 0.845),
         "rtt_ms": (48.4, 96.8),
     }, "fit:quic-go/identify-50ms"),
     Box("Cubic", {
@@ -101,6 +114,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth": (0.6, 1.006),
         "cubic_fit": (-1000.0, 0.25),
         "step_share": (0.85, 1.15),
+        "growth_below_max": (0.503, 1.81),
         "rtt_ms": (74.7, 149.4),
     }, "fit:quiche/identify-100ms"),
     Box("Cubic", {
@@ -109,6 +123,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth": (0.671, 1.09),
         "cubic_fit": (-1000.0, 0.25),
         "step_share": (0.85, 1.15),
+        "growth_below_max": (0.46, 1.351),
         "rtt_ms": (38.9, 77.8),
     }, "fit:quiche/identify-50ms"),
     Box("Cubic", {
@@ -117,6 +132,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth": (0.932, 1.292),
         "cubic_fit": (-0.25, 1000.0),
         "step_share": (0.85, 1.15),
+        "growth_below_max": (0.676, 1.036),
         "rtt_ms": (97.7, 195.5),
     }, "fit:quinn/identify-100ms"),
     Box("Cubic", {
@@ -125,6 +141,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth": (0.446, 0.806),
         "cubic_fit": (-1000.0, 0.25),
         "step_share": (0.85, 1.15),
+        "growth_below_max": (0.377, 0.737),
         "rtt_ms": (49.0, 97.9),
     }, "fit:quinn/identify-50ms"),
     Box("NewReno/Reno", {
@@ -133,6 +150,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth": (0.782, 1.142),
         "cubic_fit": (-1000.0, 0.25),
         "step_share": (0.85, 1.15),
+        "growth_below_max": (0.778, 1.138),
     }, "fit:aioquic/identify-100ms"),
     Box("NewReno/Reno", {
         "beta": (0.47, 0.53),
@@ -140,6 +158,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth": (0.784, 1.144),
         "cubic_fit": (-1000.0, 0.25),
         "step_share": (0.85, 1.15),
+        "growth_below_max": (0.78, 1.14),
     }, "fit:aioquic/identify-50ms"),
     Box("NewReno/Reno", {
         "beta": (0.67, 0.73),
@@ -147,6 +166,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth": (1.006, 1.366),
         "cubic_fit": (-1000.0, 0.25),
         "step_share": (0.651, 0.951),
+        "growth_below_max": (0.979, 1.339),
     }, "fit:quic-go/identify-100ms"),
     Box("NewReno/Reno", {
         "beta": (0.67, 0.73),
@@ -154,6 +174,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth": (1.01, 1.37),
         "cubic_fit": (-1000.0, 0.25),
         "step_share": (0.724, 1.024),
+        "growth_below_max": (0.988, 1.348),
     }, "fit:quic-go/identify-50ms"),
     Box("NewReno/Reno", {
         "beta": (0.47, 0.53),
@@ -161,6 +182,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth": (0.817, 1.177),
         "cubic_fit": (-1000.0, 0.25),
         "step_share": (0.85, 1.15),
+        "growth_below_max": (0.87, 1.23),
     }, "fit:quiche/identify-100ms"),
     Box("NewReno/Reno", {
         "beta": (0.47, 0.53),
@@ -168,6 +190,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth": (0.903, 1.263),
         "cubic_fit": (-1000.0, 0.25),
         "step_share": (0.85, 1.15),
+        "growth_below_max": (0.902, 1.262),
     }, "fit:quiche/identify-50ms"),
     Box("NewReno/Reno", {
         "beta": (0.47, 0.53),
@@ -175,6 +198,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth": (0.983, 1.343),
         "cubic_fit": (-1000.0, 0.25),
         "step_share": (0.85, 1.15),
+        "growth_below_max": (0.986, 1.346),
     }, "fit:quinn/identify-100ms"),
     Box("NewReno/Reno", {
         "beta": (0.47, 0.53),
@@ -182,6 +206,7 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "growth": (0.983, 1.343),
         "cubic_fit": (-1000.0, 0.25),
         "step_share": (0.85, 1.15),
+        "growth_below_max": (0.986, 1.346),
     }, "fit:quinn/identify-50ms"),
 )
 #: answer kind -> (right, answers) on the calibration draws (calibration.py)
@@ -189,8 +214,8 @@ DEFAULT_CALIBRATION: Final[dict[str, tuple[int, int]]] = {
     "bbr-phases": (30, 30),
     "bbr-probe-rtt": (31, 31),
     "boxes/reductions 0-2": (11, 11),
-    "boxes/reductions 10+": (37, 37),
-    "boxes/reductions 3-4": (68, 68),
-    "boxes/reductions 5-9": (115, 115),
+    "boxes/reductions 10+": (43, 43),
+    "boxes/reductions 3-4": (69, 69),
+    "boxes/reductions 5-9": (117, 117),
 }
 # fmt: on

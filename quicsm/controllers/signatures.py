@@ -27,6 +27,7 @@ gives it again).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
@@ -48,7 +49,9 @@ FAMILIES: Final[tuple[str, ...]] = (NEWRENO, CUBIC, BBR1, BBR2)
 #: more); ``curvature`` (two congestion-avoidance intervals or more) is evidence for the
 #: specification's priors only: within one stack and network it varies as much as between
 #: controllers
-BOX_FEATURES: Final[tuple[str, ...]] = ("beta", "beta_spread", "growth", "cubic_fit", "step_share")
+BOX_FEATURES: Final[tuple[str, ...]] = (
+    "beta", "beta_spread", "growth", "cubic_fit", "step_share", "growth_below_max"
+)  # fmt: skip
 #: features of an implementation rather than of a controller (the share of the window's increases
 #: that are one size: whole segments for quic-go's and aioquic's Reno, quiche's and quinn's
 #: accumulators; small steps of every size for quic-go's and aioquic's CUBIC): a fitted box
@@ -63,8 +66,14 @@ IMPLEMENTATION_FEATURES: Final[frozenset[str]] = frozenset({"step_share"})
 #: checked when the trace has them, and so is the spread of the factor (one reduction has none:
 #: a single cut by 0.7 is held back by MIN_SHARED_REDUCTIONS instead)
 REQUIRED: Final[frozenset[str]] = frozenset(
-    {"beta", "growth", "curvature", "growth_own", "rtt_ms", "n_reductions"}
-)
+    {"beta", "growth", "curvature", "growth_own", "rtt_ms", "n_reductions", "growth_below_own",
+     "rounds_below_max"}
+)  # fmt: skip
+#: the windows of data acknowledged below the previous maximum that make its growth there
+#: evidence (``growth_below_max``: quic-go's Reno senders of the development draws and
+#: traces/*.qlog measure 0.87-1.28 of their own segments per window over 10 rounds or more,
+#: 0.96-1.28 over 20 or more)
+MIN_BELOW_ROUNDS: Final[float] = 10.0
 #: features that are a log-likelihood ratio between two shapes: the sign says which shape fits
 #: better, and the size grows with the length of the intervals as much as with the evidence,
 #: so a fitted box constrains only the sign, open on that side ...
@@ -98,6 +107,7 @@ SPREAD_FLOORS: Final[dict[str, float]] = {
     "beta_spread": 0.004,
     "growth": 0.06,
     "step_share": 0.05,
+    "growth_below_max": 0.06,
 }
 #: a feature constrains a fitted box only when its training traces agree on it: a robust spread
 #: above this says the feature is not a trait of the controller in that stack and network (BBR's
@@ -107,7 +117,13 @@ CONSISTENT_SPREAD: Final[dict[str, float]] = {
     "beta_spread": 0.05,
     "growth": 0.3,
     "step_share": 0.1,
+    "growth_below_max": 0.3,
 }
+#: features whose fitted interval also covers every training value: CUBIC's growth below its
+#: last maximum mixes its concave curve and its Reno-friendly 0.53 segments per window from
+#: interval to interval (quiche's CUBIC at 100 ms: 0.7-1.8), so a few training traces lie far
+#: from the rest
+COVER_TRAINING: Final[frozenset[str]] = frozenset({"growth_below_max"})
 #: the columns that group training traces into one fitted box each (with the true controller)
 VARIANTS: Final[tuple[str, ...]] = ("stack", "scenario")
 #: losses without any window reduction that make a trace BBR-like ...
@@ -124,6 +140,8 @@ class Box:
     intervals: Mapping[str, tuple[float, float]]
     #: "prior" (from a specification), "fit" or "fit:<variant>" (from training traces)
     source: str = "prior"
+    #: features of :data:`REQUIRED` this box checks only when the trace has them
+    optional: frozenset[str] = frozenset()
 
     def contains(
         self, evidence: Mapping[str, float], *, any_rtt: bool = False, strict: bool = False
@@ -139,17 +157,32 @@ class Box:
                 name in IMPLEMENTATION_FEATURES
                 and self.source != "prior"
                 and not (strict or any_rtt)
+                and not _small_steps_against_whole(name, lo, evidence)
             ):
                 continue
             if name in evidence:
                 if not lo <= evidence[name] <= hi:
                     return False
-            elif name in REQUIRED:
+            elif name in REQUIRED and name not in self.optional:
                 return False
         return True
 
     def rtt_range(self) -> tuple[float, float] | None:
         return self.intervals.get("rtt_ms")
+
+
+def _small_steps_against_whole(name: str, lo: float, evidence: Mapping[str, float]) -> bool:
+    """A box fitted on whole-segment steps (every training trace added whole segments: its
+    step share reaches down no lower than :data:`WHOLE_STEPS_SHARE`) and a trace that grew in
+    small steps of every size (step share below :data:`SMALL_STEPS_SHARE`): the implementation
+    the box was fitted on does not grow that way, so the box does not take the trace."""
+    share = evidence.get("step_share")
+    return (
+        name == "step_share"
+        and share is not None
+        and lo >= WHOLE_STEPS_SHARE
+        and share < SMALL_STEPS_SHARE
+    )
 
 
 #: boxes from the specifications (RFC 9002 NewReno: half the window, linear growth of about one
@@ -166,8 +199,23 @@ PRIORS: Final[tuple[Box, ...]] = (
     # (RFC 9002) or 0.7 (quic-go's Reno, whose renoBeta is 0.7) -- and no cubic shape where one
     # can be measured. CUBIC grows by 3 (1 - 0.7) / (1 + 0.7) = 0.53 segments per window in its
     # Reno-friendly region (RFC 9438 section 4.3), where it stays below the timer resolution
+    # (and, where it can be measured, the same below the window it was cut from: see the
+    # next prior)
     Box(NEWRENO, {"beta": (0.45, 0.75), "beta_spread": (0.0, 0.02), "growth_own": (0.92, 1.2),
-                  "step_share": (0.5, 1.0), "cubic_fit": (-1000.0, 0.25)}),
+                  "step_share": (0.5, 1.0), "cubic_fit": (-1000.0, 0.25),
+                  "growth_below_own": (0.85, 1.6)}, optional=frozenset({"growth_below_own"})),
+    # CUBIC below its last maximum (RFC 9438 sections 4.2-4.3), whole-segment steps: after an
+    # exact cut by 0.7 its window climbs back to the window it was cut from either along its
+    # concave curve, which flattens towards W_max, or in its Reno-friendly region by
+    # alpha_cubic = 0.53 segments per window acknowledged (quiche's W_est, then alpha 1 past
+    # W_max; quinn's W_est adds 0.53 per RTT of time), accumulated into whole segments. Every
+    # Reno adds one of its segments per window there as anywhere (quic-go's Reno, which also
+    # cuts to 0.7: 0.96-1.28 over 20 rounds or more on the development draws and
+    # traces/*.qlog). At most 0.8 of its own segments per window over 20 rounds or more, three
+    # cuts or more
+    Box(CUBIC, {"beta": (0.66, 0.74), "beta_spread": (0.0, 0.02), "growth_below_own": (0.1, 0.8),
+                "rounds_below_max": (20.0, 1e9), "step_share": (0.5, 1.0),
+                "n_reductions": (3.0, 1e9)}),
     # CUBIC in its Reno-friendly region (RFC 9438 section 4.3), the window recomputed on every
     # ACK: an exact cut by 0.7 and alpha_cubic = 3 (1 - 0.7) / (1 + 0.7) = 0.53 of a segment per
     # window acknowledged, in small steps of every size. quic-go's CUBIC emulates one connection
@@ -188,6 +236,11 @@ PRIORS: Final[tuple[Box, ...]] = (
     Box(NEWRENO, {"beta": (0.47, 0.53), "beta_spread": (0.0, 0.005),
                   "n_reductions": (2.0, 1e9)}),
 )  # fmt: skip
+#: a fitted box whose step share reaches no lower than this was fitted on whole-segment steps ...
+WHOLE_STEPS_SHARE: Final[float] = 0.5
+#: ... and does not take a trace whose step share is below this (small steps of every size:
+#: quic-go's and aioquic's CUBIC recompute the window on every ACK, 0.4-30 % of steps one size)
+SMALL_STEPS_SHARE: Final[float] = 0.3
 #: a step of the window of at least this many bytes is a whole segment (QUIC's smallest
 #: datagram is 1200 bytes)
 WHOLE_SEGMENT: Final[float] = 1000.0
@@ -244,6 +297,13 @@ def evidence_of(row: Mapping[str, Any]) -> dict[str, float]:
             # a wall-clock RTT below the timer resolution is no unit of rounds
             for name in ("growth", "curvature", "growth_own"):
                 out.pop(name, None)
+    below = row.get("growth_below_max")
+    if below is not None and float(row.get("rounds_below_max") or 0.0) >= MIN_BELOW_ROUNDS:
+        out["growth_below_max"] = float(below)
+        out["rounds_below_max"] = float(row["rounds_below_max"])
+        step, share = row.get("step_bytes"), row.get("step_share")
+        if step is not None and share is not None and step >= WHOLE_SEGMENT and share >= 0.5:
+            out["growth_below_own"] = float(below) * SEGMENT_BYTES / float(step)
     if row.get("step_share") is not None:
         out["step_share"] = float(row["step_share"])
     if row.get("rtt_ms") is not None and row["rtt_ms"] > 0:
@@ -275,6 +335,12 @@ def _describe(row: Mapping[str, Any]) -> str:
         parts.append(
             f"{shape} growth of {row['growth']:.2f} segments/{unit} over "
             f"{row['n_epochs']} congestion-avoidance intervals ({row['epoch_rtts']:.0f} rounds)"
+        )
+    below = row.get("growth_below_max")
+    if below is not None and float(row.get("rounds_below_max") or 0.0) >= MIN_BELOW_ROUNDS:
+        parts.append(
+            f"{below:.2f} segments/window acked below the window before the cut "
+            f"({row['rounds_below_max']:.0f} rounds)"
         )
     return "; ".join(parts) if parts else "no loss response and no congestion-avoidance growth"
 
@@ -345,7 +411,7 @@ def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
     ):
         return Verdict(BBR1, 0.6, described + " (no multiplicative decrease)", basis="no-decrease")
     evidence = evidence_of(row)
-    if not evidence.keys() - {"rtt_ms", "step_share", "n_reductions"}:
+    if not evidence.keys() - {"rtt_ms", "step_share", "n_reductions", "rounds_below_max"}:
         return Verdict(UNKNOWN, 0.0, described)
     if "beta" not in evidence:
         # CUBIC grows like Reno in its Reno-friendly region (RFC 9438 section 4.3), so growth
@@ -447,6 +513,9 @@ def _interval(values: list[float], name: str) -> tuple[float, float] | None:
         return None
     margin = FIT_Z * max(spread, SPREAD_FLOORS[name])
     lo, hi = round(centre - margin, 3), round(centre + margin, 3)
+    if name in COVER_TRAINING:
+        lo = min(lo, math.floor(min(values) * 1000) / 1000)
+        hi = max(hi, math.ceil(max(values) * 1000) / 1000)
     if name == "beta_spread" and min(values) > EXACT_FACTOR:
         lo = EXACT_FACTOR
     return (lo, hi)
@@ -538,7 +607,8 @@ def signatures_source(
     for box in boxes:
         lines.append(f'    Box("{box.family}", {{')
         lines += [f'        "{k}": ({lo!r}, {hi!r}),' for k, (lo, hi) in box.intervals.items()]
-        lines.append(f'    }}, "{box.source}"),')
+        optional = f", optional=frozenset({sorted(box.optional)!r})" if box.optional else ""
+        lines.append(f'    }}, "{box.source}"{optional}),')
     lines += [")"]
     lines.append("#: answer kind -> (right, answers) on the calibration draws (calibration.py)")
     lines.append("DEFAULT_CALIBRATION: Final[dict[str, tuple[int, int]]] = {")
