@@ -19,7 +19,7 @@ type R<T> = Result<T, Fallback>;
 
 /// The lower-cased part of an ASCII name after its last ':', looked up in the event-name table
 /// (`EVENT_KIND_NAMES`, generated from quicsm/core/tables.json).
-fn event_kind(name: &[u8]) -> R<Option<EventKind>> {
+pub(crate) fn event_kind(name: &[u8]) -> R<Option<EventKind>> {
     if !name.is_ascii() {
         return Err(Fallback); // Unicode lower-casing is Python's to do
     }
@@ -74,28 +74,28 @@ const POW10: [f64; 16] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
 ];
 
-struct Parser<'a> {
-    b: &'a [u8],
-    i: usize,
+pub(crate) struct Parser<'a> {
+    pub(crate) b: &'a [u8],
+    pub(crate) i: usize,
 }
 
 const MAX_DEPTH: u32 = 256;
 
 impl<'a> Parser<'a> {
     #[inline]
-    fn ws(&mut self) {
+    pub(crate) fn ws(&mut self) {
         while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\t' | b'\n' | b'\r') {
             self.i += 1;
         }
     }
 
     #[inline]
-    fn peek(&self) -> R<u8> {
+    pub(crate) fn peek(&self) -> R<u8> {
         self.b.get(self.i).copied().ok_or(Fallback)
     }
 
     #[inline]
-    fn expect(&mut self, c: u8) -> R<()> {
+    pub(crate) fn expect(&mut self, c: u8) -> R<()> {
         if self.peek()? != c {
             return Err(Fallback);
         }
@@ -103,39 +103,70 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    /// A string at `"`: its raw content and whether it holds an escape.
-    fn string(&mut self) -> R<(&'a [u8], bool)> {
+    /// A string at `"`: its raw content and whether it holds an escape. The content is
+    /// checked to be UTF-8 (the bytes outside strings that the parser accepts are ASCII).
+    pub(crate) fn string(&mut self) -> R<(&'a [u8], bool)> {
         self.expect(b'"')?;
+        let b = self.b;
         let start = self.i;
+        let mut i = self.i;
         let mut escaped = false;
+        let mut ascii = true;
+        let mut high: u64 = 0x8080_8080_8080_8080; // non-ASCII stops the word loop until seen
         loop {
-            // the next quote or backslash; no control character may come before it
-            let at = memchr::memchr2(b'"', b'\\', &self.b[self.i..]).ok_or(Fallback)? + self.i;
-            if self.b[self.i..at].iter().any(|&c| c < 0x20) {
-                return Err(Fallback);
-            }
-            self.i = at;
-            if self.b[at] == b'"' {
-                let s = &self.b[start..at];
-                self.i += 1;
-                return Ok((s, escaped));
-            }
-            escaped = true;
-            self.i += 1;
-            match self.peek()? {
-                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 1,
-                b'u' => {
-                    let hex = self.b.get(self.i + 1..self.i + 5).ok_or(Fallback)?;
-                    let mut v: u32 = 0;
-                    for &h in hex {
-                        v = v * 16 + (h as char).to_digit(16).ok_or(Fallback)?;
-                    }
-                    if (0xD800..=0xDFFF).contains(&v) {
-                        return Err(Fallback); // surrogates: orjson's rules, not ours
-                    }
-                    self.i += 5;
+            // eight bytes at a time while none is a quote, a backslash, a control character
+            // or non-ASCII (the lowest flagged byte of each test is exact)
+            while let Some(word) = b.get(i..i + 8) {
+                let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+                const ONES: u64 = 0x0101_0101_0101_0101;
+                const HIGH: u64 = 0x8080_8080_8080_8080;
+                let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+                let special = zero(w ^ (ONES * b'"' as u64))
+                    | zero(w ^ (ONES * b'\\' as u64))
+                    | (w.wrapping_sub(ONES * 0x20) & !w & HIGH)
+                    | (w & high);
+                if special != 0 {
+                    i += (special.trailing_zeros() / 8) as usize;
+                    break;
                 }
-                _ => return Err(Fallback),
+                i += 8;
+            }
+            let c = *b.get(i).ok_or(Fallback)?;
+            match c {
+                b'"' => {
+                    let s = &b[start..i];
+                    if !ascii && std::str::from_utf8(s).is_err() {
+                        return Err(Fallback);
+                    }
+                    self.i = i + 1;
+                    return Ok((s, escaped));
+                }
+                b'\\' => {
+                    escaped = true;
+                    i += 1;
+                    match *b.get(i).ok_or(Fallback)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 1,
+                        b'u' => {
+                            let hex = b.get(i + 1..i + 5).ok_or(Fallback)?;
+                            let mut v: u32 = 0;
+                            for &h in hex {
+                                v = v * 16 + (h as char).to_digit(16).ok_or(Fallback)?;
+                            }
+                            if (0xD800..=0xDFFF).contains(&v) {
+                                return Err(Fallback); // surrogates: orjson's rules, not ours
+                            }
+                            i += 5;
+                        }
+                        _ => return Err(Fallback),
+                    }
+                }
+                0..=0x1f => return Err(Fallback),
+                0x80.. => {
+                    ascii = false;
+                    high = 0;
+                    i += 1;
+                }
+                _ => i += 1,
             }
         }
     }
@@ -229,7 +260,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Checks and skips any value.
-    fn skip(&mut self, depth: u32) -> R<()> {
+    pub(crate) fn skip(&mut self, depth: u32) -> R<()> {
         if depth > MAX_DEPTH {
             return Err(Fallback);
         }
@@ -293,7 +324,7 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn literal(&mut self, word: &[u8]) -> R<()> {
+    pub(crate) fn literal(&mut self, word: &[u8]) -> R<()> {
         if self.b.get(self.i..self.i + word.len()) != Some(word) {
             return Err(Fallback);
         }
@@ -439,12 +470,66 @@ pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
     if std::str::from_utf8(record).is_err() {
         return Err(Fallback);
     }
+    let (parts, end) = parts(record, true)?;
+    let mut p = Parser { b: record, i: end };
+    p.ws();
+    if p.i != record.len() {
+        return Err(Fallback);
+    }
+    let time = parts.time * scale;
+    let kind = event_kind(parts.name)?;
+    let event = match kind {
+        None => None,
+        Some(EventKind::State | EventKind::MvfstMetric) => return Err(Fallback),
+        Some(k) => event_of(k, time, parts.data.as_ref(), scale)?,
+    };
+    Ok(Decoded { kind, time, event })
+}
+
+/// What [`parts`] reads of one event object.
+pub(crate) struct Parts<'a> {
+    pub(crate) name: &'a [u8],
+    /// the time before scaling, within [`MAX_MAGNITUDE`]
+    pub(crate) time: f64,
+    data: Option<Data<'a>>,
+    /// where the `data` object lies in the bytes parsed (`[start, end)`)
+    pub(crate) data_span: Option<(usize, usize)>,
+}
+
+impl Parts<'_> {
+    /// The event of a kind the deriver reads, at `time` (already scaled and, for delta
+    /// times, summed); `None` for a timer that is not an expired PTO. `record`: the bytes
+    /// [`parts`] read (its `data` is read now if it was only checked then).
+    pub(crate) fn event(
+        &self,
+        record: &[u8],
+        kind: EventKind,
+        time: f64,
+        scale: f64,
+    ) -> R<Option<Event>> {
+        match (&self.data, self.data_span) {
+            (None, Some((a, _))) => {
+                let data = Parser { b: record, i: a }.data()?;
+                event_of(kind, time, Some(&data), scale)
+            }
+            (data, _) => event_of(kind, time, data.as_ref(), scale),
+        }
+    }
+}
+
+/// The event object that starts `record` (after any white space): its parts and the index
+/// just after its closing brace. What follows it is not looked at; the caller checks the
+/// bytes are UTF-8.
+/// `eager`: the members of `data` the deriver reads are read at once (else it is only
+/// checked, and read by [`Parts::event`] for the events that need it).
+pub(crate) fn parts(record: &[u8], eager: bool) -> R<(Parts<'_>, usize)> {
     let mut p = Parser { b: record, i: 0 };
     p.ws();
     p.expect(b'{')?;
     let mut name: Option<&[u8]> = None;
     let mut time: Option<Num> = None;
     let mut data: Option<Data> = None;
+    let mut data_span = None;
     let (mut seen_name, mut seen_time, mut seen_data) = (false, false, false);
     p.ws();
     if p.peek()? == b'}' {
@@ -489,7 +574,13 @@ pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
                 if p.peek()? != b'{' {
                     return Err(Fallback);
                 }
-                data = Some(p.data()?);
+                let from = p.i;
+                if eager {
+                    data = Some(p.data()?);
+                } else {
+                    p.skip(1)?;
+                }
+                data_span = Some((from, p.i));
             }
             _ => p.skip(1)?,
         }
@@ -503,10 +594,6 @@ pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
             _ => return Err(Fallback),
         }
     }
-    p.ws();
-    if p.i != record.len() {
-        return Err(Fallback);
-    }
     let (name, time) = match (name, time) {
         (Some(n), Some(t)) => (n, t),
         _ => return Err(Fallback),
@@ -515,14 +602,7 @@ pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
     if !(-MAX_MAGNITUDE..=MAX_MAGNITUDE).contains(&raw) {
         return Err(Fallback);
     }
-    let time = raw * scale;
-    let kind = event_kind(name)?;
-    let event = match kind {
-        None => None,
-        Some(EventKind::State | EventKind::MvfstMetric) => return Err(Fallback),
-        Some(k) => event_of(k, time, data.as_ref(), scale)?,
-    };
-    Ok(Decoded { kind, time, event })
+    Ok((Parts { name, time: raw, data, data_span }, p.i))
 }
 
 fn event_of(kind: EventKind, time: f64, data: Option<&Data>, scale: f64) -> R<Option<Event>> {

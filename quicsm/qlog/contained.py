@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from quicsm.core import native
 from quicsm.core.diagnostics import (
     MAX_KEPT_PROBLEMS,
     RecordProblem,
@@ -59,6 +60,13 @@ _OPEN = {ord("{"): ord("}"), ord("["): ord("]")}
 _VISIBLE_DEPTH = 4
 #: bytes scanned for structure at once (bounds the scanner's index arrays to a few MB each)
 _SCAN_SLICE = 1 << 20
+#: with the native core: the first window scanned in Python after the native reader stopped
+#: at an element (doubling up to :data:`_SCAN_SLICE` while the element goes on)
+_NATIVE_WINDOW = 4 << 10
+#: elements left to the Python parser after a native call that read none (doubling with each
+#: such call, up to this many): an array of elements the native reader hands back costs no
+#: more than reading it in Python
+_MAX_BACKOFF = 256
 
 _TOP, _TRACES, _TRACE, _EVENTS, _SKIP = range(5)
 #: qlog 0.1's name of the traces array (pcap2qlog: one element per connection)
@@ -90,6 +98,11 @@ class _Ctx:
     deferred: bool = False
     #: a skipped container: the nesting depth inside it (its closer goes below it)
     depth: int = -1
+    #: an events array whose elements the native core may read (``_native_events``)
+    native: bool = False
+    #: events: elements left to the Python parser before the native core is tried again
+    backoff: int = 0
+    skip: int = 0
 
 
 def _skip_inside(depths: np.ndarray, i: int, inside: int) -> int:
@@ -147,6 +160,8 @@ class ContainedParser:
         self._late: dict[int, dict[str, Any]] = {}
         #: the line of the file's "qlog_version" member (errors about the version name it)
         self._version_line: int | None = None
+        #: ``quicsm._native`` when events arrays are read natively (``_native_events``)
+        self._native = native.module()
 
     # -- public ---------------------------------------------------------------------------------
     def parse(self, data: bytes) -> list[TraceData]:
@@ -161,14 +176,91 @@ class ContainedParser:
             return
         start = self._base + len(self._buf)
         self._buf += data
-        # scanned a slice at a time: the index arrays of a slice made only of brackets (a
-        # nesting bomb) are eight times its size, per array
-        for offset in range(0, len(data), _SCAN_SLICE):
-            piece = data[offset : offset + _SCAN_SLICE]
-            positions, chars, depths = self._structure(piece)
-            self._chars((positions + (start + offset)).tolist(), chars.tolist(), depths)
-        self._scanned = start + len(data)
+        end = start + len(data)
+        if self._native is None:
+            # scanned a slice at a time: the index arrays of a slice made only of brackets (a
+            # nesting bomb) are eight times its size, per array
+            for offset in range(0, len(data), _SCAN_SLICE):
+                piece = data[offset : offset + _SCAN_SLICE]
+                positions, chars, depths = self._structure(piece)
+                self._chars((positions + (start + offset)).tolist(), chars.tolist(), depths)
+        else:
+            self._feed_native(start, end)
+        self._scanned = end
         self._trim()
+
+    def _feed_native(self, pos: int, end: int) -> None:
+        """The stream from ``pos`` to ``end`` (in ``_buf``), the elements of events arrays read
+        by the native core: the Python scan stops after each ``[`` or ``,`` of such an array
+        (:meth:`_chars`), the native core reads from there (:meth:`_native_events`) and the
+        scan resumes where it stopped, in small windows first (it stops at an element)."""
+        window = _NATIVE_WINDOW
+        while pos < end:
+            hi = min(end, pos + window)
+            piece = self._buf[pos - self._base : hi - self._base]
+            positions, chars, depths = self._structure(piece)
+            stopped = self._chars((positions + pos).tolist(), chars.tolist(), depths)
+            if stopped is None:
+                pos, window = hi, min(window * 2, _SCAN_SLICE)
+                continue
+            # after the '[' or ',' at positions[stopped]: outside strings, at its depth
+            self._depth, self._in_string, self._backslashes = int(depths[stopped]), False, 0
+            pos = self._native_events(pos + int(positions[stopped]) + 1)
+            window = _NATIVE_WINDOW
+
+    def _native_events(self, pos: int) -> int:
+        """Elements of the events array on top of the stack, from stream offset ``pos`` (just
+        after its ``[`` or a comma), read by the native core while it can read them exactly as
+        :meth:`_element` would (``native/src/contained.rs``); returns where the Python scan
+        resumes: the first element it did not read."""
+        ext = self._native
+        assert ext is not None
+        ctx = self._stack[-1]
+        builder = self._stack[-2].builder
+        assert builder is not None
+        read = 0
+        while True:
+            plan = builder.native_plan()
+            if plan is None:
+                ctx.native = False  # this trace's events are the Python parser's
+                return pos
+            feed, deriver = plan
+            (
+                nxt,
+                events,
+                again,
+                *clock,
+                counts,
+                states,
+            ) = ext.contained_events(
+                self._buf,
+                pos - self._base,
+                self.max_record_bytes,
+                builder.scale,
+                builder.delta,
+                builder._previous,
+                builder.first_time,
+                builder.last_time,
+                builder.latest,
+                builder.last_derive_time,
+                builder.repairs_backward,
+                feed,
+                deriver,
+            )
+            if events:
+                builder.read_natively(tuple(clock), events, counts, states)  # type: ignore[arg-type]
+                ctx.count += events
+                pos = self._base + nxt
+                ctx.mark = pos - 1  # the comma after the last element read
+                read += events
+            if not again:  # else: after a state (the sink may want no more), or names to count
+                break
+        if read:
+            ctx.backoff = 0
+        else:  # nothing read: leave the next elements to the Python parser for a while
+            ctx.backoff = min(max(1, 2 * ctx.backoff), _MAX_BACKOFF)
+            ctx.skip = ctx.backoff
+        return pos
 
     def close(self) -> list[TraceData]:
         if self._closed:
@@ -279,7 +371,7 @@ class ContainedParser:
             self.problems.append(problem)
 
     # -- the state machine ----------------------------------------------------------------------
-    def _chars(self, positions: list[int], chars: list[int], depths: np.ndarray) -> None:
+    def _chars(self, positions: list[int], chars: list[int], depths: np.ndarray) -> int | None:
         """Every structural character, in order. Inside an ``events`` array an event that is
         one container followed by a comma (``{...},`` or ``[...],``: its opener, its matching
         closer and the comma are consecutive structural characters) is ended at once, as the
@@ -290,6 +382,7 @@ class ContainedParser:
         stack = self._stack
         n = len(chars)
         i = 0
+        natively = self._native is not None
         while i < n:
             c = chars[i]
             if stack and stack[-1].kind == _SKIP and stack[-1].depth >= 0:
@@ -312,11 +405,29 @@ class ContainedParser:
                 self._element(ctx, ctx.mark + 1, comma)
                 ctx.mark = comma
                 i += 3
+                if natively and self._native_next(ctx, comma):
+                    return i - 1
                 continue
             self._char(positions[i], c)
-            if stack and stack[-1].kind == _SKIP and stack[-1].depth < 0:
-                stack[-1].depth = int(depths[i])
+            if stack:
+                top = stack[-1]
+                if top.kind == _SKIP and top.depth < 0:
+                    top.depth = int(depths[i])
+                elif natively and top.kind == _EVENTS and self._native_next(top, positions[i]):
+                    return i
             i += 1
+        return None
+
+    @staticmethod
+    def _native_next(ctx: _Ctx, pos: int) -> bool:
+        """Whether the native core reads the elements of events array ``ctx`` after the
+        structural character at ``pos`` (its ``[`` or a comma, just handled)."""
+        if not ctx.native or ctx.mark != pos or ctx.descended:
+            return False
+        if ctx.skip:
+            ctx.skip -= 1
+            return False
+        return True
 
     def _char(self, pos: int, c: int) -> None:
         stack = self._stack
@@ -529,7 +640,8 @@ class ContainedParser:
         top, members = self._headers.get(ctx.index, (self._top(), ctx.members))
         ctx.builder = self._builder(len(self.traces), top, members, sink=True)
         ctx.columns = _columns(members)
-        self._stack.append(_Ctx(_EVENTS, ord("]"), pos))
+        # array events (event_fields) are the Python parser's
+        self._stack.append(_Ctx(_EVENTS, ord("]"), pos, native=ctx.columns is None))
 
     def _builder(
         self, index: int, top: dict[str, Any], trace: dict[str, Any], *, sink: bool = False
