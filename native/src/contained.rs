@@ -99,6 +99,8 @@ pub struct Outcome {
     pub next: usize,
     /// the elements read (each an event: `TraceBuilder.n_events`)
     pub events: u64,
+    /// the line feeds in them (the Python parser counts lines for its errors)
+    pub lines: u64,
     pub stop: Stop,
     /// each event name read, with its count (`TraceBuilder.counts`)
     pub counts: Vec<(Vec<u8>, u64)>,
@@ -270,6 +272,7 @@ pub fn events(
     let mut out = Outcome {
         next: start,
         events: 0,
+        lines: 0,
         stop: Stop::Element,
         counts: Vec::new(),
         states: Vec::new(),
@@ -297,6 +300,8 @@ pub fn events(
             clock.latest = Some(t);
         }
         out.events += 1;
+        // (in white space only: a string holds none; the bytes were just read, in cache)
+        out.lines += buf[pos..comma].iter().filter(|&&c| c == b'\n').count() as u64;
         names.seen[name].2 += 1;
         pos = comma + 1;
         out.next = pos;

@@ -274,10 +274,11 @@ fn records_with(
     header_candidates(buf, a, b, sep, needle, Vec::new())
 }
 
-/// What `contained_events` returns: `(next, events, again, previous, first_time, last_time,
-/// latest, last_derive_time, counts, states)`.
+/// What `contained_events` returns: `(next, events, lines, again, previous, first_time,
+/// last_time, latest, last_derive_time, counts, states)`.
 type ContainedOut = (
     usize,
+    u64,
     u64,
     bool,
     f64,
@@ -290,19 +291,20 @@ type ContainedOut = (
 );
 
 /// The events of a contained-JSON `events` array from `buf[start]` (just after its `[` or a
-/// comma), read natively while each is one the Python parser would read the same way
+/// comma) up to `buf[end]` (exclusive: the bytes held), read natively while each is one the Python parser would read the same way
 /// (`native/src/contained.rs`); the trace's clock comes in and goes out. `deriver`: fed the
 /// metric, loss and PTO events (`None`: checked only). Returns where the next element begins,
-/// how many events were read, whether to call again from there at once (after a state when
+/// how many events were read and the line feeds in them, whether to call again from there at once (after a state when
 /// `stop_at_state`, or when the call's table of event names is full), the clock, the event
 /// names with their counts and the explicit states read.
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
-#[pyo3(signature = (buf, start, max_record_bytes, scale, delta, previous, first_time, last_time,
+#[pyo3(signature = (buf, start, end, max_record_bytes, scale, delta, previous, first_time, last_time,
     latest, last_derive_time, repairs_backward, stop_at_state, deriver=None))]
 fn contained_events(
     buf: &Bound<'_, PyAny>,
     start: usize,
+    end: usize,
     max_record_bytes: usize,
     scale: f64,
     delta: bool,
@@ -320,11 +322,11 @@ fn contained_events(
         return Err(PyValueError::new_err("buf must be contiguous"));
     }
     let len = view.len_bytes();
-    if start > len {
-        return Err(PyValueError::new_err("start <= len(buf) is required"));
+    if start > end || end > len {
+        return Err(PyValueError::new_err("start <= end <= len(buf) is required"));
     }
     // SAFETY: as in `separated`: the buffer stays exported and the GIL held while it is read
-    let bytes = unsafe { std::slice::from_raw_parts(view.buf_ptr() as *const u8, len) };
+    let bytes = unsafe { std::slice::from_raw_parts(view.buf_ptr() as *const u8, end) };
     let mut clock = contained::Clock {
         scale,
         delta,
@@ -350,6 +352,7 @@ fn contained_events(
     Ok((
         out.next,
         out.events,
+        out.lines,
         out.stop == contained::Stop::Again,
         clock.previous,
         clock.first_time,

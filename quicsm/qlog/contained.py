@@ -143,9 +143,14 @@ class ContainedParser:
         #: traces whose time conventions were named only after their events (see the module)
         self.reread: Headers = {}
         self._headers = headers or {}
-        self._buf = b""
+        #: the bytes not let go yet: ``_buf[:_len]`` (with the native core a bytearray of a fixed
+        #: capacity, filled and emptied in place: no fresh block-sized object, and so no fresh
+        #: pages, per block)
+        self._buf: bytes | bytearray = b""
+        self._len = 0
         self._base = 0  # stream offset of _buf[0]
-        self._lines = 0  # line feeds before _buf[0]
+        self._lines = 0  # line feeds before the stream offset _lines_at
+        self._lines_at = 0  # at most one past _buf[0] (the native core counts what it reads)
         self._scanned = 0  # stream offset up to which structural characters were handled
         self._depth = 0
         self._in_string = False
@@ -174,8 +179,8 @@ class ContainedParser:
             raise ValueError("feed() after close()")
         if not data:
             return
-        start = self._base + len(self._buf)
-        self._buf += data
+        start = self._base + self._len
+        self._append(data)
         end = start + len(data)
         if self._native is None:
             # scanned a slice at a time: the index arrays of a slice made only of brackets (a
@@ -197,7 +202,7 @@ class ContainedParser:
         window = _NATIVE_WINDOW
         while pos < end:
             hi = min(end, pos + window)
-            piece = self._buf[pos - self._base : hi - self._base]
+            piece = bytes(self._buf[pos - self._base : hi - self._base])
             positions, chars, depths = self._structure(piece)
             stopped = self._chars((positions + pos).tolist(), chars.tolist(), depths)
             if stopped is None:
@@ -225,9 +230,13 @@ class ContainedParser:
                 ctx.native = False  # this trace's events are the Python parser's
                 return pos
             feed, deriver = plan
+            if self._lines_at < pos:  # the line feeds the Python parser read before pos
+                self._lines += self._buf.count(b"\n", self._lines_at - self._base, pos - self._base)
+                self._lines_at = pos
             (
                 nxt,
                 events,
+                lines,
                 again,
                 *clock,
                 counts,
@@ -235,6 +244,7 @@ class ContainedParser:
             ) = ext.contained_events(
                 self._buf,
                 pos - self._base,
+                self._len,
                 self.max_record_bytes,
                 builder.scale,
                 builder.delta,
@@ -251,6 +261,7 @@ class ContainedParser:
                 builder.read_natively(tuple(clock), events, counts, states)  # type: ignore[arg-type]
                 ctx.count += events
                 pos = self._base + nxt
+                self._lines, self._lines_at = self._lines + lines, pos
                 ctx.mark = pos - 1  # the comma after the last element read
                 read += events
             if not again:  # else: after a state (the sink may want no more), or names to count
@@ -266,9 +277,9 @@ class ContainedParser:
         if self._closed:
             return self.traces
         self._closed = True
-        end = self._base + len(self._buf)
+        end = self._base + self._len
         if self._done:
-            rest = self._buf[self._end_of_top - self._base :]
+            rest = self._slice(self._end_of_top, end)
             if rest.strip():
                 raise self._fatal(self._end_of_top, "the end of the document", _got_bytes(rest))
         elif not self._started:
@@ -329,22 +340,48 @@ class ContainedParser:
                 break
         if self._done:
             keep = self._end_of_top
-            rest = self._buf[keep - self._base :]
+            rest = self._slice(keep, self._base + self._len)
             if rest.strip():  # content after the document: fail now, not at close()
                 raise self._fatal(keep, "the end of the document", _got_bytes(rest))
         cut = keep - self._base
         if cut > 0:
-            self._lines += self._buf.count(b"\n", 0, cut)
-            self._buf = self._buf[cut:]
+            if keep > self._lines_at:
+                self._lines += self._buf.count(b"\n", self._lines_at - self._base, cut)
+                self._lines_at = keep
+            if isinstance(self._buf, bytearray):
+                self._len -= cut
+                with memoryview(self._buf) as view:
+                    view[: self._len] = view[cut : cut + self._len]
+            else:
+                self._buf = self._buf[cut:]
+                self._len = len(self._buf)
             self._base = keep
-        if len(self._buf) > self.max_record_bytes:
-            raise RecordTooLarge(self._base, len(self._buf))
+        if self._len > self.max_record_bytes:
+            raise RecordTooLarge(self._base, self._len)
+
+    def _append(self, data: bytes) -> None:
+        """``data`` after the bytes kept."""
+        if self._native is None:
+            self._buf += data
+            self._len = len(self._buf)
+            return
+        end = self._len + len(data)
+        if end > len(self._buf):  # grown (in steps of at least a block): rarely
+            grown = bytearray(max(end, 2 * len(data), 2 * len(self._buf)))
+            grown[: self._len] = memoryview(self._buf)[: self._len]
+            self._buf = grown
+        with memoryview(self._buf) as view:  # copied in place (a bytearray slice would first
+            view[self._len : end] = data  # copy ``data`` into a fresh bytearray)
+        self._len = end
 
     def _slice(self, a: int, b: int) -> bytes:
-        return self._buf[a - self._base : b - self._base]
+        return bytes(self._buf[a - self._base : b - self._base])
 
     def _line(self, offset: int) -> int:
-        return self._lines + self._buf.count(b"\n", 0, max(0, offset - self._base)) + 1
+        at, base = self._lines_at, self._base
+        if offset >= at:
+            return self._lines + self._buf.count(b"\n", at - base, max(0, offset - base)) + 1
+        return self._lines - self._buf.count(b"\n", max(0, offset - base), at - base) + 1
 
     def _fatal(self, offset: int, expected: str, got: str | None = None) -> RecordProblem:
         return RecordProblem(None, expected, got, line=self._line(offset))
