@@ -126,9 +126,12 @@ fn plain_string<'a>(p: &mut Parser<'a>) -> Result<&'a [u8], Fallback> {
     Ok(s)
 }
 
+/// `new`, `old` and `trigger` of a state event.
+type StateFields<'a> = (&'a [u8], Option<&'a [u8]>, Option<&'a [u8]>);
+
 /// `new`, `old` and `trigger` of a `congestion_state_updated` data object (`state_event`),
 /// or `Fallback` for anything but plain strings (and null for the optional two).
-fn state_fields(data: &[u8]) -> Result<(&[u8], Option<&[u8]>, Option<&[u8]>), Fallback> {
+fn state_fields(data: &[u8]) -> Result<StateFields<'_>, Fallback> {
     let mut p = Parser { b: data, i: 0 };
     p.expect(b'{')?;
     let (mut new, mut old, mut trigger) = (None, None, None);
