@@ -39,12 +39,12 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 #: every contained-JSON fixture (and the committed traces, which are contained JSON)
 CONTAINED = sorted(
-    [
+    {
         *FIXTURES.glob("real/aioquic-*/*.qlog.*"),
-        *(FIXTURES / "qlog").glob("*.qlog"),
-        *(FIXTURES / "qlog").glob("*/*.qlog"),
+        *FIXTURES.glob("*/*.qlog"),
+        *FIXTURES.glob("*/*/*.qlog"),
         *TRACES.glob("*.qlog"),
-    ]
+    }
 )
 
 
