@@ -12,11 +12,12 @@ is committed):
   by ``quicsm.testing.large.repeated_contained`` from the real aioquic fixture: its client trace
   with its explicit states, read with ``read_transitions(file, states="explicit")``, and its
   server trace (the sender: 411 of its 1,276 events are ``metrics_updated``) without its
-  explicit states (metrics only), read with ``read_transitions(file, states="derived")``. The baselines,
-  measured in the same run on the same files: a pysimdjson full parse (``simdjson.Parser``
-  ``.parse`` of the file's bytes, which builds and validates the whole document) and
-  ``orjson.loads`` of them. Each measurement is a fresh child process: the CPU seconds of
-  the read (file read included, imports excluded) and the child's peak RSS (whole process).
+  explicit states (metrics only), read with ``read_transitions(file, states="derived")``.
+  The baselines, measured in the same run on the same files: a pysimdjson full parse
+  (``simdjson.Parser().parse`` of the file's bytes, which builds and validates the whole
+  document) and ``orjson.loads`` of them. Each measurement is a fresh child process: the CPU
+  seconds of the read (file read included, imports excluded) and the child's peak RSS (the
+  whole process).
 
 ::
 
@@ -130,9 +131,7 @@ def big(size_mb: int, orjson_baseline: bool) -> int:
             ("aioquic server, metrics only, derived states", "derived", AIOQUIC_SERVER, False),
         ):
             path = Path(tmp) / f"{states}.qlog"
-            events = repeated_contained(
-                path, size_mb << 20, source=source, states=with_states
-            )
+            events = repeated_contained(path, size_mb << 20, source=source, states=with_states)
             mb = path.stat().st_size / 1e6
             simd = _big("simdjson", path)
             orj = _big("orjson", path) if orjson_baseline else {}

@@ -5,8 +5,8 @@ mutations of ``quicsm.testing.mutate`` (no bombs: they test decompression, which
 share). Every input is read four times with the native core and four times without
 (``QUICSM_NATIVE=0``): derived states strict, derived states lenient, hybrid lenient, and
 explicit states strict (no deriver, but contained JSON is read by the native core in every
-mode). The two must give the same rows and diagnostics, or the same error. A difference is a defect; the
-summary counts inputs, outcomes and differences, and lists the first differing inputs.
+mode). The two must give the same rows and diagnostics, or the same error. A difference is a
+defect; the summary counts inputs, outcomes and differences, and lists the first differing inputs.
 
 ::
 

@@ -172,7 +172,7 @@ _GOOD: list[Callable[[float], Any]] = [
         "name": "recovery:loss_timer_updated",
         "data": {"timer_type": "pto", "event_type": "expired"},
     },
-    lambda t: {"time": t, "name": "transport:packet_received", "data": {"s": "a,]}\"\\"}},
+    lambda t: {"time": t, "name": "transport:packet_received", "data": {"s": 'a,]}"\\'}},
 ]
 _ODD: list[Callable[[float], Any]] = [
     lambda t: {"time": str(t), "name": "recovery:metrics_updated", "data": {"cwnd": 1}},

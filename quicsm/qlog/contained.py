@@ -258,7 +258,7 @@ class ContainedParser:
                 deriver,
             )
             if events:
-                builder.read_natively(tuple(clock), events, counts, states)  # type: ignore[arg-type]
+                builder.read_natively(tuple(clock), events, counts, states)
                 ctx.count += events
                 pos = self._base + nxt
                 self._lines, self._lines_at = self._lines + lines, pos
