@@ -102,6 +102,28 @@ def _measure(kind: str, path: Path, repeat: int) -> tuple[float, float]:
     return best_cpu, peak
 
 
+#: an ``orjson.loads`` of the whole document needs about ten times its size: the baseline is
+#: left out when less than this many times the document is available
+ORJSON_MEMORY = 12
+
+
+def _available_bytes() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _best(kind: str, path: Path, repeat: int) -> dict[str, float]:
+    """The run of least CPU time of ``repeat`` fresh processes (peak RSS: the largest)."""
+    runs = [_big(kind, path) for _ in range(repeat)]
+    done = [r for r in runs if "cpu_s" in r]
+    if not done:
+        return runs[0]
+    best = min(done, key=lambda r: r["cpu_s"])
+    return {**best, "peak_rss_mb": max(r["peak_rss_mb"] for r in done), "runs": len(done)}
+
+
 def _big(kind: str, path: Path, *, native: bool = True) -> dict[str, float]:
     env = {**os.environ, "QUICSM_NATIVE": "1" if native else "0"}
     proc = subprocess.run(
@@ -121,7 +143,7 @@ def _loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def big(size_mb: int, orjson_baseline: bool) -> int:
+def big(size_mb: int, orjson_baseline: bool, repeat: int) -> int:
     """The issue's target: both shapes at ``size_mb``, against the baselines, in one run."""
     results: dict[str, object] = {"load_before": _loadavg()}
     rows = []
@@ -133,9 +155,10 @@ def big(size_mb: int, orjson_baseline: bool) -> int:
             path = Path(tmp) / f"{states}.qlog"
             events = repeated_contained(path, size_mb << 20, source=source, states=with_states)
             mb = path.stat().st_size / 1e6
-            simd = _big("simdjson", path)
-            orj = _big("orjson", path) if orjson_baseline else {}
-            ours = _big(states, path)
+            simd = _best("simdjson", path, repeat)
+            room = _available_bytes() > ORJSON_MEMORY * path.stat().st_size
+            orj = _big("orjson", path) if orjson_baseline and room else {}
+            ours = _best(states, path, repeat)
             ratio = simd["cpu_s"] / ours["cpu_s"]
             row = {
                 "shape": shape,
@@ -173,7 +196,7 @@ def big(size_mb: int, orjson_baseline: bool) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes-mb", type=int, nargs="+", default=[30, 120])
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (--big: 2)")
     parser.add_argument("--big", action="store_true", help="the >= 1 GB target (see above)")
     parser.add_argument("--big-mb", type=int, default=1100)
     parser.add_argument(
@@ -181,12 +204,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.big:
+        args.repeat = min(args.repeat, 2)
         print(
             "| document | size | pysimdjson full parse (CPU, peak RSS) | orjson.loads | "
             "quicsm read_transitions | quicsm vs pysimdjson |"
         )
         print("|---|---|---|---|---|---|")
-        return big(args.big_mb, not args.no_orjson)
+        return big(args.big_mb, not args.no_orjson, args.repeat)
     print("| document | baseline CPU | quicsm CPU | ratio | baseline peak RSS | quicsm peak RSS |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:

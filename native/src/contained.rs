@@ -132,7 +132,7 @@ type StateFields<'a> = (&'a [u8], Option<&'a [u8]>, Option<&'a [u8]>);
 /// `new`, `old` and `trigger` of a `congestion_state_updated` data object (`state_event`),
 /// or `Fallback` for anything but plain strings (and null for the optional two).
 fn state_fields(data: &[u8]) -> Result<StateFields<'_>, Fallback> {
-    let mut p = Parser { b: data, i: 0 };
+    let mut p = Parser { b: data, i: 0, lines: 0 };
     p.expect(b'{')?;
     let (mut new, mut old, mut trigger) = (None, None, None);
     let (mut seen_old, mut seen_trigger) = (false, false);
@@ -199,6 +199,8 @@ struct Read {
     kind: Option<EventKind>,
     state: Option<State>,
     event: Option<crate::deriver::Event>,
+    /// the line feeds in the element
+    lines: u64,
 }
 
 /// Reads the event element that begins at `rest[0]` (white space first, then an object, white
@@ -211,12 +213,13 @@ fn read_event(
     names: &mut Names,
 ) -> Result<(Read, Option<usize>, usize), Fallback> {
     let (parts, end) = parts(rest, false)?;
-    let mut p = Parser { b: rest, i: end };
+    let mut p = Parser { b: rest, i: end, lines: parts.lines };
     p.ws();
     if p.peek()? != b',' {
         return Err(Fallback); // the last element (before ']'), garbage, or the buffer's end
     }
     let comma = p.i;
+    let lines = p.lines;
     let element = &rest[..comma];
     // (UTF-8: the parser checked every string; it accepts only ASCII outside them)
     if element.len() > max_record_bytes || may_be_over_budget(element) {
@@ -255,7 +258,7 @@ fn read_event(
         Some(EventKind::MvfstMetric) => return Err(Fallback),
         Some(k) => event = parts.event(rest, k, time, clock.scale)?,
     }
-    Ok((Read { time, previous, kind, state, event }, Some(name), comma))
+    Ok((Read { time, previous, kind, state, event, lines }, Some(name), comma))
 }
 
 /// Reads the events of an `events` array from `buf[start]` (just after its `[` or a comma)
@@ -303,8 +306,7 @@ pub fn events(
             clock.latest = Some(t);
         }
         out.events += 1;
-        // (in white space only: a string holds none; the bytes were just read, in cache)
-        out.lines += buf[pos..comma].iter().filter(|&&c| c == b'\n').count() as u64;
+        out.lines += read.lines;
         names.seen[name].2 += 1;
         pos = comma + 1;
         out.next = pos;

@@ -77,6 +77,8 @@ const POW10: [f64; 16] = [
 pub(crate) struct Parser<'a> {
     pub(crate) b: &'a [u8],
     pub(crate) i: usize,
+    /// the line feeds passed over (they are white space: a string holds none)
+    pub(crate) lines: u64,
 }
 
 const MAX_DEPTH: u32 = 256;
@@ -84,7 +86,12 @@ const MAX_DEPTH: u32 = 256;
 impl<'a> Parser<'a> {
     #[inline]
     pub(crate) fn ws(&mut self) {
-        while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\t' | b'\n' | b'\r') {
+        while self.i < self.b.len() {
+            match self.b[self.i] {
+                b' ' | b'\t' | b'\r' => {}
+                b'\n' => self.lines += 1,
+                _ => return,
+            }
             self.i += 1;
         }
     }
@@ -471,7 +478,7 @@ pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
         return Err(Fallback);
     }
     let (parts, end) = parts(record, true)?;
-    let mut p = Parser { b: record, i: end };
+    let mut p = Parser { b: record, i: end, lines: 0 };
     p.ws();
     if p.i != record.len() {
         return Err(Fallback);
@@ -494,6 +501,8 @@ pub(crate) struct Parts<'a> {
     data: Option<Data<'a>>,
     /// where the `data` object lies in the bytes parsed (`[start, end)`)
     pub(crate) data_span: Option<(usize, usize)>,
+    /// the line feeds in the white space read
+    pub(crate) lines: u64,
 }
 
 impl Parts<'_> {
@@ -509,7 +518,7 @@ impl Parts<'_> {
     ) -> R<Option<Event>> {
         match (&self.data, self.data_span) {
             (None, Some((a, _))) => {
-                let data = Parser { b: record, i: a }.data()?;
+                let data = Parser { b: record, i: a, lines: 0 }.data()?;
                 event_of(kind, time, Some(&data), scale)
             }
             (data, _) => event_of(kind, time, data.as_ref(), scale),
@@ -523,7 +532,7 @@ impl Parts<'_> {
 /// `eager`: the members of `data` the deriver reads are read at once (else it is only
 /// checked, and read by [`Parts::event`] for the events that need it).
 pub(crate) fn parts(record: &[u8], eager: bool) -> R<(Parts<'_>, usize)> {
-    let mut p = Parser { b: record, i: 0 };
+    let mut p = Parser { b: record, i: 0, lines: 0 };
     p.ws();
     p.expect(b'{')?;
     let mut name: Option<&[u8]> = None;
@@ -602,7 +611,7 @@ pub(crate) fn parts(record: &[u8], eager: bool) -> R<(Parts<'_>, usize)> {
     if !(-MAX_MAGNITUDE..=MAX_MAGNITUDE).contains(&raw) {
         return Err(Fallback);
     }
-    Ok((Parts { name, time: raw, data, data_span }, p.i))
+    Ok((Parts { name, time: raw, data, data_span, lines: p.lines }, p.i))
 }
 
 fn event_of(kind: EventKind, time: f64, data: Option<&Data>, scale: f64) -> R<Option<Event>> {

@@ -260,6 +260,8 @@ fn read_events(buf: &[u8], cuts: &[usize], delta: bool, scale: f64, stop_at_stat
             let commas = buf[before..out.next].iter().filter(|&&c| c == b',').count() as u64;
             assert!(out.events <= commas, "{} events read past {commas} commas", out.events);
             assert_eq!(out.events == 0, out.next == before, "events read without moving on");
+            let feeds = buf[before..out.next].iter().filter(|&&c| c == b'\n').count() as u64;
+            assert_eq!(out.lines, feeds, "line feeds miscounted");
             if out.events > 0 {
                 assert_eq!(buf[out.next - 1], b',', "an element ends at a comma");
                 check_elements(&buf[before..out.next - 1], out.events);
