@@ -112,6 +112,7 @@ impl<'a> Parser<'a> {
 
     /// A string at `"`: its raw content and whether it holds an escape. The content is
     /// checked to be UTF-8 (the bytes outside strings that the parser accepts are ASCII).
+    #[inline(always)]
     pub(crate) fn string(&mut self) -> R<(&'a [u8], bool)> {
         self.expect(b'"')?;
         let b = self.b;
@@ -190,6 +191,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A number; `value`: its value is needed (else it is only checked to be one orjson reads).
+    #[inline]
     fn number(&mut self, value: bool) -> R<Num> {
         let start = self.i;
         let negative = self.peek()? == b'-';
