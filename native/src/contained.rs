@@ -69,9 +69,27 @@ pub const MAX_NAMES: usize = 64;
 struct Names {
     seen: Vec<(Vec<u8>, Option<EventKind>, u64)>,
     last: usize,
+    /// events read, and those of a kind whose `data` the deriver reads
+    events: u64,
+    relevant: u64,
 }
 
 impl Names {
+    /// Whether to read `data`'s members the deriver reads while parsing the event (else it is
+    /// only checked, and read again for the events that need it): chosen by how many of the
+    /// events so far needed it (aioquic writes `data` before `name`). Either way gives the
+    /// same reading; this is only the cheaper one.
+    fn eager(&self) -> bool {
+        self.relevant * 4 > self.events
+    }
+
+    fn read(&mut self, kind: Option<EventKind>) {
+        self.events += 1;
+        if kind.is_some_and(|k| k != EventKind::State) {
+            self.relevant += 1;
+        }
+    }
+
     /// The index of `name` (added if new), `Ok(None)` when the table is full, `Fallback` for
     /// a name whose kind is Python's to tell.
     fn find(&mut self, name: &[u8]) -> Result<Option<usize>, Fallback> {
@@ -212,7 +230,7 @@ fn read_event(
     max_record_bytes: usize,
     names: &mut Names,
 ) -> Result<(Read, Option<usize>, usize), Fallback> {
-    let (parts, end) = parts(rest, false)?;
+    let (parts, end) = parts(rest, names.eager())?;
     let mut p = Parser { b: rest, i: end, lines: parts.lines };
     p.ws();
     if p.peek()? != b',' {
@@ -308,6 +326,7 @@ pub fn events(
         out.events += 1;
         out.lines += read.lines;
         names.seen[name].2 += 1;
+        names.read(read.kind);
         pos = comma + 1;
         out.next = pos;
         if let Some(kind) = read.kind {
