@@ -1,11 +1,12 @@
-"""Differential campaign: the native deriver against the Python reference on mutated real files.
+"""Differential campaign: the native core against the Python reference on mutated real files.
 
 Each input is a real fixture (cut to 2 MiB, as in ``fuzz_campaign.py``) with one to three
 mutations of ``quicsm.testing.mutate`` (no bombs: they test decompression, which both paths
-share). Every input is read three times with the native deriver and three times without
-(``QUICSM_NATIVE=0``): derived states strict, derived states lenient, hybrid lenient. The two
-must give the same rows and diagnostics, or the same error. A difference is a defect; the
-summary counts inputs, outcomes and differences, and lists the first differing inputs.
+share). Every input is read four times with the native core and four times without
+(``QUICSM_NATIVE=0``): derived states strict, derived states lenient, hybrid lenient, and
+explicit states strict (no deriver, but contained JSON is read by the native core in every
+mode). The two must give the same rows and diagnostics, or the same error. A difference is a
+defect; the summary counts inputs, outcomes and differences, and lists the first differing inputs.
 
 ::
 
@@ -33,7 +34,7 @@ from quicsm.testing import mutate as m  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 SEEDS = m.seed_files(2 << 20)
-READS = (("derived", False), ("derived", True), ("hybrid", True))
+READS = (("derived", False), ("derived", True), ("hybrid", True), ("explicit", False))
 _WORKDIR = ""
 
 
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     (results / "native_differential.json").write_text(json.dumps(summary, indent=2))
     print(
         f"seed {args.seed}, inputs 0-{args.inputs - 1}: {len(differing)} differing between the "
-        f"native and the Python deriver ({2 * len(READS)} reads per input, "
+        f"native core and the Python readers ({2 * len(READS)} reads per input, "
         f"{summary['wall_s']} s wall on {args.workers} workers)"
     )
     for name, n in summary["outcomes"].items():  # type: ignore[union-attr]

@@ -8,8 +8,9 @@ metrics, trace summaries) in both modes, and inspects it; it raises :class:`Cont
 - a read ends in anything but rows or a :class:`~quicsm.core.errors.QuicsmError`, or in an error
   only the readers' last-resort boundary caught (``"an unexpected ..."``);
 - a Python warning that is not a :class:`~quicsm.core.diagnostics.QuicsmWarning` leaks;
-- the native deriver and the Python one (``QUICSM_NATIVE``) give different transitions or
-  errors.
+- the native core and the Python readers (``QUICSM_NATIVE``) give different transitions
+  (derived, hybrid and explicit states: the native deriver, and the native contained-JSON
+  reader in every mode), trace summaries or errors.
 
 Hangs and memory are the fuzzer's to catch (libFuzzer's ``-timeout`` and ``-rss_limit_mb``).
 """
@@ -69,14 +70,14 @@ class Oracle:
             warnings.simplefilter("always")
             for lenient in (False, True):
                 impls = ("1", "0") if native.installed() else ("0",)
-                transitions = {}
-                for flag in impls:
-                    with _native(flag):
-                        transitions[flag] = _outcome(read_transitions, self.path, lenient)
-                if len(impls) == 2:
-                    _same(transitions["1"], transitions["0"], lenient)
-                for read in (read_metrics, read_traces):
-                    _outcome(read, self.path, lenient)
+                for read in (read_transitions, _explicit, read_traces):
+                    outcomes = {}
+                    for flag in impls:
+                        with _native(flag):
+                            outcomes[flag] = _outcome(read, self.path, lenient)
+                    if len(impls) == 2:
+                        _same(outcomes["1"], outcomes["0"], lenient)
+                _outcome(read_metrics, self.path, lenient)
             try:
                 inspect_file(self.path).lines()
             except QuicsmError as error:
@@ -85,6 +86,14 @@ class Oracle:
         foreign = [w for w in caught if not issubclass(w.category, QuicsmWarning)]
         if foreign:
             raise ContractBroken(f"a Python warning leaked: {foreign[0].message}")
+
+
+def _explicit(path: Path, **kwargs: Any) -> Any:
+    """The transitions of the states the trace logs (explicit mode: no deriver, but the native
+    contained-JSON reader)."""
+    from quicsm.extract.read import read_transitions
+
+    return read_transitions(path, states="explicit", **kwargs)
 
 
 def _same(ours: tuple[str, Any], reference: tuple[str, Any], lenient: bool) -> None:

@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::deriver::{self, Cond, Deriver, Event, Profile, Rule, Thresholds, N_METRICS, N_STATES};
+use crate::contained;
 use crate::scan;
 use crate::tables;
 
@@ -277,6 +278,96 @@ fn records_with(
     header_candidates(buf, a, b, sep, needle, Vec::new())
 }
 
+/// What `contained_events` returns: `(next, events, lines, again, previous, first_time,
+/// last_time, latest, last_derive_time, counts, states)`.
+type ContainedOut = (
+    usize,
+    u64,
+    u64,
+    bool,
+    f64,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Vec<(String, u64)>,
+    Vec<(f64, String, Option<String>, Option<String>)>,
+);
+
+/// The events of a contained-JSON `events` array from `buf[start]` (just after its `[` or a
+/// comma) up to `buf[end]` (exclusive: the bytes held), read natively while each is one the Python parser would read the same way
+/// (`native/src/contained.rs`); the trace's clock comes in and goes out. `deriver`: fed the
+/// metric, loss and PTO events (`None`: checked only). Returns where the next element begins,
+/// how many events were read and the line feeds in them, whether to call again from there at once (after a state when
+/// `stop_at_state`, or when the call's table of event names is full), the clock, the event
+/// names with their counts and the explicit states read.
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (buf, start, end, max_record_bytes, scale, delta, previous, first_time, last_time,
+    latest, last_derive_time, repairs_backward, stop_at_state, deriver=None))]
+fn contained_events(
+    buf: &Bound<'_, PyAny>,
+    start: usize,
+    end: usize,
+    max_record_bytes: usize,
+    scale: f64,
+    delta: bool,
+    previous: f64,
+    first_time: Option<f64>,
+    last_time: Option<f64>,
+    latest: Option<f64>,
+    last_derive_time: Option<f64>,
+    repairs_backward: bool,
+    stop_at_state: bool,
+    deriver: Option<&Bound<'_, PyDeriver>>,
+) -> PyResult<ContainedOut> {
+    let view = PyBuffer::<u8>::get(buf)?;
+    if !view.is_c_contiguous() {
+        return Err(PyValueError::new_err("buf must be contiguous"));
+    }
+    let len = view.len_bytes();
+    if start > end || end > len {
+        return Err(PyValueError::new_err("start <= end <= len(buf) is required"));
+    }
+    // SAFETY: as in `separated`: the buffer stays exported and the GIL held while it is read
+    let bytes = unsafe { std::slice::from_raw_parts(view.buf_ptr() as *const u8, end) };
+    let mut clock = contained::Clock {
+        scale,
+        delta,
+        previous,
+        first_time,
+        last_time,
+        latest,
+        last_derive_time,
+        repairs_backward,
+    };
+    let mut guard = match deriver {
+        Some(d) => Some(d.try_borrow_mut()?),
+        None => None,
+    };
+    let inner = guard.as_mut().map(|g| &mut g.inner);
+    let out = contained::events(inner, bytes, start, max_record_bytes, &mut clock, stop_at_state);
+    let counts = out
+        .counts
+        .into_iter()
+        .map(|(name, n)| (String::from_utf8_lossy(&name).into_owned(), n))
+        .collect();
+    let states = out.states.into_iter().map(|s| (s.time, s.new, s.old, s.trigger)).collect();
+    Ok((
+        out.next,
+        out.events,
+        out.lines,
+        out.stop == contained::Stop::Again,
+        clock.previous,
+        clock.first_time,
+        clock.last_time,
+        clock.latest,
+        clock.last_derive_time,
+        counts,
+        states,
+    ))
+}
+
 /// The tables this build was generated with (`quicsm/core/tables.json` through `build.rs`), as
 /// Python objects: tests compare them with the Python modules' own.
 #[pyfunction]
@@ -344,6 +435,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDeriver>()?;
     m.add_function(wrap_pyfunction!(header_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(records_with, m)?)?;
+    m.add_function(wrap_pyfunction!(contained_events, m)?)?;
     m.add_function(wrap_pyfunction!(shared_tables, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -19,7 +19,7 @@ type R<T> = Result<T, Fallback>;
 
 /// The lower-cased part of an ASCII name after its last ':', looked up in the event-name table
 /// (`EVENT_KIND_NAMES`, generated from quicsm/core/tables.json).
-fn event_kind(name: &[u8]) -> R<Option<EventKind>> {
+pub(crate) fn event_kind(name: &[u8]) -> R<Option<EventKind>> {
     if !name.is_ascii() {
         return Err(Fallback); // Unicode lower-casing is Python's to do
     }
@@ -46,7 +46,7 @@ enum Flag {
 }
 
 /// The members of ``data`` the deriver reads.
-struct Data<'a> {
+pub(crate) struct Data<'a> {
     /// per metric: how many of its names are present, and the value (None: JSON null)
     names: [u8; N_METRICS],
     values: [Option<Num>; N_METRICS],
@@ -58,7 +58,7 @@ struct Data<'a> {
 }
 
 impl Data<'_> {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Data {
             names: [0; N_METRICS],
             values: [None; N_METRICS],
@@ -150,63 +150,35 @@ const POW10: [f64; 16] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
 ];
 
-struct Parser<'a> {
-    b: &'a [u8],
-    i: usize,
+pub(crate) struct Parser<'a> {
+    pub(crate) b: &'a [u8],
+    pub(crate) i: usize,
+    /// the line feeds passed over (they are white space: a string holds none)
+    pub(crate) lines: u64,
 }
 
 const MAX_DEPTH: u32 = 256;
 
-/// The bytes of a word that are `"`, `\\`, a control character (below 0x20) or not ASCII, as
-/// the high bit of each such byte. Only the lowest flagged byte is exact (a borrow may flag
-/// bytes above a flagged one), which is the one [`special`] uses.
-#[inline]
-fn special_bytes(w: u64) -> u64 {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let quote = w ^ (LO * b'"' as u64);
-    let backslash = w ^ (LO * b'\\' as u64);
-    let zero_quote = quote.wrapping_sub(LO) & !quote;
-    let zero_backslash = backslash.wrapping_sub(LO) & !backslash;
-    let control = w.wrapping_sub(LO * 0x20) & !w;
-    (zero_quote | zero_backslash | control | w) & HI
-}
-
-/// The position of the first `"`, `\\`, control character or non-ASCII byte at or after
-/// `from` (eight bytes a step: most strings of a record are short, where a call of memchr
-/// costs more than the search).
-#[inline]
-fn special(b: &[u8], from: usize) -> Option<usize> {
-    let mut i = from;
-    while i + 8 <= b.len() {
-        let w = u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
-        let m = special_bytes(w);
-        if m != 0 {
-            return Some(i + (m.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
-    }
-    b[i..]
-        .iter()
-        .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))
-        .map(|k| i + k)
-}
-
 impl<'a> Parser<'a> {
     #[inline]
-    fn ws(&mut self) {
-        while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\t' | b'\n' | b'\r') {
+    pub(crate) fn ws(&mut self) {
+        while self.i < self.b.len() {
+            match self.b[self.i] {
+                b' ' | b'\t' | b'\r' => {}
+                b'\n' => self.lines += 1,
+                _ => return,
+            }
             self.i += 1;
         }
     }
 
     #[inline]
-    fn peek(&self) -> R<u8> {
+    pub(crate) fn peek(&self) -> R<u8> {
         self.b.get(self.i).copied().ok_or(Fallback)
     }
 
     #[inline]
-    fn expect(&mut self, c: u8) -> R<()> {
+    pub(crate) fn expect(&mut self, c: u8) -> R<()> {
         if self.peek()? != c {
             return Err(Fallback);
         }
@@ -214,50 +186,71 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    /// A string at `"`: its raw content and whether it holds an escape.
-    fn string(&mut self) -> R<(&'a [u8], bool)> {
+    /// A string at `"`: its raw content and whether it holds an escape. The content is
+    /// checked to be UTF-8 (the bytes outside strings that the parser accepts are ASCII).
+    #[inline(always)]
+    pub(crate) fn string(&mut self) -> R<(&'a [u8], bool)> {
         self.expect(b'"')?;
+        let b = self.b;
         let start = self.i;
+        let mut i = self.i;
         let mut escaped = false;
+        let mut ascii = true;
+        let mut high: u64 = 0x8080_8080_8080_8080; // non-ASCII stops the word loop until seen
         loop {
-            // the next quote or backslash; no control character may come before it
-            let at = special(self.b, self.i).ok_or(Fallback)?;
-            if self.b[at] >= 0x80 {
-                // non-ASCII: the run of non-ASCII bytes must be UTF-8 (no sequence of UTF-8
-                // holds an ASCII byte, so a string is UTF-8 when each such run is; outside
-                // strings the parser accepts only ASCII: a record it reads is UTF-8)
-                let run = self.b[at..].iter().position(|&c| c < 0x80).map_or(self.b.len(), |k| at + k);
-                if std::str::from_utf8(&self.b[at..run]).is_err() {
-                    return Err(Fallback);
+            // eight bytes at a time while none is a quote, a backslash, a control character
+            // or non-ASCII (the lowest flagged byte of each test is exact)
+            while let Some(word) = b.get(i..i + 8) {
+                let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+                const ONES: u64 = 0x0101_0101_0101_0101;
+                const HIGH: u64 = 0x8080_8080_8080_8080;
+                let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+                let special = zero(w ^ (ONES * b'"' as u64))
+                    | zero(w ^ (ONES * b'\\' as u64))
+                    | (w.wrapping_sub(ONES * 0x20) & !w & HIGH)
+                    | (w & high);
+                if special != 0 {
+                    i += (special.trailing_zeros() / 8) as usize;
+                    break;
                 }
-                self.i = run;
-                continue;
+                i += 8;
             }
-            if self.b[at] < 0x20 {
-                return Err(Fallback);
-            }
-            self.i = at;
-            if self.b[at] == b'"' {
-                let s = &self.b[start..at];
-                self.i += 1;
-                return Ok((s, escaped));
-            }
-            escaped = true;
-            self.i += 1;
-            match self.peek()? {
-                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 1,
-                b'u' => {
-                    let hex = self.b.get(self.i + 1..self.i + 5).ok_or(Fallback)?;
-                    let mut v: u32 = 0;
-                    for &h in hex {
-                        v = v * 16 + (h as char).to_digit(16).ok_or(Fallback)?;
+            let c = *b.get(i).ok_or(Fallback)?;
+            match c {
+                b'"' => {
+                    let s = &b[start..i];
+                    if !ascii && std::str::from_utf8(s).is_err() {
+                        return Err(Fallback);
                     }
-                    if (0xD800..=0xDFFF).contains(&v) {
-                        return Err(Fallback); // surrogates: orjson's rules, not ours
-                    }
-                    self.i += 5;
+                    self.i = i + 1;
+                    return Ok((s, escaped));
                 }
-                _ => return Err(Fallback),
+                b'\\' => {
+                    escaped = true;
+                    i += 1;
+                    match *b.get(i).ok_or(Fallback)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 1,
+                        b'u' => {
+                            let hex = b.get(i + 1..i + 5).ok_or(Fallback)?;
+                            let mut v: u32 = 0;
+                            for &h in hex {
+                                v = v * 16 + (h as char).to_digit(16).ok_or(Fallback)?;
+                            }
+                            if (0xD800..=0xDFFF).contains(&v) {
+                                return Err(Fallback); // surrogates: orjson's rules, not ours
+                            }
+                            i += 5;
+                        }
+                        _ => return Err(Fallback),
+                    }
+                }
+                0..=0x1f => return Err(Fallback),
+                0x80.. => {
+                    ascii = false;
+                    high = 0;
+                    i += 1;
+                }
+                _ => i += 1,
             }
         }
     }
@@ -274,6 +267,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A number; `value`: its value is needed (else it is only checked to be one orjson reads).
+    #[inline]
     fn number(&mut self, value: bool) -> R<Num> {
         // an integer is converted to a float here, as Python's float(int) would: exactly below
         // 2**53, else rounded half to even (as i128 as f64); -0 is the integer 0
@@ -353,7 +347,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Checks and skips any value.
-    fn skip(&mut self, depth: u32) -> R<()> {
+    pub(crate) fn skip(&mut self, depth: u32) -> R<()> {
         if depth > MAX_DEPTH {
             return Err(Fallback);
         }
@@ -417,7 +411,7 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn literal(&mut self, word: &[u8]) -> R<()> {
+    pub(crate) fn literal(&mut self, word: &[u8]) -> R<()> {
         if self.b.get(self.i..self.i + word.len()) != Some(word) {
             return Err(Fallback);
         }
@@ -564,12 +558,77 @@ pub fn blank_event() -> Event {
 pub fn decode_into(record: &[u8], scale: f64, out: &mut Event) -> R<(Option<EventKind>, f64, bool)> {
     // no check of the whole record's UTF-8 first: strings are checked as they are read, and
     // anything else the parser accepts is ASCII
-    let mut p = Parser { b: record, i: 0 };
+    let mut data = Data::new(); // filled in place (no copy of it per record)
+    let (parts, end) = parts(record, true, &mut data)?;
+    let mut p = Parser { b: record, i: end, lines: 0 };
+    p.ws();
+    if p.i != record.len() {
+        return Err(Fallback);
+    }
+    let time = parts.time * scale;
+    let kind = event_kind(parts.name)?;
+    let has_event = match kind {
+        None => false,
+        Some(EventKind::State | EventKind::MvfstMetric) => return Err(Fallback),
+        Some(k) => event_into(k, time, parts.data_span.is_some().then_some(&data), scale, out)?,
+    };
+    Ok((kind, time, has_event))
+}
+
+/// What [`parts`] reads of one event object (its `data`, when read, is in the caller's
+/// [`Data`]).
+pub(crate) struct Parts<'a> {
+    pub(crate) name: &'a [u8],
+    /// the time before scaling, within [`MAX_MAGNITUDE`]
+    pub(crate) time: f64,
+    /// the members of `data` the deriver reads were read (into the `Data` given to [`parts`])
+    data_read: bool,
+    /// where the `data` object lies in the bytes parsed (`[start, end)`)
+    pub(crate) data_span: Option<(usize, usize)>,
+    /// the line feeds in the white space read
+    pub(crate) lines: u64,
+}
+
+impl<'a> Parts<'a> {
+    /// The event of a kind the deriver reads, at `time` (already scaled and, for delta
+    /// times, summed); `None` for a timer that is not an expired PTO. `record` and `data`:
+    /// the bytes and the `Data` given to [`parts`] (`data` is read now if it was only
+    /// checked then).
+    pub(crate) fn event(
+        &self,
+        record: &'a [u8],
+        data: &Data<'a>,
+        kind: EventKind,
+        time: f64,
+        scale: f64,
+    ) -> R<Option<Event>> {
+        let mut out = blank_event();
+        let has_event = match self.data_span {
+            Some((a, _)) if !self.data_read => {
+                let mut read = Data::new();
+                Parser { b: record, i: a, lines: 0 }.data(&mut read)?;
+                event_into(kind, time, Some(&read), scale, &mut out)?
+            }
+            span => event_into(kind, time, span.is_some().then_some(data), scale, &mut out)?,
+        };
+        Ok(has_event.then_some(out))
+    }
+}
+
+/// The event object that starts `record` (after any white space): its parts and the index
+/// just after its closing brace. What follows it is not looked at. Every string read is
+/// checked to be UTF-8 (the parser accepts only ASCII outside strings).
+/// `eager`: the members of `data` the deriver reads are read at once into `data` (fresh:
+/// [`Data::new`]; else `data` is only checked, and read by [`Parts::event`] for the events
+/// that need it).
+#[inline]
+pub(crate) fn parts<'a>(record: &'a [u8], eager: bool, data: &mut Data<'a>) -> R<(Parts<'a>, usize)> {
+    let mut p = Parser { b: record, i: 0, lines: 0 };
     p.ws();
     p.expect(b'{')?;
     let mut name: Option<&[u8]> = None;
     let mut time: Option<Num> = None;
-    let mut data = Data::new(); // filled in place (no copy of it per record)
+    let mut data_span = None;
     let (mut seen_name, mut seen_time, mut seen_data) = (false, false, false);
     p.ws();
     if p.peek()? == b'}' {
@@ -614,7 +673,13 @@ pub fn decode_into(record: &[u8], scale: f64, out: &mut Event) -> R<(Option<Even
                 if p.peek()? != b'{' {
                     return Err(Fallback);
                 }
-                p.data(&mut data)?;
+                let from = p.i;
+                if eager {
+                    p.data(data)?;
+                } else {
+                    p.skip(1)?;
+                }
+                data_span = Some((from, p.i));
             }
             _ => p.skip(1)?,
         }
@@ -628,10 +693,6 @@ pub fn decode_into(record: &[u8], scale: f64, out: &mut Event) -> R<(Option<Even
             _ => return Err(Fallback),
         }
     }
-    p.ws();
-    if p.i != record.len() {
-        return Err(Fallback);
-    }
     let (name, time) = match (name, time) {
         (Some(n), Some(t)) => (n, t),
         _ => return Err(Fallback),
@@ -640,14 +701,7 @@ pub fn decode_into(record: &[u8], scale: f64, out: &mut Event) -> R<(Option<Even
     if !(-MAX_MAGNITUDE..=MAX_MAGNITUDE).contains(&raw) {
         return Err(Fallback);
     }
-    let time = raw * scale;
-    let kind = event_kind(name)?;
-    let has_event = match kind {
-        None => false,
-        Some(EventKind::State | EventKind::MvfstMetric) => return Err(Fallback),
-        Some(k) => event_into(k, time, seen_data.then_some(&data), scale, out)?,
-    };
-    Ok((kind, time, has_event))
+    Ok((Parts { name, time: raw, data_read: eager, data_span, lines: p.lines }, p.i))
 }
 
 /// The event of a record of kind `kind`, into `out`; whether there is one.

@@ -100,6 +100,12 @@ class NativeDeriver:
         return result
 
     @property
+    def native(self) -> Any:
+        """The ``quicsm._native.Deriver`` itself (the contained-JSON reader feeds it events
+        it decodes natively, ``quicsm._native.contained_events``)."""
+        return self._native
+
+    @property
     def rows(self) -> CompactRows:
         """The rows derived so far, as :class:`~quicsm.extract.deriver.CompactRows`."""
         times, states, triggers, names = self._native.rows()

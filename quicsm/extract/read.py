@@ -131,7 +131,7 @@ class _TraceSink:
     logged a state that only an instrumented stack logs (it logs all eight: nothing to derive,
     and the reader skips decoding its metrics)."""
 
-    __slots__ = ("_builder", "_checked", "_deriver", "_wanted", "scan_records")
+    __slots__ = ("_builder", "_checked", "_deriver", "_wanted", "native_deriver", "scan_records")
 
     def __init__(self, deriver: Deriver | NativeDeriver, builder: TraceBuilder | None) -> None:
         self._deriver = deriver
@@ -140,6 +140,8 @@ class _TraceSink:
         self._wanted = True
         #: the native deriver's pass over a block of records (the reader uses it if present)
         self.scan_records = getattr(deriver, "scan_records", None)
+        #: the native deriver itself (the contained-JSON reader feeds it natively)
+        self.native_deriver = getattr(deriver, "native", None)
 
     def __call__(self, event: MetricEvent) -> object:
         return self._deriver.feed(event)

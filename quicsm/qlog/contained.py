@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from quicsm.core import native
 from quicsm.core.diagnostics import (
     MAX_KEPT_PROBLEMS,
     RecordProblem,
@@ -59,6 +60,13 @@ _OPEN = {ord("{"): ord("}"), ord("["): ord("]")}
 _VISIBLE_DEPTH = 4
 #: bytes scanned for structure at once (bounds the scanner's index arrays to a few MB each)
 _SCAN_SLICE = 1 << 20
+#: with the native core: the first window scanned in Python after the native reader stopped
+#: at an element (doubling up to :data:`_SCAN_SLICE` while the element goes on)
+_NATIVE_WINDOW = 4 << 10
+#: elements left to the Python parser after a native call that read none (doubling with each
+#: such call, up to this many): an array of elements the native reader hands back costs no
+#: more than reading it in Python
+_MAX_BACKOFF = 256
 
 _TOP, _TRACES, _TRACE, _EVENTS, _SKIP = range(5)
 #: qlog 0.1's name of the traces array (pcap2qlog: one element per connection)
@@ -90,6 +98,11 @@ class _Ctx:
     deferred: bool = False
     #: a skipped container: the nesting depth inside it (its closer goes below it)
     depth: int = -1
+    #: an events array whose elements the native core may read (``_native_events``)
+    native: bool = False
+    #: events: elements left to the Python parser before the native core is tried again
+    backoff: int = 0
+    skip: int = 0
 
 
 def _skip_inside(depths: np.ndarray, i: int, inside: int) -> int:
@@ -130,9 +143,14 @@ class ContainedParser:
         #: traces whose time conventions were named only after their events (see the module)
         self.reread: Headers = {}
         self._headers = headers or {}
-        self._buf = b""
+        #: the bytes not let go yet: ``_buf[:_len]`` (with the native core a bytearray of a fixed
+        #: capacity, filled and emptied in place: no fresh block-sized object, and so no fresh
+        #: pages, per block)
+        self._buf: bytes | bytearray = b""
+        self._len = 0
         self._base = 0  # stream offset of _buf[0]
-        self._lines = 0  # line feeds before _buf[0]
+        self._lines = 0  # line feeds before the stream offset _lines_at
+        self._lines_at = 0  # at most one past _buf[0] (the native core counts what it reads)
         self._scanned = 0  # stream offset up to which structural characters were handled
         self._depth = 0
         self._in_string = False
@@ -147,6 +165,8 @@ class ContainedParser:
         self._late: dict[int, dict[str, Any]] = {}
         #: the line of the file's "qlog_version" member (errors about the version name it)
         self._version_line: int | None = None
+        #: ``quicsm._native`` when events arrays are read natively (``_native_events``)
+        self._native = native.module()
 
     # -- public ---------------------------------------------------------------------------------
     def parse(self, data: bytes) -> list[TraceData]:
@@ -159,24 +179,107 @@ class ContainedParser:
             raise ValueError("feed() after close()")
         if not data:
             return
-        start = self._base + len(self._buf)
-        self._buf += data
-        # scanned a slice at a time: the index arrays of a slice made only of brackets (a
-        # nesting bomb) are eight times its size, per array
-        for offset in range(0, len(data), _SCAN_SLICE):
-            piece = data[offset : offset + _SCAN_SLICE]
-            positions, chars, depths = self._structure(piece)
-            self._chars((positions + (start + offset)).tolist(), chars.tolist(), depths)
-        self._scanned = start + len(data)
+        start = self._base + self._len
+        self._append(data)
+        end = start + len(data)
+        if self._native is None:
+            # scanned a slice at a time: the index arrays of a slice made only of brackets (a
+            # nesting bomb) are eight times its size, per array
+            for offset in range(0, len(data), _SCAN_SLICE):
+                piece = data[offset : offset + _SCAN_SLICE]
+                positions, chars, depths = self._structure(piece)
+                self._chars((positions + (start + offset)).tolist(), chars.tolist(), depths)
+        else:
+            self._feed_native(start, end)
+        self._scanned = end
         self._trim()
+
+    def _feed_native(self, pos: int, end: int) -> None:
+        """The stream from ``pos`` to ``end`` (in ``_buf``), the elements of events arrays read
+        by the native core: the Python scan stops after each ``[`` or ``,`` of such an array
+        (:meth:`_chars`), the native core reads from there (:meth:`_native_events`) and the
+        scan resumes where it stopped, in small windows first (it stops at an element)."""
+        window = _NATIVE_WINDOW
+        while pos < end:
+            hi = min(end, pos + window)
+            piece = bytes(self._buf[pos - self._base : hi - self._base])
+            positions, chars, depths = self._structure(piece)
+            stopped = self._chars((positions + pos).tolist(), chars.tolist(), depths)
+            if stopped is None:
+                pos, window = hi, min(window * 2, _SCAN_SLICE)
+                continue
+            # after the '[' or ',' at positions[stopped]: outside strings, at its depth
+            self._depth, self._in_string, self._backslashes = int(depths[stopped]), False, 0
+            pos = self._native_events(pos + int(positions[stopped]) + 1)
+            window = _NATIVE_WINDOW
+
+    def _native_events(self, pos: int) -> int:
+        """Elements of the events array on top of the stack, from stream offset ``pos`` (just
+        after its ``[`` or a comma), read by the native core while it can read them exactly as
+        :meth:`_element` would (``native/src/contained.rs``); returns where the Python scan
+        resumes: the first element it did not read."""
+        ext = self._native
+        assert ext is not None
+        ctx = self._stack[-1]
+        builder = self._stack[-2].builder
+        assert builder is not None
+        read = 0
+        while True:
+            plan = builder.native_plan()
+            if plan is None:
+                ctx.native = False  # this trace's events are the Python parser's
+                return pos
+            feed, deriver = plan
+            if self._lines_at < pos:  # the line feeds the Python parser read before pos
+                self._lines += self._buf.count(b"\n", self._lines_at - self._base, pos - self._base)
+                self._lines_at = pos
+            (
+                nxt,
+                events,
+                lines,
+                again,
+                *clock,
+                counts,
+                states,
+            ) = ext.contained_events(
+                self._buf,
+                pos - self._base,
+                self._len,
+                self.max_record_bytes,
+                builder.scale,
+                builder.delta,
+                builder._previous,
+                builder.first_time,
+                builder.last_time,
+                builder.latest,
+                builder.last_derive_time,
+                builder.repairs_backward,
+                feed,
+                deriver,
+            )
+            if events:
+                builder.read_natively(tuple(clock), events, counts, states)
+                ctx.count += events
+                pos = self._base + nxt
+                self._lines, self._lines_at = self._lines + lines, pos
+                ctx.mark = pos - 1  # the comma after the last element read
+                read += events
+            if not again:  # else: after a state (the sink may want no more), or names to count
+                break
+        if read:
+            ctx.backoff = 0
+        else:  # nothing read: leave the next elements to the Python parser for a while
+            ctx.backoff = min(max(1, 2 * ctx.backoff), _MAX_BACKOFF)
+            ctx.skip = ctx.backoff
+        return pos
 
     def close(self) -> list[TraceData]:
         if self._closed:
             return self.traces
         self._closed = True
-        end = self._base + len(self._buf)
+        end = self._base + self._len
         if self._done:
-            rest = self._buf[self._end_of_top - self._base :]
+            rest = self._slice(self._end_of_top, end)
             if rest.strip():
                 raise self._fatal(self._end_of_top, "the end of the document", _got_bytes(rest))
         elif not self._started:
@@ -237,22 +340,48 @@ class ContainedParser:
                 break
         if self._done:
             keep = self._end_of_top
-            rest = self._buf[keep - self._base :]
+            rest = self._slice(keep, self._base + self._len)
             if rest.strip():  # content after the document: fail now, not at close()
                 raise self._fatal(keep, "the end of the document", _got_bytes(rest))
         cut = keep - self._base
         if cut > 0:
-            self._lines += self._buf.count(b"\n", 0, cut)
-            self._buf = self._buf[cut:]
+            if keep > self._lines_at:
+                self._lines += self._buf.count(b"\n", self._lines_at - self._base, cut)
+                self._lines_at = keep
+            if isinstance(self._buf, bytearray):
+                self._len -= cut
+                with memoryview(self._buf) as view:
+                    view[: self._len] = view[cut : cut + self._len]
+            else:
+                self._buf = self._buf[cut:]
+                self._len = len(self._buf)
             self._base = keep
-        if len(self._buf) > self.max_record_bytes:
-            raise RecordTooLarge(self._base, len(self._buf))
+        if self._len > self.max_record_bytes:
+            raise RecordTooLarge(self._base, self._len)
+
+    def _append(self, data: bytes) -> None:
+        """``data`` after the bytes kept."""
+        if self._native is None:
+            self._buf += data
+            self._len = len(self._buf)
+            return
+        end = self._len + len(data)
+        if end > len(self._buf):  # grown (in steps of at least a block): rarely
+            grown = bytearray(max(end, 2 * len(data), 2 * len(self._buf)))
+            grown[: self._len] = memoryview(self._buf)[: self._len]
+            self._buf = grown
+        with memoryview(self._buf) as view:  # copied in place (a bytearray slice would first
+            view[self._len : end] = data  # copy ``data`` into a fresh bytearray)
+        self._len = end
 
     def _slice(self, a: int, b: int) -> bytes:
-        return self._buf[a - self._base : b - self._base]
+        return bytes(self._buf[a - self._base : b - self._base])
 
     def _line(self, offset: int) -> int:
-        return self._lines + self._buf.count(b"\n", 0, max(0, offset - self._base)) + 1
+        at, base = self._lines_at, self._base
+        if offset >= at:
+            return self._lines + self._buf.count(b"\n", at - base, max(0, offset - base)) + 1
+        return self._lines - self._buf.count(b"\n", max(0, offset - base), at - base) + 1
 
     def _fatal(self, offset: int, expected: str, got: str | None = None) -> RecordProblem:
         return RecordProblem(None, expected, got, line=self._line(offset))
@@ -279,7 +408,7 @@ class ContainedParser:
             self.problems.append(problem)
 
     # -- the state machine ----------------------------------------------------------------------
-    def _chars(self, positions: list[int], chars: list[int], depths: np.ndarray) -> None:
+    def _chars(self, positions: list[int], chars: list[int], depths: np.ndarray) -> int | None:
         """Every structural character, in order. Inside an ``events`` array an event that is
         one container followed by a comma (``{...},`` or ``[...],``: its opener, its matching
         closer and the comma are consecutive structural characters) is ended at once, as the
@@ -290,6 +419,7 @@ class ContainedParser:
         stack = self._stack
         n = len(chars)
         i = 0
+        natively = self._native is not None
         while i < n:
             c = chars[i]
             if stack and stack[-1].kind == _SKIP and stack[-1].depth >= 0:
@@ -312,11 +442,29 @@ class ContainedParser:
                 self._element(ctx, ctx.mark + 1, comma)
                 ctx.mark = comma
                 i += 3
+                if natively and self._native_next(ctx, comma):
+                    return i - 1
                 continue
             self._char(positions[i], c)
-            if stack and stack[-1].kind == _SKIP and stack[-1].depth < 0:
-                stack[-1].depth = int(depths[i])
+            if stack:
+                top = stack[-1]
+                if top.kind == _SKIP and top.depth < 0:
+                    top.depth = int(depths[i])
+                elif natively and top.kind == _EVENTS and self._native_next(top, positions[i]):
+                    return i
             i += 1
+        return None
+
+    @staticmethod
+    def _native_next(ctx: _Ctx, pos: int) -> bool:
+        """Whether the native core reads the elements of events array ``ctx`` after the
+        structural character at ``pos`` (its ``[`` or a comma, just handled)."""
+        if not ctx.native or ctx.mark != pos or ctx.descended:
+            return False
+        if ctx.skip:
+            ctx.skip -= 1
+            return False
+        return True
 
     def _char(self, pos: int, c: int) -> None:
         stack = self._stack
@@ -529,7 +677,8 @@ class ContainedParser:
         top, members = self._headers.get(ctx.index, (self._top(), ctx.members))
         ctx.builder = self._builder(len(self.traces), top, members, sink=True)
         ctx.columns = _columns(members)
-        self._stack.append(_Ctx(_EVENTS, ord("]"), pos))
+        # array events (event_fields) are the Python parser's
+        self._stack.append(_Ctx(_EVENTS, ord("]"), pos, native=ctx.columns is None))
 
     def _builder(
         self, index: int, top: dict[str, Any], trace: dict[str, Any], *, sink: bool = False

@@ -229,6 +229,41 @@ class TraceBuilder:
         scan: NativeScan | None = getattr(self._sink, "scan_records", None)
         return scan
 
+    def native_plan(self) -> tuple[bool, Any] | None:
+        """How a contained-JSON reader may read this trace's events natively
+        (``quicsm._native.contained_events``): ``(feed, deriver)``, where ``deriver`` is the
+        sink's native deriver when its events are wanted (``feed``), ``None`` when they are
+        not; ``None`` when they must be read in Python (a packet or loss hook, events kept in
+        ``metrics``, or a sink without a native deriver)."""
+        if self.packet_hook is not None or self.loss_hook is not None or self.counts is None:
+            return None
+        sink = self._sink
+        if sink is None:
+            return None
+        if not sink.wanted():
+            return False, None
+        deriver = getattr(sink, "native_deriver", None)
+        return None if deriver is None else (True, deriver)
+
+    def read_natively(
+        self,
+        clock: tuple[float, float | None, float | None, float | None, float | None],
+        events: int,
+        counts: list[tuple[str, int]],
+        states: list[tuple[float, str, str | None, str | None]],
+    ) -> None:
+        """What a native read of events gave (:meth:`native_plan`): the clock after them
+        (``_previous``, ``first_time``, ``last_time``, ``latest``, ``last_derive_time``), how
+        many, the count of each name and the explicit states, in file order."""
+        (self._previous, self.first_time, self.last_time, self.latest, self.last_derive_time) = (
+            clock
+        )
+        self.n_events += events
+        if self.counts is not None:
+            for name, n in counts:
+                self.counts[name] += n
+        self.states += [StateEvent(t, new, old, trigger) for t, new, old, trigger in states]
+
     def latest_of_others(self) -> float | None:
         """The time the next non-state event may not precede."""
         return self._latest_of.get(False, self.first_time)

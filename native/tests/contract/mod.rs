@@ -18,9 +18,17 @@
 //!   any separator (the reader's blocks), with a fresh deriver each time (a re-read), and, when
 //!   no record holds the explicit-state needle, told so (`scan_region`'s `no_states`);
 //! - the deriver's rows in time order, no state repeated, every trigger named.
+//!
+//! The same bytes are also read as the inside of a contained-JSON `events` array
+//! (`quicsm_native::contained::events`, [`check_contained`]): every element it reads is one a
+//! JSON parser reads as an object with a numeric `time` and a string `name`, the elements it
+//! read are exactly the commas it passed, times never go backwards, and the same elements,
+//! counts, states, clock and rows come out however the bytes arrive (cut at any point, as
+//! the reader's blocks cut them) and whatever `stop_at_state` asks.
 
 #![allow(dead_code)]
 
+use quicsm_native::contained::{self, Clock, Stop};
 use quicsm_native::deriver::{Cond, Deriver, Profile, Rule, Thresholds};
 use quicsm_native::record::decode;
 use quicsm_native::scan::{scan_region, Order};
@@ -240,4 +248,125 @@ pub fn check(data: &[u8]) {
         let names = resumed.trigger_names.len();
         assert_rows_invariants(&times, &resumed.states, &resumed.triggers, names);
     }
+    check_contained(data);
+}
+
+/// What reading an `events` array's bytes gave (floats as bits, to compare exactly).
+#[derive(Debug, PartialEq, Eq)]
+struct Events {
+    next: usize,
+    events: u64,
+    lines: u64,
+    counts: Vec<(Vec<u8>, u64)>,
+    states: Vec<(u64, String, Option<String>, Option<String>)>,
+    clock: [Option<u64>; 5],
+    rows: (Vec<u64>, Vec<u8>, Vec<u16>),
+}
+
+/// The events of `buf` from `start`, calling again while the reader asks to (as the Python
+/// parser does), with the bytes held growing to `cuts` one after the other (each call sees
+/// `buf[..cut]`, as the reader's blocks arrive).
+fn read_events(buf: &[u8], cuts: &[usize], delta: bool, scale: f64, stop_at_state: bool) -> Events {
+    let mut d = deriver();
+    let mut clock = Clock { scale, delta, repairs_backward: delta, ..Clock::default() };
+    let (mut next, mut events, mut lines) = (0, 0, 0);
+    let mut counts: Vec<(Vec<u8>, u64)> = Vec::new();
+    let mut states = Vec::new();
+    for &cut in cuts {
+        for _call in 0..=buf.len() + 1 {
+            let before = next;
+            let out = contained::events(Some(&mut d), &buf[..cut], next, 1 << 26, &mut clock, stop_at_state);
+            assert!(out.next >= before && out.next <= cut, "next {} outside {before}..{cut}", out.next);
+            let commas = buf[before..out.next].iter().filter(|&&c| c == b',').count() as u64;
+            assert!(out.events <= commas, "{} events read past {commas} commas", out.events);
+            assert_eq!(out.events == 0, out.next == before, "events read without moving on");
+            let feeds = buf[before..out.next].iter().filter(|&&c| c == b'\n').count() as u64;
+            assert_eq!(out.lines, feeds, "line feeds miscounted");
+            if out.events > 0 {
+                assert_eq!(buf[out.next - 1], b',', "an element ends at a comma");
+                check_elements(&buf[before..out.next - 1], out.events);
+            }
+            next = out.next;
+            events += out.events;
+            lines += out.lines;
+            for (name, n) in out.counts {
+                match counts.iter_mut().find(|(k, _)| *k == name) {
+                    Some((_, m)) => *m += n,
+                    None => counts.push((name, n)),
+                }
+            }
+            states.extend(out.states.into_iter().map(|s| (s.time.to_bits(), s.new, s.old, s.trigger)));
+            if out.stop != Stop::Again {
+                break;
+            }
+            assert!(out.events > 0, "asked to call again without reading an event");
+        }
+    }
+    counts.sort();
+    let bits = |t: Option<f64>| t.map(f64::to_bits);
+    let r = &d.rows;
+    let times: Vec<f64> = r.times.clone();
+    assert_rows_invariants(&times, &r.states, &r.triggers, r.trigger_names.len());
+    Events {
+        next,
+        events,
+        lines,
+        counts,
+        states,
+        clock: [
+            Some(clock.previous.to_bits()),
+            bits(clock.first_time),
+            bits(clock.last_time),
+            bits(clock.latest),
+            bits(clock.last_derive_time),
+        ],
+        rows: (r.times.iter().map(|t| t.to_bits()).collect(), r.states.clone(), r.triggers.clone()),
+    }
+}
+
+/// `elements` (the bytes of `n` elements and the commas between them) are a JSON array's
+/// inside whose every element is an object with a numeric time and a string name, at times
+/// that never go backwards (the reader hands such an event back).
+fn check_elements(elements: &[u8], n: u64) {
+    let mut text = Vec::with_capacity(elements.len() + 2);
+    text.push(b'[');
+    text.extend_from_slice(elements);
+    text.push(b']');
+    let mut de = serde_json::Deserializer::from_slice(&text);
+    de.disable_recursion_limit();
+    let show = || String::from_utf8_lossy(elements).into_owned();
+    let value: serde_json::Value = serde::Deserialize::deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v))
+        .unwrap_or_else(|e| panic!("read elements that are not JSON ({e}): {:?}", show()));
+    let items = value.as_array().expect("an array");
+    assert_eq!(items.len() as u64, n, "{n} events read from {} elements: {:?}", items.len(), show());
+    for item in items {
+        assert!(item.get("time").is_some_and(|t| t.is_number()), "no numeric time: {:?}", show());
+        assert!(item.get("name").is_some_and(|t| t.is_string()), "no string name: {:?}", show());
+    }
+}
+
+/// [`check_elements`], for the test that the contract fails when broken.
+pub fn check_elements_for_test(elements: &[u8], n: u64) {
+    check_elements(elements, n);
+}
+
+/// The contained-JSON contract on one input (see the module's documentation); returns how many
+/// events were read.
+pub fn check_contained(data: &[u8]) -> u64 {
+    let end = data.len();
+    let mid = data.len() / 2 + data.len() % 7;
+    let mut read = 0;
+    for (delta, scale) in [(false, 1.0), (true, 0.001)] {
+        let whole = read_events(data, &[end], delta, scale, false);
+        let stopping = read_events(data, &[end], delta, scale, true);
+        assert_eq!(whole, stopping, "stopping after each state differs");
+        let cut = read_events(data, &[mid.min(end), end], delta, scale, false);
+        assert_eq!(whole, cut, "the bytes cut at {mid}: a different reading");
+        if let (Some(first), Some(last)) = (whole.clock[1], whole.clock[2]) {
+            assert!(f64::from_bits(first) <= f64::from_bits(last), "the clock goes backwards");
+        }
+        read = whole.events;
+    }
+    read
 }
