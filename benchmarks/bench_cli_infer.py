@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from quicsm.testing.bench import compile_package
+
 RESULTS = Path(__file__).parent / "results" / "bench_cli_infer.json"
 MB = 2**20
 
@@ -147,6 +149,7 @@ def main() -> None:
     ap.add_argument("--csv-dir", type=Path, help="keep (and reuse) the generated CSVs here")
     ap.add_argument("--out", type=Path, default=RESULTS)
     opts = ap.parse_args()
+    compile_package()  # the bytecode users have (quicsm.testing.bench)
     with tempfile.TemporaryDirectory() as tmp:
         csv_dir = opts.csv_dir or Path(tmp)
         csv_dir.mkdir(parents=True, exist_ok=True)

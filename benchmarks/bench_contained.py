@@ -38,6 +38,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from quicsm.testing.bench import compile_package
 from quicsm.testing.large import AIOQUIC, AIOQUIC_SERVER, big_contained, repeated_contained
 
 ROOT = Path(__file__).resolve().parent
@@ -203,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         "--no-orjson", action="store_true", help="--big without the orjson baseline (~10x RAM)"
     )
     args = parser.parse_args(argv)
+    compile_package()  # the bytecode users have (quicsm.testing.bench)
     if args.big:
         args.repeat = min(args.repeat, 2)
         print(

@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from quicsm.testing.bench import compile_package
+
 RESULTS = Path(__file__).parent / "results" / "bench_infer.json"
 GB = 2**30
 
@@ -242,6 +244,7 @@ def main() -> None:
     ap.add_argument("--java-heap", default="14g")
     ap.add_argument("--out", type=Path, default=RESULTS)
     opts = ap.parse_args()
+    compile_package()  # the bytecode users have (quicsm.testing.bench)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -34,6 +34,8 @@ from typing import Any
 
 import compare_synoptic as cs  # the comparison's parsers (same directory)
 
+from quicsm.testing.bench import compile_package
+
 RESULTS = Path(__file__).parent / "results" / "bench_synoptic_logs.json"
 
 
@@ -148,6 +150,7 @@ def main() -> None:
     ap.add_argument("--java-heap", default="8g")
     ap.add_argument("--out", type=Path, default=RESULTS)
     opts = ap.parse_args()
+    compile_package()  # the bytecode users have (quicsm.testing.bench)
     if not opts.synoptic_classpath:
         sys.exit("give the Synoptic class path (--synoptic-classpath or QUICSM_SYNOPTIC_CLASSPATH)")
     if not shutil.which("java"):

@@ -41,6 +41,7 @@ import polars as pl
 
 from quicsm.model.synoptic import EventLog, infer_graph, mine_invariants
 from quicsm.model.synoptic.verify import rejected_traces, violated_invariants
+from quicsm.testing.bench import compile_package
 from quicsm.testing.synthetic import generate_transitions, write_synoptic_log
 
 RESULTS = Path(__file__).parent / "results" / "compare_synoptic.json"
@@ -427,6 +428,7 @@ def main() -> None:
     ap.add_argument("--java-heap", default="8g")
     ap.add_argument("--out", type=Path, default=RESULTS)
     opts = ap.parse_args()
+    compile_package()  # the bytecode users have (quicsm.testing.bench)
     if not opts.synoptic_classpath:
         sys.exit(
             "give the Synoptic class path with --synoptic-classpath or QUICSM_SYNOPTIC_CLASSPATH"
