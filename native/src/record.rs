@@ -27,6 +27,11 @@ pub(crate) fn event_kind(name: &[u8]) -> R<Option<EventKind>> {
         Some(i) => &name[i + 1..],
         None => name,
     };
+    // the names as producers write them (lower case) by whole words first; any other case
+    // after
+    if let Some(&(_, kind, _)) = EVENT_KIND_NAMES.iter().find(|(n, _, _)| same(n, tail)) {
+        return Ok(Some(kind));
+    }
     Ok(EVENT_KIND_NAMES
         .iter()
         .find(|(n, _, _)| tail.eq_ignore_ascii_case(n))
@@ -162,14 +167,22 @@ const MAX_DEPTH: u32 = 256;
 impl<'a> Parser<'a> {
     #[inline]
     pub(crate) fn ws(&mut self) {
-        while self.i < self.b.len() {
-            match self.b[self.i] {
+        // the common case first: no white space at all
+        match self.b.get(self.i) {
+            Some(b' ' | b'\t' | b'\r' | b'\n') => {}
+            _ => return,
+        }
+        let b = self.b;
+        let mut i = self.i;
+        while let Some(&c) = b.get(i) {
+            match c {
                 b' ' | b'\t' | b'\r' => {}
                 b'\n' => self.lines += 1,
-                _ => return,
+                _ => break,
             }
-            self.i += 1;
+            i += 1;
         }
+        self.i = i;
     }
 
     #[inline]
@@ -258,12 +271,21 @@ impl<'a> Parser<'a> {
     /// Skips ASCII digits, accumulating them into `acc` (wrapping: only used when few).
     #[inline]
     fn digits(&mut self, acc: &mut u64) -> usize {
-        let start = self.i;
-        while self.i < self.b.len() && self.b[self.i].is_ascii_digit() {
-            *acc = acc.wrapping_mul(10).wrapping_add((self.b[self.i] - b'0') as u64);
-            self.i += 1;
+        // in locals: the position and the sum stay in registers (through `self` and `acc`
+        // every digit stored both back to memory)
+        let (b, start) = (self.b, self.i);
+        let (mut i, mut sum) = (start, *acc);
+        while let Some(&c) = b.get(i) {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            sum = sum.wrapping_mul(10).wrapping_add(d as u64);
+            i += 1;
         }
-        self.i - start
+        *acc = sum;
+        self.i = i;
+        i - start
     }
 
     /// A number; `value`: its value is needed (else it is only checked to be one orjson reads).
