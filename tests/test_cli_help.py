@@ -66,3 +66,27 @@ def test_the_choices_are_the_implementations() -> None:
     assert inference.ALGORITHMS is choices.ALGORITHMS
     assert dot.RENDER_FORMATS is choices.RENDER_FORMATS
     assert derive.STATE_MODES is choices.STATE_MODES
+
+
+IDLE_WORKERS = """
+import os, sys
+import quicsm
+print(os.environ.get("OPENBLAS_THREAD_TIMEOUT", "-"))
+"""
+
+
+@pytest.mark.parametrize("chosen", [None, "28"])
+def test_import_lets_idle_blas_workers_sleep_unless_the_user_chose(chosen: str | None) -> None:
+    """``import quicsm`` sets OPENBLAS_THREAD_TIMEOUT to OpenBLAS's smallest (numpy's idle
+    BLAS workers sleep at once instead of spinning ~0.1 s of CPU each) and keeps a user's own
+    setting (docs/design.md, "Start-up")."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    if chosen is not None:
+        env["OPENBLAS_THREAD_TIMEOUT"] = chosen
+    proc = subprocess.run(
+        [sys.executable, "-c", IDLE_WORKERS], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [chosen or "4"]
