@@ -150,6 +150,23 @@ fn data_key(key: &[u8]) -> Key {
     }
 }
 
+/// The ASCII digits of `b` from `start`: where they end, and `acc` with each digit appended
+/// (wrapping: only used when few). In locals and by value, so the loop keeps its position and
+/// sum in registers (through references it stored both back to memory per digit).
+#[inline(always)]
+fn digits_at(b: &[u8], start: usize, acc: u64) -> (usize, u64) {
+    let (mut i, mut sum) = (start, acc);
+    while let Some(&c) = b.get(i) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        sum = sum.wrapping_mul(10).wrapping_add(d as u64);
+        i += 1;
+    }
+    (i, sum)
+}
+
 /// 10**k, exact as floats for k <= 22
 const POW10: [f64; 16] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
@@ -271,18 +288,8 @@ impl<'a> Parser<'a> {
     /// Skips ASCII digits, accumulating them into `acc` (wrapping: only used when few).
     #[inline]
     fn digits(&mut self, acc: &mut u64) -> usize {
-        // in locals: the position and the sum stay in registers (through `self` and `acc`
-        // every digit stored both back to memory)
-        let (b, start) = (self.b, self.i);
-        let (mut i, mut sum) = (start, *acc);
-        while let Some(&c) = b.get(i) {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            sum = sum.wrapping_mul(10).wrapping_add(d as u64);
-            i += 1;
-        }
+        let start = self.i;
+        let (i, sum) = digits_at(self.b, start, *acc);
         *acc = sum;
         self.i = i;
         i - start
@@ -292,45 +299,57 @@ impl<'a> Parser<'a> {
     #[inline]
     fn number(&mut self, value: bool) -> R<Num> {
         // an integer is converted to a float here, as Python's float(int) would: exactly below
-        // 2**53, else rounded half to even (as i128 as f64); -0 is the integer 0
+        // 2**53, else rounded half to even (as i128 as f64); -0 is the integer 0. The position
+        // is a local until the number ends (kept in a register, not stored per byte).
+        let b = self.b;
         let start = self.i;
-        let negative = self.peek()? == b'-';
+        let mut i = start;
+        let negative = *b.get(i).ok_or(Fallback)? == b'-';
         if negative {
-            self.i += 1;
+            i += 1;
         }
         let mut mantissa: u64 = 0;
-        let mut n_digits = match self.peek()? {
+        let mut n_digits = match *b.get(i).ok_or(Fallback)? {
             b'0' => {
-                self.i += 1;
+                i += 1;
                 1
             }
-            b'1'..=b'9' => self.digits(&mut mantissa),
+            b'1'..=b'9' => {
+                let (j, m) = digits_at(b, i, 0);
+                let n = j - i;
+                (i, mantissa) = (j, m);
+                n
+            }
             _ => return Err(Fallback),
         };
         let mut integer = true;
         let mut exponent = false;
         let mut n_fraction = 0;
-        if self.b.get(self.i) == Some(&b'.') {
-            self.i += 1;
+        if b.get(i) == Some(&b'.') {
+            i += 1;
             integer = false;
-            n_fraction = self.digits(&mut mantissa);
+            let (j, m) = digits_at(b, i, mantissa);
+            n_fraction = j - i;
+            (i, mantissa) = (j, m);
             if n_fraction == 0 {
                 return Err(Fallback);
             }
             n_digits += n_fraction;
         }
-        if matches!(self.b.get(self.i), Some(b'e' | b'E')) {
-            self.i += 1;
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            i += 1;
             integer = false;
             exponent = true;
-            if matches!(self.b.get(self.i), Some(b'+' | b'-')) {
-                self.i += 1;
+            if matches!(b.get(i), Some(b'+' | b'-')) {
+                i += 1;
             }
-            let mut ignored = 0;
-            if self.digits(&mut ignored) == 0 {
+            let (j, _) = digits_at(b, i, 0);
+            if j == i {
                 return Err(Fallback);
             }
+            i = j;
         }
+        self.i = i;
         if n_digits <= 15 && !exponent {
             // exact: the mantissa and the power of ten are floats exactly, and one division
             // rounds correctly (Clinger's fast path), as a full parse would
