@@ -151,28 +151,19 @@ type StateFields<'a> = (&'a [u8], Option<&'a [u8]>, Option<&'a [u8]>);
 /// or `Fallback` for anything but plain strings (and null for the optional two).
 fn state_fields(data: &[u8]) -> Result<StateFields<'_>, Fallback> {
     let mut p = Parser { b: data, i: 0, lines: 0 };
-    p.expect(b'{')?;
     let (mut new, mut old, mut trigger) = (None, None, None);
     let (mut seen_old, mut seen_trigger) = (false, false);
-    p.ws();
-    if p.peek()? == b'}' {
-        return Err(Fallback); // no "new": Python's error
-    }
-    loop {
-        p.ws();
-        let (key, escaped) = p.string()?;
+    // no member, so no "new": Python's error (as is a missing "new" below)
+    p.object(|p, key, escaped| {
         if escaped {
             return Err(Fallback);
         }
-        p.ws();
-        p.expect(b':')?;
-        p.ws();
         match key {
             b"new" => {
                 if new.is_some() {
                     return Err(Fallback);
                 }
-                new = Some(plain_string(&mut p)?);
+                new = Some(plain_string(p)?);
             }
             b"old" | b"trigger" => {
                 let seen = if key == b"old" { &mut seen_old } else { &mut seen_trigger };
@@ -184,7 +175,7 @@ fn state_fields(data: &[u8]) -> Result<StateFields<'_>, Fallback> {
                     p.literal(b"null")?;
                     None
                 } else {
-                    Some(plain_string(&mut p)?)
+                    Some(plain_string(p)?)
                 };
                 if key == b"old" {
                     old = value;
@@ -194,13 +185,8 @@ fn state_fields(data: &[u8]) -> Result<StateFields<'_>, Fallback> {
             }
             _ => p.skip(1)?,
         }
-        p.ws();
-        match p.peek()? {
-            b',' => p.i += 1,
-            b'}' => break,
-            _ => return Err(Fallback),
-        }
-    }
+        Ok(())
+    })?;
     Ok((new.ok_or(Fallback)?, old, trigger))
 }
 

@@ -285,16 +285,6 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Skips ASCII digits, accumulating them into `acc` (wrapping: only used when few).
-    #[inline]
-    fn digits(&mut self, acc: &mut u64) -> usize {
-        let start = self.i;
-        let (i, sum) = digits_at(self.b, start, *acc);
-        *acc = sum;
-        self.i = i;
-        i - start
-    }
-
     /// A number; `value`: its value is needed (else it is only checked to be one orjson reads).
     #[inline]
     fn number(&mut self, value: bool) -> R<Num> {
@@ -387,6 +377,42 @@ impl<'a> Parser<'a> {
         Ok(0.0) // a plain decimal of at most 300 characters: finite, value unused
     }
 
+    /// The members of the object at `{`, its closing brace included: each member's key (raw,
+    /// and whether it holds an escape) goes to `member`, which reads the value; returns how many
+    /// members there were. The one member loop of every object read (`skip`, `data`, [`parts`],
+    /// and the state fields of `crate::contained`).
+    #[inline(always)]
+    pub(crate) fn object<F>(&mut self, mut member: F) -> R<usize>
+    where
+        F: FnMut(&mut Self, &'a [u8], bool) -> R<()>,
+    {
+        self.expect(b'{')?;
+        self.ws();
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Ok(0);
+        }
+        let mut n = 0;
+        loop {
+            self.ws();
+            let (key, escaped) = self.string()?;
+            self.ws();
+            self.expect(b':')?;
+            self.ws();
+            member(self, key, escaped)?;
+            n += 1;
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Ok(n);
+                }
+                _ => return Err(Fallback),
+            }
+        }
+    }
+
     /// Checks and skips any value.
     pub(crate) fn skip(&mut self, depth: u32) -> R<()> {
         if depth > MAX_DEPTH {
@@ -397,29 +423,7 @@ impl<'a> Parser<'a> {
                 self.string()?;
             }
             b'{' => {
-                self.i += 1;
-                self.ws();
-                if self.peek()? == b'}' {
-                    self.i += 1;
-                    return Ok(());
-                }
-                loop {
-                    self.ws();
-                    self.string()?;
-                    self.ws();
-                    self.expect(b':')?;
-                    self.ws();
-                    self.skip(depth + 1)?;
-                    self.ws();
-                    match self.peek()? {
-                        b',' => self.i += 1,
-                        b'}' => {
-                            self.i += 1;
-                            return Ok(());
-                        }
-                        _ => return Err(Fallback),
-                    }
-                }
+                self.object(|p, _, _| p.skip(depth + 1))?;
             }
             b'[' => {
                 self.i += 1;
@@ -509,21 +513,10 @@ impl<'a> Parser<'a> {
     /// The members of `data` the deriver reads, into `d` (fresh: [`Data::new`]).
     fn data(&mut self, d: &mut Data<'a>) -> R<()> {
         let mut seen_names: u32 = 0; // bit per metric name / flag name read (duplicates)
-        self.expect(b'{')?;
-        self.ws();
-        if self.peek()? == b'}' {
-            self.i += 1;
-            return Ok(());
-        }
-        loop {
-            self.ws();
-            let (key, escaped) = self.string()?;
+        self.object(|p, key, escaped| {
             if escaped {
                 return Err(Fallback);
             }
-            self.ws();
-            self.expect(b':')?;
-            self.ws();
             match data_key(key) {
                 Key::Metric(bit, metric) => {
                     if seen_names & (1 << bit) != 0 {
@@ -531,7 +524,7 @@ impl<'a> Parser<'a> {
                     }
                     seen_names |= 1 << bit;
                     d.names[metric] += 1;
-                    d.values[metric] = self.metric()?;
+                    d.values[metric] = p.metric()?;
                 }
                 Key::Flag(k) => {
                     let bit = METRIC_NAMES.len() + k;
@@ -539,34 +532,27 @@ impl<'a> Parser<'a> {
                         return Err(Fallback);
                     }
                     seen_names |= 1 << bit;
-                    d.flags[k] = self.flag()?;
+                    d.flags[k] = p.flag()?;
                 }
                 Key::TimerType => {
                     if d.seen_timer_type {
                         return Err(Fallback);
                     }
                     d.seen_timer_type = true;
-                    d.timer_type = self.text()?;
+                    d.timer_type = p.text()?;
                 }
                 Key::EventType => {
                     if d.seen_event_type {
                         return Err(Fallback);
                     }
                     d.seen_event_type = true;
-                    d.event_type = self.text()?;
+                    d.event_type = p.text()?;
                 }
-                Key::Other => self.skip(1)?,
+                Key::Other => p.skip(1)?,
             }
-            self.ws();
-            match self.peek()? {
-                b',' => self.i += 1,
-                b'}' => {
-                    self.i += 1;
-                    return Ok(());
-                }
-                _ => return Err(Fallback),
-            }
-        }
+            Ok(())
+        })?;
+        Ok(())
     }
 }
 
@@ -666,24 +652,14 @@ impl<'a> Parts<'a> {
 pub(crate) fn parts<'a>(record: &'a [u8], eager: bool, data: &mut Data<'a>) -> R<(Parts<'a>, usize)> {
     let mut p = Parser { b: record, i: 0, lines: 0 };
     p.ws();
-    p.expect(b'{')?;
     let mut name: Option<&[u8]> = None;
     let mut time: Option<Num> = None;
     let mut data_span = None;
     let (mut seen_name, mut seen_time, mut seen_data) = (false, false, false);
-    p.ws();
-    if p.peek()? == b'}' {
-        return Err(Fallback);
-    }
-    loop {
-        p.ws();
-        let (key, escaped) = p.string()?;
+    let members = p.object(|p, key, escaped| {
         if escaped {
             return Err(Fallback);
         }
-        p.ws();
-        p.expect(b':')?;
-        p.ws();
         match key {
             k if same(k, b"name") => {
                 if seen_name {
@@ -724,15 +700,10 @@ pub(crate) fn parts<'a>(record: &'a [u8], eager: bool, data: &mut Data<'a>) -> R
             }
             _ => p.skip(1)?,
         }
-        p.ws();
-        match p.peek()? {
-            b',' => p.i += 1,
-            b'}' => {
-                p.i += 1;
-                break;
-            }
-            _ => return Err(Fallback),
-        }
+        Ok(())
+    })?;
+    if members == 0 {
+        return Err(Fallback);
     }
     let (name, time) = match (name, time) {
         (Some(n), Some(t)) => (n, t),
