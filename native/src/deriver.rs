@@ -14,8 +14,8 @@
 
 // states, event classes and metrics: generated from quicsm/core/tables.json (src/tables.rs)
 pub use crate::tables::{
-    ACK, COLLAPSE, CONGESTION_AVOIDANCE, CUTBACK, FLAG, INIT, LOSS, N_EVENTS, N_METRICS,
-    N_STATES, PTO, PTO_COUNT, RECOVERY, SEND, SLOW_START, UNDO,
+    ACK, COLLAPSE, CONGESTION_AVOIDANCE, CUTBACK, FLAG, INIT, LOSS, N_EVENTS, N_METRICS, N_STATES,
+    PTO, PTO_COUNT, RECOVERY, SEND, SLOW_START, UNDO,
 };
 use crate::tables::{
     BYTES_IN_FLIGHT, CONGESTION_AVOIDANCE_MAXED, CWND_BYTES, LATEST_RTT_MS, RTT_VARIANCE_MS,
@@ -571,7 +571,8 @@ impl Deriver {
                     } else {
                         window_classes.push(CUTBACK);
                     }
-                    let start = if loss_before { pymax(self.loss_time, self.last_row) } else { self.time };
+                    let start =
+                        if loss_before { pymax(self.loss_time, self.last_row) } else { self.time };
                     self.recovery_start = Some(start);
                     self.event_time = Some(start);
                 }
@@ -652,7 +653,8 @@ impl Deriver {
         if self.recovery_start.is_some() {
             return;
         }
-        let (prior, in_flight, cwnd) = match (self.prior_in_flight, self.bytes_in_flight, self.cwnd) {
+        let (prior, in_flight, cwnd) = match (self.prior_in_flight, self.bytes_in_flight, self.cwnd)
+        {
             (Some(p), Some(f), Some(c)) => (p, f, c),
             _ => return,
         };

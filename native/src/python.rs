@@ -5,8 +5,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::deriver::{self, Cond, Deriver, Event, Profile, Rule, Thresholds, N_METRICS, N_STATES};
 use crate::contained;
+use crate::deriver::{self, Cond, Deriver, Event, Profile, Rule, Thresholds, N_METRICS, N_STATES};
 use crate::scan;
 use crate::tables;
 
@@ -81,7 +81,11 @@ fn bytes_of<T: Copy>(py: Python<'_>, items: &[T]) -> Py<PyBytes> {
 #[pymethods]
 impl PyDeriver {
     #[new]
-    fn new(profile: ProfileArgs, thresholds: ThresholdArgs, rules: Vec<RuleArgs>) -> PyResult<Self> {
+    fn new(
+        profile: ProfileArgs,
+        thresholds: ThresholdArgs,
+        rules: Vec<RuleArgs>,
+    ) -> PyResult<Self> {
         let p = Profile {
             datagram_bytes: profile.datagram_bytes,
             burst_datagrams: profile.burst_datagrams,
@@ -162,7 +166,7 @@ impl PyDeriver {
         latest_other: Option<f64>,
         feed: bool,
         no_states: bool,
-    ) -> PyResult<(i64, i64, Option<f64>, Option<f64>, bool, u64)> {
+    ) -> PyResult<ScanOut> {
         let view = PyBuffer::<u8>::get(buf)?;
         let bytes = separated(&view, pos, end, sep)?;
         let order = scan::Order { latest, latest_other, checked: false };
@@ -177,7 +181,16 @@ impl PyDeriver {
             same.then_some(r.cursor)
         });
         let out = scan::scan_region(
-            &mut self.inner, bytes, pos, end, sep, scale, order, feed, resume, no_states,
+            &mut self.inner,
+            bytes,
+            pos,
+            end,
+            sep,
+            scale,
+            order,
+            feed,
+            resume,
+            no_states,
         );
         if let (Some((rs, re)), Some(cursor)) = (out.fallback, out.cursor) {
             let fingerprint = fingerprint(&bytes[rs..=re]);
@@ -216,7 +229,7 @@ impl PyDeriver {
 
 /// The bytes of a contiguous buffer (bytes, bytearray, memoryview), checked to hold
 /// separators at `a` and `b`.
-fn separated<'py>(view: &'py PyBuffer<u8>, a: usize, b: usize, sep: u8) -> PyResult<&'py [u8]> {
+fn separated(view: &PyBuffer<u8>, a: usize, b: usize, sep: u8) -> PyResult<&[u8]> {
     if !view.is_c_contiguous() {
         return Err(PyValueError::new_err("buf must be contiguous"));
     }
@@ -277,6 +290,9 @@ fn records_with(
 ) -> PyResult<Vec<(usize, usize)>> {
     header_candidates(buf, a, b, sep, needle, Vec::new())
 }
+
+/// What `Deriver.scan` returns: `(rs, re, latest, latest_other, checked, visited)`.
+type ScanOut = (i64, i64, Option<f64>, Option<f64>, bool, u64);
 
 /// What `contained_events` returns: `(next, events, lines, again, previous, first_time,
 /// last_time, latest, last_derive_time, counts, states)`.
@@ -395,7 +411,10 @@ fn shared_tables(py: Python<'_>) -> PyResult<Py<PyDict>> {
     let needles: Vec<String> =
         tables::DERIVE_NEEDLES.iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect();
     d.set_item("derive_needles", needles)?;
-    d.set_item("timer_needle", String::from_utf8_lossy(tables::DERIVE_NEEDLES[tables::TIMER_NEEDLE_AT]))?;
+    d.set_item(
+        "timer_needle",
+        String::from_utf8_lossy(tables::DERIVE_NEEDLES[tables::TIMER_NEEDLE_AT]),
+    )?;
     d.set_item("state_needle", String::from_utf8_lossy(tables::STATE_NEEDLE))?;
     d.set_item("timer_required", String::from_utf8_lossy(tables::TIMER_REQUIRED))?;
     d.set_item("max_record_values", tables::MAX_RECORD_VALUES)?;

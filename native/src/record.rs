@@ -88,11 +88,14 @@ enum Key {
     Other,
 }
 
+/// The names of each length and what they are.
+type KeyTable = Vec<Vec<(&'static [u8], Key)>>;
+
 /// The names the decoder reads in `data`, by length (a key is compared only with the names of
 /// its own length: a few at most, where comparing it with every name cost a third of a
 /// metrics record's decoding).
 fn keys_by_length() -> &'static [Vec<(&'static [u8], Key)>] {
-    static KEYS: std::sync::OnceLock<Vec<Vec<(&'static [u8], Key)>>> = std::sync::OnceLock::new();
+    static KEYS: std::sync::OnceLock<KeyTable> = std::sync::OnceLock::new();
     KEYS.get_or_init(|| {
         let mut named: Vec<(&'static [u8], Key)> = Vec::new();
         for (bit, &(name, metric)) in METRIC_NAMES.iter().enumerate() {
@@ -168,9 +171,8 @@ fn digits_at(b: &[u8], start: usize, acc: u64) -> (usize, u64) {
 }
 
 /// 10**k, exact as floats for k <= 22
-const POW10: [f64; 16] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-];
+const POW10: [f64; 16] =
+    [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
 
 pub(crate) struct Parser<'a> {
     pub(crate) b: &'a [u8],
@@ -563,6 +565,9 @@ pub struct Decoded {
     pub event: Option<Event>,
 }
 
+/// 2**63, exactly: a PTO count at or above it is not an int64
+const TWO_63: f64 = (1u64 << 63) as f64;
+
 /// The largest magnitude accepted for a time (`quicsm.qlog.events.MAX_MAGNITUDE`).
 const MAX_MAGNITUDE: f64 = 1e18;
 
@@ -582,7 +587,11 @@ pub fn blank_event() -> Event {
 /// [`decode`], the event written into `out` (the scan reuses one: no copy of an event per
 /// record): `(kind, time, whether the record carries an event)`; `out` holds the event only
 /// when it does.
-pub fn decode_into(record: &[u8], scale: f64, out: &mut Event) -> R<(Option<EventKind>, f64, bool)> {
+pub fn decode_into(
+    record: &[u8],
+    scale: f64,
+    out: &mut Event,
+) -> R<(Option<EventKind>, f64, bool)> {
     // no check of the whole record's UTF-8 first: strings are checked as they are read, and
     // anything else the parser accepts is ASCII
     let mut data = Data::new(); // filled in place (no copy of it per record)
@@ -649,7 +658,11 @@ impl<'a> Parts<'a> {
 /// [`Data::new`]; else `data` is only checked, and read by [`Parts::event`] for the events
 /// that need it).
 #[inline]
-pub(crate) fn parts<'a>(record: &'a [u8], eager: bool, data: &mut Data<'a>) -> R<(Parts<'a>, usize)> {
+pub(crate) fn parts<'a>(
+    record: &'a [u8],
+    eager: bool,
+    data: &mut Data<'a>,
+) -> R<(Parts<'a>, usize)> {
     let mut p = Parser { b: record, i: 0, lines: 0 };
     p.ws();
     let mut name: Option<&[u8]> = None;
@@ -755,6 +768,7 @@ fn event_into(
             blank(Kind::Metrics);
             let event = out;
             if let Some(d) = data {
+                #[allow(clippy::needless_range_loop)] // m indexes four arrays
                 for m in 0..N_METRICS {
                     if d.names[m] > 1 {
                         return Err(Fallback); // two names of one metric: Python's preference
@@ -763,7 +777,7 @@ fn event_into(
                         None => continue,
                         Some(v) => v,
                     };
-                    if m == PTO_COUNT && !(v >= 0.0 && v < 9.223372036854775808e18 && v.fract() == 0.0) {
+                    if m == PTO_COUNT && !((0.0..TWO_63).contains(&v) && v.fract() == 0.0) {
                         return Err(Fallback);
                     }
                     event.values[m] = Some(if TIME_METRICS[m] { v * scale } else { v });

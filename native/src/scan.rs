@@ -43,7 +43,7 @@ struct Finders {
 fn finders() -> &'static Finders {
     static F: OnceLock<Finders> = OnceLock::new();
     F.get_or_init(|| Finders {
-        derive: DERIVE_NEEDLES.iter().map(|n| Finder::new(n)).collect(),
+        derive: DERIVE_NEEDLES.iter().map(Finder::new).collect(),
         state: Finder::new(STATE_NEEDLE),
         expired: Finder::new(TIMER_REQUIRED),
     })
@@ -133,7 +133,8 @@ pub fn scan_region(
             // every cached hit lies at or after `pos` (the end of the handed-back record);
             // one that does not is searched again, from `pos`
             for (k, finder) in f.derive.iter().enumerate() {
-                next[k] = if c.next[k] >= pos { c.next[k] } else { next_hit(finder, buf, pos, end) };
+                next[k] =
+                    if c.next[k] >= pos { c.next[k] } else { next_hit(finder, buf, pos, end) };
             }
             next_state = if c.next_state >= pos { c.next_state } else { state_hit(pos) };
         }

@@ -168,7 +168,10 @@ fn derives_slow_start_recovery_and_congestion_avoidance() {
     assert_eq!(seen.first(), Some(&"SlowStart")); // (Init is added when the trace ends)
     let ss = seen.iter().position(|s| *s == "SlowStart").expect("slow start");
     let rec = seen.iter().position(|s| *s == "Recovery").expect("recovery");
-    let ca = seen.iter().position(|s| *s == "CongestionAvoidance").expect(&format!("CA in {seen:?}"));
+    let ca = seen
+        .iter()
+        .position(|s| *s == "CongestionAvoidance")
+        .unwrap_or_else(|| panic!("CA in {seen:?}"));
     assert!(ss < rec && rec < ca, "{seen:?}");
     // rows are in time order and never repeat a state
     assert!(d.rows.times.windows(2).all(|w| w[0] <= w[1]));
@@ -187,7 +190,10 @@ fn a_probe_timeout_is_a_tail_loss_probe_then_a_retransmission_timeout() {
     d.feed(&Event { time: 300.0, kind: Kind::Metrics, values, app_limited: None });
     d.feed(&pto(700.0));
     let seen = states_of(&d);
-    let tlp = seen.iter().position(|s| *s == "TailLossProbe").expect(&format!("TLP in {seen:?}"));
+    let tlp = seen
+        .iter()
+        .position(|s| *s == "TailLossProbe")
+        .unwrap_or_else(|| panic!("TLP in {seen:?}"));
     let rto = seen.iter().position(|s| *s == "RetransmissionTimeout").expect("RTO");
     assert!(tlp < rto, "{seen:?}");
 }
@@ -206,7 +212,8 @@ fn records(recs: &[&str]) -> Vec<u8> {
 fn the_scan_visits_derive_records_and_stops_at_one_to_hand_back() {
     let good = r#"{"time": 1, "name": "recovery:metrics_updated", "data": {"cwnd": 12000, "bytes_in_flight": 0}}"#;
     let other = r#"{"time": 2, "name": "transport:packet_sent", "data": {"length": 1200}}"#;
-    let timer = r#"{"time": 3, "name": "recovery:loss_timer_updated", "data": {"event_type": "set"}}"#;
+    let timer =
+        r#"{"time": 3, "name": "recovery:loss_timer_updated", "data": {"event_type": "set"}}"#;
     let escaped = r#"{"time": 4, "name": "recovery:metrics_updated", "data": {"cwn\u0064": 1}}"#;
     let buf = records(&[good, other, timer, good, escaped, good]);
     let end = buf.len() - 1;

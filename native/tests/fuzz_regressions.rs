@@ -73,7 +73,12 @@ fn events_of(fixture: &str) -> Vec<u8> {
 fn the_contained_contract_holds_on_real_events_and_hand_backs() {
     // real producers: aioquic (data first), quiche (cut mid-write); picoquic's and draft-01's
     // array events (event_fields) are every one handed back
-    for fixture in ["aioquic_0.3.qlog", "picoquic_cubic/server.qlog", "quiche_truncated.qlog", "draft01_delta.qlog"] {
+    for fixture in [
+        "aioquic_0.3.qlog",
+        "picoquic_cubic/server.qlog",
+        "quiche_truncated.qlog",
+        "draft01_delta.qlog",
+    ] {
         let events = events_of(fixture);
         let read = contract::check_contained(&events);
         let arrays = !fixture.starts_with("aioquic") && !fixture.starts_with("quiche");
@@ -82,14 +87,14 @@ fn the_contained_contract_holds_on_real_events_and_hand_backs() {
     let state = r#"{"time": 1, "name": "recovery:congestion_state_updated", "data": {"old": "slow_start", "new": "recovery", "trigger": null}}"#;
     let metrics = r#" {"data": {"cwnd": 12000, "bytes_in_flight": 10, "latest_rtt": 5}, "name": "recovery:metrics_updated", "time": 2.5}"#;
     let odd = [
-        r#"{"time": "3", "name": "a:b"}"#,                       // a string time: Python's
-        r#"{"time": 3, "name": "a:\u0062"}"#,                    // an escaped name
-        r#"{"time": 1, "name": "a:b"}"#,                         // backwards
-        r#"[1, "a:b", {}]"#,                                     // an array event
+        r#"{"time": "3", "name": "a:b"}"#,    // a string time: Python's
+        r#"{"time": 3, "name": "a:\u0062"}"#, // an escaped name
+        r#"{"time": 1, "name": "a:b"}"#,      // backwards
+        r#"[1, "a:b", {}]"#,                  // an array event
         r#"{"time": 4, "name": "recovery:congestion_state_updated", "data": {"new": 7}}"#,
-        r#"{"time": 4, "name": "x", "name": "y"}"#,              // a duplicate key
+        r#"{"time": 4, "name": "x", "name": "y"}"#, // a duplicate key
         r#"{"time": 5, "name": "recovery:metrics_updated", "data": {"cwnd": "a"}}"#,
-        "{\"time\": 6, \"name\": \"caf\u{e9}:x\"}",               // non-ASCII: Python's lower()
+        "{\"time\": 6, \"name\": \"caf\u{e9}:x\"}", // non-ASCII: Python's lower()
         r#"{"time": 7, "name": "x"} garbage"#,
         "\n {\"time\": 8, \"name\": \"x\"}\n",
     ];
@@ -99,7 +104,8 @@ fn the_contained_contract_holds_on_real_events_and_hand_backs() {
     assert_eq!(contract::check_contained(doc.join(",").as_bytes()), 2, "up to the first odd one");
     contract::check_contained((doc.join(",") + "]}").as_bytes());
     // more distinct names than one call counts
-    let names: Vec<String> = (0..200).map(|i| format!(r#"{{"time": {i}, "name": "n:{i}"}}"#)).collect();
+    let names: Vec<String> =
+        (0..200).map(|i| format!(r#"{{"time": {i}, "name": "n:{i}"}}"#)).collect();
     assert_eq!(contract::check_contained((names.join(",") + ",").as_bytes()), 200);
 }
 

@@ -37,9 +37,8 @@ use quicsm_native::tables;
 /// The rule table of the derived-state path in the shape Python hands over (first match wins),
 /// with a rule limited to some states, so that masks are exercised too.
 fn deriver() -> Deriver {
-    let state = |name: &str| {
-        tables::STATE_NAMES.iter().position(|s| *s == name).expect("a state") as u8
-    };
+    let state =
+        |name: &str| tables::STATE_NAMES.iter().position(|s| *s == name).expect("a state") as u8;
     let class = |name: &str| {
         tables::EVENT_CLASS_NAMES.iter().position(|s| *s == name).expect("an event class") as u8
     };
@@ -107,6 +106,7 @@ fn start() -> Order {
 /// The scan over the records between the separators at `buf[pos]` and `buf[end]`, called
 /// again after every hand-back as the Python reader does (here the handed-back record is only
 /// skipped); `resume`: whether each call continues from the previous call's cursor.
+#[allow(clippy::too_many_arguments)]
 fn pass(
     d: &mut Deriver,
     buf: &[u8],
@@ -134,7 +134,10 @@ fn pass(
                 return (order, visited);
             }
             Some((rs, re)) => {
-                assert!(pos <= rs && rs < re && re <= end, "hand-back {rs}..{re} outside {pos}..{end}");
+                assert!(
+                    pos <= rs && rs < re && re <= end,
+                    "hand-back {rs}..{re} outside {pos}..{end}"
+                );
                 assert!(buf[rs] == sep && buf[re] == sep, "a hand-back is bounded by separators");
                 assert!(!buf[rs + 1..re].contains(&sep), "a hand-back is one record");
                 handed_back.push((rs, re));
@@ -275,8 +278,19 @@ fn read_events(buf: &[u8], cuts: &[usize], delta: bool, scale: f64, stop_at_stat
     for &cut in cuts {
         for _call in 0..=buf.len() + 1 {
             let before = next;
-            let out = contained::events(Some(&mut d), &buf[..cut], next, 1 << 26, &mut clock, stop_at_state);
-            assert!(out.next >= before && out.next <= cut, "next {} outside {before}..{cut}", out.next);
+            let out = contained::events(
+                Some(&mut d),
+                &buf[..cut],
+                next,
+                1 << 26,
+                &mut clock,
+                stop_at_state,
+            );
+            assert!(
+                out.next >= before && out.next <= cut,
+                "next {} outside {before}..{cut}",
+                out.next
+            );
             let commas = buf[before..out.next].iter().filter(|&&c| c == b',').count() as u64;
             assert!(out.events <= commas, "{} events read past {commas} commas", out.events);
             assert_eq!(out.events == 0, out.next == before, "events read without moving on");
@@ -295,7 +309,9 @@ fn read_events(buf: &[u8], cuts: &[usize], delta: bool, scale: f64, stop_at_stat
                     None => counts.push((name, n)),
                 }
             }
-            states.extend(out.states.into_iter().map(|s| (s.time.to_bits(), s.new, s.old, s.trigger)));
+            states.extend(
+                out.states.into_iter().map(|s| (s.time.to_bits(), s.new, s.old, s.trigger)),
+            );
             if out.stop != Stop::Again {
                 break;
             }
@@ -339,7 +355,13 @@ fn check_elements(elements: &[u8], n: u64) {
         .and_then(|v| de.end().map(|()| v))
         .unwrap_or_else(|e| panic!("read elements that are not JSON ({e}): {:?}", show()));
     let items = value.as_array().expect("an array");
-    assert_eq!(items.len() as u64, n, "{n} events read from {} elements: {:?}", items.len(), show());
+    assert_eq!(
+        items.len() as u64,
+        n,
+        "{n} events read from {} elements: {:?}",
+        items.len(),
+        show()
+    );
     for item in items {
         assert!(item.get("time").is_some_and(|t| t.is_number()), "no numeric time: {:?}", show());
         assert!(item.get("name").is_some_and(|t| t.is_string()), "no string name: {:?}", show());
