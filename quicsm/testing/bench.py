@@ -14,6 +14,5 @@ def compile_package() -> None:
     not written (``PYTHONDONTWRITEBYTECODE`` set, a read-only checkout), every measured process
     would otherwise compile the package's sources again, about 0.05-0.1 s of CPU that no user
     pays."""
-    import quicsm
-
-    compileall.compile_dir(Path(quicsm.__file__).parent, quiet=1)
+    package = Path(__file__).resolve().parents[1]  # quicsm/
+    compileall.compile_dir(package, quiet=1)
