@@ -131,6 +131,10 @@ def seed_corpus(directory: Path, *, max_bytes: int = 1 << 15) -> int:
 
 def main() -> int:
     args = sys.argv[1:]
+    if not args or args[0] in ("-h", "--help"):
+        # libFuzzer ignores flags that start with '--': without this, --help started a campaign
+        print(__doc__)
+        return 0 if args else 2
     try:
         exe = build()
     except FuzzSetupError as e:
