@@ -794,3 +794,80 @@ fn event_into(
         EventKind::State | EventKind::MvfstMetric => return Err(Fallback),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a full parse gives: the float nearest the decimal (Rust's `parse`, correctly
+    /// rounded); integers as Python's float(int) of orjson's int64/uint64.
+    fn reference(text: &str) -> Option<f64> {
+        if !text.contains(['.', 'e', 'E']) {
+            let v: i128 = text.parse().ok()?;
+            return (-(1i128 << 63)..(1i128 << 64)).contains(&v).then_some(v as f64);
+        }
+        text.parse().ok()
+    }
+
+    fn read(text: &str) -> Option<f64> {
+        let mut p = Parser { b: text.as_bytes(), i: 0, lines: 0 };
+        let v = p.number(true).ok()?;
+        assert_eq!(p.i, text.len(), "{text}");
+        Some(v)
+    }
+
+    #[test]
+    fn numbers_read_as_a_full_parse_reads_them() {
+        // every digit count 1..=24 for integers, whole parts and fractions, both signs, the
+        // edges (2**53, 2**63, 2**64, 10**19, 10**22, the 15 digits of the fast path) and a
+        // fixed LCG's digits
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            seed >> 33
+        };
+        let mut texts: Vec<String> = vec![
+            "9007199254740992".into(),
+            "9007199254740993".into(),
+            "9007199254740993.0".into(),
+            "0.9007199254740993".into(),
+            "900719925474099.3".into(),
+            "9223372036854775808".into(),
+            "-9223372036854775808".into(),
+            "-9223372036854775809".into(),
+            "18446744073709551615".into(),
+            "18446744073709551616".into(),
+            "9999999999999999999".into(),
+            "-9999999999999999999".into(),
+            "1795303070303.0933".into(),
+            "1795303070303.097".into(),
+            "5.261044999997466".into(),
+            "0.0000000000000000000001".into(),
+            "0.00000000000000000000012".into(),
+            "-0".into(),
+            "-0.0".into(),
+            "0".into(),
+        ];
+        for digits in 1..=24usize {
+            for _ in 0..300 {
+                let s: String =
+                    (0..digits).map(|_| char::from(b'0' + (next() % 10) as u8)).collect();
+                let s = s.trim_start_matches('0');
+                let s = if s.is_empty() { "0" } else { s };
+                let cut = (next() as usize) % (s.len() + 1);
+                let sign = if next() % 2 == 0 { "" } else { "-" };
+                texts.push(format!("{sign}{s}"));
+                if cut > 0 && cut < s.len() {
+                    texts.push(format!("{sign}{}.{}", &s[..cut], &s[cut..]));
+                }
+                texts.push(format!("{sign}0.{s}"));
+            }
+        }
+        for text in &texts {
+            // an integer beyond int64/uint64 is handed back (None) when its value is needed,
+            // as the reference has no value for it
+            let (ours, full) = (read(text), reference(text));
+            assert_eq!(ours.map(f64::to_bits), full.map(f64::to_bits), "{text}: {ours:?} {full:?}");
+        }
+    }
+}
