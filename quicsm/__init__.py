@@ -18,7 +18,7 @@ from quicsm.core.version import __version__
 
 # numpy's bundled OpenBLAS starts a worker thread per core when numpy is imported, and each
 # worker spins for about 2**28 cycles before it first sleeps: ~0.1 s of CPU per core in every
-# process, for BLAS calls quicsm does not make (it uses numpy for byte and index arithmetic).
+# process, for BLAS work quicsm hardly does (numpy serves it for byte and index arithmetic).
 # Unless the user set it, idle workers sleep at once (the smallest OpenBLAS allows, 2**4
 # cycles); BLAS calls still use every core. Only a process that imports quicsm before numpy is
 # affected; docs/design.md ("Start-up") says how to choose otherwise.
