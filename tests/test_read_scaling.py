@@ -52,8 +52,16 @@ def _scales(
 ) -> None:
     small = make(tmp_path / f"n{n}", n)
     large = make(tmp_path / f"n{4 * n}", 4 * n)
-    t1, t4 = _cpu(lambda: read(small)), _cpu(lambda: read(large))
-    assert t4 <= RATIO * t1, f"time at n={n}: {t1:.3f} s, at 4n: {t4:.3f} s ({t4 / t1:.1f}x)"
+    seen = []
+    # a ratio over RATIO is measured once more: a busy spell of the machine during the larger
+    # read's batches can make one pass 5.1x (as it did once in CI); a quadratic path is ~16x
+    # every time
+    for _ in range(2):
+        t1, t4 = _cpu(lambda: read(small)), _cpu(lambda: read(large))
+        seen.append(f"at n={n}: {t1:.4f} s, at 4n: {t4:.4f} s ({t4 / t1:.1f}x)")
+        if t4 <= RATIO * t1:
+            return
+    raise AssertionError("time " + "; again ".join(seen))
 
 
 @pytest.fixture(params=["native", "python"])
@@ -124,8 +132,12 @@ def test_runs_of_empty_records_read_in_linear_time(
 def test_a_large_top_level_member_of_contained_json_reads_in_linear_time(
     tmp_path: Path,
 ) -> None:
-    """Its structural characters went one at a time through the Python state machine."""
-    _scales(tmp_path, hostile.contained_member, read_transitions, 1 << 20)
+    """Its structural characters went one at a time through the Python state machine. The
+    member is kept as a value (a header's metadata), and orjson's building of its many small
+    objects costs more per byte as they outgrow the caches: 4x costs 2.9x from 128 KiB, 3.5x
+    from 256 KiB, 4.3x from 512 KiB and 5.5x from 1 MiB (steady state, one process), where a
+    quadratic path gives 16x at any size; so 256 KiB."""
+    _scales(tmp_path, hostile.contained_member, read_transitions, 1 << 18)
 
 
 def test_one_wide_record_under_the_value_budget_reads_in_linear_time(
