@@ -103,7 +103,6 @@ def quiet_heartbeat_race() -> None:
         logger.addFilter(HeartbeatRaceFilter())
 
 
-
 def run_dask(
     specs: Sequence[TaskSpec],
     *,
