@@ -64,7 +64,14 @@ from quicsm.extract.deriver import (
 )
 from quicsm.extract.native import NativeDeriver, make_deriver
 from quicsm.extract.profiles import Profile, detect_profile, profile_named
-from quicsm.extract.wire import Packet, PacketRead, read_packets, tail_probes, wire_states
+from quicsm.extract.wire import (
+    NOT_DERIVED,
+    Packet,
+    PacketRead,
+    read_packets,
+    tail_probes,
+    wire_states,
+)
 from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
 from quicsm.qlog.events import MetricEvent
 from quicsm.qlog.paths import PathLike, expand_paths
@@ -569,7 +576,7 @@ def _wire_pass(
         packets = _packets_of(loaded, trace.index, diag)
         if not any(p.acks for p in packets):
             return derivation
-        result = wire_states(packets)
+        result = wire_states(packets, producer=profile.name)
         if result.captured:
             whose = (
                 f"the {'client' if result.own_sends else 'server'}'s sender (a capture: "
@@ -609,9 +616,7 @@ def _wire_pass(
                 "were read"
             )
         rows = [DerivedState(t, s, trigger) for t, s, trigger in result.rows]
-        cap: tuple[str, ...] = ("CongestionAvoidanceMaxed",)
-        notices = [(cap, "a window cap cannot be seen in packets alone")]
-        return Derivation(profile, rows, notices, derivation.status)
+        return Derivation(profile, rows, list(NOT_DERIVED), derivation.status)
     if not profile.logs_pto or PTO in caps:
         return derivation
     end, last = trace.last_time, trace.last_derive_time

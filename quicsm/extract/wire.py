@@ -30,9 +30,9 @@ recovery and congestion controller would have seen (RFC 9002) from those packets
   the previous window after each (section 7.3.2): a lower bound of the sender's window that
   its own sends raise;
 - **slow start vs congestion avoidance**: slow start until the first congestion event, or until
-  a round's flight stops growing (under 1.25x the previous round's while cwnd-limited); a
-  window cap (``CongestionAvoidanceMaxed``) after :data:`PLATEAU_ROUNDS` cwnd-limited rounds in
-  congestion avoidance whose flight did not grow;
+  a round's flight stops growing (under 1.25x the previous round's while cwnd-limited). A
+  window cap (``CongestionAvoidanceMaxed``) is never derived (:data:`NOT_DERIVED`): a flight
+  that stops growing in packets is as often the application's or the receiver's limit;
 - **application-limited** (section 7.8): an ACK that arrives while the bytes in flight before it
   left more than three datagrams of the window unused (in slow start, half the window counts as
   full, as quic-go's ``isCwndLimited``).
@@ -45,11 +45,13 @@ stacks logged is measured by ``benchmarks/wire_accuracy.py`` (docs/derive.md).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+from quicsm.extract.wire_quicgo import QuicGoController
 from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
 from quicsm.qlog.source import read_qlog
 from quicsm.qlog.trace import TraceBuilder
@@ -76,6 +78,9 @@ INITIAL_RTT_MS: Final[float] = 333.0
 #: a send this share of the PTO period after the last one is a probe (timers fire late, never
 #: early; the logged send time is after the timer's)
 PTO_GAP_FRACTION: Final[float] = 0.9
+#: at most this many packet numbers skipped at once are remembered (a larger jump is no
+#: deliberate skip)
+MAX_SKIPPED: Final[int] = 16
 #: datagram size assumed when a packet's size is not logged, bytes
 DEFAULT_DATAGRAM: Final[int] = 1200
 #: slack of the cwnd-limited test, datagrams (quic-go maxBurstPackets; RFC 9002 section 7.8)
@@ -83,12 +88,24 @@ BURST_DATAGRAMS: Final[int] = 3
 #: the window after a congestion event, as a share of the one before (RFC 9002 section 7.3.2
 #: kLossReductionFactor); a stack that cuts less shows it by sending more
 LOSS_REDUCTION: Final[float] = 0.5
-#: congestion avoidance with this many cwnd-limited rounds in a row whose flight did not grow
-#: by half a datagram is at a window cap (Reno grows a datagram per round, RFC 9002 7.3.3)
-PLATEAU_ROUNDS: Final[int] = 12
 #: a round whose flight is below this multiple of the previous round's, while the window was
 #: full, ends slow start (slow start doubles the flight per round)
 SLOW_START_GROWTH: Final[float] = 1.25
+
+#: models of a producer's own congestion controller, by profile name
+#: (:mod:`quicsm.extract.wire_quicgo`)
+CONTROLLERS: Final[dict[str, type[QuicGoController]]] = {"quic-go": QuicGoController}
+#: the rows' triggers for each state a controller model logs
+_MODEL_TRIGGERS: Final[dict[str, str]] = {
+    SLOW_START: "wire:slow_start",
+    CONGESTION_AVOIDANCE: "wire:congestion_avoidance",
+    APP_LIMITED: "wire:not_cwnd_limited",
+    RECOVERY: "wire:recovery",
+}
+#: states the wire derivation never shows, and why (the readers warn of them)
+NOT_DERIVED: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
+    ((MAXED,), "a window cap cannot be seen in packets alone"),
+)
 
 _NOT_ELICITING: Final[frozenset[str]] = frozenset(
     {"ack", "ack_ecn", "padding", "connection_close", "ack_frequency_ack"}
@@ -378,9 +395,17 @@ Key = tuple[str, int]
 
 
 class _Sender:
-    """The data sender's loss recovery and window, rebuilt from its packets and ACKs."""
+    """The data sender's loss recovery and window, rebuilt from its packets and ACKs; with a
+    ``model`` of the producer's own controller (:data:`CONTROLLERS`), its states are that
+    model's."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: QuicGoController | None = None, *, own: bool = True) -> None:
+        self.model = model
+        #: the log owner's own sends: a packet number it never used was skipped (quic-go skips
+        #: some on purpose), and is not counted by the packet threshold
+        self.own = own
+        self.highest_number: dict[str, int] = {}
+        self.skipped: dict[str, list[int]] = {}
         self.rows: list[tuple[float, str, str]] = []
         self.state = INIT
         self.outstanding: dict[Key, tuple[float, int]] = {}
@@ -402,9 +427,6 @@ class _Sender:
         self.last_activity: float | None = None  # last ack-eliciting send or acknowledgement
         self.round = _Round()
         self.previous_round: _Round | None = None
-        #: consecutive cwnd-limited rounds in congestion avoidance whose flight did not grow
-        self.flat_rounds = 0
-        self.plateau = 0.0
         self.last_number: dict[str, int] = {}
         self.dropped_initial = self.confirmed = False
         self.n_data = self.n_acks = self.n_lost = self.n_probes = self.n_spurious = 0
@@ -453,8 +475,11 @@ class _Sender:
             self.dropped_initial = True
             self._drop("initial")
         self.outstanding[(p.space, p.number)] = (t, p.size)
+        self.numbered(p.space, p.number)
         self.last_number[p.space] = p.number
         self.in_flight += p.size
+        if self.model is not None:
+            self.model.sent(p.number, p.size)
         self.flight_since_event = max(self.flight_since_event, self.in_flight)
         self.round.max_flight = max(self.round.max_flight, self.in_flight)
         if self.round.end_number is None and p.space == "application":
@@ -462,6 +487,25 @@ class _Sender:
         if self.in_flight + BURST_DATAGRAMS * self.datagram >= self.cwnd:
             self.round.cwnd_limited = True
         self.last_activity = t
+
+    def numbered(self, space: str, number: int) -> None:
+        """A packet number the sender used (any packet, ack-eliciting or not)."""
+        before = self.highest_number.get(space)
+        if before is not None and number > before + 1 and self.own:
+            gaps = self.skipped.setdefault(space, [])
+            gaps.extend(range(before + 1, min(number, before + 1 + MAX_SKIPPED)))
+            if len(gaps) > 4 * MAX_SKIPPED:  # bounded: forget the oldest
+                del gaps[: 2 * MAX_SKIPPED]
+        if before is None or number > before:
+            self.highest_number[space] = number
+
+    def _distance(self, space: str, largest: int, number: int) -> int:
+        """Packets sent from ``number`` (excluded) to ``largest``: their numbers' difference
+        less the numbers skipped between them (quic-go's ``sentPacketHistory.Difference``)."""
+        gaps = self.skipped.get(space)
+        if not gaps:
+            return largest - number
+        return largest - number - (bisect_left(gaps, largest) - bisect_right(gaps, number))
 
     def loss_timer(self, now: float) -> None:
         """RFC 9002 section 6.1.2: packets below the largest acknowledged one are lost once
@@ -482,12 +526,14 @@ class _Sender:
     def _declare(self, keys: list[Key]) -> bool:
         """Declare ``keys`` lost; whether one was sent after the recovery period began."""
         new_episode = False
-        for key in keys:
+        for key in sorted(keys, key=lambda k: k[1]):
             sent_at, size = self.outstanding.pop(key)
             self.in_flight = max(0.0, self.in_flight - size)
             self.lost[key] = sent_at
             self.n_lost += 1
-            if self.recovery_start is None or sent_at > self.recovery_start:
+            if self.model is not None:
+                new_episode = self.model.lost(key[1]) or new_episode
+            elif self.recovery_start is None or sent_at > self.recovery_start:
                 new_episode = True
         if len(self.lost) > 10_000:  # bounded: forget the oldest declarations
             for key in list(self.lost)[:5_000]:
@@ -499,7 +545,6 @@ class _Sender:
         self.in_slow_start = False
         self.cwnd = max(self.cwnd * LOSS_REDUCTION, 2 * self.datagram)
         self.flight_since_event = 0.0
-        self.flat_rounds = 0
         self.enter(t, RECOVERY, "wire:loss")
 
     def ack(self, p: Packet) -> None:
@@ -544,21 +589,33 @@ class _Sender:
         if largest > self.largest_acked.get(space, -1):
             self.largest_acked[space] = largest
         top = max(newly)
-        if top[0] == largest:
-            self._rtt_sample(t - top[1], p.ack_delay_ms)
+        if top[0] == largest and self._rtt_sample(t - top[1], p.ack_delay_ms) and self.model:
+            assert self.latest_rtt is not None and self.min_rtt is not None
+            self.model.rtt_sample(self.latest_rtt, self.min_rtt)
         self.consecutive_ptos = 0
         self.last_activity = t
         # losses (RFC 9002 section 6.1)
         delay = self._loss_delay()
-        threshold = self.largest_acked[space] - self.packet_threshold
+        top_acked = self.largest_acked[space]
         lost = [
             key
             for key, (sent_at, _) in self.outstanding.items()
             if key[0] == space
-            and key[1] < self.largest_acked[space]
-            and (key[1] <= threshold or t - sent_at >= delay)
+            and key[1] < top_acked
+            and (
+                t - sent_at >= delay
+                or self._distance(space, top_acked, key[1]) >= self.packet_threshold
+            )
         ]
         new_episode = self._declare(lost) if lost else False
+        if self.model is not None:
+            for n, _, _ in sorted(newly):
+                self.model.acked(n, prior_in_flight)
+            if new_episode:
+                self._congestion_event(t)
+            else:
+                self.enter(t, self.model.state, _MODEL_TRIGGERS[self.model.state])
+            return
         # recovery ends when a packet sent after it began is acknowledged
         if self.recovery_start is not None and any(
             sent > self.recovery_start for _, sent, _ in newly
@@ -581,15 +638,13 @@ class _Sender:
             self.enter(t, APP_LIMITED, "wire:not_cwnd_limited")
         elif self.in_slow_start:
             self.enter(t, SLOW_START, "wire:slow_start")
-        elif self.flat_rounds >= PLATEAU_ROUNDS:
-            self.enter(t, MAXED, "wire:window_plateau")
         else:
             self.enter(t, CONGESTION_AVOIDANCE, "wire:congestion_avoidance")
 
-    def _rtt_sample(self, sample: float, ack_delay: float | None) -> None:
-        """RFC 9002 section 5.3."""
+    def _rtt_sample(self, sample: float, ack_delay: float | None) -> bool:
+        """RFC 9002 section 5.3; whether the sample was taken."""
         if sample <= 0:
-            return
+            return False
         self.min_rtt = sample if self.min_rtt is None else min(self.min_rtt, sample)
         delay = ack_delay or 0.0
         if sample - delay >= self.min_rtt:
@@ -600,38 +655,41 @@ class _Sender:
         else:
             self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - sample)
             self.srtt = 0.875 * self.srtt + 0.125 * sample
+        return True
 
     def _round_end(self, largest: int) -> None:
-        """Slow start ends when a cwnd-limited round's flight stops growing; in congestion
-        avoidance, cwnd-limited rounds whose flight stays flat mean the window is capped."""
+        """Slow start ends when a cwnd-limited round's flight stops growing."""
         end = self.round.end_number
         if end is None or largest < end:
             return
         done, before = self.round, self.previous_round
-        if before is not None and done.cwnd_limited and before.cwnd_limited:
-            if self.in_slow_start and done.max_flight < SLOW_START_GROWTH * before.max_flight:
-                self.in_slow_start = False
-            if not self.in_slow_start:
-                if done.max_flight <= self.plateau and self.plateau > 0:
-                    self.flat_rounds += 1
-                else:
-                    self.flat_rounds = 0
-                    self.plateau = done.max_flight
-        else:
-            self.flat_rounds = 0
-            self.plateau = done.max_flight
+        if (
+            before is not None
+            and done.cwnd_limited
+            and before.cwnd_limited
+            and self.in_slow_start
+            and done.max_flight < SLOW_START_GROWTH * before.max_flight
+        ):
+            self.in_slow_start = False
         self.previous_round = done
         self.round = _Round(end_number=self.last_number.get("application"))
 
 
-def wire_states(packets: Iterable[Packet], *, own_sends: bool | None = None) -> WireResult:
-    """The congestion states of the sender of a trace's data, from its packets alone."""
+def wire_states(
+    packets: Iterable[Packet], *, own_sends: bool | None = None, producer: str | None = None
+) -> WireResult:
+    """The congestion states of the sender of a trace's data, from its packets alone.
+    ``producer`` names the log's producer profile: when the log owner sent the data and
+    :data:`CONTROLLERS` has a model of that producer's controller, its states are the model's
+    (what the producer would log); otherwise the estimate described in this module's
+    docstring."""
     by_time = sorted(packets, key=lambda p: p.time)  # stable: file order within a time
     ordered = from_one_side(by_time)
     captured = any(a.sent != b.sent for a, b in zip(by_time, ordered, strict=True))
     if own_sends is None:
         own_sends = data_direction(ordered)
-    sender = _Sender()
+    model = CONTROLLERS.get(producer or "")
+    sender = _Sender(model() if own_sends and model is not None else None, own=own_sends)
     unnumbered = partial = 0
     for p in ordered:
         if p.sent == own_sends:
@@ -639,6 +697,8 @@ def wire_states(packets: Iterable[Packet], *, own_sends: bool | None = None) -> 
                 sender.send(p)
             elif p.eliciting:
                 unnumbered += 1
+            elif p.number is not None:
+                sender.numbered(p.space, p.number)
         elif p.acks:
             partial += p.partial_acks
             sender.ack(p)
