@@ -1,14 +1,13 @@
 """States from packets alone against the states a stock stack logged, per run.
 
-A stock (unpatched) build logs its own congestion states and recovery events. For every qlog file
-given, and the data sender's log (``--vantage server``) of every lab run directory given
+A stock (unpatched) build logs its own congestion states and recovery events. For every qlog
+file given, and the data sender's log (``--vantage server``) of every lab run directory given
 (``run.json`` and the endpoints' qlog files, as ``quicsm lab run`` writes them), this benchmark
-writes a copy of the file with every recovery event removed (``recovery:*``,
-and the recovery events qlog's later drafts name under ``quic:``), reads the copy as a user
-would (``read_transitions(..., states="derived")``: with no recovery metrics left, the states
-come from the packets and their ACK frames alone, :mod:`quicsm.extract.wire`), and compares the
-data sender's derived states with the states it logged, weighted by time
-(:mod:`quicsm.stats.agreement`).
+writes a copy of the file with every recovery event removed (:mod:`quicsm.testing.strip`),
+reads the copy as a user would (``read_transitions(..., states="derived")``: with no recovery
+metrics left, the states come from the packets and their ACK frames alone,
+:mod:`quicsm.extract.wire`), and compares the data sender's derived states with the states it
+logged, weighted by time (:mod:`quicsm.stats.agreement`).
 
 Two agreements are printed per run:
 
@@ -30,7 +29,6 @@ be derived, and prints how many such rows there were (there must be none).
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import re
 import shutil
@@ -47,43 +45,7 @@ from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.extract.profiles import detect_profile
 from quicsm.extract.read import read_traces, read_transitions
 from quicsm.stats.agreement import agreement_by_state, overall_agreement, overlap
-
-#: recovery events under qlog's later drafts' ``quic:`` namespace (draft-10 and later)
-_QUIC_RECOVERY = (
-    "recovery_parameters_set",
-    "recovery_metrics_updated",
-    "metrics_updated",
-    "congestion_state_updated",
-    "loss_timer_updated",
-    "packet_lost",
-    "marked_for_retransmit",
-    "ecn_state_updated",
-)
-_RECOVERY_NAME = re.compile(
-    rb'"name"\s*:\s*"(recovery:[a-z_]*|quic:(' + "|".join(_QUIC_RECOVERY).encode() + rb'))"'
-)
-
-
-def strip_recovery(raw: bytes) -> tuple[bytes, int]:
-    """A JSON-SEQ / NDJSON qlog file without its recovery events, and how many were removed."""
-    sep = b"\x1e" if b"\x1e" in raw[:4096] else b"\n"
-    kept: list[bytes] = []
-    removed = 0
-    for record in raw.split(sep):
-        if _RECOVERY_NAME.search(record[:400]):
-            removed += 1
-            continue
-        kept.append(record)
-    return sep.join(kept), removed
-
-
-def _decompressed(path: Path) -> bytes:
-    raw = path.read_bytes()
-    if raw[:4] == b"\x28\xb5\x2f\xfd":
-        import zstandard
-
-        return zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw)).read()
-    return raw
+from quicsm.testing.strip import strip_recovery_file
 
 
 def inputs(paths: Iterable[str], vantage: str) -> list[Path]:
@@ -98,6 +60,8 @@ def inputs(paths: Iterable[str], vantage: str) -> list[Path]:
             name = json.loads((run / "run.json").read_text()).get(f"files.{vantage}")
             if name and (run / name).is_file():
                 found.add(run / name)
+            elif not name:  # a run.json without file names: the lab's <vantage>.sqlog[.zst]
+                found.update(run.glob(f"{vantage}.sqlog*"))
     return sorted(found)
 
 
@@ -143,7 +107,7 @@ def measure_file(path: Path, vantage: str, scratch: Path) -> list[TraceResult]:
     if (path.parent / "run.json").is_file():
         shutil.copy(path.parent / "run.json", scratch / "run.json")
     copy = scratch / path.name.removesuffix(".zst")
-    copy.write_bytes(strip_recovery(_decompressed(path))[0])
+    strip_recovery_file(path, copy)
     diag = Diagnostics()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", QuicsmWarning)
