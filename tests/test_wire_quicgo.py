@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.core.states import PAPER_STATES
 from quicsm.extract.read import read_transitions
-from quicsm.extract.wire import CONTROLLERS, NOT_DERIVED, Packet, wire_states
+from quicsm.extract.wire import CONTROLLERS, MODEL_NOT_DERIVED, Packet, wire_states
 from quicsm.extract.wire_quicgo import (
     APP_LIMITED,
     CONGESTION_AVOIDANCE,
@@ -206,10 +206,11 @@ def test_a_packets_only_read_never_shows_a_state_it_warns_cannot_be_derived(
         warnings.simplefilter("ignore", QuicsmWarning)
         derived = read_transitions([str(path)], states="derived", diagnostics=diag)
     warned = _warned(diag)
-    assert warned, "the packets-only read warns what it cannot derive"
+    # the server's own sends are replayed on quic-go's controller, which shows no window cap;
+    # a client's log infers the server's sender with the producer-independent estimate
+    assert any("CongestionAvoidanceMaxed" in named for named in warned.values())
     for (trace,), rows in derived.group_by("trace"):
         named = warned.get(str(trace), set())
-        assert "CongestionAvoidanceMaxed" in named
         shown = set(rows["state"].cast(pl.String).to_list())
         assert not shown & named, (trace, shown & named)
 
@@ -244,9 +245,11 @@ def test_the_wire_never_derives_a_state_it_says_it_cannot(
         for t, sent, n, ranges, eliciting in raw
     ]
     result = wire_states(packets, own_sends=own, producer=producer)
-    never = {s for states, _ in NOT_DERIVED for s in states}
+    never = {s for states, _ in result.not_derived for s in states}
     assert not never & {state for _, state, _ in result.rows}
     assert {state for _, state, _ in result.rows} <= set(PAPER_STATES)
+    if result.model is not None:  # a model's window is its own: a cap is not told apart
+        assert result.not_derived == MODEL_NOT_DERIVED and "CongestionAvoidanceMaxed" in never
 
 
 # -- agreement with what stock quic-go logged ------------------------------------------------------
@@ -279,6 +282,7 @@ def test_packets_only_states_of_stock_quic_go_agree_with_its_own_log(tmp_path: P
     assert agreement >= 0.95
 
 
+@pytest.mark.slow
 def test_without_the_controller_model_the_same_logs_agree_less(tmp_path: Path) -> None:
     """The model is what makes the difference: read as an unknown producer's (the estimate
     of wire.py, no controller model), the same packets of stock quic-go v0.54.0's 15 server

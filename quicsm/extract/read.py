@@ -64,14 +64,7 @@ from quicsm.extract.deriver import (
 )
 from quicsm.extract.native import NativeDeriver, make_deriver
 from quicsm.extract.profiles import Profile, detect_profile, profile_named
-from quicsm.extract.wire import (
-    NOT_DERIVED,
-    Packet,
-    PacketRead,
-    read_packets,
-    tail_probes,
-    wire_states,
-)
+from quicsm.extract.wire import Packet, PacketRead, read_packets, tail_probes, wire_states
 from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
 from quicsm.qlog.events import MetricEvent
 from quicsm.qlog.paths import PathLike, expand_paths
@@ -582,6 +575,8 @@ def _wire_pass(
                 f"the {'client' if result.own_sends else 'server'}'s sender (a capture: "
                 "directions told by connection IDs)"
             )
+        elif result.own_sends and result.model is not None:
+            whose = f"its own sender, by {result.model}'s congestion controller replayed on them"
         elif result.own_sends:
             whose = "its own sender"
         else:
@@ -616,7 +611,7 @@ def _wire_pass(
                 "were read"
             )
         rows = [DerivedState(t, s, trigger) for t, s, trigger in result.rows]
-        return Derivation(profile, rows, list(NOT_DERIVED), derivation.status)
+        return Derivation(profile, rows, list(result.not_derived), derivation.status)
     if not profile.logs_pto or PTO in caps:
         return derivation
     end, last = trace.last_time, trace.last_derive_time

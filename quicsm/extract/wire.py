@@ -30,9 +30,9 @@ recovery and congestion controller would have seen (RFC 9002) from those packets
   the previous window after each (section 7.3.2): a lower bound of the sender's window that
   its own sends raise;
 - **slow start vs congestion avoidance**: slow start until the first congestion event, or until
-  a round's flight stops growing (under 1.25x the previous round's while cwnd-limited). A
-  window cap (``CongestionAvoidanceMaxed``) is never derived (:data:`NOT_DERIVED`): a flight
-  that stops growing in packets is as often the application's or the receiver's limit;
+  a round's flight stops growing (under 1.25x the previous round's while cwnd-limited); a
+  window cap (``CongestionAvoidanceMaxed``) after :data:`PLATEAU_ROUNDS` cwnd-limited rounds in
+  congestion avoidance whose flight did not grow;
 - **application-limited** (section 7.8): an ACK that arrives while the bytes in flight before it
   left more than three datagrams of the window unused (in slow start, half the window counts as
   full, as quic-go's ``isCwndLimited``).
@@ -88,6 +88,9 @@ BURST_DATAGRAMS: Final[int] = 3
 #: the window after a congestion event, as a share of the one before (RFC 9002 section 7.3.2
 #: kLossReductionFactor); a stack that cuts less shows it by sending more
 LOSS_REDUCTION: Final[float] = 0.5
+#: congestion avoidance with this many cwnd-limited rounds in a row whose flight did not grow
+#: by half a datagram is at a window cap (Reno grows a datagram per round, RFC 9002 7.3.3)
+PLATEAU_ROUNDS: Final[int] = 12
 #: a round whose flight is below this multiple of the previous round's, while the window was
 #: full, ends slow start (slow start doubles the flight per round)
 SLOW_START_GROWTH: Final[float] = 1.25
@@ -102,9 +105,14 @@ _MODEL_TRIGGERS: Final[dict[str, str]] = {
     APP_LIMITED: "wire:not_cwnd_limited",
     RECOVERY: "wire:recovery",
 }
-#: states the wire derivation never shows, and why (the readers warn of them)
-NOT_DERIVED: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
-    ((MAXED,), "a window cap cannot be seen in packets alone"),
+#: states a controller model never shows, and why (the readers warn of them): a model's window
+#: is the controller's own, so a flight that stops growing below it reads as application-limited
+MODEL_NOT_DERIVED: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
+    (
+        (MAXED,),
+        "a window cap below the stack's own cannot be told from an application limit in "
+        "packets alone",
+    ),
 )
 
 _NOT_ELICITING: Final[frozenset[str]] = frozenset(
@@ -368,6 +376,11 @@ class WireResult:
     unnumbered: int = 0
     #: ACKs of the data direction that name more ranges than were logged
     partial_acks: int = 0
+    #: states these rows never show, and why: ``(states, reason)`` (a controller model's,
+    #: :data:`MODEL_NOT_DERIVED`; none for the producer-independent estimate)
+    not_derived: tuple[tuple[tuple[str, ...], str], ...] = ()
+    #: the producer whose controller model gave the states (``None``: the estimate)
+    model: str | None = None
 
 
 def from_one_side(packets: Sequence[Packet]) -> list[Packet]:
@@ -427,6 +440,9 @@ class _Sender:
         self.last_activity: float | None = None  # last ack-eliciting send or acknowledgement
         self.round = _Round()
         self.previous_round: _Round | None = None
+        #: consecutive cwnd-limited rounds in congestion avoidance whose flight did not grow
+        self.flat_rounds = 0
+        self.plateau = 0.0
         self.last_number: dict[str, int] = {}
         self.dropped_initial = self.confirmed = False
         self.n_data = self.n_acks = self.n_lost = self.n_probes = self.n_spurious = 0
@@ -545,6 +561,7 @@ class _Sender:
         self.in_slow_start = False
         self.cwnd = max(self.cwnd * LOSS_REDUCTION, 2 * self.datagram)
         self.flight_since_event = 0.0
+        self.flat_rounds = 0
         self.enter(t, RECOVERY, "wire:loss")
 
     def ack(self, p: Packet) -> None:
@@ -638,6 +655,8 @@ class _Sender:
             self.enter(t, APP_LIMITED, "wire:not_cwnd_limited")
         elif self.in_slow_start:
             self.enter(t, SLOW_START, "wire:slow_start")
+        elif self.flat_rounds >= PLATEAU_ROUNDS:
+            self.enter(t, MAXED, "wire:window_plateau")
         else:
             self.enter(t, CONGESTION_AVOIDANCE, "wire:congestion_avoidance")
 
@@ -658,19 +677,24 @@ class _Sender:
         return True
 
     def _round_end(self, largest: int) -> None:
-        """Slow start ends when a cwnd-limited round's flight stops growing."""
+        """Slow start ends when a cwnd-limited round's flight stops growing; in congestion
+        avoidance, cwnd-limited rounds whose flight stays flat mean the window is capped."""
         end = self.round.end_number
         if end is None or largest < end:
             return
         done, before = self.round, self.previous_round
-        if (
-            before is not None
-            and done.cwnd_limited
-            and before.cwnd_limited
-            and self.in_slow_start
-            and done.max_flight < SLOW_START_GROWTH * before.max_flight
-        ):
-            self.in_slow_start = False
+        if before is not None and done.cwnd_limited and before.cwnd_limited:
+            if self.in_slow_start and done.max_flight < SLOW_START_GROWTH * before.max_flight:
+                self.in_slow_start = False
+            if not self.in_slow_start:
+                if done.max_flight <= self.plateau and self.plateau > 0:
+                    self.flat_rounds += 1
+                else:
+                    self.flat_rounds = 0
+                    self.plateau = done.max_flight
+        else:
+            self.flat_rounds = 0
+            self.plateau = done.max_flight
         self.previous_round = done
         self.round = _Round(end_number=self.last_number.get("application"))
 
@@ -688,8 +712,8 @@ def wire_states(
     captured = any(a.sent != b.sent for a, b in zip(by_time, ordered, strict=True))
     if own_sends is None:
         own_sends = data_direction(ordered)
-    model = CONTROLLERS.get(producer or "")
-    sender = _Sender(model() if own_sends and model is not None else None, own=own_sends)
+    model = CONTROLLERS.get(producer or "") if own_sends else None
+    sender = _Sender(model() if model is not None else None, own=own_sends)
     unnumbered = partial = 0
     for p in ordered:
         if p.sent == own_sends:
@@ -713,6 +737,8 @@ def wire_states(
         captured,
         unnumbered,
         partial,
+        MODEL_NOT_DERIVED if model is not None else (),
+        producer if model is not None else None,
     )
 
 
