@@ -72,7 +72,12 @@ def wire_frame(
             producer = detect_profile(
                 title=header.title, code_version=header.code_version, labels=header.labels
             ).name
-            result = wire_states(kept, own_sends=True, producer=None if generic else producer)
+            result = wire_states(
+                kept,
+                own_sends=True,
+                producer=None if generic else producer,
+                version=header.code_version or header.labels.get("version"),
+            )
             end = starts[tid]
             for time, state, trigger in [(first, "Init", None), *result.rows]:
                 rows["file"].append(file)

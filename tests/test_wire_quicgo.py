@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.core.states import PAPER_STATES
 from quicsm.extract.read import read_transitions
-from quicsm.extract.wire import CONTROLLERS, MODEL_NOT_DERIVED, Packet, wire_states
+from quicsm.extract.wire import CONTROLLERS, MODEL_NOT_DERIVED, Packet, WireResult, wire_states
 from quicsm.extract.wire_quicgo import (
     APP_LIMITED,
     CONGESTION_AVOIDANCE,
@@ -113,7 +113,7 @@ def test_hystart_ends_slow_start_when_a_rounds_rtt_rises() -> None:
 
 _OPS = st.lists(
     st.tuples(
-        st.sampled_from(["sent", "acked", "lost", "rtt"]),
+        st.sampled_from(["sent", "acked", "lost", "rtt", "spurious"]),
         st.integers(0, 400),
         st.floats(0, 2e5, allow_nan=False),
     ),
@@ -122,11 +122,14 @@ _OPS = st.lists(
 
 
 @settings(max_examples=200, deadline=None)
-@given(_OPS)
-def test_any_sequence_keeps_the_controller_consistent(ops: list[tuple[str, int, float]]) -> None:
+@given(_OPS, st.booleans())
+def test_any_sequence_keeps_the_controller_consistent(
+    ops: list[tuple[str, int, float]], undo: bool
+) -> None:
     """Whatever the packets: the window stays at least the minimum, the state is one quic-go
-    logs, recovery shows as Recovery, and Recovery is entered only by a new congestion event."""
-    c = QuicGoController()
+    logs, recovery shows as Recovery, and Recovery is entered only by a new congestion event
+    (or, from v0.65, by undoing one into the recovery before it)."""
+    c = QuicGoController(spurious_undo=undo)
     for op, number, value in ops:
         before = c.state
         started = False
@@ -136,6 +139,11 @@ def test_any_sequence_keeps_the_controller_consistent(ops: list[tuple[str, int, 
             c.acked(number, prior_in_flight=value)
         elif op == "lost":
             started = c.lost(number)
+        elif op == "spurious":
+            window = c.cwnd
+            c.spurious(number)
+            started = c.in_recovery()
+            assert undo or c.cwnd == window
         else:
             c.rtt_sample(1.0 + value / 1000, 1.0 + value / 2000)
         assert c.cwnd >= MIN_WINDOW * c.datagram
@@ -327,3 +335,62 @@ def test_strip_removes_only_recovery_events() -> None:
     assert removed == 2
     assert b"recovery" not in out and b"packet_lost" not in out
     assert out.count(b"\n") == 2
+
+
+# -- quic-go v0.65: spurious losses undo their congestion event -----------------------------------
+
+
+def test_the_release_picks_the_behaviour() -> None:
+    assert not QuicGoController.for_version("v0.63.0").spurious_undo
+    assert not QuicGoController.for_version(None).spurious_undo
+    assert not QuicGoController.for_version("draft-02-wip").spurious_undo
+    assert QuicGoController.for_version("v0.65.0").spurious_undo
+    assert QuicGoController.for_version("v0.66.1-rc.1").spurious_undo
+
+
+def test_from_v0_65_a_congestion_event_whose_losses_were_all_spurious_is_undone() -> None:
+    c = QuicGoController(spurious_undo=True)
+    for n in range(20):
+        c.sent(n, MSS)
+    c.acked(0, prior_in_flight=WINDOW)
+    window = c.cwnd
+    assert c.lost(5) and not c.lost(6)  # one event, two losses counted for it
+    assert c.state == RECOVERY and c.cwnd == window * RENO_BETA
+    c.spurious(5)
+    assert c.cwnd == window * RENO_BETA  # one of two: not yet
+    c.spurious(6)
+    assert (c.cwnd, c.ssthresh, c.cutback) == (window, float("inf"), -1)
+    assert c.state == SLOW_START  # back where it was: the window below ssthresh
+    c.spurious(7)  # nothing left to undo
+    assert c.cwnd == window
+
+
+def test_before_v0_65_spurious_losses_change_nothing() -> None:
+    c = QuicGoController()
+    for n in range(10):
+        c.sent(n, MSS)
+    c.lost(3)
+    c.spurious(3)
+    assert c.state == RECOVERY and c.cwnd == WINDOW * RENO_BETA
+
+
+def _reordered(version: str | None) -> WireResult:
+    """A sender's packets 0-39, each acknowledged 40 ms after it was sent, but packet 10's
+    acknowledgement comes 30 ms late: the packet threshold declares it lost first."""
+    packets = [_sent(float(n), n) for n in range(40)]
+    packets += [_ack(40.0 + n, (0, n - 1) if n != 10 else (0, 9)) for n in range(1, 10)]
+    packets += [_ack(40.0 + n, (0, 9), (11, n)) for n in range(11, 40)]
+    packets += [_ack(75.0, (0, 39))]
+    ordered = sorted(packets, key=lambda p: p.time)
+    return wire_states(ordered, own_sends=True, producer="quic-go", version=version)
+
+
+def test_a_reordered_packet_undoes_recovery_from_v0_65_only() -> None:
+    """Packet 10 is declared lost by the packet threshold at 53 ms and acknowledged at 75 ms:
+    v0.63 stays in the recovery (no packet sent after it is acknowledged), v0.65 undoes it and
+    the ACK finds the sender application-limited (the transfer is over)."""
+    old, new = _reordered("v0.63.0"), _reordered("v0.65.0")
+    assert old.losses == new.losses == old.spurious == new.spurious == 1
+    assert [s for _, s, _ in old.rows] == [SLOW_START, RECOVERY]
+    assert new.rows[:2] == old.rows
+    assert new.rows[2][:2] == (75.0, APP_LIMITED)

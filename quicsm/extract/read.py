@@ -569,7 +569,10 @@ def _wire_pass(
         packets = _packets_of(loaded, trace.index, diag)
         if not any(p.acks for p in packets):
             return derivation
-        result = wire_states(packets, producer=profile.name)
+        version = trace.code_version or trace.labels.get("version")
+        result = wire_states(
+            packets, producer=profile.name, version=version if isinstance(version, str) else None
+        )
         if result.captured:
             whose = (
                 f"the {'client' if result.own_sends else 'server'}'s sender (a capture: "

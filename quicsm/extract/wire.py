@@ -46,7 +46,7 @@ stacks logged is measured by ``benchmarks/wire_accuracy.py`` (docs/derive.md).
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -97,7 +97,9 @@ SLOW_START_GROWTH: Final[float] = 1.25
 
 #: models of a producer's own congestion controller, by profile name
 #: (:mod:`quicsm.extract.wire_quicgo`)
-CONTROLLERS: Final[dict[str, type[QuicGoController]]] = {"quic-go": QuicGoController}
+CONTROLLERS: Final[dict[str, Callable[[str | None], QuicGoController]]] = {
+    "quic-go": QuicGoController.for_version
+}
 #: the rows' triggers for each state a controller model logs
 _MODEL_TRIGGERS: Final[dict[str, str]] = {
     SLOW_START: "wire:slow_start",
@@ -426,6 +428,13 @@ class _Sender:
         self.lost: dict[Key, float] = {}
         self.largest_acked: dict[str, int] = {}
         self.packet_threshold = PACKET_THRESHOLD
+        #: a model that adapts loss detection to reordering (quic-go v0.65+): after a spurious
+        #: loss the application space's packet threshold is off, and its time threshold,
+        #: (8 + eighths) / 8 RTTs, doubles its eighths when a spurious loss came later than it
+        self.adaptive = model is not None and model.spurious_undo
+        self.packet_threshold_off = False
+        self.time_eighths = 1
+        self.relax_from: int | None = None
         self.in_flight = 0.0
         self.datagram = float(DEFAULT_DATAGRAM)
         self.srtt: float | None = None
@@ -465,8 +474,31 @@ class _Sender:
             2.0 ** min(self.consecutive_ptos, 60)
         )
 
-    def _loss_delay(self) -> float:
-        return TIME_THRESHOLD * max(self.srtt or 0.0, self.latest_rtt or 0.0, GRANULARITY_MS)
+    def _loss_delay(self, space: str = "application") -> float:
+        rtt = max(self.srtt or 0.0, self.latest_rtt or 0.0)
+        if self.adaptive and space == "application":
+            return max((8 + self.time_eighths) / 8 * rtt, GRANULARITY_MS)
+        return TIME_THRESHOLD * max(rtt, GRANULARITY_MS)
+
+    def _reordering(
+        self, spurious: list[tuple[int, float]], t: float, ack_delay: float | None
+    ) -> None:
+        """quic-go v0.65 ``detectSpuriousLosses``: a spurious loss turns the packet threshold
+        off; one acknowledged later than the time threshold (from the ACK's send time, its
+        ack_delay taken off) doubles the threshold's eighths, up to 8."""
+        self.packet_threshold_off = True
+        sent_by = t - min(ack_delay or 0.0, MAX_ACK_DELAY_MS)
+        late = max(
+            (
+                sent_by - sent
+                for n, sent in spurious
+                if self.relax_from is not None and n >= self.relax_from
+            ),
+            default=0.0,
+        )
+        if late > self._loss_delay("application") and self.time_eighths < 8:
+            self.time_eighths = min(2 * self.time_eighths, 8)
+            self.relax_from = None
 
     def send(self, p: Packet) -> None:
         t = p.time
@@ -491,6 +523,8 @@ class _Sender:
             self.dropped_initial = True
             self._drop("initial")
         self.outstanding[(p.space, p.number)] = (t, p.size)
+        if self.adaptive and p.space == "application" and self.relax_from is None:
+            self.relax_from = p.number
         self.numbered(p.space, p.number)
         self.last_number[p.space] = p.number
         self.in_flight += p.size
@@ -528,11 +562,11 @@ class _Sender:
         the time threshold has passed, whether or not another ACK came."""
         if not self.largest_acked or self.srtt is None:
             return
-        delay = self._loss_delay()
+        delays = {space: self._loss_delay(space) for space in self.largest_acked}
         due = [
-            (sent + delay, key)
+            (sent + delays[key[0]], key)
             for key, (sent, _) in self.outstanding.items()
-            if key[1] < self.largest_acked.get(key[0], -1) and sent + delay <= now
+            if key[1] < self.largest_acked.get(key[0], -1) and sent + delays[key[0]] <= now
         ]
         if due:
             when = max(d for d, _ in due)
@@ -569,6 +603,7 @@ class _Sender:
         self.loss_timer(t)
         space = p.space
         newly: list[tuple[int, float, int]] = []
+        spurious: list[tuple[int, float]] = []  # (number, sent at)
         for lo, hi in p.acks:
             if hi - lo >= len(self.outstanding) + len(self.lost):
                 # a range wider than what is known: look up what is known (a hostile ACK
@@ -589,9 +624,15 @@ class _Sender:
                     # declared lost, then acknowledged: reordered. Counted only: RFC 9002
                     # section 6.1.1 allows an adaptive threshold, but the stacks measured
                     # (quic-go, aioquic) keep kPacketThreshold and still cut their window
-                    del self.lost[key]
+                    spurious.append((n, self.lost.pop(key)))
                     self.n_spurious += 1
+        adapting = self.adaptive and space == "application" and bool(spurious)
         if not newly:
+            if adapting and self.model is not None:
+                self._reordering(spurious, t, p.ack_delay_ms)
+                for n, _ in spurious:
+                    self.model.spurious(n)
+                self.enter(t, self.model.state, "wire:spurious_loss")
             return
         self.n_acks += 1
         if space == "application" and not self.confirmed:
@@ -611,9 +652,12 @@ class _Sender:
             self.model.rtt_sample(self.latest_rtt, self.min_rtt)
         self.consecutive_ptos = 0
         self.last_activity = t
+        if adapting:
+            self._reordering(spurious, t, p.ack_delay_ms)
         # losses (RFC 9002 section 6.1)
-        delay = self._loss_delay()
+        delay = self._loss_delay(space)
         top_acked = self.largest_acked[space]
+        by_number = not (self.packet_threshold_off and space == "application")
         lost = [
             key
             for key, (sent_at, _) in self.outstanding.items()
@@ -621,11 +665,14 @@ class _Sender:
             and key[1] < top_acked
             and (
                 t - sent_at >= delay
-                or self._distance(space, top_acked, key[1]) >= self.packet_threshold
+                or (by_number and self._distance(space, top_acked, key[1]) >= self.packet_threshold)
             )
         ]
         new_episode = self._declare(lost) if lost else False
         if self.model is not None:
+            if adapting:  # reported after this ACK's new congestion events, as quic-go does
+                for n, _ in spurious:
+                    self.model.spurious(n)
             for n, _, _ in sorted(newly):
                 self.model.acked(n, prior_in_flight)
             if new_episode:
@@ -700,20 +747,24 @@ class _Sender:
 
 
 def wire_states(
-    packets: Iterable[Packet], *, own_sends: bool | None = None, producer: str | None = None
+    packets: Iterable[Packet],
+    *,
+    own_sends: bool | None = None,
+    producer: str | None = None,
+    version: str | None = None,
 ) -> WireResult:
     """The congestion states of the sender of a trace's data, from its packets alone.
     ``producer`` names the log's producer profile: when the log owner sent the data and
     :data:`CONTROLLERS` has a model of that producer's controller, its states are the model's
-    (what the producer would log); otherwise the estimate described in this module's
-    docstring."""
+    (what the producer would log; ``version``, the trace's ``code_version``, picks the release's
+    behaviour); otherwise the estimate described in this module's docstring."""
     by_time = sorted(packets, key=lambda p: p.time)  # stable: file order within a time
     ordered = from_one_side(by_time)
     captured = any(a.sent != b.sent for a, b in zip(by_time, ordered, strict=True))
     if own_sends is None:
         own_sends = data_direction(ordered)
     model = CONTROLLERS.get(producer or "") if own_sends else None
-    sender = _Sender(model() if model is not None else None, own=own_sends)
+    sender = _Sender(model(version) if model is not None else None, own=own_sends)
     unnumbered = partial = 0
     for p in ordered:
         if p.sent == own_sends:

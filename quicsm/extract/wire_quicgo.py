@@ -25,6 +25,12 @@ the state it would log:
   (``Recovery``, the event quic-go logs); losses of packets sent before the cutback are the
   same congestion event (RFC 9002 section 7.3.2).
 
+From v0.65 on (``spurious_undo``), quic-go also undoes a congestion event when every packet
+counted for it is acknowledged after all (``OnSpuriousLoss``: the window, ssthresh and the
+previous cutback restored, and ``Recovery``, ``SlowStart`` or ``CongestionAvoidance`` logged
+again); its loss detection then stops using the packet threshold and widens the time threshold
+(:class:`quicsm.extract.wire._Sender` does that part).
+
 quic-go logs no state on a probe timeout, and neither does this controller: the wire pass
 shows ``TailLossProbe`` / ``RetransmissionTimeout`` for the probes and returns to the
 controller's state on the next acknowledgement.
@@ -94,10 +100,44 @@ class _HyStart:
             self.started = False
 
 
+@dataclass
+class _Undo:
+    """What a cutback replaced (quic-go ``renoUndoState``); inactive at 0 events."""
+
+    cwnd: float = 0.0
+    ssthresh: float = 0.0
+    acked_in_avoidance: int = 0
+    cutback: int = -1
+    events: int = 0
+
+
+def _release(version: str | None) -> tuple[int, ...] | None:
+    """``(0, 65, 0)`` from a code version such as ``v0.65.0`` (``None`` when not one)."""
+    digits = (version or "").lstrip("v").split("-")[0].split(".")
+    try:
+        return tuple(int(d) for d in digits) if len(digits) >= 2 else None
+    except ValueError:
+        return None
+
+
+#: the first quic-go release that undoes spurious congestion events (``OnSpuriousLoss``)
+SPURIOUS_UNDO_FROM: Final[tuple[int, ...]] = (0, 65)
+
+
 class QuicGoController:
     """quic-go's NewReno sender: its window and the congestion state it last logged."""
 
-    def __init__(self) -> None:
+    @classmethod
+    def for_version(cls, version: str | None) -> QuicGoController:
+        """The controller of a quic-go release (its ``code_version``; unknown: before v0.65)."""
+        release = _release(version)
+        return cls(spurious_undo=release is not None and release >= SPURIOUS_UNDO_FROM)
+
+    def __init__(self, *, spurious_undo: bool = False) -> None:
+        #: v0.65 and later: spurious losses undo their congestion event, and loss detection
+        #: adapts to reordering
+        self.spurious_undo = spurious_undo
+        self.undo = _Undo()
         self.datagram = float(INITIAL_DATAGRAM)
         self.cwnd = float(INITIAL_WINDOW * INITIAL_DATAGRAM)
         self.ssthresh = float("inf")
@@ -138,13 +178,37 @@ class QuicGoController:
     def lost(self, number: int) -> bool:
         """A packet declared lost (``OnCongestionEvent``); whether it started a recovery."""
         if number <= self.cutback:
+            if self.undo.events and number > self.undo.cutback:
+                self.undo.events += 1  # counted for the current cutback
             return False
+        if self.spurious_undo:
+            self.undo = _Undo(self.cwnd, self.ssthresh, self.acked_in_avoidance, self.cutback, 1)
         self._log(RECOVERY)
         self.cwnd = max(self.cwnd * RENO_BETA, MIN_WINDOW * self.datagram)
         self.ssthresh = self.cwnd
         self.cutback = self.largest_sent
         self.acked_in_avoidance = 0
         return True
+
+    def spurious(self, number: int) -> None:
+        """A packet declared lost and acknowledged after all (``OnSpuriousLoss``, v0.65+): when
+        every loss counted for the last cutback was spurious, the cutback is undone."""
+        if not self.undo.events or number <= self.undo.cutback or number > self.cutback:
+            return
+        self.undo.events -= 1
+        if self.undo.events:
+            return
+        saved, self.undo = self.undo, _Undo()
+        if self.cwnd > saved.cwnd:
+            return
+        self.cwnd, self.ssthresh = saved.cwnd, saved.ssthresh
+        self.acked_in_avoidance, self.cutback = saved.acked_in_avoidance, saved.cutback
+        if self.in_recovery():
+            self._log(RECOVERY)
+        elif self.in_slow_start():
+            self._log(SLOW_START)
+        else:
+            self._log(CONGESTION_AVOIDANCE)
 
     def acked(self, number: int, prior_in_flight: float) -> None:
         """An ack-eliciting packet acknowledged (``OnPacketAcked``), with the bytes in flight
