@@ -77,6 +77,7 @@ def wire_frame(
                 own_sends=True,
                 producer=None if generic else producer,
                 version=header.code_version or header.labels.get("version"),
+                cc=header.cc_algorithm,
             )
             end = starts[tid]
             for time, state, trigger in [(first, "Init", None), *result.rows]:

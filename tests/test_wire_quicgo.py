@@ -345,7 +345,10 @@ def test_the_release_picks_the_behaviour() -> None:
     assert not QuicGoController.for_version(None).spurious_undo
     assert not QuicGoController.for_version("draft-02-wip").spurious_undo
     assert QuicGoController.for_version("v0.65.0").spurious_undo
-    assert QuicGoController.for_version("v0.66.1-rc.1").spurious_undo
+    assert QuicGoController.for_version("v0.66.1-rc.1", "newreno").spurious_undo
+    cubic = QuicGoController.for_version("v0.65.0", "cubic")  # no undo state for Cubic
+    assert not cubic.spurious_undo and cubic.adaptive_detection
+    assert not QuicGoController.for_version("v0.63.0", "newreno").adaptive_detection
 
 
 def test_from_v0_65_a_congestion_event_whose_losses_were_all_spurious_is_undone() -> None:

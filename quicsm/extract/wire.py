@@ -97,7 +97,7 @@ SLOW_START_GROWTH: Final[float] = 1.25
 
 #: models of a producer's own congestion controller, by profile name
 #: (:mod:`quicsm.extract.wire_quicgo`)
-CONTROLLERS: Final[dict[str, Callable[[str | None], QuicGoController]]] = {
+CONTROLLERS: Final[dict[str, Callable[[str | None, str | None], QuicGoController]]] = {
     "quic-go": QuicGoController.for_version
 }
 #: the rows' triggers for each state a controller model logs
@@ -431,7 +431,7 @@ class _Sender:
         #: a model that adapts loss detection to reordering (quic-go v0.65+): after a spurious
         #: loss the application space's packet threshold is off, and its time threshold,
         #: (8 + eighths) / 8 RTTs, doubles its eighths when a spurious loss came later than it
-        self.adaptive = model is not None and model.spurious_undo
+        self.adaptive = model is not None and model.adaptive_detection
         self.packet_threshold_off = False
         self.time_eighths = 1
         self.relax_from: int | None = None
@@ -752,19 +752,21 @@ def wire_states(
     own_sends: bool | None = None,
     producer: str | None = None,
     version: str | None = None,
+    cc: str | None = None,
 ) -> WireResult:
     """The congestion states of the sender of a trace's data, from its packets alone.
     ``producer`` names the log's producer profile: when the log owner sent the data and
     :data:`CONTROLLERS` has a model of that producer's controller, its states are the model's
-    (what the producer would log; ``version``, the trace's ``code_version``, picks the release's
-    behaviour); otherwise the estimate described in this module's docstring."""
+    (what the producer would log; ``version``, the trace's ``code_version``, and ``cc``, its
+    ``cc_algorithm``, pick the release's and the controller's behaviour); otherwise the
+    estimate described in this module's docstring."""
     by_time = sorted(packets, key=lambda p: p.time)  # stable: file order within a time
     ordered = from_one_side(by_time)
     captured = any(a.sent != b.sent for a, b in zip(by_time, ordered, strict=True))
     if own_sends is None:
         own_sends = data_direction(ordered)
     model = CONTROLLERS.get(producer or "") if own_sends else None
-    sender = _Sender(model(version) if model is not None else None, own=own_sends)
+    sender = _Sender(model(version, cc) if model is not None else None, own=own_sends)
     unnumbered = partial = 0
     for p in ordered:
         if p.sent == own_sends:

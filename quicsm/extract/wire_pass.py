@@ -51,7 +51,10 @@ def wire_pass(
             return derivation
         version = trace.code_version or trace.labels.get("version")
         result = wire_states(
-            packets, producer=profile.name, version=version if isinstance(version, str) else None
+            packets,
+            producer=profile.name,
+            version=version if isinstance(version, str) else None,
+            cc=trace.cc_algorithm,
         )
         if result.captured:
             whose = (

@@ -4,7 +4,7 @@
 (RFC 9002). What the sender's congestion controller then decides, and which state it logs,
 differs per stack. For a quic-go sender whose own log is read (the log owner sent the data),
 :class:`QuicGoController` replays quic-go's NewReno ``cubicSender``
-(``internal/congestion/cubic_sender.go`` and ``hybrid_slow_start.go``, v0.48 to v0.64; its
+(``internal/congestion/cubic_sender.go`` and ``hybrid_slow_start.go``, v0.48 on; its
 default controller) on the sends, acknowledgements and losses the wire pass finds, and records
 the state it would log:
 
@@ -25,11 +25,14 @@ the state it would log:
   (``Recovery``, the event quic-go logs); losses of packets sent before the cutback are the
   same congestion event (RFC 9002 section 7.3.2).
 
-From v0.65 on (``spurious_undo``), quic-go also undoes a congestion event when every packet
-counted for it is acknowledged after all (``OnSpuriousLoss``: the window, ssthresh and the
-previous cutback restored, and ``Recovery``, ``SlowStart`` or ``CongestionAvoidance`` logged
-again); its loss detection then stops using the packet threshold and widens the time threshold
-(:class:`quicsm.extract.wire._Sender` does that part).
+From v0.65 on, quic-go also undoes a congestion event (NewReno only: ``spurious_undo``) when
+every packet counted for it is acknowledged after all (``OnSpuriousLoss``: the window, ssthresh
+and the previous cutback restored, and ``Recovery``, ``SlowStart`` or ``CongestionAvoidance``
+logged again); its loss detection, whatever the controller (``adaptive_detection``), then
+stops using the packet threshold and widens the time threshold
+(:class:`quicsm.extract.wire._Sender` does that part). A Cubic sender is replayed with
+NewReno's window growth: its states are the same, its window in congestion avoidance grows
+differently.
 
 quic-go logs no state on a probe timeout, and neither does this controller: the wire pass
 shows ``TailLossProbe`` / ``RetransmissionTimeout`` for the probes and returns to the
@@ -128,15 +131,20 @@ class QuicGoController:
     """quic-go's NewReno sender: its window and the congestion state it last logged."""
 
     @classmethod
-    def for_version(cls, version: str | None) -> QuicGoController:
-        """The controller of a quic-go release (its ``code_version``; unknown: before v0.65)."""
+    def for_version(cls, version: str | None, cc: str | None = None) -> QuicGoController:
+        """The controller of a quic-go release (its ``code_version``; unknown: before v0.65)
+        and congestion controller (``cc_algorithm``; unknown: quic-go's default NewReno)."""
         release = _release(version)
-        return cls(spurious_undo=release is not None and release >= SPURIOUS_UNDO_FROM)
+        adaptive = release is not None and release >= SPURIOUS_UNDO_FROM
+        reno = cc is None or "cubic" not in cc.lower()
+        return cls(spurious_undo=adaptive and reno, adaptive_detection=adaptive)
 
-    def __init__(self, *, spurious_undo: bool = False) -> None:
-        #: v0.65 and later: spurious losses undo their congestion event, and loss detection
-        #: adapts to reordering
+    def __init__(self, *, spurious_undo: bool = False, adaptive_detection: bool = False) -> None:
+        #: v0.65 and later, NewReno: spurious losses undo their congestion event (quic-go keeps
+        #: no undo state for Cubic)
         self.spurious_undo = spurious_undo
+        #: v0.65 and later, any controller: loss detection adapts to reordering
+        self.adaptive_detection = adaptive_detection or spurious_undo
         self.undo = _Undo()
         self.datagram = float(INITIAL_DATAGRAM)
         self.cwnd = float(INITIAL_WINDOW * INITIAL_DATAGRAM)
