@@ -58,10 +58,9 @@ def inputs(paths: Iterable[str], vantage: str) -> list[Path]:
             continue
         for run in [p] if (p / "run.json").is_file() else [q.parent for q in p.rglob("run.json")]:
             name = json.loads((run / "run.json").read_text()).get(f"files.{vantage}")
-            if name and (run / name).is_file():
-                found.add(run / name)
-            elif not name:  # a run.json without file names: the lab's <vantage>.sqlog[.zst]
-                found.update(run.glob(f"{vantage}.sqlog*"))
+            # the file run.json names, or it compressed (a committed run); without a name, the
+            # lab's <vantage>.sqlog
+            found.update(p for p in run.glob(f"{name or vantage + '.sqlog'}*") if p.is_file())
     return sorted(found)
 
 
