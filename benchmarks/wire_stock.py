@@ -1,13 +1,15 @@
 """States from packets alone against the states a stock stack logged, per run.
 
-A stock (unpatched) build logs its own congestion states and recovery events. For every qlog
-file given, and the data sender's log (``--vantage server``) of every lab run directory given
+A stock (unpatched) build logs its own congestion states and recovery events. For the server
+traces of every qlog file given, and the server's log of every lab run directory given
 (``run.json`` and the endpoints' qlog files, as ``quicsm lab run`` writes them), this benchmark
 writes a copy of the file with every recovery event removed (:mod:`quicsm.testing.strip`),
 reads the copy as a user would (``read_transitions(..., states="derived")``: with no recovery
 metrics left, the states come from the packets and their ACK frames alone,
 :mod:`quicsm.extract.wire`), and compares the data sender's derived states with the states it
-logged, weighted by time (:mod:`quicsm.stats.agreement`).
+logged, weighted by time (:mod:`quicsm.stats.agreement`). Only the data sender's log is
+compared: from a client's log of a download the packets give the server's sender, which the
+client's own logged states do not describe.
 
 Two agreements are printed per run:
 
@@ -157,19 +159,18 @@ def measure_file(path: Path, vantage: str, scratch: Path) -> list[TraceResult]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="+", help="qlog files, lab run directories or trees")
-    parser.add_argument(
-        "--vantage", default="server", help="whose log: server (the data sender) or client"
-    )
     parser.add_argument("--target", type=float, default=0.85, help="per-run target")
     args = parser.parse_args(argv)
-    files = inputs(args.paths, args.vantage)
+    # the data sender's log: a client's log of a download derives the server's sender, which
+    # its own logged states do not describe
+    files = inputs(args.paths, "server")
     if not files:
         print("no qlog files or run directories under the paths given", file=sys.stderr)
         return 1
     results: list[TraceResult] = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, path in enumerate(files):
-            results.extend(measure_file(path, args.vantage, Path(tmp) / str(i)))
+            results.extend(measure_file(path, "server", Path(tmp) / str(i)))
     results.sort(key=lambda r: (r.version, r.scenario, r.run, r.trace))
     print(
         "| release | scenario | run | agreement, all states % | in the stack's states % | "
