@@ -124,6 +124,8 @@ class _Loaded:
     #: every trace's packets, read only when a trace needs them (:func:`_wire_pass`)
     packets: PacketRead | None = None
     limits: ReadLimits = DEFAULT_LIMITS
+    #: read with ``on_error="skip"``
+    lenient: bool = False
 
 
 class _TraceSink:
@@ -319,6 +321,7 @@ def _load_all(
             table_labels,
             limits=limits,
             table_summary=summary[0] if summary else None,
+            lenient=lenient,
         )
 
 
@@ -542,7 +545,8 @@ PROBE_TAIL_MS = 1000.0
 def _packets_of(loaded: _Loaded, index: int, diag: Diagnostics) -> list[Packet]:
     """A trace's packets (the file is read in full once, when a trace first needs them)."""
     if loaded.packets is None:
-        loaded.packets = read_packets(loaded.path, limits=loaded.limits)
+        # strict: the first packet record that does not decode raises, naming its record
+        loaded.packets = read_packets(loaded.path, limits=loaded.limits, lenient=loaded.lenient)
         # records the first reading skipped (a lenient read) were reported by it already
         n = loaded.packets.skipped - (loaded.read.skipped if loaded.read is not None else 0)
         if n > 0:

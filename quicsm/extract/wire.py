@@ -327,12 +327,15 @@ class PacketRead:
     first_problem: str | None = None
 
 
-def read_packets(path: str | Path, *, limits: ReadLimits = DEFAULT_LIMITS) -> PacketRead:
-    """Read every record of ``path`` and keep its packets. Lenient: the readers' fast path
-    checks only the framing of packet records, so a packet record that does not decode is
-    skipped and counted here (the caller reports it)."""
+def read_packets(
+    path: str | Path, *, limits: ReadLimits = DEFAULT_LIMITS, lenient: bool = True
+) -> PacketRead:
+    """Read every record of ``path`` and keep its packets. The readers' fast path checks only
+    the framing of packet records: a packet record that does not decode (or names a packet
+    number outside 0..2^62-1) raises :class:`~quicsm.core.errors.QlogError` here, naming the
+    file and record, or when ``lenient`` is skipped and counted (the caller reports it)."""
     collector = PacketCollector()
-    read = read_qlog(Path(path), full=True, lenient=True, limits=limits, metric_sink=collector)
+    read = read_qlog(Path(path), full=True, lenient=lenient, limits=limits, metric_sink=collector)
     first = str(read.problems[0]) if read.problems else None
     return PacketRead(collector.packets, read.skipped, first)
 
