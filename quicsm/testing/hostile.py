@@ -248,3 +248,36 @@ def corrupt_parquet(path: Path, seed: int) -> Path:
         data[rng.randrange(4, len(data) - 8)] = rng.randrange(256)
     path.write_bytes(bytes(data))
     return path
+
+
+def family_seeds(*, tables: bool = True) -> list[tuple[str, bytes]]:
+    """Small inputs of the families the hostile campaigns found, as ``(file name, content)``:
+    seeds for the fuzzers' corpora (``tables``: the Parquet ones too; the native core's target
+    reads records, not tables)."""
+    import tempfile
+
+    makers: list[tuple[str, Any]] = [
+        ("many-tiny-traces.sqlog", lambda p: many_tiny_traces(p, 40)),
+        ("many-tiny-traces.qlog", lambda p: many_tiny_traces(p, 40, contained=True)),
+        ("handed-back-metrics.sqlog", lambda p: handed_back_metrics(p, 8)),
+        ("empty-json-seq-records.sqlog", lambda p: empty_records(p, 16)),
+    ]
+    for i, number in enumerate(OUT_OF_RANGE_NUMBERS):
+        for where in ("packet", "ack", "range"):
+            name = f"packet-number-{i}-{where}.sqlog"
+            makers.append(
+                (name, lambda p, n=number, w=where: out_of_range_packets(p, 6, number=n, where=w))
+            )
+    if tables:
+        for column in ("trace", "time_ms", "state", "version"):
+            for kind in ("float", "bool", "int", "list", "datetime"):
+                name = f"typed-{column}-{kind}.parquet"
+                makers.append((name, lambda p, c=column, k=kind: typed_table(p, c, k)))
+        for seed in (*PARQUET_PANIC_SEEDS, 1, 2, 3):
+            makers.append((f"corrupt-{seed}.parquet", lambda p, s=seed: corrupt_parquet(p, s)))
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, make in makers:
+            path = make(Path(tmp) / name)
+            out.append((name, path.read_bytes()))
+    return out
