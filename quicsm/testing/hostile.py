@@ -120,23 +120,43 @@ def metrics_only(path: Path, min_bytes: int) -> Path:
     return path
 
 
-def many_tiny_traces(path: Path, n: int, *, contained: bool = False) -> Path:
+def many_tiny_traces(path: Path, n: int, *, contained: bool = False, packets: bool = False) -> Path:
     """``n`` traces of one event each (a fleet capture of short connections): a metrics
     update, and every other trace a state change instead; JSON-SEQ with a header record per
-    trace, or one contained-JSON document (``contained``)."""
-    events = (
-        {"time": 0, "name": "recovery:metrics_updated", "data": {"congestion_window": 12000}},
-        {"time": 1, "name": "recovery:congestion_state_updated", "data": {"new": "recovery"}},
+    trace, or one contained-JSON document (``contained``). With ``packets``, each trace is a
+    packets-only one instead: a data packet received and the ACK sent for it (states derived
+    from packets)."""
+    events: tuple[list[dict[str, Any]], ...] = (
+        [{"time": 0, "name": "recovery:metrics_updated", "data": {"congestion_window": 12000}}],
+        [{"time": 1, "name": "recovery:congestion_state_updated", "data": {"new": "recovery"}}],
     )
+    if packets:
+        header = {"packet_type": "1RTT", "packet_number": 0}
+        stream = [{"frame_type": "stream", "length": 1200}]
+        ack = [{"frame_type": "ack", "acked_ranges": [[0, 0]]}]
+        pair = [
+            {
+                "time": 0,
+                "name": "transport:packet_received",
+                "data": {"header": header, "frames": stream},
+            },
+            {"time": 1, "name": "transport:packet_sent", "data": {"header": header, "frames": ack}},
+        ]
+        events = (pair, pair)
     if contained:
         traces = [
-            {"vantage_point": {"type": ("server", "client")[i % 2]}, "events": [events[i % 2]]}
+            {"vantage_point": {"type": ("server", "client")[i % 2]}, "events": events[i % 2]}
             for i in range(n)
         ]
         path.write_bytes(orjson.dumps({"qlog_version": "0.3", "traces": traces}))
         return path
-    header = b"\x1e" + orjson.dumps({**_HEADER, "trace": {"vantage_point": {"type": "client"}}})
-    records = [header + b"\n\x1e" + orjson.dumps(e) + b"\n" for e in events]
+    header_record = b"\x1e" + orjson.dumps(
+        {**_HEADER, "trace": {"vantage_point": {"type": "client"}}}
+    )
+    records = [
+        header_record + b"\n" + b"".join(b"\x1e" + orjson.dumps(e) + b"\n" for e in kind)
+        for kind in events
+    ]
     path.write_bytes(b"".join(records[i % 2] for i in range(n)))
     return path
 
