@@ -20,6 +20,12 @@ One row per state entered::
 Such a table reads into the same transitions frame as qlog (``Init`` is added at each trace's
 first row when missing). CSV is recognised by its header line, Parquet by its magic bytes;
 CSV may be gzip or zstd compressed.
+
+A Parquet table's column types are checked from its schema before its data is read
+(:func:`check_types`: integer trace ids are read as text; a float ``trace`` or a list ``state``
+is one error naming the column, its type and what it accepts), and its reads run under
+:func:`quiet_panics`, so that a panic of the Parquet reader on a corrupt file is our error with
+the same message from call to call and nothing on stderr.
 """
 
 from __future__ import annotations
