@@ -188,3 +188,47 @@ def test_any_mix_of_column_types_gives_rows_or_a_named_error(
         message = str(error)
         assert message.startswith(f"{path}: ") and "unexpected" not in message
         assert ": expected " in message
+
+
+_OURS = st.text(
+    alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=30
+).filter(lambda line: not line.startswith(("note:", "stack", "thread")))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            _OURS.map(lambda line: ("ours", line)),
+            st.tuples(
+                st.sampled_from(["note", "backtrace", "full"]),
+                st.text(alphabet="abc xyz:`=0123", min_size=1, max_size=20),
+            ),
+        ),
+        max_size=12,
+    )
+)
+def test_only_the_panic_reports_are_dropped(parts: list[tuple[str, str]]) -> None:
+    """Any mix of our lines and panic reports of every form Rust's default hook writes (its
+    note on RUST_BACKTRACE, a backtrace and its note, a full backtrace): our lines are kept,
+    in order, and nothing else."""
+    from quicsm.qlog.tabular import _without_panic_reports
+
+    text, ours = b"", []
+    for kind, line in parts:
+        if kind == "ours":
+            text += line.encode() + b"\n"
+            ours.append(line)
+            continue
+        text += b"\nthread 'async-executor-0' (7) panicked at src/a.rs:1:2:\n"
+        text += line.strip().encode() + b"\n" if line.strip() else b"boom\n"
+        if kind == "note":
+            text += b"note: run with `RUST_BACKTRACE=1` environment variable to display a "
+            text += b"backtrace\n"
+        else:
+            text += b"stack backtrace:\n   0: std::panicking::begin_panic\n             at a.rs:1\n"
+            if kind == "backtrace":
+                text += b"note: Some details are omitted, run with `RUST_BACKTRACE=full` for a "
+                text += b"verbose backtrace.\n"
+    kept = _without_panic_reports(text).decode().splitlines()
+    assert kept == ours

@@ -287,7 +287,7 @@ _VOLATILE = re.compile(r"Id\(\d+\)|\(\d+\)")
 #: what Rust's default panic hook writes to stderr: a header line, the message, then either a
 #: note on RUST_BACKTRACE or the backtrace (indented frames) and perhaps a note after it
 _PANIC_HEADER = re.compile(rb"^thread '[^']*'(?: \(\d+\))? panicked at ")
-_STDERR_LOCK = threading.Lock()
+_STDERR_LOCK = threading.RLock()  # a guarded call may run another (nested spools are fine)
 
 
 @contextmanager
