@@ -22,7 +22,8 @@ PROBE_TAIL_MS = 1000.0
 def packets_of(loaded: LoadedFile, index: int, diag: Diagnostics) -> list[Packet]:
     """A trace's packets (the file is read in full once, when a trace first needs them)."""
     if loaded.packets is None:
-        loaded.packets = read_packets(loaded.path, limits=loaded.limits)
+        # strict: the first packet record that does not decode raises, naming its record
+        loaded.packets = read_packets(loaded.path, limits=loaded.limits, lenient=loaded.lenient)
         # records the first reading skipped (a lenient read) were reported by it already
         n = loaded.packets.skipped - (loaded.read.skipped if loaded.read is not None else 0)
         if n > 0:
