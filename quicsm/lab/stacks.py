@@ -90,9 +90,7 @@ def load_stacks(path: str | Path = DEFAULT_STACKS_FILE) -> list[Stack]:
     try:
         raw = json.loads(path.read_text())
     except FileNotFoundError:
-        raise InputError(
-            f"{path}: no built stacks (build them with scripts/setup --lab)"
-        ) from None
+        raise InputError(f"{path}: no built stacks (build them with scripts/setup --lab)") from None
     except (OSError, ValueError) as exc:
         raise InputError(f"{path}: expected a JSON list of stacks: {exc}") from None
     if not isinstance(raw, list):

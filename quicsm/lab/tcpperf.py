@@ -102,7 +102,7 @@ def _send_objects(
     bbr = cc == "bbr"
     done = threading.Event()
     error: list[BaseException] = []
-    served = {"objects": 0, "bytes": 0}
+    served: dict[str, Any] = {"objects": 0, "bytes": 0}
 
     def serve() -> None:
         try:
