@@ -101,24 +101,38 @@ def existing_namespaces() -> set[str]:
     return {line.split()[0] for line in res.stdout.splitlines() if line.strip()}
 
 
-@contextmanager
-def namespaces(names: PathNames) -> Iterator[PathNames]:
-    """Create both namespaces (loopback up) and delete them on the way out, also on failure."""
-    made: list[str] = []
+def create_namespaces(names: PathNames) -> None:
+    """Create both namespaces (loopback up, no IPv6); on failure, delete what was made."""
     try:
         for ns in (names.client_ns, names.server_ns):
             _ip("netns", "add", ns)
-            made.append(ns)
             _ip("-n", ns, "link", "set", "lo", "up")
             # no IPv6: its autoconfiguration chatter would be the relay's first packet, its
             # time zero of outages and rate schedules
             for conf in ("all", "default"):
                 _ip("netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{conf}.disable_ipv6=1")
-        yield names
-    finally:
-        for ns in made:
+    except LabError:
+        delete_namespaces(names)
+        raise
+
+
+def delete_namespaces(names: PathNames) -> None:
+    """Delete both namespaces if they exist (processes still inside keep theirs alive)."""
+    present = existing_namespaces()
+    for ns in (names.client_ns, names.server_ns):
+        if ns in present:
             with suppress(LabError):
                 _ip("netns", "delete", ns)
+
+
+@contextmanager
+def namespaces(names: PathNames) -> Iterator[PathNames]:
+    """Both namespaces for the duration of a ``with`` block, deleted also on failure."""
+    create_namespaces(names)
+    try:
+        yield names
+    finally:
+        delete_namespaces(names)
 
 
 def check_available() -> str | None:
