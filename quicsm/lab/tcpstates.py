@@ -21,7 +21,8 @@ order docs/states.md gives for the QUIC patches):
    recovery on either). The ACK that ends one recovery can start the next
    (``tcp_fastretrans_alert``), so the socket is in Recovery on both samples; the new episode
    shows as a new ``snd_ssthresh`` (``tcp_init_cwnd_reduction`` sets it on entry), and the
-   mapper then reports the growth state and Recovery again at that sample;
+   mapper then reports ``CongestionAvoidance`` (where the ended recovery left the window:
+   ``tcp_end_cwnd_reduction`` sets cwnd to ssthresh) and Recovery again at that sample;
 4. ``Open`` / ``Disorder`` (Disorder: SACKs or dupacks seen, nothing declared lost yet; the
    window still grows there) with the last rate sample application-limited
    (``tcpi_delivery_rate_app_limited``) or time limited by the receive window or the send
@@ -97,8 +98,8 @@ class KernelStateMapper:
             and prev.ca_state == info.ca_state
             and prev.snd_ssthresh != info.snd_ssthresh
         ):
-            between = "SlowStart" if info.snd_cwnd < prev.snd_ssthresh else "CongestionAvoidance"
-            return [Decision(between, "recovery_end", "ack"), decision]
+            # the end of a recovery sets cwnd to ssthresh (tcp_end_cwnd_reduction): not slow start
+            return [Decision("CongestionAvoidance", "recovery_end", "ack"), decision]
         return [decision]
 
     def _decide(self, info: TcpInfo, bbr: BbrInfo | None, prev: TcpInfo | None) -> Decision:
