@@ -292,8 +292,9 @@ def execute(
             relay_addr = start_relay()
         wl = scenario.workload
         client = Child(
-            in_client_ns(
-                limiter.wrap(
+            # the CPU limit first: ip netns exec mounts its own /sys, without the cgroups
+            limiter.wrap(
+                in_client_ns(
                     [
                         *stack.client,
                         "client",

@@ -47,6 +47,10 @@ CC_ENV = "QUICSM_CC"
 SAMPLE_ENV = "QUICSM_TCP_SAMPLE_US"
 DEFAULT_SAMPLE_US = 200
 _CHUNK = 64 * 1024
+#: the sender's socket buffer: every object fits, so the kernel always has data queued and the
+#: sender is never limited by this program's own pace (SO_SNDBUFFORCE passes wmem_max as root)
+SNDBUF_BYTES = 16 * 1024 * 1024
+_SO_SNDBUFFORCE = 32
 #: TcpExt counters of /proc/net/netstat that count the episodes sampling should see
 NETSTAT_COUNTERS = (
     "TCPSackRecovery",
@@ -176,6 +180,10 @@ def server(args: argparse.Namespace) -> int:
             ) as writer,
         ):
             set_congestion(conn, cc)
+            try:
+                conn.setsockopt(socket.SOL_SOCKET, _SO_SNDBUFFORCE, SNDBUF_BYTES)
+            except OSError:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SNDBUF_BYTES)
             served = _send_objects(conn, writer, cc=cc, sample_s=sample_s)
             conn.shutdown(socket.SHUT_WR)
             after = read_netstat()
