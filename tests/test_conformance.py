@@ -121,3 +121,19 @@ def test_quic_against_the_kernel_on_the_shipped_runs() -> None:
         [str(KERNEL), str(QUIC)], where={"cc_algorithm": "cubic"}, resamples=200, seed=1
     )
     assert table.equals(again, null_equal=True)
+
+
+def test_report_section_shows_every_scenario_with_intervals() -> None:
+    from quicsm.report.conformance import ConformanceView, to_html, to_markdown
+
+    table = conformance(
+        [str(KERNEL), str(QUIC)], where={"cc_algorithm": "cubic"}, resamples=100, seed=1
+    )
+    view = ConformanceView(reference="linux-tcp", by="stack", table=table)
+    md = to_markdown(view)
+    assert md.startswith("## Conformance: against stack = linux-tcp")
+    for scenario in set(table["scenario"]):
+        assert f"| {scenario} | quic-go | 5 / 5 | " in md
+    html = to_html(view)
+    assert html.count("<tr>") == md.count("\n| ")  # every row and header, both tables
+    assert to_markdown(view) == md  # deterministic

@@ -97,13 +97,15 @@ network.outages = [[0.1, 0.5]]
     assert isinstance(kernel, dict)
     states = _states(loss / "server.sqlog")
     assert states[0] == "Init" and {"SlowStart", "CongestionAvoidance"} <= set(states)
-    # every fast recovery the kernel entered is one Recovery in the trace
-    assert states.count("Recovery") == kernel["TCPSackRecovery"] + kernel["TCPRenoRecovery"] > 0
+    # every fast recovery the kernel entered is one Recovery in the trace, but for an episode
+    # shorter than the sampling interval (docs/lab.md: 114 of 123 over the 90 corpus runs)
+    entered = kernel["TCPSackRecovery"] + kernel["TCPRenoRecovery"]
+    assert entered > 0 and entered - 1 <= states.count("Recovery") <= entered
     outage = _states(runs["outage"] / "server.sqlog")
     kernel = _summary(runs["outage"] / "server.sqlog")["kernel_counters"]
     assert isinstance(kernel, dict) and kernel["TCPTimeouts"] >= 1
     assert "RetransmissionTimeout" in outage
-    assert outage.count("TailLossProbe") == kernel["TCPLossProbes"]
+    assert abs(outage.count("TailLossProbe") - kernel["TCPLossProbes"]) <= 1
 
 
 def test_a_failing_run_leaves_no_namespace(tmp_path: Path) -> None:

@@ -131,15 +131,12 @@ class KernelStateMapper:
             return Decision("Recovery", raw, "loss")
         if ca == CA_CWR:
             return Decision("Recovery", raw, "cwr")
-        limited = info.app_limited or (
-            prev is not None
-            and (
-                info.rwnd_limited_us > prev.rwnd_limited_us
-                or info.sndbuf_limited_us > prev.sndbuf_limited_us
-            )
-        )
-        if limited:
+        if info.app_limited:
             return Decision("ApplicationLimited", f"{raw}+app_limited", "app_limited")
+        if prev is not None and info.rwnd_limited_us > prev.rwnd_limited_us:
+            return Decision("ApplicationLimited", f"{raw}+rwnd_limited", "rwnd_limited")
+        if prev is not None and info.sndbuf_limited_us > prev.sndbuf_limited_us:
+            return Decision("ApplicationLimited", f"{raw}+sndbuf_limited", "sndbuf_limited")
         if bbr is not None:
             phase = bbr_phase(bbr)
             return Decision(phase, f"{raw}+bbr_{phase.lower()}", "ack")
