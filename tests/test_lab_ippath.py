@@ -29,9 +29,11 @@ pytestmark = [
 ]
 
 
-def _plan(tmp_path: Path, body: str) -> Path:
+def _plan(tmp_path: Path, body: str, *, stacks: str = "[]") -> Path:
     path = tmp_path / "s.toml"
-    path.write_text('[run]\nrepetitions = 1\nseed = 3\ntimeout_s = 60\npath = "ip"\n' + body)
+    path.write_text(
+        f'[run]\nrepetitions = 1\nseed = 3\ntimeout_s = 60\npath = "ip"\nstacks = {stacks}\n' + body
+    )
     return path
 
 
@@ -75,6 +77,7 @@ network.loss = 0.02
 name = "outage"
 network.outages = [[0.1, 0.5]]
 """,
+            stacks='["linux-tcp"]',
         )
     )
     results = run_plan(plan, [_stack("cubic")], out_dir=tmp_path / "out")
