@@ -86,6 +86,7 @@ def test_twice_the_window_is_distance_one() -> None:
     assert dist.len() > 0 and ((dist - 1.0).abs() < 1e-9).all()
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None)
 @given(st.floats(0.1, 10.0))
 def test_distance_is_the_relative_change_of_the_window(scale: float) -> None:
@@ -102,6 +103,7 @@ def test_errors_name_what_there_is() -> None:
         conformance([str(KERNEL)], reference="linux-tcp", resamples=10)
 
 
+@pytest.mark.slow
 def test_quic_against_the_kernel_on_the_shipped_runs() -> None:
     table = conformance(
         [str(KERNEL), str(QUIC)], where={"cc_algorithm": "cubic"}, resamples=200, seed=1

@@ -88,6 +88,7 @@ def test_fields_against_the_running_kernel() -> None:
     port = listener.getsockname()[1]
     size = 3_000_000
     received = bytearray()
+    read = threading.Event()
 
     def sink() -> None:
         conn, _ = listener.accept()
@@ -98,6 +99,7 @@ def test_fields_against_the_running_kernel() -> None:
                     break
                 received.extend(chunk)
             conn.sendall(b"k")  # all read: the sender's bytes are acknowledged
+            read.wait(30)  # stay established while the sender's socket is read
 
     t = threading.Thread(target=sink)
     t.start()
@@ -110,12 +112,14 @@ def test_fields_against_the_running_kernel() -> None:
         info = parse_tcp_info(raw)
         ss = _ss_fields(sock.getsockname()[1])
         again = parse_tcp_info(sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, TCP_INFO_BUFFER))
+        read.set()
     t.join()
     listener.close()
     assert info.state == 1  # TCP_ESTABLISHED
     assert info.ca_state == 0  # Open: nothing lost on loopback
-    assert info.bytes_sent == size and info.bytes_acked == size + 1  # + the SYN
-    assert info.bytes_received == 1 and info.bytes_retrans == 0
+    # bytes_sent counts retransmissions too (a loaded machine's loopback sees a few probes)
+    assert info.bytes_sent == size + info.bytes_retrans and info.bytes_acked == size + 1  # + SYN
+    assert info.bytes_received == 1
     assert info.pmtu >= 65535 and 0 < info.snd_mss <= info.pmtu - 40  # loopback: 64 KiB
     assert info.unacked == 0 and info.bytes_in_flight == 0
     assert info.snd_cwnd >= 10 and info.rtt_us > 0 and info.min_rtt_us > 0
