@@ -139,3 +139,21 @@ def test_report_section_shows_every_scenario_with_intervals() -> None:
     html = to_html(view)
     assert html.count("<tr>") == md.count("\n| ")  # every row and header, both tables
     assert to_markdown(view) == md  # deterministic
+
+
+def test_diff_by_stack_across_kernel_and_quic_traces() -> None:
+    """The existing commands compare the kernel's traces with a QUIC stack's like any groups."""
+    from click.testing import CliRunner
+
+    from quicsm.cli import main
+
+    args = ["diff", str(KERNEL), str(QUIC), "--by", "stack", "--where", "cc_algorithm=cubic"]
+    result = CliRunner().invoke(main, [*args, "--where", "scenario=jitter", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    body = result.output[result.output.index("{") :]
+    out = orjson.loads(body)
+    groups = out["groups"]
+    assert (groups["a"]["name"], groups["b"]["name"]) == ("stack=linux-tcp", "stack=quic-go")
+    assert groups["a"]["n_traces"] == groups["b"]["n_traces"] == 5
+    # reordering: quic-go's time in Recovery and CongestionAvoidance differ from the kernel's
+    assert out["any_significant"] is True
