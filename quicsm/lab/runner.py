@@ -90,7 +90,9 @@ def plan_runs(plan: Plan, stacks: list[Stack], *, only: tuple[str, ...] = ()) ->
     for scenario in plan.scenarios:
         chosen = select_stacks(stacks, scenario.stacks, where=f"{scenario.source}: {scenario.name}")
         if only:
-            chosen = [s for s in chosen if any(s.matches(o) for o in only)]
+            # a scenario for every stack runs the kernel's TCP too when --stack names it
+            base = chosen if scenario.stacks else stacks
+            chosen = [s for s in base if any(s.matches(o) for o in only)]
         for n in range(1, scenario.repetitions + 1):
             seed = run_seed(plan.seed, scenario.name, n)
             specs.extend(RunSpec(stack=s, scenario=scenario, run=n, seed=seed) for s in chosen)
