@@ -285,10 +285,14 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
-    client_fd = open_tun(args.client_dev)
-    server_fd = open_tun(args.server_dev)
-    attach_tun(args.client_dev, args.client_ns, local=CLIENT_ADDRESS, peer=SERVER_ADDRESS)
-    attach_tun(args.server_dev, args.server_ns, local=SERVER_ADDRESS, peer=CLIENT_ADDRESS)
+    try:
+        client_fd = open_tun(args.client_dev)
+        server_fd = open_tun(args.server_dev)
+        attach_tun(args.client_dev, args.client_ns, local=CLIENT_ADDRESS, peer=SERVER_ADDRESS)
+        attach_tun(args.server_dev, args.server_ns, local=SERVER_ADDRESS, peer=CLIENT_ADDRESS)
+    except LabError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 2
     relay = TunRelay(client_fd=client_fd, server_fd=server_fd, up=up, down=down)
     if not args.no_priority:
         relay.scheduling = raise_priority()
