@@ -31,14 +31,14 @@ EPISODES = {"Recovery": ("TCPSackRecovery", "TCPRenoRecovery"), "TailLossProbe":
 
 
 def summaries(path: str) -> list[dict[str, int]]:
-    """The kernel counters of every trace of ``path``, in trace order."""
+    """The summary of every trace of ``path`` (kernel counters and samples), in trace order."""
     raw = Path(path).read_bytes()
     if raw[:4] == b"\x28\xb5\x2f\xfd":
         raw = zstandard.ZstdDecompressor().stream_reader(raw).read()
     out = []
     for record in raw.split(b"\x1e"):
         if b"quicsm:tcp_summary" in record:
-            out.append(orjson.loads(record)["data"]["kernel_counters"])
+            out.append(orjson.loads(record)["data"])
     return out
 
 
@@ -47,16 +47,19 @@ def main() -> None:
     ap.add_argument("paths", nargs="*", default=[str(CORPUS)])
     args = ap.parse_args()
     rows: dict[str, Counter[str]] = defaultdict(Counter)
+    intervals: list[float] = []
     for path in args.paths:
         traces = read_traces([path])
         kernel = summaries(path)
         assert len(kernel) == traces.height, (path, len(kernel), traces.height)
         states = read_transitions([path]).select(pl.col("trace").cast(pl.String), "state")
-        for (trace, labels), counts in zip(
-            traces.select(pl.col("trace").cast(pl.String), "labels").iter_rows(),
+        for (trace, labels, duration_ms), summary in zip(
+            traces.select(pl.col("trace").cast(pl.String), "labels", "duration_ms").iter_rows(),
             kernel,
             strict=True,
         ):
+            counts = summary["kernel_counters"]
+            intervals.append(1e3 * duration_ms / max(1, summary["samples"]))
             cc = json.loads(labels)["cc_algorithm"]
             seen = Counter(states.filter(pl.col("trace") == trace)["state"].cast(pl.String))
             r = rows[cc]
@@ -81,6 +84,11 @@ def main() -> None:
         total.update(r)
         print(_row(cc, r))
     print(_row("all", total))
+    intervals.sort()
+    print(
+        f"\nsampling interval per connection (duration / samples): median "
+        f"{intervals[len(intervals) // 2]:.0f} µs, largest {intervals[-1]:.0f} µs"
+    )
 
 
 def _row(name: str, r: Counter[str]) -> str:
