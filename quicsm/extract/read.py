@@ -67,7 +67,7 @@ from quicsm.extract.profiles import Profile, detect_profile, profile_named
 from quicsm.extract.wire import Packet, PacketRead, read_packets, tail_probes, wire_states
 from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
 from quicsm.qlog.events import MetricEvent
-from quicsm.qlog.paths import PathLike, expand_paths
+from quicsm.qlog.paths import PathLike, TraceSpans, expand_spans
 from quicsm.qlog.source import CSV, PARQUET, FileRead, read_qlog, without_bom
 from quicsm.qlog.tabular import read_table, trace_labels, trace_summary
 from quicsm.qlog.trace import Discard, MetricSink, TraceBuilder, TraceData
@@ -256,7 +256,7 @@ def _load_all(
     loss and timer events are not wanted (neither kept nor decoded); ``sink``: where they go
     instead of the traces' ``metrics`` lists."""
     cache: dict[Path, dict[str, Any]] = {} if sidecars is None else sidecars
-    for path in expand_paths(paths):
+    for path, spans in expand_spans(paths):
         streamed = None
         if discard_metrics:
             sink = Discard.of
@@ -271,6 +271,7 @@ def _load_all(
                 lenient=lenient,
                 limits=limits,
                 metric_sink=streamed if streamed is not None else sink,
+                spans=spans,
             )
             assert read is not None
             table = None
@@ -1027,10 +1028,11 @@ def read_metrics(
     lenient = _check_on_error(on_error)
     diag = diagnostics if diagnostics is not None else Diagnostics()
     parts: list[pl.DataFrame] = []
-    for path in expand_paths(paths):
+    for path, spans in expand_spans(paths):
         stream = _MetricsStream()
+        item = path if spans is None else TraceSpans(str(path), spans)
         for loaded in _load_all(
-            [path], lenient=lenient, diag=diag, want_metrics=True, limits=limits, sink=stream
+            [item], lenient=lenient, diag=diag, want_metrics=True, limits=limits, sink=stream
         ):
             if loaded.read is None:
                 continue
