@@ -32,6 +32,7 @@ import numpy as np
 import orjson
 import polars as pl
 
+from quicsm.core import tables
 from quicsm.core.aliases import CC_ALGORITHM_KEYS, canonical_state, is_numeric
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.core.errors import InputError, QlogError
@@ -62,11 +63,11 @@ from quicsm.extract.deriver import (
     Deriver,
     describe_states,
 )
-from quicsm.extract.native import NativeDeriver, make_deriver
+from quicsm.extract.native import NativeDeriver, make_deriver, make_recorder
 from quicsm.extract.profiles import Profile, detect_profile, profile_named
 from quicsm.extract.wire import Packet, PacketRead, read_packets, tail_probes, wire_states
 from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
-from quicsm.qlog.events import MetricEvent
+from quicsm.qlog.events import METRIC_FIELDS, MetricEvent
 from quicsm.qlog.paths import PathLike, TraceSpans, expand_spans
 from quicsm.qlog.source import CSV, PARQUET, FileRead, read_qlog, without_bom
 from quicsm.qlog.tabular import read_table, trace_labels, trace_summary
@@ -833,10 +834,12 @@ class _MetricColumns:
     __slots__ = (
         "events",
         "last",
+        "native_deriver",
         "ordered",
         "parts",
         "present",
         "pto",
+        "scan_records",
         "times",
         "trigger_codes",
         "triggers",
@@ -851,7 +854,34 @@ class _MetricColumns:
         self.ordered = True
         self.last = -math.inf
         self.trigger_codes: dict[str, int] = {}
+        #: where the native core is used, a recorder (``quicsm._native.Deriver.recorder``) that
+        #: the native scan and contained-JSON reader fill with the events they decode (the
+        #: readers find it as the derived path finds its deriver); records handed back to
+        #: Python are fed to it by :meth:`__call__`, in the same order
+        self.native_deriver = make_recorder()
+        self.scan_records = self._scan if self.native_deriver is not None else None
         self._new_block()
+
+    def _scan(
+        self,
+        buf: Any,
+        pos: int,
+        end: int,
+        sep: int,
+        scale: float,
+        latest: float | None,
+        latest_other: float | None,
+        feed: bool,
+        no_states: bool = False,
+    ) -> tuple[int, int, float | None, float | None, bool, int]:
+        """The native pass over a region (:meth:`NativeDeriver.scan_records`), its events
+        recorded; a block of them becomes a frame part."""
+        result: tuple[int, int, float | None, float | None, bool, int] = self.native_deriver.scan(
+            buf, pos, end, sep, scale, latest, latest_other, feed, no_states
+        )
+        if self.native_deriver.recorded() >= METRIC_BLOCK:
+            self._flush()
+        return result
 
     def _new_block(self) -> None:
         self.times = array("d")
@@ -863,6 +893,16 @@ class _MetricColumns:
         self.triggers = array("H")  # 0: none, else 1 + index in trigger_codes
 
     def __call__(self, event: MetricEvent) -> None:
+        if self.native_deriver is not None:
+            values = event.values
+            self.native_deriver.feed(
+                float(event.time),
+                _FEED_CODES[event.event],
+                [values.get(name) for name in _FEED_METRICS],
+                event.app_limited,
+                event.trigger,
+            )
+            return
         values = event.values
         time = event.time
         if time < self.last:
@@ -886,35 +926,91 @@ class _MetricColumns:
             self._flush()
 
     def wanted(self) -> bool:
+        if self.native_deriver is not None and self.native_deriver.recorded() >= METRIC_BLOCK:
+            self._flush()  # the contained-JSON reader asks between its native calls
         return True
 
     def __len__(self) -> int:
-        return sum(p.height for p in self.parts) + len(self.times)
+        held = self.native_deriver.recorded() if self.native_deriver is not None else 0
+        return sum(p.height for p in self.parts) + len(self.times) + held
 
     def _flush(self) -> None:
         """The current block as a frame part; its arrays are let go."""
+        if self.native_deriver is not None:
+            self._flush_native()
+            return
         n = len(self.times)
         if not n:
             return
+        values = {c: np.frombuffer(v, dtype=np.float64) for c, v in self.values.items()}
+        present = np.frombuffer(self.present, dtype=np.uint8).astype(bool)
+        self._add_part(
+            np.frombuffer(self.times, dtype=np.float64),
+            np.frombuffer(self.events, dtype=np.uint8),
+            values,
+            (np.frombuffer(self.pto, dtype=np.int64), present),
+            np.frombuffer(self.triggers, dtype=np.uint16),
+            [None, *self.trigger_codes],
+        )
+        self._new_block()
+
+    def _flush_native(self) -> None:
+        """The recorder's events as a frame part (it keeps none of them)."""
+        assert self.native_deriver is not None
+        times, kinds, values, triggers, names = self.native_deriver.take_columns()
+        t = np.frombuffer(times, dtype=np.float64)
+        if not len(t):
+            return
+        if t[0] < self.last or (len(t) > 1 and bool((t[1:] < t[:-1]).any())):
+            self.ordered = False
+        self.last = float(t[-1])
+        metric = {
+            name: np.frombuffer(v, dtype=np.float64)
+            for name, v in zip(_FEED_METRICS, values, strict=True)
+        }
+        pto = metric["pto_count"]
+        present = ~np.isnan(pto)
+        self._add_part(
+            t,
+            _FEED_EVENT_CODES[np.frombuffer(kinds, dtype=np.uint8)],
+            metric,
+            (np.where(present, pto, 0).astype(np.int64), present),
+            np.frombuffer(triggers, dtype=np.uint16),
+            [None, *names],
+        )
+
+    def _add_part(
+        self,
+        times: np.ndarray,
+        events: np.ndarray,
+        values: dict[str, np.ndarray],
+        pto: tuple[np.ndarray, np.ndarray],
+        triggers: np.ndarray,
+        trigger_names: list[str | None],
+    ) -> None:
+        """A raw frame part from a block's columns (``values``: NaN where absent; ``pto``:
+        the counts and whether each event carries one)."""
+        n = len(times)
         columns: dict[str, pl.Series] = {
-            "_t": pl.Series(np.frombuffer(self.times, dtype=np.float64)),
-            "event": _codes_to_names(np.frombuffer(self.events, dtype=np.uint8), _EVENT_SERIES),
+            "_t": pl.Series(times),
+            "event": _codes_to_names(events, _EVENT_SERIES),
         }
         for column in _METRIC_COLUMNS:
             if column == "pto_count":
-                present = np.frombuffer(self.present, dtype=np.uint8).astype(bool)
+                counts, present = pto
                 if not present.any():
                     columns[column] = pl.repeat(None, n, dtype=pl.Int64, eager=True)
                 else:
-                    pto = pl.Series(np.frombuffer(self.pto, dtype=np.int64))
-                    columns[column] = pto if present.all() else pto.set(pl.Series(~present), None)
+                    series = pl.Series(counts)
+                    columns[column] = (
+                        series if present.all() else series.set(pl.Series(~present), None)
+                    )
             else:
-                columns[column] = _floats(np.frombuffer(self.values[column], dtype=np.float64))
-        columns[_SAMPLE] = _floats(np.frombuffer(self.values[_SAMPLE], dtype=np.float64))
-        names = pl.Series([None, *self.trigger_codes], dtype=pl.String)
-        columns["trigger"] = _codes_to_names(np.frombuffer(self.triggers, dtype=np.uint16), names)
+                columns[column] = _floats(values[column])
+        columns[_SAMPLE] = _floats(values[_SAMPLE])
+        names = pl.Series(trigger_names, dtype=pl.String)
+        columns["trigger"] = _codes_to_names(triggers, names)
         self.parts.append(pl.DataFrame({k: v.alias(k) for k, v in columns.items()}))
-        self._new_block()
 
     def frames(self, file: str, tid: str, vantage: str, start: float) -> list[pl.DataFrame]:
         """The trace's rows of :func:`read_metrics`, in time order (stable: equal times keep
@@ -954,6 +1050,11 @@ def _codes_to_names(codes: np.ndarray, names: pl.Series) -> pl.Series:
 
 
 _EVENT_SERIES = pl.Series(list(_EVENT_NAMES), dtype=EVENT_DTYPE)
+#: the metrics in the order the native core holds them, and the codes of its event kinds
+_FEED_METRICS: tuple[str, ...] = tuple(METRIC_FIELDS)
+_FEED_CODES: dict[str, int] = {kind: i for i, kind in enumerate(tables.FEED_KINDS)}
+#: a native event kind (its position in the feed kinds) -> its code in ``_EVENT_SERIES``
+_FEED_EVENT_CODES = np.asarray([_EVENT_CODES[k] for k in tables.FEED_KINDS], dtype=np.uint8)
 
 
 def _finish(
