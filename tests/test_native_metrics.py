@@ -18,7 +18,8 @@ from test_native import _ODD_RECORDS, COMMITTED, ROOT
 
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import QuicsmError
-from quicsm.extract.read import _MetricColumns, read_metrics
+from quicsm.extract.metric_columns import MetricColumns as _MetricColumns
+from quicsm.extract.read import read_metrics
 from quicsm.testing.mutate import MUTATIONS, mutate, seed_files
 
 #: metric and loss records with triggers of every kind the decoders must agree on
@@ -167,7 +168,7 @@ def test_the_recorder_holds_at_most_a_block() -> None:
     """A long trace's events leave the recorder every block of events (the frame parts hold
     them compactly): the recorder never holds more than a block of events plus those of one
     region of the file (at most one event per 64 bytes of a block read)."""
-    from quicsm.extract import read as read_module
+    from quicsm.extract import metric_columns as read_module
     from quicsm.qlog.blocks import BLOCK_SIZE
 
     held: list[int] = []

@@ -16,13 +16,8 @@ from typing import Any, Final
 import polars as pl
 
 from quicsm.core.diagnostics import Diagnostics
-from quicsm.extract.read import (
-    TRACES_SCHEMA,
-    _check_on_error,
-    _load_all,
-    _trace_rows,
-    _traces_frame,
-)
+from quicsm.extract.loading import check_on_error, load_all
+from quicsm.extract.traces_frame import TRACES_SCHEMA, trace_rows, traces_frame
 from quicsm.qlog.paths import PathLike, Span, TraceSpans
 
 #: the index: the trace table, the trace's number in its file (qlog) and its span
@@ -43,13 +38,13 @@ def read_trace_index(
 ) -> pl.DataFrame:
     """One row per trace (:data:`INDEX_SCHEMA`), in the order of :func:`read_traces`; what
     reading reported goes to ``diagnostics`` (no warning is emitted)."""
-    lenient = _check_on_error(on_error)
+    lenient = check_on_error(on_error)
     diag = diagnostics if diagnostics is not None else Diagnostics()
     parts: list[pl.DataFrame] = []
-    for loaded in _load_all(paths, lenient=lenient, diag=diag, count=True, discard_metrics=True):
+    for loaded in load_all(paths, lenient=lenient, diag=diag, count=True, discard_metrics=True):
         rows: dict[str, list[Any]] = {name: [] for name in TRACES_SCHEMA}
-        _trace_rows(loaded, rows)
-        frame = _traces_frame(rows)
+        trace_rows(loaded, rows)
+        frame = traces_frame(rows)
         numbers: list[int | None] = [None] * frame.height
         starts: list[int | None] = [None] * frame.height
         ends: list[int | None] = [None] * frame.height
