@@ -411,9 +411,9 @@ class MetricsBatch:
         starts = np.asarray([key[3] for key in keys], dtype=np.float64)
         times = np.concatenate([b.times for b in blocks])
         columns: dict[str, pl.Series] = {}
-        for name, at in (("file", 0), ("trace", 1), ("vantage", 2)):
-            values = pl.Series(name, [key[at] for key in keys], dtype=pl.String)
-            columns[name] = values.cast(METRICS_SCHEMA[name]).gather(owner)
+        for name, i in (("file", 0), ("trace", 1), ("vantage", 2)):
+            per_trace = pl.Series(name, [key[i] for key in keys], dtype=pl.String)
+            columns[name] = per_trace.cast(METRICS_SCHEMA[name]).gather(owner)
         columns["time_ms"] = pl.Series("time_ms", round_ms(times - starts[owner]))
         del times
         columns["event"] = _codes_to_names(
@@ -421,15 +421,16 @@ class MetricsBatch:
         )
         for column in METRIC_COLUMNS:  # every value carried forward within its trace
             if column == "pto_count":
-                values = np.concatenate([b.pto for b in blocks])
+                counts = np.concatenate([b.pto for b in blocks])
                 valid = np.concatenate([b.present for b in blocks])
-                at = _carried(values, valid, firsts, owner)
-                series = pl.Series(values[np.maximum(at, 0)])
-                columns[column] = series if (at >= 0).all() else series.set(pl.Series(at < 0), None)
+                at = _carried(counts, valid, firsts, owner)
+                series = pl.Series(counts[np.maximum(at, 0)])
+                unset = at < 0
+                columns[column] = series.set(pl.Series(unset), None) if unset.any() else series
             else:
-                values = np.concatenate([b.values[column] for b in blocks])
-                at = _carried(values, ~np.isnan(values), firsts, owner)
-                columns[column] = _floats(np.where(at >= 0, values[np.maximum(at, 0)], np.nan))
+                floats = np.concatenate([b.values[column] for b in blocks])
+                at = _carried(floats, ~np.isnan(floats), firsts, owner)
+                columns[column] = _floats(np.where(at >= 0, floats[np.maximum(at, 0)], np.nan))
         sample = np.concatenate([b.values[_SAMPLE] for b in blocks])
         columns[_SAMPLE] = _floats(sample)  # the event's own: not carried
         # each trace's trigger codes index its own names: mapped to one table of names
