@@ -11,7 +11,7 @@ from quicsm.extract.deriver import DerivedState
 from quicsm.extract.loading import LoadedFile
 from quicsm.extract.wire import Packet, read_packets, tail_probes, wire_states
 from quicsm.qlog.source import CSV, PARQUET
-from quicsm.qlog.trace import TraceData
+from quicsm.qlog.trace import PACKET_EVENTS, TraceData
 
 #: a trace whose profile says its producer logs probe timeouts, that logged none, and that goes
 #: on at least this long (ms) after its last metric, loss or timer event, has its packets read to
@@ -35,6 +35,15 @@ def packets_of(loaded: LoadedFile, index: int, diag: Diagnostics) -> list[Packet
     return loaded.packets.packets.get(index, [])
 
 
+def _logs_no_packets(trace: TraceData) -> bool:
+    """Whether the trace is known to log no packet event: every event of it was counted by name
+    (contained JSON), and none is a packet event."""
+    counts = trace.event_counts
+    return counts is not None and not any(
+        name.rpartition(":")[2].lower() in PACKET_EVENTS for name in counts
+    )
+
+
 def wire_pass(
     loaded: LoadedFile, trace: TraceData, derivation: Derivation, tid: str, diag: Diagnostics
 ) -> Derivation:
@@ -47,6 +56,8 @@ def wire_pass(
     caps = from_status(derivation.status)
     profile = derivation.profile
     if METRICS not in caps:
+        if _logs_no_packets(trace):
+            return derivation  # no packet to read: the file is not read again for them
         packets = packets_of(loaded, trace.index, diag)
         if not any(p.acks for p in packets):
             return derivation
