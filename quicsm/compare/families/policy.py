@@ -1,0 +1,132 @@
+"""The two families of tests and their error control: which rows are primary (``--primary``),
+and the adjustment of each family."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from quicsm.core.errors import InputError
+from quicsm.stats import overdispersion as od
+from quicsm.stats import significance as sig
+
+#: the error-control policy, stated wherever significance is reported
+POLICY = (
+    "primary tests (time share per state, outcomes per stratum) under Holm, leaving out tests "
+    "that cannot reach significance with these traces (Tarone); every other test exploratory, "
+    "under Benjamini-Hochberg"
+)
+
+#: families of tests, in the order of the findings
+FAMILIES = ("outcomes", "states", "sources", "edges", "dwell", "invariants")
+
+DEFAULT_PRIMARY = ("outcomes", "states")
+
+
+def _subjects(name: str, r: Mapping[str, Any]) -> set[str]:
+    """The names a row answers to in a ``--primary`` item ``FAMILY:SUBJECT``."""
+    if name == "outcomes":
+        return {r["metric"], f"{r['metric']}@{r['cell']}"}
+    if name in ("states", "dwell"):
+        return {r["state"]}
+    if name == "sources":
+        return {r["source"]}
+    if name == "edges":
+        return {f"{r['source']}->{r['target']}", f"{r['source']}→{r['target']}"}
+    return {f"{r['a']} {r['kind']} {r['b']}"}
+
+
+def parse_primary(items: Sequence[str] | None) -> tuple[str, ...]:
+    """Check a primary-family specification: each item ``FAMILY`` or ``FAMILY:SUBJECT``
+    (``states:Recovery``, ``edges:Recovery->CongestionAvoidance``,
+    ``outcomes:completion_ms@jitter``)."""
+    if not items:
+        return DEFAULT_PRIMARY
+    out = []
+    for item in items:
+        for part in str(item).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            family = part.split(":", 1)[0]
+            if family not in FAMILIES:
+                raise InputError(
+                    f"--primary {part!r}: the family must be one of {', '.join(FAMILIES)} "
+                    "(optionally FAMILY:SUBJECT, e.g. states:Recovery)"
+                )
+            out.append(part)
+    return tuple(out) or DEFAULT_PRIMARY
+
+
+def is_primary(name: str, r: Mapping[str, Any], primary: Sequence[str]) -> bool:
+    for item in primary:
+        family, _, subject = item.partition(":")
+        if family == name and (
+            not subject
+            or subject.replace(" ", "") in {x.replace(" ", "") for x in _subjects(name, r)}
+        ):
+            return True
+    return False
+
+
+def adjust(
+    families: Mapping[str, list[dict[str, Any]]], *, alpha: float, primary: Sequence[str]
+) -> tuple[int, int]:
+    """Two families (:data:`POLICY`): the primary tests under Holm, the exploratory ones under
+    Benjamini-Hochberg, each over the tests that could reach significance (Tarone's rule for
+    discrete tests; for BH, Gilbert's). Rows sharing a ``hypothesis`` key are one test seen
+    twice (the two exits of a source with two exits): they count once. Sets every row's
+    ``family``, ``p_value`` (adjusted within its family), ``significant`` and ``mde``; returns
+    the sizes of the two families."""
+    rows = [(name, r) for name in FAMILIES for r in families[name]]
+    first = [r for name, r in rows if is_primary(name, r, primary)]
+    rest = [r for name, r in rows if not is_primary(name, r, primary)]
+    k_primary = _adjust_family(first, "primary", sig.holm_tarone, alpha=alpha)
+    k_explore = _adjust_family(rest, "exploratory", sig.bh_tarone, alpha=alpha)
+    # what each row could have detected at the level it faced: a single discovery of its
+    # family (Holm: α/K; BH: α/m); none at all when its traces cannot reach significance
+    for group, k in ((first, k_primary), (rest, k_explore)):
+        for r in group:
+            r["level"] = alpha / max(1, k)
+            r["mde"] = od.detectable(r.get("se", math.nan), alpha=r["level"])
+            if r["p_unadjusted"] is not None and "cannot reach" in (r["note"] or ""):
+                r["mde"] = math.inf
+    return k_primary, k_explore
+
+
+def _adjust_family(
+    rows: list[dict[str, Any]],
+    family: str,
+    method: Callable[..., tuple[list[float | None], list[bool]]],
+    *,
+    alpha: float,
+) -> int:
+    """Adjust one family in place; returns the number of distinct tests inside it."""
+    keys: list[Any] = [r.get("hypothesis") or id(r) for r in rows]
+    order = list(dict.fromkeys(keys))
+    test_p: dict[Any, float | None] = {}
+    test_min: dict[Any, float] = {}
+    for key, r in zip(keys, rows, strict=True):
+        p, pm = r["p_unadjusted"], r["p_min"]
+        if p is not None:
+            q = test_p.get(key)
+            test_p[key] = p if q is None else min(q, p)
+            test_min[key] = min(test_min.get(key, pm), pm)
+        else:
+            test_p.setdefault(key, None)
+            test_min.setdefault(key, pm)
+    adjusted, member = method([test_p[k] for k in order], [test_min[k] for k in order], alpha=alpha)
+    by_key = {k: (p, inside) for k, p, inside in zip(order, adjusted, member, strict=True)}
+    for key, r in zip(keys, rows, strict=True):
+        p, inside = by_key[key]
+        r["family"] = family
+        if r["p_unadjusted"] is None:
+            p = None
+        elif not inside:
+            p = p if p is not None else 1.0
+            why = f"cannot reach significance (smallest possible p {r['p_min']:.3g})"
+            r["note"] = f"{r['note']}; {why}" if r["note"] else why
+        r["p_value"] = p
+        r["significant"] = inside and p is not None and p < alpha
+    return sum(member)
