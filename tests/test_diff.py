@@ -4,6 +4,7 @@ statistical checks on synthetic groups with a known difference."""
 from __future__ import annotations
 
 import math
+import re
 
 import polars as pl
 import pytest
@@ -452,3 +453,58 @@ def test_within_strata_transitions_are_tested_transition_by_transition() -> None
         assert row["test"] == "beta-binomial (stratified)", row
         assert ", 2 strata" in row["note"], row
         assert row["significant"] == effect, row
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw_traces(max_traces=6, max_len=8), raw_traces(max_traces=6, max_len=8))
+def test_a_traces_end_is_censoring_not_a_transition(a: list, b: list) -> None:  # type: ignore[type-arg]
+    """No → TERMINAL row is tested or listed as seen in one group only: the end of a recording
+    is not a way out of its last state. Every probability is per observed exit."""
+    r = diff(frame_of(a), frame_of(b), **FAST)  # type: ignore[arg-type]
+    assert "TERMINAL" not in set(r.edges["target"].to_list())
+    assert not any("TERMINAL" in e for e in r.presence["edges_only_a"] + r.presence["edges_only_b"])
+    for row in r.sources.iter_rows(named=True):
+        exits = r.edges.filter(pl.col("source") == row["source"])
+        assert exits["a_count"].sum() == row["a_count"]
+        assert exits["b_count"].sum() == row["b_count"]
+
+
+def test_groups_ending_in_different_states_differ_in_no_transition() -> None:
+    """The same chain in both groups, but A's traces stop in CongestionAvoidance and B's in
+    Recovery (B's recordings cut one state earlier): no transition differs."""
+    a_traces = patterned_traces(8, prefix="a", app_ms=30, tlp=False)
+    b_traces = [
+        (n, steps[:2], steps[2][0])
+        for n, steps, _ in patterned_traces(8, prefix="b", app_ms=30, tlp=False)
+    ]
+    r = diff(frame(a_traces, file="a.sqlog"), frame(b_traces, file="b.sqlog"), **FAST)
+    assert not r.edges["significant"].any()
+    assert set(zip(r.edges["source"], r.edges["target"], strict=True)) >= {
+        ("SlowStart", "Recovery")
+    }
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("edges:Recovery->Slowstart", "names nothing; did you mean Recovery->SlowStart"),
+        ("states:Recovry", "names nothing; did you mean Recovery"),
+        ("outcomes:completion@jitter", "did you mean completion_ms"),
+        ("invariants:SlowStart AlwaysFollowedby Recovery", "SlowStart AlwaysFollowedBy Recovery"),
+        ("edges:Recovery->TERMINAL", "a trace's end is not a transition"),
+    ],
+)
+def test_a_primary_subject_that_names_nothing_is_refused_with_the_nearest_names(
+    item: str, message: str
+) -> None:
+    a = frame(patterned_traces(4, prefix="a", app_ms=30), file="a.sqlog")
+    with pytest.raises(InputError, match=f"--primary '{re.escape(item)}': .*{re.escape(message)}"):
+        diff(a, a.clone(), primary=[item])
+
+
+def test_a_primary_subject_absent_from_these_traces_is_refused() -> None:
+    a = frame(patterned_traces(4, prefix="a", app_ms=30, tlp=False), file="a.sqlog")
+    with pytest.raises(InputError, match="names nothing in these traces .*SlowStart->Recovery"):
+        diff(a, a.clone(), primary=["edges:TailLossProbe->Recovery"])
+    r = diff(a, a.clone(), primary=["edges:SlowStart → Recovery"], **FAST)
+    assert r.edges.filter(pl.col("family") == "primary").height == 1

@@ -54,7 +54,14 @@ from quicsm.compare.families import invariants as _invariants
 from quicsm.compare.families import outcomes as _outcomes
 from quicsm.compare.families import states as _states
 from quicsm.compare.families import transitions as _transitions
-from quicsm.compare.families.policy import FAMILIES, POLICY, adjust, parse_primary
+from quicsm.compare.families.policy import (
+    FAMILIES,
+    OUTCOME_METRICS,
+    POLICY,
+    adjust,
+    check_primary_rows,
+    parse_primary,
+)
 from quicsm.compare.families.schema import frame
 from quicsm.compare.families.states import fractions
 from quicsm.compare.keys import Strata, files, keyed_transitions, split_key
@@ -101,6 +108,10 @@ def diff(
         raise InputError(f"alpha must be between 0 and 1, got {alpha}")
     if min_n < 2:
         raise InputError(f"min_n must be at least 2, got {min_n}")
+    metrics = OUTCOME_METRICS
+    if outcomes is not None and "metric" in outcomes.columns:
+        metrics = (*OUTCOME_METRICS, *outcomes["metric"].cast(pl.String).unique().to_list())
+    chosen = parse_primary(primary, metrics=metrics)
     a = keyed_transitions(a_transitions)
     b = keyed_transitions(b_transitions)
     n_a, n_b = a["trace"].n_unique(), b["trace"].n_unique()
@@ -116,7 +127,8 @@ def diff(
         "dwell": _dwell.dwell(a, b, st, **opts),
         "invariants": _invariants.invariants(a, b, st, **opts) if invariants else [],
     }
-    family, exploratory = adjust(families, alpha=alpha, primary=parse_primary(primary))
+    check_primary_rows(families, chosen)
+    family, exploratory = adjust(families, alpha=alpha, primary=chosen)
     return DiffResult(
         states=frame(families["states"], _states.SCHEMA, "difference", ["state"]),
         sources=frame(families["sources"], _transitions.SOURCES_SCHEMA, "effect", ["source"]),
@@ -138,7 +150,7 @@ def diff(
             "policy": POLICY,
             "family": family,
             "exploratory": exploratory,
-            "primary": list(parse_primary(primary)),
+            "primary": list(chosen),
         },
         within=tuple(within),
         strata=st.counts if st is not None else {},

@@ -37,10 +37,52 @@ def _subjects(name: str, r: Mapping[str, Any]) -> set[str]:
     return {f"{r['a']} {r['kind']} {r['b']}"}
 
 
-def parse_primary(items: Sequence[str] | None) -> tuple[str, ...]:
-    """Check a primary-family specification: each item ``FAMILY`` or ``FAMILY:SUBJECT``
-    (``states:Recovery``, ``edges:Recovery->CongestionAvoidance``,
-    ``outcomes:completion_ms@jitter``)."""
+#: the outcome metrics ``quicsm diff`` measures per trace (a library caller may pass others)
+OUTCOME_METRICS = ("completion_ms", "throughput_mbit")
+
+
+def _vocabulary(family: str, metrics: Sequence[str]) -> list[str]:
+    """Every subject a ``--primary`` item of ``family`` may name, before any trace is read."""
+    from quicsm.core.states import CANONICAL_STATES
+    from quicsm.model.synoptic.mining import KIND_NAMES
+
+    states = list(CANONICAL_STATES)
+    if family == "outcomes":
+        return list(metrics)
+    if family in ("states", "dwell", "sources"):
+        return states
+    if family == "edges":
+        return [f"{s}->{t}" for s in ["INITIAL", *states] for t in states]
+    nodes = ["INITIAL", *states, "TERMINAL"]
+    return [f"{x} {k} {y}" for k in KIND_NAMES for x in nodes for y in nodes]
+
+
+def _squash(name: str) -> str:
+    return name.replace(" ", "").replace("→", "->")
+
+
+def _unknown(part: str, subject: str, names: Sequence[str], why: str = "") -> InputError:
+    import difflib
+
+    squashed = {_squash(n): n for n in names}
+    near = difflib.get_close_matches(_squash(subject), list(squashed), n=3, cutoff=0.6)
+    if near:
+        hint = f"; did you mean {', '.join(squashed[n] for n in near)}?"
+    elif names and not why.startswith("a trace's end"):
+        hint = f"; these are named: {', '.join(sorted(names)[:8])}{', …' * (len(names) > 8)}"
+    else:
+        hint = ""
+    return InputError(f"--primary {part!r}: {why or 'names nothing'}{hint}")
+
+
+def parse_primary(
+    items: Sequence[str] | None, *, metrics: Sequence[str] = OUTCOME_METRICS
+) -> tuple[str, ...]:
+    """Check a primary-family specification before any trace is read: each item ``FAMILY`` or
+    ``FAMILY:SUBJECT`` (``states:Recovery``, ``edges:Recovery->CongestionAvoidance``,
+    ``outcomes:completion_ms@jitter``), whose subject must name a state, a transition, an
+    invariant or an outcome metric (an error names the nearest ones). A trace's end is not a
+    transition (it is censoring): ``edges:Recovery->TERMINAL`` is refused."""
     if not items:
         return DEFAULT_PRIMARY
     out = []
@@ -49,14 +91,39 @@ def parse_primary(items: Sequence[str] | None) -> tuple[str, ...]:
             part = part.strip()
             if not part:
                 continue
-            family = part.split(":", 1)[0]
+            family, _, subject = part.partition(":")
             if family not in FAMILIES:
                 raise InputError(
                     f"--primary {part!r}: the family must be one of {', '.join(FAMILIES)} "
                     "(optionally FAMILY:SUBJECT, e.g. states:Recovery)"
                 )
+            names = _vocabulary(family, metrics)
+            named = subject.split("@", 1)[0] if family == "outcomes" else subject
+            if subject and _squash(named) not in {_squash(n) for n in names}:
+                why = ""
+                if family == "edges" and _squash(named).endswith("->TERMINAL"):
+                    why = (
+                        "a trace's end is not a transition (it is censoring: the last visit "
+                        "was cut short by the end of the recording), so it is not tested"
+                    )
+                    raise InputError(f"--primary {part!r}: {why}")
+                raise _unknown(part, named, names, why)
             out.append(part)
     return tuple(out) or DEFAULT_PRIMARY
+
+
+def check_primary_rows(
+    families: Mapping[str, list[dict[str, Any]]], primary: Sequence[str]
+) -> None:
+    """Refuse a ``FAMILY:SUBJECT`` item that names no row of these traces (e.g. a transition
+    neither group takes, or an outcome cell that was not run), naming the nearest rows: a
+    primary family that silently holds nothing would let a regression gate pass."""
+    for item in primary:
+        family, _, subject = item.partition(":")
+        if not subject or any(is_primary(family, r, [item]) for r in families[family]):
+            continue
+        names = sorted({n for r in families[family] for n in _subjects(family, r) if "→" not in n})
+        raise _unknown(item, subject, names, f"names nothing in these traces ({family})")
 
 
 def is_primary(name: str, r: Mapping[str, Any], primary: Sequence[str]) -> bool:
@@ -64,7 +131,7 @@ def is_primary(name: str, r: Mapping[str, Any], primary: Sequence[str]) -> bool:
         family, _, subject = item.partition(":")
         if family == name and (
             not subject
-            or subject.replace(" ", "") in {x.replace(" ", "") for x in _subjects(name, r)}
+            or _squash(subject) in {_squash(x) for x in _subjects(name, r)}
         ):
             return True
     return False

@@ -1,5 +1,11 @@
 """Transitions: the probability of each exit of a source state, B against A, and the outgoing
-distributions of the sources (described, not tested)."""
+distributions of the sources (described, not tested).
+
+The end of a trace is censoring, not a transition: the last visit of a trace was cut short by the
+end of the recording, so it says nothing about where the state goes next. Every probability is
+per *observed exit* of the source (``last state -> TERMINAL`` is left out of the counts, of the
+tests and of the edges seen in one group only), so that a group whose connections run longer,
+and so end less often per visit, does not look as if its states were left differently."""
 
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from quicsm.compare.families.schema import TEST, VERDICT, F, I, S
 from quicsm.compare.keys import Strata, shift, state_names, state_order
 from quicsm.stats import overdispersion as od
 from quicsm.stats import significance as sig
-from quicsm.stats.descriptive import transition_counts
+from quicsm.stats.descriptive import TERMINAL, transition_counts
 from quicsm.stats.intervals import cluster_wilson
 
 
@@ -48,7 +54,7 @@ def _edge_list(*frames: pl.DataFrame) -> list[tuple[str, str]]:
         tc = transition_counts(df).select(
             pl.col("source").cast(pl.String), pl.col("target").cast(pl.String)
         )
-        seen.update((str(s), str(t)) for s, t in tc.unique().iter_rows())
+        seen.update((str(s), str(t)) for s, t in tc.unique().iter_rows() if t != TERMINAL)
     order = state_order()
     return sorted(seen, key=lambda e: (order(e[0]), order(e[1]), e))
 
