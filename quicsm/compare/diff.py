@@ -8,36 +8,37 @@ a :class:`DiffResult` whose frames are ranked by effect size. The statistics the
 the tests
 from :mod:`quicsm.stats.significance`:
 
-- time-in-state fraction per state: mean of per-trace fractions, Welch's t-test;
-- one transition probability (source -> target): the beta-binomial z of
-  :mod:`quicsm.stats.overdispersion` on every transition of every trace, with the intra-trace
-  correlation pooled over all transitions of both groups, referred to its permutations over
-  traces while the traces are few (``FEW_TRACES``), else to Student's t; Fisher's test on the
-  effective counts when they are too small for the z;
-- outgoing transitions per source state: G-test on the pooled counts (Rao-Scott corrected) when
-  every expected count is at least 5, else a permutation test over traces;
-- dwell time per state: random-effects test of the mean log dwell (within-trace variance from
-  the visits, between-trace variance pooled over states and groups);
+- time-in-state fraction per state: mean of per-trace fractions, Welch's t-test
+  (:mod:`quicsm.compare.families.states`);
+- one transition probability (source -> target), per observed exit of the source: the end of a
+  trace is censoring, not a transition, so ``-> TERMINAL`` is never tested
+  (:mod:`quicsm.compare.families.transitions`): the beta-binomial z of
+  :mod:`quicsm.stats.overdispersion` with the intra-trace correlation pooled over all
+  transitions of both groups, referred to its permutations over traces while the traces are
+  few (``FEW_TRACES``), else to Student's t; Fisher's test on the effective counts when they
+  are too small for the z;
+- dwell time per state: random-effects test of the mean log dwell
+  (:mod:`quicsm.compare.families.dwell`);
 - invariants (AlwaysFollowedBy, NeverFollowedBy, AlwaysPrecedes) mined in each group that do not
-  hold in the other (Fisher's exact test on the traces breaking them), and states/edges seen
-  in only one group (facts, tested as time shares and transitions);
-- outcomes (per-trace numbers such as completion time, per cell such as a scenario), when given.
+  hold in the other (:mod:`quicsm.compare.families.invariants`);
+- outcomes (per-trace numbers such as completion time, per cell such as a scenario), when given
+  (:mod:`quicsm.compare.families.outcomes`).
 
-Whenever the traces can be split between the groups in at most ``permutations`` ways
-(5 vs 5 traces: 252), the tests on one number per trace (time shares, outcomes) are exact
-permutation tests over traces instead.
+Every family returns rows of one schema (:mod:`quicsm.compare.families.schema`); their words
+are views (:mod:`quicsm.render.findings`, :mod:`quicsm.render.test_words`).
 
 With ``strata`` (a stratum per trace, e.g. its scenario), every test compares each trace only
-with traces of its own stratum (:func:`quicsm.stats.significance.stratified_shift`, one number
-per trace), so that groups that ran different mixes of conditions are compared like with like.
+with traces of its own stratum, so that groups that ran different mixes of conditions are
+compared like with like.
 
-**Two families** (:data:`POLICY`): the *primary* family, fixed before looking (time share per
-state and every outcome per stratum; ``primary=`` names others), is Holm-adjusted; every
-other test is *exploratory*, Benjamini-Hochberg-adjusted. ``p_value`` is the p-value adjusted
-within the row's ``family``, ``p_unadjusted`` the test's own; "significant" means adjusted
-p < ``alpha``. ``primary_significant`` is what ``--fail-on-significant`` acts on. Every row
-carries ``mde``: the smallest difference (in the row's effect units) its test would detect
-with 80% power at the level it faced in its family.
+**Two families** (:mod:`quicsm.compare.families.policy`): the *primary* family, fixed before
+looking (time share per state and every outcome per stratum; ``primary=`` names others, and a
+subject that names nothing is an error), is Holm-adjusted; every other test is *exploratory*,
+Benjamini-Hochberg-adjusted. ``p_value`` is the p-value adjusted within the row's ``family``,
+``p_unadjusted`` the test's own; "significant" means adjusted p < ``alpha``.
+``primary_significant`` is what ``--fail-on-significant`` acts on. Every row carries ``mde``:
+the smallest difference (in the row's effect units) its test would detect with 80% power at
+the level it faced in its family.
 
 Differences are always ``b - a``. A group with fewer than ``min_n`` traces gets no p-value, and
 the reason is stated (``"n=2 < 3: no test"``).
@@ -57,7 +58,6 @@ from quicsm.compare.families import transitions as _transitions
 from quicsm.compare.families.policy import (
     FAMILIES,
     OUTCOME_METRICS,
-    POLICY,
     adjust,
     check_primary_rows,
     parse_primary,
@@ -71,7 +71,6 @@ from quicsm.stats import significance as sig
 
 __all__ = [
     "FAMILIES",
-    "POLICY",
     "DiffResult",
     "Finding",
     "diff",
@@ -147,7 +146,6 @@ def diff(
             "min_n": min_n,
             "permutations": permutations,
             "seed": seed,
-            "policy": POLICY,
             "family": family,
             "exploratory": exploratory,
             "primary": list(chosen),

@@ -27,6 +27,7 @@ from quicsm.render.findings import (
     sentences,
     why_items,
 )
+from quicsm.render.test_words import policy_sentence
 
 if TYPE_CHECKING:
     from quicsm.compare.diff import DiffResult
@@ -95,7 +96,7 @@ def to_dict(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> dict[
             "b": {"name": d.names[1], "n_traces": d.n_b, "files": d.files_b},
         },
         "alpha": d.alpha,
-        "settings": d.settings,
+        "settings": {**d.settings, "policy": policy_sentence(d)},
         "within": list(d.within),
         "strata": {k: {"a": v[0], "b": v[1]} for k, v in d.strata.items()},
         "tests": d.n_tests,
@@ -267,9 +268,13 @@ def what_changed(d: DiffResult, explanations: Sequence[Explanation] = ()) -> lis
     lines: list[str] = []
     # significant primary findings first, marked; then the exploratory ones (each sentence
     # says "exploratory, BH-adjusted")
+    # (an outcome is marked primary only when its test was: --primary may leave it out)
     for family, mark in (("primary", "[PRIMARY] "), ("exploratory", "")):
-        if family == "primary":
-            lines += [f"{mark}{headline(e, d)}" for e in outcome_lines if e.significant]
+        lines += [
+            f"{mark}{headline(e, d)}"
+            for e in outcome_lines
+            if e.significant and (e.outcome or {}).get("family", "primary") == family
+        ]
         for f, text in zip(d.findings(), sentences(d), strict=True):
             if f.family != family or (f.kind == "outcome" and covered):
                 continue
@@ -336,7 +341,7 @@ def header(d: DiffResult) -> str:
     primary = d.settings.get("family", d.n_tests)
     explore = d.settings.get("exploratory", 0)
     return text + (
-        f"; significance: {d.settings.get('policy', '')} ({primary} primary and {explore} "
+        f"; significance: {policy_sentence(d)} ({primary} primary and {explore} "
         f"exploratory tests can reach significance, of {d.n_tests} run)"
     )
 

@@ -11,13 +11,6 @@ from quicsm.core.errors import InputError
 from quicsm.stats import overdispersion as od
 from quicsm.stats import significance as sig
 
-#: the error-control policy, stated wherever significance is reported
-POLICY = (
-    "primary tests (time share per state, outcomes per stratum) under Holm, leaving out tests "
-    "that cannot reach significance with these traces (Tarone); every other test exploratory, "
-    "under Benjamini-Hochberg"
-)
-
 #: families of tests, in the order of the findings
 FAMILIES = ("outcomes", "states", "sources", "edges", "dwell", "invariants")
 
@@ -140,7 +133,7 @@ def is_primary(name: str, r: Mapping[str, Any], primary: Sequence[str]) -> bool:
 def adjust(
     families: Mapping[str, list[dict[str, Any]]], *, alpha: float, primary: Sequence[str]
 ) -> tuple[int, int]:
-    """Two families (:data:`POLICY`): the primary tests under Holm, the exploratory ones under
+    """Two families: the primary tests under Holm, the exploratory ones under
     Benjamini-Hochberg, each over the tests that could reach significance (Tarone's rule for
     discrete tests; for BH, Gilbert's). Rows sharing a ``hypothesis`` key are one test seen
     twice (the two exits of a source with two exits): they count once. Sets every row's
