@@ -64,7 +64,14 @@ from quicsm.compare.families.policy import (
 )
 from quicsm.compare.families.schema import frame
 from quicsm.compare.families.states import fractions
-from quicsm.compare.keys import Strata, files, keyed_transitions, split_key
+from quicsm.compare.keys import (
+    Strata,
+    files,
+    keyed_transitions,
+    length_strata,
+    lengths,
+    split_key,
+)
 from quicsm.compare.result import DiffResult, Finding, outcome_name
 from quicsm.core.errors import InputError
 from quicsm.stats import significance as sig
@@ -118,13 +125,18 @@ def diff(
         if n == 0:
             raise InputError(f"group {name} has no traces: nothing to compare")
     st = Strata.make(strata, a, b)
+    # groups of different lengths: what grows with a trace's length (its time shares' start-up
+    # part, its chances to break an invariant, its visits' dwell) is compared between traces of
+    # similar length, and a long trace is not exchanged with a short one
+    span = lengths(a, b)
+    by_length = length_strata(a, b, st) if span.differ else st
     opts = {"min_n": min_n, "permutations": permutations}
     families = {
         "outcomes": _outcomes.outcomes(outcomes, a, b, st, **opts),
-        "states": _states.states(a, b, st, **opts),
-        **_transitions.transitions(a, b, st, seed=seed, **opts),
-        "dwell": _dwell.dwell(a, b, st, **opts),
-        "invariants": _invariants.invariants(a, b, st, **opts) if invariants else [],
+        "states": _states.states(a, b, by_length, **opts),
+        **_transitions.transitions(a, b, st, seed=seed, exchangeable=not span.differ, **opts),
+        "dwell": _dwell.dwell(a, b, by_length, **opts),
+        "invariants": _invariants.invariants(a, b, by_length, **opts) if invariants else [],
     }
     check_primary_rows(families, chosen)
     family, exploratory = adjust(families, alpha=alpha, primary=chosen)
@@ -149,6 +161,7 @@ def diff(
             "family": family,
             "exploratory": exploratory,
             "primary": list(chosen),
+            "lengths": span.as_dict(),
         },
         within=tuple(within),
         strata=st.counts if st is not None else {},

@@ -4,6 +4,7 @@ compared with each other."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +62,9 @@ class Strata:
 
     of: dict[str, str]
     counts: dict[str, tuple[int, int]]
+    #: group B's strata when they differ from A's for the same key (a trace key in both
+    #: groups, of different lengths)
+    of_b: dict[str, str] | None = None
 
     @classmethod
     def make(
@@ -76,8 +80,74 @@ class Strata:
                 counts.setdefault(s, [0, 0])[g] += 1
         return cls(of, {s: (c[0], c[1]) for s, c in sorted(counts.items())})
 
-    def labels(self, keys: Sequence[str]) -> list[str]:
-        return [self.of[k] for k in keys]
+    def labels(self, keys: Sequence[str], *, b: bool = False) -> list[str]:
+        of = self.of_b if b and self.of_b is not None else self.of
+        return [of[k] for k in keys]
+
+
+#: groups whose typical traces differ in length by more than this factor are compared within
+#: length strata (and said to differ, above the findings)
+LENGTH_RATIO = 2.0
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """How long the two groups' traces are, in states visited, and whether that differs by more
+    than :data:`LENGTH_RATIO` (then time shares, dwell times and invariants are compared within
+    length strata, and transitions without permuting traces between the groups: a long and a
+    short trace are not exchangeable)."""
+
+    median_a: float
+    median_b: float
+
+    @property
+    def ratio(self) -> float:
+        lo, hi = sorted((self.median_a, self.median_b))
+        return hi / lo if lo > 0 else math.inf
+
+    @property
+    def differ(self) -> bool:
+        return self.ratio > LENGTH_RATIO
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "median_a": self.median_a,
+            "median_b": self.median_b,
+            "ratio": self.ratio,
+            "differ": self.differ,
+            "strata": "a factor of 2" if self.differ else None,
+        }
+
+
+def visits(df: pl.DataFrame) -> dict[str, int]:
+    """States visited per trace key."""
+    if df.height == 0:
+        return {}
+    counts = df.group_by("trace").len()
+    return dict(zip(counts["trace"].to_list(), counts["len"].to_list(), strict=True))
+
+
+def lengths(a: pl.DataFrame, b: pl.DataFrame) -> Lengths:
+    va, vb = visits(a), visits(b)
+    return Lengths(
+        float(np.median(list(va.values()))) if va else math.nan,
+        float(np.median(list(vb.values()))) if vb else math.nan,
+    )
+
+
+def length_strata(a: pl.DataFrame, b: pl.DataFrame, st: Strata | None) -> Strata:
+    """``st`` (or one stratum) split by length: traces whose numbers of states visited are in
+    the same power of two (1, 2-3, 4-7, ...) share a stratum, within their own stratum."""
+    of: tuple[dict[str, str], dict[str, str]] = ({}, {})
+    counts: dict[str, list[int]] = {}
+    for g, df in enumerate((a, b)):
+        for key, n in sorted(visits(df).items()):
+            base = st.labels([key], b=g == 1)[0] if st is not None else ""
+            length = f"{2 ** int(math.log2(n))}+ states"
+            s = f"{base} · {length}" if base else length
+            of[g][key] = s
+            counts.setdefault(s, [0, 0])[g] += 1
+    return Strata(of[0], {s: (c[0], c[1]) for s, c in sorted(counts.items())}, of[1])
 
 
 def shift(
@@ -94,7 +164,12 @@ def shift(
     if st is None:
         return sig.mean_shift(xa, xb, min_n=min_n, permutations=permutations)
     return sig.stratified_shift(
-        xa, st.labels(keys_a), xb, st.labels(keys_b), min_n=min_n, permutations=permutations
+        xa,
+        st.labels(keys_a),
+        xb,
+        st.labels(keys_b, b=True),
+        min_n=min_n,
+        permutations=permutations,
     )
 
 

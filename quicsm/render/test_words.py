@@ -16,7 +16,10 @@ import polars as pl
 
 from quicsm.compare.diff import FAMILIES, outcome_name
 
-__all__ = ["TEST_WORDS", "policy_sentence", "primary_words", "describe_tests", "used_tests"]
+__all__ = [
+    "TEST_WORDS",
+    "length_caution",
+    "policy_sentence", "primary_words", "describe_tests", "used_tests"]
 
 #: every test a row can name, in words (a row whose test is missing here is a defect: see
 #: tests/test_report.py)
@@ -132,3 +135,21 @@ def describe_tests(frames: Sequence[pl.DataFrame], *, none: str = "no test run")
     if not used:
         return none
     return "; ".join(TEST_WORDS.get(t, t) for t in used)
+
+
+def length_caution(d: Any) -> str | None:
+    """The sentence shown above the findings when the groups' traces differ in length by more
+    than 2x (``settings["lengths"]``), None otherwise."""
+    span = d.settings.get("lengths") or {}
+    if not span.get("differ"):
+        return None
+    a, b = d.names
+    return (
+        f"the traces of {a} and {b} differ in length (median {span['median_a']:g} vs "
+        f"{span['median_b']:g} states visited, {span['ratio']:.1f}x): a difference in length "
+        "alone changes time shares, dwell times and the chances to break an invariant, so "
+        "these are compared only between traces within a factor of 2 in length (no test when "
+        "no such traces are in both groups); transitions are compared per exit of their "
+        "source, the end of a trace being censoring, without exchanging long traces for short "
+        "ones"
+    )

@@ -61,7 +61,7 @@ def dwell(
             res, mde = effects.test(state, pa, pb, min_n=min_n)
         else:  # van Elteren: ranks within strata, compared within strata
             keys_a, keys_b = pa["trace"].to_list(), pb["trace"].to_list()
-            labels = st.labels(keys_a) + st.labels(keys_b)
+            labels = st.labels(keys_a) + st.labels(keys_b, b=True)
             r = sig.ranks_within(np.concatenate([xa, xb]), labels)
             res = shift(
                 r[: xa.size],

@@ -67,7 +67,10 @@ def transitions(
     min_n: int,
     permutations: int,
     seed: int,
+    exchangeable: bool = True,
 ) -> dict[str, list[dict[str, Any]]]:
+    """The transition rows and the source rows; ``exchangeable=False`` (groups of very
+    different lengths): no test permutes traces between the groups."""
     edges = _edge_list(a, b)
     ka, ma = _count_matrix(a, edges)
     kb, mb = _count_matrix(b, edges)
@@ -76,7 +79,7 @@ def transitions(
     # dispersion is pooled over every (stratum, group) as over the groups without strata
     parts = [(ma, mb)]
     if st is not None:
-        la, lb = np.array(st.labels(ka)), np.array(st.labels(kb))
+        la, lb = np.array(st.labels(ka)), np.array(st.labels(kb, b=True))
         parts = [(ma[la == s], mb[lb == s]) for s in sorted(set(la.tolist()) & set(lb.tolist()))]
     disp = _Dispersion.make(edges, parts)
     src_rows: list[dict[str, Any]] = []
@@ -123,6 +126,7 @@ def transitions(
                     min_n=min_n,
                     permutations=permutations,
                     seed=seed,
+                    exchangeable=exchangeable,
                 )
             else:
                 er, mde = _stratified_edge_test(
@@ -272,6 +276,7 @@ def _edge_test(
     min_n: int,
     permutations: int,
     seed: int,
+    exchangeable: bool = True,
 ) -> tuple[sig.TestResult, float]:
     """One transition probability, B against A: the overdispersed (beta-binomial) z with the
     pooled intra-trace correlation. With few traces (at most ``od.FEW_TRACES`` in a group) the
@@ -294,7 +299,8 @@ def _edge_test(
         f"{shift.effective[1]:.0f}"
     )
     va, vb = ma > 0, mb > 0
-    if shift.p_value is not None and min(int(va.sum()), int(vb.sum())) <= od.FEW_TRACES:
+    few_traces = min(int(va.sum()), int(vb.sum())) <= od.FEW_TRACES
+    if shift.p_value is not None and few_traces and exchangeable:
         # few traces: the same z, referred to its distribution over the splits of the traces
         # (exact whatever their heterogeneity). Not for sparse counts: there the z rests on
         # the few traces holding the events, and groups whose traces differ in their numbers
@@ -312,6 +318,8 @@ def _edge_test(
         )
         return sig.TestResult(res.test, res.p_value, shift.z, why, res.p_min), mde
     if shift.p_value is not None:
+        if not exchangeable:
+            why += "; lengths differ: not permuted"
         return sig.TestResult("beta-binomial", shift.p_value, shift.z, why), mde
     few = f"fewer than {od.MIN_EFFECTIVE:g} expected in a group"
     counts = od.effective_counts(ya, ma, yb, mb, rho)
