@@ -137,3 +137,28 @@ def test_report_dwell_caption_follows_the_rows(tmp_path: Path) -> None:
     html = build_report([comp], generated_at="2026-01-01 00:00 UTC", command="quicsm report")
     caption = re.search(r"Dwell time of each visit:.*?</p>", html, re.S)
     assert caption is not None and TEST_WORDS["mann-whitney"] in _text(caption.group(0))
+
+
+def _cut(traces: list, keep: int) -> list:  # type: ignore[type-arg]
+    return [(n, steps[:keep], steps[keep][0]) for n, steps, _ in traces]
+
+
+def test_groups_of_very_different_lengths_are_said_to_differ_above_the_findings() -> None:
+    """A's traces visit 5 or 7 states, B's 2: what grows with length is compared only between
+    traces of similar length (none here: no test), and every view says so first."""
+    a = frame(patterned_traces(8, prefix="a", app_ms=30), file="a.sqlog")
+    b = frame(_cut(patterned_traces(8, prefix="b", app_ms=30), 1), file="b.sqlog")
+    r = diff(a, b)
+    span = r.settings["lengths"]
+    assert span["differ"] and span["ratio"] > 2
+    assert r.states["p_value"].null_count() == r.states.height
+    assert set(r.states["note"]) == {"no stratum with traces in both groups: no test"}
+    md = to_markdown(r)
+    caution = "> **Caution:** the traces of A and B differ in length (median"
+    assert caution in md and md.index(caution) < md.index("### What changed")
+    assert any("differ in length" in c for c in to_dict(r)["caveats"])
+    # groups of similar lengths: no such caution, time shares tested over every trace
+    same = diff(a, frame(patterned_traces(8, prefix="c", app_ms=40), file="c.sqlog"))
+    assert not same.settings["lengths"]["differ"]
+    assert "differ in length" not in to_markdown(same)
+    assert same.states["test"].to_list() == ["welch"] * same.states.height
