@@ -117,7 +117,8 @@ def test_options(f: Callable[..., Any]) -> Callable[..., Any]:
         help="The primary family, fixed before looking (repeatable; default: outcomes and "
         "states, i.e. completion time/throughput per stratum and the time share of every "
         "state). FAMILY is outcomes, states, edges, dwell or invariants; SUBJECT narrows it "
-        "(states:Recovery, edges:Recovery->CongestionAvoidance, outcomes:completion_ms@jitter). "
+        "(states:Recovery, edges:Recovery->CongestionAvoidance, outcomes:completion_ms@jitter); "
+        "a SUBJECT that names nothing is an error naming the nearest ones. "
         "Primary tests are Holm-adjusted; every other test is exploratory (Benjamini-Hochberg).",
     )(f)
     f = click.option(
