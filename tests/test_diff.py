@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 from diff_helpers import frame, patterned_traces
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from transitions_strategies import frame_of, raw_traces
 
 from quicsm.compare.diff import DiffResult, diff
@@ -461,7 +462,7 @@ def test_within_strata_transitions_are_tested_transition_by_transition() -> None
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw_traces(max_traces=6, max_len=8), raw_traces(max_traces=6, max_len=8))
-def test_a_traces_end_is_censoring_not_a_transition(a: list, b: list) -> None:  # type: ignore[type-arg]
+def test_a_traces_end_is_censoring_not_a_transition(a: list, b: list) -> None:  # type: ignore[type-arg,unused-ignore]
     """No → TERMINAL row is tested or listed as seen in one group only: the end of a recording
     is not a way out of its last state. Every probability is per observed exit."""
     r = diff(frame_of(a), frame_of(b), **FAST)  # type: ignore[arg-type]
@@ -481,7 +482,7 @@ def test_groups_ending_in_different_states_differ_in_no_transition() -> None:
         (n, steps[:2], steps[2][0])
         for n, steps, _ in patterned_traces(8, prefix="b", app_ms=30, tlp=False)
     ]
-    r = diff(frame(a_traces, file="a.sqlog"), frame(b_traces, file="b.sqlog"), **FAST)
+    r = diff(frame(a_traces, file="a.sqlog"), frame(b_traces, file="b.sqlog"), **FAST)  # type: ignore[arg-type]
     assert not r.edges["significant"].any()
     assert set(zip(r.edges["source"], r.edges["target"], strict=True)) >= {
         ("SlowStart", "Recovery")
@@ -510,5 +511,21 @@ def test_a_primary_subject_absent_from_these_traces_is_refused() -> None:
     a = frame(patterned_traces(4, prefix="a", app_ms=30, tlp=False), file="a.sqlog")
     with pytest.raises(InputError, match="names nothing in these traces .*SlowStart->Recovery"):
         diff(a, a.clone(), primary=["edges:TailLossProbe->Recovery"])
-    r = diff(a, a.clone(), primary=["edges:SlowStart → Recovery"], **FAST)
+    r = diff(a, a.clone(), primary=["edges:SlowStart → Recovery"], **FAST)  # type: ignore[arg-type]
     assert r.edges.filter(pl.col("family") == "primary").height == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_every_name_a_primary_subject_may_take_is_accepted_and_one_letter_off_is_not(
+    data: st.DataObject,
+) -> None:
+    from quicsm.compare.families.policy import _vocabulary, parse_primary
+
+    family = data.draw(st.sampled_from(["states", "edges", "dwell"]))
+    names = _vocabulary(family, ())
+    name = data.draw(st.sampled_from(names))
+    assert parse_primary([f"{family}:{name}"]) == (f"{family}:{name}",)
+    wrong = name[:-1] + ("x" if name[-1] != "x" else "y")
+    with pytest.raises(InputError, match=f"--primary '{family}:"):
+        parse_primary([f"{family}:{wrong}"])

@@ -61,7 +61,7 @@ def _unknown(part: str, subject: str, names: Sequence[str], why: str = "") -> In
     near = difflib.get_close_matches(_squash(subject), list(squashed), n=3, cutoff=0.6)
     if near:
         hint = f"; did you mean {', '.join(squashed[n] for n in near)}?"
-    elif names and not why.startswith("a trace's end"):
+    elif names:
         hint = f"; these are named: {', '.join(sorted(names)[:8])}{', …' * (len(names) > 8)}"
     else:
         hint = ""
@@ -93,14 +93,13 @@ def parse_primary(
             names = _vocabulary(family, metrics)
             named = subject.split("@", 1)[0] if family == "outcomes" else subject
             if subject and _squash(named) not in {_squash(n) for n in names}:
-                why = ""
                 if family == "edges" and _squash(named).endswith("->TERMINAL"):
-                    why = (
-                        "a trace's end is not a transition (it is censoring: the last visit "
-                        "was cut short by the end of the recording), so it is not tested"
+                    raise InputError(
+                        f"--primary {part!r}: a trace's end is not a transition (it is "
+                        "censoring: the last visit was cut short by the end of the recording), "
+                        "so it is not tested"
                     )
-                    raise InputError(f"--primary {part!r}: {why}")
-                raise _unknown(part, named, names, why)
+                raise _unknown(part, named, names)
             out.append(part)
     return tuple(out) or DEFAULT_PRIMARY
 
