@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import orjson
@@ -179,8 +180,30 @@ def test_dot_is_fig13_style(model: Model) -> None:
     frac = model.stats.fraction_of("ApplicationLimited")
     assert frac is not None and "ApplicationLimited<BR/>" in dot
     assert f">{short_pct(frac)} of time</FONT>" in dot
-    assert '"INITIAL" -> "Init" [label="100%"];' in dot
-    assert "0.00" not in dot  # percentages, never a bare 0.00
+    assert '"INITIAL" -> "Init" [label="100%", penwidth=4.00];' in dot
+    assert "0.00" not in dot.replace("penwidth", "")  # percentages, never a bare 0.00
+
+
+def test_edges_are_as_wide_as_they_are_likely_and_paired_labels_point_at_their_edge(
+    model: Model,
+) -> None:
+    """An edge's width grows with its probability; an edge with one in the opposite direction
+    ties its label to itself (Graphviz ``decorate``), the others do not."""
+    dot = model_to_dot(model)
+    names = node_names(model.nodes)
+    edges = model.edges.iter_rows(named=True)
+    pairs = {(e["source"], e["target"]) for e in model.edges.iter_rows(named=True)}
+    widths = []
+    for e in edges:
+        line = next(
+            x for x in dot.splitlines()
+            if x.startswith(f'  "{names[e["source"]]}" -> "{names[e["target"]]}" ')
+        )  # fmt: skip
+        widths.append((e["probability"], float(re.search(r"penwidth=([\d.]+)", line)[1])))  # type: ignore[index]
+        assert ("decorate=true" in line) == ((e["target"], e["source"]) in pairs), line
+    widths.sort()
+    assert [w for _, w in widths] == sorted(w for _, w in widths)
+    assert any((t, s) in pairs for s, t in pairs)  # the figure has opposite edges
 
 
 @pytest.mark.parametrize(

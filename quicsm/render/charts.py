@@ -28,15 +28,18 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from quicsm.core.errors import QuicsmError
-from quicsm.render.colours import state_colour, tint
+from quicsm.render.colours import STATE_TINT, state_colour, tint
 from quicsm.render.connection import (
     EVENTS,
+    LEVEL_FACTOR,
     ConnectionSeries,
     clusters,
+    drop_repeats,
     ellipsize,
     loss_marks,
     pixel_bands,
     reduce_points,
+    zoom_levels,
 )
 from quicsm.render.escape import esc
 
@@ -46,7 +49,7 @@ Spec = dict[str, Any]
 GROUP_COLOURS: Final[tuple[str, str]] = ("#4e79a7", "#e15759")
 #: how strongly a state band is filled with its state's colour (0 = white); lines and marks
 #: are dark, so each keeps a contrast of at least 3:1 on every band (tests/test_charts.py)
-BAND_TINT: Final[float] = 0.32
+BAND_TINT: Final[float] = STATE_TINT
 #: line colour of each plotted metric: dark, none of them close to a state's hue at band tint
 LINE_COLOURS: Final[dict[str, str]] = {
     "cwnd_bytes": "#a50f15",
@@ -80,7 +83,7 @@ PACKET_MARKS: Final[dict[str, tuple[str, str, str, bool]]] = {
     "spurious": ("declared lost, acknowledged later (spurious)", "diamond", "#08519c", True),
 }
 #: the packets panel's line: the largest packet number acknowledged so far
-ACKED_COLOUR: Final[str] = "#016c59"
+ACKED_COLOUR: Final[str] = "#00473b"
 #: the panels of a connection, top to bottom: title, metrics (drawn when one is logged)
 PANELS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("window (bytes)", ("cwnd_bytes", "bytes_in_flight", "ssthresh_bytes")),
@@ -90,12 +93,15 @@ PANELS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
 #: width of a connection's panels, px
 PLOT_WIDTH: Final[int] = 1000
 PANEL_HEIGHT: Final[int] = 170
+#: room the interactive page keeps beside its panels for the y axes' labels and padding, px
+FIT_MARGIN: Final[int] = 110
 #: marks closer than this fraction of the time axis are merged into one mark with a count
 CLUSTER_FRACTION: Final[float] = 1 / 250
 #: the area of a mark standing for n events (one scale for every panel of a plot)
 COUNT_SIZES: Final[Spec] = {"type": "sqrt", "domain": [1, 50], "range": [60, 400], "clamp": True}
-#: points kept per series: at most four per this many columns of the time axis
-COLUMNS: Final[int] = 2000
+#: points kept per series in the whole-trace view: at most four (first, lowest, highest, last)
+#: per this many columns of the time axis; a zoomed view draws finer levels, down to every point
+COLUMNS: Final[int] = PLOT_WIDTH
 
 CONFIG: Final[Spec] = {
     "font": "Helvetica, Arial, sans-serif",
@@ -137,6 +143,8 @@ def _bands_layer(
                 "field": "state",
                 "type": "nominal",
                 "title": "congestion state",
+                # outlined swatches: a light state's swatch still shows on white
+                "legend": {"symbolStrokeColor": "#666666", "symbolStrokeWidth": 0.6},
                 "scale": {
                     "domain": list(states),
                     "range": [tint(state_colour(s), BAND_TINT) for s in states],
@@ -152,52 +160,126 @@ def _bands_layer(
     }
 
 
-def _lines_layer(
-    series: ConnectionSeries, columns: Sequence[str], metrics: Sequence[str], *, points: int
-) -> Spec:
-    rows = []
-    span = (0.0, max(series.end_ms, 1e-3))
-    for column in columns:
-        times, values = series.lines[column]
-        xs, ys = reduce_points(times, values, columns=points, span=span)
-        if xs and xs[-1] < series.end_ms:  # the last value holds until the trace ends
-            xs, ys = [*xs, series.end_ms], [*ys, ys[-1]]
-        rows += [
-            {"t": _r(x), "v": _r(y), "m": LINE_NAMES[column]} for x, y in zip(xs, ys, strict=True)
-        ]
+def _rows_in_view(
+    xs: Sequence[float],
+    ys: Sequence[float],
+    *,
+    points: int,
+    end: float,
+    static: bool,
+    step: bool = False,
+) -> list[dict[str, Any]]:
+    """A series' rows ``t``, ``v``, and in an interactive chart ``lv``, the zoom level of
+    :func:`quicsm.render.connection.zoom_levels` (see :func:`_view_filter`); a static chart's
+    are reduced to its pixel columns. ``step``: a step line, whose repeated values are dropped
+    first (each holds until the next change: the same drawing)."""
+    if step:
+        xs, ys = drop_repeats(xs, ys)
+    span = (0.0, max(end, 1e-3))
+    if static:
+        rx, ry = reduce_points(xs, ys, columns=points, span=span)
+        return [{"t": _r(x), "v": _r(y)} for x, y in zip(rx, ry, strict=True)]
+    rows = zoom_levels(xs, ys, columns=points, span=span)
+    return [{"t": _r(x), "v": _r(y), "lv": lv} for x, y, _, lv in rows]
+
+
+def _constant(field: str, value: str) -> Spec:
+    """A transform giving every row ``field`` = ``value`` (not repeated in the data)."""
+    return {"calculate": json.dumps(value), "as": field}
+
+
+def _view_filter(index: int, end: float, *, step: bool = False) -> list[Spec]:
+    """The transforms that keep the rows a zoomed view draws: those of the zoom level its span
+    asks for (the series' finest, ``k``, once narrow enough) that reach into it (a step
+    line's row reaches until the next row of its level, ``u``). The y scales are fitted to
+    these rows, so they refit to what is in view as the time axis zooms and pans."""
+    zoom = f"zoom{index}"
+    lo = f"({zoom} && {zoom}.start ? {zoom}.start[0] : 0)"
+    hi = f"({zoom} && {zoom}.start ? {zoom}.start[1] : {_r(end)})"
+    need = (
+        f"max(0, ceil(log({_r(end)} / max({hi} - {lo}, 1e-9)) / log({LEVEL_FACTOR}) - 1e-9))"
+    )
+    out: list[Spec] = [{"joinaggregate": [{"op": "max", "field": "lv", "as": "k"}]}]
+    until = "datum.t"
+    if step:
+        out.append({"window": [{"op": "lead", "field": "t", "as": "u"}], "groupby": ["lv"],
+                    "sort": [{"field": "t", "order": "ascending"}]})  # fmt: skip
+        until = f"(datum.u == null ? {_r(end)} : datum.u)"
+    out.append({"filter": f"datum.lv == min(datum.k, {need}) && {until} >= {lo} "
+                          f"&& datum.t <= {hi}"})  # fmt: skip
+    return out
+
+
+#: the window panel's lines are drawn in this order: cwnd last, on top of bytes in flight
+LINE_ORDER: Final[tuple[str, ...]] = (
+    "ssthresh_bytes",
+    "bytes_in_flight",
+    "cwnd_bytes",
+    "min_rtt_ms",
+    "smoothed_rtt_ms",
+    "pacing_rate_bps",
+)
+
+
+def _lines_layers(
+    series: ConnectionSeries,
+    columns: Sequence[str],
+    metrics: Sequence[str],
+    *,
+    points: int,
+    index: int,
+    static: bool,
+) -> list[Spec]:
+    """One layer per metric, cwnd drawn last (on top: it would vanish under bytes in flight
+    wherever the sender is window-limited) and thicker."""
     names = [LINE_NAMES[m] for m in metrics]
-    return {
-        "data": {"values": rows},
-        "mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.6, "clip": True},
-        "encoding": {
-            "x": {"field": "t", "type": "quantitative"},
-            "y": {"field": "v", "type": "quantitative"},
-            "stroke": {
-                "field": "m",
-                "type": "nominal",
-                "title": "line",
-                "scale": {"domain": names, "range": [LINE_COLOURS[m] for m in metrics]},
-            },
-            "strokeDash": {
-                "field": "m",
-                "type": "nominal",
-                "title": "line",
-                "scale": {
-                    "domain": names,
-                    "range": [[6, 3] if m in DASHED else [1, 0] for m in metrics],
+    end = series.end_ms
+    layers = []
+    for column in sorted(columns, key=LINE_ORDER.index):
+        times, values = series.lines[column]
+        if times and times[-1] < end:  # the last value holds until the trace ends
+            times, values = [*times, end], [*values, values[-1]]
+        rows = _rows_in_view(times, values, points=points, end=end, static=static, step=True)
+        layer: Spec = {
+            "data": {"values": rows},
+            "mark": {"type": "line", "interpolate": "step-after", "clip": True,
+                     "strokeWidth": 2.4 if column == "cwnd_bytes" else 1.5},
+            "encoding": {
+                "x": {"field": "t", "type": "quantitative"},
+                "y": {"field": "v", "type": "quantitative"},
+                "stroke": {
+                    "field": "m",
+                    "type": "nominal",
+                    "title": "line",
+                    "scale": {"domain": names, "range": [LINE_COLOURS[m] for m in metrics]},
                 },
+                "strokeDash": {
+                    "field": "m",
+                    "type": "nominal",
+                    "title": "line",
+                    "scale": {
+                        "domain": names,
+                        "range": [[6, 3] if m in DASHED else [1, 0] for m in metrics],
+                    },
+                },
+                "tooltip": [{"field": "m", "title": "series"},
+                            {"field": "t", "title": "time (ms)"},
+                            {"field": "v", "title": "value", "format": ",.4~r"}],
             },
-            "tooltip": [{"field": "m", "title": "series"}, {"field": "t", "title": "time (ms)"},
-                        {"field": "v", "title": "value", "format": ",.4~r"}],
-        },
-    }  # fmt: skip
+        }  # fmt: skip
+        layer["transform"] = [
+            _constant("m", LINE_NAMES[column]),
+            *([] if static else _view_filter(index, end, step=True)),
+        ]
+        layers.append(layer)
+    return layers
 
 
-def _samples_layer(series: ConnectionSeries, *, points: int) -> Spec:
+def _samples_layer(series: ConnectionSeries, *, points: int, index: int, static: bool) -> Spec:
     times, values = series.rtt_samples
-    xs, ys = reduce_points(times, values, columns=points, span=(0.0, max(series.end_ms, 1e-3)))
-    return {
-        "data": {"values": [{"t": _r(x), "v": _r(y)} for x, y in zip(xs, ys, strict=True)]},
+    rows = _rows_in_view(times, values, points=points, end=series.end_ms, static=static)
+    layer: Spec = {
+        "data": {"values": rows},
         "mark": {"type": "circle", "size": 9, "opacity": 0.55, "color": RTT_SAMPLE_COLOUR,
                  "clip": True},
         "encoding": {"x": {"field": "t", "type": "quantitative"},
@@ -205,6 +287,9 @@ def _samples_layer(series: ConnectionSeries, *, points: int) -> Spec:
                      "tooltip": [{"field": "t", "title": "time (ms)"},
                                  {"field": "v", "title": "RTT sample (ms)"}]},
     }  # fmt: skip
+    if not static:
+        layer["transform"] = _view_filter(index, series.end_ms)
+    return layer
 
 
 def _x(title: str | None, domain: tuple[float, float]) -> Spec:
@@ -334,16 +419,14 @@ def _packets_panel(
     holds several; "not logged" when the producer never logs losses."""
     p = series.packets
     assert p is not None
-    span = (0.0, end)
     times, numbers = p.sent
-    xs, ys = reduce_points(times, numbers, columns=points, span=span)
     label = {k: v[0] for k, v in PACKET_MARKS.items()}
-    sent = [{"t": _r(x), "v": int(y), "kind": label["sent"]} for x, y in zip(xs, ys, strict=True)]
-    at, top = p.largest_acked
-    ax, ay = reduce_points(at, top, columns=points, span=span)
-    if ax and ax[-1] < end:
-        ax, ay = [*ax, end], [*ay, ay[-1]]
-    acked = [{"t": _r(x), "v": int(y)} for x, y in zip(ax, ay, strict=True)]
+    static = columns is not None
+    sent = _rows_in_view(times, numbers, points=points, end=end, static=static)
+    at, top = list(p.largest_acked[0]), list(p.largest_acked[1])
+    if at and at[-1] < end:
+        at, top = [*at, end], [*top, top[-1]]
+    acked = _rows_in_view(at, top, points=points, end=end, static=static, step=True)
     high = max(max(numbers, default=1), max(top, default=1), *(n for _, n, _, _ in p.lost), 1)
     gap_number = high * 6 / PANEL_HEIGHT  # marks about 6 px apart or closer merge
     marks: list[dict[str, Any]] = []
@@ -356,10 +439,15 @@ def _packets_panel(
                           "n": count, "count": str(count) if count > 1 else "",
                           "first": _r(first), "last": _r(last),
                           "numbers": f"{lo}" if lo == hi else f"{lo}-{hi}"})  # fmt: skip
+            if not static:  # drawn in every zoom level where it falls in view
+                marks[-1]["lv"] = 0
     domain = [label[k] for k in PACKET_MARKS]
     x = {"field": "t", "type": "quantitative"}
     y = {"field": "v", "type": "quantitative", "title": None, "axis": {"format": "~s"},
-         "scale": {"domain": [0, _r(high * 1.04)], "nice": False}}  # fmt: skip
+         "scale": {"zero": static}}  # fmt: skip
+    index = int(name[1:].split("p")[0])
+    in_view = [] if static else _view_filter(index, end)
+    acked_view = [] if static else _view_filter(index, end, step=True)
     legend = {
         "shape": {"field": "kind", "type": "nominal", "title": "packets",
                   "scale": {"domain": domain, "range": [v[1] for v in PACKET_MARKS.values()]}},
@@ -369,11 +457,12 @@ def _packets_panel(
     layers: list[Spec] = [
         {**_bands_layer(series, states, columns=columns), "name": name},
         {"data": {"values": sent},
+         "transform": [_constant("kind", label["sent"]), *in_view],
          "mark": {"type": "point", "filled": True, "size": 8, "opacity": 1, "clip": True},
          "encoding": {"x": x, "y": y, **legend,
                       "tooltip": [{"field": "t", "title": "time (ms)"},
                                   {"field": "v", "title": "packet number"}]}},
-        {"data": {"values": acked},
+        {"data": {"values": acked}, "transform": acked_view,
          "mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.6,
                   "color": ACKED_COLOUR, "clip": True},
          "encoding": {"x": x, "y": y,
@@ -384,7 +473,7 @@ def _packets_panel(
         _, _, colour, filled = PACKET_MARKS[kind]
         rows = [m for m in marks if m["kind"] == label[kind]]
         layers.append(
-            {"data": {"values": rows},
+            {"data": {"values": rows}, "transform": in_view,
              "mark": {"type": "point", "filled": filled, "strokeWidth": 1.8, "clip": True,
                       "opacity": 0.95},
              "encoding": {
@@ -398,7 +487,7 @@ def _packets_panel(
                              {"field": "last", "title": "last (ms)"}]}}
         )  # fmt: skip
         layers.append(
-            {"data": {"values": [m for m in rows if m["count"]]},
+            {"data": {"values": [m for m in rows if m["count"]]}, "transform": in_view,
              "mark": {"type": "text", "align": "left", "dx": 9, "dy": -8, "fontSize": 12,
                       "fontWeight": "bold", "color": colour, "clip": True},
              "encoding": {"x": x, "y": y, "text": {"field": "count"}}}
@@ -447,6 +536,34 @@ def _packets_note(series: ConnectionSeries) -> str:
     return "; ".join(notes)
 
 
+#: how far above the largest value that bounds it an axis reaches
+AXIS_HEADROOM: Final[float] = 1.1
+
+
+def axis_top(series: ConnectionSeries, panel: int) -> tuple[float | None, str]:
+    """The top of panel ``panel``'s y axis when a value would squash the rest, and what the
+    panel says about it (else None, ""). A line is drawn at the axis's top where it is above:
+    ssthresh above the largest cwnd or bytes in flight (ssthresh starts "infinite", RFC 9002
+    section 7.3.1, and some producers log a sentinel for it); smoothed or minimum RTT above
+    the largest RTT sample (both are made of samples; above them is a value from before the
+    first sample, such as the 333 ms initial RTT of RFC 9002 section 6.2.2). Hover shows the
+    value itself."""
+    def peak(column: str) -> float:
+        return max(series.lines[column][1], default=0.0) if column in series.lines else 0.0
+
+    if panel == 0:
+        bound = max(peak("cwnd_bytes"), peak("bytes_in_flight"))
+        over, what = peak("ssthresh_bytes"), "ssthresh"
+    elif panel == 1:
+        bound = max(series.rtt_samples[1], default=0.0)
+        over, what = max(peak("smoothed_rtt_ms"), peak("min_rtt_ms")), "RTT estimates"
+    else:
+        return None, ""
+    if bound <= 0 or over <= bound * AXIS_HEADROOM:
+        return None, ""
+    return bound * AXIS_HEADROOM, f"; {what} above the axis drawn at its top (hover: value)"
+
+
 def connection_spec(
     series: ConnectionSeries,
     *,
@@ -473,19 +590,24 @@ def connection_spec(
         if not columns and not has_samples:
             continue
         layers = [{**_bands_layer(series, states, columns=band_columns), "name": f"c{index}p{i}"}]
-        if columns:
-            layers.append(_lines_layer(series, columns, metrics, points=points))
         if has_samples:
-            layers.append(_samples_layer(series, points=points))
-        y = {"field": "v", "type": "quantitative", "title": None,
+            layers.append(_samples_layer(series, points=points, index=index, static=static))
+        if columns:
+            layers += _lines_layers(
+                series, columns, metrics, points=points, index=index, static=static
+            )
+        y = {"field": "y", "type": "quantitative", "title": None,
              "axis": {"format": "~s" if i != 1 else ",~r"}}  # fmt: skip
+        top, note = axis_top(series, i)
         for layer in layers[1:]:
             layer["encoding"]["y"] = y
+            shown_as = "datum.v" if top is None else f"min(datum.v, {_r(top)})"
+            layer["transform"] = [{"calculate": shown_as, "as": "y"}, *layer.get("transform", [])]
         panels.append(
             {
                 "width": PLOT_WIDTH,
                 "height": PANEL_HEIGHT,
-                "title": {"text": name, "fontSize": 12, "fontWeight": "normal"},
+                "title": {"text": name + note, "fontSize": 12, "fontWeight": "normal"},
                 "layer": layers,
                 "encoding": {"x": _x(None, (0.0, end))},
             }
@@ -534,11 +656,45 @@ def connection_spec(
     }  # fmt: skip
 
 
+def _share_data(spec: Spec) -> Spec:
+    """``spec`` with inline data that occurs more than once (a connection's state bands behind
+    each of its panels) stored once, as a named dataset."""
+    seen: dict[str, int] = {}
+
+    def visit(node: Any, count: bool) -> Any:
+        if isinstance(node, list):
+            return [visit(n, count) for n in node]
+        if not isinstance(node, dict):
+            return node
+        data = node.get("data")
+        if isinstance(data, dict) and isinstance(data.get("values"), list) and data["values"]:
+            text = json.dumps(data["values"], sort_keys=True, separators=(",", ":"))
+            if count:
+                seen[text] = seen.get(text, 0) + 1
+            elif seen.get(text, 0) > 1:
+                names.setdefault(text, (f"shared{len(names)}", data["values"]))
+                node = {**node, "data": {"name": names[text][0]}}
+        return {k: (v if k == "data" else visit(v, count)) for k, v in node.items()}
+
+    names: dict[str, tuple[str, list[Any]]] = {}
+    visit(spec, True)
+    out = visit(spec, False)
+    if names:
+        out["datasets"] = {name: values for name, values in names.values()}
+    return out
+
+
 def connections_spec(
     series: Sequence[ConnectionSeries], *, points: int = COLUMNS, static: bool = False
 ) -> Spec:
     """Several connections as small multiples, one below the other, each on its own time axis
     and zoomed on its own."""
+    return _share_data(_connections_spec(series, points=points, static=static))
+
+
+def _connections_spec(
+    series: Sequence[ConnectionSeries], *, points: int, static: bool
+) -> Spec:
     if len(series) == 1:
         return {**connection_spec(series[0], points=points, static=static), "config": CONFIG}
     states = list(dict.fromkeys(st for s in series for st in s.states))
@@ -877,40 +1033,130 @@ def _hash(script: str) -> str:
     return "'sha256-" + base64.b64encode(digest).decode() + "'"
 
 
-#: runs once the libraries are in: draws the specification held in #spec into #chart with the
-#: expression interpreter (no eval); exposes the view for scripted checks
-_EMBED: Final[str] = (
-    "vegaEmbed('#chart', JSON.parse(document.getElementById('spec').textContent), "
-    "{renderer: 'svg', actions: false, ast: true})"
-    ".then(function (r) { window.quicsmView = r.view; document.body.dataset.drawn = 'yes'; })"
-    ".catch(function (e) { document.body.dataset.drawn = 'failed'; console.error(String(e)); });"
-)
+#: the page's one script: unpacks the libraries (gzip, base64, in #lib) and runs them as an
+#: inline script allowed by its hash, unpacks the specification (#spec), fits the panels to the
+#: page's width (``data-width`` of #chart: the width they were made for) and draws them with the
+#: expression interpreter (no eval); redraws on a resize; a click on a mark that carries a raw
+#: event shows it under the chart; exposes the view for scripted checks
+_EMBED: Final[str] = """(function () {
+var chart = document.getElementById('chart');
+function unpack(id) {
+  var text = atob(document.getElementById(id).textContent.trim());
+  var bytes = new Uint8Array(text.length);
+  for (var i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+  var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+  return new Response(stream).text();
+}
+function fit(node, from, to) {
+  if (Array.isArray(node)) { node.forEach(function (n) { fit(n, from, to); }); return; }
+  if (!node || typeof node !== 'object') return;
+  if (node.width === from) node.width = to;
+  if (node.title && typeof node.title === 'object' && node.title.text !== undefined)
+    node.title.limit = to;
+  Object.keys(node).forEach(function (k) { if (k !== 'data') fit(node[k], from, to); });
+}
+var source = null, drawn = 0;
+function room() {  // the figure's inner width (the chart's own box follows its drawing)
+  var box = chart.parentNode, style = getComputedStyle(box);
+  return box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+}
+function draw(width, vertical) {
+  var spec = JSON.parse(source), made = Number(chart.dataset.width || 0), space = room();
+  if (made && width > 200) fit(spec, made, width);
+  var run = ++drawn;
+  function patch(vg) {
+    if (vertical) {
+      vg.config = vg.config || {};
+      vg.config.legend = vg.config.legend || {};
+      vg.config.legend.layout = {bottom: {anchor: 'start', direction: 'vertical', margin: 6}};
+    }
+    return vg;
+  }
+  return vegaEmbed('#chart', spec, {renderer: 'svg', actions: false, ast: true, patch: patch})
+    .then(function (r) {
+      if (run !== drawn) return;
+      var excess = Math.ceil(chart.querySelector('svg').getBoundingClientRect().width - space);
+      if (made && excess > 0) {
+        r.view.finalize();
+        // legends side by side too wide: stack them; then narrow the panels
+        if (!vertical) return draw(width, true);
+        if (width - excess > 200) return draw(width - excess - 2, true);
+      }
+      if (window.quicsmView && window.quicsmView !== r.view) window.quicsmView.finalize();
+      window.quicsmView = r.view;
+      r.view.addEventListener('click', function (event, item) {
+        var raw = item && item.datum && item.datum.raw, out = document.getElementById('raw');
+        if (raw && out) { out.textContent = raw; out.hidden = false; }
+      });
+      document.body.dataset.drawnMs = String(Math.round(performance.now()));
+      document.body.dataset.drawn = 'yes';
+    });
+}
+function first() {
+  return draw(room() - Number(chart.dataset.margin || 0), false);
+}
+var timer = null;
+window.addEventListener('resize', function () {
+  clearTimeout(timer);
+  timer = setTimeout(function () { if (source) first(); }, 200);
+});
+unpack('lib').then(function (code) {
+  var script = document.createElement('script');
+  script.textContent = code;
+  document.head.appendChild(script);
+  return unpack('spec');
+}).then(function (text) { source = text; return first(); })
+  .catch(function (e) { document.body.dataset.drawn = 'failed'; console.error(String(e)); });
+})();"""
 
 
-def _json_in_html(spec: Spec) -> str:
-    """JSON safe inside a ``<script type="application/json">`` element."""
-    text = json.dumps(spec, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+def _packed(text: str) -> str:
+    """``text`` gzip-compressed and base64-encoded (mtime 0: the same text, the same bytes)."""
+    import gzip
+
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode()
+
+
+@functools.cache
+def _packed_bundle() -> str:
+    return _packed(_bundle())
 
 
 def interactive_page(
-    *, title: str, head_html: str, spec: Spec, tail_html: str = "", css: str = ""
+    *,
+    title: str,
+    head_html: str,
+    spec: Spec,
+    tail_html: str = "",
+    css: str = "",
+    fit_width: int | None = None,
+    fit_margin: int = 0,
 ) -> str:
     """A self-contained HTML page: ``head_html``, the interactive chart, ``tail_html``.
-    ``head_html`` and ``tail_html`` must be escaped already."""
+    ``head_html`` and ``tail_html`` must be escaped already. The libraries and the
+    specification travel gzip-compressed (a third of their size); ``fit_width``: every view
+    of the specification that is this wide takes the page's width instead (less
+    ``fit_margin`` px for axes and legends), redrawn when the window is resized."""
     bundle = _bundle()
     csp = (
         f"default-src 'none'; script-src {_hash(bundle)} {_hash(_EMBED)}; "
         "style-src 'unsafe-inline'; img-src data:"
     )
+    fit = ""
+    if fit_width is not None:
+        fit = f' data-width="{fit_width}" data-margin="{fit_margin}"'
+    text = json.dumps(spec, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>{css}</style></head><body><main>"
-        f'{head_html}<figure><div id="chart"></div></figure>{tail_html}</main>'
-        f'<script type="application/json" id="spec">{_json_in_html(spec)}</script>'
-        f"<script>{bundle}</script><script>{_EMBED}</script></body></html>\n"
+        f'{head_html}<figure><div id="chart"{fit}></div>'
+        '<pre id="raw" hidden></pre></figure>'
+        f"{tail_html}</main>"
+        f'<script type="application/gzip" id="spec">{_packed(text)}</script>'
+        f'<script type="application/gzip" id="lib">{_packed_bundle()}</script>'
+        f"<script>{_EMBED}</script></body></html>\n"
     )
 
 
@@ -965,12 +1211,14 @@ class Chart:
 _PLOT_CSS = """
 body { margin:0; background:#f5f7fa; color:#1d2330;
   font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif; }
-main { max-width:1240px; margin:0 auto; padding:16px 20px 40px; }
+main { max-width:1900px; margin:0 auto; padding:16px 20px 40px; }
 h1 { font-size:19px; margin:8px 0 4px; overflow-wrap:anywhere; }
 h2 { font-size:16px; margin:18px 0 4px; overflow-wrap:anywhere; }
 p.quiet { color:#5b6475; font-size:14px; margin:4px 0 12px; }
 figure { margin:0; background:#fff; border:1px solid #dde2ea; border-radius:8px; padding:8px;
   overflow-x:auto; }
+#raw { margin:8px 0 0; padding:8px; background:#f5f7fa; border:1px solid #dde2ea;
+  font-size:13px; white-space:pre-wrap; overflow-wrap:anywhere; max-height:320px; overflow:auto; }
 table { border-collapse:collapse; font-size:14px; margin:8px 0 14px; }
 th, td { border-bottom:1px solid #dde2ea; padding:3px 10px; text-align:left; }
 td.num { text-align:right; font-variant-numeric:tabular-nums; }
@@ -1032,4 +1280,6 @@ def connection_page(series: Sequence[ConnectionSeries]) -> str:
         spec=connections_spec(series),
         tail_html="".join(tail),
         css=_PLOT_CSS,
+        fit_width=PLOT_WIDTH,
+        fit_margin=FIT_MARGIN,
     )

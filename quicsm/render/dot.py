@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 from quicsm.core.choices import RENDER_FORMATS as RENDER_FORMATS  # what render_dot produces
 from quicsm.core.errors import QuicsmError
 from quicsm.core.numbers import short_pct
-from quicsm.render.colours import state_colour, tint
+from quicsm.render.colours import STATE_TINT, state_colour, tint
 from quicsm.render.escape import esc
 from quicsm.stats.descriptive import INITIAL, TERMINAL
 
@@ -45,7 +45,7 @@ FONT: Final[str] = "Helvetica"
 FRACTION_COLOR: Final[str] = "#c0001a"
 PROBABILITY_COLOR: Final[str] = "black"
 #: how strongly a node is filled with its state's colour (0 = white)
-NODE_TINT: Final[float] = 0.3
+NODE_TINT: Final[float] = STATE_TINT
 
 
 def _quote(text: str) -> str:
@@ -99,6 +99,20 @@ def node_attrs(state: str, label: str) -> str:
     return f'label={label}, style=filled, fillcolor="{tint(colour, NODE_TINT)}", color="{colour}"'
 
 
+#: the width of an edge of probability 0 and 1, points: its width tells how likely it is
+EDGE_WIDTHS: Final[tuple[float, float]] = (0.6, 4.0)
+
+
+def edge_attrs(probability: float | None, *, paired: bool = False) -> str:
+    """An edge's label (its probability) and width (in proportion to it). ``paired``: the
+    edge has one in the opposite direction; its label is then tied to it by a line, so the
+    two labels side by side each point at their own edge."""
+    p = 0.0 if probability is None else min(max(float(probability), 0.0), 1.0)
+    width = EDGE_WIDTHS[0] + (EDGE_WIDTHS[1] - EDGE_WIDTHS[0]) * p
+    out = f"label={_quote(short_pct(probability))}, penwidth={width:.2f}"
+    return out + (", decorate=true" if paired else "")
+
+
 def _caption(model: Model, *, attributed: bool, unattributed: bool) -> str:
     n = model.stats.traces
     caption = (
@@ -111,7 +125,9 @@ def _caption(model: Model, *, attributed: bool, unattributed: bool) -> str:
         caption += (
             "; a state drawn as several nodes shows its total and each node's share of its visits"
         )
-    return caption + ", black = probability of the transition out of its source"
+    return caption + (
+        ", black = probability of the transition out of its source (also the edge's width)"
+    )
 
 
 def graph_header(caption: str) -> list[str]:
@@ -154,10 +170,11 @@ def model_to_dot(model: Model, *, title: str | None = None) -> str:
             }
         label = node_label(state, row["fraction"], split=state in several, **extra)
         lines.append(f"  {_quote(names[row['id']])} [{node_attrs(state, label)}];")
+    pairs = {(row["source"], row["target"]) for row in model.edges.iter_rows(named=True)}
     for row in model.edges.iter_rows(named=True):
         lines.append(
             f"  {_quote(names[row['source']])} -> {_quote(names[row['target']])} "
-            f"[label={_quote(short_pct(row['probability']))}];"
+            f"[{edge_attrs(row['probability'], paired=(row['target'], row['source']) in pairs)}];"
         )
     lines.append("}")
     return "\n".join(lines) + "\n"
