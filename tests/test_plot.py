@@ -289,3 +289,30 @@ def test_rtt_samples_are_drawn_as_points(series) -> None:  # type: ignore[no-unt
     group = re.search(rf'class="mark-symbol role-mark concat_{index}_layer_{layer}_marks"'
                       r"[^>]*>(.*?)</g>", svg, re.S)  # fmt: skip
     assert group is not None and group.group(1).count("<path") == n
+
+
+def test_small_multiples_keep_the_named_order_and_label_their_summaries(tmp_path: Path) -> None:
+    """Connections named as FILE#N are drawn in the order named (not the order read), and the
+    header names each summary's connection."""
+    aioquic = REAL / "aioquic-1.7.2" / "server.qlog.zst"
+    out = tmp_path / "two.html"
+    code, _, err = run("plot", f"{SERVER}#0", f"{aioquic}#0", "-o", str(out))
+    assert code == 0, err
+    page = out.read_text()
+    first, second = page.index(f"<b>{SERVER}#0000"), page.index(f"<b>{aioquic}#0000")
+    assert first < second
+    out2 = tmp_path / "two-reversed.html"
+    code, _, err = run("plot", f"{aioquic}#0", f"{SERVER}#0", "-o", str(out2))
+    assert code == 0, err
+    page = out2.read_text()
+    assert page.index(f"<b>{aioquic}#0000") < page.index(f"<b>{SERVER}#0000")
+    assert page.index(f"<h2>{aioquic}#0000") < page.index(f"<h2>{SERVER}#0000")
+
+
+@given(st.permutations(list(range(6))))
+def test_named_order_is_the_order_given(order: list[int]) -> None:
+    from quicsm.cli.plot import _in_named_order
+
+    traces = [f"f.qlog#{n:04d}" for n in range(6)] + ["g.qlog#0000"]
+    named = tuple(f"f.qlog#{n}" for n in order)
+    assert _in_named_order(traces, named) == [f"f.qlog#{n:04d}" for n in order] + ["g.qlog#0000"]

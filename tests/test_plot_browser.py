@@ -173,3 +173,105 @@ def test_side_by_side_models_fit_their_columns(chromium: str, tmp_path: Path) ->
     assert all(right <= page_width for _, right, _ in boxes)
     widths = {round(w) for _, _, w in boxes}
     assert len(widths) == 1 and widths.pop() < page_width * 0.6  # two columns, the third alone
+
+
+STACKS = Path(__file__).parents[1] / "traces" / "stacks" / "stacks.qlog"
+#: one connection of each shipped producer under random loss (the shipped corpus)
+PRODUCERS = {
+    "quic-go": ["stack=quic-go", "version=v0.65.0"],
+    "quiche": ["stack=quiche"],
+    "aioquic": ["stack=aioquic"],
+    "quinn": ["stack=quinn"],
+}
+#: the largest page one connection may make (bytes)
+PAGE_BUDGET = 600_000
+#: every text's box, each panel's and the figure's overflow, and each y domain, in one call
+LAYOUT = """JSON.stringify((() => {
+  const fig = document.querySelector('figure'), svg = document.querySelector('#chart svg');
+  const frame = fig.getBoundingClientRect();
+  const texts = Array.from(svg.querySelectorAll('text')).filter(t => t.textContent.trim())
+    .map(t => { const r = t.getBoundingClientRect();
+                return [t.textContent, r.left, r.right, r.height]; });
+  const y = Object.entries(quicsmView._runtime.scales).filter(([k, v]) => /_y$/.test(k))
+    .map(([k, v]) => [k, v.value.domain()]);
+  return {page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+          figure: fig.scrollWidth - fig.clientWidth, left: frame.left, right: frame.right,
+          texts: texts, y: y};
+})())"""
+
+
+@pytest.fixture(scope="module")
+def producer_pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("producers")
+    pages = {}
+    for name, where in PRODUCERS.items():
+        page = out / f"{name}.html"
+        args = ["plot", str(STACKS), "--where", "scenario=loss1", "--where", "cc_algorithm=cubic"]
+        for w in where:
+            args += ["--where", w]
+        result = CliRunner().invoke(main, [*args, "-o", str(page)])
+        assert result.exit_code == 0, result.stderr
+        assert result.stderr.count("#") == 1, result.stderr  # one connection
+        pages[name] = page
+    return pages
+
+
+def _packets_in_view(page: Path, lo: float, hi: float) -> tuple[float, float]:
+    """The lowest and highest packet number the packets panel has between ``lo`` and ``hi``
+    ms, at full resolution (from the page's packed specification)."""
+    import base64
+    import gzip
+    import re
+
+    packed = re.search(r'id="spec">([^<]*)<', page.read_text()).group(1)  # type: ignore[union-attr]
+    spec = json.loads(gzip.decompress(base64.b64decode(packed)))
+    panel = next(p for p in spec["vconcat"] if p["title"]["text"].startswith("packets by"))
+    values = []
+    for layer in panel["layer"][1:]:
+        rows = layer.get("data", {}).get("values", [])
+        if not rows or "lv" not in rows[0]:
+            continue
+        finest = max(r["lv"] for r in rows)
+        values += [r["v"] for r in rows if r["lv"] == finest and lo <= r["t"] <= hi]
+    return min(values), max(values)
+
+
+@pytest.mark.parametrize("producer", list(PRODUCERS))
+def test_each_producer_fits_every_width_and_refits_when_zoomed(
+    chromium: str, producer: str, producer_pages: dict[str, Path], tmp_path: Path
+) -> None:
+    """One connection of each shipped producer at 800, 1,400 and 1,920 px: the page is at
+    most 600 KB, draws without errors, nothing sticks out of the page or the figure, no text
+    leaves the figure or shrinks below 11 px; zoomed to a tenth of the trace, the packets
+    panel's y axis fits the packet numbers in view (no longer from 0 to the last packet)."""
+    page = producer_pages[producer]
+    assert page.stat().st_size <= PAGE_BUDGET, page.stat().st_size
+    artifacts = os.environ.get("QUICSM_ARTIFACTS")
+    with Browser(chromium) as browser:
+        for width in (800, 1400, 1920):
+            session, load = browser.load(page.as_uri(), width=width)
+            assert _drawn(browser, session) == "yes"
+            assert load.errors == [] and load.requests == [page.as_uri()]
+            layout = json.loads(browser.evaluate(session, LAYOUT))
+            assert layout["page"] <= 0 and layout["figure"] <= 0, (width, layout["figure"])
+            for text, left, right, height in layout["texts"]:
+                assert layout["left"] - 1 <= left and right <= layout["right"] + 1, (width, text)
+                assert height >= 11, (width, text, height)
+                assert not text.endswith("…"), (width, text)  # cut short: wrapped instead
+            if artifacts:
+                Path(artifacts).mkdir(parents=True, exist_ok=True)
+                browser.screenshot(session, Path(artifacts) / f"plot-{producer}-{width}.png",
+                                   width=width)  # fmt: skip
+        # zoom to the middle tenth of the trace, as a wheel would
+        whole = json.loads(browser.evaluate(session, DOMAINS))[0]
+        lo = whole[0] + 0.45 * (whole[1] - whole[0])
+        hi = lo + 0.1 * (whole[1] - whole[0])
+        before = json.loads(browser.evaluate(session, DOMAINS))
+        browser.evaluate(session, f"quicsmView.signal('zoom0_start', [{lo}, {hi}]).run(); 1")
+        zoomed = _settled(browser, session, before)
+        assert zoomed[0] == pytest.approx([lo, hi])  # the y scales follow in the same pulse
+        layout = json.loads(browser.evaluate(session, LAYOUT))
+    first, last = _packets_in_view(page, lo, hi)
+    packets_y = layout["y"][2][1]  # window, RTT, packets, events
+    assert packets_y[0] <= first and last <= packets_y[1], (packets_y, first, last)
+    assert packets_y[1] - packets_y[0] <= 1.5 * (last - first) + 100, (packets_y, first, last)

@@ -89,7 +89,9 @@ def plot_command(
         transitions = chosen.keep(
             read_transitions(chosen.paths, on_error=on_error, diagnostics=diagnostics)
         )
-        traces = [str(t) for t in transitions["trace"].unique(maintain_order=True).to_list()]
+        traces = _in_named_order(
+            [str(t) for t in transitions["trace"].unique(maintain_order=True).to_list()], paths
+        )
         _check_count(traces, paths)
         stage.update("reading their metrics")
         metrics = chosen.keep(read_metrics(chosen.paths, on_error=on_error))
@@ -121,6 +123,22 @@ def plot_command(
     print_warnings(diagnostics)
     write_file(output, data, what="the plot", follow_symlinks=follow_symlinks)
     click.echo(f"wrote {output} ({', '.join(traces)})", err=True)
+
+
+def _in_named_order(traces: list[str], paths: tuple[str, ...]) -> list[str]:
+    """``traces`` in the order the user named them as FILE#N; the rest after, as read."""
+    named: dict[tuple[str, int], int] = {}
+    for i, path in enumerate(paths):
+        file, sep, number = path.rpartition("#")
+        if sep and number.isdigit():
+            named.setdefault((file, int(number)), i)
+
+    def rank(trace: str) -> int:
+        file, _, number = trace.rpartition("#")
+        key = (file, int(number)) if number.isdigit() else None
+        return named.get(key, len(paths)) if key else len(paths)
+
+    return sorted(traces, key=rank)  # stable: unnamed traces keep their order
 
 
 def _check_count(traces: list[str], paths: tuple[str, ...]) -> None:

@@ -390,7 +390,9 @@ def _events_panel(
                 "data": {"values": missing},
                 "mark": {"type": "text", "fontSize": 12, "fontStyle": "italic",
                          "color": "#555555"},
-                "encoding": {"x": {"value": PLOT_WIDTH / 2}, "y": y, "text": {"field": "text"}},
+                # the middle of the panel, whatever width the page gives it
+                "encoding": {"x": {"value": {"expr": "width / 2"}}, "y": y,
+                             "text": {"field": "text"}},
             }
         )  # fmt: skip
     panel: Spec = {
@@ -1047,12 +1049,30 @@ function unpack(id) {
   var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
   return new Response(stream).text();
 }
+function wrap(text, px, size) {  // a title as lines that fit px at font size size
+  var room = Math.floor(px / (0.58 * size));
+  if (typeof text !== 'string' || text.length <= room) return text;
+  var lines = [], rest = text;
+  while (rest.length > room) {
+    var cut = Math.max(rest.lastIndexOf(', ', room), rest.lastIndexOf('; ', room),
+                       rest.lastIndexOf(': ', room));
+    if (cut < room / 3) cut = rest.lastIndexOf(' ', room);
+    if (cut <= 0) break;
+    lines.push(rest.slice(0, cut + 1).trim());
+    rest = rest.slice(cut + 1).trim();
+  }
+  lines.push(rest);
+  return lines;
+}
 function fit(node, from, to) {
   if (Array.isArray(node)) { node.forEach(function (n) { fit(n, from, to); }); return; }
   if (!node || typeof node !== 'object') return;
   if (node.width === from) node.width = to;
-  if (node.title && typeof node.title === 'object' && node.title.text !== undefined)
-    node.title.limit = to;
+  var title = node.title;
+  if (title && typeof title === 'object' && title.text !== undefined) {
+    title.text = wrap(title.text, to, title.fontSize || 14);
+    if (title.subtitle) title.subtitle = wrap(title.subtitle, to, 12);
+  }
   Object.keys(node).forEach(function (k) { if (k !== 'data') fit(node[k], from, to); });
 }
 var source = null, drawn = 0;
@@ -1214,7 +1234,8 @@ body { margin:0; background:#f5f7fa; color:#1d2330;
 main { max-width:1900px; margin:0 auto; padding:16px 20px 40px; }
 h1 { font-size:19px; margin:8px 0 4px; overflow-wrap:anywhere; }
 h2 { font-size:16px; margin:18px 0 4px; overflow-wrap:anywhere; }
-p.quiet { color:#5b6475; font-size:14px; margin:4px 0 12px; }
+p.quiet, ol.quiet { color:#5b6475; font-size:14px; margin:4px 0 12px; }
+ol.quiet { padding-left:22px; overflow-wrap:anywhere; }
 figure { margin:0; background:#fff; border:1px solid #dde2ea; border-radius:8px; padding:8px;
   overflow-x:auto; }
 #raw { margin:8px 0 0; padding:8px; background:#f5f7fa; border:1px solid #dde2ea;
@@ -1238,7 +1259,9 @@ def _durations_table(series: ConnectionSeries) -> str:
         for s, ms, n in state_durations(series)
     )
     return (
-        "<table><tr><th>state</th><th>ms</th><th>share</th><th>visits</th></tr>" + rows + "</table>"
+        "<table><tr><th>state</th><th>ms</th><th>share of time</th><th>visits</th></tr>"
+        + rows
+        + "</table>"
     )
 
 
@@ -1263,11 +1286,23 @@ def connection_page(series: Sequence[ConnectionSeries]) -> str:
     head = [f"<h1>{esc(title)}</h1>"]
     if len(series) == 1 and series[0].title:
         head.append(f'<p class="quiet">{esc(series[0].title)}</p>')
+    if len(series) == 1:
+        head.append(f'<p class="quiet">{esc(_summary(series[0]))}.</p>')
+    else:  # each summary named by its connection, in the order drawn
+        head.append(
+            '<ol class="quiet">'
+            + "".join(
+                f"<li><b>{esc(name)}</b>" + (f" ({esc(s.title)})" if s.title else "")
+                + f": {esc(_summary(s))}</li>"
+                for name, s in zip(names, series, strict=True)
+            )
+            + "</ol>"
+        )
     head.append(
-        '<p class="quiet">'
-        + " · ".join(esc(_summary(s)) for s in series)
-        + ". Wheel over a panel zooms the time axis of every panel of its connection, drag "
-        "pans, double-click resets; hover a band, line or mark for its values.</p>"
+        '<p class="quiet">Wheel over a panel zooms the time axis of every panel of its '
+        "connection (the y axes refit to what is in view), drag pans, double-click resets; "
+        "hover a band, line or mark for its values. Share of time: the time a state lasts over "
+        "the connection's time, from its first event to its last.</p>"
     )
     tail = []
     for name, s in zip(names, series, strict=True):

@@ -46,6 +46,8 @@ FRACTION_COLOR: Final[str] = "#c0001a"
 PROBABILITY_COLOR: Final[str] = "black"
 #: how strongly a node is filled with its state's colour (0 = white)
 NODE_TINT: Final[float] = STATE_TINT
+#: the outline of every state node
+NODE_OUTLINE: Final[str] = "#666666"
 
 
 def _quote(text: str) -> str:
@@ -96,7 +98,11 @@ def node_attrs(state: str, label: str) -> str:
     if state == TERMINAL:
         return f"label={_quote(TERMINAL)}, shape=diamond"
     colour = state_colour(state)
-    return f'label={label}, style=filled, fillcolor="{tint(colour, NODE_TINT)}", color="{colour}"'
+    # one dark outline for every state: a light state (Init) still shows on white
+    return (
+        f'label={label}, style=filled, fillcolor="{tint(colour, NODE_TINT)}", '
+        f'color="{NODE_OUTLINE}"'
+    )
 
 
 #: the width of an edge of probability 0 and 1, points: its width tells how likely it is
