@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from quicsm.core.diagnostics import Diagnostics
+from quicsm.extract.streams import StreamColumns, StreamTimeline
 from quicsm.extract.wire import lost_packet_of, packet_of
 from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
 from quicsm.qlog.paths import PathLike, expand_paths
@@ -59,6 +60,8 @@ class PacketTimeline:
     losses_here: bool = True
     #: packet events of the data direction that name no packet number (not drawn)
     unnumbered: int = 0
+    #: the stream data by byte offset and the flow-control limits (None: no STREAM frames)
+    streams: StreamTimeline | None = None
 
     @property
     def spurious(self) -> int:
@@ -80,6 +83,7 @@ class PacketColumns:
         "lost_times",
         "lost_triggers",
         "numbers",
+        "streams",
         "times",
         "trigger_names",
     )
@@ -97,6 +101,8 @@ class PacketColumns:
         self.lost_triggers = array("H")  # 0: none, else 1 + index in trigger_names
         self.trigger_names: dict[str, int] = {}
         self.first_scid: str | None = None
+        #: the STREAM, ACK and flow-control frames, for the byte-offset panel
+        self.streams = StreamColumns()
         #: ack-eliciting bytes by (logged as sent, sent by the capture's first sender)
         self.bytes = [0, 0, 0, 0]
 
@@ -105,6 +111,7 @@ class PacketColumns:
         p = packet_of(time, short, data, scale)
         if p is None:
             return
+        self.streams.add(time, p, data)
         if self.first_scid is None and p.scid:
             self.first_scid = p.scid
         # from_one_side: packets addressed to the first source connection ID travel back
@@ -133,6 +140,7 @@ class PacketColumns:
         space, number, trigger = lost_packet_of(data)
         if space != "application" or number is None:
             return
+        self.streams.losses.append((time, number))
         self.lost_times.append(time)
         self.lost_numbers.append(number)
         code = 0
@@ -208,6 +216,7 @@ class PacketColumns:
             lost=lost,
             losses_here=losses_here,
             unnumbered=unnumbered,
+            streams=self.streams.timeline(start),
         )
 
 

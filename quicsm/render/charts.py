@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from quicsm.core.errors import QuicsmError
+from quicsm.extract.streams import StreamTimeline
 from quicsm.render.colours import STATE_TINT, state_colour, tint
 from quicsm.render.connection import (
     EVENTS,
@@ -107,11 +108,34 @@ CONFIG: Final[Spec] = {
     "font": "Helvetica, Arial, sans-serif",
     "axis": {"labelFontSize": 12, "titleFontSize": 12, "titleFontWeight": "normal"},
     "legend": {"labelFontSize": 12, "titleFontSize": 12, "orient": "bottom", "columns": 4,
+               "columnPadding": 28,
                "symbolStrokeWidth": 2, "labelLimit": 400},
     "title": {"fontSize": 14, "anchor": "start", "subtitleFontSize": 12},
     "header": {"labelFontSize": 12},
     "view": {"stroke": "#999999"},
 }  # fmt: skip
+
+
+#: room around a report chart: the browser's fallback fonts are wider than the renderer's
+#: (a long state name lost its first letter at the left edge)
+REPORT_PADDING: Final[Spec] = {"left": 36, "top": 6, "right": 16, "bottom": 6}
+
+
+def wrap_title(text: str, width_px: float, *, size: int) -> str | list[str]:
+    """``text`` as lines of at most ``width_px`` at font size ``size`` (about 0.58 em per
+    character), broken after a space; one line when it fits."""
+    room = max(int(width_px / (0.58 * size)), 10)
+    if len(text) <= room:
+        return text
+    lines: list[str] = []
+    rest = text
+    while len(rest) > room:
+        cut = rest.rfind(" ", 0, room)
+        if cut <= 0:
+            break
+        lines.append(rest[:cut])
+        rest = rest[cut + 1 :]
+    return [*lines, rest]
 
 
 def _r(x: float, digits: int = 3) -> float:
@@ -511,6 +535,102 @@ def _packets_panel(
     }
 
 
+#: the byte-offset panel's marks: stream data sent, acknowledged, declared lost; its lines: the
+#: connection's and the stream's flow-control limits
+STREAM_COLOURS: Final[dict[str, str]] = {
+    "sent": RTT_SAMPLE_COLOUR,
+    "acked": "#00473b",
+    "lost": "#a50f15",
+    "max_data": "#252525",
+    "max_stream_data": "#54278f",
+}
+
+
+def _streams_panel(
+    streams: StreamTimeline,
+    *,
+    bands: Spec,
+    name: str,
+    index: int,
+    end: float,
+    points: int,
+    static: bool,
+) -> Spec:
+    """The data of the connection's main stream by byte offset (y: where in the stream): a
+    dot per STREAM frame when sent, another when an ACK first covered its packet, a cross
+    when its packet was declared lost; the receiver's flow-control limits (MAX_DATA for the
+    connection, MAX_STREAM_DATA for the stream) as step lines, where the trace logs them."""
+    x = {"field": "t", "type": "quantitative"}
+    y = {"field": "v", "type": "quantitative", "title": None, "axis": {"format": "~s"},
+         "scale": {"zero": static}}  # fmt: skip
+    in_view = [] if static else _view_filter(index, end)
+    step_view = [] if static else _view_filter(index, end, step=True)
+    f = streams.frames
+
+    def dots(kind: str, pairs: list[tuple[float, int]], what: str) -> Spec:
+        pairs.sort()
+        rows = _rows_in_view([t for t, _ in pairs], [o for _, o in pairs], points=points,
+                             end=end, static=static)  # fmt: skip
+        return {"data": {"values": rows}, "transform": in_view,
+                "mark": {"type": "circle", "size": 10, "opacity": 0.8,
+                         "color": STREAM_COLOURS[kind], "clip": True},
+                "encoding": {"x": x, "y": y,
+                             "tooltip": [{"field": "t", "title": f"{what} (ms)"},
+                                         {"field": "v", "title": "stream offset (bytes)"}]},
+                }  # fmt: skip
+
+    sent = [(t, off) for t, off, _, _ in f]
+    acked = [(a, o) for (_, o, _, _), a in zip(f, streams.acked_at, strict=True) if a is not None]
+    lost = [(t, o) for (_, o, _, _), t in zip(f, streams.lost_at, strict=True) if t is not None]
+    layers: list[Spec] = [{**bands, "name": name}, dots("sent", sent, "sent"),
+                          dots("acked", acked, "acknowledged")]  # fmt: skip
+    if lost:
+        layers.append(
+            {"data": {"values": [{"t": _r(t), "v": o, "lv": 0} for t, o in sorted(lost)]},
+             "transform": in_view,
+             "mark": {"type": "point", "shape": "cross", "filled": True, "size": 60,
+                      "color": STREAM_COLOURS["lost"], "clip": True},
+             "encoding": {"x": x, "y": y,
+                          "tooltip": [{"field": "t", "title": "declared lost (ms)"},
+                                      {"field": "v", "title": "stream offset (bytes)"}]}}
+        )  # fmt: skip
+    parts = [f"stream {streams.stream_id} by byte offset: dots sent (grey), acknowledged "
+             "(green)" + (", crosses declared lost" if lost else "")]  # fmt: skip
+    for kind, label, limits, dash in (
+        ("max_data", "MAX_DATA (connection limit, dashed)", streams.max_data, [6, 3]),
+        ("max_stream_data", "MAX_STREAM_DATA (stream limit)", streams.max_stream_data, [1, 0]),
+    ):
+        if not limits:
+            continue
+        ts, vs = [t for t, _ in limits], [float(m) for _, m in limits]
+        if ts[-1] < end:
+            ts, vs = [*ts, end], [*vs, vs[-1]]
+        rows = _rows_in_view(ts, vs, points=points, end=end, static=static, step=True)
+        layers.append(
+            {"data": {"values": rows}, "transform": step_view,
+             "mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.6,
+                      "strokeDash": dash, "color": STREAM_COLOURS[kind], "clip": True},
+             "encoding": {"x": x, "y": y,
+                          "tooltip": [{"field": "t", "title": "time (ms)"},
+                                      {"field": "v", "title": label.split(" (")[0]}]}}
+        )  # fmt: skip
+        parts.append(label)
+    if not (streams.max_data or streams.max_stream_data):
+        parts.append("flow-control limits: none logged")
+    if streams.other_streams:
+        n = streams.other_streams
+        parts.append(f"{n} other stream{'s' * (n != 1)} not drawn")
+    if not streams.losses_here:
+        parts.append("losses are declared by the data's sender: not in this log")
+    return {
+        "width": PLOT_WIDTH,
+        "height": PANEL_HEIGHT,
+        "title": {"text": "; ".join(parts), "fontSize": 12, "fontWeight": "normal"},
+        "layer": layers,
+        "encoding": {"x": _x(None, (0.0, end))},
+    }
+
+
 def packets_title(series: ConnectionSeries) -> str:
     """The packets panel's title: what it draws, with the counts."""
     p = series.packets
@@ -636,6 +756,18 @@ def connection_spec(
                 points=points,
                 columns=band_columns,
             )  # fmt: skip
+        )
+    if series.packets is not None and series.packets.streams is not None:
+        panels.append(
+            _streams_panel(
+                series.packets.streams,
+                bands=_bands_layer(series, states, columns=band_columns),
+                name=f"c{index}ps",
+                index=index,
+                end=end,
+                points=points,
+                static=static,
+            )
         )
     panels.append(
         _events_panel(series, name=f"c{index}pe", end=end, states=states, columns=band_columns)
@@ -790,6 +922,8 @@ def time_in_state_spec(bars: Sequence[Bar], *, names: tuple[str, str]) -> Spec:
                                    "text": f"{100 * v:.1f}%"}  # fmt: skip
             if lo == lo and hi == hi and lo is not None and hi is not None and hi > lo:
                 row |= {"lo": _r(max(lo, 0.0), 5), "hi": _r(min(hi, 1.0), 5)}
+            # the value's label right of its whisker, never printed over it
+            row["at"] = row.get("hi", row["v"])
             rows.append(row)
     height = max(34 * len(bars), 40)
     y = {"field": "label", "type": "nominal", "sort": order, "title": None,
@@ -809,11 +943,13 @@ def time_in_state_spec(bars: Sequence[Bar], *, names: tuple[str, str]) -> Spec:
             {"mark": {"type": "rule", "color": "#222222", "strokeWidth": 1.2},
              "encoding": {"x": {"field": "lo", "type": "quantitative"}, "x2": {"field": "hi"}}},
             {"mark": {"type": "text", "align": "left", "dx": 4, "fontSize": 10},
-             "encoding": {"x": {"field": "v", "type": "quantitative"}, "text": {"field": "text"}}},
+             "encoding": {"x": {"field": "at", "type": "quantitative"},
+                          "text": {"field": "text"}}},
         ],
     }  # fmt: skip
     notes = _notes_column([(b.label, b.note, b.significant) for b in bars], order, height)
-    return {"hconcat": [bars_view, notes], "spacing": 40, "config": CONFIG}
+    return {"hconcat": [bars_view, notes], "spacing": 40, "padding": REPORT_PADDING,
+            "config": CONFIG}
 
 
 #: lowest value of the dwell-time axis (ms)
@@ -861,7 +997,8 @@ def dwell_spec(boxes: Sequence[Box], *, names: tuple[str, str]) -> Spec | None:
         ],
     }  # fmt: skip
     notes = _notes_column([(b.label, b.note, b.significant) for b in boxes], order, height)
-    return {"hconcat": [view, notes], "spacing": 40, "config": CONFIG}
+    return {"hconcat": [view, notes], "spacing": 40, "padding": REPORT_PADDING,
+            "config": CONFIG}
 
 
 def traces_spec(traces: Sequence[tuple[str, str, Series]]) -> Spec:
@@ -910,6 +1047,7 @@ def traces_spec(traces: Sequence[tuple[str, str, Series]]) -> Spec:
     return {
         "hconcat": views,
         "spacing": 30,
+        "padding": REPORT_PADDING,
         "resolve": {"scale": {"x": "independent", "y": "independent", "fill": "shared",
                               "stroke": "shared"}},
         "config": CONFIG,
@@ -945,7 +1083,8 @@ def heatmap_spec(
          "axis": {"labelFontSize": 12}}  # fmt: skip
     dark = f"datum.sig && datum.pct != null && abs(datum.pct) > {0.55 * extent}"
     return {
-        "title": {"text": title},
+        "title": {"text": wrap_title(title, max(120 * len(cols), 160) + 160, size=14)},
+        "padding": REPORT_PADDING,
         "data": {"values": data},
         "width": max(120 * len(cols), 160),
         "height": 52 * len(rows),
