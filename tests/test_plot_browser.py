@@ -39,6 +39,17 @@ DOMAINS = (
 )
 
 
+#: clicks the first mark that carries a raw event; what the page then shows under the chart
+CLICK_LOSS = """(() => { const el = Array.from(document.querySelectorAll('#chart svg path'))
+  .find(e => e.__data__ && e.__data__.datum && e.__data__.datum.raw);
+  if (!el) return 'no mark with an event';
+  const r = el.getBoundingClientRect();
+  el.dispatchEvent(new MouseEvent('click', {bubbles: true, clientX: r.x + r.width / 2,
+                                            clientY: r.y + r.height / 2}));
+  const out = document.getElementById('raw');
+  return out.hidden ? 'nothing shown' : out.textContent; })()"""
+
+
 def test_plot_html_in_chromium(chromium: str, tmp_path: Path) -> None:
     hostile = tmp_path / f"{XSS}.sqlog.zst"
     shutil.copy(SERVER, hostile)
@@ -62,14 +73,21 @@ def test_plot_html_in_chromium(chromium: str, tmp_path: Path) -> None:
             ".map(t => t.textContent).join('\\n')"
         )  # fmt: skip
         assert SCRIPT in labels  # the chart's subtitle shows the label as text
+        # a click on a loss mark shows the loss event as logged, as text
+        shown = browser.evaluate(session, CLICK_LOSS)
+        assert shown.startswith("packet_lost at ") and '"packet_number"' in shown, shown
         assert browser.evaluate(session, "document.querySelectorAll('img').length") == 0
         # the packed specification and libraries, the loader, and the libraries it unpacked
         # and ran (allowed by their hash): no script from a label
-        assert browser.evaluate(session, "document.scripts.length") == 4
+        scripts = browser.evaluate(
+            session, "Array.from(document.scripts).map(s => [s.type, s.id, s.textContent.length])"
+        )
+        assert len(scripts) == 4, scripts
         assert browser.evaluate(
             session, "Array.from(document.scripts).filter(s => !s.type && !s.src).length"
         ) == 2  # fmt: skip
-        # panels: window, RTT, packets, events; the chart fills the column, its text readable
+        # panels: window, RTT, packets, byte offsets, events; the chart fills the column, its
+        # text readable
         box = browser.evaluate(
             session,
             "(() => { const r = document.querySelector('#chart svg')"
@@ -83,7 +101,7 @@ def test_plot_html_in_chromium(chromium: str, tmp_path: Path) -> None:
         )
         assert smallest >= 11, smallest
         before = json.loads(browser.evaluate(session, DOMAINS))
-        assert len(before) == 4 and all(d == before[0] for d in before)
+        assert len(before) == 5 and all(d == before[0] for d in before)
         # a wheel over the first panel zooms every panel's time axis, to the same range
         x, y = box[0] + box[2] / 2, box[1] + 150
         browser.send("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y},

@@ -62,6 +62,8 @@ class PacketTimeline:
     unnumbered: int = 0
     #: the stream data by byte offset and the flow-control limits (None: no STREAM frames)
     streams: StreamTimeline | None = None
+    #: a loss event's data as logged (JSON text), by the time of the loss (first one wins)
+    lost_events: dict[float, str] = field(default_factory=dict)
 
     @property
     def spurious(self) -> int:
@@ -80,6 +82,7 @@ class PacketColumns:
         "first_scid",
         "flags",
         "lost_numbers",
+        "lost_raw",
         "lost_times",
         "lost_triggers",
         "numbers",
@@ -98,6 +101,8 @@ class PacketColumns:
         self.ack_hi = array("q")
         self.lost_times = array("d")
         self.lost_numbers = array("q")
+        #: each loss event's data as logged (JSON text), shown when its mark is clicked
+        self.lost_raw: list[str] = []
         self.lost_triggers = array("H")  # 0: none, else 1 + index in trigger_names
         self.trigger_names: dict[str, int] = {}
         self.first_scid: str | None = None
@@ -141,6 +146,7 @@ class PacketColumns:
         if space != "application" or number is None:
             return
         self.streams.losses.append((time, number))
+        self.lost_raw.append(_json_text(data))
         self.lost_times.append(time)
         self.lost_numbers.append(number)
         code = 0
@@ -207,6 +213,10 @@ class PacketColumns:
                     declared, later, self.lost_triggers, strict=True
                 )
             )
+        raw: dict[float, str] = {}
+        if losses_here:
+            for when, text in zip(self.lost_times, self.lost_raw, strict=True):
+                raw.setdefault(round(when - start, 3), text)
         return PacketTimeline(
             own_sends=own,
             captured=captured,
@@ -217,10 +227,24 @@ class PacketColumns:
             losses_here=losses_here,
             unnumbered=unnumbered,
             streams=self.streams.timeline(start),
+            lost_events=raw,
         )
 
 
 _NO_INTS = np.empty(0, dtype=np.int64)
+#: the longest raw event kept for a click on its mark (characters)
+RAW_EVENT_CHARS = 2000
+
+
+def _json_text(data: object) -> str:
+    """An event's data as indented JSON text (cut to :data:`RAW_EVENT_CHARS`)."""
+    import orjson
+
+    try:
+        text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+    except TypeError:
+        text = repr(data)
+    return text if len(text) <= RAW_EVENT_CHARS else text[:RAW_EVENT_CHARS] + "\n…"
 #: ACK ranges turned into Python numbers at a time (bounded transient objects)
 _CHUNK = 1 << 14
 

@@ -467,6 +467,10 @@ def _packets_panel(
                           "numbers": f"{lo}" if lo == hi else f"{lo}-{hi}"})  # fmt: skip
             if not static:  # drawn in every zoom level where it falls in view
                 marks[-1]["lv"] = 0
+                raw = p.lost_events.get(_r(first))
+                if raw is not None:  # a click shows the first loss event of the mark
+                    more = f"\n(and {count - 1} more losses in this mark)" if count > 1 else ""
+                    marks[-1]["raw"] = f"packet_lost at {_r(first)} ms:\n{raw}{more}"
     domain = [label[k] for k in PACKET_MARKS]
     x = {"field": "t", "type": "quantitative"}
     y = {"field": "v", "type": "quantitative", "title": None, "axis": {"format": "~s"},
@@ -1417,7 +1421,7 @@ def _summary(series: ConnectionSeries) -> str:
     return "; ".join(parts)
 
 
-def connection_page(series: Sequence[ConnectionSeries]) -> str:
+def connection_page(series: Sequence[ConnectionSeries], *, points: int = COLUMNS) -> str:
     """``quicsm plot``'s HTML: the connections' interactive plot (wheel: zoom the time axis,
     drag: pan, double-click: reset), then the time in each state of each connection."""
     names = [f"{s.trace} ({s.vantage})" for s in series]
@@ -1440,7 +1444,8 @@ def connection_page(series: Sequence[ConnectionSeries]) -> str:
     head.append(
         '<p class="quiet">Wheel over a panel zooms the time axis of every panel of its '
         "connection (the y axes refit to what is in view), drag pans, double-click resets; "
-        "hover a band, line or mark for its values. Share of time: the time a state lasts over "
+        "hover a band, line or mark for its values, click a loss mark for the event as logged. "
+        "Share of time: the time a state lasts over "
         "the connection's time, from its first event to its last.</p>"
     )
     tail = []
@@ -1451,7 +1456,7 @@ def connection_page(series: Sequence[ConnectionSeries]) -> str:
     return interactive_page(
         title=title,
         head_html="".join(head),
-        spec=connections_spec(series),
+        spec=connections_spec(series, points=points),
         tail_html="".join(tail),
         css=_PLOT_CSS,
         fit_width=PLOT_WIDTH,
