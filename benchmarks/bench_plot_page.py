@@ -4,7 +4,7 @@ the data reduced per pixel column (zoom levels: first, lowest, highest and last 
 column, finer levels drawn as the view narrows) against the same page carrying every point at
 one level (the baseline), both built and drawn in the same run.
 
-    .venv/bin/python benchmarks/bench_plot_page.py [--runs 3]
+    .venv/bin/python benchmarks/bench_plot_page.py [--runs 3]    (--runs 0: page sizes only)
 
 Draw time is ``performance.now()`` when the page reports itself drawn (the libraries and data
 unpacked, the chart drawn), median of ``--runs`` loads in a fresh headless Chromium tab.
@@ -30,6 +30,7 @@ CONNECTIONS = {
     "quiche (stacks#32)": ("traces/stacks/stacks.qlog", 32),
     "aioquic (stacks#2)": ("traces/stacks/stacks.qlog", 2),
     "quinn (stacks#50)": ("traces/stacks/stacks.qlog", 50),
+    "quinn, the longest connection (stacks#55, 32.5 s)": ("traces/stacks/stacks.qlog", 55),
 }
 
 
@@ -66,7 +67,7 @@ def _target(browser, session: str) -> str:  # type: ignore[no-untyped-def]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=3, help="loads per page (0: sizes only)")
     args = parser.parse_args()
     from cdp import Browser, find_chromium
 
@@ -84,7 +85,10 @@ def main() -> None:
             full = Path(tmp) / "full.html"
             reduced.write_text(charts.connection_page([series]))
             full.write_text(charts.connection_page([series], points=10**9))
-            r_ms, f_ms = _draw_ms(browser, reduced, args.runs), _draw_ms(browser, full, args.runs)
+            r_ms = f_ms = float("nan")
+            if args.runs:
+                r_ms = _draw_ms(browser, reduced, args.runs)
+                f_ms = _draw_ms(browser, full, args.runs)
             print(f"{name:<48} {reduced.stat().st_size / 1e3:>7.0f}KB "
                   f"{full.stat().st_size / 1e3:>7.0f}KB {r_ms:>8.0f} {f_ms:>9.0f} "
                   f"{f_ms / r_ms:>5.2f}x", flush=True)  # fmt: skip

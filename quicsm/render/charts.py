@@ -662,6 +662,25 @@ def _packets_note(series: ConnectionSeries) -> str:
     return "; ".join(notes)
 
 
+def _band_labels(series: ConnectionSeries, *, end: float, name: str) -> Spec:
+    """The state's name on each band wide enough to hold it, along the panel's top edge: a
+    static drawing has no hover, and in greyscale the bands' colours do not tell states apart."""
+    px = PLOT_WIDTH / max(end, 1e-3)
+    rows = [
+        {"t": _r((a + b) / 2), "state": st}
+        for a, b, st in pixel_bands(series.bands, end=max(end, 1e-3), columns=PLOT_WIDTH)
+        if (b - a) * px >= 6.5 * len(st) + 6
+    ]
+    return {
+        "name": name,
+        "data": {"values": rows},
+        "mark": {"type": "text", "baseline": "top", "fontSize": 10, "color": "#222222",
+                 "clip": True},
+        "encoding": {"x": {"field": "t", "type": "quantitative"}, "y": {"value": 3},
+                     "text": {"field": "state"}},
+    }  # fmt: skip
+
+
 #: how far above the largest value that bounds it an axis reaches
 AXIS_HEADROOM: Final[float] = 1.1
 
@@ -724,8 +743,12 @@ def connection_spec(
             )
         y = {"field": "y", "type": "quantitative", "title": None,
              "axis": {"format": "~s" if i != 1 else ",~r"}}  # fmt: skip
+        if static and not panels:  # the first panel names its bands (no hover on paper)
+            layers.append(_band_labels(series, end=end, name=f"c{index}labels"))
         top, note = axis_top(series, i)
         for layer in layers[1:]:
+            if str(layer.get("name", "")).endswith("labels"):
+                continue
             layer["encoding"]["y"] = y
             shown_as = "datum.v" if top is None else f"min(datum.v, {_r(top)})"
             layer["transform"] = [{"calculate": shown_as, "as": "y"}, *layer.get("transform", [])]
@@ -1218,7 +1241,7 @@ function fit(node, from, to) {
   }
   Object.keys(node).forEach(function (k) { if (k !== 'data') fit(node[k], from, to); });
 }
-var source = null, drawn = 0;
+var source = null, drawn = 0, tries = 0;
 function room() {  // the figure's inner width (the chart's own box follows its drawing)
   var box = chart.parentNode, style = getComputedStyle(box);
   return box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
@@ -1239,7 +1262,8 @@ function draw(width, vertical) {
     .then(function (r) {
       if (run !== drawn) return;
       var excess = Math.ceil(chart.querySelector('svg').getBoundingClientRect().width - space);
-      if (made && excess > 0) {
+      if (made && excess > 0 && tries < 3) {
+        tries += 1;
         r.view.finalize();
         // legends side by side too wide: stack them; then narrow the panels
         if (!vertical) return draw(width, true);
@@ -1256,7 +1280,10 @@ function draw(width, vertical) {
     });
 }
 function first() {
-  return draw(room() - Number(chart.dataset.margin || 0), false);
+  // legends side by side need about this much room; below it they stack from the start
+  var space = room();
+  tries = 0;
+  return draw(space - Number(chart.dataset.margin || 0), space < 1500);
 }
 var timer = null;
 window.addEventListener('resize', function () {
