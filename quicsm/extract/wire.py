@@ -50,6 +50,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+from quicsm.core.diagnostics import RecordProblem
 from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
 from quicsm.qlog.source import read_qlog
 from quicsm.qlog.trace import TraceBuilder
@@ -76,6 +77,10 @@ INITIAL_RTT_MS: Final[float] = 333.0
 #: a send this share of the PTO period after the last one is a probe (timers fire late, never
 #: early; the logged send time is after the timer's)
 PTO_GAP_FRACTION: Final[float] = 0.9
+#: the largest packet number (RFC 9000 section 12.3: numbers are integers in 0..2^62-1)
+MAX_PACKET_NUMBER: Final[int] = (1 << 62) - 1
+#: what a packet number must be (the "expected" of a rejected packet or ACK record)
+PACKET_NUMBER_EXPECTED: Final[str] = "a packet number from 0 to 2^62-1 (RFC 9000 section 12.3)"
 #: datagram size assumed when a packet's size is not logged, bytes
 DEFAULT_DATAGRAM: Final[int] = 1200
 #: slack of the cwnd-limited test, datagrams (quic-go maxBurstPackets; RFC 9002 section 7.8)
@@ -131,6 +136,17 @@ def _int(value: object) -> int | None:
     return None
 
 
+def _number(raw: object, what: str) -> int | None:
+    """A packet number as logged (``None``: none logged, or not an integer); one outside
+    0..2^62-1 makes its record a :class:`RecordProblem` (the reader names the file and record,
+    or skips and counts the record when lenient)."""
+    value = _int(raw)
+    if value is not None and not 0 <= value <= MAX_PACKET_NUMBER:
+        got = f"{raw:.6g}" if isinstance(raw, float) else repr(raw)
+        raise RecordProblem(None, f"{PACKET_NUMBER_EXPECTED} in {what}", got)
+    return value
+
+
 def _space(packet_type: object) -> str:
     kind = packet_type.lower() if isinstance(packet_type, str) else ""
     if kind.startswith("initial"):
@@ -182,16 +198,19 @@ def _ranges(frame: dict[str, Any]) -> tuple[tuple[tuple[int, int], ...], bool]:
     raw = frame.get("acked_ranges", frame.get("ack_ranges", frame.get("ranges")))
     out: list[tuple[int, int]] = []
     partial = False
-    largest = _int(frame.get("frame_type.ack.largest_acknowledged"))
-    if largest is not None and largest >= 0:
+    largest = _number(
+        frame.get("frame_type.ack.largest_acknowledged"), "an ACK's largest acknowledged"
+    )
+    if largest is not None:
         out, partial = _wireshark_ranges(frame, largest)
     if isinstance(raw, list):
         for item in raw:
             if isinstance(item, list) and item:
-                lo, hi = _int(item[0]), _int(item[-1])
+                lo = _number(item[0], "an ACK range")
+                hi = _number(item[-1], "an ACK range")
                 if lo is not None and hi is not None:
                     out.append((min(lo, hi), max(lo, hi)))
-            elif (n := _int(item)) is not None:
+            elif (n := _number(item, "an ACK range")) is not None:
                 out.append((n, n))
     return tuple(out), partial
 
@@ -202,7 +221,7 @@ def packet_of(time: float, short: str, data: object, scale: float) -> Packet | N
         return None
     header = data.get("header")
     header = header if isinstance(header, dict) else {}
-    number = _int(header.get("packet_number", data.get("packet_number")))
+    number = _number(header.get("packet_number", data.get("packet_number")), "packet_number")
     dcid, scid = header.get("dcid"), header.get("scid")
     raw = data.get("raw")
     size = None
@@ -267,7 +286,7 @@ def lost_packet_of(data: object) -> tuple[str, int | None, str | None]:
     if kind is None:
         kind = data.get("packet_number_space")
     trigger = data.get("trigger")
-    number = _int(header.get("packet_number", data.get("packet_number")))
+    number = _number(header.get("packet_number", data.get("packet_number")), "packet_number")
     return _space(kind), number, trigger if isinstance(trigger, str) else None
 
 
@@ -308,12 +327,15 @@ class PacketRead:
     first_problem: str | None = None
 
 
-def read_packets(path: str | Path, *, limits: ReadLimits = DEFAULT_LIMITS) -> PacketRead:
-    """Read every record of ``path`` and keep its packets. Lenient: the readers' fast path
-    checks only the framing of packet records, so a packet record that does not decode is
-    skipped and counted here (the caller reports it)."""
+def read_packets(
+    path: str | Path, *, limits: ReadLimits = DEFAULT_LIMITS, lenient: bool = True
+) -> PacketRead:
+    """Read every record of ``path`` and keep its packets. The readers' fast path checks only
+    the framing of packet records: a packet record that does not decode (or names a packet
+    number outside 0..2^62-1) raises :class:`~quicsm.core.errors.QlogError` here, naming the
+    file and record, or when ``lenient`` is skipped and counted (the caller reports it)."""
     collector = PacketCollector()
-    read = read_qlog(Path(path), full=True, lenient=True, limits=limits, metric_sink=collector)
+    read = read_qlog(Path(path), full=True, lenient=lenient, limits=limits, metric_sink=collector)
     first = str(read.problems[0]) if read.problems else None
     return PacketRead(collector.packets, read.skipped, first)
 
@@ -541,7 +563,7 @@ class _Sender:
         prior_in_flight = self.in_flight
         self.in_flight = max(0.0, self.in_flight - float(sum(s for _, _, s in newly)))
         largest = max(hi for _, hi in p.acks)
-        if largest > self.largest_acked.get(space, -1):
+        if space not in self.largest_acked or largest > self.largest_acked[space]:
             self.largest_acked[space] = largest
         top = max(newly)
         if top[0] == largest:
