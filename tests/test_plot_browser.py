@@ -50,6 +50,15 @@ CLICK_LOSS = """(() => { const el = Array.from(document.querySelectorAll('#chart
   return out.hidden ? 'nothing shown' : out.textContent; })()"""
 
 
+#: the packets panel's plotting area on the page (the third panel: window, RTT, packets)
+PACKETS_PANEL = """(() => { const r = document.querySelector('g.concat_2_group path.background')
+  .getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; })()"""
+Y_PACKETS = "JSON.stringify(quicsmView.scale('concat_2_y').domain())"
+#: what a double-click does to the y axes (the same handler)
+RESET_Y = """(() => { document.querySelector('#chart svg').dispatchEvent(
+  new MouseEvent('dblclick', {bubbles: true})); return quicsmView.runAsync().then(() => 1); })()"""
+
+
 def test_plot_html_in_chromium(chromium: str, tmp_path: Path) -> None:
     hostile = tmp_path / f"{XSS}.sqlog.zst"
     shutil.copy(SERVER, hostile)
@@ -127,6 +136,23 @@ def test_plot_html_in_chromium(chromium: str, tmp_path: Path) -> None:
         panned = _settled(browser, session, zoomed)
         assert all(d == panned[0] for d in panned)
         assert panned[0][0] < zoomed[0][0] and span(panned[0]) == pytest.approx(span(zoomed[0]))
+        # shift-drag a rectangle over the packets panel: every panel's time axis takes its
+        # time range, the packets panel's y axis its value range; a double-click lets y refit
+        panel = browser.evaluate(session, PACKETS_PANEL)
+        before_rect = json.loads(browser.evaluate(session, DOMAINS))
+        px, py = panel[0] + panel[2] * 0.4, panel[1] + panel[3] * 0.3
+        for kind, at in (("mousePressed", (px, py)), ("mouseMoved", (px + 150, py + 60)),
+                         ("mouseReleased", (px + 150, py + 60))):
+            browser.send("Input.dispatchMouseEvent",
+                         {"type": kind, "x": at[0], "y": at[1], "button": "left", "buttons": 1,
+                          "clickCount": 1, "modifiers": 8}, session=session)  # fmt: skip
+        boxed = _settled(browser, session, before_rect)
+        assert all(d == boxed[0] for d in boxed) and span(boxed[0]) < span(before_rect[0])
+        y_set = browser.evaluate(session, "JSON.stringify(quicsmView.signal('ry0_2'))")
+        low, high = json.loads(y_set)
+        assert low < high and json.loads(browser.evaluate(session, Y_PACKETS)) == [low, high]
+        browser.evaluate(session, RESET_Y)
+        assert browser.evaluate(session, "JSON.stringify(quicsmView.signal('ry0_2'))") == "null"
         shot = browser.screenshot(session, tmp_path / "plot.png", width=1280)
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 30_000

@@ -35,8 +35,10 @@ MAX_CONNECTIONS = 12
     "fmt",
     type=click.Choice(FORMATS),
     default=None,
-    help="html (interactive: wheel zooms, drag pans; with a time-in-state table), svg or png "
-    "(static); default: from the file suffix.",
+    help="html (interactive: fits the page's width; wheel zooms, drag pans, shift-drag zooms "
+    "to a rectangle, the y axes refit; "
+    "click a loss for its event; with a time-in-state table), svg or png (static); default: "
+    "from the file suffix.",
 )
 @click.option(
     "--scale",
@@ -59,9 +61,11 @@ def plot_command(
     in flight and ssthresh; smoothed and minimum RTT with every RTT sample; the pacing rate
     when the trace logs it; packets by number: each data packet sent, the largest one
     acknowledged, those declared lost, spurious losses (declared lost, acknowledged later)
-    marked apart; loss and probe-timeout events. Nearby losses merge into one mark with their
-    count; "not logged" marks an event kind the producer never logs. The congestion state is
-    drawn as coloured bands.
+    marked apart; the main stream's data by byte offset (sent, acknowledged, declared lost)
+    with the MAX_DATA and MAX_STREAM_DATA limits, where the trace logs STREAM frames; loss and
+    probe-timeout events. Nearby losses merge into one mark with their count; "not logged"
+    marks an event kind the producer never logs. The congestion state is drawn as coloured
+    bands (named on the bands in svg and png).
 
     Name traces as FILE#N (N counts the file's traces from 0, as `quicsm states` shows), or
     narrow PATHS down with --where; several traces are drawn one below the other (at most 12).

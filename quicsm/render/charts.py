@@ -709,6 +709,26 @@ def axis_top(series: ConnectionSeries, panel: int) -> tuple[float | None, str]:
     return bound * AXIS_HEADROOM, f"; {what} above the axis drawn at its top (hover: value)"
 
 
+def _rectangle_zoom(panels: list[Spec], index: int) -> list[Spec]:
+    """A parameter per panel with a numeric y axis, ``ry<connection>_<panel>``, that overrides
+    the panel's y domain when set: the page's shift-drag (a rectangle zoom) sets it and the
+    time zoom together, a double-click clears it (the y axis refits to what is in view)."""
+    out: list[Spec] = []
+    for k, panel in enumerate(panels):
+        name = f"ry{index}_{k}"
+        numeric = False
+        for layer in panel["layer"][1:]:
+            y = layer.get("encoding", {}).get("y")
+            if isinstance(y, dict) and y.get("type") == "quantitative" and "field" in y:
+                layer["encoding"]["y"] = {
+                    **y, "scale": {**y.get("scale", {}), "domainRaw": {"expr": name}}
+                }
+                numeric = True
+        if numeric:
+            out.append({"name": name, "value": None})
+    return out
+
+
 def connection_spec(
     series: ConnectionSeries,
     *,
@@ -800,6 +820,12 @@ def connection_spec(
         _events_panel(series, name=f"c{index}pe", end=end, states=states, columns=band_columns)
     )
     views = [p["layer"][0]["name"] for p in panels]
+    params: list[Spec] = [
+        {"name": f"zoom{index}", "select": {"type": "interval", "encodings": ["x"]},
+         "bind": "scales", "views": views}
+    ]  # fmt: skip
+    if not static:
+        params += _rectangle_zoom(panels, index)
     head = f"{series.trace} ({series.vantage})"
     title: Spec = {"text": ellipsize(head, 110)}
     if series.title:
@@ -810,8 +836,7 @@ def connection_spec(
         "spacing": 12,
         # one zoom for every panel: a selection over the panels' bands layers, bound to each
         # panel's own time scale (a shared scale does not follow a bound selection)
-        "params": [{"name": f"zoom{index}", "select": {"type": "interval", "encodings": ["x"]},
-                    "bind": "scales", "views": views}],
+        "params": params,
         "resolve": {"scale": {"x": "independent", "fill": "shared", "stroke": "shared",
                               "strokeDash": "shared", "color": "shared", "shape": "shared"}},
     }  # fmt: skip
@@ -1206,7 +1231,7 @@ def _hash(script: str) -> str:
 #: page's width (``data-width`` of #chart: the width they were made for) and draws them with the
 #: expression interpreter (no eval); redraws on a resize; a click on a mark that carries a raw
 #: event shows it under the chart; exposes the view for scripted checks
-_EMBED: Final[str] = """(function () {
+_EMBED: Final[str] = r"""(function () {
 var chart = document.getElementById('chart');
 function unpack(id) {
   var text = atob(document.getElementById(id).textContent.trim());
@@ -1271,6 +1296,7 @@ function draw(width, vertical) {
       }
       if (window.quicsmView && window.quicsmView !== r.view) window.quicsmView.finalize();
       window.quicsmView = r.view;
+      rectangle(r.view);
       r.view.addEventListener('click', function (event, item) {
         var raw = item && item.datum && item.datum.raw, out = document.getElementById('raw');
         if (raw && out) { out.textContent = raw; out.hidden = false; }
@@ -1284,6 +1310,80 @@ function first() {
   var space = room();
   tries = 0;
   return draw(space - Number(chart.dataset.margin || 0), space < 1500);
+}
+// shift-drag: a rectangle zoom on one panel (its time range for every panel of the
+// connection, its value range for that panel); double-click: back to the y axes that refit
+function groups(item, x, y, out) {
+  (item.items || []).forEach(function (child) {
+    var cx = x + (child.x || 0), cy = y + (child.y || 0);
+    if (child.mark && child.mark.marktype === 'group' && /^concat_.*_group$/.test(child.mark.name))
+      out.push({name: child.mark.name.replace(/_group$/, ''), x: cx, y: cy,
+                width: child.width, height: child.height});
+    if (child.items) groups(child, child.mark && child.mark.marktype === 'group' ? cx : x,
+                            child.mark && child.mark.marktype === 'group' ? cy : y, out);
+  });
+  return out;
+}
+function rectangle(view) {
+  var svg = chart.querySelector('svg'), start = null, box = document.createElement('div');
+  box.style.cssText = 'position:absolute;border:1px dashed #333;background:rgba(0,0,0,.08);' +
+    'pointer-events:none;display:none';
+  chart.style.position = 'relative';
+  chart.appendChild(box);
+  function at(e) {
+    var r = svg.getBoundingClientRect(), pad = view.padding(), o = view.origin();
+    return [e.clientX - r.left - pad.left - o[0], e.clientY - r.top - pad.top - o[1]];
+  }
+  function begin(e) {
+    if (!e.shiftKey || !svg.contains(e.target)) return;
+    e.stopImmediatePropagation(); e.preventDefault();
+    if (!start) start = {client: [e.clientX, e.clientY], at: at(e)};
+  }
+  window.addEventListener('pointerdown', begin, true);
+  window.addEventListener('mousedown', begin, true);
+  window.addEventListener('pointermove', function (e) {
+    if (!start) return;
+    e.stopImmediatePropagation();
+    var c = chart.getBoundingClientRect();
+    box.style.display = 'block';
+    box.style.left = (Math.min(start.client[0], e.clientX) - c.left) + 'px';
+    box.style.top = (Math.min(start.client[1], e.clientY) - c.top) + 'px';
+    box.style.width = Math.abs(e.clientX - start.client[0]) + 'px';
+    box.style.height = Math.abs(e.clientY - start.client[1]) + 'px';
+  }, true);
+  window.addEventListener('pointerup', function (e) {
+    if (!start) return;
+    var a = start.at, b = at(e);
+    start = null; box.style.display = 'none';
+    e.stopImmediatePropagation();
+    zoomTo(view, a, b);
+  }, true);
+  svg.addEventListener('dblclick', function () {
+    Object.keys(view.getState({signals: function (n) { return /^ry\d+_\d+$/.test(n); },
+                               data: function () { return false; }}).signals || {})
+      .forEach(function (n) { view.signal(n, null); });
+    view.runAsync();
+  });
+}
+function zoomTo(view, a, b) {  // a, b: corners in the view's coordinates
+  var found = groups(view.scenegraph().root, 0, 0, []).filter(function (g) {
+    return a[0] >= g.x && a[0] <= g.x + g.width && a[1] >= g.y && a[1] <= g.y + g.height;
+  })[0];
+  if (!found || Math.abs(b[0] - a[0]) < 3) return;
+  var nums = found.name.match(/\d+/g).map(Number);
+  var conn = nums.length > 1 ? nums[0] : 0, panel = nums[nums.length - 1];
+  var xs = view.scale(found.name + '_x'), ys = view.scale(found.name + '_y');
+  function up(p, q) { return p - q; }
+  var t = [xs.invert(a[0] - found.x), xs.invert(b[0] - found.x)].sort(up);
+  view.signal('zoom' + conn + '_start', t);
+  var name = 'ry' + conn + '_' + panel;
+  if (ys && typeof ys.invert === 'function' && Math.abs(b[1] - a[1]) >= 3) {
+    try {
+      var v = [ys.invert(a[1] - found.y), ys.invert(b[1] - found.y)].sort(up);
+      view.signal(name, v);
+    } catch (err) { /* no such parameter: a panel without a numeric y axis */ }
+  }
+  view.runAsync();
 }
 var timer = null;
 window.addEventListener('resize', function () {
@@ -1470,7 +1570,8 @@ def connection_page(series: Sequence[ConnectionSeries], *, points: int = COLUMNS
         )
     head.append(
         '<p class="quiet">Wheel over a panel zooms the time axis of every panel of its '
-        "connection (the y axes refit to what is in view), drag pans, double-click resets; "
+        "connection (the y axes refit to what is in view), drag pans, shift-drag zooms to a "
+        "rectangle (its time range, and its value range on that panel), double-click resets; "
         "hover a band, line or mark for its values, click a loss mark for the event as logged. "
         "Share of time: the time a state lasts over "
         "the connection's time, from its first event to its last.</p>"
