@@ -334,3 +334,24 @@ def test_renumber_needs_one_initial_and_terminal() -> None:
                 }
             ),
         )
+
+
+@given(st.sampled_from(["CongestionAvoidanceMaxed", "RetransmissionTimeout", "SlowStart",
+                        "ApplicationLimited", "CongestionAvoidance", "Init"]))  # fmt: skip
+def test_compact_labels_break_long_names_at_a_seam_and_keep_them_whole(state: str) -> None:
+    from quicsm.render.dot import WRAP_NAMES_OVER, node_label
+
+    label = node_label(state, 0.5, wrap=True)
+    name = label[1:].split("<BR/><FONT")[0]
+    assert name.replace("-<BR/>", "") == state
+    assert ("<BR/>" in name) == (len(state) > WRAP_NAMES_OVER)
+    assert node_label(state, 0.5).startswith(f"<{state}<BR/><FONT")
+
+
+def test_busy_models_are_drawn_compact(model: Model) -> None:
+    """A model of more than COMPACT_OVER nodes is laid out closer (the Fig. 13 model is not)."""
+    from quicsm.render.dot import COMPACT_OVER, graph_header
+
+    assert model.nodes.height <= COMPACT_OVER
+    assert "nodesep=0.35" in model_to_dot(model)
+    assert "nodesep=0.12" in "\n".join(graph_header("x", compact=True))

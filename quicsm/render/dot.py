@@ -76,9 +76,16 @@ def node_label(
     state_total: float | None = None,
     visit_share: float | None = None,
     split: bool = False,
+    wrap: bool = False,
 ) -> str:
-    """The HTML-like label of a state node (see the module docstring)."""
+    """The HTML-like label of a state node (see the module docstring); ``wrap``: a long state
+    name breaks at its last word seam (``CongestionAvoidance-`` / ``Maxed``)."""
     name = esc(state)
+    if wrap and len(state) > WRAP_NAMES_OVER:
+        seams = [i for i in range(1, len(state)) if state[i].isupper()]
+        if seams:
+            cut = seams[-1]
+            name = f"{esc(state[:cut])}-<BR/>{esc(state[cut:])}"
     if state_total is not None:
         lines = [
             f"state: {short_pct(state_total)} of time",
@@ -136,10 +143,19 @@ def _caption(model: Model, *, attributed: bool, unattributed: bool) -> str:
     )
 
 
-def graph_header(caption: str) -> list[str]:
+#: a model with more nodes than this is drawn compact (closer nodes, long names on two lines),
+#: so that its text stays legible at a page's width (a Synoptic model of the shipped corpus:
+#: 24 nodes, 1,937 px wide at 72 dpi drawn loose, 1,294 px compact)
+COMPACT_OVER: Final[int] = 12
+#: state names longer than this break at their last word seam in a compact drawing
+WRAP_NAMES_OVER: Final[int] = 16
+
+
+def graph_header(caption: str, *, compact: bool = False) -> list[str]:
+    spacing = "nodesep=0.12, ranksep=0.3" if compact else "nodesep=0.35, ranksep=0.45"
     return [
         "digraph quicsm {",
-        f"  graph [fontname={_quote(FONT)}, fontsize=11, labelloc=b, nodesep=0.35, ranksep=0.45,"
+        f"  graph [fontname={_quote(FONT)}, fontsize=11, labelloc=b, {spacing},"
         f" label={_quote(caption)}];",
         f'  node [fontname={_quote(FONT)}, fontsize=12, shape=ellipse, margin="0.12,0.04"];',
         f"  edge [fontname={_quote(FONT)}, fontsize=10, fontcolor={PROBABILITY_COLOR},"
@@ -164,7 +180,8 @@ def model_to_dot(model: Model, *, title: str | None = None) -> str:
         caption = _caption(
             model, attributed=bool(several - unattributed), unattributed=bool(unattributed)
         )
-    lines = graph_header(caption)
+    compact = model.nodes.height > COMPACT_OVER
+    lines = graph_header(caption, compact=compact)
     for row in nodes.iter_rows(named=True):
         state = row["state"]
         extra: dict[str, Any] = {}
@@ -174,7 +191,7 @@ def model_to_dot(model: Model, *, title: str | None = None) -> str:
                 "state_total": row["fraction"],
                 "visit_share": row["events"] / total if total else None,
             }
-        label = node_label(state, row["fraction"], split=state in several, **extra)
+        label = node_label(state, row["fraction"], split=state in several, wrap=compact, **extra)
         lines.append(f"  {_quote(names[row['id']])} [{node_attrs(state, label)}];")
     pairs = {(row["source"], row["target"]) for row in model.edges.iter_rows(named=True)}
     for row in model.edges.iter_rows(named=True):
