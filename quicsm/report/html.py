@@ -206,6 +206,9 @@ def verdict_lines(view: ComparisonView, *, alpha: float) -> list[tuple[str, str]
         return [("What changed", f"no significant change at α = {alpha:g}"),
                 ("How sure", f"{r.n_tests} tests run; see the details below")]  # fmt: skip
     what, _, sure = change_text(top, r).partition(" (")
+    size, sep, rest = sure.partition("; ")
+    if sep and size.endswith("%"):  # the relative change belongs to what changed
+        what, sure = f"{what} ({size})", rest
     lines = [
         ("What changed", f"{what} [{scope_text(top)}]"),
         ("How sure", sure.removesuffix(")") or "significant"),
