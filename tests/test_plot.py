@@ -316,3 +316,45 @@ def test_named_order_is_the_order_given(order: list[int]) -> None:
     traces = [f"f.qlog#{n:04d}" for n in range(6)] + ["g.qlog#0000"]
     named = tuple(f"f.qlog#{n}" for n in order)
     assert _in_named_order(traces, named) == [f"f.qlog#{n:04d}" for n in order] + ["g.qlog#0000"]
+
+
+@given(
+    st.lists(st.tuples(st.floats(0, 1000), st.floats(-1e6, 1e6)), min_size=1, max_size=600),
+    st.integers(1, 20),
+)
+def test_zoom_levels_end_with_every_point_and_keep_each_columns_extremes(
+    points: list[tuple[float, float]], columns: int
+) -> None:
+    """Level 0 is the per-column reduction; each level has four times the columns; the last
+    level is the series itself; ``until`` is the next x of the same level."""
+    from quicsm.render.connection import LEVEL_FACTOR, level_for, zoom_levels
+
+    points.sort()
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    rows = zoom_levels(xs, ys, columns=columns, span=(0.0, 1000.0))
+    top = max(lv for *_, lv in rows)
+    for level in range(top + 1):
+        mine = [(x, y, u) for x, y, u, lv in rows if lv == level]
+        want = reduce_points(xs, ys, columns=columns * LEVEL_FACTOR**level, span=(0.0, 1000.0))
+        assert [m[0] for m in mine] == want[0] and [m[1] for m in mine] == want[1]
+        assert [m[2] for m in mine[:-1]] == [m[0] for m in mine[1:]]
+    assert [(x, y) for x, y, _, lv in rows if lv == top] == list(zip(xs, ys, strict=True))
+    zooms = [1, 2, 4, 5, 16, 100, 10**6]
+    levels = [level_for(z, top) for z in zooms]
+    assert levels == sorted(levels) and levels[0] == 0 and max(levels) <= top
+
+
+@given(st.lists(st.tuples(st.floats(0, 100), st.integers(0, 3)), min_size=1, max_size=80))
+def test_drop_repeats_draws_the_same_step_line(points: list[tuple[float, int]]) -> None:
+    from quicsm.render.connection import drop_repeats
+
+    points.sort()
+    xs, ys = [p[0] for p in points], [float(p[1]) for p in points]
+    rx, ry = drop_repeats(xs, ys)
+    assert rx[0] == xs[0] and rx[-1] == xs[-1]
+
+    def at(px: list[float], py: list[float], x: float) -> float:
+        return next(y for xx, y in zip(reversed(px), reversed(py), strict=True) if xx <= x)
+
+    for x in xs:  # the step-after line has the same value everywhere
+        assert at(rx, ry, x) == at(xs, ys, x)
