@@ -94,8 +94,9 @@ PANELS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
 #: width of a connection's panels, px
 PLOT_WIDTH: Final[int] = 1000
 PANEL_HEIGHT: Final[int] = 170
-#: room the interactive page keeps beside its panels for the y axes' labels and padding, px
-FIT_MARGIN: Final[int] = 110
+#: room the interactive page keeps beside its panels for the y axes' labels (the events panel's
+#: row names are the widest) and padding, px: the first drawing then usually fits
+FIT_MARGIN: Final[int] = 230
 #: marks closer than this fraction of the time axis are merged into one mark with a count
 CLUSTER_FRACTION: Final[float] = 1 / 250
 #: the area of a mark standing for n events (one scale for every panel of a plot)
@@ -1280,6 +1281,7 @@ function draw(width, vertical) {
       vg.config = vg.config || {};
       vg.config.legend = vg.config.legend || {};
       vg.config.legend.layout = {bottom: {anchor: 'start', direction: 'vertical', margin: 6}};
+      if (space < 1000) vg.config.legend.columns = 2;  // a narrow page: two entries a row
     }
     return vg;
   }
@@ -1302,6 +1304,7 @@ function draw(width, vertical) {
         if (raw && out) { out.textContent = raw; out.hidden = false; }
       });
       document.body.dataset.drawnMs = String(Math.round(performance.now()));
+      document.body.dataset.draws = String(drawn);
       document.body.dataset.drawn = 'yes';
     });
 }
