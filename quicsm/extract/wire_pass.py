@@ -50,12 +50,20 @@ def wire_pass(
         packets = packets_of(loaded, trace.index, diag)
         if not any(p.acks for p in packets):
             return derivation
-        result = wire_states(packets)
+        version = trace.code_version or trace.labels.get("version")
+        result = wire_states(
+            packets,
+            producer=profile.name,
+            version=version if isinstance(version, str) else None,
+            cc=trace.cc_algorithm,
+        )
         if result.captured:
             whose = (
                 f"the {'client' if result.own_sends else 'server'}'s sender (a capture: "
                 "directions told by connection IDs)"
             )
+        elif result.own_sends and result.model is not None:
+            whose = f"its own sender, by {result.model}'s congestion controller replayed on them"
         elif result.own_sends:
             whose = "its own sender"
         else:
@@ -90,8 +98,7 @@ def wire_pass(
                 "were read"
             )
         rows = [DerivedState(t, s, trigger) for t, s, trigger in result.rows]
-        cap: tuple[str, ...] = ("CongestionAvoidanceMaxed",)
-        notices = [(cap, "a window cap cannot be seen in packets alone")]
+        notices = list(result.not_derived)
         return Derivation(profile, rows, notices, derivation.status)
     if not profile.logs_pto or PTO in caps:
         return derivation
