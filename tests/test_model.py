@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import orjson
@@ -179,8 +180,30 @@ def test_dot_is_fig13_style(model: Model) -> None:
     frac = model.stats.fraction_of("ApplicationLimited")
     assert frac is not None and "ApplicationLimited<BR/>" in dot
     assert f">{short_pct(frac)} of time</FONT>" in dot
-    assert '"INITIAL" -> "Init" [label="100%"];' in dot
-    assert "0.00" not in dot  # percentages, never a bare 0.00
+    assert '"INITIAL" -> "Init" [label="100%", penwidth=4.00];' in dot
+    assert "0.00" not in dot.replace("penwidth", "")  # percentages, never a bare 0.00
+
+
+def test_edges_are_as_wide_as_they_are_likely_and_paired_labels_point_at_their_edge(
+    model: Model,
+) -> None:
+    """An edge's width grows with its probability; an edge with one in the opposite direction
+    ties its label to itself (Graphviz ``decorate``), the others do not."""
+    dot = model_to_dot(model)
+    names = node_names(model.nodes)
+    edges = model.edges.iter_rows(named=True)
+    pairs = {(e["source"], e["target"]) for e in model.edges.iter_rows(named=True)}
+    widths = []
+    for e in edges:
+        line = next(
+            x for x in dot.splitlines()
+            if x.startswith(f'  "{names[e["source"]]}" -> "{names[e["target"]]}" ')
+        )  # fmt: skip
+        widths.append((e["probability"], float(re.search(r"penwidth=([\d.]+)", line)[1])))  # type: ignore[index]
+        assert ("decorate=true" in line) == ((e["target"], e["source"]) in pairs), line
+    widths.sort()
+    assert [w for _, w in widths] == sorted(w for _, w in widths)
+    assert any((t, s) in pairs for s, t in pairs)  # the figure has opposite edges
 
 
 @pytest.mark.parametrize(
@@ -311,3 +334,24 @@ def test_renumber_needs_one_initial_and_terminal() -> None:
                 }
             ),
         )
+
+
+@given(st.sampled_from(["CongestionAvoidanceMaxed", "RetransmissionTimeout", "SlowStart",
+                        "ApplicationLimited", "CongestionAvoidance", "Init"]))  # fmt: skip
+def test_compact_labels_break_long_names_at_a_seam_and_keep_them_whole(state: str) -> None:
+    from quicsm.render.dot import WRAP_NAMES_OVER, node_label
+
+    label = node_label(state, 0.5, wrap=True)
+    name = label[1:].split("<BR/><FONT")[0]
+    assert name.replace("-<BR/>", "") == state
+    assert ("<BR/>" in name) == (len(state) > WRAP_NAMES_OVER)
+    assert node_label(state, 0.5).startswith(f"<{state}<BR/><FONT")
+
+
+def test_busy_models_are_drawn_compact(model: Model) -> None:
+    """A model of more than COMPACT_OVER nodes is laid out closer (the Fig. 13 model is not)."""
+    from quicsm.render.dot import COMPACT_OVER, graph_header
+
+    assert model.nodes.height <= COMPACT_OVER
+    assert "nodesep=0.35" in model_to_dot(model)
+    assert "nodesep=0.12" in "\n".join(graph_header("x", compact=True))

@@ -3,6 +3,7 @@ drawn as SVG/HTML/PNG."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -147,11 +148,22 @@ def test_html_is_self_contained_and_scripts_are_pinned(series) -> None:  # type:
     s, _, _ = series
     page = charts.connection_page([s])
     assert "Content-Security-Policy" in page and "unsafe-eval" not in page
+    import gzip
+
     scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
-    assert len(scripts) == 2
-    for script in scripts:  # each inline script is allowed by its hash, nothing else
-        digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
-        assert f"'sha256-{digest}'" in page
+    assert len(scripts) == 1  # the loader; the libraries and the specification travel packed
+    packed = dict(re.findall(r'<script type="application/gzip" id="(\w+)">(.*?)</script>', page))
+    assert set(packed) == {"lib", "spec"}
+    library = gzip.decompress(base64.b64decode(packed["lib"])).decode()
+    spec = json.loads(gzip.decompress(base64.b64decode(packed["spec"])))
+    assert spec["vconcat"]
+    csp = re.search(r'Content-Security-Policy" content="([^"]*)"', page).group(1)  # type: ignore[union-attr]
+    allowed = re.findall(r"'sha256-([^']+)'", csp)
+    # the loader and the unpacked library are allowed by their hashes, nothing else
+    assert sorted(allowed) == sorted(
+        base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+        for script in (scripts[0], library)
+    )
     markup = re.sub(r"<script>.*?</script>", "", page, flags=re.S)
     assert not re.search(r"""(?:src|href)\s*=\s*["'](?!#)""", markup)  # the browser test
     # shows that nothing is fetched when the scripts run
@@ -277,3 +289,72 @@ def test_rtt_samples_are_drawn_as_points(series) -> None:  # type: ignore[no-unt
     group = re.search(rf'class="mark-symbol role-mark concat_{index}_layer_{layer}_marks"'
                       r"[^>]*>(.*?)</g>", svg, re.S)  # fmt: skip
     assert group is not None and group.group(1).count("<path") == n
+
+
+def test_small_multiples_keep_the_named_order_and_label_their_summaries(tmp_path: Path) -> None:
+    """Connections named as FILE#N are drawn in the order named (not the order read), and the
+    header names each summary's connection."""
+    aioquic = REAL / "aioquic-1.7.2" / "server.qlog.zst"
+    out = tmp_path / "two.html"
+    code, _, err = run("plot", f"{SERVER}#0", f"{aioquic}#0", "-o", str(out))
+    assert code == 0, err
+    page = out.read_text()
+    first, second = page.index(f"<b>{SERVER}#0000"), page.index(f"<b>{aioquic}#0000")
+    assert first < second
+    out2 = tmp_path / "two-reversed.html"
+    code, _, err = run("plot", f"{aioquic}#0", f"{SERVER}#0", "-o", str(out2))
+    assert code == 0, err
+    page = out2.read_text()
+    assert page.index(f"<b>{aioquic}#0000") < page.index(f"<b>{SERVER}#0000")
+    assert page.index(f"<h2>{aioquic}#0000") < page.index(f"<h2>{SERVER}#0000")
+
+
+@given(st.permutations(list(range(6))))
+def test_named_order_is_the_order_given(order: list[int]) -> None:
+    from quicsm.cli.plot import _in_named_order
+
+    traces = [f"f.qlog#{n:04d}" for n in range(6)] + ["g.qlog#0000"]
+    named = tuple(f"f.qlog#{n}" for n in order)
+    assert _in_named_order(traces, named) == [f"f.qlog#{n:04d}" for n in order] + ["g.qlog#0000"]
+
+
+@given(
+    st.lists(st.tuples(st.floats(0, 1000), st.floats(-1e6, 1e6)), min_size=1, max_size=600),
+    st.integers(1, 20),
+)
+def test_zoom_levels_end_with_every_point_and_keep_each_columns_extremes(
+    points: list[tuple[float, float]], columns: int
+) -> None:
+    """Level 0 is the per-column reduction; each level has four times the columns; the last
+    level is the series itself; ``until`` is the next x of the same level."""
+    from quicsm.render.connection import LEVEL_FACTOR, level_for, zoom_levels
+
+    points.sort()
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    rows = zoom_levels(xs, ys, columns=columns, span=(0.0, 1000.0))
+    top = max(lv for *_, lv in rows)
+    for level in range(top + 1):
+        mine = [(x, y, u) for x, y, u, lv in rows if lv == level]
+        want = reduce_points(xs, ys, columns=columns * LEVEL_FACTOR**level, span=(0.0, 1000.0))
+        assert [m[0] for m in mine] == want[0] and [m[1] for m in mine] == want[1]
+        assert [m[2] for m in mine[:-1]] == [m[0] for m in mine[1:]]
+    assert [(x, y) for x, y, _, lv in rows if lv == top] == list(zip(xs, ys, strict=True))
+    zooms = [1, 2, 4, 5, 16, 100, 10**6]
+    levels = [level_for(z, top) for z in zooms]
+    assert levels == sorted(levels) and levels[0] == 0 and max(levels) <= top
+
+
+@given(st.lists(st.tuples(st.floats(0, 100), st.integers(0, 3)), min_size=1, max_size=80))
+def test_drop_repeats_draws_the_same_step_line(points: list[tuple[float, int]]) -> None:
+    from quicsm.render.connection import drop_repeats
+
+    points.sort()
+    xs, ys = [p[0] for p in points], [float(p[1]) for p in points]
+    rx, ry = drop_repeats(xs, ys)
+    assert rx[0] == xs[0] and rx[-1] == xs[-1]
+
+    def at(px: list[float], py: list[float], x: float) -> float:
+        return next(y for xx, y in zip(reversed(px), reversed(py), strict=True) if xx <= x)
+
+    for x in xs:  # the step-after line has the same value everywhere
+        assert at(rx, ry, x) == at(xs, ys, x)

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from diff_helpers import patterned_traces, write_group
+from hypothesis import given
+from hypothesis import strategies as st
 
 from quicsm.cli import main
 from quicsm.compare.load import compare_paths
@@ -294,3 +296,35 @@ def test_loss_detection_is_broken_down_where_logged(version_report: tuple[str, s
     by_packet = [float(x) for x in rows["losses by packet threshold"]]
     assert by_packet[2] > by_packet[3]  # in jitter, v0.48.2's reordering threshold fires more
     assert "<h4>Loss detection</h4>" in html and "not logged" in html
+
+
+def test_titles_name_the_groups_by_value() -> None:
+    from quicsm.report.sections import title_by_value
+
+    assert title_by_value("version=v0.65.0", "version=v0.48.2") == "v0.65.0 vs v0.48.2 (version)"
+    assert (
+        title_by_value("version=b, scenario=loss1", "version=a, scenario=loss1")
+        == "b vs a (version; scenario=loss1)"
+    )
+    assert title_by_value("new", "old") == "new vs old"  # not key=value: as named
+    assert title_by_value("version=b", "stack=a") == "version=b vs stack=a"  # different keys
+
+
+@given(
+    st.dictionaries(st.sampled_from(["version", "stack", "scenario"]),
+                    st.text("abc.019", min_size=1, max_size=5), min_size=1),
+    st.dictionaries(st.sampled_from(["version", "stack", "scenario"]),
+                    st.text("abc.019", min_size=1, max_size=5), min_size=1),
+)  # fmt: skip
+def test_title_by_value_keeps_every_differing_value(b: dict[str, str], a: dict[str, str]) -> None:
+    from quicsm.report.sections import title_by_value
+
+    if a.keys() != b.keys():
+        a = {k: a.get(k, "x") for k in b}
+    name = lambda d: ", ".join(f"{k}={v}" for k, v in d.items())  # noqa: E731
+    title = title_by_value(name(b), name(a))
+    left, _, right = title.partition(" vs ")
+    for k in b:
+        if a[k] != b[k]:
+            assert b[k] in left and a[k] in right and k in title
+    assert title.count(" vs ") >= 1

@@ -188,3 +188,41 @@ def test_version_report_reads_at_a_glance(chromium: str, tmp_path: Path) -> None
     if artifacts:
         Path(artifacts).mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, Path(artifacts) / "version-report-screenshot.png")
+
+
+#: every SVG text outside its drawing, and the page's horizontal overflow
+CLIPPED = """JSON.stringify((() => { const out = [];
+  for (const svg of document.querySelectorAll('main svg')) {
+    const box = svg.getBoundingClientRect();
+    for (const t of svg.querySelectorAll('text')) {
+      if (!t.textContent.trim()) continue;
+      const r = t.getBoundingClientRect();
+      if (r.left < box.left - 1 || r.right > box.right + 1) out.push(t.textContent);
+    }
+  }
+  return {overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+          clipped: out};
+})())"""
+
+
+@pytest.mark.parametrize("width", [800, 1400, 1920])
+def test_report_text_fits_at_every_width(chromium: str, report_file: Path, width: int) -> None:
+    """No chart text sticks out of its drawing (a state name lost its first letter, a heatmap
+    title was cut), the page does not scroll sideways, and the first screen opens with the
+    verdict: what changed, how sure, why."""
+    import json
+
+    with Browser(chromium) as browser:
+        session, load = browser.load(report_file.as_uri(), width=width)
+        assert load.errors == []
+        layout = json.loads(browser.evaluate(session, CLIPPED))
+        assert layout["overflow"] <= 0 and layout["clipped"] == [], layout
+        verdict = browser.evaluate(
+            session,
+            "Array.from(document.querySelectorAll('.verdict p')).map(p => p.innerText)",
+        )
+        assert 1 <= len(verdict) <= 3 and verdict[0].startswith("What changed:"), verdict
+        top = browser.evaluate(
+            session, "document.querySelector('.verdict').getBoundingClientRect().top"
+        )
+        assert top < 900  # on the first screen

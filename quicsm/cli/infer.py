@@ -150,7 +150,8 @@ def _print_summary(model: Model, written: list[Path], *, console: Console) -> No
     s = model.stats
     console.print(
         f"{s.traces} trace{'s' * (s.traces != 1)}, {s.visits} state entries, "
-        f"{s.duration_ms / 1000:.3f} s; {model.algorithm} model: {model.nodes.height} nodes, "
+        f"{s.duration_ms / 1000:.3f} s; {model.algorithm} model: {_state_nodes(model)} state "
+        "nodes (plus INITIAL and TERMINAL), "
         f"{model.edges.height} edges, {model.invariants.height} invariants",
         highlight=False,
         soft_wrap=True,
@@ -172,6 +173,13 @@ def _print_summary(model: Model, written: list[Path], *, console: Console) -> No
         )
     console.print(table)
     console.print("wrote " + ", ".join(str(p) for p in written), highlight=False, soft_wrap=True)
+
+
+def _state_nodes(model: Model) -> int:
+    """The model's nodes that stand for states (the table's "nodes" column adds up to it)."""
+    from quicsm.stats.descriptive import INITIAL, TERMINAL
+
+    return int((~model.nodes["state"].is_in([INITIAL, TERMINAL])).sum())
 
 
 def _expand(paths: Sequence[str]) -> list[Path]:

@@ -35,8 +35,10 @@ MAX_CONNECTIONS = 12
     "fmt",
     type=click.Choice(FORMATS),
     default=None,
-    help="html (interactive: wheel zooms, drag pans; with a time-in-state table), svg or png "
-    "(static); default: from the file suffix.",
+    help="html (interactive: fits the page's width; wheel zooms, drag pans, shift-drag zooms "
+    "to a rectangle, the y axes refit; "
+    "click a loss for its event; with a time-in-state table), svg or png (static); default: "
+    "from the file suffix.",
 )
 @click.option(
     "--scale",
@@ -59,9 +61,11 @@ def plot_command(
     in flight and ssthresh; smoothed and minimum RTT with every RTT sample; the pacing rate
     when the trace logs it; packets by number: each data packet sent, the largest one
     acknowledged, those declared lost, spurious losses (declared lost, acknowledged later)
-    marked apart; loss and probe-timeout events. Nearby losses merge into one mark with their
-    count; "not logged" marks an event kind the producer never logs. The congestion state is
-    drawn as coloured bands.
+    marked apart; the main stream's data by byte offset (sent, acknowledged, declared lost)
+    with the MAX_DATA and MAX_STREAM_DATA limits, where the trace logs STREAM frames; loss and
+    probe-timeout events. Nearby losses merge into one mark with their count; "not logged"
+    marks an event kind the producer never logs. The congestion state is drawn as coloured
+    bands (named on the bands in svg and png).
 
     Name traces as FILE#N (N counts the file's traces from 0, as `quicsm states` shows), or
     narrow PATHS down with --where; several traces are drawn one below the other (at most 12).
@@ -89,7 +93,9 @@ def plot_command(
         transitions = chosen.keep(
             read_transitions(chosen.to_read, on_error=on_error, diagnostics=diagnostics)
         )
-        traces = [str(t) for t in transitions["trace"].unique(maintain_order=True).to_list()]
+        traces = _in_named_order(
+            [str(t) for t in transitions["trace"].unique(maintain_order=True).to_list()], paths
+        )
         _check_count(traces, paths)
         stage.update("reading their metrics")
         metrics = chosen.keep(read_metrics(chosen.to_read, on_error=on_error))
@@ -121,6 +127,22 @@ def plot_command(
     print_warnings(diagnostics)
     write_file(output, data, what="the plot", follow_symlinks=follow_symlinks)
     click.echo(f"wrote {output} ({', '.join(traces)})", err=True)
+
+
+def _in_named_order(traces: list[str], paths: tuple[str, ...]) -> list[str]:
+    """``traces`` in the order the user named them as FILE#N; the rest after, as read."""
+    named: dict[tuple[str, int], int] = {}
+    for i, path in enumerate(paths):
+        file, sep, number = path.rpartition("#")
+        if sep and number.isdigit():
+            named.setdefault((file, int(number)), i)
+
+    def rank(trace: str) -> int:
+        file, _, number = trace.rpartition("#")
+        key = (file, int(number)) if number.isdigit() else None
+        return named.get(key, len(paths)) if key else len(paths)
+
+    return sorted(traces, key=rank)  # stable: unnamed traces keep their order
 
 
 def _check_count(traces: list[str], paths: tuple[str, ...]) -> None:

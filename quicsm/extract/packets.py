@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from quicsm.core.diagnostics import Diagnostics
+from quicsm.extract.streams import StreamColumns, StreamTimeline
 from quicsm.extract.wire import lost_packet_of, packet_of
 from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
 from quicsm.qlog.paths import PathLike, expand_spans
@@ -59,6 +60,10 @@ class PacketTimeline:
     losses_here: bool = True
     #: packet events of the data direction that name no packet number (not drawn)
     unnumbered: int = 0
+    #: the stream data by byte offset and the flow-control limits (None: no STREAM frames)
+    streams: StreamTimeline | None = None
+    #: a loss event's data as logged (JSON text), by the time of the loss (first one wins)
+    lost_events: dict[float, str] = field(default_factory=dict)
 
     @property
     def spurious(self) -> int:
@@ -77,9 +82,11 @@ class PacketColumns:
         "first_scid",
         "flags",
         "lost_numbers",
+        "lost_raw",
         "lost_times",
         "lost_triggers",
         "numbers",
+        "streams",
         "times",
         "trigger_names",
     )
@@ -94,9 +101,13 @@ class PacketColumns:
         self.ack_hi = array("q")
         self.lost_times = array("d")
         self.lost_numbers = array("q")
+        #: each loss event's data as logged (JSON text), shown when its mark is clicked
+        self.lost_raw: list[str] = []
         self.lost_triggers = array("H")  # 0: none, else 1 + index in trigger_names
         self.trigger_names: dict[str, int] = {}
         self.first_scid: str | None = None
+        #: the STREAM, ACK and flow-control frames, for the byte-offset panel
+        self.streams = StreamColumns()
         #: ack-eliciting bytes by (logged as sent, sent by the capture's first sender)
         self.bytes = [0, 0, 0, 0]
 
@@ -105,6 +116,7 @@ class PacketColumns:
         p = packet_of(time, short, data, scale)
         if p is None:
             return
+        self.streams.add(time, p, data)
         if self.first_scid is None and p.scid:
             self.first_scid = p.scid
         # from_one_side: packets addressed to the first source connection ID travel back
@@ -133,6 +145,8 @@ class PacketColumns:
         space, number, trigger = lost_packet_of(data)
         if space != "application" or number is None:
             return
+        self.streams.losses.append((time, number))
+        self.lost_raw.append(_json_text(data))
         self.lost_times.append(time)
         self.lost_numbers.append(number)
         code = 0
@@ -199,6 +213,10 @@ class PacketColumns:
                     declared, later, self.lost_triggers, strict=True
                 )
             )
+        raw: dict[float, str] = {}
+        if losses_here:
+            for when, text in zip(self.lost_times, self.lost_raw, strict=True):
+                raw.setdefault(round(when - start, 3), text)
         return PacketTimeline(
             own_sends=own,
             captured=captured,
@@ -208,10 +226,25 @@ class PacketColumns:
             lost=lost,
             losses_here=losses_here,
             unnumbered=unnumbered,
+            streams=self.streams.timeline(start),
+            lost_events=raw,
         )
 
 
 _NO_INTS = np.empty(0, dtype=np.int64)
+#: the longest raw event kept for a click on its mark (characters)
+RAW_EVENT_CHARS = 2000
+
+
+def _json_text(data: object) -> str:
+    """An event's data as indented JSON text (cut to :data:`RAW_EVENT_CHARS`)."""
+    import orjson
+
+    try:
+        text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+    except TypeError:
+        text = repr(data)
+    return text if len(text) <= RAW_EVENT_CHARS else text[:RAW_EVENT_CHARS] + "\n…"
 #: ACK ranges turned into Python numbers at a time (bounded transient objects)
 _CHUNK = 1 << 14
 

@@ -30,15 +30,19 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from quicsm.core.errors import QuicsmError
-from quicsm.render.colours import state_colour, tint
+from quicsm.extract.streams import StreamTimeline
+from quicsm.render.colours import STATE_TINT, state_colour, tint
 from quicsm.render.connection import (
     EVENTS,
+    LEVEL_FACTOR,
     ConnectionSeries,
     clusters,
+    drop_repeats,
     ellipsize,
     loss_marks,
     pixel_bands,
     reduce_points,
+    zoom_levels,
 )
 from quicsm.render.escape import esc
 
@@ -48,7 +52,7 @@ Spec = dict[str, Any]
 GROUP_COLOURS: Final[tuple[str, str]] = ("#4e79a7", "#e15759")
 #: how strongly a state band is filled with its state's colour (0 = white); lines and marks
 #: are dark, so each keeps a contrast of at least 3:1 on every band (tests/test_charts.py)
-BAND_TINT: Final[float] = 0.32
+BAND_TINT: Final[float] = STATE_TINT
 #: line colour of each plotted metric: dark, none of them close to a state's hue at band tint
 LINE_COLOURS: Final[dict[str, str]] = {
     "cwnd_bytes": "#a50f15",
@@ -82,7 +86,7 @@ PACKET_MARKS: Final[dict[str, tuple[str, str, str, bool]]] = {
     "spurious": ("declared lost, acknowledged later (spurious)", "diamond", "#08519c", True),
 }
 #: the packets panel's line: the largest packet number acknowledged so far
-ACKED_COLOUR: Final[str] = "#016c59"
+ACKED_COLOUR: Final[str] = "#00473b"
 #: the panels of a connection, top to bottom: title, metrics (drawn when one is logged)
 PANELS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("window (bytes)", ("cwnd_bytes", "bytes_in_flight", "ssthresh_bytes")),
@@ -92,22 +96,49 @@ PANELS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
 #: width of a connection's panels, px
 PLOT_WIDTH: Final[int] = 1000
 PANEL_HEIGHT: Final[int] = 170
+#: room the interactive page keeps beside its panels for the y axes' labels (the events panel's
+#: row names are the widest) and padding, px: the first drawing then usually fits
+FIT_MARGIN: Final[int] = 230
 #: marks closer than this fraction of the time axis are merged into one mark with a count
 CLUSTER_FRACTION: Final[float] = 1 / 250
 #: the area of a mark standing for n events (one scale for every panel of a plot)
 COUNT_SIZES: Final[Spec] = {"type": "sqrt", "domain": [1, 50], "range": [60, 400], "clamp": True}
-#: points kept per series: at most four per this many columns of the time axis
-COLUMNS: Final[int] = 2000
+#: points kept per series in the whole-trace view: at most four (first, lowest, highest, last)
+#: per this many columns of the time axis; a zoomed view draws finer levels, down to every point
+COLUMNS: Final[int] = PLOT_WIDTH
 
 CONFIG: Final[Spec] = {
     "font": "Helvetica, Arial, sans-serif",
     "axis": {"labelFontSize": 12, "titleFontSize": 12, "titleFontWeight": "normal"},
     "legend": {"labelFontSize": 12, "titleFontSize": 12, "orient": "bottom", "columns": 4,
+               "columnPadding": 28,
                "symbolStrokeWidth": 2, "labelLimit": 400},
     "title": {"fontSize": 14, "anchor": "start", "subtitleFontSize": 12},
     "header": {"labelFontSize": 12},
     "view": {"stroke": "#999999"},
 }  # fmt: skip
+
+
+#: room around a report chart: the browser's fallback fonts are wider than the renderer's
+#: (a long state name lost its first letter at the left edge)
+REPORT_PADDING: Final[Spec] = {"left": 36, "top": 6, "right": 16, "bottom": 6}
+
+
+def wrap_title(text: str, width_px: float, *, size: int) -> str | list[str]:
+    """``text`` as lines of at most ``width_px`` at font size ``size`` (about 0.58 em per
+    character), broken after a space; one line when it fits."""
+    room = max(int(width_px / (0.58 * size)), 10)
+    if len(text) <= room:
+        return text
+    lines: list[str] = []
+    rest = text
+    while len(rest) > room:
+        cut = rest.rfind(" ", 0, room)
+        if cut <= 0:
+            break
+        lines.append(rest[:cut])
+        rest = rest[cut + 1 :]
+    return [*lines, rest]
 
 
 def _r(x: float, digits: int = 3) -> float:
@@ -139,6 +170,8 @@ def _bands_layer(
                 "field": "state",
                 "type": "nominal",
                 "title": "congestion state",
+                # outlined swatches: a light state's swatch still shows on white
+                "legend": {"symbolStrokeColor": "#666666", "symbolStrokeWidth": 0.6},
                 "scale": {
                     "domain": list(states),
                     "range": [tint(state_colour(s), BAND_TINT) for s in states],
@@ -154,52 +187,126 @@ def _bands_layer(
     }
 
 
-def _lines_layer(
-    series: ConnectionSeries, columns: Sequence[str], metrics: Sequence[str], *, points: int
-) -> Spec:
-    rows = []
-    span = (0.0, max(series.end_ms, 1e-3))
-    for column in columns:
-        times, values = series.lines[column]
-        xs, ys = reduce_points(times, values, columns=points, span=span)
-        if xs and xs[-1] < series.end_ms:  # the last value holds until the trace ends
-            xs, ys = [*xs, series.end_ms], [*ys, ys[-1]]
-        rows += [
-            {"t": _r(x), "v": _r(y), "m": LINE_NAMES[column]} for x, y in zip(xs, ys, strict=True)
-        ]
+def _rows_in_view(
+    xs: Sequence[float],
+    ys: Sequence[float],
+    *,
+    points: int,
+    end: float,
+    static: bool,
+    step: bool = False,
+) -> list[dict[str, Any]]:
+    """A series' rows ``t``, ``v``, and in an interactive chart ``lv``, the zoom level of
+    :func:`quicsm.render.connection.zoom_levels` (see :func:`_view_filter`); a static chart's
+    are reduced to its pixel columns. ``step``: a step line, whose repeated values are dropped
+    first (each holds until the next change: the same drawing)."""
+    if step:
+        xs, ys = drop_repeats(xs, ys)
+    span = (0.0, max(end, 1e-3))
+    if static:
+        rx, ry = reduce_points(xs, ys, columns=points, span=span)
+        return [{"t": _r(x), "v": _r(y)} for x, y in zip(rx, ry, strict=True)]
+    rows = zoom_levels(xs, ys, columns=points, span=span)
+    return [{"t": _r(x), "v": _r(y), "lv": lv} for x, y, _, lv in rows]
+
+
+def _constant(field: str, value: str) -> Spec:
+    """A transform giving every row ``field`` = ``value`` (not repeated in the data)."""
+    return {"calculate": json.dumps(value), "as": field}
+
+
+def _view_filter(index: int, end: float, *, step: bool = False) -> list[Spec]:
+    """The transforms that keep the rows a zoomed view draws: those of the zoom level its span
+    asks for (the series' finest, ``k``, once narrow enough) that reach into it (a step
+    line's row reaches until the next row of its level, ``u``). The y scales are fitted to
+    these rows, so they refit to what is in view as the time axis zooms and pans."""
+    zoom = f"zoom{index}"
+    lo = f"({zoom} && {zoom}.start ? {zoom}.start[0] : 0)"
+    hi = f"({zoom} && {zoom}.start ? {zoom}.start[1] : {_r(end)})"
+    need = (
+        f"max(0, ceil(log({_r(end)} / max({hi} - {lo}, 1e-9)) / log({LEVEL_FACTOR}) - 1e-9))"
+    )
+    out: list[Spec] = [{"joinaggregate": [{"op": "max", "field": "lv", "as": "k"}]}]
+    until = "datum.t"
+    if step:
+        out.append({"window": [{"op": "lead", "field": "t", "as": "u"}], "groupby": ["lv"],
+                    "sort": [{"field": "t", "order": "ascending"}]})  # fmt: skip
+        until = f"(datum.u == null ? {_r(end)} : datum.u)"
+    out.append({"filter": f"datum.lv == min(datum.k, {need}) && {until} >= {lo} "
+                          f"&& datum.t <= {hi}"})  # fmt: skip
+    return out
+
+
+#: the window panel's lines are drawn in this order: cwnd last, on top of bytes in flight
+LINE_ORDER: Final[tuple[str, ...]] = (
+    "ssthresh_bytes",
+    "bytes_in_flight",
+    "cwnd_bytes",
+    "min_rtt_ms",
+    "smoothed_rtt_ms",
+    "pacing_rate_bps",
+)
+
+
+def _lines_layers(
+    series: ConnectionSeries,
+    columns: Sequence[str],
+    metrics: Sequence[str],
+    *,
+    points: int,
+    index: int,
+    static: bool,
+) -> list[Spec]:
+    """One layer per metric, cwnd drawn last (on top: it would vanish under bytes in flight
+    wherever the sender is window-limited) and thicker."""
     names = [LINE_NAMES[m] for m in metrics]
-    return {
-        "data": {"values": rows},
-        "mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.6, "clip": True},
-        "encoding": {
-            "x": {"field": "t", "type": "quantitative"},
-            "y": {"field": "v", "type": "quantitative"},
-            "stroke": {
-                "field": "m",
-                "type": "nominal",
-                "title": "line",
-                "scale": {"domain": names, "range": [LINE_COLOURS[m] for m in metrics]},
-            },
-            "strokeDash": {
-                "field": "m",
-                "type": "nominal",
-                "title": "line",
-                "scale": {
-                    "domain": names,
-                    "range": [[6, 3] if m in DASHED else [1, 0] for m in metrics],
+    end = series.end_ms
+    layers = []
+    for column in sorted(columns, key=LINE_ORDER.index):
+        times, values = series.lines[column]
+        if times and times[-1] < end:  # the last value holds until the trace ends
+            times, values = [*times, end], [*values, values[-1]]
+        rows = _rows_in_view(times, values, points=points, end=end, static=static, step=True)
+        layer: Spec = {
+            "data": {"values": rows},
+            "mark": {"type": "line", "interpolate": "step-after", "clip": True,
+                     "strokeWidth": 2.4 if column == "cwnd_bytes" else 1.5},
+            "encoding": {
+                "x": {"field": "t", "type": "quantitative"},
+                "y": {"field": "v", "type": "quantitative"},
+                "stroke": {
+                    "field": "m",
+                    "type": "nominal",
+                    "title": "line",
+                    "scale": {"domain": names, "range": [LINE_COLOURS[m] for m in metrics]},
                 },
+                "strokeDash": {
+                    "field": "m",
+                    "type": "nominal",
+                    "title": "line",
+                    "scale": {
+                        "domain": names,
+                        "range": [[6, 3] if m in DASHED else [1, 0] for m in metrics],
+                    },
+                },
+                "tooltip": [{"field": "m", "title": "series"},
+                            {"field": "t", "title": "time (ms)"},
+                            {"field": "v", "title": "value", "format": ",.4~r"}],
             },
-            "tooltip": [{"field": "m", "title": "series"}, {"field": "t", "title": "time (ms)"},
-                        {"field": "v", "title": "value", "format": ",.4~r"}],
-        },
-    }  # fmt: skip
+        }  # fmt: skip
+        layer["transform"] = [
+            _constant("m", LINE_NAMES[column]),
+            *([] if static else _view_filter(index, end, step=True)),
+        ]
+        layers.append(layer)
+    return layers
 
 
-def _samples_layer(series: ConnectionSeries, *, points: int) -> Spec:
+def _samples_layer(series: ConnectionSeries, *, points: int, index: int, static: bool) -> Spec:
     times, values = series.rtt_samples
-    xs, ys = reduce_points(times, values, columns=points, span=(0.0, max(series.end_ms, 1e-3)))
-    return {
-        "data": {"values": [{"t": _r(x), "v": _r(y)} for x, y in zip(xs, ys, strict=True)]},
+    rows = _rows_in_view(times, values, points=points, end=series.end_ms, static=static)
+    layer: Spec = {
+        "data": {"values": rows},
         "mark": {"type": "circle", "size": 9, "opacity": 0.55, "color": RTT_SAMPLE_COLOUR,
                  "clip": True},
         "encoding": {"x": {"field": "t", "type": "quantitative"},
@@ -207,6 +314,9 @@ def _samples_layer(series: ConnectionSeries, *, points: int) -> Spec:
                      "tooltip": [{"field": "t", "title": "time (ms)"},
                                  {"field": "v", "title": "RTT sample (ms)"}]},
     }  # fmt: skip
+    if not static:
+        layer["transform"] = _view_filter(index, series.end_ms)
+    return layer
 
 
 def _x(title: str | None, domain: tuple[float, float]) -> Spec:
@@ -307,7 +417,9 @@ def _events_panel(
                 "data": {"values": missing},
                 "mark": {"type": "text", "fontSize": 12, "fontStyle": "italic",
                          "color": "#555555"},
-                "encoding": {"x": {"value": PLOT_WIDTH / 2}, "y": y, "text": {"field": "text"}},
+                # the middle of the panel, whatever width the page gives it
+                "encoding": {"x": {"value": {"expr": "width / 2"}}, "y": y,
+                             "text": {"field": "text"}},
             }
         )  # fmt: skip
     panel: Spec = {
@@ -336,16 +448,14 @@ def _packets_panel(
     holds several; "not logged" when the producer never logs losses."""
     p = series.packets
     assert p is not None
-    span = (0.0, end)
     times, numbers = p.sent
-    xs, ys = reduce_points(times, numbers, columns=points, span=span)
     label = {k: v[0] for k, v in PACKET_MARKS.items()}
-    sent = [{"t": _r(x), "v": int(y), "kind": label["sent"]} for x, y in zip(xs, ys, strict=True)]
-    at, top = p.largest_acked
-    ax, ay = reduce_points(at, top, columns=points, span=span)
-    if ax and ax[-1] < end:
-        ax, ay = [*ax, end], [*ay, ay[-1]]
-    acked = [{"t": _r(x), "v": int(y)} for x, y in zip(ax, ay, strict=True)]
+    static = columns is not None
+    sent = _rows_in_view(times, numbers, points=points, end=end, static=static)
+    at, top = list(p.largest_acked[0]), list(p.largest_acked[1])
+    if at and at[-1] < end:
+        at, top = [*at, end], [*top, top[-1]]
+    acked = _rows_in_view(at, top, points=points, end=end, static=static, step=True)
     high = max(max(numbers, default=1), max(top, default=1), *(n for _, n, _, _ in p.lost), 1)
     gap_number = high * 6 / PANEL_HEIGHT  # marks about 6 px apart or closer merge
     marks: list[dict[str, Any]] = []
@@ -358,10 +468,19 @@ def _packets_panel(
                           "n": count, "count": str(count) if count > 1 else "",
                           "first": _r(first), "last": _r(last),
                           "numbers": f"{lo}" if lo == hi else f"{lo}-{hi}"})  # fmt: skip
+            if not static:  # drawn in every zoom level where it falls in view
+                marks[-1]["lv"] = 0
+                raw = p.lost_events.get(_r(first))
+                if raw is not None:  # a click shows the first loss event of the mark
+                    more = f"\n(and {count - 1} more losses in this mark)" if count > 1 else ""
+                    marks[-1]["raw"] = f"packet_lost at {_r(first)} ms:\n{raw}{more}"
     domain = [label[k] for k in PACKET_MARKS]
     x = {"field": "t", "type": "quantitative"}
     y = {"field": "v", "type": "quantitative", "title": None, "axis": {"format": "~s"},
-         "scale": {"domain": [0, _r(high * 1.04)], "nice": False}}  # fmt: skip
+         "scale": {"zero": static}}  # fmt: skip
+    index = int(name[1:].split("p")[0])
+    in_view = [] if static else _view_filter(index, end)
+    acked_view = [] if static else _view_filter(index, end, step=True)
     legend = {
         "shape": {"field": "kind", "type": "nominal", "title": "packets",
                   "scale": {"domain": domain, "range": [v[1] for v in PACKET_MARKS.values()]}},
@@ -371,11 +490,12 @@ def _packets_panel(
     layers: list[Spec] = [
         {**_bands_layer(series, states, columns=columns), "name": name},
         {"data": {"values": sent},
+         "transform": [_constant("kind", label["sent"]), *in_view],
          "mark": {"type": "point", "filled": True, "size": 8, "opacity": 1, "clip": True},
          "encoding": {"x": x, "y": y, **legend,
                       "tooltip": [{"field": "t", "title": "time (ms)"},
                                   {"field": "v", "title": "packet number"}]}},
-        {"data": {"values": acked},
+        {"data": {"values": acked}, "transform": acked_view,
          "mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.6,
                   "color": ACKED_COLOUR, "clip": True},
          "encoding": {"x": x, "y": y,
@@ -386,7 +506,7 @@ def _packets_panel(
         _, _, colour, filled = PACKET_MARKS[kind]
         rows = [m for m in marks if m["kind"] == label[kind]]
         layers.append(
-            {"data": {"values": rows},
+            {"data": {"values": rows}, "transform": in_view,
              "mark": {"type": "point", "filled": filled, "strokeWidth": 1.8, "clip": True,
                       "opacity": 0.95},
              "encoding": {
@@ -400,7 +520,7 @@ def _packets_panel(
                              {"field": "last", "title": "last (ms)"}]}}
         )  # fmt: skip
         layers.append(
-            {"data": {"values": [m for m in rows if m["count"]]},
+            {"data": {"values": [m for m in rows if m["count"]]}, "transform": in_view,
              "mark": {"type": "text", "align": "left", "dx": 9, "dy": -8, "fontSize": 12,
                       "fontWeight": "bold", "color": colour, "clip": True},
              "encoding": {"x": x, "y": y, "text": {"field": "count"}}}
@@ -417,6 +537,102 @@ def _packets_panel(
         "width": PLOT_WIDTH,
         "height": PANEL_HEIGHT,
         "title": {"text": packets_title(series), "fontSize": 12, "fontWeight": "normal"},
+        "layer": layers,
+        "encoding": {"x": _x(None, (0.0, end))},
+    }
+
+
+#: the byte-offset panel's marks: stream data sent, acknowledged, declared lost; its lines: the
+#: connection's and the stream's flow-control limits
+STREAM_COLOURS: Final[dict[str, str]] = {
+    "sent": RTT_SAMPLE_COLOUR,
+    "acked": "#00473b",
+    "lost": "#a50f15",
+    "max_data": "#252525",
+    "max_stream_data": "#54278f",
+}
+
+
+def _streams_panel(
+    streams: StreamTimeline,
+    *,
+    bands: Spec,
+    name: str,
+    index: int,
+    end: float,
+    points: int,
+    static: bool,
+) -> Spec:
+    """The data of the connection's main stream by byte offset (y: where in the stream): a
+    dot per STREAM frame when sent, another when an ACK first covered its packet, a cross
+    when its packet was declared lost; the receiver's flow-control limits (MAX_DATA for the
+    connection, MAX_STREAM_DATA for the stream) as step lines, where the trace logs them."""
+    x = {"field": "t", "type": "quantitative"}
+    y = {"field": "v", "type": "quantitative", "title": None, "axis": {"format": "~s"},
+         "scale": {"zero": static}}  # fmt: skip
+    in_view = [] if static else _view_filter(index, end)
+    step_view = [] if static else _view_filter(index, end, step=True)
+    f = streams.frames
+
+    def dots(kind: str, pairs: list[tuple[float, int]], what: str) -> Spec:
+        pairs.sort()
+        rows = _rows_in_view([t for t, _ in pairs], [o for _, o in pairs], points=points,
+                             end=end, static=static)  # fmt: skip
+        return {"data": {"values": rows}, "transform": in_view,
+                "mark": {"type": "circle", "size": 10, "opacity": 0.8,
+                         "color": STREAM_COLOURS[kind], "clip": True},
+                "encoding": {"x": x, "y": y,
+                             "tooltip": [{"field": "t", "title": f"{what} (ms)"},
+                                         {"field": "v", "title": "stream offset (bytes)"}]},
+                }  # fmt: skip
+
+    sent = [(t, off) for t, off, _, _ in f]
+    acked = [(a, o) for (_, o, _, _), a in zip(f, streams.acked_at, strict=True) if a is not None]
+    lost = [(t, o) for (_, o, _, _), t in zip(f, streams.lost_at, strict=True) if t is not None]
+    layers: list[Spec] = [{**bands, "name": name}, dots("sent", sent, "sent"),
+                          dots("acked", acked, "acknowledged")]  # fmt: skip
+    if lost:
+        layers.append(
+            {"data": {"values": [{"t": _r(t), "v": o, "lv": 0} for t, o in sorted(lost)]},
+             "transform": in_view,
+             "mark": {"type": "point", "shape": "cross", "filled": True, "size": 60,
+                      "color": STREAM_COLOURS["lost"], "clip": True},
+             "encoding": {"x": x, "y": y,
+                          "tooltip": [{"field": "t", "title": "declared lost (ms)"},
+                                      {"field": "v", "title": "stream offset (bytes)"}]}}
+        )  # fmt: skip
+    parts = [f"stream {streams.stream_id} by byte offset: dots sent (grey), acknowledged "
+             "(green)" + (", crosses declared lost" if lost else "")]  # fmt: skip
+    for kind, label, limits, dash in (
+        ("max_data", "MAX_DATA (connection limit, dashed)", streams.max_data, [6, 3]),
+        ("max_stream_data", "MAX_STREAM_DATA (stream limit)", streams.max_stream_data, [1, 0]),
+    ):
+        if not limits:
+            continue
+        ts, vs = [t for t, _ in limits], [float(m) for _, m in limits]
+        if ts[-1] < end:
+            ts, vs = [*ts, end], [*vs, vs[-1]]
+        rows = _rows_in_view(ts, vs, points=points, end=end, static=static, step=True)
+        layers.append(
+            {"data": {"values": rows}, "transform": step_view,
+             "mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.6,
+                      "strokeDash": dash, "color": STREAM_COLOURS[kind], "clip": True},
+             "encoding": {"x": x, "y": y,
+                          "tooltip": [{"field": "t", "title": "time (ms)"},
+                                      {"field": "v", "title": label.split(" (")[0]}]}}
+        )  # fmt: skip
+        parts.append(label)
+    if not (streams.max_data or streams.max_stream_data):
+        parts.append("flow-control limits: none logged")
+    if streams.other_streams:
+        n = streams.other_streams
+        parts.append(f"{n} other stream{'s' * (n != 1)} not drawn")
+    if not streams.losses_here:
+        parts.append("losses are declared by the data's sender: not in this log")
+    return {
+        "width": PLOT_WIDTH,
+        "height": PANEL_HEIGHT,
+        "title": {"text": "; ".join(parts), "fontSize": 12, "fontWeight": "normal"},
         "layer": layers,
         "encoding": {"x": _x(None, (0.0, end))},
     }
@@ -449,6 +665,73 @@ def _packets_note(series: ConnectionSeries) -> str:
     return "; ".join(notes)
 
 
+def _band_labels(series: ConnectionSeries, *, end: float, name: str) -> Spec:
+    """The state's name on each band wide enough to hold it, along the panel's top edge: a
+    static drawing has no hover, and in greyscale the bands' colours do not tell states apart."""
+    px = PLOT_WIDTH / max(end, 1e-3)
+    rows = [
+        {"t": _r((a + b) / 2), "state": st}
+        for a, b, st in pixel_bands(series.bands, end=max(end, 1e-3), columns=PLOT_WIDTH)
+        if (b - a) * px >= 6.5 * len(st) + 6
+    ]
+    return {
+        "name": name,
+        "data": {"values": rows},
+        "mark": {"type": "text", "baseline": "top", "fontSize": 10, "color": "#222222",
+                 "clip": True},
+        "encoding": {"x": {"field": "t", "type": "quantitative"}, "y": {"value": 3},
+                     "text": {"field": "state"}},
+    }  # fmt: skip
+
+
+#: how far above the largest value that bounds it an axis reaches
+AXIS_HEADROOM: Final[float] = 1.1
+
+
+def axis_top(series: ConnectionSeries, panel: int) -> tuple[float | None, str]:
+    """The top of panel ``panel``'s y axis when a value would squash the rest, and what the
+    panel says about it (else None, ""). A line is drawn at the axis's top where it is above:
+    ssthresh above the largest cwnd or bytes in flight (ssthresh starts "infinite", RFC 9002
+    section 7.3.1, and some producers log a sentinel for it); smoothed or minimum RTT above
+    the largest RTT sample (both are made of samples; above them is a value from before the
+    first sample, such as the 333 ms initial RTT of RFC 9002 section 6.2.2). Hover shows the
+    value itself."""
+    def peak(column: str) -> float:
+        return max(series.lines[column][1], default=0.0) if column in series.lines else 0.0
+
+    if panel == 0:
+        bound = max(peak("cwnd_bytes"), peak("bytes_in_flight"))
+        over, what = peak("ssthresh_bytes"), "ssthresh"
+    elif panel == 1:
+        bound = max(series.rtt_samples[1], default=0.0)
+        over, what = max(peak("smoothed_rtt_ms"), peak("min_rtt_ms")), "RTT estimates"
+    else:
+        return None, ""
+    if bound <= 0 or over <= bound * AXIS_HEADROOM:
+        return None, ""
+    return bound * AXIS_HEADROOM, f"; {what} above the axis drawn at its top (hover: value)"
+
+
+def _rectangle_zoom(panels: list[Spec], index: int) -> list[Spec]:
+    """A parameter per panel with a numeric y axis, ``ry<connection>_<panel>``, that overrides
+    the panel's y domain when set: the page's shift-drag (a rectangle zoom) sets it and the
+    time zoom together, a double-click clears it (the y axis refits to what is in view)."""
+    out: list[Spec] = []
+    for k, panel in enumerate(panels):
+        name = f"ry{index}_{k}"
+        numeric = False
+        for layer in panel["layer"][1:]:
+            y = layer.get("encoding", {}).get("y")
+            if isinstance(y, dict) and y.get("type") == "quantitative" and "field" in y:
+                layer["encoding"]["y"] = {
+                    **y, "scale": {**y.get("scale", {}), "domainRaw": {"expr": name}}
+                }
+                numeric = True
+        if numeric:
+            out.append({"name": name, "value": None})
+    return out
+
+
 def connection_spec(
     series: ConnectionSeries,
     *,
@@ -475,19 +758,28 @@ def connection_spec(
         if not columns and not has_samples:
             continue
         layers = [{**_bands_layer(series, states, columns=band_columns), "name": f"c{index}p{i}"}]
-        if columns:
-            layers.append(_lines_layer(series, columns, metrics, points=points))
         if has_samples:
-            layers.append(_samples_layer(series, points=points))
-        y = {"field": "v", "type": "quantitative", "title": None,
+            layers.append(_samples_layer(series, points=points, index=index, static=static))
+        if columns:
+            layers += _lines_layers(
+                series, columns, metrics, points=points, index=index, static=static
+            )
+        y = {"field": "y", "type": "quantitative", "title": None,
              "axis": {"format": "~s" if i != 1 else ",~r"}}  # fmt: skip
+        if static and not panels:  # the first panel names its bands (no hover on paper)
+            layers.append(_band_labels(series, end=end, name=f"c{index}labels"))
+        top, note = axis_top(series, i)
         for layer in layers[1:]:
+            if str(layer.get("name", "")).endswith("labels"):
+                continue
             layer["encoding"]["y"] = y
+            shown_as = "datum.v" if top is None else f"min(datum.v, {_r(top)})"
+            layer["transform"] = [{"calculate": shown_as, "as": "y"}, *layer.get("transform", [])]
         panels.append(
             {
                 "width": PLOT_WIDTH,
                 "height": PANEL_HEIGHT,
-                "title": {"text": name, "fontSize": 12, "fontWeight": "normal"},
+                "title": {"text": name + note, "fontSize": 12, "fontWeight": "normal"},
                 "layer": layers,
                 "encoding": {"x": _x(None, (0.0, end))},
             }
@@ -515,10 +807,28 @@ def connection_spec(
                 columns=band_columns,
             )  # fmt: skip
         )
+    if series.packets is not None and series.packets.streams is not None:
+        panels.append(
+            _streams_panel(
+                series.packets.streams,
+                bands=_bands_layer(series, states, columns=band_columns),
+                name=f"c{index}ps",
+                index=index,
+                end=end,
+                points=points,
+                static=static,
+            )
+        )
     panels.append(
         _events_panel(series, name=f"c{index}pe", end=end, states=states, columns=band_columns)
     )
     views = [p["layer"][0]["name"] for p in panels]
+    params: list[Spec] = [
+        {"name": f"zoom{index}", "select": {"type": "interval", "encodings": ["x"]},
+         "bind": "scales", "views": views}
+    ]  # fmt: skip
+    if not static:
+        params += _rectangle_zoom(panels, index)
     head = f"{series.trace} ({series.vantage})"
     title: Spec = {"text": ellipsize(head, 110)}
     if series.title:
@@ -529,11 +839,38 @@ def connection_spec(
         "spacing": 12,
         # one zoom for every panel: a selection over the panels' bands layers, bound to each
         # panel's own time scale (a shared scale does not follow a bound selection)
-        "params": [{"name": f"zoom{index}", "select": {"type": "interval", "encodings": ["x"]},
-                    "bind": "scales", "views": views}],
+        "params": params,
         "resolve": {"scale": {"x": "independent", "fill": "shared", "stroke": "shared",
                               "strokeDash": "shared", "color": "shared", "shape": "shared"}},
     }  # fmt: skip
+
+
+def _share_data(spec: Spec) -> Spec:
+    """``spec`` with inline data that occurs more than once (a connection's state bands behind
+    each of its panels) stored once, as a named dataset."""
+    seen: dict[str, int] = {}
+
+    def visit(node: Any, count: bool) -> Any:
+        if isinstance(node, list):
+            return [visit(n, count) for n in node]
+        if not isinstance(node, dict):
+            return node
+        data = node.get("data")
+        if isinstance(data, dict) and isinstance(data.get("values"), list) and data["values"]:
+            text = json.dumps(data["values"], sort_keys=True, separators=(",", ":"))
+            if count:
+                seen[text] = seen.get(text, 0) + 1
+            elif seen.get(text, 0) > 1:
+                names.setdefault(text, (f"shared{len(names)}", data["values"]))
+                node = {**node, "data": {"name": names[text][0]}}
+        return {k: (v if k == "data" else visit(v, count)) for k, v in node.items()}
+
+    names: dict[str, tuple[str, list[Any]]] = {}
+    visit(spec, True)
+    out = visit(spec, False)
+    if names:
+        out["datasets"] = {name: values for name, values in names.values()}
+    return out
 
 
 def connections_spec(
@@ -541,6 +878,12 @@ def connections_spec(
 ) -> Spec:
     """Several connections as small multiples, one below the other, each on its own time axis
     and zoomed on its own."""
+    return _share_data(_connections_spec(series, points=points, static=static))
+
+
+def _connections_spec(
+    series: Sequence[ConnectionSeries], *, points: int, static: bool
+) -> Spec:
     if len(series) == 1:
         return {**connection_spec(series[0], points=points, static=static), "config": CONFIG}
     states = list(dict.fromkeys(st for s in series for st in s.states))
@@ -634,6 +977,8 @@ def time_in_state_spec(bars: Sequence[Bar], *, names: tuple[str, str]) -> Spec:
                                    "text": f"{100 * v:.1f}%"}  # fmt: skip
             if lo == lo and hi == hi and lo is not None and hi is not None and hi > lo:
                 row |= {"lo": _r(max(lo, 0.0), 5), "hi": _r(min(hi, 1.0), 5)}
+            # the value's label right of its whisker, never printed over it
+            row["at"] = row.get("hi", row["v"])
             rows.append(row)
     height = max(34 * len(bars), 40)
     y = {"field": "label", "type": "nominal", "sort": order, "title": None,
@@ -653,11 +998,13 @@ def time_in_state_spec(bars: Sequence[Bar], *, names: tuple[str, str]) -> Spec:
             {"mark": {"type": "rule", "color": "#222222", "strokeWidth": 1.2},
              "encoding": {"x": {"field": "lo", "type": "quantitative"}, "x2": {"field": "hi"}}},
             {"mark": {"type": "text", "align": "left", "dx": 4, "fontSize": 10},
-             "encoding": {"x": {"field": "v", "type": "quantitative"}, "text": {"field": "text"}}},
+             "encoding": {"x": {"field": "at", "type": "quantitative"},
+                          "text": {"field": "text"}}},
         ],
     }  # fmt: skip
     notes = _notes_column([(b.label, b.note, b.significant) for b in bars], order, height)
-    return {"hconcat": [bars_view, notes], "spacing": 40, "config": CONFIG}
+    return {"hconcat": [bars_view, notes], "spacing": 40, "padding": REPORT_PADDING,
+            "config": CONFIG}
 
 
 #: lowest value of the dwell-time axis (ms)
@@ -705,7 +1052,8 @@ def dwell_spec(boxes: Sequence[Box], *, names: tuple[str, str]) -> Spec | None:
         ],
     }  # fmt: skip
     notes = _notes_column([(b.label, b.note, b.significant) for b in boxes], order, height)
-    return {"hconcat": [view, notes], "spacing": 40, "config": CONFIG}
+    return {"hconcat": [view, notes], "spacing": 40, "padding": REPORT_PADDING,
+            "config": CONFIG}
 
 
 def traces_spec(traces: Sequence[tuple[str, str, Series]]) -> Spec:
@@ -754,6 +1102,7 @@ def traces_spec(traces: Sequence[tuple[str, str, Series]]) -> Spec:
     return {
         "hconcat": views,
         "spacing": 30,
+        "padding": REPORT_PADDING,
         "resolve": {"scale": {"x": "independent", "y": "independent", "fill": "shared",
                               "stroke": "shared"}},
         "config": CONFIG,
@@ -789,7 +1138,8 @@ def heatmap_spec(
          "axis": {"labelFontSize": 12}}  # fmt: skip
     dark = f"datum.sig && datum.pct != null && abs(datum.pct) > {0.55 * extent}"
     return {
-        "title": {"text": title},
+        "title": {"text": wrap_title(title, max(120 * len(cols), 160) + 160, size=14)},
+        "padding": REPORT_PADDING,
         "data": {"values": data},
         "width": max(120 * len(cols), 160),
         "height": 52 * len(rows),
@@ -910,40 +1260,229 @@ def _hash(script: str) -> str:
     return "'sha256-" + base64.b64encode(digest).decode() + "'"
 
 
-#: runs once the libraries are in: draws the specification held in #spec into #chart with the
-#: expression interpreter (no eval); exposes the view for scripted checks
-_EMBED: Final[str] = (
-    "vegaEmbed('#chart', JSON.parse(document.getElementById('spec').textContent), "
-    "{renderer: 'svg', actions: false, ast: true})"
-    ".then(function (r) { window.quicsmView = r.view; document.body.dataset.drawn = 'yes'; })"
-    ".catch(function (e) { document.body.dataset.drawn = 'failed'; console.error(String(e)); });"
-)
+#: the page's one script: unpacks the libraries (gzip, base64, in #lib) and runs them as an
+#: inline script allowed by its hash, unpacks the specification (#spec), fits the panels to the
+#: page's width (``data-width`` of #chart: the width they were made for) and draws them with the
+#: expression interpreter (no eval); redraws on a resize; a click on a mark that carries a raw
+#: event shows it under the chart; exposes the view for scripted checks
+_EMBED: Final[str] = r"""(function () {
+var chart = document.getElementById('chart');
+function unpack(id) {
+  var text = atob(document.getElementById(id).textContent.trim());
+  var bytes = new Uint8Array(text.length);
+  for (var i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+  var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+  return new Response(stream).text();
+}
+function wrap(text, px, size) {  // a title as lines that fit px at font size size
+  var room = Math.floor(px / (0.58 * size));
+  if (typeof text !== 'string' || text.length <= room) return text;
+  var lines = [], rest = text;
+  while (rest.length > room) {
+    var cut = Math.max(rest.lastIndexOf(', ', room), rest.lastIndexOf('; ', room),
+                       rest.lastIndexOf(': ', room));
+    if (cut < room / 3) cut = rest.lastIndexOf(' ', room);
+    if (cut <= 0) break;
+    lines.push(rest.slice(0, cut + 1).trim());
+    rest = rest.slice(cut + 1).trim();
+  }
+  lines.push(rest);
+  return lines;
+}
+function fit(node, from, to) {
+  if (Array.isArray(node)) { node.forEach(function (n) { fit(n, from, to); }); return; }
+  if (!node || typeof node !== 'object') return;
+  if (node.width === from) node.width = to;
+  var title = node.title;
+  if (title && typeof title === 'object' && title.text !== undefined) {
+    title.text = wrap(title.text, to, title.fontSize || 14);
+    if (title.subtitle) title.subtitle = wrap(title.subtitle, to, 12);
+  }
+  Object.keys(node).forEach(function (k) { if (k !== 'data') fit(node[k], from, to); });
+}
+var source = null, drawn = 0, tries = 0;
+function room() {  // the figure's inner width (the chart's own box follows its drawing)
+  var box = chart.parentNode, style = getComputedStyle(box);
+  return box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+}
+function draw(width, vertical) {
+  var spec = JSON.parse(source), made = Number(chart.dataset.width || 0), space = room();
+  if (made && width > 200) fit(spec, made, width);
+  var run = ++drawn;
+  function patch(vg) {
+    if (vertical) {
+      vg.config = vg.config || {};
+      vg.config.legend = vg.config.legend || {};
+      vg.config.legend.layout = {bottom: {anchor: 'start', direction: 'vertical', margin: 6}};
+      if (space < 1000) vg.config.legend.columns = 2;  // a narrow page: two entries a row
+    }
+    return vg;
+  }
+  return vegaEmbed('#chart', spec, {renderer: 'svg', actions: false, ast: true, patch: patch})
+    .then(function (r) {
+      if (run !== drawn) return;
+      var excess = Math.ceil(chart.querySelector('svg').getBoundingClientRect().width - space);
+      if (made && excess > 0 && tries < 3) {
+        tries += 1;
+        r.view.finalize();
+        // legends side by side too wide: stack them; then narrow the panels
+        if (!vertical) return draw(width, true);
+        if (width - excess > 200) return draw(width - excess - 2, true);
+      }
+      if (window.quicsmView && window.quicsmView !== r.view) window.quicsmView.finalize();
+      window.quicsmView = r.view;
+      rectangle(r.view);
+      r.view.addEventListener('click', function (event, item) {
+        var raw = item && item.datum && item.datum.raw, out = document.getElementById('raw');
+        if (raw && out) { out.textContent = raw; out.hidden = false; }
+      });
+      document.body.dataset.drawnMs = String(Math.round(performance.now()));
+      document.body.dataset.draws = String(drawn);
+      document.body.dataset.drawn = 'yes';
+    });
+}
+function first() {
+  // legends side by side need about this much room; below it they stack from the start
+  var space = room();
+  tries = 0;
+  return draw(space - Number(chart.dataset.margin || 0), space < 1500);
+}
+// shift-drag: a rectangle zoom on one panel (its time range for every panel of the
+// connection, its value range for that panel); double-click: back to the y axes that refit
+function groups(item, x, y, out) {
+  (item.items || []).forEach(function (child) {
+    var cx = x + (child.x || 0), cy = y + (child.y || 0);
+    if (child.mark && child.mark.marktype === 'group' && /^concat_.*_group$/.test(child.mark.name))
+      out.push({name: child.mark.name.replace(/_group$/, ''), x: cx, y: cy,
+                width: child.width, height: child.height});
+    if (child.items) groups(child, child.mark && child.mark.marktype === 'group' ? cx : x,
+                            child.mark && child.mark.marktype === 'group' ? cy : y, out);
+  });
+  return out;
+}
+function rectangle(view) {
+  var svg = chart.querySelector('svg'), start = null, box = document.createElement('div');
+  box.style.cssText = 'position:absolute;border:1px dashed #333;background:rgba(0,0,0,.08);' +
+    'pointer-events:none;display:none';
+  chart.style.position = 'relative';
+  chart.appendChild(box);
+  function at(e) {
+    var r = svg.getBoundingClientRect(), pad = view.padding(), o = view.origin();
+    return [e.clientX - r.left - pad.left - o[0], e.clientY - r.top - pad.top - o[1]];
+  }
+  function begin(e) {
+    if (!e.shiftKey || !svg.contains(e.target)) return;
+    e.stopImmediatePropagation(); e.preventDefault();
+    if (!start) start = {client: [e.clientX, e.clientY], at: at(e)};
+  }
+  window.addEventListener('pointerdown', begin, true);
+  window.addEventListener('mousedown', begin, true);
+  window.addEventListener('pointermove', function (e) {
+    if (!start) return;
+    e.stopImmediatePropagation();
+    var c = chart.getBoundingClientRect();
+    box.style.display = 'block';
+    box.style.left = (Math.min(start.client[0], e.clientX) - c.left) + 'px';
+    box.style.top = (Math.min(start.client[1], e.clientY) - c.top) + 'px';
+    box.style.width = Math.abs(e.clientX - start.client[0]) + 'px';
+    box.style.height = Math.abs(e.clientY - start.client[1]) + 'px';
+  }, true);
+  window.addEventListener('pointerup', function (e) {
+    if (!start) return;
+    var a = start.at, b = at(e);
+    start = null; box.style.display = 'none';
+    e.stopImmediatePropagation();
+    zoomTo(view, a, b);
+  }, true);
+  svg.addEventListener('dblclick', function () {
+    Object.keys(view.getState({signals: function (n) { return /^ry\d+_\d+$/.test(n); },
+                               data: function () { return false; }}).signals || {})
+      .forEach(function (n) { view.signal(n, null); });
+    view.runAsync();
+  });
+}
+function zoomTo(view, a, b) {  // a, b: corners in the view's coordinates
+  var found = groups(view.scenegraph().root, 0, 0, []).filter(function (g) {
+    return a[0] >= g.x && a[0] <= g.x + g.width && a[1] >= g.y && a[1] <= g.y + g.height;
+  })[0];
+  if (!found || Math.abs(b[0] - a[0]) < 3) return;
+  var nums = found.name.match(/\d+/g).map(Number);
+  var conn = nums.length > 1 ? nums[0] : 0, panel = nums[nums.length - 1];
+  var xs = view.scale(found.name + '_x'), ys = view.scale(found.name + '_y');
+  function up(p, q) { return p - q; }
+  var t = [xs.invert(a[0] - found.x), xs.invert(b[0] - found.x)].sort(up);
+  view.signal('zoom' + conn + '_start', t);
+  var name = 'ry' + conn + '_' + panel;
+  if (ys && typeof ys.invert === 'function' && Math.abs(b[1] - a[1]) >= 3) {
+    try {
+      var v = [ys.invert(a[1] - found.y), ys.invert(b[1] - found.y)].sort(up);
+      view.signal(name, v);
+    } catch (err) { /* no such parameter: a panel without a numeric y axis */ }
+  }
+  view.runAsync();
+}
+var timer = null;
+window.addEventListener('resize', function () {
+  clearTimeout(timer);
+  timer = setTimeout(function () { if (source) first(); }, 200);
+});
+unpack('lib').then(function (code) {
+  var script = document.createElement('script');
+  script.textContent = code;
+  document.head.appendChild(script);
+  return unpack('spec');
+}).then(function (text) { source = text; return first(); })
+  .catch(function (e) { document.body.dataset.drawn = 'failed'; console.error(String(e)); });
+})();"""
 
 
-def _json_in_html(spec: Spec) -> str:
-    """JSON safe inside a ``<script type="application/json">`` element."""
-    text = json.dumps(spec, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+def _packed(text: str) -> str:
+    """``text`` gzip-compressed and base64-encoded (mtime 0: the same text, the same bytes)."""
+    import gzip
+
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode()
+
+
+@functools.cache
+def _packed_bundle() -> str:
+    return _packed(_bundle())
 
 
 def interactive_page(
-    *, title: str, head_html: str, spec: Spec, tail_html: str = "", css: str = ""
+    *,
+    title: str,
+    head_html: str,
+    spec: Spec,
+    tail_html: str = "",
+    css: str = "",
+    fit_width: int | None = None,
+    fit_margin: int = 0,
 ) -> str:
     """A self-contained HTML page: ``head_html``, the interactive chart, ``tail_html``.
-    ``head_html`` and ``tail_html`` must be escaped already."""
+    ``head_html`` and ``tail_html`` must be escaped already. The libraries and the
+    specification travel gzip-compressed (a third of their size); ``fit_width``: every view
+    of the specification that is this wide takes the page's width instead (less
+    ``fit_margin`` px for axes and legends), redrawn when the window is resized."""
     bundle = _bundle()
     csp = (
         f"default-src 'none'; script-src {_hash(bundle)} {_hash(_EMBED)}; "
         "style-src 'unsafe-inline'; img-src data:"
     )
+    fit = ""
+    if fit_width is not None:
+        fit = f' data-width="{fit_width}" data-margin="{fit_margin}"'
+    text = json.dumps(spec, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>{css}</style></head><body><main>"
-        f'{head_html}<figure><div id="chart"></div></figure>{tail_html}</main>'
-        f'<script type="application/json" id="spec">{_json_in_html(spec)}</script>'
-        f"<script>{bundle}</script><script>{_EMBED}</script></body></html>\n"
+        f'{head_html}<figure><div id="chart"{fit}></div>'
+        '<pre id="raw" hidden></pre></figure>'
+        f"{tail_html}</main>"
+        f'<script type="application/gzip" id="spec">{_packed(text)}</script>'
+        f'<script type="application/gzip" id="lib">{_packed_bundle()}</script>'
+        f"<script>{_EMBED}</script></body></html>\n"
     )
 
 
@@ -998,12 +1537,15 @@ class Chart:
 _PLOT_CSS = """
 body { margin:0; background:#f5f7fa; color:#1d2330;
   font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif; }
-main { max-width:1240px; margin:0 auto; padding:16px 20px 40px; }
+main { max-width:1900px; margin:0 auto; padding:16px 20px 40px; }
 h1 { font-size:19px; margin:8px 0 4px; overflow-wrap:anywhere; }
 h2 { font-size:16px; margin:18px 0 4px; overflow-wrap:anywhere; }
-p.quiet { color:#5b6475; font-size:14px; margin:4px 0 12px; }
+p.quiet, ol.quiet { color:#5b6475; font-size:14px; margin:4px 0 12px; }
+ol.quiet { padding-left:22px; overflow-wrap:anywhere; }
 figure { margin:0; background:#fff; border:1px solid #dde2ea; border-radius:8px; padding:8px;
   overflow-x:auto; }
+#raw { margin:8px 0 0; padding:8px; background:#f5f7fa; border:1px solid #dde2ea;
+  font-size:13px; white-space:pre-wrap; overflow-wrap:anywhere; max-height:320px; overflow:auto; }
 table { border-collapse:collapse; font-size:14px; margin:8px 0 14px; }
 th, td { border-bottom:1px solid #dde2ea; padding:3px 10px; text-align:left; }
 td.num { text-align:right; font-variant-numeric:tabular-nums; }
@@ -1023,7 +1565,9 @@ def _durations_table(series: ConnectionSeries) -> str:
         for s, ms, n in state_durations(series)
     )
     return (
-        "<table><tr><th>state</th><th>ms</th><th>share</th><th>visits</th></tr>" + rows + "</table>"
+        "<table><tr><th>state</th><th>ms</th><th>share of time</th><th>visits</th></tr>"
+        + rows
+        + "</table>"
     )
 
 
@@ -1040,7 +1584,7 @@ def _summary(series: ConnectionSeries) -> str:
     return "; ".join(parts)
 
 
-def connection_page(series: Sequence[ConnectionSeries]) -> str:
+def connection_page(series: Sequence[ConnectionSeries], *, points: int = COLUMNS) -> str:
     """``quicsm plot``'s HTML: the connections' interactive plot (wheel: zoom the time axis,
     drag: pan, double-click: reset), then the time in each state of each connection."""
     names = [f"{s.trace} ({s.vantage})" for s in series]
@@ -1048,11 +1592,25 @@ def connection_page(series: Sequence[ConnectionSeries]) -> str:
     head = [f"<h1>{esc(title)}</h1>"]
     if len(series) == 1 and series[0].title:
         head.append(f'<p class="quiet">{esc(series[0].title)}</p>')
+    if len(series) == 1:
+        head.append(f'<p class="quiet">{esc(_summary(series[0]))}.</p>')
+    else:  # each summary named by its connection, in the order drawn
+        head.append(
+            '<ol class="quiet">'
+            + "".join(
+                f"<li><b>{esc(name)}</b>" + (f" ({esc(s.title)})" if s.title else "")
+                + f": {esc(_summary(s))}</li>"
+                for name, s in zip(names, series, strict=True)
+            )
+            + "</ol>"
+        )
     head.append(
-        '<p class="quiet">'
-        + " · ".join(esc(_summary(s)) for s in series)
-        + ". Wheel over a panel zooms the time axis of every panel of its connection, drag "
-        "pans, double-click resets; hover a band, line or mark for its values.</p>"
+        '<p class="quiet">Wheel over a panel zooms the time axis of every panel of its '
+        "connection (the y axes refit to what is in view), drag pans, shift-drag zooms to a "
+        "rectangle (its time range, and its value range on that panel), double-click resets; "
+        "hover a band, line or mark for its values, click a loss mark for the event as logged. "
+        "Share of time: the time a state lasts over "
+        "the connection's time, from its first event to its last.</p>"
     )
     tail = []
     for name, s in zip(names, series, strict=True):
@@ -1062,7 +1620,9 @@ def connection_page(series: Sequence[ConnectionSeries]) -> str:
     return interactive_page(
         title=title,
         head_html="".join(head),
-        spec=connections_spec(series),
+        spec=connections_spec(series, points=points),
         tail_html="".join(tail),
         css=_PLOT_CSS,
+        fit_width=PLOT_WIDTH,
+        fit_margin=FIT_MARGIN,
     )

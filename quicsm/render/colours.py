@@ -1,8 +1,14 @@
 """One colour per state, shared by every drawing (connection plots, report charts, diagrams).
 
-The three loss states are far apart in hue and lightness — Recovery slate purple, TailLossProbe
-magenta, RetransmissionTimeout dark red — so they stay distinguishable next to each other and in
-a state band; the rest follow the Tableau 10 palette.
+The eight states of the model stay apart for people with colour-vision deficiencies: as drawn
+(:data:`STATE_TINT` of the colour on white: plot bands, diagram nodes, table swatches) every two
+of them differ by a CIEDE2000 of at least :data:`MIN_DELTA_E` in normal vision and under
+simulated protanopia, deuteranopia and tritanopia, and the full colours (legends, node borders)
+by at least :data:`MIN_GREY_DELTA_E` in greyscale too (:mod:`quicsm.render.colour_vision`;
+tests/test_colours.py). The palette was found by a seeded search that maximises the smallest of
+those differences while keeping every band light enough for dark lines (3:1 contrast).
+Greyscale bands cannot hold eight light colours apart, so static plots label their bands with
+the state's name as well.
 """
 
 from __future__ import annotations
@@ -11,14 +17,14 @@ from typing import Final
 
 #: fill colour of each state (bands, legends, diagram nodes); unknown names get grey
 STATE_COLOURS: Final[dict[str, str]] = {
-    "Init": "#9e9e9e",
-    "SlowStart": "#4e79a7",
-    "CongestionAvoidance": "#59a14f",
-    "CongestionAvoidanceMaxed": "#a0cbe8",
-    "ApplicationLimited": "#f28e2b",
-    "RetransmissionTimeout": "#b2182b",
-    "Recovery": "#7570b3",
-    "TailLossProbe": "#e7298a",
+    "Init": "#f7fff7",
+    "SlowStart": "#0c80cc",
+    "CongestionAvoidance": "#237218",
+    "CongestionAvoidanceMaxed": "#a0b953",
+    "ApplicationLimited": "#03e9f9",
+    "RetransmissionTimeout": "#223622",
+    "Recovery": "#e8688b",
+    "TailLossProbe": "#0930d7",
     "Startup": "#76b7b2",
     "Drain": "#edc948",
     "ProbeBW": "#9c755f",
@@ -26,6 +32,14 @@ STATE_COLOURS: Final[dict[str, str]] = {
     "Unknown": "#d4d4d4",
 }
 OTHER_STATE_COLOUR: Final[str] = "#cccccc"
+#: how strongly a state's colour fills a band or a node (0 = white, 1 = the colour)
+STATE_TINT: Final[float] = 0.45
+#: the smallest CIEDE2000 between two of the eight states at :data:`STATE_TINT`, in normal
+#: vision and each simulated dichromacy (a difference of about 2 is just noticeable side by
+#: side; bands are seen side by side, with a legend)
+MIN_DELTA_E: Final[float] = 7.5
+#: the smallest CIEDE2000 between two of the eight full colours in greyscale
+MIN_GREY_DELTA_E: Final[float] = 7.5
 
 
 def state_colour(state: str) -> str:

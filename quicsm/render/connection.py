@@ -270,3 +270,48 @@ def pixel_bands(
         else:
             out.append((lo, hi, state))
     return out
+
+
+#: each level of :func:`zoom_levels` has this many times the columns of the one before
+LEVEL_FACTOR: Final[int] = 4
+
+
+def zoom_levels(
+    xs: Sequence[float], ys: Sequence[float], *, columns: int, span: tuple[float, float]
+) -> list[tuple[float, float, float, int]]:
+    """A series drawn at the resolution of the view: rows ``(x, y, until, level)``. Level 0 is
+    :func:`reduce_points` over ``columns`` columns of ``span`` (at most four points per column:
+    first, lowest, highest, last), level k over ``columns * 4**k``, up to the first level that
+    keeps every point, which holds the series itself. A view zoomed in z times draws level
+    ``ceil(log4 z)`` (:func:`level_for`): always at least ``columns`` columns' worth of detail,
+    full resolution once the view is narrow enough. ``until`` is the next point's x in the same
+    level (the end of ``span`` for the last), so a step line's row is drawn wherever
+    [x, until) meets the view. ``xs`` sorted."""
+    rows: list[tuple[float, float, float, int]] = []
+    level, cols = 0, columns
+    while True:
+        lx, ly = reduce_points(xs, ys, columns=cols, span=span)
+        untils = [*lx[1:], max(span[1], lx[-1])] if lx else []
+        rows += [(x, y, u, level) for x, y, u in zip(lx, ly, untils, strict=True)]
+        if len(lx) == len(xs):
+            return rows
+        level, cols = level + 1, cols * LEVEL_FACTOR
+
+
+def level_for(zoom: float, top: int) -> int:
+    """The level :func:`zoom_levels` draws when the view spans ``1 / zoom`` of the series."""
+    if zoom <= 1:
+        return 0
+    return min(top, max(0, math.ceil(math.log(zoom) / math.log(LEVEL_FACTOR) - 1e-9)))
+
+
+def drop_repeats(xs: Sequence[float], ys: Sequence[float]) -> tuple[list[float], list[float]]:
+    """A step line's points without those that repeat the value before them (the line holds
+    it anyway); the last point is kept, so the line still reaches as far."""
+    out_x: list[float] = []
+    out_y: list[float] = []
+    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        if not out_y or y != out_y[-1] or i == len(xs) - 1:
+            out_x.append(x)
+            out_y.append(y)
+    return out_x, out_y

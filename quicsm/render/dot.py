@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 from quicsm.core.choices import RENDER_FORMATS as RENDER_FORMATS  # what render_dot produces
 from quicsm.core.errors import QuicsmError
 from quicsm.core.numbers import short_pct
-from quicsm.render.colours import state_colour, tint
+from quicsm.render.colours import STATE_TINT, state_colour, tint
 from quicsm.render.escape import esc
 from quicsm.stats.descriptive import INITIAL, TERMINAL
 
@@ -45,7 +45,9 @@ FONT: Final[str] = "Helvetica"
 FRACTION_COLOR: Final[str] = "#c0001a"
 PROBABILITY_COLOR: Final[str] = "black"
 #: how strongly a node is filled with its state's colour (0 = white)
-NODE_TINT: Final[float] = 0.3
+NODE_TINT: Final[float] = STATE_TINT
+#: the outline of every state node
+NODE_OUTLINE: Final[str] = "#666666"
 
 
 def _quote(text: str) -> str:
@@ -74,9 +76,16 @@ def node_label(
     state_total: float | None = None,
     visit_share: float | None = None,
     split: bool = False,
+    wrap: bool = False,
 ) -> str:
-    """The HTML-like label of a state node (see the module docstring)."""
+    """The HTML-like label of a state node (see the module docstring); ``wrap``: a long state
+    name breaks at its last word seam (``CongestionAvoidance-`` / ``Maxed``)."""
     name = esc(state)
+    if wrap and len(state) > WRAP_NAMES_OVER:
+        seams = [i for i in range(1, len(state)) if state[i].isupper()]
+        if seams:
+            cut = seams[-1]
+            name = f"{esc(state[:cut])}-<BR/>{esc(state[cut:])}"
     if state_total is not None:
         lines = [
             f"state: {short_pct(state_total)} of time",
@@ -96,7 +105,25 @@ def node_attrs(state: str, label: str) -> str:
     if state == TERMINAL:
         return f"label={_quote(TERMINAL)}, shape=diamond"
     colour = state_colour(state)
-    return f'label={label}, style=filled, fillcolor="{tint(colour, NODE_TINT)}", color="{colour}"'
+    # one dark outline for every state: a light state (Init) still shows on white
+    return (
+        f'label={label}, style=filled, fillcolor="{tint(colour, NODE_TINT)}", '
+        f'color="{NODE_OUTLINE}"'
+    )
+
+
+#: the width of an edge of probability 0 and 1, points: its width tells how likely it is
+EDGE_WIDTHS: Final[tuple[float, float]] = (0.6, 4.0)
+
+
+def edge_attrs(probability: float | None, *, paired: bool = False) -> str:
+    """An edge's label (its probability) and width (in proportion to it). ``paired``: the
+    edge has one in the opposite direction; its label is then tied to it by a line, so the
+    two labels side by side each point at their own edge."""
+    p = 0.0 if probability is None else min(max(float(probability), 0.0), 1.0)
+    width = EDGE_WIDTHS[0] + (EDGE_WIDTHS[1] - EDGE_WIDTHS[0]) * p
+    out = f"label={_quote(short_pct(probability))}, penwidth={width:.2f}"
+    return out + (", decorate=true" if paired else "")
 
 
 def _caption(model: Model, *, attributed: bool, unattributed: bool) -> str:
@@ -111,13 +138,24 @@ def _caption(model: Model, *, attributed: bool, unattributed: bool) -> str:
         caption += (
             "; a state drawn as several nodes shows its total and each node's share of its visits"
         )
-    return caption + ", black = probability of the transition out of its source"
+    return caption + (
+        ", black = probability of the transition out of its source (also the edge's width)"
+    )
 
 
-def graph_header(caption: str) -> list[str]:
+#: a model with more nodes than this is drawn compact (closer nodes, long names on two lines),
+#: so that its text stays legible at a page's width (a Synoptic model of the shipped corpus:
+#: 24 nodes, 1,937 px wide at 72 dpi drawn loose, 1,294 px compact)
+COMPACT_OVER: Final[int] = 12
+#: state names longer than this break at their last word seam in a compact drawing
+WRAP_NAMES_OVER: Final[int] = 16
+
+
+def graph_header(caption: str, *, compact: bool = False) -> list[str]:
+    spacing = "nodesep=0.12, ranksep=0.3" if compact else "nodesep=0.35, ranksep=0.45"
     return [
         "digraph quicsm {",
-        f"  graph [fontname={_quote(FONT)}, fontsize=11, labelloc=b, nodesep=0.35, ranksep=0.45,"
+        f"  graph [fontname={_quote(FONT)}, fontsize=11, labelloc=b, {spacing},"
         f" label={_quote(caption)}];",
         f'  node [fontname={_quote(FONT)}, fontsize=12, shape=ellipse, margin="0.12,0.04"];',
         f"  edge [fontname={_quote(FONT)}, fontsize=10, fontcolor={PROBABILITY_COLOR},"
@@ -142,7 +180,8 @@ def model_to_dot(model: Model, *, title: str | None = None) -> str:
         caption = _caption(
             model, attributed=bool(several - unattributed), unattributed=bool(unattributed)
         )
-    lines = graph_header(caption)
+    compact = model.nodes.height > COMPACT_OVER
+    lines = graph_header(caption, compact=compact)
     for row in nodes.iter_rows(named=True):
         state = row["state"]
         extra: dict[str, Any] = {}
@@ -152,12 +191,13 @@ def model_to_dot(model: Model, *, title: str | None = None) -> str:
                 "state_total": row["fraction"],
                 "visit_share": row["events"] / total if total else None,
             }
-        label = node_label(state, row["fraction"], split=state in several, **extra)
+        label = node_label(state, row["fraction"], split=state in several, wrap=compact, **extra)
         lines.append(f"  {_quote(names[row['id']])} [{node_attrs(state, label)}];")
+    pairs = {(row["source"], row["target"]) for row in model.edges.iter_rows(named=True)}
     for row in model.edges.iter_rows(named=True):
         lines.append(
             f"  {_quote(names[row['source']])} -> {_quote(names[row['target']])} "
-            f"[label={_quote(short_pct(row['probability']))}];"
+            f"[{edge_attrs(row['probability'], paired=(row['target'], row['source']) in pairs)}];"
         )
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -139,7 +139,7 @@ def plot(
     ``traces`` are trace ids (``FILE#N``); ``titles`` one line under each; ``packets`` (from
     :func:`quicsm.read_packet_timelines`) adds the packets panel of the traces it holds."""
     from quicsm.core.errors import InputError
-    from quicsm.render.charts import COLUMNS, Chart, connections_spec
+    from quicsm.render.charts import PLOT_WIDTH, Chart, connections_spec
     from quicsm.render.connection import connection_series
 
     titles = list(titles) if titles is not None else [""] * len(traces)
@@ -155,4 +155,5 @@ def plot(
         )
         for t, title in zip(traces, titles, strict=True)
     ]
-    return Chart(connections_spec(series, points=COLUMNS // 4, static=True))
+    # at most four points per two pixel columns: a saved notebook stays small
+    return Chart(connections_spec(series, points=PLOT_WIDTH // 2, static=True))

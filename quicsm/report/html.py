@@ -16,7 +16,7 @@ from quicsm.core.numbers import format_p, pp
 from quicsm.render import charts, dot
 from quicsm.render.diff_format import caveat_lines, what_changed
 from quicsm.render.escape import esc
-from quicsm.render.findings import change_text, scope_text, why_items
+from quicsm.render.findings import change_text, evidence_short, scope_text, why_items
 from quicsm.render.test_words import describe_tests, policy_sentence
 from quicsm.report.methods import methods_items
 from quicsm.report.page import byline, heading
@@ -40,6 +40,9 @@ section.comparison > h2 { font-size:20px; margin:28px 0 8px; padding-bottom:6px;
 .card > h3 { margin:0 0 10px; font-size:16px; }
 .card > h3 .num { color:var(--muted); font-weight:400; margin-right:6px; }
 ol.findings { margin:0; padding-left:22px; }
+div.verdict { background:#eef3fb; border-left:4px solid #4e79a7; padding:8px 12px;
+  margin:0 0 12px; }
+div.verdict p { margin:2px 0; overflow-wrap:anywhere; }
 ol.findings li { margin:4px 0; }
 ol.findings li.state { font-weight:600; }
 p.caution { background:#fff4e5; border-left:4px solid #c0392b; padding:6px 10px;
@@ -141,8 +144,10 @@ def _summary(view: ComparisonView, *, alpha: float) -> str:
     """Outcomes and the state changes that explain them, then the evidence, then the caveats."""
     r = view.result
     parts: list[str] = []
+    parts.append(_verdict(view, alpha=alpha))
     for caveat in view.caveats:
         parts.append(f'<p class="caution"><b>Caution:</b> {esc(caveat)}</p>')
+    parts.append("<h4>Details: every change, strongest first</h4>")
     parts.append('<ol class="findings">')
     parts += [f"<li>{esc(line)}</li>" for line in what_changed(r, view.explanations)]
     parts.append("</ol>")
@@ -193,6 +198,38 @@ def _summary(view: ComparisonView, *, alpha: float) -> str:
         f"{r.n_tests} run), at α = {alpha:g}. Details in the tables below and in Methods.</p>"
     )
     return "\n".join(parts)
+
+
+def verdict_lines(view: ComparisonView, *, alpha: float) -> list[tuple[str, str]]:
+    """The verdict the report opens with, at most three lines: what changed, how sure, why
+    (the first significant change that has its evidence explained, and its strongest
+    indicator)."""
+    r = view.result
+    top = next((e for e in view.explanations if e.significant), None)
+    if top is None:
+        return [("What changed", f"no significant change at α = {alpha:g}"),
+                ("How sure", f"{r.n_tests} tests run; see the details below")]  # fmt: skip
+    what, _, sure = change_text(top, r).partition(" (")
+    size, sep, rest = sure.partition("; ")
+    if sep and size.endswith("%"):  # the relative change belongs to what changed
+        what, sure = f"{what} ({size})", rest
+    lines = [
+        ("What changed", f"{what} [{scope_text(top)}]"),
+        ("How sure", sure.removesuffix(")") or "significant"),
+    ]
+    if top.evidence:
+        lines.append(("Why", evidence_short(top.evidence[0])))
+    return lines
+
+
+def _verdict(view: ComparisonView, *, alpha: float) -> str:
+    return (
+        '<div class="verdict">'
+        + "".join(
+            f"<p><b>{esc(k)}:</b> {esc(v)}</p>" for k, v in verdict_lines(view, alpha=alpha)
+        )
+        + "</div>"
+    )
 
 
 def _fsms(view: ComparisonView) -> str:

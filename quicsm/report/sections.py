@@ -90,7 +90,34 @@ class ComparisonView:
 
     @property
     def title(self) -> str:
-        return f"{self.result.names[1]} vs {self.result.names[0]}"
+        return title_by_value(self.result.names[1], self.result.names[0])
+
+
+def _pairs(name: str) -> dict[str, str] | None:
+    """``key=value, key=value`` -> its pairs; None for any other name."""
+    out: dict[str, str] = {}
+    for part in name.split(", "):
+        key, eq, value = part.partition("=")
+        if not eq or not key or key in out:
+            return None
+        out[key] = value
+    return out
+
+
+def title_by_value(b: str, a: str) -> str:
+    """``B vs A`` naming the groups by the values that tell them apart, the label after them:
+    ``version=v0.65.0`` vs ``version=v0.48.2`` -> ``v0.65.0 vs v0.48.2 (version)``; labels
+    both share follow (``v0.65.0 vs v0.48.2 (version; scenario=loss1)``). Names that are not
+    ``key=value`` lists on the same keys stay as they are."""
+    pb, pa = _pairs(b), _pairs(a)
+    if pb is None or pa is None or pb.keys() != pa.keys():
+        return f"{b} vs {a}"
+    differ = [k for k in pb if pb[k] != pa[k]]
+    if not differ:
+        return f"{b} vs {a}"
+    same = [f"{k}={pb[k]}" for k in pb if pb[k] == pa[k]]
+    what = ", ".join(differ) + (f"; {', '.join(same)}" if same else "")
+    return f"{' '.join(pb[k] for k in differ)} vs {' '.join(pa[k] for k in differ)} ({what})"
 
 
 def build_views(
