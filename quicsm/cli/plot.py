@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +13,9 @@ from quicsm.cli.report_warnings import print_warnings
 from quicsm.cli.trace_options import lenient_option, selection, where_option
 from quicsm.core.atomic import checked_target, write_file
 from quicsm.core.errors import InputError
+
+if TYPE_CHECKING:
+    import polars as pl
 
 FORMATS = ("html", "svg", "png")
 #: connections one plot draws at most (as small multiples); trace ids listed past it
@@ -74,6 +78,7 @@ def plot_command(
     """
     checked_target(output, follow_symlinks=follow_symlinks)  # refused before any work
     from quicsm.core.diagnostics import Diagnostics
+    from quicsm.extract.account import facts_of, read_account
     from quicsm.extract.packets import read_packet_timelines
     from quicsm.extract.read import read_metrics, read_transitions
     from quicsm.render import charts
@@ -98,6 +103,15 @@ def plot_command(
             chosen.paths, traces, on_error=on_error, diagnostics=diagnostics
         )
         labels = _labels(chosen, on_error=on_error)
+        stage.update("taking each connection's account")
+        account = read_account(
+            transitions,
+            metrics,
+            _traces_frame(labels),
+            on_error=on_error,
+            diagnostics=diagnostics,
+            packets=packets,
+        )
         series = [
             connection_series(
                 transitions,
@@ -106,6 +120,7 @@ def plot_command(
                 title=_title(labels.get(trace, {})),
                 not_logged=_not_logged(labels.get(trace, {})),
                 packets=packets.get(trace),
+                account=facts_of(account, trace),
             )
             for trace in traces
         ]
@@ -148,6 +163,22 @@ def _labels(chosen: object, *, on_error: str) -> dict[str, dict[str, object]]:
     if frame is None:
         frame = read_traces(chosen.paths, on_error=on_error)
     return {str(t): orjson.loads(raw) for t, raw in frame.select("trace", "labels").iter_rows()}
+
+
+def _traces_frame(labels: dict[str, dict[str, object]]) -> pl.DataFrame:
+    """``trace, labels`` (JSON text) of the chosen traces, as the account reads them."""
+    import orjson
+    import polars as pl
+
+    return pl.DataFrame(
+        {
+            "trace": list(labels),
+            "labels": [
+                orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode() for v in labels.values()
+            ],
+        },
+        schema={"trace": pl.String, "labels": pl.String},
+    )
 
 
 def _title(labels: dict[str, object]) -> str:

@@ -12,6 +12,7 @@ import polars as pl
 
 from quicsm.core.frames import EVENT_DTYPE, METRICS_SCHEMA
 from quicsm.extract.loading import TIME_DECIMALS
+from quicsm.extract.sentinels import normalise_part
 from quicsm.qlog.events import MetricEvent
 from quicsm.qlog.trace import TraceBuilder
 
@@ -179,7 +180,8 @@ def _finish(
     carry: dict[str, Any],
 ) -> pl.DataFrame:
     """A raw part as rows of :func:`read_metrics`: time from the trace's start, the file and
-    trace, every metric carried forward from the part before (``carry``, updated)."""
+    trace, every metric carried forward from the part before (``carry``, updated), stand-ins
+    for "not set yet" as null (:mod:`quicsm.extract.sentinels`)."""
     n = part.height
     times = part.get_column("_t").to_numpy()
     # rounded as Python rounds (correctly), one part at a time (bounded transient objects)
@@ -206,6 +208,7 @@ def _finish(
         columns[column] = series
     columns[_SAMPLE] = part.get_column(_SAMPLE)  # the event's own: not carried
     columns["trigger"] = part.get_column("trigger")
+    normalise_part(columns, carry)  # sentinels and placeholders as null, RTTs in ms
     return pl.DataFrame({name: columns[name].alias(name) for name in METRICS_SCHEMA})
 
 

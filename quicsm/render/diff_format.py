@@ -70,6 +70,10 @@ def explanation_dict(
                 "example_a": v.example_a,
                 "example_b": v.example_b,
                 "unlogged": list(v.unlogged),
+                "a_from": v.sources[0] or None,
+                "b_from": v.sources[1] or None,
+                "a_note": v.notes[0],
+                "b_note": v.notes[1],
                 "sentence": evidence_sentence(v),
             }
             for v in e.evidence
