@@ -15,7 +15,13 @@ from quicsm.core.atomic import checked_target, write_file
 from quicsm.core.errors import InputError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import polars as pl
+
+    from quicsm.core.diagnostics import Diagnostics
+    from quicsm.qlog.paths import PathLike
+    from quicsm.render.connection import ConnectionSeries
 
 FORMATS = ("html", "svg", "png")
 #: connections one plot draws at most (as small multiples); trace ids listed past it
@@ -78,11 +84,8 @@ def plot_command(
     """
     checked_target(output, follow_symlinks=follow_symlinks)  # refused before any work
     from quicsm.core.diagnostics import Diagnostics
-    from quicsm.extract.account import facts_of, read_account
-    from quicsm.extract.packets import read_packet_timelines
     from quicsm.extract.read import read_metrics, read_transitions
     from quicsm.render import charts
-    from quicsm.render.connection import connection_series
 
     if fmt is None:
         suffix = output.suffix.lower().lstrip(".")
@@ -98,32 +101,16 @@ def plot_command(
         _check_count(traces, paths)
         stage.update("reading their metrics")
         metrics = chosen.keep(read_metrics(chosen.paths, on_error=on_error))
-        stage.update("reading their packets")
-        packets = read_packet_timelines(
-            chosen.paths, traces, on_error=on_error, diagnostics=diagnostics
-        )
-        labels = _labels(chosen, on_error=on_error)
-        stage.update("taking each connection's account")
-        account = read_account(
-            transitions,
-            metrics,
-            _traces_frame(labels),
+        stage.update("reading their packets and taking each connection's account")
+        series = connections(
+            chosen.paths,
+            traces,
+            transitions=transitions,
+            metrics=metrics,
+            labels=_labels(chosen, on_error=on_error),
             on_error=on_error,
             diagnostics=diagnostics,
-            packets=packets,
         )
-        series = [
-            connection_series(
-                transitions,
-                metrics,
-                trace,
-                title=_title(labels.get(trace, {})),
-                not_logged=_not_logged(labels.get(trace, {})),
-                packets=packets.get(trace),
-                account=facts_of(account, trace),
-            )
-            for trace in traces
-        ]
         stage.update("drawing")
         if fmt == "html":
             data: bytes = charts.connection_page(series).encode()
@@ -136,6 +123,45 @@ def plot_command(
     print_warnings(diagnostics)
     write_file(output, data, what="the plot", follow_symlinks=follow_symlinks)
     click.echo(f"wrote {output} ({', '.join(traces)})", err=True)
+
+
+def connections(
+    paths: Sequence[PathLike],
+    traces: list[str],
+    *,
+    transitions: pl.DataFrame,
+    metrics: pl.DataFrame,
+    labels: dict[str, dict[str, object]],
+    on_error: str,
+    diagnostics: Diagnostics,
+) -> list[ConnectionSeries]:
+    """What ``quicsm plot`` draws of each trace id of ``traces``, from the frames read: its
+    packets are read here, and its counts are the connection account's."""
+    from quicsm.extract.account import facts_of, read_account
+    from quicsm.extract.packets import read_packet_timelines
+    from quicsm.render.connection import connection_series
+
+    packets = read_packet_timelines(paths, traces, on_error=on_error, diagnostics=diagnostics)
+    account = read_account(
+        transitions,
+        metrics,
+        _traces_frame(labels),
+        on_error=on_error,
+        diagnostics=diagnostics,
+        packets=packets,
+    )
+    return [
+        connection_series(
+            transitions,
+            metrics,
+            trace,
+            title=_title(labels.get(trace, {})),
+            not_logged=_not_logged(labels.get(trace, {})),
+            packets=packets.get(trace),
+            account=facts_of(account, trace),
+        )
+        for trace in traces
+    ]
 
 
 def _check_count(traces: list[str], paths: tuple[str, ...]) -> None:
