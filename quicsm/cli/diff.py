@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,6 +18,11 @@ from quicsm.cli.report_warnings import note as report_note
 from quicsm.cli.report_warnings import terminal_safe
 from quicsm.core.atomic import checked_target, write_file
 from quicsm.core.errors import InputError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from quicsm.compare.run import Compared
 
 #: exit status of ``--fail-on-significant`` when something differs significantly
 EXIT_SIGNIFICANT = 3
@@ -143,10 +148,20 @@ def diff_command(
     if fmt == "json":
         import orjson
 
+        def accounts(c: Compared) -> list[pl.DataFrame | None]:
+            return [c.comparison.a.account, c.comparison.b.account]
+
         if len(done) == 1:
-            text = to_json(done[0].result, explanations=done[0].explanations)
+            text = to_json(
+                done[0].result, explanations=done[0].explanations, accounts=accounts(done[0])
+            )
         else:
-            doc = {"comparisons": [to_dict(c.result, explanations=c.explanations) for c in done]}
+            doc = {
+                "comparisons": [
+                    to_dict(c.result, explanations=c.explanations, accounts=accounts(c))
+                    for c in done
+                ]
+            }
             text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
     else:
         view = to_markdown if fmt == "md" else to_table

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +13,15 @@ from quicsm.cli.report_warnings import print_warnings
 from quicsm.cli.trace_options import lenient_option, selection, where_option
 from quicsm.core.atomic import checked_target, write_file
 from quicsm.core.errors import InputError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import polars as pl
+
+    from quicsm.core.diagnostics import Diagnostics
+    from quicsm.qlog.paths import PathLike
+    from quicsm.render.connection import ConnectionSeries
 
 FORMATS = ("html", "svg", "png")
 #: connections one plot draws at most (as small multiples); trace ids listed past it
@@ -78,10 +88,8 @@ def plot_command(
     """
     checked_target(output, follow_symlinks=follow_symlinks)  # refused before any work
     from quicsm.core.diagnostics import Diagnostics
-    from quicsm.extract.packets import read_packet_timelines
     from quicsm.extract.read import read_metrics, read_transitions
     from quicsm.render import charts
-    from quicsm.render.connection import connection_series
 
     if fmt is None:
         suffix = output.suffix.lower().lstrip(".")
@@ -99,22 +107,16 @@ def plot_command(
         _check_count(traces, paths)
         stage.update("reading their metrics")
         metrics = chosen.keep(read_metrics(chosen.to_read, on_error=on_error))
-        stage.update("reading their packets")
-        packets = read_packet_timelines(
-            chosen.to_read, traces, on_error=on_error, diagnostics=diagnostics
+        stage.update("reading their packets and taking each connection's account")
+        series = connections(
+            chosen.to_read,
+            traces,
+            transitions=transitions,
+            metrics=metrics,
+            labels=_labels(chosen, on_error=on_error),
+            on_error=on_error,
+            diagnostics=diagnostics,
         )
-        labels = _labels(chosen, on_error=on_error)
-        series = [
-            connection_series(
-                transitions,
-                metrics,
-                trace,
-                title=_title(labels.get(trace, {})),
-                not_logged=_not_logged(labels.get(trace, {})),
-                packets=packets.get(trace),
-            )
-            for trace in traces
-        ]
         stage.update("drawing")
         if fmt == "html":
             data: bytes = charts.connection_page(series).encode()
@@ -145,6 +147,45 @@ def _in_named_order(traces: list[str], paths: tuple[str, ...]) -> list[str]:
     return sorted(traces, key=rank)  # stable: unnamed traces keep their order
 
 
+def connections(
+    paths: Sequence[PathLike],
+    traces: list[str],
+    *,
+    transitions: pl.DataFrame,
+    metrics: pl.DataFrame,
+    labels: dict[str, dict[str, object]],
+    on_error: str,
+    diagnostics: Diagnostics,
+) -> list[ConnectionSeries]:
+    """What ``quicsm plot`` draws of each trace id of ``traces``, from the frames read: its
+    packets are read here, and its counts are the connection account's."""
+    from quicsm.extract.account import facts_of, read_account
+    from quicsm.extract.packets import read_packet_timelines
+    from quicsm.render.connection import connection_series
+
+    packets = read_packet_timelines(paths, traces, on_error=on_error, diagnostics=diagnostics)
+    account = read_account(
+        transitions,
+        metrics,
+        _traces_frame(labels),
+        on_error=on_error,
+        diagnostics=diagnostics,
+        packets=packets,
+    )
+    return [
+        connection_series(
+            transitions,
+            metrics,
+            trace,
+            title=_title(labels.get(trace, {})),
+            not_logged=_not_logged(labels.get(trace, {})),
+            packets=packets.get(trace),
+            account=facts_of(account, trace),
+        )
+        for trace in traces
+    ]
+
+
 def _check_count(traces: list[str], paths: tuple[str, ...]) -> None:
     if not traces:
         raise InputError(f"no trace with states under {', '.join(paths)}")
@@ -170,6 +211,22 @@ def _labels(chosen: object, *, on_error: str) -> dict[str, dict[str, object]]:
     if frame is None:
         frame = read_traces(chosen.paths, on_error=on_error)
     return {str(t): orjson.loads(raw) for t, raw in frame.select("trace", "labels").iter_rows()}
+
+
+def _traces_frame(labels: dict[str, dict[str, object]]) -> pl.DataFrame:
+    """``trace, labels`` (JSON text) of the chosen traces, as the account reads them."""
+    import orjson
+    import polars as pl
+
+    return pl.DataFrame(
+        {
+            "trace": list(labels),
+            "labels": [
+                orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode() for v in labels.values()
+            ],
+        },
+        schema={"trace": pl.String, "labels": pl.String},
+    )
 
 
 def _title(labels: dict[str, object]) -> str:

@@ -4,14 +4,18 @@ For a change found by :func:`quicsm.compare.diff.diff` — a significant finding
 largest outcome changes — :func:`explain` compares the traces of both groups (in the change's
 stratum or scenario when it has one) on indicators read from the events behind the states:
 
-- *spurious losses*: packets declared lost and later acknowledged (``spurious_loss`` events,
-  logged by producers that detect them), and state changes the stack made because of one
-  (transitions whose trigger is ``spurious_loss``: the undo of a congestion response);
+- *spurious losses*: packets declared lost and later acknowledged (from the packets where the
+  trace logs them, else ``spurious_loss`` events), and state changes the stack made because
+  of one (transitions whose trigger is ``spurious_loss``: the undo of a congestion response);
 - *loss detection*: packets declared lost by the time threshold and by the packet (reordering)
   threshold of RFC 9002 §6.1;
 - *probe timeouts* (RFC 9002 §6.2), *Recovery episodes*, *cwnd cap hits* (entries into
   CongestionAvoidanceMaxed) and the share of time *application-limited*;
 - the *outcomes* of the transfer (completion time, throughput), when the labels carry them.
+
+The counts of losses, spurious losses, probe timeouts and Recovery episodes are the connection
+account's (:mod:`quicsm.extract.account`), the same numbers every view shows, each with its
+provenance (logged, from packets, from metrics, absent), which the sentences carry.
 
 Indicators are ranked by how cleanly they separate the groups: Cliff's δ = P(B > A) − P(B < A)
 over pairs of traces (1: every trace of B above every trace of A). They are evidence for an
@@ -39,7 +43,15 @@ from quicsm.compare.diff import (
 from quicsm.compare.grouping import OUTCOMES, Comparison, Group, label_text
 from quicsm.core.frames import KEY_DTYPE
 
-__all__ = ["Evidence", "Explanation", "explain", "indicators", "loss_detection"]
+__all__ = [
+    "Evidence",
+    "Explanation",
+    "Provenance",
+    "explain",
+    "group_account",
+    "indicators",
+    "loss_detection",
+]
 
 #: how many of the largest outcome changes are explained besides the significant findings
 TOP_OUTCOMES = 2
@@ -67,6 +79,11 @@ class Evidence:
     #: the groups (``"A"``, ``"B"``) none of whose traces log this kind of event at all: a
     #: producer may not log it, so its 0 may mean "not logged" rather than "never happened"
     unlogged: tuple[str, ...] = ()
+    #: where each group's values come from (:mod:`quicsm.extract.account`: ``logged``,
+    #: ``packets``, ``metrics``, ``absent``; ``""``: not a fact of the account)
+    sources: tuple[str, str] = ("", "")
+    #: what each group's producer logged, when another source answered (or why absent)
+    notes: tuple[str | None, str | None] = (None, None)
 
 
 @dataclass
@@ -96,26 +113,6 @@ class Explanation:
 _Counter = Callable[[pl.DataFrame], pl.DataFrame]
 
 
-def _count_events(event: str, trigger: str | None = None) -> _Counter:
-    def count(metrics: pl.DataFrame) -> pl.DataFrame:
-        m = metrics.filter(pl.col("event") == event)
-        if trigger is not None:
-            m = m.filter(pl.col("trigger") == trigger)
-        return m.group_by("file", "trace").agg(pl.len().cast(pl.Float64).alias("value"))
-
-    return count
-
-
-#: indicator name -> (source, how to count it per trace, unit)
-_METRIC_INDICATORS: tuple[tuple[str, _Counter], ...] = (
-    ("spurious losses (declared lost, later acknowledged)", _count_events("spurious_loss")),
-    ("packets declared lost", _count_events("packet_lost")),
-    ("losses by time threshold", _count_events("packet_lost", "time_threshold")),
-    ("losses by packet threshold", _count_events("packet_lost", "reordering_threshold")),
-    ("probe timeouts", _count_events("pto")),
-)
-
-
 def _entries(state: str) -> _Counter:
     def count(transitions: pl.DataFrame) -> pl.DataFrame:
         t = transitions.filter(pl.col("state").cast(pl.String) == state)
@@ -132,6 +129,17 @@ def _triggered(trigger: str) -> _Counter:
     return count
 
 
+#: indicator name -> the fact of the connection account (:mod:`quicsm.extract.account`) that
+#: answers it, when the group has an account
+ACCOUNT_FACTS: dict[str, str] = {
+    "spurious losses (declared lost, later acknowledged)": "spurious_losses",
+    "packets declared lost": "losses",
+    "losses by time threshold": "losses_time_threshold",
+    "losses by packet threshold": "losses_packet_threshold",
+    "probe timeouts": "ptos",
+    "Recovery episodes": "recovery_episodes",
+}
+
 _TRANSITION_INDICATORS: tuple[tuple[str, _Counter], ...] = (
     ("state changes undoing a spurious loss", _triggered("spurious_loss")),
     ("Recovery episodes", _entries("Recovery")),
@@ -140,12 +148,66 @@ _TRANSITION_INDICATORS: tuple[tuple[str, _Counter], ...] = (
 )
 
 
+@dataclass(frozen=True)
+class Provenance:
+    """Where a group's values of one indicator come from: its traces' sources (one, or
+    ``mixed``) and what the producer logged when another source answered."""
+
+    source: str
+    note: str | None = None
+
+
+def _provenance(account: pl.DataFrame, fact: str, keys: Sequence[tuple[str, str]]) -> Provenance:
+    rows = account.join(
+        pl.DataFrame(
+            {"file": [k[0] for k in keys], "trace": [k[1] for k in keys]},
+            schema={"file": KEY_DTYPE, "trace": KEY_DTYPE},
+        ),
+        on=["file", "trace"],
+        how="semi",
+    )
+    if rows.height == 0:
+        return Provenance("")
+    sources = rows.get_column(f"{fact}_from").unique().sort().to_list()
+    source = sources[0] if len(sources) == 1 else "mixed"
+    producers = ", ".join(rows.get_column("producer").unique().sort().to_list())
+    if fact == "spurious_losses" and source == "packets":
+        logged = float(rows.get_column("spurious_losses_logged").fill_null(0.0).sum()) / rows.height
+        said = "none" if logged == 0 else f"{logged:.1f} per trace"
+        return Provenance(source, f"{producers} logs {said}")
+    notes = rows.get_column(f"{fact}_note").drop_nulls().unique().sort().to_list()
+    return Provenance(source, notes[0] if len(notes) == 1 else None)
+
+
+def group_account(group: Group) -> pl.DataFrame | None:
+    """The connection account of the group's traces: the one read with the group
+    (:mod:`quicsm.compare.load`), else made from its frames (no packets: facts that need them
+    are absent); None when the group has no metrics."""
+    if group.account is not None:
+        return group.account
+    if group.metrics is None:
+        return None
+    from quicsm.extract.account import account_frame
+
+    labels = {
+        str(t): d
+        for t, d in zip(
+            group.traces.get_column("trace").to_list(), group.label_dicts(), strict=True
+        )
+    }
+    group.account = account_frame(group.transitions, group.metrics, labels)
+    return group.account
+
+
 def indicators(
-    group: Group, keys: Sequence[tuple[str, str]]
+    group: Group,
+    keys: Sequence[tuple[str, str]],
+    provenance: dict[str, Provenance] | None = None,
 ) -> tuple[dict[str, tuple[str, np.ndarray]], set[str]]:
     """Every indicator's value for each trace of ``keys`` (in that order): name -> (unit,
     values), and the event indicators of which the group's traces log none at all. Event
-    indicators only when the group has metrics."""
+    indicators only when the group has metrics; their counts are the connection account's
+    (:mod:`quicsm.extract.account`), whose provenance per indicator goes to ``provenance``."""
     frame = pl.DataFrame(
         {"file": [k[0] for k in keys], "trace": [k[1] for k in keys]},
         schema={"file": KEY_DTYPE, "trace": KEY_DTYPE},
@@ -167,17 +229,20 @@ def indicators(
     tr = group.transitions.with_columns(
         pl.col("file").cast(KEY_DTYPE), pl.col("trace").cast(KEY_DTYPE)
     )
-    if group.metrics is not None:
-        m = group.metrics.with_columns(
-            pl.col("file").cast(KEY_DTYPE), pl.col("trace").cast(KEY_DTYPE)
-        )
-        for name, counter in _METRIC_INDICATORS:
-            counted = counter(m)
-            if counted.height == 0:
+    account = group_account(group)
+    if account is not None:
+        acc = account.with_columns(pl.col("file").cast(KEY_DTYPE), pl.col("trace").cast(KEY_DTYPE))
+        for name, fact in ACCOUNT_FACTS.items():
+            counted = acc.select("file", "trace", pl.col(fact).alias("value")).drop_nulls()
+            wanted = counted.join(frame, on=["file", "trace"], how="semi")
+            if wanted.height == 0:
                 unlogged.add(name)
             out[name] = ("per trace", per_trace(counted))
+            if provenance is not None:
+                provenance[name] = _provenance(acc, fact, keys)
     for name, counter in _TRANSITION_INDICATORS:
-        out[name] = ("per trace", per_trace(counter(tr)))
+        if name not in out:
+            out[name] = ("per trace", per_trace(counter(tr)))
     ids, shares = fractions(keyed_transitions(tr), ["ApplicationLimited"])
     share = dict(zip(ids, shares[:, 0].tolist(), strict=True))
     out["time application-limited"] = (
@@ -247,7 +312,9 @@ def _evidence(
     comp: Comparison, cell: str | None, *, outcomes: bool = True
 ) -> tuple[_Scope, list[Evidence]]:
     ka, kb = _keys(comp.a, cell, comp), _keys(comp.b, cell, comp)
-    (ia, none_a), (ib, none_b) = indicators(comp.a, ka), indicators(comp.b, kb)
+    pa: dict[str, Provenance] = {}
+    pb: dict[str, Provenance] = {}
+    (ia, none_a), (ib, none_b) = indicators(comp.a, ka, pa), indicators(comp.b, kb, pb)
     rows: list[Evidence] = []
     for name, (unit, va) in ia.items():
         if name not in ib or (not outcomes and unit.startswith("outcome:")):
@@ -273,6 +340,8 @@ def _evidence(
                 example_b=_example(kb, vb, high=b_up),
                 unit=unit,
                 unlogged=tuple(g for g, none in (("A", none_a), ("B", none_b)) if name in none),
+                sources=(pa.get(name, _NONE).source, pb.get(name, _NONE).source),
+                notes=(pa.get(name, _NONE).note, pb.get(name, _NONE).note),
             )
         )
     # cleanest separation first; among equals, the largest relative change, mechanisms before
@@ -286,6 +355,9 @@ def _evidence(
         )
     )
     return _Scope(len(ka), len(kb), bool(_servers(comp.a) or _servers(comp.b))), rows[:MAX_EVIDENCE]
+
+
+_NONE = Provenance("")
 
 
 @dataclass(frozen=True)
@@ -432,11 +504,15 @@ LOSS_INDICATORS = (
 def loss_detection(comp: Comparison, cell: str | None = None) -> pl.DataFrame:
     """How each group's losses were detected (RFC 9002 §6.1: packet and time threshold; §6.2:
     probe timeouts) and how many were spurious: the mean per trace over the groups' traces
-    (servers only when there are any; in ``cell`` when given). A group whose traces log no
-    event of a kind has ``logged`` false (a producer may not log it: its mean is then no
-    evidence of zero). Empty when neither group has metrics."""
+    (servers only when there are any; in ``cell`` when given), from the connection account. A
+    group none of whose traces has a value of a kind has ``logged`` false (no source holds
+    it: its mean is then no evidence of zero); ``a_from``/``b_from`` say where the values
+    come from, ``a_note``/``b_note`` what the producer logged. Empty when neither group has
+    metrics."""
     ka, kb = _keys(comp.a, cell, comp), _keys(comp.b, cell, comp)
-    (ia, none_a), (ib, none_b) = indicators(comp.a, ka), indicators(comp.b, kb)
+    pa: dict[str, Provenance] = {}
+    pb: dict[str, Provenance] = {}
+    (ia, none_a), (ib, none_b) = indicators(comp.a, ka, pa), indicators(comp.b, kb, pb)
     rows = []
     for name in LOSS_INDICATORS:
         if name not in ia and name not in ib:
@@ -452,6 +528,10 @@ def loss_detection(comp: Comparison, cell: str | None = None) -> pl.DataFrame:
                 "b_logged": name in ib and name not in none_b,
                 "n_a": len(ka),
                 "n_b": len(kb),
+                "a_from": pa.get(name, _NONE).source,
+                "b_from": pb.get(name, _NONE).source,
+                "a_note": pa.get(name, _NONE).note,
+                "b_note": pb.get(name, _NONE).note,
             }
         )
     schema = {
@@ -462,5 +542,9 @@ def loss_detection(comp: Comparison, cell: str | None = None) -> pl.DataFrame:
         "b_logged": pl.Boolean,
         "n_a": pl.Int64,
         "n_b": pl.Int64,
+        "a_from": pl.String,
+        "b_from": pl.String,
+        "a_note": pl.String,
+        "b_note": pl.String,
     }
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)

@@ -59,6 +59,9 @@ class Group:
     paths: list[str] = field(default_factory=list)
     #: congestion metrics (:data:`quicsm.core.frames.METRICS_SCHEMA`); None = read from the files
     metrics: pl.DataFrame | None = None
+    #: the connection account of its traces (:mod:`quicsm.extract.account`); None: made from
+    #: the frames when first wanted (:func:`quicsm.compare.evidence.group_account`)
+    account: pl.DataFrame | None = None
 
     @property
     def n_traces(self) -> int:

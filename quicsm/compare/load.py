@@ -26,7 +26,14 @@ from quicsm.compare.grouping import (
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import InputError
 
-__all__ = ["Reader", "compare_by_label", "compare_paths", "read_labelled", "traces_where"]
+__all__ = [
+    "Reader",
+    "attach_accounts",
+    "compare_by_label",
+    "compare_paths",
+    "read_labelled",
+    "traces_where",
+]
 
 #: reads paths (given on_error, whether metrics are wanted, and the states mode) into the
 #: transitions frame, the trace table of :func:`quicsm.extract.read.read_traces`, the metrics
@@ -154,6 +161,8 @@ def compare_paths(
         metrics=frame,
     )
     comparison.notes.extend(derivation)
+    if metrics:
+        attach_accounts([comparison], on_error=on_error)
     return comparison
 
 
@@ -186,4 +195,55 @@ def compare_by_label(
     )
     for comparison in comparisons:
         comparison.notes.extend(derivation)
+    if metrics:
+        attach_accounts(comparisons, on_error=on_error)
     return comparisons
+
+
+def attach_accounts(comparisons: Sequence[Comparison], *, on_error: OnError) -> None:
+    """Give every group with metrics its connection account (:mod:`quicsm.extract.account`),
+    computed once for all the traces compared (a trace in several groups is read once): the
+    packets of their files are read here, for the counts that come from packets."""
+    from quicsm.extract.account import read_account
+
+    groups = [g for c in comparisons for g in (c.a, c.b) if g.metrics is not None]
+    if not groups:
+        return
+    seen: set[tuple[str, str]] = set()
+    transitions, metrics, traces = [], [], []
+    for g in groups:
+        keys = [(str(f), str(t)) for f, t in g.traces.select("file", "trace").iter_rows()]
+        new = [k for k in keys if k not in seen]
+        seen.update(new)
+        if not new:
+            continue
+        chosen = pl.DataFrame(
+            {"_f": [k[0] for k in new], "_t": [k[1] for k in new]},
+            schema={"_f": pl.String, "_t": pl.String},
+        )
+
+        def keep(frame: pl.DataFrame, chosen: pl.DataFrame = chosen) -> pl.DataFrame:
+            return frame.join(
+                chosen,
+                left_on=[pl.col("file").cast(pl.String), pl.col("trace").cast(pl.String)],
+                right_on=["_f", "_t"],
+                how="semi",
+            )
+
+        transitions.append(keep(g.transitions))
+        assert g.metrics is not None
+        metrics.append(keep(g.metrics))
+        traces.append(keep(g.traces).select("trace", "labels"))
+    account = read_account(
+        pl.concat(transitions, how="vertical_relaxed"),
+        pl.concat(metrics, how="vertical_relaxed"),
+        pl.concat(traces, how="vertical_relaxed"),
+        on_error=on_error,
+    )
+    for g in groups:
+        g.account = account.join(
+            g.traces.select(pl.col("trace").cast(pl.String).alias("_t")),
+            left_on=pl.col("trace").cast(pl.String),
+            right_on="_t",
+            how="semi",
+        )

@@ -28,8 +28,12 @@ from quicsm.controllers.signatures import Box, classify
 from quicsm.core.aliases import CC_ALGORITHM_KEYS
 from quicsm.core.diagnostics import MAX_REASONS, Diagnostics, QuicsmWarning
 from quicsm.core.frames import KEY_DTYPE
+from quicsm.extract.account import read_account
 from quicsm.extract.read import OnError, read_metrics, read_traces, read_transitions
 from quicsm.qlog.paths import PathLike, expand_paths
+
+#: the counts of the connection account that identify reports beside its evidence
+ACCOUNT_COUNTS: Final[tuple[str, ...]] = ("losses", "spurious_losses", "ptos", "recovery_episodes")
 
 IDENTIFY_SCHEMA: Final[dict[str, pl.DataType]] = {
     "file": KEY_DTYPE,
@@ -40,6 +44,12 @@ IDENTIFY_SCHEMA: Final[dict[str, pl.DataType]] = {
     "evidence": pl.String(),
     "declared": pl.String(),
     **{k: v for k, v in FEATURES_SCHEMA.items() if k not in ("trace", "vantage")},
+    # the connection account's counts (:mod:`quicsm.extract.account`), with their provenance
+    **{
+        name: dtype
+        for fact in ACCOUNT_COUNTS
+        for name, dtype in ((fact, pl.Float64()), (f"{fact}_from", pl.String()))
+    },
 }
 
 
@@ -59,10 +69,13 @@ def identify_frames(
     traces: pl.DataFrame | None = None,
     *,
     signatures: Sequence[Box] | None = None,
+    account: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """:func:`identify` over frames already read (``traces`` adds file and declared controller).
-    The shipped signatures come with their calibration (``fitted.DEFAULT_CALIBRATION``);
-    other ``signatures`` give the uncalibrated score."""
+    """:func:`identify` over frames already read (``traces`` adds file and declared controller;
+    ``account``, the connection account of :func:`quicsm.extract.account.read_account`, the
+    counts of losses, spurious losses, probe timeouts and Recovery episodes with their
+    provenance: null without it). The shipped signatures come with their calibration
+    (``fitted.DEFAULT_CALIBRATION``); other ``signatures`` give the uncalibrated score."""
     boxes = DEFAULT_SIGNATURES if signatures is None else tuple(signatures)
     table = DEFAULT_CALIBRATION if signatures is None else None
     features = compute_features(metrics, transitions)
@@ -80,6 +93,17 @@ def identify_frames(
         pl.Series("evidence", [v.evidence for v in verdicts], pl.String),
         pl.Series("declared", [info.get(t, (None, None))[1] for t in features["trace"]], pl.String),
     )
+    counted = [c for fact in ACCOUNT_COUNTS for c in (fact, f"{fact}_from")]
+    if account is not None and account.height:
+        frame = frame.join(
+            account.select(pl.col("trace").cast(pl.String), *counted),
+            left_on=pl.col("trace").cast(pl.String),
+            right_on="trace",
+            how="left",
+            maintain_order="left",
+        )
+    else:
+        frame = frame.with_columns(pl.lit(None).alias(c) for c in counted)
     return frame.select([pl.col(c).cast(t) for c, t in IDENTIFY_SCHEMA.items()])
 
 
@@ -103,10 +127,11 @@ def identify(
         transitions = read_transitions(files, on_error=on_error, diagnostics=states)
         metrics = read_metrics(files, on_error=on_error, diagnostics=values)
         traces = read_traces(files, on_error=on_error, diagnostics=Diagnostics())
+        account = read_account(transitions, metrics, traces, on_error=on_error)
     diag = diagnostics if diagnostics is not None else Diagnostics()
     _merge(diag, states, values)
     diag.warn()
-    return identify_frames(metrics, transitions, traces, signatures=signatures)
+    return identify_frames(metrics, transitions, traces, signatures=signatures, account=account)
 
 
 def _merge(into: Diagnostics, states: Diagnostics, values: Diagnostics) -> None:

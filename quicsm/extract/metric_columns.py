@@ -20,6 +20,7 @@ import polars as pl
 from quicsm.core import tables
 from quicsm.core.frames import EVENT_DTYPE, METRICS_SCHEMA
 from quicsm.extract.native import make_recorder
+from quicsm.extract.sentinels import normalise_batch, normalise_part
 from quicsm.extract.times import round_ms
 from quicsm.qlog.events import METRIC_FIELDS, MetricEvent
 from quicsm.qlog.trace import TraceBuilder
@@ -317,7 +318,8 @@ def _finish(
     carry: dict[str, Any],
 ) -> pl.DataFrame:
     """A raw part as rows of :func:`read_metrics`: time from the trace's start, the file and
-    trace, every metric carried forward from the part before (``carry``, updated)."""
+    trace, every metric carried forward from the part before (``carry``, updated), stand-ins
+    for "not set yet" as null (:mod:`quicsm.extract.sentinels`)."""
     n = part.height
     time_ms = round_ms(part.get_column("_t").to_numpy() - start)  # as Python rounds
     columns: dict[str, pl.Series] = {
@@ -341,6 +343,7 @@ def _finish(
         columns[column] = series
     columns[_SAMPLE] = part.get_column(_SAMPLE)  # the event's own: not carried
     columns["trigger"] = part.get_column("trigger")
+    normalise_part(columns, carry)  # sentinels and placeholders as null, RTTs in ms
     return pl.DataFrame({name: columns[name].alias(name) for name in METRICS_SCHEMA})
 
 
@@ -444,4 +447,5 @@ class MetricsBatch:
         )
         names = pl.Series([None, *table], dtype=pl.String)
         columns["trigger"] = _codes_to_names(codes, names)
+        normalise_batch(columns, firsts, owner)  # stand-ins as null, RTTs in ms, per trace
         self.out.append(pl.DataFrame({c: columns[c].alias(c) for c in METRICS_SCHEMA}))

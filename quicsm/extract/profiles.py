@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from quicsm.core.errors import InputError
 from quicsm.core.states import PAPER_STATES
+from quicsm.extract.sentinels import SSTHRESH_UNSET_FROM
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class Profile:
     #: the stack logs ``ssthresh`` in its metrics (otherwise it is inferred from cutbacks)
     logs_ssthresh: bool = True
     #: an ``ssthresh`` at or above this means "not set" (quinn logs u64::MAX), bytes
-    ssthresh_unset_from: float = 2.0**62
+    ssthresh_unset_from: float = SSTHRESH_UNSET_FROM
     #: the stack logs probe timeouts (``pto_count`` or an expired ``pto`` timer); otherwise
     #: a probe timeout is recognised from a send after a silent PTO period
     logs_pto: bool = True

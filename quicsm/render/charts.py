@@ -30,13 +30,17 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from quicsm.core.errors import QuicsmError
+from quicsm.extract.account import SERIES
 from quicsm.extract.streams import StreamTimeline
 from quicsm.render.colours import STATE_TINT, state_colour, tint
 from quicsm.render.connection import (
+    COUNTS,
     EVENTS,
     LEVEL_FACTOR,
     ConnectionSeries,
     clusters,
+    count_text,
+    counts,
     drop_repeats,
     ellipsize,
     loss_marks,
@@ -1577,6 +1581,18 @@ def _summary(series: ConnectionSeries) -> str:
             return f"{word}: not logged by this producer"
         return f"{len(series.events(kind))} {word}"
 
+    facts = counts(series)
+    if facts:  # the connection's account: the same numbers as every other view
+        parts = [f"{series.end_ms:.1f} ms"]
+        parts += [count_text(facts[k], COUNTS[k]) for k in COUNTS if k in facts]
+        absent = [
+            f"{SERIES[c]}: {series.account[c].note}"
+            for c in SERIES
+            if c in series.account and series.account[c].value is None
+        ]
+        if absent:
+            parts.append("not drawn: " + ", ".join(absent))
+        return "; ".join(parts)
     parts = [f"{series.end_ms:.1f} ms", count("packet_lost", "packets declared lost")]
     if series.spurious_ms:
         parts.append(f"{len(series.spurious_ms)} of them spurious (later acknowledged)")

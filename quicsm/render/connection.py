@@ -12,13 +12,14 @@ that carries their count.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 import polars as pl
 
 from quicsm.core.errors import InputError
+from quicsm.extract.account import Fact
 from quicsm.extract.packets import PacketTimeline
 
 #: the metric series a connection can have, in drawing order
@@ -64,6 +65,9 @@ class ConnectionSeries:
     not_logged: frozenset[str] = frozenset()
     #: the data packets sent, acknowledged and declared lost (None: packets not read)
     packets: PacketTimeline | None = None
+    #: the connection's account (:mod:`quicsm.extract.account`): its counts and series, each
+    #: with its provenance; the counts the plot states are these
+    account: Mapping[str, Fact] = field(default_factory=dict)
 
     @property
     def states(self) -> list[str]:
@@ -71,6 +75,32 @@ class ConnectionSeries:
 
     def events(self, kind: str) -> list[float]:
         return {"packet_lost": self.losses_ms, "pto": self.ptos_ms}.get(kind, self.spurious_ms)
+
+
+#: the counts a plot states, from the account: fact -> words
+COUNTS: Final[dict[str, str]] = {
+    "losses": "packets declared lost",
+    "spurious_losses": "spurious losses (declared lost, later acknowledged)",
+    "ptos": "probe timeouts",
+    "recovery_episodes": "Recovery episodes",
+}
+
+
+def counts(series: ConnectionSeries) -> dict[str, Fact]:
+    """The counts the plot states (:data:`COUNTS`), from the connection's account."""
+    return {k: series.account[k] for k in COUNTS if k in series.account}
+
+
+def count_text(fact: Fact, word: str) -> str:
+    """A count in words with its provenance: ``117 spurious losses, from packets: quic-go
+    v0.48.2 logs none``; ``probe timeouts: absent (...)``."""
+    if fact.value is None:
+        return f"{word}: absent ({fact.note})" if fact.note else f"{word}: absent"
+    text = f"{fact.value:,.0f} {word}"
+    if fact.source == "logged":
+        return text
+    source = "from packets" if fact.source == "packets" else f"from {fact.source}"
+    return f"{text}, {source}" + (f": {fact.note}" if fact.note else "")
 
 
 def connection_series(
@@ -81,11 +111,14 @@ def connection_series(
     title: str = "",
     not_logged: frozenset[str] = frozenset(),
     packets: PacketTimeline | None = None,
+    account: Mapping[str, Fact] | None = None,
 ) -> ConnectionSeries:
     """The series of trace id ``trace`` (``<file>#<n>``) from the two frames. ``not_logged``
     names event kinds the trace's producer does not log (from its profile); a kind the trace
     does log is never reported as not logged. ``packets``: the trace's packets
-    (:func:`quicsm.extract.packets.read_packet_timelines`), drawn as a panel of their own."""
+    (:func:`quicsm.extract.packets.read_packet_timelines`), drawn as a panel of their own.
+    ``account``: the trace's facts (:func:`quicsm.extract.account.facts_of`): the counts the
+    plot states, and spurious losses drawn from the packets where it counts them there."""
     tr = transitions.filter(pl.col("trace").cast(pl.String) == trace).sort("time_ms")
     if tr.height == 0:
         raise InputError(f"{trace}: no such trace among the transitions read")
@@ -122,7 +155,12 @@ def connection_series(
         return [float(x) for x in m.filter(pl.col("event") == kind)["time_ms"]]
 
     losses, ptos, spurious = at("packet_lost"), at("pto"), at("spurious_loss")
-    if not spurious and packets is not None and packets.losses_here:
+    facts = dict(account or {})
+    said = facts.get("spurious_losses")
+    if said is not None and said.source == "packets" and packets is not None:
+        # the account counts them from the packets: the marks are those packets
+        spurious = [t for t, _, late, _ in packets.lost if late]
+    elif not spurious and packets is not None and packets.losses_here:
         # the producer logs no spurious_loss event: its packets tell (declared lost, then
         # acknowledged)
         spurious = [t for t, _, late, _ in packets.lost if late]
@@ -149,6 +187,7 @@ def connection_series(
         title=title,
         not_logged=frozenset(not_logged) - seen,
         packets=packets,
+        account=facts,
     )
 
 

@@ -71,6 +71,10 @@ def explanation_dict(
                 "example_a": v.example_a,
                 "example_b": v.example_b,
                 "unlogged": list(v.unlogged),
+                "a_from": v.sources[0] or None,
+                "b_from": v.sources[1] or None,
+                "a_note": v.notes[0],
+                "b_note": v.notes[1],
                 "sentence": evidence_sentence(v),
             }
             for v in e.evidence
@@ -83,7 +87,30 @@ def explanation_dict(
     }
 
 
-def to_dict(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> dict[str, Any]:
+def accounts_dict(accounts: Sequence[pl.DataFrame | None]) -> list[dict[str, Any]]:
+    """Every compared trace's connection account (:mod:`quicsm.extract.account`): its counts
+    with their provenance, one object per trace (each group's in turn, a trace once)."""
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for frame in accounts:
+        if frame is None:
+            continue
+        for row in frame.iter_rows(named=True):
+            if str(row["trace"]) in seen:
+                continue
+            seen.add(str(row["trace"]))
+            out.append({k: _clean(v) for k, v in row.items()})
+    return out
+
+
+def to_dict(
+    d: DiffResult,
+    *,
+    explanations: Sequence[Explanation] = (),
+    accounts: Sequence[pl.DataFrame | None] = (),
+) -> dict[str, Any]:
+    """The diff as JSON-ready data; ``accounts``: the groups' connection accounts, listed under
+    ``accounts`` (the counts the evidence reads)."""
     cols = [c for c in d.invariants.columns if c != "holds_in"]
     inv = {
         side: _records(d.invariants.filter(pl.col("holds_in") == side[-1]), cols)
@@ -112,11 +139,17 @@ def to_dict(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> dict[
         "dwell": _records(d.dwell, list(d.dwell.columns)),
         "invariants": inv,
         "presence": d.presence,
+        "accounts": accounts_dict(accounts),
     }
 
 
-def to_json(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> str:
-    doc = to_dict(d, explanations=explanations)
+def to_json(
+    d: DiffResult,
+    *,
+    explanations: Sequence[Explanation] = (),
+    accounts: Sequence[pl.DataFrame | None] = (),
+) -> str:
+    doc = to_dict(d, explanations=explanations, accounts=accounts)
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 

@@ -119,6 +119,31 @@ def sentences(d: DiffResult) -> list[str]:
 # -- evidence ---------------------------------------------------------------------------------
 
 
+#: a source of the connection account in words (:mod:`quicsm.extract.account`)
+_SOURCE_WORDS = {
+    "logged": "logged",
+    "packets": "from packets",
+    "metrics": "derived from metrics",
+    "absent": "absent",
+    "mixed": "from mixed sources",
+}
+
+
+def provenance_text(v: Evidence) -> str:
+    """Where the values come from, when not both logged: ``, from packets: quic-go v0.48.2
+    logs none`` (empty for indicators that are not facts of the connection account)."""
+    sa, sb = v.sources
+    if (not sa and not sb) or (sa == sb == "logged"):
+        return ""
+    if sa == sb:
+        head = _SOURCE_WORDS.get(sa, sa)
+    else:
+        words = [_SOURCE_WORDS.get(s, s or "not counted") for s in (sa, sb)]
+        head = f"A {words[0]}, B {words[1]}"
+    notes = "; ".join(dict.fromkeys(n for n in v.notes if n))
+    return f", {head}" + (f": {notes}" if notes else "")
+
+
 def evidence_short(v: Evidence) -> str:
     """``indicator a → b`` in a few words."""
     if v.unit == "share":
@@ -128,7 +153,7 @@ def evidence_short(v: Evidence) -> str:
         a, b = outcome_value(metric, v.a_mean), outcome_value(metric, v.b_mean)
         return f"{v.indicator} {a} → {b}"
     logged = f" (none logged in {', '.join(v.unlogged)})" if v.unlogged else ""
-    return f"{v.indicator} {v.a_mean:.1f} → {v.b_mean:.1f} {v.unit}{logged}"
+    return f"{v.indicator} {v.a_mean:.1f} → {v.b_mean:.1f} {v.unit}{provenance_text(v)}{logged}"
 
 
 def evidence_sentence(v: Evidence) -> str:
@@ -144,7 +169,7 @@ def evidence_sentence(v: Evidence) -> str:
     else:
         values = (
             f"{v.a_mean:.1f} → {v.b_mean:.1f} {v.unit} (non-zero in "
-            f"{v.a_traces} of {v.n_a} vs {v.b_traces} of {v.n_b} traces)"
+            f"{v.a_traces} of {v.n_a} vs {v.b_traces} of {v.n_b} traces){provenance_text(v)}"
         )
     caution = "".join(
         f"; none logged in any trace of {g} (not logged, or never happened)" for g in v.unlogged

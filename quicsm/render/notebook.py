@@ -132,13 +132,17 @@ def plot(
     *,
     titles: Sequence[str] | None = None,
     packets: Mapping[str, PacketTimeline] | None = None,
+    account: pl.DataFrame | None = None,
 ) -> Chart:
     """Connections as ``quicsm plot`` draws them (window, RTT, pacing rate where logged, loss
     and timeout events, state bands), one below the other, from the frames of
     :func:`quicsm.read_transitions` and :func:`quicsm.read_metrics`; displays in Jupyter.
     ``traces`` are trace ids (``FILE#N``); ``titles`` one line under each; ``packets`` (from
-    :func:`quicsm.read_packet_timelines`) adds the packets panel of the traces it holds."""
+    :func:`quicsm.read_packet_timelines`) adds the packets panel of the traces it holds;
+    ``account`` (:func:`quicsm.extract.account.read_account`) gives each connection its counts
+    (spurious losses drawn where the account finds them)."""
     from quicsm.core.errors import InputError
+    from quicsm.extract.account import facts_of
     from quicsm.render.charts import PLOT_WIDTH, Chart, connections_spec
     from quicsm.render.connection import connection_series
 
@@ -152,6 +156,7 @@ def plot(
             str(t),
             title=title,
             packets=None if packets is None else packets.get(str(t)),
+            account=None if account is None else facts_of(account, str(t)),
         )
         for t, title in zip(traces, titles, strict=True)
     ]

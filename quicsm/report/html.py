@@ -182,8 +182,10 @@ def _summary(view: ComparisonView, *, alpha: float) -> str:
         parts.append(
             '<p class="quiet">Packets declared lost by the packet threshold and by the time '
             "threshold (RFC 9002 §6.1), the losses later acknowledged (spurious), and probe "
-            "timeouts (§6.2), over the groups' sender traces; “not logged”: no trace of the "
-            "group logs that event, so its count says nothing.</p>"
+            "timeouts (§6.2), over the groups' sender traces, from each connection's account: "
+            "“from packets”: counted from the trace's packets and ACK frames (a producer that "
+            "logs no such event is counted alike); “not logged”: no trace of the group logs "
+            "that event and its packets cannot tell, so its count says nothing.</p>"
         )
     caveats = caveat_lines(r)
     if caveats:

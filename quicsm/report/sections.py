@@ -517,9 +517,20 @@ def _outcome_tests(
     return out or None
 
 
+#: a count's provenance (:mod:`quicsm.extract.account`) after it in the loss-detection table
+_SOURCE_CELL = {
+    "logged": "",
+    "packets": " (from packets)",
+    "metrics": " (from metrics)",
+    "mixed": " (mixed sources)",
+}
+
+
 def loss_rows(view: ComparisonView) -> tuple[list[str], list[list[str]]]:
-    """The loss-detection table of a view: header and rows of text (mean per trace, "not
-    logged" where a group's traces log no event of the kind); empty when there is no table."""
+    """The loss-detection table of a view: header and rows of text (mean per trace from the
+    connection account, its provenance when not logged, e.g. ``117.4 (from packets)``; "not
+    logged" where no source holds the kind for a group's traces); empty when there is no
+    table."""
     if view.loss is None or view.loss.height == 0:
         return [], []
     a, b = view.result.names
@@ -539,6 +550,8 @@ def loss_rows(view: ComparisonView) -> tuple[list[str], list[list[str]]]:
                 if hit.height == 0 or not hit[f"{g}_logged"][0]:
                     row.append("not logged")
                 else:
-                    row.append(f"{hit[f'{g}_mean'][0]:.1f}")
+                    source = hit[f"{g}_from"][0] if f"{g}_from" in hit.columns else "logged"
+                    said = _SOURCE_CELL.get(source or "logged", f" ({source})")
+                    row.append(f"{hit[f'{g}_mean'][0]:.1f}{said}")
         rows.append(row)
     return header, rows
