@@ -48,6 +48,9 @@ RUN_FOR_BELOW_MAX: Final = (
     "a transfer where the sender stays window-limited for 20 rounds or more after each cut (a "
     "rate cap with a queue of about one bandwidth-delay product, light loss)"
 )
+RUN_FOR_LABELS: Final = (
+    "labelled runs of this stack and controller (a lab draw under these conditions) to fit a box on"
+)
 RUN_FOR_RTT: Final = f"a run on a path with an RTT of {RTT_RESOLUTION_MS:.0f} ms or more"
 
 
@@ -93,6 +96,9 @@ def settle(missing: list[str], lead: str) -> str:
     text = f"; {lead}"
     if missing:
         text += "; missing: " + ", ".join(missing)
-    if runs:
-        text += "; would settle it: " + "; or ".join(runs)
+    else:
+        text += "; missing: nothing identify measures (the factor, its spread, growth between cuts "
+        text += "and below the window before the cut are all measured)"
+        runs.append(RUN_FOR_LABELS)
+    text += "; would settle it: " + "; or ".join(runs)
     return text
