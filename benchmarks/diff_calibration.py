@@ -6,10 +6,14 @@ one error-control policy (Holm over every test of a comparison) its rate on grou
 difference is the family-wise error rate, and it should stay at most α. Settings, per number of
 traces per group:
 
-- **null**: both groups from the default profile;
-- **heterogeneous null**: both groups from the same *mixture*: each trace follows the default
-  profile or, with probability 1/2, a loss-heavy one that loops between CongestionAvoidance and
-  Recovery, so that a few long traces hold most transitions, as in real corpora;
+- **per family, three null designs** written here for this (a chain of the eight states that
+  never ends by itself: a trace is cut after a number of transitions, whatever state it is in,
+  as a recording stops): *homogeneous* (every trace follows the chain, 10 + Poisson(50)
+  transitions), *heterogeneous* (every trace draws its own transition rows from a Dirichlet
+  centred on the chain's, concentration 15, and its own mean dwells, log-normal σ = 0.4) and
+  *long-vs-short* (A: n traces of 300 transitions, B: 3n traces of 15, the same chain): the
+  rate at which each family (time shares, transitions, dwell times, invariants), and their
+  union, has anything significant. Each should stay at most α + 0.02;
 - **10-point shift**: B's Recovery → CongestionAvoidance probability 0.86 → 0.76; power is the
   share of repetitions that flag that transition;
 - **confounded null** (10 and 30 traces): A ran 3/4 of its traces in a lossy condition and 1/4
@@ -24,7 +28,7 @@ Every rate comes with its 95% Wilson interval. Results go to
 the run can be checked to reproduce exactly (``--check``, as the tests do), and ``--markdown``
 prints the table of ``docs/diff.md`` from that file::
 
-    .venv/bin/python benchmarks/diff_calibration.py                 # 200 repetitions, ~15 min
+    nice .venv/bin/python benchmarks/diff_calibration.py            # 300 repetitions
     .venv/bin/python benchmarks/diff_calibration.py --markdown      # the docs table
     .venv/bin/python benchmarks/diff_calibration.py --check 3       # re-run 3 repetitions
 """
@@ -69,34 +73,116 @@ def _flags_recovery(r: DiffResult) -> bool:
     return any("Recovery" in f.subject for f in r.findings() if f.p_value is not None)
 
 
-def _mixture(n: int, seed: int, profiles: tuple[Profile, Profile]) -> pl.DataFrame:
-    """``n`` traces, each from one of two profiles with probability 1/2."""
-    k = int(np.random.default_rng(seed).binomial(n, 0.5))
-    parts = [
-        generate_transitions(k, seed=seed, profile=profiles[0]).with_columns(
-            pl.lit("base.sqlog").alias("file")
-        ),
-        generate_transitions(n - k, seed=seed + 500_000, profile=profiles[1]).with_columns(
-            pl.lit("lossy.sqlog").alias("file")
-        ),
-    ]
-    return pl.concat([p for p in parts if p.height])
+# -- designs written for the per-family calibration (not the project's generator) -------------
+
+#: a chain of the eight states without an end: a trace is *cut* after a fixed number of
+#: transitions (its length), whatever state it is in, as a recording stops
+LENGTH_CHAIN: dict[str, dict[str, float]] = {
+    "Init": {"SlowStart": 1.0},
+    "SlowStart": {"CongestionAvoidance": 0.6, "Recovery": 0.3, "TailLossProbe": 0.1},
+    "CongestionAvoidance": {"Recovery": 0.45, "ApplicationLimited": 0.35, "TailLossProbe": 0.2},
+    "Recovery": {"CongestionAvoidance": 0.8, "RetransmissionTimeout": 0.05, "SlowStart": 0.15},
+    "TailLossProbe": {"Recovery": 0.6, "CongestionAvoidance": 0.4},
+    "RetransmissionTimeout": {"SlowStart": 1.0},
+    "ApplicationLimited": {"CongestionAvoidance": 0.7, "SlowStart": 0.3},
+}
+LENGTH_DWELL_MS = {
+    "Init": 15.0,
+    "SlowStart": 80.0,
+    "CongestionAvoidance": 250.0,
+    "Recovery": 40.0,
+    "TailLossProbe": 30.0,
+    "RetransmissionTimeout": 150.0,
+    "ApplicationLimited": 120.0,
+}
+#: transitions in a long and in a short trace of the long-vs-short design
+LONG, SHORT = 300, 15
+#: the per-trace variation of the heterogeneous design: Dirichlet concentration of every row
+#: of the chain, log-normal σ of every mean dwell
+HETERO_CONCENTRATION, HETERO_SIGMA = 15.0, 0.4
+DESIGNS = ("homogeneous", "heterogeneous", "long-vs-short")
+#: the families counted separately, and their union
+CALIBRATED = ("states", "edges", "dwell", "invariants")
 
 
-def repetition(rep: int, *, alpha: float, permutations: int, seed: int) -> dict[str, str]:
-    """One repetition of every setting: setting name -> outcome bits ("1" = flagged)."""
+def chain_traces(
+    lengths: list[int], rng: np.random.Generator, *, mixed: bool, tag: str
+) -> pl.DataFrame:
+    """One trace of :data:`LENGTH_CHAIN` per entry of ``lengths`` (its number of transitions),
+    cut there; ``mixed``: each trace draws its own transition rows and mean dwells."""
+    rows: list[tuple[str, float, str, float]] = []
+    for i, length in enumerate(lengths):
+        table = {}
+        for state, row in LENGTH_CHAIN.items():
+            targets = list(row)
+            p = np.array([row[t] for t in targets])
+            if mixed and len(targets) > 1:
+                p = rng.dirichlet(HETERO_CONCENTRATION * p)
+            table[state] = (targets, np.cumsum(p))
+        scale = {
+            s: m * (float(rng.lognormal(0.0, HETERO_SIGMA)) if mixed else 1.0)
+            for s, m in LENGTH_DWELL_MS.items()
+        }
+        state, clock, start = "Init", 0.0, len(rows)
+        draws = rng.random(length)
+        for k in range(length + 1):
+            rows.append((f"{tag}-{i}", clock, state, 0.0))
+            clock += float(rng.exponential(scale[state]))
+            if k == length:
+                break
+            targets, cum = table[state]
+            state = targets[min(int(np.searchsorted(cum, draws[k], side="right")), len(cum) - 1)]
+        rows[start:] = [(t, x, s, clock) for t, x, s, _ in rows[start:]]
+    return pl.DataFrame(rows, schema=["trace", "time_ms", "state", "end_ms"], orient="row")
+
+
+def design_groups(
+    design: str, n: int, rng: np.random.Generator
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Group A and group B of one null comparison of ``design`` at ``n`` traces (per group;
+    long-vs-short: A has ``n`` long traces, B ``3n`` short ones), the same chain in both."""
+    if design == "long-vs-short":
+        a = chain_traces([LONG] * n, rng, mixed=False, tag="a")
+        return a, chain_traces([SHORT] * (3 * n), rng, mixed=False, tag="b")
+    mixed = design == "heterogeneous"
+    lengths = [int(x) for x in 10 + rng.poisson(50, size=2 * n)]
+    return (
+        chain_traces(lengths[:n], rng, mixed=mixed, tag="a"),
+        chain_traces(lengths[n:], rng, mixed=mixed, tag="b"),
+    )
+
+
+def family_bits(r: DiffResult) -> dict[str, str]:
+    """Per family (and ``any``): "1" when a row of it is significant."""
+    out = {}
+    for name in CALIBRATED:
+        f = getattr(r, name)
+        out[name] = str(int(f.height > 0 and bool(f["significant"].any())))
+    out["any"] = str(int(r.any_significant))
+    return out
+
+
+def repetition(
+    rep: int, *, alpha: float, permutations: int, seed: int, earlier: bool = False
+) -> dict[str, str]:
+    """One repetition of every setting: setting name -> outcome bits ("1" = flagged); the
+    earlier settings (the project's generator, confounded mixes) with ``earlier``."""
     base = Profile()
     lossy = lossy_profile()
     shifted = base.with_transition("Recovery", "CongestionAvoidance", 0.76)
     opts = {"alpha": alpha, "permutations": permutations, "seed": rep}
     out: dict[str, str] = {}
     s = seed + 10_000 + 4 * rep
+    for d, design in enumerate(DESIGNS):
+        for n in SIZES:
+            rng = np.random.default_rng([seed, rep, d, n])
+            a, b = design_groups(design, n, rng)
+            for family, bit in family_bits(diff(a, b, **opts)).items():  # type: ignore[arg-type]
+                out[f"{design}/{family}/{n}"] = bit
+    if not earlier:
+        return out
     for n in SIZES:
         a = generate_transitions(n, seed=s)
-        r = diff(a, generate_transitions(n, seed=s + 1), **opts)  # type: ignore[arg-type]
-        out[f"null/{n}"] = str(int(r.any_significant))
-        r = diff(_mixture(n, s, (base, lossy)), _mixture(n, s + 1, (base, lossy)), **opts)  # type: ignore[arg-type]
-        out[f"mixed/{n}"] = str(int(r.any_significant))
         r = diff(a, generate_transitions(n, seed=s + 1, profile=shifted), **opts)  # type: ignore[arg-type]
         out[f"shift/{n}"] = str(int(_flags_edge("Recovery", "CongestionAvoidance")(r)))
     clean = base.with_transition("CongestionAvoidance", "Recovery", 0.1)
@@ -126,7 +212,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     for rep in range(args.repetitions):
         for key, b in repetition(
-            rep, alpha=args.alpha, permutations=args.permutations, seed=args.seed
+            rep,
+            alpha=args.alpha,
+            permutations=args.permutations,
+            seed=args.seed,
+            earlier=args.earlier,
         ).items():
             bits.setdefault(key, []).append(b)
         if args.progress:
@@ -137,6 +227,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "alpha": args.alpha,
             "permutations": args.permutations,
             "seed": args.seed,
+            "earlier": args.earlier,
         },
         "seconds": round(time.perf_counter() - start, 1),
         "outcomes": {k: "".join(v) for k, v in bits.items()},
@@ -150,8 +241,6 @@ def _rate(bits: str) -> str:
 
 
 ROWS = (
-    ("null", "false positive (anything significant), same profile", SIZES),
-    ("mixed", "false positive, heterogeneous groups", SIZES),
     ("shift", "power: Recovery → CongestionAvoidance 0.86 → 0.76 flagged", SIZES),
     (
         "confounded-pooled",
@@ -167,21 +256,50 @@ ROWS = (
 )
 
 
+FAMILY_LABELS = {
+    "states": "time shares",
+    "edges": "transitions",
+    "dwell": "dwell times",
+    "invariants": "invariants",
+    "any": "any family (their union)",
+}
+
+
 def markdown(results: dict[str, Any]) -> str:
+    """Two tables: the false-positive rate of every family and of their union per design, then
+    the earlier settings (power on the project's generator, confounded mixes)."""
     s = results["settings"]
     head = " | ".join(f"{n} vs {n} traces" for n in SIZES)
     lines = [
         f"{s['repetitions']} repetitions per setting, α = {s['alpha']:g}, "
         f"{s['permutations']} random permutations when the splits are many; "
-        "each rate with its 95% Wilson interval.",
+        "each rate with its 95% Wilson interval. Long-vs-short: A has n traces of "
+        f"{LONG} transitions, B 3n traces of {SHORT} (\"5 vs 5\" is 5 long vs 15 short).",
         "",
-        f"| setting | {head} |",
-        "|---|" + "---|" * len(SIZES),
+        f"| design | false positives of | {head} |",
+        "|---|---|" + "---|" * len(SIZES),
     ]
+    for design in DESIGNS:
+        for family, label in FAMILY_LABELS.items():
+            cells = [_rate(results["outcomes"][f"{design}/{family}/{n}"]) for n in SIZES]
+            lines.append(f"| {design} | {label} | " + " | ".join(cells) + " |")
+    if not s.get("earlier"):
+        return "\n".join(lines) + "\n"
+    lines += ["", f"| setting | {head} |", "|---|" + "---|" * len(SIZES)]
     for key, label, sizes in ROWS:
         cells = [_rate(results["outcomes"][f"{key}/{n}"]) if n in sizes else "–" for n in SIZES]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def worst(results: dict[str, Any]) -> float:
+    """The largest false-positive rate of any family or union, design and size."""
+    return max(
+        results["outcomes"][f"{d}/{f}/{n}"].count("1") / len(results["outcomes"][f"{d}/{f}/{n}"])
+        for d in DESIGNS
+        for f in FAMILY_LABELS
+        for n in SIZES
+    )
 
 
 def check(results: dict[str, Any], count: int) -> list[str]:
@@ -189,7 +307,13 @@ def check(results: dict[str, Any], count: int) -> list[str]:
     s = results["settings"]
     problems = []
     for rep in range(count):
-        got = repetition(rep, alpha=s["alpha"], permutations=s["permutations"], seed=s["seed"])
+        got = repetition(
+            rep,
+            alpha=s["alpha"],
+            permutations=s["permutations"],
+            seed=s["seed"],
+            earlier=bool(s.get("earlier")),
+        )
         for key, bit in got.items():
             stored = results["outcomes"][key][rep]
             if stored != bit:
@@ -199,11 +323,17 @@ def check(results: dict[str, Any], count: int) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repetitions", type=int, default=200)
+    ap.add_argument("--repetitions", type=int, default=300)
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--permutations", type=int, default=999)
     ap.add_argument("--seed", type=int, default=0, help="base seed of the repetitions")
     ap.add_argument("--progress", action="store_true")
+    ap.add_argument(
+        "--earlier",
+        action="store_true",
+        help="also the earlier settings (the project's generator: a shifted transition, "
+        "confounded mixes within and across strata)",
+    )
     ap.add_argument("--results", type=Path, default=RESULTS)
     ap.add_argument(
         "--markdown", action="store_true", help="print the docs table from the results file"

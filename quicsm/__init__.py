@@ -110,7 +110,7 @@ def register_jupyter(shell: Any = None) -> None:
     formatters = shell.display_formatter.formatters
     formatters["image/svg+xml"].for_type_by_name("quicsm.model.tables", "Model", _model_svg)
     formatters["text/html"].for_type_by_name("quicsm.model.tables", "Model", _model_html)
-    formatters["text/html"].for_type_by_name("quicsm.compare.diff", "DiffResult", _diff_html)
+    formatters["text/html"].for_type_by_name("quicsm.compare.result", "DiffResult", _diff_html)
 
 
 register_jupyter()

@@ -4,8 +4,10 @@ diff graph's edge labels in one unit."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import polars as pl
+import pytest
 
 from quicsm.render import charts
 from quicsm.render.dot import diff_dot
@@ -66,3 +68,38 @@ def test_diff_graph_labels_every_edge_in_percentage_points() -> None:
     assert labels == ["-25 pp *", "new +34 pp", "gone −50 pp", ""], labels
     assert "+14 pp of time (mean per trace)" in dot
     assert not re.search(r"label=\"(new|gone) [+−-]?0\.\d", dot)
+
+
+def test_the_script_bundle_is_kept_and_a_damaged_copy_built_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The renderer's script bundle (about 1.8 s of CPU to build) is built once and read from
+    the cache directory afterwards; a copy whose digest does not match is built again, and an
+    unwritable cache only means it is built every time."""
+    import vl_convert
+
+    monkeypatch.setenv("QUICSM_CACHE_DIR", str(tmp_path))
+    built = vl_convert.javascript_bundle()
+    charts._bundle.cache_clear()
+    assert charts._bundle() == built
+    (kept,) = tmp_path.glob("vega-bundle-*.js")
+    calls: list[int] = []
+    real = vl_convert.javascript_bundle
+
+    def counting() -> str:
+        calls.append(1)
+        return str(real())
+
+    monkeypatch.setattr(vl_convert, "javascript_bundle", counting)
+    charts._bundle.cache_clear()
+    assert charts._bundle() == built and not calls  # read back, not built
+    kept.write_text(kept.read_text().replace("vegaEmbed", "vegaEmbeD", 1))
+    charts._bundle.cache_clear()
+    assert charts._bundle() == built and len(calls) == 1  # damaged: built again, and kept
+    charts._bundle.cache_clear()
+    assert charts._bundle() == built and len(calls) == 1
+    monkeypatch.setenv("QUICSM_CACHE_DIR", str(tmp_path / "file"))
+    (tmp_path / "file").write_text("not a directory")
+    charts._bundle.cache_clear()
+    assert charts._bundle() == built and len(calls) == 2
+    charts._bundle.cache_clear()

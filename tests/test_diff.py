@@ -4,11 +4,13 @@ statistical checks on synthetic groups with a known difference."""
 from __future__ import annotations
 
 import math
+import re
 
 import polars as pl
 import pytest
 from diff_helpers import frame, patterned_traces
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from transitions_strategies import frame_of, raw_traces
 
 from quicsm.compare.diff import DiffResult, diff
@@ -114,7 +116,9 @@ def test_swapping_groups_flips_every_sign_with_sampled_permutations() -> None:
 
 def test_changed_transition_is_flagged_and_unchanged_ones_are_not() -> None:
     base = Profile()
-    changed = base.with_transition("Recovery", "CongestionAvoidance", 0.5)
+    # per observed exit of Recovery (the end of a trace is censoring, not an exit): 0.86 / 0.95
+    # = 0.91 in A, 0.4 / 0.79 = 0.51 in B
+    changed = base.with_transition("Recovery", "CongestionAvoidance", 0.4)
     a = generate_transitions(60, seed=11, profile=base)
     b = generate_transitions(60, seed=12, profile=changed)
     r = diff(a, b, permutations=999)
@@ -180,7 +184,8 @@ def test_too_few_traces_gives_no_p_value_and_says_why() -> None:
     assert set(r.states["note"].to_list()) == {"n=2 < 3: no test"}
     assert not r.any_significant
     assert "n=2 < 3: no test" in to_table(r)
-    assert "21 of 21 tests not run (n=1 < 3: no test, n=2 < 3: no test)" in to_markdown(r)
+    # (20: no → TERMINAL row, a trace's end being censoring)
+    assert "20 of 20 tests not run (n=1 < 3: no test, n=2 < 3: no test)" in to_markdown(r)
 
 
 def test_states_ranked_by_effect_size_and_sentence_format() -> None:
@@ -412,9 +417,10 @@ def test_time_shares_can_decide_at_five_traces_per_group() -> None:
 
 def test_a_source_with_two_exits_is_one_test() -> None:
     """Both exits of a two-exit source carry the same p-value, say so, and count once in the
-    exploratory family."""
-    a = generate_transitions(12, seed=3, profile=Profile())
-    b = generate_transitions(12, seed=4, profile=lossy_profile())
+    exploratory family (CongestionAvoidance here: to TailLossProbe or ApplicationLimited)."""
+    a = frame(patterned_traces(8, prefix="a", app_ms=30), file="a.sqlog")
+    b = frame(patterned_traces(8, prefix="b", app_ms=400, tlp=False), file="b.sqlog")
+    b = pl.concat([b, frame(patterned_traces(4, prefix="c", app_ms=40), file="b.sqlog")])
     r = diff(a, b, **FAST)  # type: ignore[arg-type]
     pairs = r.edges.filter(pl.col("note").str.contains("one test with"))
     assert pairs.height >= 2
@@ -452,3 +458,74 @@ def test_within_strata_transitions_are_tested_transition_by_transition() -> None
         assert row["test"] == "beta-binomial (stratified)", row
         assert ", 2 strata" in row["note"], row
         assert row["significant"] == effect, row
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw_traces(max_traces=6, max_len=8), raw_traces(max_traces=6, max_len=8))
+def test_a_traces_end_is_censoring_not_a_transition(a: list, b: list) -> None:  # type: ignore[type-arg,unused-ignore]
+    """No → TERMINAL row is tested or listed as seen in one group only: the end of a recording
+    is not a way out of its last state. Every probability is per observed exit."""
+    r = diff(frame_of(a), frame_of(b), **FAST)  # type: ignore[arg-type]
+    assert "TERMINAL" not in set(r.edges["target"].to_list())
+    assert not any("TERMINAL" in e for e in r.presence["edges_only_a"] + r.presence["edges_only_b"])
+    for row in r.sources.iter_rows(named=True):
+        exits = r.edges.filter(pl.col("source") == row["source"])
+        assert exits["a_count"].sum() == row["a_count"]
+        assert exits["b_count"].sum() == row["b_count"]
+
+
+def test_groups_ending_in_different_states_differ_in_no_transition() -> None:
+    """The same chain in both groups, but A's traces stop in CongestionAvoidance and B's in
+    Recovery (B's recordings cut one state earlier): no transition differs."""
+    a_traces = patterned_traces(8, prefix="a", app_ms=30, tlp=False)
+    b_traces = [
+        (n, steps[:2], steps[2][0])
+        for n, steps, _ in patterned_traces(8, prefix="b", app_ms=30, tlp=False)
+    ]
+    r = diff(frame(a_traces, file="a.sqlog"), frame(b_traces, file="b.sqlog"), **FAST)  # type: ignore[arg-type]
+    assert not r.edges["significant"].any()
+    assert set(zip(r.edges["source"], r.edges["target"], strict=True)) >= {
+        ("SlowStart", "Recovery")
+    }
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("edges:Recovery->Slowstart", "names nothing; did you mean Recovery->SlowStart"),
+        ("states:Recovry", "names nothing; did you mean Recovery"),
+        ("outcomes:completion@jitter", "did you mean completion_ms"),
+        ("invariants:SlowStart AlwaysFollowedby Recovery", "SlowStart AlwaysFollowedBy Recovery"),
+        ("edges:Recovery->TERMINAL", "a trace's end is not a transition"),
+    ],
+)
+def test_a_primary_subject_that_names_nothing_is_refused_with_the_nearest_names(
+    item: str, message: str
+) -> None:
+    a = frame(patterned_traces(4, prefix="a", app_ms=30), file="a.sqlog")
+    with pytest.raises(InputError, match=f"--primary '{re.escape(item)}': .*{re.escape(message)}"):
+        diff(a, a.clone(), primary=[item])
+
+
+def test_a_primary_subject_absent_from_these_traces_is_refused() -> None:
+    a = frame(patterned_traces(4, prefix="a", app_ms=30, tlp=False), file="a.sqlog")
+    with pytest.raises(InputError, match="names nothing in these traces .*SlowStart->Recovery"):
+        diff(a, a.clone(), primary=["edges:TailLossProbe->Recovery"])
+    r = diff(a, a.clone(), primary=["edges:SlowStart → Recovery"], **FAST)  # type: ignore[arg-type]
+    assert r.edges.filter(pl.col("family") == "primary").height == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_every_name_a_primary_subject_may_take_is_accepted_and_one_letter_off_is_not(
+    data: st.DataObject,
+) -> None:
+    from quicsm.compare.families.policy import _vocabulary, parse_primary
+
+    family = data.draw(st.sampled_from(["states", "edges", "dwell"]))
+    names = _vocabulary(family, ())
+    name = data.draw(st.sampled_from(names))
+    assert parse_primary([f"{family}:{name}"]) == (f"{family}:{name}",)
+    wrong = name[:-1] + ("x" if name[-1] != "x" else "y")
+    with pytest.raises(InputError, match=f"--primary '{family}:"):
+        parse_primary([f"{family}:{wrong}"])

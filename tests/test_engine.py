@@ -372,3 +372,35 @@ def test_a_table_is_keyed_without_hashing_and_read_again_each_time(tmp_path: Pat
     assert (first.cached_files, again.cached_files, again.read_files) == (0, 0, 1)
     assert again.transitions is not None
     assert again.transitions.get_column("trace").cast(pl.String).unique().to_list() == ["b"]
+
+
+def test_metrics_are_kept_with_a_batch_and_follow_moves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that asks for metrics keeps them per batch of files in the cache: the same run
+    again reads no file for them, a copy of the corpus elsewhere gets its own ids, and the
+    rows are those of :func:`read_metrics` (a file twice in a batch included)."""
+    import quicsm.engine.task as task
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i, f in enumerate(CLEAN[:4]):
+        shutil.copy(f, corpus / f"{i}-{Path(f).name}")
+    shutil.copy(CLEAN[0], corpus / "9-again.qlog")  # the same content twice
+    files = sorted(str(p) for p in corpus.iterdir())
+    cache = tmp_path / "cache"
+    first = extract(files, workers=1, cache_dir=cache, metrics=True, batch_files=3)
+    assert first.metrics is not None and first.metrics.equals(read_metrics(files))
+
+    def no_reading(*args: object, **kwargs: object) -> pl.DataFrame:
+        raise AssertionError("metrics read again")
+
+    moved = tmp_path / "moved"
+    shutil.copytree(corpus, moved)
+    elsewhere = sorted(str(p) for p in moved.iterdir())
+    with monkeypatch.context() as m:
+        m.setattr(task, "read_metrics", no_reading)
+        again = extract(files, workers=1, cache_dir=cache, metrics=True, batch_files=3)
+        copied = extract(elsewhere, workers=1, cache_dir=cache, metrics=True, batch_files=3)
+    assert again.metrics is not None and again.metrics.equals(first.metrics)
+    assert copied.metrics is not None and copied.metrics.equals(read_metrics(elsewhere))

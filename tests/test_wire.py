@@ -229,7 +229,9 @@ def test_a_qlog_01_capture_gives_states_from_its_packets(tmp_path: Path) -> None
         "wire:congestion_avoidance",
     }
     assert any("states derived from its packets and ACK frames alone" in n for n in diag.notes)
-    assert [d[1] for d in diag.derivation] == ["CongestionAvoidanceMaxed"]
+    # an unknown producer's packets: the estimate derives every state (a cap from a flight that
+    # stays flat), so nothing is said to be underivable
+    assert diag.derivation == []
     assert read_packets(path).packets[0][0].sent
 
 

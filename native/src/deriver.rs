@@ -12,6 +12,8 @@
 //! probe-timeout backoff is `2 ** n` as an exact power of two (infinite from 2**1024 on, as the
 //! Python deriver's guard makes it), and the probe counter is an unbounded integer (i128 here).
 
+use crate::columns::Columns;
+
 // states, event classes and metrics: generated from quicsm/core/tables.json (src/tables.rs)
 pub use crate::tables::{
     ACK, COLLAPSE, CONGESTION_AVOIDANCE, CUTBACK, FLAG, INIT, LOSS, N_EVENTS, N_METRICS, N_STATES,
@@ -39,6 +41,8 @@ pub struct Event {
     pub kind: Kind,
     pub values: [Option<f64>; N_METRICS],
     pub app_limited: Option<bool>,
+    /// a metrics or loss event's `trigger` (what `read_metrics` keeps; the rules do not read it)
+    pub trigger: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,6 +233,8 @@ impl Classes {
 }
 
 pub struct Deriver {
+    /// a recorder's columns ([`Deriver::recorder`]): every event fed is kept, none derived
+    pub columns: Option<Columns>,
     p: Profile,
     th: Thresholds,
     rules: Vec<Rule>,
@@ -275,6 +281,34 @@ pub struct Deriver {
 }
 
 impl Deriver {
+    /// A deriver that derives nothing and keeps every event it is fed as columns (the reader
+    /// of metrics feeds it as the derived path feeds a deriver).
+    pub fn recorder() -> Deriver {
+        let p = Profile {
+            datagram_bytes: 1200.0,
+            burst_datagrams: 0.0,
+            slow_start_half_window: false,
+            max_cwnd_datagrams: None,
+            min_cwnd_datagrams: 0.0,
+            logs_ssthresh: false,
+            ssthresh_unset_from: f64::INFINITY,
+            logs_pto: false,
+            persistent_congestion: false,
+            max_ack_delay_ms: 0.0,
+        };
+        let th = Thresholds {
+            pto_gap_fraction: 0.0,
+            granularity_ms: 0.0,
+            slow_start_stall_datagrams: 0.0,
+            plateau_windows: 0.0,
+            datagram_step_min_bytes: 0.0,
+            datagram_step_max_bytes: 0.0,
+        };
+        let mut d = Deriver::new(p, th, Vec::new());
+        d.columns = Some(Columns::new());
+        d
+    }
+
     pub fn new(p: Profile, th: Thresholds, rules: Vec<Rule>) -> Deriver {
         let mut by_event: [Vec<usize>; N_EVENTS] = Default::default();
         for (i, r) in rules.iter().enumerate() {
@@ -282,6 +316,7 @@ impl Deriver {
         }
         let datagram = p.datagram_bytes;
         Deriver {
+            columns: None,
             p,
             th,
             rule_codes: vec![u16::MAX; rules.len()],
@@ -411,6 +446,10 @@ impl Deriver {
     // -- feeding ---------------------------------------------------------------------------
 
     pub fn feed(&mut self, event: &Event) {
+        if let Some(columns) = self.columns.as_mut() {
+            columns.push(event);
+            return; // a recorder derives nothing
+        }
         self.events += 1;
         let time = event.time;
         self.time = if self.events > 1 { pymax(time, self.time) } else { time };

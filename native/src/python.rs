@@ -131,21 +131,59 @@ impl PyDeriver {
         Ok(PyDeriver { inner: Deriver::new(p, th, table), resume: None })
     }
 
-    #[pyo3(signature = (time, kind, values, app_limited))]
+    #[pyo3(signature = (time, kind, values, app_limited, trigger=None))]
     /// One event: `kind` 0 metrics, 1 packet_lost, 2 pto, 3 spurious_loss; `values` the nine
-    /// normalised metrics in `METRIC_FIELDS` order (None: not logged).
+    /// normalised metrics in `METRIC_FIELDS` order (None: not logged); `trigger` what a
+    /// recorder keeps of a metrics or loss event.
     fn feed(
         &mut self,
         time: f64,
         kind: u8,
         values: [Option<f64>; N_METRICS],
         app_limited: Option<bool>,
+        trigger: Option<String>,
     ) -> PyResult<()> {
         let kind = *tables::FEED_KINDS
             .get(kind as usize)
             .ok_or_else(|| PyValueError::new_err("kind is not a position in FEED_KINDS"))?;
-        self.inner.feed(&Event { time, kind, values, app_limited });
+        self.inner.feed(&Event { time, kind, values, app_limited, trigger });
         Ok(())
+    }
+
+    /// A deriver that derives nothing and keeps every event fed to it, or found by its
+    /// `scan` or by `contained_events`, as columns (`take_columns`).
+    #[staticmethod]
+    fn recorder() -> Self {
+        PyDeriver { inner: Deriver::recorder(), resume: None }
+    }
+
+    /// How many events a recorder holds (0 for a deriver).
+    fn recorded(&self) -> usize {
+        self.inner.columns.as_ref().map_or(0, |c| c.len())
+    }
+
+    /// A recorder's events, taken (it keeps none): `(times, kinds, values, triggers,
+    /// trigger_names)`: float64 and uint8 arrays as bytes, one float64 array per metric in
+    /// `METRIC_FIELDS` order (NaN: not logged), uint16 trigger codes (0: none, else 1 + the
+    /// position in `trigger_names`).
+    #[allow(clippy::type_complexity)]
+    fn take_columns(
+        &mut self,
+        py: Python<'_>,
+    ) -> PyResult<(Py<PyBytes>, Py<PyBytes>, Vec<Py<PyBytes>>, Py<PyBytes>, Vec<String>)> {
+        let columns = self
+            .inner
+            .columns
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("not a recorder"))?
+            .take();
+        Ok((
+            bytes_of(py, &columns.times),
+            bytes_of(py, &columns.kinds),
+            columns.values.iter().map(|v| bytes_of(py, v)).collect(),
+            bytes_of(py, &columns.triggers),
+            columns.trigger_names,
+        ))
     }
 
     /// The derive pass over the records between the separators at `buf[pos]` and `buf[end]`.

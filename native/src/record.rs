@@ -58,8 +58,11 @@ pub(crate) struct Data<'a> {
     flags: [Flag; APP_LIMITED_NAMES.len()],
     timer_type: Option<&'a [u8]>,
     event_type: Option<&'a [u8]>,
+    /// `trigger` when it is a string (`quicsm.qlog.events.metric_event` keeps it only then)
+    trigger: Option<&'a [u8]>,
     seen_timer_type: bool,
     seen_event_type: bool,
+    seen_trigger: bool,
 }
 
 impl Data<'_> {
@@ -70,8 +73,10 @@ impl Data<'_> {
             flags: [Flag::Absent; APP_LIMITED_NAMES.len()],
             timer_type: None,
             event_type: None,
+            trigger: None,
             seen_timer_type: false,
             seen_event_type: false,
+            seen_trigger: false,
         }
     }
 }
@@ -85,6 +90,7 @@ enum Key {
     Flag(usize),
     TimerType,
     EventType,
+    Trigger,
     Other,
 }
 
@@ -106,6 +112,7 @@ fn keys_by_length() -> &'static [Vec<(&'static [u8], Key)>] {
         }
         named.push((b"timer_type", Key::TimerType));
         named.push((b"event_type", Key::EventType));
+        named.push((b"trigger", Key::Trigger));
         let longest = named.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
         let mut table = vec![Vec::new(); longest + 1];
         for (name, key) in named {
@@ -550,6 +557,13 @@ impl<'a> Parser<'a> {
                     d.seen_event_type = true;
                     d.event_type = p.text()?;
                 }
+                Key::Trigger => {
+                    if d.seen_trigger {
+                        return Err(Fallback); // Python keeps the last: not mirrored
+                    }
+                    d.seen_trigger = true;
+                    d.trigger = p.text()?;
+                }
                 Key::Other => p.skip(1)?,
             }
             Ok(())
@@ -581,7 +595,13 @@ pub fn decode(record: &[u8], scale: f64) -> R<Decoded> {
 
 /// An event to decode into ([`decode_into`] sets every field of it).
 pub fn blank_event() -> Event {
-    Event { time: 0.0, kind: Kind::Metrics, values: [None; N_METRICS], app_limited: None }
+    Event {
+        time: 0.0,
+        kind: Kind::Metrics,
+        values: [None; N_METRICS],
+        app_limited: None,
+        trigger: None,
+    }
 }
 
 /// [`decode`], the event written into `out` (the scan reuses one: no copy of an event per
@@ -742,10 +762,17 @@ fn event_into(
         out.kind = kind;
         out.values = [None; N_METRICS];
         out.app_limited = None;
+        out.trigger = None;
+    };
+    // the trigger of a metrics or loss event, as `metric_event` keeps it (a string, else none)
+    let trigger = match data.and_then(|d| d.trigger) {
+        Some(t) => Some(std::str::from_utf8(t).map_err(|_| Fallback)?),
+        None => None,
     };
     Ok(match kind {
         EventKind::PacketLost => {
             blank(Kind::PacketLost);
+            out.trigger = trigger.map(str::to_owned);
             true
         }
         EventKind::SpuriousLoss => {
@@ -766,6 +793,7 @@ fn event_into(
         }
         EventKind::Metrics => {
             blank(Kind::Metrics);
+            out.trigger = trigger.map(str::to_owned);
             let event = out;
             if let Some(d) = data {
                 #[allow(clippy::needless_range_loop)] // m indexes four arrays

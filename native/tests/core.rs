@@ -77,11 +77,17 @@ fn metrics(time: f64, cwnd: f64, in_flight: f64, rtt: Option<f64>) -> Event {
     values[tables::BYTES_IN_FLIGHT] = Some(in_flight);
     values[tables::LATEST_RTT_MS] = rtt;
     values[tables::SMOOTHED_RTT_MS] = rtt;
-    Event { time, kind: Kind::Metrics, values, app_limited: None }
+    Event { time, kind: Kind::Metrics, values, app_limited: None, trigger: None }
 }
 
 fn lost(time: f64) -> Event {
-    Event { time, kind: Kind::PacketLost, values: [None; N_METRICS], app_limited: None }
+    Event {
+        time,
+        kind: Kind::PacketLost,
+        values: [None; N_METRICS],
+        app_limited: None,
+        trigger: None,
+    }
 }
 
 fn states_of(d: &Deriver) -> Vec<&'static str> {
@@ -182,12 +188,18 @@ fn derives_slow_start_recovery_and_congestion_avoidance() {
 fn a_probe_timeout_is_a_tail_loss_probe_then_a_retransmission_timeout() {
     let mut d = deriver();
     d.feed(&metrics(1.0, 12_000.0, 12_000.0, Some(20.0))); // a window in flight
-    let pto = |time| Event { time, kind: Kind::Pto, values: [None; N_METRICS], app_limited: None };
+    let pto = |time| Event {
+        time,
+        kind: Kind::Pto,
+        values: [None; N_METRICS],
+        app_limited: None,
+        trigger: None,
+    };
     let mut values = [None; N_METRICS];
     values[tables::PTO_COUNT] = Some(1.0);
-    d.feed(&Event { time: 100.0, kind: Kind::Metrics, values, app_limited: None });
+    d.feed(&Event { time: 100.0, kind: Kind::Metrics, values, app_limited: None, trigger: None });
     values[tables::PTO_COUNT] = Some(2.0);
-    d.feed(&Event { time: 300.0, kind: Kind::Metrics, values, app_limited: None });
+    d.feed(&Event { time: 300.0, kind: Kind::Metrics, values, app_limited: None, trigger: None });
     d.feed(&pto(700.0));
     let seen = states_of(&d);
     let tlp = seen

@@ -95,6 +95,17 @@ def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def _checked_primary(
+    _ctx: click.Context, _param: click.Parameter, value: Sequence[str]
+) -> Sequence[str]:
+    """``--primary`` checked as it is parsed, before any trace is read (the library's own
+    check, :func:`quicsm.compare.families.policy.parse_primary`)."""
+    from quicsm.compare.families.policy import parse_primary
+
+    parse_primary(value)  # an InputError: "Error: --primary ...", exit status 1
+    return value
+
+
 def test_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate a command with the significance-test options --alpha, --primary and --seed."""
     f = click.option(
@@ -102,10 +113,12 @@ def test_options(f: Callable[..., Any]) -> Callable[..., Any]:
         "primary",
         multiple=True,
         metavar="FAMILY[:SUBJECT]",
+        callback=_checked_primary,
         help="The primary family, fixed before looking (repeatable; default: outcomes and "
         "states, i.e. completion time/throughput per stratum and the time share of every "
         "state). FAMILY is outcomes, states, edges, dwell or invariants; SUBJECT narrows it "
-        "(states:Recovery, edges:Recovery->CongestionAvoidance, outcomes:completion_ms@jitter). "
+        "(states:Recovery, edges:Recovery->CongestionAvoidance, outcomes:completion_ms@jitter); "
+        "a SUBJECT that names nothing is an error naming the nearest ones. "
         "Primary tests are Holm-adjusted; every other test is exploratory (Benjamini-Hochberg).",
     )(f)
     f = click.option(

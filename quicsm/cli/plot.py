@@ -87,15 +87,15 @@ def plot_command(
     with reading("reading the traces") as stage:
         chosen = selection(paths, where=where, lenient=lenient)
         transitions = chosen.keep(
-            read_transitions(chosen.paths, on_error=on_error, diagnostics=diagnostics)
+            read_transitions(chosen.to_read, on_error=on_error, diagnostics=diagnostics)
         )
         traces = [str(t) for t in transitions["trace"].unique(maintain_order=True).to_list()]
         _check_count(traces, paths)
         stage.update("reading their metrics")
-        metrics = chosen.keep(read_metrics(chosen.paths, on_error=on_error))
+        metrics = chosen.keep(read_metrics(chosen.to_read, on_error=on_error))
         stage.update("reading their packets")
         packets = read_packet_timelines(
-            chosen.paths, traces, on_error=on_error, diagnostics=diagnostics
+            chosen.to_read, traces, on_error=on_error, diagnostics=diagnostics
         )
         labels = _labels(chosen, on_error=on_error)
         series = [

@@ -87,6 +87,13 @@ def _metric(text: str | None) -> str | None:
     "changed most).",
 )
 @click.option("--title", help="Report title (default: 'B vs A').")
+@click.option(
+    "--conformance",
+    "conformance",
+    metavar="VALUE",
+    help="Add a conformance section: every group against the one whose --by label (else "
+    "stack) is VALUE, per scenario (e.g. --by stack --conformance linux-tcp).",
+)
 def report_command(
     paths: Sequence[str],
     vs_paths: Sequence[str],
@@ -105,6 +112,7 @@ def report_command(
     matrix: str | None,
     metric: str | None,
     title: str | None,
+    conformance: str | None,
     engine: str,
     scheduler: str | None,
     workers: int | None,
@@ -147,7 +155,8 @@ def report_command(
             "(permutation tests, state machines, charts)"
         )
         text = _build(comps, output=output, fmt=fmt, alpha=alpha, seed=seed,
-                      matrix=matrix, metric=metric, title=title, primary=primary)  # fmt: skip
+                      matrix=matrix, metric=metric, title=title, primary=primary,
+                      conformance=conformance)  # fmt: skip
     for comp in comps:
         for caveat in comp.caveats:
             report_caution(caveat)
@@ -168,6 +177,7 @@ def _build(
     metric: str | None,
     title: str | None,
     primary: Sequence[str] = (),
+    conformance: str | None = None,
 ) -> str:
     from quicsm.report import build_report
 
@@ -182,6 +192,7 @@ def _build(
         metric=_metric(metric),
         title=title,
         primary=primary,
+        conformance=conformance,
         generated_at=_generated_at(),
         command=shlex.join(["quicsm", *sys.argv[1:]]) if sys.argv[1:2] == ["report"] else None,
     )

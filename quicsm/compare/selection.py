@@ -15,11 +15,13 @@ from pathlib import Path
 
 import polars as pl
 
-from quicsm.compare.grouping import OnError, filter_traces
+from quicsm.compare.grouping import OnError, filter_traces, labelled_traces
 from quicsm.compare.labels import where_hint
-from quicsm.compare.load import traces_where
 from quicsm.core.errors import InputError
 from quicsm.core.frames import KEY_DTYPE
+from quicsm.engine.index import trace_index
+from quicsm.extract.index import spans_of
+from quicsm.qlog.paths import PathLike
 
 
 def split_trace_spec(text: str) -> tuple[str, int | None]:
@@ -42,6 +44,16 @@ class Selection:
     paths: list[str]
     #: file, trace, labels of the chosen traces; None = every trace under ``paths``
     traces: pl.DataFrame | None
+    #: what to read for the chosen traces: the files of ``paths`` holding one, each as the
+    #: spans of its chosen traces (:class:`quicsm.qlog.paths.TraceSpans`) where the index has
+    #: them, else whole; None = ``paths``
+    parts: list[PathLike] | None = None
+
+    @property
+    def to_read(self) -> list[PathLike]:
+        """What a reader is given: :attr:`parts`, else :attr:`paths` (the rows of the chosen
+        traces are the same either way; :meth:`keep` drops the others')."""
+        return list(self.paths) if self.parts is None else self.parts
 
     def keep(self, frame: pl.DataFrame) -> pl.DataFrame:
         """The rows of a frame with ``file`` and ``trace`` columns that belong to the
@@ -71,7 +83,8 @@ def select_traces(
         raise InputError("no input paths given")
     if not where and all(i is None for _, i in split):
         return Selection(paths, None)
-    traces = traces_where(paths, where={}, on_error=on_error)
+    indexed = trace_index(paths, on_error=on_error)
+    traces = labelled_traces(indexed, where={})
     whole: set[str] = set()
     wanted: dict[str, str] = {}  # trace id -> spec
     for (path, index), spec in zip(split, specs, strict=True):
@@ -103,4 +116,8 @@ def select_traces(
                 + (f" ({hint})" if hint else "")
             )
         chosen = narrowed
-    return Selection(paths, chosen)
+    keys = chosen.select(pl.col("file", "trace").cast(pl.String))
+    picked = indexed.with_columns(pl.col("file", "trace").cast(pl.String)).join(
+        keys, on=["file", "trace"], how="semi", maintain_order="left"
+    )
+    return Selection(paths, chosen, spans_of(picked))

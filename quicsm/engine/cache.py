@@ -8,6 +8,7 @@ Layout under the cache directory (default ``$QUICSM_CACHE_DIR``, else
         parts/<part>.transitions.parquet
         parts/<part>.traces.parquet
         parts/<part>.diagnostics.parquet   key, file, what reading it reported (JSON)
+        metrics/<batch>.parquet        key + the metrics of a batch of files (reports, diffs)
 
 A file's *key* hashes its bytes and the bytes of the ``run.json`` beside it
 (whose fields become labels): the same content anywhere, under any name, is read once. The
@@ -151,6 +152,23 @@ class PartitionCache:
 
     def diagnostics_path(self, part: str) -> Path:
         return self.parts / f"{part}.diagnostics.parquet"
+
+    def metrics_path(self, keys: list[str]) -> Path:
+        """Where the metrics of a batch of files (their keys, in order) are kept: the rows of
+        :func:`quicsm.extract.read.read_metrics` with each file's key."""
+        name = hashlib.blake2b("\n".join(keys).encode(), digest_size=16).hexdigest()
+        return self.root / "metrics" / f"{name}.parquet"
+
+    def write_frame(self, frame: pl.DataFrame, path: Path) -> None:
+        """Store a frame at ``path`` whole or not at all (a full or read-only cache only means
+        it is read again next time)."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+            frame.write_parquet(tmp, compression="zstd", statistics=True)
+            os.replace(tmp, path)
+        except OSError:
+            return
 
     def paths(self, part: str) -> tuple[Path, Path, Path]:
         return self.transitions_path(part), self.traces_path(part), self.diagnostics_path(part)

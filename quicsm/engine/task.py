@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from quicsm.core.diagnostics import MAX_REASONS, Diagnostics, QuicsmWarning
-from quicsm.core.frames import TRANSITIONS_SCHEMA
+from quicsm.core.frames import METRICS_SCHEMA, TRANSITIONS_SCHEMA
 from quicsm.engine.aggregate import Aggregate
 from quicsm.engine.cache import INDEX_SCHEMA, PartitionCache, file_key
 from quicsm.engine.plan import Batch
@@ -38,7 +38,8 @@ class TaskSpec:
     aggregate: bool = True
     #: where states come from (``states`` of :func:`quicsm.extract.read.read_transitions`)
     states: str = "hybrid"
-    #: also read the congestion metrics (:func:`quicsm.extract.read.read_metrics`; not cached)
+    #: also read the congestion metrics (:func:`quicsm.extract.read.read_metrics`; kept in the
+    #: cache per batch of files)
     metrics: bool = False
 
 
@@ -173,10 +174,7 @@ def run_task(spec: TaskSpec) -> TaskResult:
         )
     metrics = None
     if spec.metrics:
-        with warnings.catch_warnings():  # what reading reports is in ``diagnostics`` already
-            warnings.simplefilter("ignore", QuicsmWarning)
-            metrics = read_metrics(files, on_error=spec.on_error)
-        metrics = metrics.join(
+        metrics = _metrics(cache, files, keys, spec.on_error).join(
             all_traces.select("file", "trace"),
             on=["file", "trace"],
             how="semi",
@@ -193,6 +191,39 @@ def run_task(spec: TaskSpec) -> TaskResult:
         read_files=len(todo),
         cached_files=len(files) - len(todo),
     )
+
+
+def _metrics(
+    cache: PartitionCache | None, files: list[str], keys: list[str], on_error: str
+) -> pl.DataFrame:
+    """:func:`read_metrics` of the batch's files, kept in the cache under the keys of the
+    batch's contents (a run over the same files reads no file for its metrics again)."""
+    kept = cache.metrics_path(keys) if cache is not None else None
+    names = pl.DataFrame(
+        {"key": keys, "now": files}, schema={"key": pl.String(), "now": pl.String()}
+    )
+    if kept is not None:
+        try:
+            stored = pl.read_parquet(kept)
+        except Exception:  # noqa: BLE001 - none kept (or a damaged copy): read again
+            stored = None
+        if stored is not None and stored.columns == ["key", *METRICS_SCHEMA]:
+            return _renamed(stored, names).select(list(METRICS_SCHEMA))
+    with warnings.catch_warnings():  # what reading reports is in ``diagnostics`` already
+        warnings.simplefilter("ignore", QuicsmWarning)
+        metrics = read_metrics(files, on_error=on_error)
+    if cache is not None and kept is not None:
+        key_of: dict[str, str] = {}
+        for file, key in zip(files, keys, strict=True):
+            if key not in key_of.values():  # the same content twice: kept once
+                key_of[file] = key
+        stored = metrics.filter(pl.col("file").cast(pl.String).is_in(list(key_of))).select(
+            pl.col("file").cast(pl.String).replace_strict(key_of, return_dtype=pl.String)
+            .alias("key"),
+            pl.all(),
+        )  # fmt: skip
+        cache.write_frame(stored, kept)
+    return metrics
 
 
 def _store(

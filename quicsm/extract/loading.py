@@ -22,7 +22,7 @@ from quicsm.extract.sidecar import sidecar_labels
 from quicsm.extract.streaming import StreamedStates
 from quicsm.extract.wire import PacketRead
 from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
-from quicsm.qlog.paths import PathLike, expand_paths
+from quicsm.qlog.paths import PathLike, expand_spans
 from quicsm.qlog.source import CSV, PARQUET, FileRead, read_qlog, without_bom
 from quicsm.qlog.tabular import read_table
 from quicsm.qlog.trace import Discard, MetricSink
@@ -86,7 +86,7 @@ def load_all(
     loss and timer events are not wanted (neither kept nor decoded); ``sink``: where they go
     instead of the traces' ``metrics`` lists."""
     cache: dict[Path, dict[str, Any]] = {} if sidecars is None else sidecars
-    for path in expand_paths(paths):
+    for path, spans in expand_spans(paths):
         streamed = None
         if discard_metrics:
             sink = Discard.of
@@ -101,6 +101,7 @@ def load_all(
                 lenient=lenient,
                 limits=limits,
                 metric_sink=streamed if streamed is not None else sink,
+                spans=spans,
             )
             assert read is not None
             table = None

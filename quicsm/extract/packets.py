@@ -29,7 +29,7 @@ import numpy as np
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.extract.wire import lost_packet_of, packet_of
 from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
-from quicsm.qlog.paths import PathLike, expand_paths
+from quicsm.qlog.paths import PathLike, expand_spans
 from quicsm.qlog.source import CSV, PARQUET, read_qlog
 from quicsm.qlog.trace import TraceBuilder
 
@@ -298,7 +298,8 @@ def read_packet_timelines(
     :func:`quicsm.extract.read.read_transitions` names them) that logs packets. Files holding
     none of ``traces`` are not read; only the chosen traces' packets are kept.
 
-    Every record of a file holding a chosen trace is decoded: strict (``on_error="raise"``),
+    Every record of a file holding a chosen trace is decoded (of those traces only, when the
+    file is given as :class:`~quicsm.qlog.paths.TraceSpans`): strict (``on_error="raise"``),
     the first bad record raises a :class:`~quicsm.core.errors.QlogError` naming the file and the
     record; lenient (``"skip"``), bad records are skipped and reported in ``diagnostics``."""
     from quicsm.extract.read import trace_id
@@ -306,12 +307,14 @@ def read_packet_timelines(
     lenient = on_error == "skip"
     wanted = set(traces)
     out: dict[str, PacketTimeline] = {}
-    for path in expand_paths(paths):
+    for path, spans in expand_spans(paths):
         file = str(path)
         prefix = file + "#"
         indices = {int(t[len(prefix) :]) for t in wanted if t.startswith(prefix)}
         if not indices:
             continue
+        if spans is not None:  # only the chosen traces' bytes are read
+            spans = tuple(s for s in spans if s[0] in indices)
         columns: dict[int, PacketColumns] = {}
 
         def sink(
@@ -326,7 +329,9 @@ def read_packet_timelines(
             builder.loss_hook = kept.loss
             return kept
 
-        read = read_qlog(Path(path), full=True, lenient=lenient, limits=limits, metric_sink=sink)
+        read = read_qlog(
+            Path(path), full=True, lenient=lenient, limits=limits, metric_sink=sink, spans=spans
+        )
         if read.kind in (CSV, PARQUET):
             continue
         if read.skipped and diagnostics is not None:

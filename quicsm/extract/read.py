@@ -39,12 +39,12 @@ from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.core.frames import METRICS_SCHEMA
 from quicsm.extract.derive import EXPLICIT, HYBRID, check_mode
 from quicsm.extract.loading import TIME_DECIMALS, OnError, check_on_error, load_all, trace_id
-from quicsm.extract.metric_columns import MetricsStream
+from quicsm.extract.metric_columns import MetricsBatch, MetricsStream
 from quicsm.extract.profiles import profile_named
 from quicsm.extract.traces_frame import TRACES_SCHEMA, trace_rows, traces_frame
 from quicsm.extract.transitions import Transitions
 from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
-from quicsm.qlog.paths import PathLike, expand_paths
+from quicsm.qlog.paths import PathLike, TraceSpans, expand_spans
 
 __all__ = [
     "TIME_DECIMALS",
@@ -198,11 +198,12 @@ def read_metrics(
     """
     lenient = check_on_error(on_error)
     diag = diagnostics if diagnostics is not None else Diagnostics()
-    parts: list[pl.DataFrame] = []
-    for path in expand_paths(paths):
+    batch = MetricsBatch()
+    for path, spans in expand_spans(paths):
         stream = MetricsStream()
+        item = path if spans is None else TraceSpans(str(path), spans)
         for loaded in load_all(
-            [path], lenient=lenient, diag=diag, want_metrics=True, limits=limits, sink=stream
+            [item], lenient=lenient, diag=diag, want_metrics=True, limits=limits, sink=stream
         ):
             if loaded.read is None:
                 continue
@@ -213,9 +214,11 @@ def read_metrics(
                     continue
                 start = trace.first_time if trace.first_time is not None else 0.0
                 tid = trace_id(file, trace.index)
-                parts += columns.frames(file, tid, trace.vantage, start)
+                batch.add(columns, file, tid, trace.vantage, start)
+    batch.flush()
+    parts = batch.out
     frame = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=METRICS_SCHEMA)
-    del parts
+    del parts, batch
     diag.warn()
     return frame
 

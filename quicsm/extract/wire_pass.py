@@ -11,7 +11,7 @@ from quicsm.extract.deriver import DerivedState
 from quicsm.extract.loading import LoadedFile
 from quicsm.extract.wire import Packet, read_packets, tail_probes, wire_states
 from quicsm.qlog.source import CSV, PARQUET
-from quicsm.qlog.trace import TraceData
+from quicsm.qlog.trace import PACKET_EVENTS, TraceData
 
 #: a trace whose profile says its producer logs probe timeouts, that logged none, and that goes
 #: on at least this long (ms) after its last metric, loss or timer event, has its packets read to
@@ -35,6 +35,15 @@ def packets_of(loaded: LoadedFile, index: int, diag: Diagnostics) -> list[Packet
     return loaded.packets.packets.get(index, [])
 
 
+def _logs_no_packets(trace: TraceData) -> bool:
+    """Whether the trace is known to log no packet event: every event of it was counted by name
+    (contained JSON), and none is a packet event."""
+    counts = trace.event_counts
+    return counts is not None and not any(
+        name.rpartition(":")[2].lower() in PACKET_EVENTS for name in counts
+    )
+
+
 def wire_pass(
     loaded: LoadedFile, trace: TraceData, derivation: Derivation, tid: str, diag: Diagnostics
 ) -> Derivation:
@@ -47,15 +56,25 @@ def wire_pass(
     caps = from_status(derivation.status)
     profile = derivation.profile
     if METRICS not in caps:
+        if _logs_no_packets(trace):
+            return derivation  # no packet to read: the file is not read again for them
         packets = packets_of(loaded, trace.index, diag)
         if not any(p.acks for p in packets):
             return derivation
-        result = wire_states(packets)
+        version = trace.code_version or trace.labels.get("version")
+        result = wire_states(
+            packets,
+            producer=profile.name,
+            version=version if isinstance(version, str) else None,
+            cc=trace.cc_algorithm,
+        )
         if result.captured:
             whose = (
                 f"the {'client' if result.own_sends else 'server'}'s sender (a capture: "
                 "directions told by connection IDs)"
             )
+        elif result.own_sends and result.model is not None:
+            whose = f"its own sender, by {result.model}'s congestion controller replayed on them"
         elif result.own_sends:
             whose = "its own sender"
         else:
@@ -90,8 +109,7 @@ def wire_pass(
                 "were read"
             )
         rows = [DerivedState(t, s, trigger) for t, s, trigger in result.rows]
-        cap: tuple[str, ...] = ("CongestionAvoidanceMaxed",)
-        notices = [(cap, "a window cap cannot be seen in packets alone")]
+        notices = list(result.not_derived)
         return Derivation(profile, rows, notices, derivation.status)
     if not profile.logs_pto or PTO in caps:
         return derivation

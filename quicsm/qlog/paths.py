@@ -24,12 +24,33 @@ import glob
 import os
 import stat
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from quicsm.core.errors import InputError
 
 PathLike = str | os.PathLike[str]
+
+#: ``(trace index, start, end)``: a trace's bytes in a file's decompressed content
+#: (:attr:`quicsm.qlog.source.FileRead.spans`)
+Span = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class TraceSpans:
+    """Some traces of one qlog file, given with where each lies in the file's decompressed
+    content: a path to the readers, which then read those traces' bytes only. The spans come
+    from an earlier read of the same content (:attr:`quicsm.qlog.source.FileRead.spans`, kept
+    by the engine's index of each file). Anything that does not know spans reads the whole
+    file (it is an ``os.PathLike`` of it)."""
+
+    path: str
+    spans: tuple[Span, ...]
+
+    def __fspath__(self) -> str:
+        return self.path
+
 
 TRACE_SUFFIXES: Final[tuple[str, ...]] = (
     ".qlog",
@@ -145,3 +166,25 @@ def expand_paths(paths: PathLike | Iterable[PathLike]) -> list[Path]:
         else:
             raise InputError(f"no such file or directory: '{shown(text)}'")
     return out
+
+
+def expand_spans(
+    paths: PathLike | Iterable[PathLike],
+) -> list[tuple[Path, tuple[Span, ...] | None]]:
+    """:func:`expand_paths`, each file with the spans to read of it (:class:`TraceSpans`), or
+    ``None`` for all of it. A file named whole and by spans is read whole; spans of one file
+    named twice are merged."""
+    out: dict[Path, tuple[Path, tuple[Span, ...] | None]] = {}
+    for item in _as_list(paths):
+        if isinstance(item, TraceSpans):
+            (path,) = expand_paths([item.path])
+            key = Path(os.path.normpath(path))
+            before = out.get(key, (path, ()))[1]
+            if before is not None:
+                out[key] = (path, tuple(sorted({*before, *item.spans}, key=lambda s: s[1])))
+            continue
+        for path in expand_paths([item]):
+            out[Path(os.path.normpath(path))] = (path, None)
+    if not out:
+        raise InputError("no input paths given")
+    return list(out.values())

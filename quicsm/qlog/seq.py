@@ -154,7 +154,13 @@ class SeqScanner:
         lenient: bool = False,
         max_record_bytes: int = 64 << 20,
         metric_sink: MetricSink | None = None,
+        first_index: int = 0,
+        offset: int = 0,
     ) -> None:
+        """``first_index`` numbers the first trace found (later ones count on from it), and
+        ``offset`` is where the first byte fed lies in the whole stream: a reader that feeds
+        only some traces' bytes (their :attr:`starts`, found by an earlier read) gets the trace
+        numbers and record locations of a read of the whole stream."""
         if sep not in (RS, LF):
             raise ValueError("sep must be RS or LF")
         self.sep = sep
@@ -173,9 +179,13 @@ class SeqScanner:
         # the record in progress, as pieces (joined once its end is seen: no quadratic copying)
         self._carry: list[bytes] = []
         self._carry_size = 0
-        self._carry_offset = 0
+        self._carry_offset = offset
         self.max_record_bytes = max_record_bytes
-        self._fed = 0
+        self._fed = offset
+        self.first_index = first_index
+        #: where each trace's bytes begin in the stream: its header record's separator
+        #: (JSON-SEQ) or first byte (NDJSON); the next trace's start (or :attr:`fed`) ends them
+        self.starts: list[int] = []
         self._seen_sep = sep == LF  # NDJSON has no preamble: its first line is a record
         self._trace: TraceBuilder | None = None
         self._last: tuple[Buffer, int] | None = None  # last event record of the current trace
@@ -185,6 +195,11 @@ class SeqScanner:
         self._pending: list[tuple[Buffer, int]] = []
 
     # -- public ---------------------------------------------------------------------------------
+    @property
+    def fed(self) -> int:
+        """The stream offset just after the last byte fed."""
+        return self._fed
+
     def feed(self, data: Buffer) -> None:
         if self._closed:
             raise ValueError("feed() after close()")
@@ -354,8 +369,9 @@ class SeqScanner:
                 if isinstance(traces, list) and traces and isinstance(traces[0], dict)
                 else {}
             )
+        self.starts.append(offset - (self.sep == RS))
         self._trace = TraceBuilder(
-            len(self.traces),
+            self.first_index + len(self.traces),
             header,
             trace,
             self.serialization,

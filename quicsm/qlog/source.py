@@ -14,7 +14,7 @@ Formats are told apart by their bytes, never by file names (section "Formats" of
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -57,6 +57,14 @@ class FileRead:
     #: how many records a lenient read skipped
     skipped: int = 0
     truncated: str | None = None
+    #: JSON-SEQ and NDJSON: where each trace read lies in the decompressed content, as
+    #: ``(trace index, start, end)`` byte offsets (a later read can take it alone: ``spans`` of
+    #: :func:`read_qlog`); ``None`` for other formats
+    spans: list[Span] | None = None
+
+
+#: ``(trace index, start, end)``: a trace's bytes in a file's decompressed content
+Span = tuple[int, int, int]
 
 
 def detect(head: Buffer) -> str | None:
@@ -113,8 +121,7 @@ def _describe_head(head: Buffer) -> str:
             )
         if decoded.startswith(("//", "/*")):
             return (
-                f"content starting {decoded!r}: a comment, which JSON (and so qlog) does not "
-                "allow"
+                f"content starting {decoded!r}: a comment, which JSON (and so qlog) does not allow"
             )
         return f"content starting {decoded!r}"
     # binary: bytes as Python writes them (\x16, \n, printable ASCII as itself)
@@ -186,8 +193,14 @@ def read_qlog(
     max_problems: int = MAX_REASONS,
     limits: ReadLimits = DEFAULT_LIMITS,
     metric_sink: MetricSink | None = None,
+    spans: Sequence[Span] | None = None,
 ) -> FileRead:
     """Read one qlog file (any serialization, compressed or not) into traces.
+
+    ``spans`` (from :attr:`FileRead.spans` of an earlier read of the same content): read only
+    those traces of a JSON-SEQ or NDJSON file, the bytes before and between them decompressed
+    but not looked at, and the rest of the file not read at all; trace numbers and record
+    locations are those of a read of the whole file. Other formats are read whole.
 
     Strict (``lenient=False``): the first bad record raises :class:`QlogError`. Lenient: bad
     records are skipped and returned in ``problems``. Truncation is never an error.
@@ -207,6 +220,7 @@ def read_qlog(
             max_problems=max_problems,
             limits=limits,
             metric_sink=metric_sink,
+            spans=spans,
         )
     except QuicsmError as exc:
         released(exc)  # the parser's buffers are not kept alive by the error
@@ -241,6 +255,7 @@ def _read_qlog(
     max_problems: int,
     limits: ReadLimits,
     metric_sink: MetricSink | None,
+    spans: Sequence[Span] | None = None,
 ) -> FileRead:
     source = DecompressedFile(path, block_size=block_size, limits=limits)
     blocks = without_bom(source.blocks())
@@ -286,21 +301,41 @@ def _read_qlog(
                     f"kept {kept} complete events"
                 )
         else:
-            scanner = SeqScanner(
-                sep=sep,
-                want_metrics=want_metrics,
-                full=full,
-                count=count,
-                lenient=lenient,
-                max_record_bytes=limits.max_record_bytes,
-                metric_sink=metric_sink,
-            )
-            for block in stream:
-                scanner.feed(block)
-                del block  # one block alive at a time
-            result.traces = scanner.close()
-            problems, truncated_at = scanner.problems, scanner.truncated_at
-            skipped = scanner.skipped
+
+            def scanner_at(first_index: int = 0, offset: int = 0) -> SeqScanner:
+                return SeqScanner(
+                    sep=sep,
+                    want_metrics=want_metrics,
+                    full=full,
+                    count=count,
+                    lenient=lenient,
+                    max_record_bytes=limits.max_record_bytes,
+                    metric_sink=metric_sink,
+                    first_index=first_index,
+                    offset=offset,
+                )
+
+            if spans is not None:
+                scanners = _read_spans(stream, spans, scanner_at)
+            else:
+                scanner = scanner_at()
+                for block in stream:
+                    scanner.feed(block)
+                    del block  # one block alive at a time
+                scanners = [scanner]
+            problems, truncated_at, skipped = [], None, 0
+            result.spans = []
+            for scanner in scanners:
+                traces = scanner.close()
+                ends = [*scanner.starts[1:], scanner.fed]
+                result.spans += [
+                    (t.index, a, b) for t, a, b in zip(traces, scanner.starts, ends, strict=True)
+                ]
+                result.traces += traces
+                problems += scanner.problems
+                skipped += scanner.skipped
+                if scanner.truncated_at is not None:
+                    truncated_at = scanner.truncated_at
             if truncated_at is not None:
                 record, line = locate_in_file(source, truncated_at, sep)
                 what = f"record {record} (line {line})" if sep == RS else f"line {line}"
@@ -318,6 +353,38 @@ def _read_qlog(
     result.skipped = skipped
     result.problems = [to_error(path, p, source, sep) for p in problems[:max_problems]]
     return result
+
+
+def _read_spans(
+    blocks: Iterator[bytes], spans: Sequence[Span], scanner_at: Callable[[int, int], SeqScanner]
+) -> list[SeqScanner]:
+    """One scanner per span, fed the span's bytes of the stream ``blocks``; the stream is not
+    read past the last span."""
+    todo = sorted(spans, key=lambda span: span[1])
+    scanners: list[SeqScanner] = []
+    current: SeqScanner | None = None  # the scanner of todo[0], once its bytes have begun
+    offset = 0  # where ``block`` lies in the stream
+    for block in blocks:
+        size = len(block)
+        while todo:
+            index, start, end = todo[0]
+            if start >= offset + size:
+                break  # it begins in a later block
+            if current is None:
+                current = scanner_at(index, start)
+                scanners.append(current)
+            lo, hi = max(start - offset, 0), min(end - offset, size)
+            if hi > lo:
+                current.feed(block[lo:hi])
+            if end > offset + size:
+                break  # it goes on in the next block
+            todo.pop(0)
+            current = None
+        offset += size
+        del block  # one block alive at a time
+        if not todo:
+            break
+    return scanners
 
 
 def _prepend(first: list[bytes], blocks: Iterator[bytes]) -> Iterator[bytes]:

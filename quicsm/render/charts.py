@@ -18,10 +18,12 @@ which the renderer escapes.
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import hashlib
 import json
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -868,8 +870,39 @@ def to_png(spec: Spec, *, scale: float = 2.0) -> bytes:
 
 @functools.cache
 def _bundle() -> str:
-    """Vega, Vega-Lite and Vega-Embed in one script (defines ``window.vegaEmbed``)."""
-    return str(_vl_convert().javascript_bundle())
+    """Vega, Vega-Lite and Vega-Embed in one script (defines ``window.vegaEmbed``).
+
+    The renderer builds it anew at every call (about 1.8 s of CPU, more than the rest of a
+    one-connection plot), and it depends only on the renderer's version: it is kept in the
+    cache directory (:func:`quicsm.engine.cache.default_cache_dir`) as
+    ``vega-bundle-<version>.js`` and read from there afterwards. A cache that cannot be read or
+    written only means the bundle is built again."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from quicsm.engine.cache import default_cache_dir
+
+    try:
+        renderer = version("vl-convert-python")
+    except PackageNotFoundError:  # pragma: no cover - installed without metadata
+        return str(_vl_convert().javascript_bundle())
+    kept = default_cache_dir() / f"vega-bundle-{renderer}.js"
+    try:  # the first line holds the digest of the rest: a damaged copy is built again
+        digest, _, text = kept.read_text(encoding="utf-8").partition("\n")
+        if digest == _bundle_digest(text):
+            return text
+    except (OSError, UnicodeDecodeError):
+        pass
+    text = str(_vl_convert().javascript_bundle())
+    with contextlib.suppress(OSError):  # a read-only or full cache: built again next time
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        temp = kept.with_name(f".{kept.name}.{os.getpid()}")
+        temp.write_text(f"{_bundle_digest(text)}\n{text}", encoding="utf-8")
+        os.replace(temp, kept)  # whole or not at all: a reader never sees a partial copy
+    return text
+
+
+def _bundle_digest(text: str) -> str:
+    return "// sha256 " + hashlib.sha256(text.encode()).hexdigest()
 
 
 def _hash(script: str) -> str:

@@ -27,6 +27,7 @@ from quicsm.render.findings import (
     sentences,
     why_items,
 )
+from quicsm.render.test_words import length_caution, policy_sentence
 
 if TYPE_CHECKING:
     from quicsm.compare.diff import DiffResult
@@ -95,11 +96,11 @@ def to_dict(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> dict[
             "b": {"name": d.names[1], "n_traces": d.n_b, "files": d.files_b},
         },
         "alpha": d.alpha,
-        "settings": d.settings,
+        "settings": {**d.settings, "policy": policy_sentence(d)},
         "within": list(d.within),
         "strata": {k: {"a": v[0], "b": v[1]} for k, v in d.strata.items()},
         "tests": d.n_tests,
-        "caveats": list(d.caveats),
+        "caveats": cautions(d),
         "notes": list(d.notes),
         "any_significant": d.any_significant,
         "summary": sentences(d),
@@ -267,9 +268,13 @@ def what_changed(d: DiffResult, explanations: Sequence[Explanation] = ()) -> lis
     lines: list[str] = []
     # significant primary findings first, marked; then the exploratory ones (each sentence
     # says "exploratory, BH-adjusted")
+    # (an outcome is marked primary only when its test was: --primary may leave it out)
     for family, mark in (("primary", "[PRIMARY] "), ("exploratory", "")):
-        if family == "primary":
-            lines += [f"{mark}{headline(e, d)}" for e in outcome_lines if e.significant]
+        lines += [
+            f"{mark}{headline(e, d)}"
+            for e in outcome_lines
+            if e.significant and (e.outcome or {}).get("family", "primary") == family
+        ]
         for f, text in zip(d.findings(), sentences(d), strict=True):
             if f.family != family or (f.kind == "outcome" and covered):
                 continue
@@ -296,6 +301,13 @@ def verdict_line(d: DiffResult) -> str:
     if not hp and not he:
         return f"Nothing differs significantly: {text}."
     return text[0].upper() + text[1:] + "."
+
+
+def cautions(d: DiffResult) -> list[str]:
+    """What the comparison cannot separate, shown above the findings: the groups' own caveats
+    (how they were formed), then whether their traces' lengths differ."""
+    span = length_caution(d)
+    return [*d.caveats, *([span] if span else [])]
 
 
 def caveat_lines(d: DiffResult) -> list[str]:
@@ -336,7 +348,7 @@ def header(d: DiffResult) -> str:
     primary = d.settings.get("family", d.n_tests)
     explore = d.settings.get("exploratory", 0)
     return text + (
-        f"; significance: {d.settings.get('policy', '')} ({primary} primary and {explore} "
+        f"; significance: {policy_sentence(d)} ({primary} primary and {explore} "
         f"exploratory tests can reach significance, of {d.n_tests} run)"
     )
 
@@ -357,8 +369,8 @@ def to_markdown(
 ) -> str:
     out = [f"{heading} quicsm diff: {md_cell(d.names[1])} vs {md_cell(d.names[0])}", ""]
     out += [md_cell(header(d)), ""]
-    out += [f"> **Caution:** {md_cell(c)}" for c in d.caveats]
-    if d.caveats:
+    out += [f"> **Caution:** {md_cell(c)}" for c in cautions(d)]
+    if cautions(d):
         out.append("")
     out += [f"{heading}# What changed", ""]
     out += [f"- {md_cell(s)}" for s in what_changed(d, explanations)]
@@ -447,8 +459,8 @@ def table_sections(
         return [(s, []) for s in sentences]
 
     sections: list[tuple[str, list[tuple[str, list[str]]]]] = []
-    if d.caveats:
-        sections.append(("CAUTION", plain(d.caveats)))
+    if cautions(d):
+        sections.append(("CAUTION", plain(cautions(d))))
     sections.append(("What changed", plain(what_changed(d, explanations))))
     if explanations:
         sections.append(("Why", why_lines(d, explanations)))
@@ -462,9 +474,9 @@ def to_table(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> str:
     """Plain fixed-width text: the group columns headed A and B (the first line says which is
     which), prose wrapped at :data:`TABLE_WIDTH` columns."""
     out = _wrapped(header(d), first="", rest="  ") + [""]
-    for c in d.caveats:
+    for c in cautions(d):
         out += _wrapped(c, first="CAUTION: ", rest="  ")
-    if d.caveats:
+    if cautions(d):
         out.append("")
     out += ["What changed:"]
     for s in what_changed(d, explanations):

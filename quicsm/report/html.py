@@ -17,6 +17,7 @@ from quicsm.render import charts, dot
 from quicsm.render.diff_format import caveat_lines, what_changed
 from quicsm.render.escape import esc
 from quicsm.render.findings import change_text, scope_text, why_items
+from quicsm.render.test_words import describe_tests, policy_sentence
 from quicsm.report.methods import methods_items
 from quicsm.report.page import byline, heading
 from quicsm.report.sections import ComparisonView, loss_rows
@@ -79,7 +80,9 @@ def render_html(
     title: str | None = None,
     generated_at: str | None = None,
     command: str | None = None,
+    extra: Sequence[str] = (),
 ) -> str:
+    """``extra``: further sections (HTML), placed before Methods."""
     head = heading(views, title)
     parts = [
         "<!DOCTYPE html>",
@@ -98,6 +101,7 @@ def render_html(
         parts.append(f'<nav>Comparisons: {links}<a href="#methods">Methods</a></nav>')
     for i, view in enumerate(views):
         parts.append(_comparison(view, i, alpha=alpha))
+    parts.extend(extra)
     parts.append(_methods(views, alpha=alpha, generated_at=generated_at, command=command))
     parts.append("</main></body></html>")
     return "\n".join(parts) + "\n"
@@ -184,7 +188,7 @@ def _summary(view: ComparisonView, *, alpha: float) -> str:
     family = r.settings.get("family", r.n_tests)
     explore = r.settings.get("exploratory", 0)
     parts.append(
-        f'<p class="quiet">Differences are B − A. Significance: {esc(r.settings.get("policy", ""))}'
+        f'<p class="quiet">Differences are B − A. Significance: {esc(policy_sentence(r))}'
         f" ({family} primary and {explore} exploratory tests can reach significance, of "
         f"{r.n_tests} run), at α = {alpha:g}. Details in the tables below and in Methods.</p>"
     )
@@ -314,8 +318,8 @@ def _time_in_state(view: ComparisonView) -> str:
         "the size of the difference; the test of each row is in the tables of the diff.</p>"
         + (charts.to_svg(dwell) if dwell is not None else "<p>No dwell times.</p>")
         + '<p class="quiet">Dwell time of each visit: whiskers p10–p90, box p25–p75, line '
-        "median (log scale). Test: Mann-Whitney U on each trace's median dwell (or its "
-        "stratified form); the ratio is B's median over A's.</p>"
+        f"median (log scale). Test: {esc(describe_tests([r.dwell]))}; the ratio is B's median "
+        "over A's.</p>"
     )
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from quicsm.core.version import __version__
+from quicsm.render.test_words import describe_tests, primary_words
 from quicsm.stats import significance as sig
 
 if TYPE_CHECKING:
@@ -24,53 +25,55 @@ def methods_items(
     command: str | None,
 ) -> list[tuple[str, str]]:
     settings = views[0].result.settings if views else {}
-    policy = settings.get("policy", "")
+    results = [v.result for v in views]
+
+    def used(family: str) -> str:
+        return describe_tests([getattr(r, family) for r in results])
+
+    primary = sorted({w for r in results for w in primary_words(r)})
     items = [
         (
             "Outcomes",
             "per scenario (or stratum), the mean over traces of each run's completion time and "
-            "throughput; Welch's t-test, or an exact permutation test over traces when they can "
-            "be split between the groups in few ways",
+            f"throughput; {used('outcomes')}",
         ),
         (
             "Time in state",
             "per trace, the share of the trace's duration spent in each state (the last state "
             "lasts until the trace's last event); group value = mean of per-trace shares with a "
-            "95% t interval; Welch's t-test (exact permutation test when the splits are few)",
+            f"95% t interval; {used('states')}",
         ),
         (
             "Transitions",
-            "per transition, the beta-binomial z-test on every transition of every trace, with "
-            "the intra-trace correlation pooled over all transitions of both groups (and shrunk "
-            "per transition, never below the pool); Fisher's exact test on the effective counts "
-            "(counts over the design effect) when a group would expect fewer than 5 events; "
-            "a permutation test over traces "
-            f"({settings.get('permutations', '?')} random splits, or all when fewer; seed "
-            f"{settings.get('seed', '?')}) when even those are too few. The outgoing "
-            "distribution of a state is described, and tested transition by transition",
+            "per observed exit of the source state: the end of a trace is censoring, not a "
+            "transition (its last visit was cut short by the end of the recording), so no "
+            f"transition to TERMINAL is tested; {used('edges')} (permutations: "
+            f"{settings.get('permutations', '?')} random splits, or all when fewer; seed "
+            f"{settings.get('seed', '?')}). The outgoing distribution of a state is described, "
+            "and tested transition by transition",
         ),
-        (
-            "Dwell time",
-            "random-effects test of the mean log dwell per state: within-trace variance from "
-            "the visits, between-trace variance pooled over every state of both groups, "
-            "Student's t with the traces less two degrees of freedom (Mann-Whitney U on the "
-            "per-trace medians when no trace visits the state twice)",
-        ),
+        ("Dwell time", f"per state, log(1 + ms) of each visit; {used('dwell')}"),
         (
             "Invariants",
             "AlwaysFollowedBy / NeverFollowedBy / AlwaysPrecedes mined in each group (Synoptic), "
             "INITIAL and TERMINAL included; listed when they hold in one group and not the "
-            "other, over states both visit; Fisher's exact test on the traces breaking them",
+            f"other, over states both visit; {used('invariants')}",
         ),
-        (
-            "Within strata",
-            "when the groups ran different mixes of a condition (or with --within), every test "
-            "compares each trace only with traces of its own stratum: the stratified shift "
-            "(Cochran-Mantel-Haenszel weights; van Elteren for dwell times)",
-        ),
+    ]
+    if any(r.within for r in results):
+        items.append(
+            (
+                "Within strata",
+                "every test compares each trace only with traces of its own stratum (the "
+                "tests above name their stratified forms)",
+            )
+        )
+    items += [
         (
             "Error control",
-            f"{policy}; primary family: {', '.join(settings.get('primary', []))}; every "
+            f"primary family: {', '.join(primary) or 'none'}, under Holm, leaving out tests "
+            "that cannot reach significance with these traces (Tarone); every other test "
+            "exploratory, under Benjamini-Hochberg; every "
             "p-value quoted is adjusted within its family (and labelled so); significant when "
             f"the adjusted p < α = {alpha:g}; every row that is not significant carries its "
             "minimum detectable effect (power 0.8); no test when a group "

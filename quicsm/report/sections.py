@@ -27,6 +27,7 @@ from quicsm.compare.run import Compared
 from quicsm.core.numbers import format_p
 from quicsm.model.tables import Model
 from quicsm.render import charts as svg
+from quicsm.render.diff_format import cautions
 from quicsm.stats import significance as sig
 
 #: labels that never make a scenario-matrix axis: run ids, outcomes, and what groups usually
@@ -123,7 +124,7 @@ def build_views(
                 matrix_note=note,
                 notes=list(comp.notes),
                 explanations=list(done.explanations),
-                caveats=list(comp.caveats),
+                caveats=cautions(result),
                 stratum=stratum,
                 axes=_shared_axes(ga.series, gb.series),
                 loss=loss_detection(comp),

@@ -1,0 +1,104 @@
+"""The index of each file's traces (:mod:`quicsm.extract.index`), kept in the cache directory.
+
+``FILE#N`` and ``--where`` choose traces by number and labels; with the index they reach their
+traces' bytes without decoding the others (:class:`quicsm.qlog.paths.TraceSpans`). A file is
+indexed once per content: the index is stored as
+``<cache>/<fingerprint>-<strict|lenient>-index/<key>.parquet`` under the file's key
+(:func:`quicsm.engine.cache.file_key`: its bytes and its ``run.json``), with the trace ids of
+the path it had then, and renamed to the path it has now when it is loaded. Only an index whose
+reading reported nothing is kept (what a lenient read skipped is reported again when the file is
+indexed again); transitions tables are indexed every time (they are never cached).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+import polars as pl
+
+from quicsm.core.diagnostics import Diagnostics
+from quicsm.engine.cache import (
+    TABLE_KEY_PREFIX,
+    default_cache_dir,
+    extractor_fingerprint,
+    file_key,
+)
+from quicsm.engine.task import merge_diagnostics
+from quicsm.extract.index import INDEX_SCHEMA, read_trace_index
+from quicsm.qlog.paths import PathLike, expand_paths
+
+
+def index_dir(cache_dir: Path | str | None, *, lenient: bool) -> Path:
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    mode = "lenient" if lenient else "strict"
+    return root / f"{extractor_fingerprint()}-{mode}-index"
+
+
+def trace_index(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    on_error: str = "raise",
+    cache_dir: Path | str | None = None,
+) -> pl.DataFrame:
+    """:func:`quicsm.extract.index.read_trace_index` of ``paths``, each file's part read from
+    the cache when it holds it (and stored there when it did not). What reading reports is
+    warned about as :func:`quicsm.extract.read.read_traces` does."""
+    lenient = on_error == "skip"
+    reports: list[Diagnostics] = []
+    parts: list[pl.DataFrame] = []
+    for path in expand_paths(paths):
+        file = str(path)
+        try:
+            key = file_key(file)
+        except OSError:  # unreadable: the reader says so (or skips it)
+            key = TABLE_KEY_PREFIX
+        kept = index_dir(cache_dir, lenient=lenient) / f"{key}.parquet"
+        if not key.startswith(TABLE_KEY_PREFIX):
+            loaded = _load(kept, file)
+            if loaded is not None:
+                parts.append(loaded)
+                continue
+        own = Diagnostics()
+        part = read_trace_index([file], on_error=on_error, diagnostics=own)
+        parts.append(part)
+        if own:
+            reports.append(own)
+        elif not key.startswith(TABLE_KEY_PREFIX):
+            _store(kept, part)
+    merge_diagnostics(reports).warn()
+    if not parts:
+        return pl.DataFrame(schema=INDEX_SCHEMA)
+    return pl.concat(parts)
+
+
+def _load(kept: Path, file: str) -> pl.DataFrame | None:
+    """The kept index of a file's content, its ids renamed to ``file``; ``None`` if there is
+    none (or it cannot be read: then the file is indexed again)."""
+    try:
+        frame = pl.read_parquet(kept)
+    except Exception:  # noqa: BLE001 - a damaged or missing copy only costs indexing again
+        return None
+    if list(frame.columns) != list(INDEX_SCHEMA):
+        return None
+    key = INDEX_SCHEMA["file"]
+    return frame.with_columns(
+        pl.lit(file).cast(key).alias("file"),
+        pl.format("{}#{}", pl.lit(file), pl.col("number").cast(pl.String).str.zfill(4))
+        .cast(key)
+        .alias("trace"),
+    )
+
+
+def _store(kept: Path, frame: pl.DataFrame) -> None:
+    if frame.get_column("number").null_count():
+        return  # not a qlog file's traces (ids of its own): not kept
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        tmp = kept.with_name(f".{kept.name}.{uuid.uuid4().hex}.tmp")
+        frame.write_parquet(tmp)
+        os.replace(tmp, kept)
+    except OSError:  # a read-only or full cache: indexed again next time
+        return
