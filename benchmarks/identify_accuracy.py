@@ -74,6 +74,10 @@ HELDOUT: list[str] = [f"{CORPORA}/identify-fresh3.qlog", f"{CORPORA}/identify-fr
 #: measures, classified once (docs/identify.md); its measures are printed apart
 CLEAN: list[str] = [f"{CORPORA}/identify-conditions-heldout3.qlog",
                     f"{CORPORA}/identify-conditions-heldout3-long.qlog"]  # fmt: skip
+#: the held-back draw of stock senders of issue 43 (quic-go v0.65.0 and aioquic 1.7.2, six
+#: conditions): made and committed before the design it measures, classified once; never fitted
+#: on, never calibrated on, not among HELDOUT (whose numbers stay comparable); printed apart
+STOCK: list[str] = [f"{CORPORA}/identify-stock-heldout.qlog"]
 #: draws never fitted on that calibrate the confidence (with the fitting corpora, each answered
 #: by boxes fitted on the others)
 CALIBRATION: list[str] = [f"{CORPORA}/identify-conditions.qlog"]
@@ -119,6 +123,12 @@ def main(argv: list[str] | None = None) -> int:
         nargs="*",
         default=CLEAN,
         help="held-back draws whose measures are printed apart (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--stock",
+        nargs="*",
+        default=STOCK,
+        help="held-back draws of stock senders, measured apart (default: %(default)s)",
     )
     parser.add_argument("--write-fitted", action="store_true", help="rewrite fitted.py")
     args = parser.parse_args(argv)
@@ -171,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown(reliability(clean)) + "\n")
         print("## Coverage and accuracy per condition (clean held-back draw)\n")
         print(markdown(coverage_by(clean, "scenario")) + "\n")
+    for path in args.stock:
+        stock_section(path, boxes, counts)
     print("## Reliability (held-back senders, named answers binned by confidence)\n")
     print(markdown(reliability(predicted)) + "\n")
     print(
@@ -242,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
             print(markdown(accuracy_by(stacked, "stack")) + "\n")
+            print(f"Senders with ≥ {MANY_REDUCTIONS} reductions per stack:\n")
+            print(markdown(many_by_stack(unseen)) + "\n")
             if set(unseen["controller"].unique()) >= {"NewReno/Reno", "Cubic"}:
                 print("A controller left out of fitting, on these traces:\n")
                 loo_table(train, sender_traces(labelled_unseen))
@@ -260,6 +274,52 @@ def main(argv: list[str] | None = None) -> int:
                     + "\n"
                 )
     return 0
+
+
+def many_by_stack(predicted: pl.DataFrame) -> pl.DataFrame:
+    """Per stack and version: senders with many reductions, and how many of them were named."""
+    many = predicted.filter(pl.col("n_reductions") >= MANY_REDUCTIONS)
+    return (
+        many.with_columns((pl.col("stack") + " " + pl.col("version")).alias("stack"))
+        .group_by("stack")
+        .agg(
+            pl.len().alias("senders"),
+            (pl.col("family") != "unknown").sum().alias("named"),
+            (pl.col("family") == pl.col("controller")).sum().alias("right"),
+        )
+        .sort("stack")
+    )
+
+
+def stock_section(path: str, boxes: object, counts: object) -> None:
+    """Issue 43's measures on a held-back draw of stock senders: senders named, wrong answers
+    at any confidence of 0.8 or more, the reliability gap, coverage per condition and stack,
+    and the senders left unnamed with their reasons."""
+    if not Path(path).exists():
+        print(f"## Held-back stock draw {path}: not found\n")
+        return
+    stock = predict(fitting_set([path]), boxes, calibration=counts)  # type: ignore[arg-type]
+    named = stock.filter(pl.col("family") != "unknown")
+    right = named.filter(pl.col("family") == pl.col("controller")).height
+    low, high = wilson(named.height, max(stock.height, 1))
+    print(f"## Held-back stock draw {path} (issue 43)\n")
+    print(
+        f"**senders named {named.height}/{stock.height} = "
+        f"{named.height / max(stock.height, 1):.1%}** (95 % Wilson interval {low:.0%}-"
+        f"{high:.0%}); right {right}, wrong {named.height - right}; {measures(stock)}\n"
+    )
+    print(markdown(reliability(stock)) + "\n")
+    print(markdown(coverage_by(stock, "scenario")) + "\n")
+    stacked = stock.with_columns(
+        (pl.col("stack") + " " + pl.col("version") + " " + pl.col("controller")).alias("stack")
+    )
+    print(markdown(accuracy_by(stacked, "stack")) + "\n")
+    left = stock.filter(pl.col("family") != pl.col("controller"))
+    if left.height:
+        print("Senders not named rightly:\n")
+        columns = ["stack", "version", "controller", "scenario", "run", "family",
+                   "n_reductions", "evidence"]  # fmt: skip
+        print(markdown(left.select(columns).sort("stack", "controller", "scenario")) + "\n")
 
 
 def measures(predicted: pl.DataFrame) -> str:

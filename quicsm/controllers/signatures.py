@@ -36,6 +36,8 @@ import numpy as np
 import polars as pl
 
 from quicsm.controllers.features import RTT_RESOLUTION_MS, SEGMENT_BYTES
+from quicsm.controllers.reasons import RUN_FOR_LOSS_RESPONSE, RUN_FOR_MORE_CUTS, count, settle
+from quicsm.controllers.reasons import missing_evidence as _missing_words
 from quicsm.core.errors import InputError
 
 NEWRENO: Final = "NewReno/Reno"
@@ -321,20 +323,21 @@ def _describe(row: Mapping[str, Any]) -> str:
     if row.get("n_reductions"):
         spread = row.get("beta_spread")
         parts.append(
-            f"{row['n_reductions']} window reductions on loss, factor {row['beta']:.2f}"
-            + (f" (spread {spread:.3f})" if spread is not None else "")
+            f"{count(int(row['n_reductions']), 'window reduction')} on loss, "
+            f"factor {row['beta']:.2f}" + (f" (spread {spread:.3f})" if spread is not None else "")
         )
     elif row.get("n_losses"):
-        parts.append(f"{row['n_losses']} losses, no window reduction")
+        parts.append(f"{count(int(row['n_losses']), 'loss')}, no window reduction")
     if row.get("n_collapses"):
-        parts.append(f"{row['n_collapses']} collapses to the minimum window")
+        parts.append(count(int(row["n_collapses"]), "collapse to the minimum window"))
     if row.get("n_epochs"):
         curvature = row["curvature"]
         shape = "concave" if curvature < -0.3 else "convex" if curvature > 0.3 else "linear"
         unit = "window acked" if row.get("round_basis") == "acked" else "RTT"
         parts.append(
             f"{shape} growth of {row['growth']:.2f} segments/{unit} over "
-            f"{row['n_epochs']} congestion-avoidance intervals ({row['epoch_rtts']:.0f} rounds)"
+            f"{count(int(row['n_epochs']), 'congestion-avoidance interval')} "
+            f"({row['epoch_rtts']:.0f} rounds)"
         )
     below = row.get("growth_below_max")
     if below is not None and float(row.get("rounds_below_max") or 0.0) >= MIN_BELOW_ROUNDS:
@@ -343,6 +346,11 @@ def _describe(row: Mapping[str, Any]) -> str:
             f"({row['rounds_below_max']:.0f} rounds)"
         )
     return "; ".join(parts) if parts else "no loss response and no congestion-avoidance growth"
+
+
+def _no_loss_response(row: Mapping[str, Any]) -> str:
+    """The reason of a trace with no evidence at all: what it lacked and what would settle it."""
+    return f"; missing: a window reduction by a factor; would settle it: {RUN_FOR_LOSS_RESPONSE}"
 
 
 def _amount(row: Mapping[str, Any]) -> float:
@@ -412,26 +420,39 @@ def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
         return Verdict(BBR1, 0.6, described + " (no multiplicative decrease)", basis="no-decrease")
     evidence = evidence_of(row)
     if not evidence.keys() - {"rtt_ms", "step_share", "n_reductions", "rounds_below_max"}:
-        return Verdict(UNKNOWN, 0.0, described)
+        return Verdict(UNKNOWN, 0.0, described + _no_loss_response(row))
     if "beta" not in evidence:
         # CUBIC grows like Reno in its Reno-friendly region (RFC 9438 section 4.3), so growth
         # without a loss response names no controller
-        return Verdict(UNKNOWN, 0.0, described + "; growth alone does not tell Reno from CUBIC")
+        return Verdict(
+            UNKNOWN,
+            0.0,
+            described
+            + settle(["a loss response (the window was never cut)"], "growth alone does not "
+                     "tell Reno from CUBIC"),
+        )  # fmt: skip
     reductions = int(row.get("n_reductions") or 0)
     lo, hi = REDUCTIONS_SHARED
     if reductions < MIN_SHARED_REDUCTIONS and lo <= evidence["beta"] <= hi:
         return Verdict(
             UNKNOWN,
             0.0,
-            described + f"; {reductions} reduction{'s' if reductions > 1 else ''} by "
-            f"{evidence['beta']:.2f}: too few to tell Reno from CUBIC",
+            described + f"; {count(reductions, 'reduction')} by {evidence['beta']:.2f}: too few "
+            f"to tell Reno from CUBIC; missing: {MIN_SHARED_REDUCTIONS} reductions or more; "
+            f"would settle it: {RUN_FOR_MORE_CUTS}",
         )
     if row.get("round_basis") == "rtt" and _below_resolution(row) and row.get("n_epochs"):
         described += "; RTT below timer resolution: growth per RTT not measurable"
     matched = [box for box in signatures if box.contains(evidence)]
     families = sorted({box.family for box in matched})
     if not families:
-        return Verdict(UNKNOWN, 0.0, described + "; matches no known controller")
+        return Verdict(
+            UNKNOWN,
+            0.0,
+            described
+            + settle(_missing_words(row, min_below_rounds=MIN_BELOW_ROUNDS),
+                     "matches no known controller"),
+        )  # fmt: skip
     basis = "boxes"
     if len(families) > 1:
         # a tie: the implementation's traits (the window's steps) may break it -- quic-go's
@@ -448,7 +469,11 @@ def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
         return Verdict(
             UNKNOWN,
             0.0,
-            described + f"; ambiguous between {' and '.join(families)}",
+            described
+            + settle(
+                _missing_words(row, min_below_rounds=MIN_BELOW_ROUNDS),
+                f"ambiguous between {' and '.join(families)}",
+            ),
             tuple(families),
         )
     unseen = _unseen_rtt(evidence, families[0], signatures)
@@ -475,7 +500,10 @@ def _unseen_rtt(evidence: Mapping[str, float], family: str, signatures: Sequence
         if any(b.contains(evidence, any_rtt=True) for b in boxes):
             return (
                 f"no {other} box fitted near {rtt:.1f} ms, and one fitted at another RTT takes "
-                f"it: {family} or {other}"
+                f"it: {family} or {other}; missing: growth below the window before the cut, or a "
+                f"{other} box near this RTT; would settle it: growth below the window before the "
+                f"cut over {MIN_BELOW_ROUNDS:.0f} window-limited rounds or more (a rate cap with a "
+                "queue of about one bandwidth-delay product, light loss)"
             )
     return ""
 
@@ -659,7 +687,9 @@ def calibrate(
             verdict.evidence
             + f"; would be {verdict.family}, but answers of this kind ({kind}) were right "
             f"{right} times in {answers} on the calibration draws: confidence "
-            f"{confidence:.2f} < {UNKNOWN_BELOW}",
+            f"{confidence:.2f} < {UNKNOWN_BELOW}; missing: answers of this kind on the "
+            "calibration draws; would settle it: a longer or lossier run (more reductions), or "
+            "calibration draws holding this kind",
             verdict.matched,
         )
     return replace(verdict, confidence=round(confidence, 3))
