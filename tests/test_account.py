@@ -270,6 +270,8 @@ def test_the_jitter_why_puts_v0482_spurious_losses_above_v0650s(
     assert spurious["b_note"] == "quic-go v0.65.0 logs 14.3 per trace"
     assert "from packets: quic-go v0.48.2 logs none" in spurious["sentence"]
     assert spurious["cliffs_delta"] == -1.0  # every v0.65.0 trace below every v0.48.2 one
+    # and it leads the why: the false losses first, then how they were declared (reordering)
+    assert [v["indicator"] for v in why["evidence"][:2]] == [SPURIOUS, "losses by packet threshold"]
     counted = [a["spurious_losses"] for a in jitter_json["accounts"] if "v0.48.2" in a["trace"]]
     assert len(counted) == 10 and min(counted) >= 100
 

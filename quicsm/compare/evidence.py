@@ -18,9 +18,10 @@ account's (:mod:`quicsm.extract.account`), the same numbers every view shows, ea
 provenance (logged, from packets, from metrics, absent), which the sentences carry.
 
 Indicators are ranked by how cleanly they separate the groups: Cliff's δ = P(B > A) − P(B < A)
-over pairs of traces (1: every trace of B above every trace of A). They are evidence for an
-explanation, not further tests: their p-values would be part of no error-control policy, so
-none are given. Each comes with example trace ids to open.
+over pairs of traces (1: every trace of B above every trace of A); among equally clean ones, a
+cause before its consequences (:data:`CAUSAL_ORDER`: false losses before the Recovery they
+start). They are evidence for an explanation, not further tests: their p-values would be part
+of no error-control policy, so none are given. Each comes with example trace ids to open.
 """
 
 from __future__ import annotations
@@ -106,6 +107,25 @@ class Explanation:
     #: index (in the list :func:`explain` returns) of the change explained earlier by the
     #: very same traces and indicators: shown once, there; None when this evidence is its own
     same_as: int | None = None
+
+
+#: the mechanism indicators in causal order: how losses were declared and whether they were
+#: real (RFC 9002 section 6.1), then the congestion response to them (undo, Recovery), then
+#: timeouts (section 6.2), window caps and the application's limits. Among indicators that
+#: separate the groups equally cleanly, a cause is shown before its consequences.
+CAUSAL_ORDER: tuple[str, ...] = (
+    "spurious losses (declared lost, later acknowledged)",
+    "losses by packet threshold",
+    "losses by time threshold",
+    "packets declared lost",
+    "state changes undoing a spurious loss",
+    "Recovery episodes",
+    "probe timeouts",
+    "RetransmissionTimeout episodes",
+    "cwnd cap hits (entries into CongestionAvoidanceMaxed)",
+    "time application-limited",
+)
+_CAUSAL_RANK = {name: i for i, name in enumerate(CAUSAL_ORDER)}
 
 
 # -- per-trace indicators ---------------------------------------------------------------------
@@ -350,6 +370,7 @@ def _evidence(
         key=lambda e: (
             -abs(e.delta),
             e.unit.startswith("outcome:"),
+            _CAUSAL_RANK.get(e.indicator, len(CAUSAL_ORDER)),
             -abs(e.b_mean - e.a_mean) / max(abs(e.a_mean), abs(e.b_mean), 1e-12),
             e.indicator,
         )
