@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,11 @@ from scipy import stats as sps
 from quicsm.stats.intervals import wilson
 from quicsm.stats.sequential import stopping_pairs
 
-RESULTS = Path(__file__).resolve().parent.parent / "docs" / "ab_sequential.json"
+ROOT = Path(__file__).resolve().parent.parent
+#: the published results, which docs/lab.md quotes (written only when named with --output)
+RESULTS = ROOT / "docs" / "ab_sequential.json"
+#: where a run writes by default: a trial never overwrites the published numbers
+SCRATCH = ROOT / "build" / "benchmarks" / "ab_sequential.json"
 
 # the generator's states; the last two never occur in this chain (their shares are 0, as in
 # runs without a window cap or a tail-loss probe) but are among the tested quantities
@@ -414,14 +419,27 @@ def alternatives(*, reps: int, scenarios: int, max_pairs: int, alpha: float, see
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repetitions", type=int, default=2000)
-    ap.add_argument("--scenarios", type=int, default=7)
-    ap.add_argument("--max-pairs", type=int, default=100)
+    ap.add_argument(
+        "--repetitions", type=int, default=2000, help="simulated experiments per setting"
+    )
+    ap.add_argument(
+        "--scenarios", type=int, default=7, help="scenarios per experiment (the family's size)"
+    )
+    ap.add_argument(
+        "--max-pairs", type=int, default=100, help="budget of pairs per scenario (--max-runs)"
+    )
     ap.add_argument("--fixed-pairs", type=int, default=200, help="longest fixed design tried")
-    ap.add_argument("--alpha", type=float, default=0.05)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--alpha", type=float, default=0.05, help="family-wise error rate")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the simulation")
     ap.add_argument("--only", action="append", default=[], help="run only this setting")
-    ap.add_argument("--output", type=Path, default=RESULTS)
+    ap.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help=f"the results file to write (default: {SCRATCH.relative_to(ROOT)}; name "
+        f"{RESULTS.relative_to(ROOT)} to publish) or, with --markdown, to read (default: "
+        f"{RESULTS.relative_to(ROOT)})",
+    )
     ap.add_argument("--markdown", action="store_true", help="print the table of --output")
     ap.add_argument(
         "--alternatives", action="store_true", help="compare the change tests considered"
@@ -439,7 +457,7 @@ def main() -> None:
         )
         return
     if args.markdown:
-        print(markdown(json.loads(args.output.read_text())))
+        print(markdown(json.loads((args.output or RESULTS).read_text())))
         return
     result = run(
         reps=args.repetitions,
@@ -450,7 +468,10 @@ def main() -> None:
         fixed_pairs=args.fixed_pairs,
         only=tuple(args.only),
     )
-    args.output.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    output = args.output or SCRATCH
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    print(f"written: {output}", file=sys.stderr)
     print(markdown(result))
 
 

@@ -241,6 +241,28 @@ def test_progress_line_and_report_say_why_a_scenario_stopped() -> None:
     assert report_markdown(settings, table) == text  # deterministic
 
 
+def test_the_progress_line_names_no_quantity_while_every_e_is_1() -> None:
+    """After one pair no e-value has moved: the line does not name one quantity as nearer a
+    change (it did, the first in order of the estimate's size)."""
+    from quicsm.compare.ab import Pair, ScenarioProgress
+    from quicsm.render.ab_text import progress_line
+    from quicsm.stats.sequential import Quantity, decide
+
+    q = [Quantity(name="Recovery share", margin=0.05), Quantity(name="completion time", margin=0.1)]
+    diffs = {"Recovery share": [0.03], "completion time": [0.0]}
+    state = decide(diffs, q, alpha=0.05, hypotheses=2, max_pairs=30)
+    values = {"A": dict.fromkeys(diffs, 0.0), "B": {k: v[0] for k, v in diffs.items()}}
+    p = ScenarioProgress(
+        scenario="s", pairs=[Pair(pair=1, order=("A", "B"), values=values)], state=state
+    )
+    line = progress_line(p, max_pairs=30)
+    assert line.startswith(
+        "s: 1/30 pairs (2 runs); no quantity nearer a change than at the start "
+        "(every e(change) ≤ 1); completion time "
+    )
+    assert "Recovery share +3.0 pt" not in line and "change: every e ≤ 1" in line
+
+
 def test_a_second_process_on_the_same_directory_is_refused(tmp_path: Path) -> None:
     scen = tmp_path / "s.toml"
     scen.write_text(SCENARIO)

@@ -163,12 +163,20 @@ def test_interval_narrows_and_covers() -> None:
 
 def test_threshold_and_fewest_pairs() -> None:
     assert threshold(0.05, 9) == pytest.approx(180)
-    assert fewest_pairs(0.05, 9) == 9  # 1.9^8 < 180 <= 1.9^9
+    assert fewest_pairs(0.05, 9, claim="equivalent") == 9  # 1.9^8 < 180 <= 1.9^9
+    assert fewest_pairs(0.05, 9, claim="change") == 10  # 1.9^9 < 2 x 180 <= 1.9^10
+    assert fewest_pairs(0.05, 63, claim="equivalent") == 12
+    assert fewest_pairs(0.05, 63, claim="change") == 13
     assert pairs_to_reach(1.0, 180) == 9 and pairs_to_reach(180, 180) == 0
     assert pairs_to_reach(100, 180) == 1
-    # the bound is reached by differences all of one sign
-    w = change_wealth(np.ones(30), floor=0.1)
-    assert 1 + int(np.argmax(w >= 180)) >= fewest_pairs(0.05, 9)
+    # the bounds are reached exactly by differences all of one sign (a change) and all at 0
+    # (equivalence)
+    for k in (9, 63):
+        t = threshold(0.05, k)
+        w = change_wealth(np.ones(30), floor=0.1)
+        assert 1 + int(np.argmax(w >= t)) == fewest_pairs(0.05, k, claim="change")
+        e = equivalence_wealth(np.zeros(30), margin=0.4, floor=0.1)
+        assert 1 + int(np.argmax(e >= t)) == fewest_pairs(0.05, k, claim="equivalent")
     with pytest.raises(ValueError):
         threshold(0, 3)
     with pytest.raises(ValueError):
@@ -234,4 +242,6 @@ def test_the_quantity_nearest_a_change_leads_the_progress() -> None:
     s = decide({"never": [0.0], "moving": [0.03]}, q, alpha=0.05, hypotheses=2, max_pairs=9)
     assert [x.e_change for x in s.quantities] == [1.0, 1.0]  # one pair: no e-value moves yet
     assert nearest_change(s.quantities).name == "moving"
-    assert "change: moving e = 1" in s.reason()
+    # but with every e at 1 no quantity is named as nearer a change than another
+    assert "change: every e ≤ 1 (≥ 6 more pairs)" in s.reason()  # 1.9^5 < 40 <= 1.9^6
+    assert "change: moving" not in s.reason()
