@@ -44,11 +44,13 @@ def test_the_help_check_finds_an_option_without_help(tmp_path: Path) -> None:
 
 
 def _tracked_copy(tmp_path: Path) -> Path:
-    """benchmarks/ and docs/ as committed files of a repository of their own (with this
-    checkout's .gitignore), so that whatever a benchmark writes there shows in git status."""
+    """benchmarks/, docs/ and the tests' helpers as committed files of a repository of their
+    own (with this checkout's .gitignore), so that whatever a benchmark writes there shows in
+    git status."""
     copy = tmp_path / "quicsm"
-    for part in ("benchmarks", "docs"):
-        shutil.copytree(ROOT / part, copy / part, ignore=shutil.ignore_patterns("results", "data"))
+    skip = shutil.ignore_patterns("results", "data", "fixtures", "golden", "__pycache__")
+    for part in ("benchmarks", "docs", "tests"):
+        shutil.copytree(ROOT / part, copy / part, ignore=skip)
     shutil.copy(ROOT / ".gitignore", copy / ".gitignore")
     git = ["git", "-C", str(copy), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], check=True)
