@@ -257,10 +257,10 @@ def test_mutated_real_files_read_the_same(
 
 def _derive_in_blocks(data: bytes, sizes: list[int]) -> list[list[Any]]:
     """Per trace: the number of events its deriver was fed, then its rows."""
-    from quicsm.extract.read import _Streamed
+    from quicsm.extract.streaming import StreamedStates
     from quicsm.qlog.seq import SeqScanner
 
-    streamed = _Streamed(sidecar={}, profile=None, hybrid=False)
+    streamed = StreamedStates(sidecar={}, profile=None, hybrid=False)
     scanner = SeqScanner(want_metrics=True, metric_sink=streamed)
     pos, k = 0, 0
     while pos < len(data):

@@ -1,4 +1,4 @@
-"""The frame of derived-only traces, built once for many traces (``_DerivedBatch``), against the
+"""The frame of derived-only traces, built once for many traces (``DerivedBatch``), against the
 plain construction: one row per state change and an ``Init`` row per trace, value by value."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from quicsm.core.frames import TRANSITIONS_SCHEMA
+from quicsm.extract.derived_batch import DerivedBatch
 from quicsm.extract.deriver import STATE_CODES, CompactRows, DerivedState
-from quicsm.extract.read import TIME_DECIMALS, _DerivedBatch
+from quicsm.extract.loading import TIME_DECIMALS
 
 TRIGGERS = ("ack:slow_start", "cutback", "pto:first_pto", "ack", "undo:ä")
 
@@ -68,7 +69,7 @@ def test_one_frame_for_many_traces_equals_the_plain_rows(
         (file, f"{file}#{i:04d}", vantage, start, end, compact(rows, start))
         for i, (file, vantage, start, end, rows) in enumerate(drawn)
     ]
-    batch = _DerivedBatch()
+    batch = DerivedBatch()
     for trace in traces:
         batch.add(*trace)
     assert len(batch) == len(traces)

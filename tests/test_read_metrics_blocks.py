@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from quicsm.core.frames import METRICS_SCHEMA
-from quicsm.extract import read
+from quicsm.extract import metric_columns
 from quicsm.extract.read import read_metrics
 from quicsm.qlog.events import MetricEvent
 
@@ -121,13 +121,13 @@ def test_rows_do_not_depend_on_where_the_parts_end(
     whole = read_metrics(path)
     assert whole.schema == pl.Schema(METRICS_SCHEMA)
     assert_frame_equal(whole, _expected(path, events))
-    default = read.METRIC_BLOCK
+    default = metric_columns.METRIC_BLOCK
     try:
         for block in (1, 3, 7):
-            read.METRIC_BLOCK = block
+            metric_columns.METRIC_BLOCK = block
             assert_frame_equal(read_metrics(path), whole)
     finally:
-        read.METRIC_BLOCK = default
+        metric_columns.METRIC_BLOCK = default
 
 
 def test_parts_of_a_long_trace_carry_every_metric_forward(tmp_path: Path) -> None:
@@ -141,12 +141,12 @@ def test_parts_of_a_long_trace_carry_every_metric_forward(tmp_path: Path) -> Non
     events += [{"name": "recovery:metrics_updated", "time": 30, "pto_count": 2}]
     path = tmp_path / "long.sqlog"
     _write(path, events)
-    default = read.METRIC_BLOCK
+    default = metric_columns.METRIC_BLOCK
     try:
-        read.METRIC_BLOCK = 4
+        metric_columns.METRIC_BLOCK = 4
         frame = read_metrics(path)
     finally:
-        read.METRIC_BLOCK = default
+        metric_columns.METRIC_BLOCK = default
     assert_frame_equal(frame, _expected(path, events))
     assert frame["cwnd_bytes"].to_list() == [5000] * len(events)
     assert frame["pto_count"].to_list() == [None] * (len(events) - 1) + [2]
@@ -155,16 +155,16 @@ def test_parts_of_a_long_trace_carry_every_metric_forward(tmp_path: Path) -> Non
 
 def test_events_out_of_time_order_are_sorted_stably_across_parts() -> None:
     """The columns themselves (fed events directly: no reader lets such times through)."""
-    default = read.METRIC_BLOCK
+    default = metric_columns.METRIC_BLOCK
     try:
-        read.METRIC_BLOCK = 3
-        columns = read._MetricColumns()
+        metric_columns.METRIC_BLOCK = 3
+        columns = metric_columns.MetricColumns()
         times = [5.0, 1.0, 5.0, 0.0, 2.0, 1.0, 9.0]
         for i, t in enumerate(times):
             columns(MetricEvent(t, "metrics", {"cwnd_bytes": float(i)}))
         parts = columns.frames("f", "f#0000", "client", 0.0)
     finally:
-        read.METRIC_BLOCK = default
+        metric_columns.METRIC_BLOCK = default
     frame = pl.concat(parts)
     assert frame["time_ms"].to_list() == sorted(times)
     # stable: equal times keep the order they came in

@@ -1,0 +1,150 @@
+"""The I/O driver of the readers: paths to files read (qlog) or loaded (CSV / Parquet tables),
+each with its run labels and, when states are derived, the states derived while it was read.
+
+:func:`load_all` is what every public reader (:mod:`quicsm.extract.read`) iterates; trace ids
+(:func:`trace_id`) and the rounding of times (:data:`TIME_DECIMALS`) are shared by every frame
+built from what it loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from quicsm.core.diagnostics import Diagnostics
+from quicsm.core.errors import InputError, QlogError
+from quicsm.extract.profiles import Profile
+from quicsm.extract.sidecar import sidecar_labels
+from quicsm.extract.streaming import StreamedStates
+from quicsm.extract.wire import PacketRead
+from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
+from quicsm.qlog.paths import PathLike, expand_paths
+from quicsm.qlog.source import CSV, PARQUET, FileRead, read_qlog, without_bom
+from quicsm.qlog.tabular import read_table
+from quicsm.qlog.trace import Discard, MetricSink
+
+#: "raise" (strict, the default) or "skip" (lenient); checked at run time
+OnError = str
+
+#: times are rounded to the microsecond: float64 epoch milliseconds (about 1.7e12) carry only
+#: about 0.2 microseconds of precision, and no producer logs finer than that
+TIME_DECIMALS = 3
+
+
+def trace_id(file: str, index: int) -> str:
+    return f"{file}#{index:04d}"
+
+
+@dataclass
+class LoadedFile:
+    path: Path
+    kind: str  # the detected format
+    read: FileRead | None  # qlog
+    table: pl.DataFrame | None  # CSV / Parquet transitions
+    sidecar: dict[str, Any]
+    #: states derived while the file was read (hybrid and derived modes)
+    streamed: StreamedStates | None = None
+    #: CSV / Parquet: the label columns' values per trace
+    table_labels: dict[str, dict[str, str]] | None = None
+    #: CSV / Parquet: one row per trace (:func:`quicsm.qlog.tabular.trace_summary`)
+    table_summary: pl.DataFrame | None = None
+    #: every trace's packets, read only when a trace needs them
+    #: (:func:`quicsm.extract.wire_pass.wire_pass`)
+    packets: PacketRead | None = None
+    limits: ReadLimits = DEFAULT_LIMITS
+
+
+def check_on_error(on_error: str) -> bool:
+    if on_error not in ("raise", "skip"):
+        raise InputError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    return on_error == "skip"
+
+
+def load_all(
+    paths: PathLike | Iterable[PathLike],
+    *,
+    lenient: bool,
+    diag: Diagnostics,
+    want_metrics: bool = False,
+    count: bool = False,
+    derive: bool = False,
+    profile: Profile | None = None,
+    hybrid: bool = False,
+    limits: ReadLimits = DEFAULT_LIMITS,
+    sidecars: dict[Path, dict[str, Any]] | None = None,
+    discard_metrics: bool = False,
+    sink: MetricSink | None = None,
+) -> Iterator[LoadedFile]:
+    """Each file read (qlog) or loaded (tables); a qlog file without a trace is an error.
+    ``sidecars`` caches the run.json files read, across calls; ``discard_metrics``: metric,
+    loss and timer events are not wanted (neither kept nor decoded); ``sink``: where they go
+    instead of the traces' ``metrics`` lists."""
+    cache: dict[Path, dict[str, Any]] = {} if sidecars is None else sidecars
+    for path in expand_paths(paths):
+        streamed = None
+        if discard_metrics:
+            sink = Discard.of
+        try:
+            if derive:
+                sidecar = sidecar_labels(path, cache, lenient, diag)
+                streamed = StreamedStates(sidecar=sidecar, profile=profile, hybrid=hybrid)
+            read: FileRead | None = read_qlog(
+                path,
+                want_metrics=want_metrics or derive,
+                count=count,
+                lenient=lenient,
+                limits=limits,
+                metric_sink=streamed if streamed is not None else sink,
+            )
+            assert read is not None
+            table = None
+            table_labels: dict[str, dict[str, str]] = {}
+            summary: list[pl.DataFrame] = []
+            kind = read.kind
+            if read.kind in (CSV, PARQUET):
+                blocks = None
+                if read.kind == CSV:
+                    blocks = without_bom(DecompressedFile(path, limits=limits).blocks())
+                table = read_table(
+                    path,
+                    read.kind,
+                    blocks=blocks,
+                    lenient=lenient,
+                    diagnostics=diag,
+                    max_line_bytes=limits.max_record_bytes,
+                    labels=table_labels,
+                    summary=summary,
+                )
+                read = None
+            elif not read.traces:
+                raise QlogError(str(path), "at least one complete qlog trace", got="none")
+        except QlogError as error:
+            if not lenient:
+                raise
+            diag.skip(error, file_level=True)
+            continue
+        if read is not None:
+            for problem in read.problems:
+                diag.skip(problem)
+            diag.skipped_records += max(0, read.skipped - len(read.problems))
+            if read.truncated:
+                diag.truncated.append(read.truncated)
+            for trace in read.traces:
+                note = trace.repair_note()
+                if note is not None:
+                    diag.note(f"{trace_id(str(path), trace.index)}: {note}")
+        yield LoadedFile(
+            path,
+            kind,
+            read,
+            table,
+            sidecar_labels(path, cache, lenient, diag),
+            streamed,
+            table_labels,
+            limits=limits,
+            table_summary=summary[0] if summary else None,
+        )
