@@ -19,12 +19,13 @@ traces per group:
 - **within-stratum effect**: the same mixes, B's Recovery episodes four times as long in both
   conditions; power is the share of stratified comparisons that flag anything about Recovery.
 
-Every rate comes with its 95% Wilson interval. Results go to
-``docs/diff_calibration.json`` with every repetition's outcome, so that a part of
+Every rate comes with its 95% Wilson interval. Results go to the results file (a run writes
+``build/benchmarks/diff_calibration.json`` unless ``--results`` names one; the published one is
+``docs/diff_calibration.json``) with every repetition's outcome, so that a part of
 the run can be checked to reproduce exactly (``--check``, as the tests do), and ``--markdown``
 prints the table of ``docs/diff.md`` from that file::
 
-    .venv/bin/python benchmarks/diff_calibration.py                 # 200 repetitions, ~15 min
+    .venv/bin/python benchmarks/diff_calibration.py --results docs/diff_calibration.json  # ~15 min
     .venv/bin/python benchmarks/diff_calibration.py --markdown      # the docs table
     .venv/bin/python benchmarks/diff_calibration.py --check 3       # re-run 3 repetitions
 """

@@ -34,10 +34,13 @@ test), and when it was named in advance as the one primary test (``primary=
 edges:CongestionAvoidance->Recovery``). The null is checked with the same pre-named family
 too. Every setting runs at the CLI's default α = 0.05 and at α = 0.01.
 
-Every repetition's outcome is stored in ``docs/diff_power.json`` so that a part of the run can
-be checked to reproduce exactly (``--check``); ``--markdown`` prints the docs table::
+Every repetition's outcome is stored in the results file (a run writes
+``build/benchmarks/diff_power.json`` unless ``--results`` names one; the published one is
+``docs/diff_power.json``) so that a part of the run can be checked to reproduce exactly
+(``--check``); ``--markdown`` prints the docs table::
 
-    nice -n 10 .venv/bin/python benchmarks/diff_power.py --repetitions 200 --progress
+    nice -n 10 .venv/bin/python benchmarks/diff_power.py --repetitions 200 --progress \\
+        --results docs/diff_power.json
     .venv/bin/python benchmarks/diff_power.py --markdown
     .venv/bin/python benchmarks/diff_power.py --check 2
 """
