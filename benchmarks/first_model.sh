@@ -15,7 +15,9 @@
 #   benchmarks/first_model.sh                    # the first model only
 #   benchmarks/first_model.sh --suite            # then scripts/test --fast
 #   benchmarks/first_model.sh --output FILE      # the JSON record (default: build/benchmarks/
-#                                                # first_model.json in this checkout)
+#                                                # first_model.json in this checkout), each
+#                                                # step's log beside it (FILE without .json,
+#                                                # then -STEP.log)
 #   benchmarks/first_model.sh --help
 #
 # The machine is what it is: the load average recorded next to each time says how busy it was.
@@ -27,7 +29,7 @@ while (($#)); do
   case "$1" in
     --suite) suite=1 ;;
     --output) output="$2"; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "first_model.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -51,6 +53,7 @@ step() {
   load0=$(load); t0=$(date +%s.%N); c0=$(cpu)
   "$@" >"$work/$name.log" 2>&1 || code=$?
   t1=$(date +%s.%N); c1=$(cpu)
+  cp "$work/$name.log" "${output%.json}-$name.log"  # the clone goes, its logs stay
   local wall cpu_s
   wall=$(python3 -c "print(round($t1 - $t0, 1))")
   cpu_s=$(python3 -c "print(round(($c1 - $c0) / $hz, 1))")
