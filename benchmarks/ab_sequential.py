@@ -425,7 +425,8 @@ def _rate(k: int, n: int) -> str:
 
 
 def _matched_cell(cell: dict[str, Any] | None, fixed_limit: int) -> str:
-    """``21.3 pairs (budget 33) vs 28: 24% fewer`` for one matched-power comparison."""
+    """``21.3 pairs (budget 33) vs 28: 24% fewer`` for one matched-power comparison (``more``
+    when the sequential design needs more pairs on average than the fixed one)."""
     if not cell:
         return "-"
     if "pairs_mean" not in cell:
@@ -433,7 +434,10 @@ def _matched_cell(cell: dict[str, Any] | None, fixed_limit: int) -> str:
     else:
         seq = f"{cell['pairs_mean']:.1f} pairs (budget {cell['budget']})"
     fixed = f"{cell['fixed_n']}" if cell.get("fixed_n") else f"> {fixed_limit}"
-    saving = f": {100 * cell['saving']:.0f}% fewer" if "saving" in cell else ""
+    saving = ""
+    if "saving" in cell:
+        pct = round(100 * cell["saving"])
+        saving = f": {pct}% fewer" if pct >= 0 else f": {-pct}% more"
     return f"{seq} vs {fixed}{saving}"
 
 
