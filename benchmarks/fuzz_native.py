@@ -103,10 +103,12 @@ def _records_upto(data: bytes, start: int, size: int) -> bytes:
 def seed_corpus(directory: Path, *, max_bytes: int = 1 << 15) -> int:
     """Writes the seeds into ``directory``: each real fixture and committed trace (decompressed)
     cut to its records in its first ``max_bytes`` and, when larger, in ``max_bytes`` from its
-    middle (losses and timeouts come later in a connection), and each kept regression input.
-    Returns how many."""
+    middle (losses and timeouts come later in a connection), each kept regression input, and
+    small inputs of the hostile families (``quicsm.testing.hostile.family_seeds``: many tiny
+    traces, out-of-range packet numbers). Returns how many."""
     sys.path.insert(0, str(ROOT))
     from quicsm.qlog.blocks import DecompressedFile
+    from quicsm.testing.hostile import family_seeds
     from quicsm.testing.mutate import FIXTURES
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -126,6 +128,9 @@ def seed_corpus(directory: Path, *, max_bytes: int = 1 << 15) -> int:
         if path.name != "README.md":
             (directory / f"regression-{path.name}").write_bytes(path.read_bytes())
             n += 1
+    for name, data in family_seeds(tables=False):
+        (directory / f"family-{name}").write_bytes(data)
+        n += 1
     return n
 
 

@@ -47,6 +47,16 @@ FAMILIES = {
         60 << 20,
         ["read_transitions"],
     ),
+    "packet numbers out of range (-2 acknowledged), strict": (
+        "out_of_range_packets",
+        100_000,
+        ["read_transitions"],
+    ),
+    "packet numbers out of range (-2 acknowledged), lenient": (
+        "out_of_range_packets",
+        100_000,
+        ["read_transitions"],
+    ),
     "metrics-only trace, zstd (1 GiB)": (
         "metrics_only",
         1 << 30,

@@ -23,6 +23,7 @@ import polars as pl
 
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.core.frames import TRANSITIONS_SCHEMA, normalize_transitions
+from quicsm.extract.profiles import detect_profile
 from quicsm.extract.read import read_traces, read_transitions, trace_id
 from quicsm.extract.wire import read_packets, wire_states
 from quicsm.qlog.paths import expand_paths
@@ -42,10 +43,11 @@ from derive_accuracy import (  # noqa: E402
 
 
 def wire_frame(
-    files: list[Path], explicit: pl.DataFrame, skipped: list[str]
+    files: list[Path], explicit: pl.DataFrame, skipped: list[str], *, generic: bool = False
 ) -> pl.DataFrame:
     """The packet-derived transitions of every trace in ``explicit`` whose packets carry ACK
-    frames; the others' ids are added to ``skipped``."""
+    frames; the others' ids are added to ``skipped``. ``generic``: no producer's controller
+    model, the estimate of :mod:`quicsm.extract.wire` for every trace."""
     wanted = set(explicit["trace"].unique().to_list())
     starts = dict(
         explicit.group_by("trace").agg(pl.col("end_ms").max()).iter_rows()
@@ -56,16 +58,27 @@ def wire_frame(
         if not any(t.startswith(file + "#") for t in wanted):
             continue
         packets = read_packets(path).packets
-        firsts = {t.index: t.first_time or 0.0 for t in read_qlog(path, lenient=True).traces}
+        headers = {t.index: t for t in read_qlog(path, lenient=True).traces}
         for index, kept in packets.items():
             tid = trace_id(file, index)
             if tid not in wanted:
                 continue
-            first = firsts[index]
+            header = headers[index]
+            first = header.first_time or 0.0
             if not any(p.acks for p in kept):
                 skipped.append(tid)  # no ACK frames logged (quinn): nothing to derive from
                 continue
-            result = wire_states(kept, own_sends=True)
+            # the producer's controller model where there is one, as the readers use it
+            producer = detect_profile(
+                title=header.title, code_version=header.code_version, labels=header.labels
+            ).name
+            result = wire_states(
+                kept,
+                own_sends=True,
+                producer=None if generic else producer,
+                version=header.code_version or header.labels.get("version"),
+                cc=header.cc_algorithm,
+            )
             end = starts[tid]
             for time, state, trigger in [(first, "Init", None), *result.rows]:
                 rows["file"].append(file)
@@ -86,7 +99,7 @@ def wire_frame(
     return normalize_transitions(frame)
 
 
-def load(paths: list[str]) -> pl.DataFrame:
+def load(paths: list[str], *, generic: bool = False) -> pl.DataFrame:
     diag = Diagnostics()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", QuicsmWarning)
@@ -95,7 +108,7 @@ def load(paths: list[str]) -> pl.DataFrame:
     logged = explicit.filter(pl.col("source") == "explicit")["trace"].unique()
     explicit = explicit.filter(pl.col("trace").is_in(logged.implode()))
     skipped: list[str] = []
-    derived = wire_frame(expand_paths(paths), explicit, skipped)
+    derived = wire_frame(expand_paths(paths), explicit, skipped, generic=generic)
     if skipped:
         print(f"{len(skipped)} traces log no ACK frames (not derivable from packets), e.g. "
               f"{skipped[0]}; left out")
@@ -131,9 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="*", help="trace files/directories (default: corpus)")
     parser.add_argument("--confusion", action="store_true", help="print confusion matrices")
+    parser.add_argument(
+        "--generic",
+        action="store_true",
+        help="no producer's controller model (quicsm.extract.wire_quicgo): the estimate only",
+    )
     args = parser.parse_args(argv)
     paths = args.paths or [str(p) for p in DEFAULT_PATHS]
-    pairs = load(paths)
+    pairs = load(paths, generic=args.generic)
     print(
         f"\nall: {pairs['trace'].n_unique()} traces, overall agreement "
         f"{_pct(overall_agreement(pairs))} %"

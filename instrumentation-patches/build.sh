@@ -171,10 +171,12 @@ build_rust() {
 
 # ------------------------------------------------------------------ stock quic-go (no patch)
 # Opt-in: QUICSM_STOCK_QUICGO=v0.54.0 instrumentation-patches/build.sh
-# An unpatched upstream release, built with the same lab program, listed on its own in
-# build/stacks-stock.json (for `quicsm lab run --stacks build/stacks-stock.json`): its traces
-# carry quic-go's own four congestion states only, for validating derived states on a release
-# that was not used to tune them (docs/derive.md). It is never part of build/stacks.json.
+# (or several releases: QUICSM_STOCK_QUICGO="v0.59.1 v0.63.0")
+# Unpatched upstream releases, built with the same lab program, listed on their own in
+# build/stacks-stock.json (for `quicsm lab run --stacks build/stacks-stock.json`): their traces
+# carry quic-go's own four congestion states only, for validating derived states on releases
+# that were not used to tune them (docs/derive.md). They are never part of build/stacks.json.
+stock_entries=()
 build_quicgo_stock() {
   local version="$1"
   local labsrc="$here/quic-go/lab/main.go"
@@ -197,9 +199,8 @@ build_quicgo_stock() {
       die "quic-go $version (stock): build failed"
     echo "$stamp" >"$dir/.stamp"
   fi
-  printf '[\n  {"stack": "quic-go-stock", "version": "%s", "patch": "", "server": ["%s"], "client": ["%s"], "env": {}}\n]\n' \
-    "$version" "$bin" "$bin" >"$build/stacks-stock.json"
-  log "wrote build/stacks-stock.json"
+  stock_entries+=("$(printf '{"stack": "quic-go-stock", "version": "%s", "patch": "", "server": ["%s"], "client": ["%s"], "env": {}}' \
+    "$version" "$bin" "$bin")")
 }
 
 want() { [[ -z "$only" || "$1" == *"$only"* ]]; }
@@ -230,4 +231,15 @@ rcgen = { version = "0.13", default-features = false, features = ["ring", "pem",
 mv "$build/stacks.json.tmp" "$build/stacks.json"
 log "wrote build/stacks.json (${#entries[@]} stacks)"
 
-[[ -z "${QUICSM_STOCK_QUICGO:-}" ]] || build_quicgo_stock "$QUICSM_STOCK_QUICGO"
+if [[ -n "${QUICSM_STOCK_QUICGO:-}" ]]; then
+  for version in $QUICSM_STOCK_QUICGO; do build_quicgo_stock "$version"; done
+  {
+    echo "["
+    for i in "${!stock_entries[@]}"; do
+      sep=","; [[ $i -eq $((${#stock_entries[@]} - 1)) ]] && sep=""
+      echo "  ${stock_entries[$i]}$sep"
+    done
+    echo "]"
+  } >"$build/stacks-stock.json"
+  log "wrote build/stacks-stock.json (${#stock_entries[@]} stock releases)"
+fi

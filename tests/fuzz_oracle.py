@@ -10,7 +10,9 @@ metrics, trace summaries) in both modes, and inspects it; it raises :class:`Cont
 - a Python warning that is not a :class:`~quicsm.core.diagnostics.QuicsmWarning` leaks;
 - the native core and the Python readers (``QUICSM_NATIVE``) give different transitions
   (derived, hybrid and explicit states: the native deriver, and the native contained-JSON
-  reader in every mode), trace summaries or errors.
+  reader in every mode), trace summaries or errors;
+- anything is written to stderr (file descriptor 2) while it is read: a library's own report
+  (a Rust panic's, with its backtrace) is not ours to print.
 
 Hangs and memory are the fuzzer's to catch (libFuzzer's ``-timeout`` and ``-rss_limit_mb``).
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -61,11 +64,26 @@ class Oracle:
 
     def check(self, data: bytes) -> None:
         """Raise :class:`ContractBroken` if reading ``data`` breaks the contract."""
-        from quicsm.extract.read import read_metrics, read_traces, read_transitions
-        from quicsm.qlog.inspect import inspect_file
-
         self.path.write_bytes(data)
         self.checked += 1
+        with tempfile.TemporaryFile() as spool:
+            sys.stderr.flush()
+            saved = os.dup(2)
+            os.dup2(spool.fileno(), 2)
+            try:
+                self._check()
+            finally:
+                sys.stderr.flush()
+                os.dup2(saved, 2)
+                os.close(saved)
+            spool.seek(0)
+            written = spool.read()
+        if written:
+            raise ContractBroken(f"written to stderr while reading: {written[:300]!r}")
+
+    def _check(self) -> None:
+        from quicsm.extract.read import read_metrics, read_traces, read_transitions
+        from quicsm.qlog.inspect import inspect_file
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             for lenient in (False, True):
@@ -128,12 +146,17 @@ class _native:
 
 
 def seed_corpus(directory: Path, *, max_bytes: int = 1 << 16) -> int:
-    """Write the real fixtures (decompressed, their records up to ``max_bytes``) into
+    """Write the real fixtures (decompressed, their records up to ``max_bytes``) and small
+    inputs of the hostile families (:func:`quicsm.testing.hostile.family_seeds`) into
     ``directory`` as a fuzzing corpus; returns how many."""
+    from quicsm.testing.hostile import family_seeds
     from quicsm.testing.mutate import seed_files
 
     directory.mkdir(parents=True, exist_ok=True)
     seeds = seed_files(max_bytes=max_bytes)
     for i, (name, data) in enumerate(seeds):
         (directory / f"seed-{i:03d}-{name.replace('/', '_')}").write_bytes(data)
-    return len(seeds)
+    families = family_seeds()
+    for name, data in families:
+        (directory / f"family-{name}").write_bytes(data)
+    return len(seeds) + len(families)

@@ -13,6 +13,7 @@ from quicsm.lab.scenario import load_plan
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"
 STACKS_PACK = TRACES / "stacks" / "stacks.qlog"
+TCP_PACK = TRACES / "tcp" / "linux-tcp.qlog"
 BUDGET_BYTES = 20 * 1000 * 1000
 
 
@@ -46,3 +47,38 @@ def test_cross_implementation_pack_covers_every_pair_with_five_paper_states() ->
         seen = {s for s in PAPER_STATES if c[s]}
         assert len(seen) >= 5, (pair, sorted(seen))
         assert {"Init", "Recovery", "TailLossProbe", "RetransmissionTimeout"} <= seen, pair
+
+
+def test_kernel_tcp_pack_has_two_runs_of_each_controller_per_scenario_in_the_eight_states() -> None:
+    """traces/tcp/linux-tcp.qlog (scripts/make_tcp_corpus): reno, cubic and bbr, two runs of
+    every scenario of lab/scenarios/tcp.toml, read into the paper's states (BBR's phases read
+    as docs/states.md says: Startup as SlowStart, the others as CongestionAvoidance)."""
+    import json
+
+    from quicsm.extract.read import read_traces, read_transitions
+
+    scenarios = {s.name for s in load_plan(ROOT / "lab" / "scenarios" / "tcp.toml").scenarios}
+    traces = read_traces([str(TCP_PACK)])
+    labels = {t: json.loads(lab) for t, lab in traces.select("trace", "labels").iter_rows()}
+    runs: dict[tuple[str, str], set[int]] = {}
+    for lab in labels.values():
+        assert lab["stack"] == "linux-tcp" and lab["status"] == "ok" and lab["path"] == "ip"
+        runs.setdefault((lab["cc_algorithm"], lab["scenario"]), set()).add(int(lab["run"]))
+    assert set(runs) == {(cc, s) for cc in ("reno", "cubic", "bbr") for s in scenarios}
+    assert all(r == {1, 2} for r in runs.values()), runs
+    fold = {
+        "Startup": "SlowStart",
+        "Drain": "CongestionAvoidance",
+        "ProbeBW": "CongestionAvoidance",
+        "ProbeRTT": "CongestionAvoidance",
+    }
+    seen: dict[tuple[str, str], set[str]] = {}
+    for trace, state in read_transitions([str(TCP_PACK)]).select("trace", "state").iter_rows():
+        lab = labels[trace]
+        seen.setdefault((lab["cc_algorithm"], lab["scenario"]), set()).add(fold.get(state, state))
+    for cc in ("reno", "cubic", "bbr"):
+        every = set().union(*(seen[(cc, s)] for s in scenarios))
+        assert {"Init", "SlowStart", "CongestionAvoidance", "Recovery"} <= every, (cc, every)
+        # the outage's back-to-back timeouts: TailLossProbe, then RetransmissionTimeout
+        assert {"TailLossProbe", "RetransmissionTimeout"} <= seen[(cc, "outage")], cc
+        assert "Recovery" in seen[(cc, "loss1")], cc

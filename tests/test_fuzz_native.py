@@ -33,6 +33,11 @@ def test_the_seed_corpus_holds_the_fixtures_traces_and_kept_findings(tmp_path: P
     assert n == len(names)
     assert any(name.startswith("seed-traces_") for name in names)
     assert any(name.startswith("seed-tests_fixtures_") for name in names)
+    # the hostile families' records (not their Parquet tables: the target reads records)
+    families = [name for name in names if name.startswith("family-")]
+    assert any("packet-number" in name for name in families)
+    assert any("many-tiny-traces" in name for name in families)
+    assert not any(name.endswith(".parquet") for name in families)
     kept = [p for p in driver.REGRESSIONS.iterdir() if p.name != "README.md"]
     assert kept and all(f"regression-{p.name}" in names for p in kept)
     # a large trace is cut to whole records, from its start and from its middle

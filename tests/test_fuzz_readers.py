@@ -4,6 +4,7 @@ campaign and its numbers are in ``docs/formats.md``)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from fuzz_oracle import ContractBroken, Oracle, seed_corpus
+
+from quicsm.testing.hostile import family_seeds
 
 ROOT = Path(__file__).resolve().parents[1]
 REGRESSIONS = sorted(
@@ -59,6 +62,41 @@ def test_the_oracle_catches_a_broken_contract(
         monkeypatch.setattr(read, "read_transitions", differs)
         with pytest.raises(ContractBroken, match="rows differ"):
             oracle.check(data)
+
+
+def test_the_corpus_holds_the_hostile_families(tmp_path: Path) -> None:
+    seed_corpus(tmp_path)
+    names = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("family-"))
+    for family in ("many-tiny-traces", "packet-number-", "typed-", "corrupt-"):
+        assert any(family in name for name in names), family
+
+
+FAMILIES = dict(family_seeds())
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES), ids=lambda name: name.rsplit(".", 1)[0])
+def test_the_hostile_families_keep_the_contract(oracle: Oracle, name: str) -> None:
+    """Small inputs of each family the campaigns found (many tiny traces, out-of-range packet
+    numbers, typed and corrupt Parquet tables) through the whole oracle, stderr included."""
+    oracle.check(FAMILIES[name])
+
+
+def test_the_oracle_catches_output_on_stderr(
+    oracle: Oracle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library's report on stderr (as Rust's panic hook writes it) breaks the contract."""
+    import quicsm.extract.read as read
+
+    data = (ROOT / "tests" / "fixtures" / "qlog" / "quicgo_0.3.sqlog").read_bytes()
+    real = read.read_traces
+
+    def noisy(*args: object, **kwargs: object) -> object:
+        os.write(2, b"thread '<unnamed>' panicked at x.rs:1:1:\n")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(read, "read_traces", noisy)
+    with pytest.raises(ContractBroken, match="written to stderr"):
+        oracle.check(data)
 
 
 @pytest.mark.slow

@@ -55,7 +55,8 @@ def test_unknown_stack_and_bad_scenario_are_errors(tmp_path: Path) -> None:
         main, ["lab", "run", str(scen), "--stacks", str(_stacks(tmp_path)), "--dry-run"]
     )
     assert result.exit_code == 1
-    assert "stack 'c' is not built (built: a@1, b@2)" in result.output
+    # the built stacks, then the kernel's TCP with each controller it offers
+    assert "stack 'c' is not built (built: a@1, b@2" in result.output
     scen.write_text('[[scenario]]\nname = "x"\nnetwork = { loss = 5 }\n')
     result = CliRunner().invoke(main, ["lab", "run", str(scen), "--dry-run"])
     assert result.exit_code == 1

@@ -148,3 +148,22 @@ def test_cross_implementation_scenarios_cover_every_condition() -> None:
     assert by_name["ratecap"].down.rate_mbit == pytest.approx(10)
     assert by_name["outage"].down.outages
     assert by_name["slowdevice"].device.cpu_percent is not None
+
+
+def test_kernel_tcp_runs_only_when_named(tmp_path: Path) -> None:
+    from quicsm.lab.stacks import KERNEL_TCP, kernel_tcp_stacks, needs_built_stacks
+
+    quic = Stack(stack="quic-go", version="1", server=("s",), client=("c",))
+    kernel = kernel_tcp_stacks()
+    assert {s.cc_algorithm for s in kernel} <= {"reno", "cubic", "bbr"}
+    assert all(s.stack == KERNEL_TCP and s.env["QUICSM_CC"] == s.cc_algorithm for s in kernel)
+    scen = tmp_path / "s.toml"
+    scen.write_text('[run]\nrepetitions = 1\n[[scenario]]\nname = "x"\n')
+    plan = load_plan(scen)
+    # a scenario for "every stack" means every built QUIC stack ...
+    assert [r.stack for r in plan_runs(plan, [quic, *kernel])] == [quic]
+    # ... and the kernel's TCP when it is named
+    named = plan_runs(plan, [quic, *kernel], only=("linux-tcp/cubic",))
+    assert [r.stack.key for r in named] == [s.key for s in kernel if s.cc_algorithm == "cubic"]
+    assert not needs_built_stacks(("linux-tcp", "linux-tcp@6/bbr"))
+    assert needs_built_stacks(()) and needs_built_stacks(("linux-tcp", "quinn"))

@@ -3,14 +3,17 @@
 ``n``, both measured in the same test (a ratio, never an absolute time). Linear work gives 16x
 (up to ~27x where objects outgrow the CPU's caches), a quadratic path 256x; the limit is their
 geometric midpoint, so a machine busy enough to slow one read by 2.4x against the other does
-not fail the test, and a path whose quadratic part is a fifth of the small read does.
-Speed itself is measured in benchmarks/, not here."""
+not fail the test, and a path whose quadratic part is a fifth of the small read does. Where
+the work can be counted (calls of a real function, at n and 4n) the guard counts it instead: a
+count does not depend on how busy the machine is. Speed itself is measured in benchmarks/, not
+here."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -167,3 +170,51 @@ def test_a_transitions_table_reads_and_aggregates_in_linear_time(tmp_path: Path)
     from quicsm.extract.read import read_batch
 
     _scales(tmp_path, _table, lambda p: Aggregate.of(read_batch([p]).transitions), 2_500)
+
+
+class _Counted:
+    """A function that still runs, with its calls counted: complexity guards count work (calls
+    at n and at 4n), which a busy machine does not change."""
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self.function = function
+        self.calls = 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return self.function(*args, **kwargs)
+
+
+@pytest.mark.parametrize("contained", [False, True], ids=["json-seq", "contained"])
+def test_many_tiny_packets_only_traces_read_their_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reader_impl: str, contained: bool
+) -> None:
+    """Every packets-only trace needs its file's packets (the wire derivation): the file is
+    read in full once however many traces need it, and each packet record is decoded once, at
+    n and at 4n traces (the campaign's family of many tiny traces, each a packets-only one)."""
+    from quicsm.extract import wire
+
+    for n in (150, 600):
+        path = hostile.many_tiny_traces(tmp_path / f"t{n}", n, contained=contained, packets=True)
+        reads, decoded = _Counted(wire.read_qlog), _Counted(wire.packet_of)
+        monkeypatch.setattr(wire, "read_qlog", reads)
+        monkeypatch.setattr(wire, "packet_of", decoded)
+        frame = read_transitions(path, states="derived")
+        assert frame.height == 2 * n  # Init and one derived state per trace
+        assert (reads.calls, decoded.calls) == (1, 2 * n)
+
+
+def test_out_of_range_packet_numbers_are_decoded_once_in_a_lenient_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lenient read skips the bad records and decodes every other packet record once."""
+    from quicsm.extract import wire
+
+    for n in (500, 2000):
+        path = hostile.out_of_range_packets(tmp_path / f"p{n}.sqlog", n, number=-2, where="ack")
+        decoded = _Counted(wire.packet_of)
+        monkeypatch.setattr(wire, "packet_of", decoded)
+        diag = Diagnostics()
+        with pytest.warns(UserWarning, match="2 records could not be decoded"):
+            read_transitions(path, states="derived", on_error="skip", diagnostics=diag)
+        assert decoded.calls == 2 * n + 2  # the two bad records raise and are skipped

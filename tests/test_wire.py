@@ -20,11 +20,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
+from quicsm.core.diagnostics import Diagnostics, QuicsmWarning, RecordProblem
 from quicsm.core.errors import QlogError
 from quicsm.extract.capabilities import derivations, from_events, render
 from quicsm.extract.read import read_metrics, read_traces, read_transitions
-from quicsm.extract.wire import Packet, packet_of, read_packets, wire_states
+from quicsm.extract.wire import (
+    PACKET_NUMBER_EXPECTED,
+    Packet,
+    packet_of,
+    read_packets,
+    wire_states,
+)
 
 RTT = 40.0
 MSS = 1200
@@ -223,7 +229,9 @@ def test_a_qlog_01_capture_gives_states_from_its_packets(tmp_path: Path) -> None
         "wire:congestion_avoidance",
     }
     assert any("states derived from its packets and ACK frames alone" in n for n in diag.notes)
-    assert [d[1] for d in diag.derivation] == ["CongestionAvoidanceMaxed"]
+    # an unknown producer's packets: the estimate derives every state (a cap from a flight that
+    # stays flat), so nothing is said to be underivable
+    assert diag.derivation == []
     assert read_packets(path).packets[0][0].sent
 
 
@@ -363,7 +371,11 @@ _JSON = st.recursive(
 @settings(max_examples=200, deadline=None)
 @given(_JSON, st.sampled_from(["packet_sent", "packet_received", "packet_rx"]))
 def test_any_packet_data_gives_a_packet_or_none(data: Any, short: str) -> None:
-    packet = packet_of(1.0, short, data, 1.0)
+    try:
+        packet = packet_of(1.0, short, data, 1.0)
+    except RecordProblem as problem:  # a packet number outside 0..2^62-1
+        assert problem.expected.startswith(PACKET_NUMBER_EXPECTED), problem.expected
+        return
     if packet is not None:
         wire_states([packet, packet])
 
@@ -421,7 +433,8 @@ def test_a_pcap2qlog_draft01_export_gives_states(tmp_path: Path) -> None:
 
 def test_a_packet_record_that_does_not_decode_is_reported(tmp_path: Path) -> None:
     """The fast path checks only the framing of packet records: the full read for the wire
-    derivation skips a broken one and says so."""
+    derivation rejects a broken one, naming its record, or when lenient skips it and says
+    so."""
     header = b'{"qlog_format": "JSON-SEQ", "qlog_version": "0.3", "trace": {}}'
     records = [header]
     for t, d, data in _sender(probes=False):
@@ -430,7 +443,9 @@ def test_a_packet_record_that_does_not_decode_is_reported(tmp_path: Path) -> Non
     records.insert(5, b'{"time": 1, "name": "transport:packet_sent", "data": {oops}}')
     path = tmp_path / "x.sqlog"
     path.write_bytes(b"".join(b"\x1e" + r + b"\n" for r in records))
-    frame, diag = _read_quietly(path)
+    with pytest.raises(QlogError, match=r"record 6 \(line 6\): expected a JSON text"):
+        _read_quietly(path)
+    frame, diag = _read_quietly(path, on_error="skip")
     assert "SlowStart" in frame["state"].to_list()
     (note,) = [n for n in diag.notes if "could not be decoded" in n]
     assert note.startswith(f"{path}: 1 record could not be decoded") and "record 6" in note

@@ -63,6 +63,17 @@ def ensure_stacks(stacks_file: Path) -> None:
         )
 
 
+def _stacks_for(plan: Any, stacks_file: Path, selectors: tuple[str, ...]) -> list[Any]:
+    """The built stacks (built first if missing and needed) plus the kernel's TCP."""
+    from quicsm.lab.stacks import kernel_tcp_stacks, load_stacks, needs_built_stacks
+
+    wanted = selectors or tuple(sel for s in plan.scenarios for sel in (s.stacks or ("*",)))
+    if needs_built_stacks(wanted) or stacks_file.exists():
+        ensure_stacks(stacks_file)
+        return [*load_stacks(stacks_file), *kernel_tcp_stacks()]
+    return kernel_tcp_stacks()
+
+
 @lab.command("run")
 @click.argument("scenario_file", type=click.Path(path_type=Path))
 @click.option(
@@ -109,7 +120,7 @@ def run_cmd(
 
     from quicsm.lab.runner import plan_runs, run_plan
     from quicsm.lab.scenario import load_plan
-    from quicsm.lab.stacks import load_stacks, select_stacks
+    from quicsm.lab.stacks import select_stacks
 
     plan = load_plan(scenario_file)
     scenarios = plan.scenarios
@@ -120,8 +131,7 @@ def run_cmd(
     if repetitions is not None:
         scenarios = tuple(replace(s, repetitions=repetitions) for s in scenarios)
     plan = replace(plan, scenarios=scenarios)
-    ensure_stacks(stacks_file)
-    stacks = load_stacks(stacks_file)
+    stacks = _stacks_for(plan, stacks_file, stack_selectors)
     if stack_selectors:
         select_stacks(stacks, stack_selectors, where="--stack")  # unknown selector: error
     specs = plan_runs(plan, stacks, only=stack_selectors)

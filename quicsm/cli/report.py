@@ -86,6 +86,13 @@ def _metric(text: str | None) -> str | None:
     "changed most).",
 )
 @click.option("--title", help="Report title (default: 'B vs A').")
+@click.option(
+    "--conformance",
+    "conformance",
+    metavar="VALUE",
+    help="Add a conformance section: every group against the one whose --by label (else "
+    "stack) is VALUE, per scenario (e.g. --by stack --conformance linux-tcp).",
+)
 def report_command(
     paths: Sequence[str],
     vs_paths: Sequence[str],
@@ -104,6 +111,7 @@ def report_command(
     matrix: str | None,
     metric: str | None,
     title: str | None,
+    conformance: str | None,
     engine: str,
     scheduler: str | None,
     workers: int | None,
@@ -145,7 +153,8 @@ def report_command(
             "(permutation tests, state machines, charts)"
         )
         text = _build(comps, output=output, fmt=fmt, alpha=alpha, seed=seed, matrix=matrix_labels,
-                      metric=metric_name, title=title, primary=primary)  # fmt: skip
+                      metric=metric_name, title=title, primary=primary,
+                      conformance=conformance)  # fmt: skip
     show_caveats(comps)
     write_file(output, text, what="the report", follow_symlinks=follow_symlinks)
     click.echo(f"wrote {output}", err=True)
@@ -162,6 +171,7 @@ def _build(
     metric: str | None,
     title: str | None,
     primary: Sequence[str] = (),
+    conformance: str | None = None,
 ) -> str:
     from quicsm.report import build_report
 
@@ -176,6 +186,7 @@ def _build(
         metric=metric,
         title=title,
         primary=primary,
+        conformance=conformance,
         generated_at=_generated_at(),
         command=shlex.join(["quicsm", *sys.argv[1:]]) if sys.argv[1:2] == ["report"] else None,
     )

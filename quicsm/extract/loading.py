@@ -56,6 +56,8 @@ class LoadedFile:
     #: (:func:`quicsm.extract.wire_pass.wire_pass`)
     packets: PacketRead | None = None
     limits: ReadLimits = DEFAULT_LIMITS
+    #: read with ``on_error="skip"``
+    lenient: bool = False
 
 
 def check_on_error(on_error: str) -> bool:
@@ -147,4 +149,5 @@ def load_all(
             table_labels,
             limits=limits,
             table_summary=summary[0] if summary else None,
+            lenient=lenient,
         )

@@ -45,11 +45,14 @@ stacks logged is measured by ``benchmarks/wire_accuracy.py`` (docs/derive.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+from quicsm.core.diagnostics import RecordProblem
+from quicsm.extract.wire_quicgo import QuicGoController
 from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
 from quicsm.qlog.source import read_qlog
 from quicsm.qlog.trace import TraceBuilder
@@ -76,6 +79,13 @@ INITIAL_RTT_MS: Final[float] = 333.0
 #: a send this share of the PTO period after the last one is a probe (timers fire late, never
 #: early; the logged send time is after the timer's)
 PTO_GAP_FRACTION: Final[float] = 0.9
+#: at most this many packet numbers skipped at once are remembered (a larger jump is no
+#: deliberate skip)
+MAX_SKIPPED: Final[int] = 16
+#: the largest packet number (RFC 9000 section 12.3: numbers are integers in 0..2^62-1)
+MAX_PACKET_NUMBER: Final[int] = (1 << 62) - 1
+#: what a packet number must be (the "expected" of a rejected packet or ACK record)
+PACKET_NUMBER_EXPECTED: Final[str] = "a packet number from 0 to 2^62-1 (RFC 9000 section 12.3)"
 #: datagram size assumed when a packet's size is not logged, bytes
 DEFAULT_DATAGRAM: Final[int] = 1200
 #: slack of the cwnd-limited test, datagrams (quic-go maxBurstPackets; RFC 9002 section 7.8)
@@ -89,6 +99,28 @@ PLATEAU_ROUNDS: Final[int] = 12
 #: a round whose flight is below this multiple of the previous round's, while the window was
 #: full, ends slow start (slow start doubles the flight per round)
 SLOW_START_GROWTH: Final[float] = 1.25
+
+#: models of a producer's own congestion controller, by profile name
+#: (:mod:`quicsm.extract.wire_quicgo`)
+CONTROLLERS: Final[dict[str, Callable[[str | None, str | None], QuicGoController]]] = {
+    "quic-go": QuicGoController.for_version
+}
+#: the rows' triggers for each state a controller model logs
+_MODEL_TRIGGERS: Final[dict[str, str]] = {
+    SLOW_START: "wire:slow_start",
+    CONGESTION_AVOIDANCE: "wire:congestion_avoidance",
+    APP_LIMITED: "wire:not_cwnd_limited",
+    RECOVERY: "wire:recovery",
+}
+#: states a controller model never shows, and why (the readers warn of them): a model's window
+#: is the controller's own, so a flight that stops growing below it reads as application-limited
+MODEL_NOT_DERIVED: Final[tuple[tuple[tuple[str, ...], str], ...]] = (
+    (
+        (MAXED,),
+        "a window cap below the stack's own cannot be told from an application limit in "
+        "packets alone",
+    ),
+)
 
 _NOT_ELICITING: Final[frozenset[str]] = frozenset(
     {"ack", "ack_ecn", "padding", "connection_close", "ack_frequency_ack"}
@@ -129,6 +161,17 @@ def _int(value: object) -> int | None:
         except ValueError:
             return None
     return None
+
+
+def _number(raw: object, what: str) -> int | None:
+    """A packet number as logged (``None``: none logged, or not an integer); one outside
+    0..2^62-1 makes its record a :class:`RecordProblem` (the reader names the file and record,
+    or skips and counts the record when lenient)."""
+    value = _int(raw)
+    if value is not None and not 0 <= value <= MAX_PACKET_NUMBER:
+        got = f"{raw:.6g}" if isinstance(raw, float) else repr(raw)
+        raise RecordProblem(None, f"{PACKET_NUMBER_EXPECTED} in {what}", got)
+    return value
 
 
 def _space(packet_type: object) -> str:
@@ -182,16 +225,19 @@ def _ranges(frame: dict[str, Any]) -> tuple[tuple[tuple[int, int], ...], bool]:
     raw = frame.get("acked_ranges", frame.get("ack_ranges", frame.get("ranges")))
     out: list[tuple[int, int]] = []
     partial = False
-    largest = _int(frame.get("frame_type.ack.largest_acknowledged"))
-    if largest is not None and largest >= 0:
+    largest = _number(
+        frame.get("frame_type.ack.largest_acknowledged"), "an ACK's largest acknowledged"
+    )
+    if largest is not None:
         out, partial = _wireshark_ranges(frame, largest)
     if isinstance(raw, list):
         for item in raw:
             if isinstance(item, list) and item:
-                lo, hi = _int(item[0]), _int(item[-1])
+                lo = _number(item[0], "an ACK range")
+                hi = _number(item[-1], "an ACK range")
                 if lo is not None and hi is not None:
                     out.append((min(lo, hi), max(lo, hi)))
-            elif (n := _int(item)) is not None:
+            elif (n := _number(item, "an ACK range")) is not None:
                 out.append((n, n))
     return tuple(out), partial
 
@@ -202,7 +248,7 @@ def packet_of(time: float, short: str, data: object, scale: float) -> Packet | N
         return None
     header = data.get("header")
     header = header if isinstance(header, dict) else {}
-    number = _int(header.get("packet_number", data.get("packet_number")))
+    number = _number(header.get("packet_number", data.get("packet_number")), "packet_number")
     dcid, scid = header.get("dcid"), header.get("scid")
     raw = data.get("raw")
     size = None
@@ -267,7 +313,7 @@ def lost_packet_of(data: object) -> tuple[str, int | None, str | None]:
     if kind is None:
         kind = data.get("packet_number_space")
     trigger = data.get("trigger")
-    number = _int(header.get("packet_number", data.get("packet_number")))
+    number = _number(header.get("packet_number", data.get("packet_number")), "packet_number")
     return _space(kind), number, trigger if isinstance(trigger, str) else None
 
 
@@ -308,12 +354,15 @@ class PacketRead:
     first_problem: str | None = None
 
 
-def read_packets(path: str | Path, *, limits: ReadLimits = DEFAULT_LIMITS) -> PacketRead:
-    """Read every record of ``path`` and keep its packets. Lenient: the readers' fast path
-    checks only the framing of packet records, so a packet record that does not decode is
-    skipped and counted here (the caller reports it)."""
+def read_packets(
+    path: str | Path, *, limits: ReadLimits = DEFAULT_LIMITS, lenient: bool = True
+) -> PacketRead:
+    """Read every record of ``path`` and keep its packets. The readers' fast path checks only
+    the framing of packet records: a packet record that does not decode (or names a packet
+    number outside 0..2^62-1) raises :class:`~quicsm.core.errors.QlogError` here, naming the
+    file and record, or when ``lenient`` is skipped and counted (the caller reports it)."""
     collector = PacketCollector()
-    read = read_qlog(Path(path), full=True, lenient=True, limits=limits, metric_sink=collector)
+    read = read_qlog(Path(path), full=True, lenient=lenient, limits=limits, metric_sink=collector)
     first = str(read.problems[0]) if read.problems else None
     return PacketRead(collector.packets, read.skipped, first)
 
@@ -351,6 +400,11 @@ class WireResult:
     unnumbered: int = 0
     #: ACKs of the data direction that name more ranges than were logged
     partial_acks: int = 0
+    #: states these rows never show, and why: ``(states, reason)`` (a controller model's,
+    #: :data:`MODEL_NOT_DERIVED`; none for the producer-independent estimate)
+    not_derived: tuple[tuple[tuple[str, ...], str], ...] = ()
+    #: the producer whose controller model gave the states (``None``: the estimate)
+    model: str | None = None
 
 
 def from_one_side(packets: Sequence[Packet]) -> list[Packet]:
@@ -378,9 +432,17 @@ Key = tuple[str, int]
 
 
 class _Sender:
-    """The data sender's loss recovery and window, rebuilt from its packets and ACKs."""
+    """The data sender's loss recovery and window, rebuilt from its packets and ACKs; with a
+    ``model`` of the producer's own controller (:data:`CONTROLLERS`), its states are that
+    model's."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: QuicGoController | None = None, *, own: bool = True) -> None:
+        self.model = model
+        #: the log owner's own sends: a packet number it never used was skipped (quic-go skips
+        #: some on purpose), and is not counted by the packet threshold
+        self.own = own
+        self.highest_number: dict[str, int] = {}
+        self.skipped: dict[str, list[int]] = {}
         self.rows: list[tuple[float, str, str]] = []
         self.state = INIT
         self.outstanding: dict[Key, tuple[float, int]] = {}
@@ -388,6 +450,13 @@ class _Sender:
         self.lost: dict[Key, float] = {}
         self.largest_acked: dict[str, int] = {}
         self.packet_threshold = PACKET_THRESHOLD
+        #: a model that adapts loss detection to reordering (quic-go v0.65+): after a spurious
+        #: loss the application space's packet threshold is off, and its time threshold,
+        #: (8 + eighths) / 8 RTTs, doubles its eighths when a spurious loss came later than it
+        self.adaptive = model is not None and model.adaptive_detection
+        self.packet_threshold_off = False
+        self.time_eighths = 1
+        self.relax_from: int | None = None
         self.in_flight = 0.0
         self.datagram = float(DEFAULT_DATAGRAM)
         self.srtt: float | None = None
@@ -427,8 +496,31 @@ class _Sender:
             2.0 ** min(self.consecutive_ptos, 60)
         )
 
-    def _loss_delay(self) -> float:
-        return TIME_THRESHOLD * max(self.srtt or 0.0, self.latest_rtt or 0.0, GRANULARITY_MS)
+    def _loss_delay(self, space: str = "application") -> float:
+        rtt = max(self.srtt or 0.0, self.latest_rtt or 0.0)
+        if self.adaptive and space == "application":
+            return max((8 + self.time_eighths) / 8 * rtt, GRANULARITY_MS)
+        return TIME_THRESHOLD * max(rtt, GRANULARITY_MS)
+
+    def _reordering(
+        self, spurious: list[tuple[int, float]], t: float, ack_delay: float | None
+    ) -> None:
+        """quic-go v0.65 ``detectSpuriousLosses``: a spurious loss turns the packet threshold
+        off; one acknowledged later than the time threshold (from the ACK's send time, its
+        ack_delay taken off) doubles the threshold's eighths, up to 8."""
+        self.packet_threshold_off = True
+        sent_by = t - min(ack_delay or 0.0, MAX_ACK_DELAY_MS)
+        late = max(
+            (
+                sent_by - sent
+                for n, sent in spurious
+                if self.relax_from is not None and n >= self.relax_from
+            ),
+            default=0.0,
+        )
+        if late > self._loss_delay("application") and self.time_eighths < 8:
+            self.time_eighths = min(2 * self.time_eighths, 8)
+            self.relax_from = None
 
     def send(self, p: Packet) -> None:
         t = p.time
@@ -453,8 +545,13 @@ class _Sender:
             self.dropped_initial = True
             self._drop("initial")
         self.outstanding[(p.space, p.number)] = (t, p.size)
+        if self.adaptive and p.space == "application" and self.relax_from is None:
+            self.relax_from = p.number
+        self.numbered(p.space, p.number)
         self.last_number[p.space] = p.number
         self.in_flight += p.size
+        if self.model is not None:
+            self.model.sent(p.number, p.size)
         self.flight_since_event = max(self.flight_since_event, self.in_flight)
         self.round.max_flight = max(self.round.max_flight, self.in_flight)
         if self.round.end_number is None and p.space == "application":
@@ -463,16 +560,35 @@ class _Sender:
             self.round.cwnd_limited = True
         self.last_activity = t
 
+    def numbered(self, space: str, number: int) -> None:
+        """A packet number the sender used (any packet, ack-eliciting or not)."""
+        before = self.highest_number.get(space)
+        if before is not None and number > before + 1 and self.own:
+            gaps = self.skipped.setdefault(space, [])
+            gaps.extend(range(before + 1, min(number, before + 1 + MAX_SKIPPED)))
+            if len(gaps) > 4 * MAX_SKIPPED:  # bounded: forget the oldest
+                del gaps[: 2 * MAX_SKIPPED]
+        if before is None or number > before:
+            self.highest_number[space] = number
+
+    def _distance(self, space: str, largest: int, number: int) -> int:
+        """Packets sent from ``number`` (excluded) to ``largest``: their numbers' difference
+        less the numbers skipped between them (quic-go's ``sentPacketHistory.Difference``)."""
+        gaps = self.skipped.get(space)
+        if not gaps:
+            return largest - number
+        return largest - number - (bisect_left(gaps, largest) - bisect_right(gaps, number))
+
     def loss_timer(self, now: float) -> None:
         """RFC 9002 section 6.1.2: packets below the largest acknowledged one are lost once
         the time threshold has passed, whether or not another ACK came."""
         if not self.largest_acked or self.srtt is None:
             return
-        delay = self._loss_delay()
+        delays = {space: self._loss_delay(space) for space in self.largest_acked}
         due = [
-            (sent + delay, key)
+            (sent + delays[key[0]], key)
             for key, (sent, _) in self.outstanding.items()
-            if key[1] < self.largest_acked.get(key[0], -1) and sent + delay <= now
+            if key[1] < self.largest_acked.get(key[0], -1) and sent + delays[key[0]] <= now
         ]
         if due:
             when = max(d for d, _ in due)
@@ -482,12 +598,14 @@ class _Sender:
     def _declare(self, keys: list[Key]) -> bool:
         """Declare ``keys`` lost; whether one was sent after the recovery period began."""
         new_episode = False
-        for key in keys:
+        for key in sorted(keys, key=lambda k: k[1]):
             sent_at, size = self.outstanding.pop(key)
             self.in_flight = max(0.0, self.in_flight - size)
             self.lost[key] = sent_at
             self.n_lost += 1
-            if self.recovery_start is None or sent_at > self.recovery_start:
+            if self.model is not None:
+                new_episode = self.model.lost(key[1]) or new_episode
+            elif self.recovery_start is None or sent_at > self.recovery_start:
                 new_episode = True
         if len(self.lost) > 10_000:  # bounded: forget the oldest declarations
             for key in list(self.lost)[:5_000]:
@@ -507,6 +625,7 @@ class _Sender:
         self.loss_timer(t)
         space = p.space
         newly: list[tuple[int, float, int]] = []
+        spurious: list[tuple[int, float]] = []  # (number, sent at)
         for lo, hi in p.acks:
             if hi - lo >= len(self.outstanding) + len(self.lost):
                 # a range wider than what is known: look up what is known (a hostile ACK
@@ -527,9 +646,15 @@ class _Sender:
                     # declared lost, then acknowledged: reordered. Counted only: RFC 9002
                     # section 6.1.1 allows an adaptive threshold, but the stacks measured
                     # (quic-go, aioquic) keep kPacketThreshold and still cut their window
-                    del self.lost[key]
+                    spurious.append((n, self.lost.pop(key)))
                     self.n_spurious += 1
+        adapting = self.adaptive and space == "application" and bool(spurious)
         if not newly:
+            if adapting and self.model is not None:
+                self._reordering(spurious, t, p.ack_delay_ms)
+                for n, _ in spurious:
+                    self.model.spurious(n)
+                self.enter(t, self.model.state, "wire:spurious_loss")
             return
         self.n_acks += 1
         if space == "application" and not self.confirmed:
@@ -541,24 +666,42 @@ class _Sender:
         prior_in_flight = self.in_flight
         self.in_flight = max(0.0, self.in_flight - float(sum(s for _, _, s in newly)))
         largest = max(hi for _, hi in p.acks)
-        if largest > self.largest_acked.get(space, -1):
+        if space not in self.largest_acked or largest > self.largest_acked[space]:
             self.largest_acked[space] = largest
         top = max(newly)
-        if top[0] == largest:
-            self._rtt_sample(t - top[1], p.ack_delay_ms)
+        if top[0] == largest and self._rtt_sample(t - top[1], p.ack_delay_ms) and self.model:
+            assert self.latest_rtt is not None and self.min_rtt is not None
+            self.model.rtt_sample(self.latest_rtt, self.min_rtt)
         self.consecutive_ptos = 0
         self.last_activity = t
+        if adapting:
+            self._reordering(spurious, t, p.ack_delay_ms)
         # losses (RFC 9002 section 6.1)
-        delay = self._loss_delay()
-        threshold = self.largest_acked[space] - self.packet_threshold
+        delay = self._loss_delay(space)
+        top_acked = self.largest_acked[space]
+        by_number = not (self.packet_threshold_off and space == "application")
         lost = [
             key
             for key, (sent_at, _) in self.outstanding.items()
             if key[0] == space
-            and key[1] < self.largest_acked[space]
-            and (key[1] <= threshold or t - sent_at >= delay)
+            and key[1] < top_acked
+            and (
+                t - sent_at >= delay
+                or (by_number and self._distance(space, top_acked, key[1]) >= self.packet_threshold)
+            )
         ]
         new_episode = self._declare(lost) if lost else False
+        if self.model is not None:
+            if adapting:  # reported after this ACK's new congestion events, as quic-go does
+                for n, _ in spurious:
+                    self.model.spurious(n)
+            for n, _, _ in sorted(newly):
+                self.model.acked(n, prior_in_flight)
+            if new_episode:
+                self._congestion_event(t)
+            else:
+                self.enter(t, self.model.state, _MODEL_TRIGGERS[self.model.state])
+            return
         # recovery ends when a packet sent after it began is acknowledged
         if self.recovery_start is not None and any(
             sent > self.recovery_start for _, sent, _ in newly
@@ -586,10 +729,10 @@ class _Sender:
         else:
             self.enter(t, CONGESTION_AVOIDANCE, "wire:congestion_avoidance")
 
-    def _rtt_sample(self, sample: float, ack_delay: float | None) -> None:
-        """RFC 9002 section 5.3."""
+    def _rtt_sample(self, sample: float, ack_delay: float | None) -> bool:
+        """RFC 9002 section 5.3; whether the sample was taken."""
         if sample <= 0:
-            return
+            return False
         self.min_rtt = sample if self.min_rtt is None else min(self.min_rtt, sample)
         delay = ack_delay or 0.0
         if sample - delay >= self.min_rtt:
@@ -600,6 +743,7 @@ class _Sender:
         else:
             self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - sample)
             self.srtt = 0.875 * self.srtt + 0.125 * sample
+        return True
 
     def _round_end(self, largest: int) -> None:
         """Slow start ends when a cwnd-limited round's flight stops growing; in congestion
@@ -624,14 +768,27 @@ class _Sender:
         self.round = _Round(end_number=self.last_number.get("application"))
 
 
-def wire_states(packets: Iterable[Packet], *, own_sends: bool | None = None) -> WireResult:
-    """The congestion states of the sender of a trace's data, from its packets alone."""
+def wire_states(
+    packets: Iterable[Packet],
+    *,
+    own_sends: bool | None = None,
+    producer: str | None = None,
+    version: str | None = None,
+    cc: str | None = None,
+) -> WireResult:
+    """The congestion states of the sender of a trace's data, from its packets alone.
+    ``producer`` names the log's producer profile: when the log owner sent the data and
+    :data:`CONTROLLERS` has a model of that producer's controller, its states are the model's
+    (what the producer would log; ``version``, the trace's ``code_version``, and ``cc``, its
+    ``cc_algorithm``, pick the release's and the controller's behaviour); otherwise the
+    estimate described in this module's docstring."""
     by_time = sorted(packets, key=lambda p: p.time)  # stable: file order within a time
     ordered = from_one_side(by_time)
     captured = any(a.sent != b.sent for a, b in zip(by_time, ordered, strict=True))
     if own_sends is None:
         own_sends = data_direction(ordered)
-    sender = _Sender()
+    model = CONTROLLERS.get(producer or "") if own_sends else None
+    sender = _Sender(model(version, cc) if model is not None else None, own=own_sends)
     unnumbered = partial = 0
     for p in ordered:
         if p.sent == own_sends:
@@ -639,6 +796,8 @@ def wire_states(packets: Iterable[Packet], *, own_sends: bool | None = None) -> 
                 sender.send(p)
             elif p.eliciting:
                 unnumbered += 1
+            elif p.number is not None:
+                sender.numbered(p.space, p.number)
         elif p.acks:
             partial += p.partial_acks
             sender.ack(p)
@@ -653,6 +812,8 @@ def wire_states(packets: Iterable[Packet], *, own_sends: bool | None = None) -> 
         captured,
         unnumbered,
         partial,
+        MODEL_NOT_DERIVED if model is not None else (),
+        producer if model is not None else None,
     )
 
 

@@ -22,7 +22,8 @@ PROBE_TAIL_MS = 1000.0
 def packets_of(loaded: LoadedFile, index: int, diag: Diagnostics) -> list[Packet]:
     """A trace's packets (the file is read in full once, when a trace first needs them)."""
     if loaded.packets is None:
-        loaded.packets = read_packets(loaded.path, limits=loaded.limits)
+        # strict: the first packet record that does not decode raises, naming its record
+        loaded.packets = read_packets(loaded.path, limits=loaded.limits, lenient=loaded.lenient)
         # records the first reading skipped (a lenient read) were reported by it already
         n = loaded.packets.skipped - (loaded.read.skipped if loaded.read is not None else 0)
         if n > 0:
@@ -49,12 +50,20 @@ def wire_pass(
         packets = packets_of(loaded, trace.index, diag)
         if not any(p.acks for p in packets):
             return derivation
-        result = wire_states(packets)
+        version = trace.code_version or trace.labels.get("version")
+        result = wire_states(
+            packets,
+            producer=profile.name,
+            version=version if isinstance(version, str) else None,
+            cc=trace.cc_algorithm,
+        )
         if result.captured:
             whose = (
                 f"the {'client' if result.own_sends else 'server'}'s sender (a capture: "
                 "directions told by connection IDs)"
             )
+        elif result.own_sends and result.model is not None:
+            whose = f"its own sender, by {result.model}'s congestion controller replayed on them"
         elif result.own_sends:
             whose = "its own sender"
         else:
@@ -89,8 +98,7 @@ def wire_pass(
                 "were read"
             )
         rows = [DerivedState(t, s, trigger) for t, s, trigger in result.rows]
-        cap: tuple[str, ...] = ("CongestionAvoidanceMaxed",)
-        notices = [(cap, "a window cap cannot be seen in packets alone")]
+        notices = list(result.not_derived)
         return Derivation(profile, rows, notices, derivation.status)
     if not profile.logs_pto or PTO in caps:
         return derivation

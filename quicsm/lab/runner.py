@@ -36,10 +36,18 @@ from typing import Any
 
 from quicsm.core.errors import LabError
 from quicsm.lab.device import CpuLimiter
+from quicsm.lab.ippath import (
+    SERVER_ADDRESS,
+    PathNames,
+    create_namespaces,
+    delete_namespaces,
+    netns_exec,
+    path_names,
+)
 from quicsm.lab.link import link_config_to_dict
 from quicsm.lab.procs import Child, stop_all
 from quicsm.lab.scenario import Plan, Scenario
-from quicsm.lab.stacks import Stack, select_stacks
+from quicsm.lab.stacks import KERNEL_TCP, Stack, select_stacks
 
 Labels = dict[str, Any]
 
@@ -49,6 +57,8 @@ SERVER_READY_TIMEOUT_S = 20.0
 #: stacks write it only when the connection has finished closing/draining)
 SERVER_QLOG_LINGER_S = 10.0
 RELAY_READY_TIMEOUT_S = 10.0
+#: the server's port on the IP-level path (each run has namespaces of its own)
+IP_PATH_PORT = 4433
 QLOG_SUFFIXES = (".sqlog", ".qlog")
 
 
@@ -80,7 +90,9 @@ def plan_runs(plan: Plan, stacks: list[Stack], *, only: tuple[str, ...] = ()) ->
     for scenario in plan.scenarios:
         chosen = select_stacks(stacks, scenario.stacks, where=f"{scenario.source}: {scenario.name}")
         if only:
-            chosen = [s for s in chosen if any(s.matches(o) for o in only)]
+            # a scenario for every stack runs the kernel's TCP too when --stack names it
+            base = chosen if scenario.stacks else stacks
+            chosen = [s for s in base if any(s.matches(o) for o in only)]
         for n in range(1, scenario.repetitions + 1):
             seed = run_seed(plan.seed, scenario.name, n)
             specs.extend(RunSpec(stack=s, scenario=scenario, run=n, seed=seed) for s in chosen)
@@ -168,6 +180,10 @@ def execute(
         "reason": None,
     }
     env = {**os.environ, **stack.env, **scenario.env, "PYTHONUNBUFFERED": "1"}
+    # the kernel's TCP cannot cross the UDP relay
+    ip_path = scenario.path == "ip" or stack.stack == KERNEL_TCP
+    labels["path"] = "ip" if ip_path else "udp"
+    names: PathNames | None = path_names() if ip_path else None
     children: list[Child] = []
     limiter: CpuLimiter | None = None
     started = time.monotonic()
@@ -175,75 +191,127 @@ def execute(
     try:
         limiter = CpuLimiter(scenario.device, name=f"{os.getpid()}-{spec.seed}-{spec.run}")
         labels["device.mechanism"] = limiter.mechanism
-        server_port = _free_udp_port()
-        server = Child(
-            [
-                *stack.server,
-                "server",
-                "--listen",
-                f"{LOOPBACK}:{server_port}",
-                "--qlog-dir",
-                str(run_dir / "server-qlog"),
-            ],
-            env=env,
-            stderr_path=run_dir / "server.log",
-        )
-        children.append(server)
-        if (
-            server.wait_line(lambda s: s.strip() == "ready", timeout_s=SERVER_READY_TIMEOUT_S)
-            is None
-        ):
-            raise _RunFailed(
-                f"server not ready within {SERVER_READY_TIMEOUT_S:.0f} s"
-                f" (exit {server.proc.poll()}): {server.stderr_tail()}"
+        if names is not None:
+            create_namespaces(names)
+            server_host, server_port = SERVER_ADDRESS, IP_PATH_PORT
+        else:
+            server_host, server_port = LOOPBACK, _free_udp_port()
+
+        def in_server_ns(argv: list[str]) -> list[str]:
+            return netns_exec(names.server_ns, argv) if names is not None else argv
+
+        def in_client_ns(argv: list[str]) -> list[str]:
+            return netns_exec(names.client_ns, argv) if names is not None else argv
+
+        def start_server() -> None:
+            server = Child(
+                in_server_ns(
+                    [
+                        *stack.server,
+                        "server",
+                        "--listen",
+                        f"{server_host}:{server_port}",
+                        "--qlog-dir",
+                        str(run_dir / "server-qlog"),
+                    ]
+                ),
+                env=env,
+                stderr_path=run_dir / "server.log",
             )
-        relay_cfg = run_dir / "relay-config.json"
-        relay_cfg.write_text(
-            json.dumps(
-                {"up": link_config_to_dict(scenario.up), "down": link_config_to_dict(scenario.down)}
+            children.append(server)
+            if (
+                server.wait_line(lambda s: s.strip() == "ready", timeout_s=SERVER_READY_TIMEOUT_S)
+                is None
+            ):
+                raise _RunFailed(
+                    f"server not ready within {SERVER_READY_TIMEOUT_S:.0f} s"
+                    f" (exit {server.proc.poll()}): {server.stderr_tail()}"
+                )
+
+        def start_relay() -> str:
+            relay_cfg = run_dir / "relay-config.json"
+            relay_cfg.write_text(
+                json.dumps(
+                    {
+                        "up": link_config_to_dict(scenario.up),
+                        "down": link_config_to_dict(scenario.down),
+                    }
+                )
             )
-        )
-        relay = Child(
-            [
-                sys.executable,
-                "-m",
-                "quicsm.lab.relay",
-                "--listen",
-                f"{LOOPBACK}:0",
-                "--target",
-                f"{LOOPBACK}:{server_port}",
-                "--config",
-                str(relay_cfg),
-                "--seed",
-                str(spec.seed),
-                "--stats",
-                str(relay_stats),
-            ],
-            env=env,
-            stderr_path=run_dir / "relay.log",
-        )
-        children.append(relay)
-        ready = relay.wait_line(lambda s: s.startswith("ready "), timeout_s=RELAY_READY_TIMEOUT_S)
-        if ready is None:
-            raise _RunFailed(f"relay not ready: {relay.stderr_tail()}")
-        relay_addr = ready.split()[1]
+            if names is not None:
+                relay_argv = [
+                    sys.executable,
+                    "-m",
+                    "quicsm.lab.ippath",
+                    "--client-ns",
+                    names.client_ns,
+                    "--server-ns",
+                    names.server_ns,
+                    "--client-dev",
+                    names.client_dev,
+                    "--server-dev",
+                    names.server_dev,
+                ]
+            else:
+                relay_argv = [
+                    sys.executable,
+                    "-m",
+                    "quicsm.lab.relay",
+                    "--listen",
+                    f"{LOOPBACK}:0",
+                    "--target",
+                    f"{LOOPBACK}:{server_port}",
+                ]
+            relay = Child(
+                [
+                    *relay_argv,
+                    "--config",
+                    str(relay_cfg),
+                    "--seed",
+                    str(spec.seed),
+                    "--stats",
+                    str(relay_stats),
+                ],
+                env=env,
+                stderr_path=run_dir / "relay.log",
+            )
+            children.append(relay)
+            ready = relay.wait_line(
+                lambda s: s.startswith("ready"), timeout_s=RELAY_READY_TIMEOUT_S
+            )
+            if ready is None:
+                raise _RunFailed(f"relay not ready: {relay.stderr_tail()}")
+            # the IP path: the client reaches the server's own address through the TUN relay
+            relay_addr = ready.split()[1] if names is None else f"{server_host}:{server_port}"
+            return relay_addr
+
+        # the IP path: the relay makes the devices (and addresses) the server binds to
+        if names is not None:
+            relay_addr = start_relay()
+            start_server()
+        else:
+            start_server()
+            relay_addr = start_relay()
         wl = scenario.workload
         client = Child(
+            # the CPU limit first: ip netns exec mounts its own /sys, without the cgroups
             limiter.wrap(
-                [
-                    *stack.client,
-                    "client",
-                    "--connect",
-                    relay_addr,
-                    "--objects",
-                    str(wl.objects),
-                    "--object-size",
-                    str(wl.object_size),
-                    "--qlog-dir",
-                    str(run_dir / "client-qlog"),
-                    "--parallel",
-                    str(wl.parallel),
-                ]
+                in_client_ns(
+                    [
+                        *stack.client,
+                        "client",
+                        "--connect",
+                        relay_addr,
+                        "--objects",
+                        str(wl.objects),
+                        "--object-size",
+                        str(wl.object_size),
+                        "--qlog-dir",
+                        str(run_dir / "client-qlog"),
+                        "--parallel",
+                        str(wl.parallel),
+                    ]
+                )
             ),
             env=env,
             stderr_path=run_dir / "client.log",
@@ -286,6 +354,8 @@ def execute(
             child.stop(grace_s=5.0)
         if limiter is not None:
             limiter.close()
+        if names is not None:
+            delete_namespaces(names)
         labels["wall_s"] = round(time.monotonic() - started, 3)
         _finish(run_dir, labels, relay_stats)
     return labels

@@ -10,6 +10,8 @@ a ``matrix`` that expands it into one scenario per combination of values::
     seed = 1                             # base seed of the relay's random streams
     stacks = ["quic-go@v0.48.2", "quinn/bbr"]  # "stack[@version][/cc]"; [] = all built
     timeout_s = 60                       # per client run
+    path = "udp"                         # "udp": the UDP relay on 127.0.0.1 (QUIC only);
+                                         # "ip": the IP-level path (quicsm.lab.ippath)
 
     [defaults]                           # merged into every scenario of this file
     network = { rate_mbit = 100, delay_ms = 10, queue_packets = 300 }
@@ -45,7 +47,9 @@ Scalar = str | int | float | bool | None
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]*$")
 _TOP_KEYS = {"include", "run", "defaults", "scenario"}
-_RUN_KEYS = {"repetitions", "seed", "stacks", "timeout_s"}
+_RUN_KEYS = {"repetitions", "seed", "stacks", "timeout_s", "path"}
+#: the paths a scenario can run over (quicsm.lab.relay, quicsm.lab.ippath)
+PATHS = ("udp", "ip")
 _SCENARIO_KEYS = {
     "name",
     "description",
@@ -57,6 +61,7 @@ _SCENARIO_KEYS = {
     "repetitions",
     "stacks",
     "timeout_s",
+    "path",
 }
 _SECTION_KEYS = {"network", "device", "workload", "env"}
 _WORKLOAD_KEYS = {"objects", "object_size", "parallel"}
@@ -90,6 +95,8 @@ class Scenario:
     stacks: tuple[str, ...]
     timeout_s: float
     source: Path
+    #: "udp" (the UDP relay) or "ip" (the IP-level path); kernel TCP always runs over "ip"
+    path: str = "udp"
 
     def labels(self) -> dict[str, Scalar]:
         """Every parameter as flat ``dotted.key -> scalar`` labels (for run.json)."""
@@ -104,6 +111,7 @@ class Scenario:
             "parallel": self.workload.parallel,
             "transfer_bytes": self.workload.transfer_bytes,
             "repetitions": self.repetitions,
+            "path": self.path,
         }
         for direction, link in (("up", self.up), ("down", self.down)):
             out.update(_flatten(link_config_to_dict(link), f"network.{direction}"))
@@ -263,6 +271,9 @@ def _resolve(raw: dict[str, Any], *, file: Path, where: str, run: dict[str, Any]
     reps = raw.get("repetitions", run.get("repetitions", 5))
     timeout = raw.get("timeout_s", run.get("timeout_s", 60))
     stacks = raw.get("stacks", run.get("stacks", []))
+    path = raw.get("path", run.get("path", "udp"))
+    if path not in PATHS:
+        raise _err(file, f"{where}.path", f"expected one of {', '.join(PATHS)}, got {path!r}")
     return Scenario(
         name=name,
         description=description,
@@ -275,6 +286,7 @@ def _resolve(raw: dict[str, Any], *, file: Path, where: str, run: dict[str, Any]
         stacks=_stacks(stacks, file, f"{where}.stacks"),
         timeout_s=_positive(timeout, file, f"{where}.timeout_s"),
         source=file,
+        path=path,
     )
 
 

@@ -16,7 +16,9 @@ without a ``cc_algorithm`` label.
 from __future__ import annotations
 
 import json
+import platform
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,9 +92,7 @@ def load_stacks(path: str | Path = DEFAULT_STACKS_FILE) -> list[Stack]:
     try:
         raw = json.loads(path.read_text())
     except FileNotFoundError:
-        raise InputError(
-            f"{path}: no built stacks (build them with scripts/setup --lab)"
-        ) from None
+        raise InputError(f"{path}: no built stacks (build them with scripts/setup --lab)") from None
     except (OSError, ValueError) as exc:
         raise InputError(f"{path}: expected a JSON list of stacks: {exc}") from None
     if not isinstance(raw, list):
@@ -126,10 +126,51 @@ def load_stacks(path: str | Path = DEFAULT_STACKS_FILE) -> list[Stack]:
     return stacks
 
 
+#: the kernel's TCP as a lab stack (quicsm.lab.tcpperf), always over the IP-level path
+KERNEL_TCP = "linux-tcp"
+KERNEL_TCP_CONTROLLERS = ("reno", "cubic", "bbr")
+
+
+def available_tcp_controllers(
+    path: str | Path = "/proc/sys/net/ipv4/tcp_available_congestion_control",
+) -> list[str]:
+    """The kernel's congestion controllers quicsm runs (of reno, cubic, bbr) that it offers."""
+    try:
+        offered = set(Path(path).read_text().split())
+    except OSError:
+        return []
+    return [cc for cc in KERNEL_TCP_CONTROLLERS if cc in offered]
+
+
+def kernel_tcp_stacks() -> list[Stack]:
+    """``linux-tcp@<kernel release>/<cc>`` for every controller the kernel offers."""
+    program = (sys.executable, "-m", "quicsm.lab.tcpperf")
+    return [
+        Stack(
+            stack=KERNEL_TCP,
+            version=platform.release(),
+            server=program,
+            client=program,
+            env={CC_ENV: cc},
+            patch="",
+            cc_algorithm=cc,
+        )
+        for cc in available_tcp_controllers()
+    ]
+
+
+def needs_built_stacks(selectors: tuple[str, ...]) -> bool:
+    """Whether these selectors (none: every built stack) ask for more than the kernel's TCP."""
+    return not selectors or any(
+        s.partition("@")[0].partition("/")[0] != KERNEL_TCP for s in selectors
+    )
+
+
 def select_stacks(stacks: list[Stack], selectors: tuple[str, ...], *, where: str) -> list[Stack]:
-    """The stacks matching any selector (all if none); an unmatched selector is an error."""
+    """The stacks matching any selector (all built ones if none: the kernel's TCP only when
+    named); an unmatched selector is an error."""
     if not selectors:
-        return list(stacks)
+        return [s for s in stacks if s.stack != KERNEL_TCP]
     chosen: list[Stack] = []
     for sel in selectors:
         found = [s for s in stacks if s.matches(sel)]

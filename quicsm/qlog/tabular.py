@@ -20,13 +20,26 @@ One row per state entered::
 Such a table reads into the same transitions frame as qlog (``Init`` is added at each trace's
 first row when missing). CSV is recognised by its header line, Parquet by its magic bytes;
 CSV may be gzip or zstd compressed.
+
+A Parquet table's column types are checked from its schema before its data is read
+(:func:`check_types`: integer trace ids are read as text; a float ``trace`` or a list ``state``
+is one error naming the column, its type and what it accepts), and its reads run under
+:func:`quiet_panics`, so that a panic of the Parquet reader on a corrupt file is our error with
+the same message from call to call and nothing on stderr.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
+import os
+import re
+import sys
+import tempfile
+import threading
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
@@ -188,14 +201,149 @@ class _TooLong(Exception):
 
 
 def _load(path: Path, kind: str, data: bytes | None) -> pl.DataFrame:
+    """The table as polars reads it: CSV as text, Parquet with its column types checked
+    (:func:`check_types`) from its schema before its data is read."""
     try:
         if kind == "Parquet":
-            return pl.read_parquet(path)
+            with quiet_panics():
+                schema = pl.read_parquet_schema(path)
+            check_types(path, schema)
+            with quiet_panics():
+                return pl.read_parquet(path)
         assert data is not None
         return pl.read_csv(io.BytesIO(data), infer_schema=False)
-    except (Exception, _PanicException) as exc:  # noqa: BLE001 - polars/pyarrow on bad input
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise QlogError(str(path), f"a {kind} transitions table", got=detail[:200]) from None
+    except QuicsmError:
+        raise
+    except (Exception, _PanicException) as exc:  # noqa: BLE001 - polars on bad input
+        raise QlogError(
+            str(path), f"a {kind} transitions table", got=library_failure(exc)
+        ) from None
+
+
+#: the kinds of column types a table may give, and the polars types of each
+_TEXT, _INTEGER, _FLOAT, _BOOLEAN, _DATE = "text", "integers", "floats", "booleans", "dates"
+#: which kinds each column accepts (a label: any of these; integer trace ids are read as text)
+_ACCEPTED: Final[dict[str, tuple[str, ...]]] = {
+    "trace": (_TEXT, _INTEGER),
+    "time_ms": (_INTEGER, _FLOAT, _TEXT),
+    "end_ms": (_INTEGER, _FLOAT, _TEXT),
+    **{name: (_TEXT,) for name in ("state", "vantage", "raw_state", "trigger", "file", "source")},
+}
+_LABEL_KINDS: Final[tuple[str, ...]] = (_TEXT, _INTEGER, _FLOAT, _BOOLEAN, _DATE)
+
+
+def _kind_of(dtype: pl.DataType) -> str | None:
+    """The kind of a column type (``None``: nested, binary or another type no column takes)."""
+    if dtype == pl.String or isinstance(dtype, pl.Categorical | pl.Enum):
+        return _TEXT
+    if dtype.is_integer():
+        return _INTEGER
+    if dtype.is_float() or dtype.is_decimal():
+        return _FLOAT
+    if dtype == pl.Boolean:
+        return _BOOLEAN
+    if dtype in (pl.Date, pl.Time) or isinstance(dtype, pl.Datetime):
+        return _DATE
+    return None
+
+
+def check_types(path: Path, schema: dict[str, pl.DataType] | pl.Schema) -> None:
+    """Each column's type is one its role accepts (:data:`_ACCEPTED`; a label column: text,
+    numbers, booleans or dates); a column of nulls only (type ``Null``) is checked row by row.
+    Raises one :class:`QlogError` naming the column, its type and the accepted kinds, before
+    anything is cast."""
+    for name, dtype in schema.items():
+        if dtype == pl.Null:
+            continue
+        accepted = _ACCEPTED.get(name, _LABEL_KINDS)
+        if _kind_of(dtype) not in accepted:
+            what = f'the column "{name}"' if name in _ACCEPTED else f'the label column "{name}"'
+            kinds = (
+                ", ".join(accepted[:-1]) + " or " + accepted[-1]
+                if len(accepted) > 1
+                else (accepted[0])
+            )
+            raise QlogError(str(path), f"{what} to hold {kinds}", got=f"a column of type {dtype}")
+
+
+def library_failure(exc: BaseException) -> str:
+    """What a table library's failure on a mangled file says, the same from call to call: a
+    panic of polars' Rust code is named by its message only (without the task ids and thread
+    names that change between calls)."""
+    text = str(exc).strip()
+    if isinstance(exc, _PanicException):
+        message = text
+        while found := _PANIC_MESSAGE.search(message):  # the innermost task's panic
+            message = found.group(1).replace('\\"', '"').replace("\\\\", "\\")
+        message = _VOLATILE.sub("", re.split(r"\n|\\n", message)[0]).strip()
+        return f"a file the Parquet reader cannot decode (it panicked: {message[:120]})"
+    return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
+#: the message of a panic in a polars task (``JoinError::Panic(Id(7), "capacity overflow", ..)``)
+_PANIC_MESSAGE = re.compile(r'Panic\(Id\(\d+\), "((?:[^"\\]|\\.)*)"')
+#: numbers that change between calls: task ids, thread ids
+_VOLATILE = re.compile(r"Id\(\d+\)|\(\d+\)")
+#: what Rust's default panic hook writes to stderr: a header line, the message, then either a
+#: note on RUST_BACKTRACE or the backtrace (indented frames) and perhaps a note after it
+_PANIC_HEADER = re.compile(rb"^thread '[^']*'(?: \(\d+\))? panicked at ")
+_STDERR_LOCK = threading.RLock()  # a guarded call may run another (nested spools are fine)
+
+
+@contextmanager
+def quiet_panics() -> Iterator[None]:
+    """Run a table library call with the process's stderr (file descriptor 2) spooled: a panic
+    in polars' Rust code is turned into :class:`~polars.exceptions.PanicException` by polars,
+    but Rust's panic hook has already written its report (and a backtrace, per
+    ``RUST_BACKTRACE``) to stderr. Those reports are dropped; anything else written meanwhile is
+    written to stderr after the call. Calls are serialised (the descriptor is the process's)."""
+    with _STDERR_LOCK, tempfile.TemporaryFile() as spool:
+        try:
+            sys.stderr.flush()
+            saved = os.dup(2)
+        except (OSError, ValueError, AttributeError):  # no stderr to guard
+            yield
+            return
+        os.dup2(spool.fileno(), 2)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            spool.seek(0)
+            kept = _without_panic_reports(spool.read())
+            if kept:
+                os.write(2, kept)
+
+
+def _without_panic_reports(text: bytes) -> bytes:
+    """``text`` less the reports of Rust's default panic hook."""
+    if b"panicked at " not in text:
+        return text
+    out: list[bytes] = []
+    lines = text.splitlines(keepends=True)
+    i = 0
+    while i < len(lines):
+        if not _PANIC_HEADER.match(lines[i]):
+            out.append(lines[i])
+            i += 1
+            continue
+        if out and not out[-1].strip():
+            out.pop()  # the hook's blank line before its report
+        i += 1
+        while i < len(lines) and not lines[i].startswith((b"note: run with", b"stack backtrace:")):
+            i += 1  # the message
+        if i < len(lines) and lines[i].startswith(b"stack backtrace:"):
+            i += 1
+            while i < len(lines) and lines[i][:1] in (b" ", b"\t"):
+                i += 1  # the frames
+            if i < len(lines) and lines[i].startswith(b"note: Some details are omitted"):
+                i += 1
+        elif i < len(lines):
+            i += 1  # the note on RUST_BACKTRACE
+    return b"".join(out)
 
 
 def read_table(
@@ -260,7 +408,7 @@ def read_table(
         error: QuicsmError = out_of_memory(path)
     except (Exception, _PanicException) as exc:  # noqa: BLE001 - the reader's boundary
         released(exc)
-        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        detail = library_failure(exc)
         error = QlogError(
             str(path),
             f"a {kind} transitions table",
@@ -285,7 +433,7 @@ def _collect_labels(raw: pl.DataFrame, labels: dict[str, dict[str, str]] | None)
     if labels is None or not extra or "trace" not in raw.columns:
         return
     part = raw.select(
-        pl.col("trace").cast(KEY_DTYPE), *[pl.col(c).cast(pl.String) for c in extra]
+        pl.col("trace").cast(pl.String).cast(KEY_DTYPE), *[pl.col(c).cast(pl.String) for c in extra]
     ).filter(pl.col("trace").is_not_null())
     per_trace = part.group_by("trace", maintain_order=True).agg(
         *[pl.col(c).drop_nulls().unique(maintain_order=True).alias(c) for c in extra]
@@ -341,6 +489,7 @@ def _rows(
             line=1 if kind == "CSV" else None,
             got=f"columns {', '.join(raw.columns) or '(none)'}",
         )
+    check_types(path, raw.schema)
     _collect_labels(raw, labels)
     raw = raw.select([c for c in (*REQUIRED, *OPTIONAL) if c in raw.columns])
     strings = raw.with_columns([pl.col(c).cast(pl.String) for c in raw.columns]).with_row_index(

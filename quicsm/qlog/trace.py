@@ -338,9 +338,7 @@ class TraceBuilder:
             return t
         self.n_repaired += 1
         if len(self.repaired) < MAX_NAMED_REPAIRS:
-            self.repaired.append(
-                f"{where or 'an event'} at {t:.6g} ms after {latest:.6g} ms"
-            )
+            self.repaired.append(f"{where or 'an event'} at {t:.6g} ms after {latest:.6g} ms")
         return latest
 
     def observe(self, t: float, offset: int | None = None, *, where: str | None = None) -> None:
@@ -383,7 +381,10 @@ class TraceBuilder:
             if self.packet_hook is not None:
                 short = name.rpartition(":")[2].lower()
                 if short in PACKET_EVENTS:
-                    self.packet_hook(t, short, data, self.scale)
+                    try:
+                        self.packet_hook(t, short, data, self.scale)
+                    except RecordProblem as problem:  # the hook knows no record: this one
+                        raise _placed(problem, offset, where) from None
             return
         if not self.full:
             self._check_order(t, offset, where, kind == STATE)
@@ -394,7 +395,10 @@ class TraceBuilder:
             self.last_derive_time = t
         metric, state = metric_event(kind, t, data, offset, rtt_scale=self.scale, where=where)
         if kind == LOST and self.loss_hook is not None:  # its data is an object (checked)
-            self.loss_hook(t, "packet_lost", data, self.scale)
+            try:
+                self.loss_hook(t, "packet_lost", data, self.scale)
+            except RecordProblem as problem:
+                raise _placed(problem, offset, where) from None
         if state is not None and kind == MVFST_METRIC:
             self.states.append(state)
         if metric is not None:
@@ -449,3 +453,10 @@ def object_event(
         missing = [k for k in ("time", "name") if k not in obj]
         got = "an object without " + " and ".join(f'"{k}"' for k in missing)
     raise RecordProblem(offset, 'an object with "time" and "name"', got, where=where)
+
+
+def _placed(problem: RecordProblem, offset: int | None, where: str | None) -> RecordProblem:
+    """A hook's problem (raised without a position) at the record being added."""
+    if problem.offset is not None or problem.where is not None or problem.line is not None:
+        return problem
+    return RecordProblem(offset, problem.expected, problem.got, where=where)

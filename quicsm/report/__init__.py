@@ -37,9 +37,12 @@ def build_report(
     generated_at: str | None = None,
     command: str | None = None,
     primary: Sequence[str] = (),
+    conformance: str | None = None,
 ) -> str:
     """The report text. ``generated_at`` and ``command`` are shown in Methods when given (pass
-    them in; the report never reads the clock, so the same inputs give the same bytes)."""
+    them in; the report never reads the clock, so the same inputs give the same bytes).
+    ``conformance``: add the conformance section against the group whose comparison label
+    (``--by``, else ``stack``) has this value (:mod:`quicsm.report.conformance`)."""
     from quicsm.compare.diff import keyed_transitions
     from quicsm.compare.run import run_comparison
     from quicsm.model.inference import infer
@@ -74,8 +77,16 @@ def build_report(
         matrix=matrix,
         metric=metric,
     )
+    extra: list[str] = []
+    if conformance is not None:
+        from quicsm.report import conformance as conf
+
+        for view in conf.conformance_views(comparisons, reference=conformance, seed=seed):
+            extra.append(conf.to_html(view) if fmt == "html" else conf.to_markdown(view))
     render = render_html if fmt == "html" else render_markdown
-    return render(views, alpha=alpha, title=title, generated_at=generated_at, command=command)
+    return render(
+        views, alpha=alpha, title=title, generated_at=generated_at, command=command, extra=extra
+    )
 
 
 def write_report(path: str | Path, comparisons: Sequence[Comparison], **options: object) -> Path:

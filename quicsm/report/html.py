@@ -79,7 +79,9 @@ def render_html(
     title: str | None = None,
     generated_at: str | None = None,
     command: str | None = None,
+    extra: Sequence[str] = (),
 ) -> str:
+    """``extra``: further sections (HTML), placed before Methods."""
     head = heading(views, title)
     parts = [
         "<!DOCTYPE html>",
@@ -98,6 +100,7 @@ def render_html(
         parts.append(f'<nav>Comparisons: {links}<a href="#methods">Methods</a></nav>')
     for i, view in enumerate(views):
         parts.append(_comparison(view, i, alpha=alpha))
+    parts.extend(extra)
     parts.append(_methods(views, alpha=alpha, generated_at=generated_at, command=command))
     parts.append("</main></body></html>")
     return "\n".join(parts) + "\n"

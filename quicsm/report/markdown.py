@@ -17,7 +17,9 @@ def render_markdown(
     title: str | None = None,
     generated_at: str | None = None,
     command: str | None = None,
+    extra: Sequence[str] = (),
 ) -> str:
+    """``extra``: further sections (Markdown), placed before Methods."""
     out = [f"# {md_cell(heading(views, title))}", ""]
     out += [md_cell(byline(alpha=alpha, generated_at=generated_at)), ""]
     for view in views:
@@ -78,6 +80,8 @@ def render_markdown(
                     cells.append(f"{pct} ({md_cell(cell.text)})")
                 out.append("| " + " | ".join([md_cell(r), *cells]) + " |")
         out.append("")
+    for section in extra:
+        out += [section.rstrip("\n"), ""]
     out += ["## Methods", ""]
     items = methods_items(views, alpha=alpha, generated_at=generated_at, command=command)
     out += [f"- **{md_cell(k)}**: {md_cell(v)}" for k, v in items]
