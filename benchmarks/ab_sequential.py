@@ -30,12 +30,25 @@ Per setting: the family-wise rate of a false claim (under the null: a change cla
 scenario; in the change settings: an equivalence claimed in any scenario — which would miss the
 change, although the change moves each single quantity by less than its margin: the largest
 shift is ApplicationLimited's share, −4.8 points), the power (the changed scenario decided as
-a change), the pairs to a decision (mean, median, 90th percentile) and the fixed-n design with
-the same power: a paired t-test per quantity at α / K (Bonferroni), its n the smallest whose
-simulated power reaches the sequential procedure's. The output is stored in
-``docs/ab_sequential.json``; ``--markdown`` prints the docs table from it::
+a change) and the pairs to a decision (mean, median, 90th percentile).
 
-    nice -n 10 .venv/bin/python benchmarks/ab_sequential.py --repetitions 2000
+Savings are compared at stated powers, 90% and 95% (:data:`POWERS`): the fixed-n design is a
+paired t-test per quantity at α / K (Bonferroni), its n the smallest whose simulated power
+reaches the stated one; the sequential procedure is run to the smallest budget at which its
+simulated power reaches it (each experiment stopping at its decision or at that budget: valid,
+as the tests hold at any stopping time), and its mean pairs are set against the fixed n.
+(Comparing against a fixed design sized for the sequential procedure's own power, near 100%
+at a budget of 100 pairs, measures the budget, not the procedure.) Equivalence is compared the
+same way on A-against-A experiments (``--equivalence-repetitions`` of them, a budget of
+``--equivalence-pairs``, the null settings without drift), the fixed design being two one-sided
+t-tests per quantity at α / K (TOST), equivalence claimed when every quantity passes.
+
+A run writes ``build/benchmarks/ab_sequential.json``; the published results are written only
+when named (``--output docs/ab_sequential.json``), and ``--markdown`` prints the docs table
+from them::
+
+    nice -n 10 .venv/bin/python benchmarks/ab_sequential.py --repetitions 2000 \\
+        --output docs/ab_sequential.json
     .venv/bin/python benchmarks/ab_sequential.py --markdown
 """
 
@@ -43,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -53,7 +67,11 @@ from scipy import stats as sps
 from quicsm.stats.intervals import wilson
 from quicsm.stats.sequential import stopping_pairs
 
-RESULTS = Path(__file__).resolve().parent.parent / "docs" / "ab_sequential.json"
+ROOT = Path(__file__).resolve().parent.parent
+#: the published results, which docs/lab.md quotes (written only when named with --output)
+RESULTS = ROOT / "docs" / "ab_sequential.json"
+#: where a run writes by default: a trial never overwrites the published numbers
+SCRATCH = ROOT / "build" / "benchmarks" / "ab_sequential.json"
 
 # the generator's states; the last two never occur in this chain (their shares are 0, as in
 # runs without a window cap or a tail-loss probe) but are among the tested quantities
@@ -181,6 +199,70 @@ def fixed_n_for(d: np.ndarray, target: float, *, alpha: float, hypotheses: int) 
     return lo
 
 
+#: the powers at which the sequential procedure and the fixed designs are compared
+POWERS = (0.90, 0.95)
+
+
+def fixed_equivalence_power(
+    d: np.ndarray, n: int, *, alpha: float, hypotheses: int
+) -> float:
+    """Power of the fixed-n equivalence design on the first ``n`` pairs: two one-sided paired
+    t-tests (TOST) per quantity at α / K, equivalence claimed when every quantity passes (a
+    quantity that never varies passes when its mean is inside the margin)."""
+    x = d[:, :, :n]
+    mean = x.mean(axis=-1)
+    se = x.std(axis=-1, ddof=1) / np.sqrt(n)
+    margin = np.array(MARGINS)[None, :]
+    crit = sps.t.ppf(1 - alpha / hypotheses, n - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lower = np.where(se > 0, (mean + margin) / se, np.where(mean > -margin, np.inf, -np.inf))
+        upper = np.where(se > 0, (margin - mean) / se, np.where(mean < margin, np.inf, -np.inf))
+    passed = (lower > crit) & (upper > crit)
+    return float(passed.all(axis=1).mean())
+
+
+def smallest_n(power: Any, target: float, *, lo: int, hi: int) -> int | None:
+    """The smallest n in [lo, hi] whose ``power(n)`` reaches ``target`` (None: not within hi);
+    power is non-decreasing in n up to simulation noise."""
+    if power(hi) < target:
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if power(mid) >= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def matched(
+    n: np.ndarray, v: np.ndarray, verdict: int, target: float
+) -> tuple[int, float, float] | None:
+    """The sequential procedure run to the smallest budget B at which it reaches ``target``
+    power for ``verdict`` (1 change, 2 equivalent): (B, its power there, the mean pairs it
+    uses, each experiment stopping at its decision or at B). None: not within the budget
+    simulated. Stopping earlier than planned is valid for these tests at any time, so the
+    truncated procedure keeps its error rate."""
+    for budget in range(1, int(n.max()) + 1):
+        power = float(((v == verdict) & (n <= budget)).mean())
+        if power >= target:
+            return budget, power, float(np.minimum(n, budget).mean())
+    return None
+
+
+def comparison(
+    seq: tuple[int, float, float] | None, fixed_n: int | None, fixed_p: float | None
+) -> dict[str, Any]:
+    """One matched-power cell: the sequential design's budget, power and mean pairs, the
+    fixed design's n and power, and the saving (1 - sequential mean / fixed n)."""
+    out: dict[str, Any] = {"fixed_n": fixed_n, "fixed_power": fixed_p}
+    if seq is not None:
+        out |= {"budget": seq[0], "power": round(seq[1], 4), "pairs_mean": round(seq[2], 2)}
+    if seq is not None and fixed_n:
+        out["saving"] = round(1 - seq[2] / fixed_n, 4)
+    return out
+
+
 def setting(
     name: str,
     mixed: bool,
@@ -218,20 +300,62 @@ def setting(
         "pairs_p90": float(np.percentile(first_n, 90)),
     }
     if p_rec_b != 0.5:
-        power = float((first_v == 1).mean())
         dfix = differences(rng, reps, fixed_pairs, mixed=mixed, p_rec_b=p_rec_b, drift=drift)
-        nf = fixed_n_for(dfix, power, alpha=alpha, hypotheses=k)
-        out["fixed_n"] = nf
-        out["fixed_power"] = (
-            round(fixed_power(dfix, nf, alpha=alpha, hypotheses=k), 4) if nf else None
-        )
-        out["saving"] = round(1 - float(first_n.mean()) / nf, 4) if nf else None
+        out["matched"] = {}
+        for target in POWERS:
+            nf = fixed_n_for(dfix, target, alpha=alpha, hypotheses=k)
+            pf = round(fixed_power(dfix, nf, alpha=alpha, hypotheses=k), 4) if nf else None
+            seq = matched(first_n, first_v, 1, target)
+            out["matched"][f"{target:.2f}"] = comparison(seq, nf, pf)
         # what an oracle sequential probability ratio test, knowing the largest standardised
         # effect δ (over quantities) and its variance, would need: about 2 ln(K/α) / δ²
         sd = dfix.std(axis=(0, 2))
         delta = np.abs(dfix.mean(axis=(0, 2))) / np.where(sd > 0, sd, np.inf)
         out["largest_effect"] = round(float(delta.max()), 3)
         out["oracle_pairs"] = round(2 * np.log(k / alpha) / float(delta.max()) ** 2, 1)
+    return out
+
+
+#: the null settings where equivalence is measured (A against A; drift left out)
+EQUIVALENCE_SETTINGS = ("homogeneous, null", "heterogeneous, null")
+
+
+def equivalence(
+    name: str,
+    mixed: bool,
+    *,
+    reps: int,
+    pairs: int,
+    scenarios: int,
+    alpha: float,
+    seed: int,
+) -> dict[str, Any]:
+    """A against A with a budget of ``pairs``: how often and after how many pairs the
+    sequential procedure shows equivalence (its first scenario, K = 9 x scenarios), against
+    the fixed equivalence design (TOST per quantity) matched at each power of
+    :data:`POWERS`, on the same simulated experiments."""
+    rng = np.random.default_rng([seed, 7, SETTINGS.index((name, mixed, 0.5, False))])
+    k = 9 * scenarios
+    d = differences(rng, reps, pairs, mixed=mixed, p_rec_b=0.5, drift=False)
+    n, v = stopping_pairs(d, MARGINS, alpha=alpha, hypotheses=k)
+    eq = v == 2
+    out: dict[str, Any] = {
+        "setting": name,
+        "repetitions": reps,
+        "budget": pairs,
+        "equivalent": int(eq.sum()),
+        "change": int((v == 1).sum()),
+        "pairs_median": float(np.median(n[eq])) if eq.any() else None,
+        "matched": {},
+    }
+
+    def power(m: int) -> float:
+        return fixed_equivalence_power(d, m, alpha=alpha, hypotheses=k)
+
+    for target in POWERS:
+        nf = smallest_n(power, target, lo=2, hi=pairs)
+        pf = round(power(nf), 4) if nf else None
+        out["matched"][f"{target:.2f}"] = comparison(matched(n, v, 2, target), nf, pf)
     return out
 
 
@@ -244,6 +368,8 @@ def run(
     seed: int,
     fixed_pairs: int,
     only: tuple[str, ...] = (),
+    equivalence_reps: int = 0,
+    equivalence_pairs: int = 600,
 ) -> dict[str, Any]:
     start = time.perf_counter()
     rows = [
@@ -259,6 +385,19 @@ def run(
         for s in SETTINGS
         if not only or s[0] in only
     ]
+    equivalent = [
+        equivalence(
+            name,
+            mixed,
+            reps=equivalence_reps,
+            pairs=equivalence_pairs,
+            scenarios=scenarios,
+            alpha=alpha,
+            seed=seed,
+        )
+        for name, mixed, p_rec_b, drift in SETTINGS
+        if equivalence_reps > 0 and name in EQUIVALENCE_SETTINGS and (not only or name in only)
+    ]
     return {
         "settings": {
             "repetitions": reps,
@@ -268,11 +407,15 @@ def run(
             "alpha": alpha,
             "seed": seed,
             "fixed_pairs": fixed_pairs,
+            "equivalence_repetitions": equivalence_reps,
+            "equivalence_pairs": equivalence_pairs,
+            "powers": list(POWERS),
             "share_margin": SHARE_MARGIN,
             "time_margin": "10%",
         },
         "seconds": round(time.perf_counter() - start, 1),
         "rows": rows,
+        "equivalence": equivalent,
     }
 
 
@@ -281,36 +424,70 @@ def _rate(k: int, n: int) -> str:
     return f"{100 * k / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
+def _matched_cell(cell: dict[str, Any] | None, fixed_limit: int) -> str:
+    """``21.3 pairs (budget 33) vs 28: 24% fewer`` for one matched-power comparison (``more``
+    when the sequential design needs more pairs on average than the fixed one)."""
+    if not cell:
+        return "-"
+    if "pairs_mean" not in cell:
+        seq = "not reached in the budget"
+    else:
+        seq = f"{cell['pairs_mean']:.1f} pairs (budget {cell['budget']})"
+    fixed = f"{cell['fixed_n']}" if cell.get("fixed_n") else f"> {fixed_limit}"
+    saving = ""
+    if "saving" in cell:
+        pct = round(100 * cell["saving"])
+        saving = f": {pct}% fewer" if pct >= 0 else f": {-pct}% more"
+    return f"{seq} vs {fixed}{saving}"
+
+
 def markdown(result: dict[str, Any]) -> str:
     st = result["settings"]
     n = st["repetitions"]
+    powers = [f"{p:.2f}" for p in st["powers"]]
+    at = " | ".join(f"at {100 * float(p):.0f}% power: sequential vs fixed-n" for p in powers)
     lines = [
         f"{n} experiments per setting, {st['scenarios']} scenarios each (K = "
         f"{st['hypotheses']} quantities), α = {st['alpha']}, budget {st['max_pairs']} pairs, "
         f"margins ±{st['share_margin']} time share and ±{st['time_margin']} completion time:",
         "",
         "| setting | false claims (family-wise) | decided: change / equivalent / budget "
-        "| pairs to decision: mean (median, 90th pct) | fixed-n design, same power | "
-        "fewer pairs than fixed-n | oracle SPRT (largest effect δ) |",
-        "|---|---|---|---|---|---|---|",
+        f"| pairs to decision: mean (median, 90th pct) | {at} | oracle SPRT (largest effect δ) |",
+        "|---|---|---|---|" + "---|" * len(powers) + "---|",
     ]
     for r in result["rows"]:
-        fixed = "-"
-        saving = "-"
+        cells = ["-"] * len(powers)
         oracle = "-"
         if not r["null"]:
             oracle = f"{r['oracle_pairs']:.0f} pairs (δ = {r['largest_effect']:.2f})"
-            if r.get("fixed_n"):
-                fixed = f"{r['fixed_n']} pairs (power {100 * r['fixed_power']:.1f}%)"
-                saving = f"{100 * r['saving']:.0f}%"
-            else:
-                fixed = f"> {st['fixed_pairs']} pairs"
+            cells = [_matched_cell(r["matched"].get(p), st["fixed_pairs"]) for p in powers]
         lines.append(
             f"| {r['setting']} | {_rate(r['false_claims'], n)} | "
             f"{100 * r['change'] / n:.1f}% / {100 * r['equivalent'] / n:.1f}% / "
             f"{100 * r['budget'] / n:.1f}% | {r['pairs_mean']:.1f} ({r['pairs_median']:g}, "
-            f"{r['pairs_p90']:g}) | {fixed} | {saving} | {oracle} |"
+            f"{r['pairs_p90']:g}) | " + " | ".join(cells) + f" | {oracle} |"
         )
+    if result.get("equivalence"):
+        e0 = result["equivalence"][0]
+        at = " | ".join(f"at {100 * float(p):.0f}% power: sequential vs fixed TOST" for p in powers)
+        lines += [
+            "",
+            f"Equivalence, A against A: {e0['repetitions']} experiments per setting, budget "
+            f"{e0['budget']} pairs (the fixed design: two one-sided t-tests per quantity at α / K, "
+            "every quantity inside its margin):",
+            "",
+            "| setting | shown equivalent / a change claimed | pairs to equivalence: median | "
+            f"{at} |",
+            "|---|---|---|" + "---|" * len(powers),
+        ]
+        for r in result["equivalence"]:
+            m = r["repetitions"]
+            median = f"{r['pairs_median']:g}" if r["pairs_median"] is not None else "-"
+            cells = [_matched_cell(r["matched"].get(p), r["budget"]) for p in powers]
+            lines.append(
+                f"| {r['setting']} | {100 * r['equivalent'] / m:.1f}% / "
+                f"{100 * r['change'] / m:.1f}% | {median} | " + " | ".join(cells) + " |"
+            )
     return "\n".join(lines)
 
 
@@ -414,14 +591,39 @@ def alternatives(*, reps: int, scenarios: int, max_pairs: int, alpha: float, see
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repetitions", type=int, default=2000)
-    ap.add_argument("--scenarios", type=int, default=7)
-    ap.add_argument("--max-pairs", type=int, default=100)
+    ap.add_argument(
+        "--repetitions", type=int, default=2000, help="simulated experiments per setting"
+    )
+    ap.add_argument(
+        "--scenarios", type=int, default=7, help="scenarios per experiment (the family's size)"
+    )
+    ap.add_argument(
+        "--max-pairs", type=int, default=100, help="budget of pairs per scenario (--max-runs)"
+    )
     ap.add_argument("--fixed-pairs", type=int, default=200, help="longest fixed design tried")
-    ap.add_argument("--alpha", type=float, default=0.05)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--equivalence-repetitions",
+        type=int,
+        default=400,
+        help="simulated A-against-A experiments for the equivalence comparison (0: none)",
+    )
+    ap.add_argument(
+        "--equivalence-pairs",
+        type=int,
+        default=600,
+        help="budget of pairs of the equivalence comparison (and longest fixed design tried)",
+    )
+    ap.add_argument("--alpha", type=float, default=0.05, help="family-wise error rate")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the simulation")
     ap.add_argument("--only", action="append", default=[], help="run only this setting")
-    ap.add_argument("--output", type=Path, default=RESULTS)
+    ap.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help=f"the results file to write (default: {SCRATCH.relative_to(ROOT)}; name "
+        f"{RESULTS.relative_to(ROOT)} to publish) or, with --markdown, to read (default: "
+        f"{RESULTS.relative_to(ROOT)})",
+    )
     ap.add_argument("--markdown", action="store_true", help="print the table of --output")
     ap.add_argument(
         "--alternatives", action="store_true", help="compare the change tests considered"
@@ -439,7 +641,7 @@ def main() -> None:
         )
         return
     if args.markdown:
-        print(markdown(json.loads(args.output.read_text())))
+        print(markdown(json.loads((args.output or RESULTS).read_text())))
         return
     result = run(
         reps=args.repetitions,
@@ -449,8 +651,13 @@ def main() -> None:
         seed=args.seed,
         fixed_pairs=args.fixed_pairs,
         only=tuple(args.only),
+        equivalence_reps=args.equivalence_repetitions,
+        equivalence_pairs=args.equivalence_pairs,
     )
-    args.output.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    output = args.output or SCRATCH
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    print(f"written: {output}", file=sys.stderr)
     print(markdown(result))
 
 

@@ -143,11 +143,17 @@ def main() -> None:
         child_api(sys.argv[2])
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--traces", type=int, nargs="+", default=[100_000, 1_000_000])
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument(
+        "--traces",
+        type=int,
+        nargs="+",
+        default=[100_000, 1_000_000],
+        help="traces in each generated CSV, one measurement per size",
+    )
+    ap.add_argument("--seed", type=int, default=1, help="seed of the synthetic traces")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per program (median)")
     ap.add_argument("--csv-dir", type=Path, help="keep (and reuse) the generated CSVs here")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--out", type=Path, default=RESULTS, help="the results file")
     opts = ap.parse_args()
     compile_package()  # the bytecode users have (quicsm.testing.bench)
     with tempfile.TemporaryDirectory() as tmp:

@@ -205,10 +205,18 @@ def big(size_mb: int, orjson_baseline: bool, repeat: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes-mb", type=int, nargs="+", default=[30, 120])
+    parser.add_argument(
+        "--sizes-mb",
+        type=int,
+        nargs="+",
+        default=[30, 120],
+        help="sizes of the generated documents, in MB",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (--big: 2)")
     parser.add_argument("--big", action="store_true", help="the >= 1 GB target (see above)")
-    parser.add_argument("--big-mb", type=int, default=1100)
+    parser.add_argument(
+        "--big-mb", type=int, default=1100, help="size of each --big document, in MB"
+    )
     parser.add_argument(
         "--no-orjson", action="store_true", help="--big without the orjson baseline (~10x RAM)"
     )

@@ -281,7 +281,12 @@ def run_shape(path: Path, label: str, *, python: bool, repeat: int = 1) -> dict[
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shape", choices=("one", "multi", "both"), default="both")
+    parser.add_argument(
+        "--shape",
+        choices=("one", "multi", "both"),
+        default="both",
+        help="one connection, many traces, or both",
+    )
     parser.add_argument("--size-mb", type=float, default=200, help="the one-connection file")
     parser.add_argument("--multi-size-mb", type=float, default=1000, help="the many-trace file")
     parser.add_argument("--min-traces", type=int, default=1000, help="the many-trace file")

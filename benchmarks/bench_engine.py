@@ -231,10 +231,15 @@ def _one_dask(config: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--files", type=int, default=100_000)
+    p.add_argument("--files", type=int, default=100_000, help="trace files in the generated corpus")
     p.add_argument("--sample", type=int, default=5_000, help="files for the per-file row")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--data-dir", type=Path, default=ROOT / "data")
+    p.add_argument("--seed", type=int, default=1, help="seed of the synthetic traces")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=ROOT / "data",
+        help="where the corpus is generated (and reused)",
+    )
     p.add_argument("--one", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.one:

@@ -236,13 +236,19 @@ def main() -> None:
         child_dfg(sys.argv[2])
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--traces", type=int, default=100_000)
+    ap.add_argument("--traces", type=int, default=100_000, help="traces in the main comparison")
     ap.add_argument("--large", type=int, default=1_000_000, help="0 to skip")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--synoptic-classpath", default=os.environ.get("QUICSM_SYNOPTIC_CLASSPATH"))
-    ap.add_argument("--synoptic-timeout", type=float, default=3600.0)
-    ap.add_argument("--java-heap", default="14g")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--seed", type=int, default=1, help="seed of the synthetic traces")
+    ap.add_argument(
+        "--synoptic-classpath",
+        default=os.environ.get("QUICSM_SYNOPTIC_CLASSPATH"),
+        help="a Synoptic build (default: $QUICSM_SYNOPTIC_CLASSPATH; none: no Synoptic row)",
+    )
+    ap.add_argument(
+        "--synoptic-timeout", type=float, default=3600.0, help="wall seconds Synoptic may take"
+    )
+    ap.add_argument("--java-heap", default="14g", help="Synoptic's JVM heap (-Xmx)")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="the results file")
     opts = ap.parse_args()
     compile_package()  # the bytecode users have (quicsm.testing.bench)
     rows = []

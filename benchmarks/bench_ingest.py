@@ -236,10 +236,17 @@ def peak_memory(path: Path, states: str = "explicit") -> dict[str, int]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size-mb", type=float, default=220.0)
+    parser.add_argument(
+        "--size-mb", type=float, default=220.0, help="size of the generated trace, in MB"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="best of N timings")
-    parser.add_argument("--data-dir", type=Path, default=ROOT / "data")
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=ROOT / "data",
+        help="where the trace is generated (and reused)",
+    )
+    parser.add_argument("--seed", type=int, default=7, help="seed of the generated trace")
     parser.add_argument(
         "--states",
         choices=("explicit", "hybrid", "derived"),

@@ -180,7 +180,12 @@ def tcp_transfer(cc: str, *, size: int, seed: int = 1) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="1 s per case instead of 3 s")
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/bench_ippath.json"))
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parent / "results" / "bench_ippath.json",
+        help="the results file",
+    )
     args = ap.parse_args()
     load_before = os.getloadavg()
     print(f"load average before: {load_before[0]:.2f} (2 cores shared with everything else)")

@@ -198,7 +198,12 @@ def stack_through_relay(stack_key: str, *, size: int, repeats: int) -> list[dict
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="1 s per case instead of 3 s")
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/bench_relay.json"))
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parent / "results" / "bench_relay.json",
+        help="the results file",
+    )
     ap.add_argument("--stack", default=None,
                     help='also compare a built stack\'s transfer direct vs through the relay, '
                          'e.g. "quic-go@v0.65.0" (qlog writing off is not possible: both pay it)')

@@ -149,11 +149,20 @@ def measure(path: Path, what: str, repeat: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--transitions", type=float, default=1e7)
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--transitions", type=float, default=1e7, help="transitions in the generated table"
+    )
+    parser.add_argument("--seed", type=int, default=7, help="seed of the synthetic table")
     parser.add_argument("--repeat", type=int, default=3, help="best of N timings")
-    parser.add_argument("--data-dir", type=Path, default=ROOT / "data")
-    parser.add_argument("--out", type=Path, default=ROOT / "results" / "bench_stats.json")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=ROOT / "data",
+        help="where the table is generated (and reused)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "results" / "bench_stats.json", help="the results file"
+    )
     args = parser.parse_args(argv)
 
     n = int(args.transitions)

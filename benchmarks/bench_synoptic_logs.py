@@ -144,11 +144,20 @@ def report(rows: list[dict[str, Any]]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("strace", type=Path, help="the traces/strace directory of a Synoptic checkout")
-    ap.add_argument("--logs", nargs="+", default=["ls", "ping"])
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--synoptic-classpath", default=os.environ.get("QUICSM_SYNOPTIC_CLASSPATH"))
-    ap.add_argument("--java-heap", default="8g")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument(
+        "--logs",
+        nargs="+",
+        default=["ls", "ping"],
+        help="the strace logs to run (names under the directory)",
+    )
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each program (median)")
+    ap.add_argument(
+        "--synoptic-classpath",
+        default=os.environ.get("QUICSM_SYNOPTIC_CLASSPATH"),
+        help="a Synoptic build (default: $QUICSM_SYNOPTIC_CLASSPATH)",
+    )
+    ap.add_argument("--java-heap", default="8g", help="Synoptic's JVM heap (-Xmx)")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="the results file")
     opts = ap.parse_args()
     compile_package()  # the bytecode users have (quicsm.testing.bench)
     if not opts.synoptic_classpath:

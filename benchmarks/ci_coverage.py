@@ -53,8 +53,8 @@ def coverage(
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--reps", type=int, default=400)
-    parser.add_argument("--traces", type=int, default=20)
+    parser.add_argument("--reps", type=int, default=400, help="replicates per scenario")
+    parser.add_argument("--traces", type=int, default=20, help="traces per replicate")
     args = parser.parse_args(argv)
     n = args.traces
 

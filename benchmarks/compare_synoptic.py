@@ -419,14 +419,26 @@ def main() -> None:
         quicsm_run(sys.argv[2], sys.argv[3])
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--synoptic-classpath", default=os.environ.get("QUICSM_SYNOPTIC_CLASSPATH"))
+    ap.add_argument(
+        "--synoptic-classpath",
+        default=os.environ.get("QUICSM_SYNOPTIC_CLASSPATH"),
+        help="a Synoptic build (default: $QUICSM_SYNOPTIC_CLASSPATH)",
+    )
     ap.add_argument("--examples", type=Path, help="the traces/ directory of a Synoptic checkout")
     ap.add_argument("--only", nargs="+", help="run only the examples with these names")
-    ap.add_argument("--sizes", type=int, nargs="*", default=[100, 1000, 10000])
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument(
+        "--sizes",
+        type=int,
+        nargs="*",
+        default=[100, 1000, 10000],
+        help="traces in each synthetic log",
+    )
+    ap.add_argument(
+        "--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the runs compared"
+    )
     ap.add_argument("--log-seed", type=int, default=1, help="seed of the synthetic logs")
-    ap.add_argument("--java-heap", default="8g")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--java-heap", default="8g", help="Synoptic's JVM heap (-Xmx)")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="the results file")
     opts = ap.parse_args()
     compile_package()  # the bytecode users have (quicsm.testing.bench)
     if not opts.synoptic_classpath:

@@ -144,7 +144,12 @@ def confusion_tables(pairs: pl.DataFrame) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="*", help="trace files/directories (default: corpus)")
-    parser.add_argument("--split", choices=("tune", "held-out", "both"), default="both")
+    parser.add_argument(
+        "--split",
+        choices=("tune", "held-out", "both"),
+        default="both",
+        help="the corpus traces scored: tuning, held-out or both",
+    )
     parser.add_argument("--confusion", action="store_true", help="print confusion matrices")
     parser.add_argument("--by-vantage", action="store_true", help="also per vantage")
     args = parser.parse_args(argv)

@@ -23,12 +23,13 @@ traces per group:
 - **within-stratum effect**: the same mixes, B's Recovery episodes four times as long in both
   conditions; power is the share of stratified comparisons that flag anything about Recovery.
 
-Every rate comes with its 95% Wilson interval. Results go to
-``docs/diff_calibration.json`` with every repetition's outcome, so that a part of
+Every rate comes with its 95% Wilson interval. Results go to the results file (a run writes
+``build/benchmarks/diff_calibration.json`` unless ``--results`` names one; the published one is
+``docs/diff_calibration.json``) with every repetition's outcome, so that a part of
 the run can be checked to reproduce exactly (``--check``, as the tests do), and ``--markdown``
 prints the table of ``docs/diff.md`` from that file::
 
-    nice .venv/bin/python benchmarks/diff_calibration.py            # 300 repetitions
+    nice .venv/bin/python benchmarks/diff_calibration.py --results docs/diff_calibration.json  # 300 repetitions
     .venv/bin/python benchmarks/diff_calibration.py --markdown      # the docs table
     .venv/bin/python benchmarks/diff_calibration.py --check 3       # re-run 3 repetitions
 """
@@ -56,7 +57,11 @@ from quicsm.testing.synthetic import (
 )
 
 #: the stored results: the data behind the table of docs/diff.md
-RESULTS = Path(__file__).resolve().parent.parent / "docs" / "diff_calibration.json"
+ROOT = Path(__file__).resolve().parent.parent
+#: the published results, which the docs quote (written only when named with --results)
+RESULTS = ROOT / "docs" / "diff_calibration.json"
+#: where a run writes by default: a trial never overwrites the published numbers
+SCRATCH = ROOT / "build" / "benchmarks" / "diff_calibration.json"
 SIZES = (3, 5, 10, 30)
 CONFOUNDED_SIZES = (10, 30)
 
@@ -323,18 +328,27 @@ def check(results: dict[str, Any], count: int) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repetitions", type=int, default=300)
-    ap.add_argument("--alpha", type=float, default=0.05)
-    ap.add_argument("--permutations", type=int, default=999)
+    ap.add_argument("--repetitions", type=int, default=300, help="simulated diffs per setting")
+    ap.add_argument("--alpha", type=float, default=0.05, help="family-wise level")
+    ap.add_argument(
+        "--permutations", type=int, default=999, help="permutations per permutation test"
+    )
     ap.add_argument("--seed", type=int, default=0, help="base seed of the repetitions")
-    ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--progress", action="store_true", help="print each setting as it finishes")
     ap.add_argument(
         "--earlier",
         action="store_true",
         help="also the earlier settings (the project's generator: a shifted transition, "
         "confounded mixes within and across strata)",
     )
-    ap.add_argument("--results", type=Path, default=RESULTS)
+    ap.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help=f"the results file to write (default: {SCRATCH.relative_to(ROOT)}; name "
+        f"{RESULTS.relative_to(ROOT)} to publish) or, with --markdown and --check, to read "
+        f"(default: {RESULTS.relative_to(ROOT)})",
+    )
     ap.add_argument(
         "--markdown", action="store_true", help="print the docs table from the results file"
     )
@@ -343,15 +357,17 @@ def main() -> None:
     )
     args = ap.parse_args()
     if args.markdown:
-        sys.stdout.write(markdown(json.loads(args.results.read_text())))
+        sys.stdout.write(markdown(json.loads((args.results or RESULTS).read_text())))
         return
     if args.check is not None:
-        problems = check(json.loads(args.results.read_text()), args.check)
+        problems = check(json.loads((args.results or RESULTS).read_text()), args.check)
         print("\n".join(problems) or f"the first {args.check} repetitions reproduce exactly")
         sys.exit(1 if problems else 0)
     results = run(args)
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(results, indent=1) + "\n")
+    output = args.results or SCRATCH
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"written: {output}", file=sys.stderr)
     sys.stdout.write(markdown(results))
 
 

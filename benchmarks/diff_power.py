@@ -34,10 +34,13 @@ test), and when it was named in advance as the one primary test (``primary=
 edges:CongestionAvoidance->Recovery``). The null is checked with the same pre-named family
 too. Every setting runs at the CLI's default α = 0.05 and at α = 0.01.
 
-Every repetition's outcome is stored in ``docs/diff_power.json`` so that a part of the run can
-be checked to reproduce exactly (``--check``); ``--markdown`` prints the docs table::
+Every repetition's outcome is stored in the results file (a run writes
+``build/benchmarks/diff_power.json`` unless ``--results`` names one; the published one is
+``docs/diff_power.json``) so that a part of the run can be checked to reproduce exactly
+(``--check``); ``--markdown`` prints the docs table::
 
-    nice -n 10 .venv/bin/python benchmarks/diff_power.py --repetitions 200 --progress
+    nice -n 10 .venv/bin/python benchmarks/diff_power.py --repetitions 200 --progress \\
+        --results docs/diff_power.json
     .venv/bin/python benchmarks/diff_power.py --markdown
     .venv/bin/python benchmarks/diff_power.py --check 2
 """
@@ -57,7 +60,11 @@ import polars as pl
 from quicsm.compare.diff import DiffResult, diff
 from quicsm.stats.intervals import wilson
 
-RESULTS = Path(__file__).resolve().parent.parent / "docs" / "diff_power.json"
+ROOT = Path(__file__).resolve().parent.parent
+#: the published results, which the docs quote (written only when named with --results)
+RESULTS = ROOT / "docs" / "diff_power.json"
+#: where a run writes by default: a trial never overwrites the published numbers
+SCRATCH = ROOT / "build" / "benchmarks" / "diff_power.json"
 SIZES = (3, 5, 10, 30)
 VARIANTS = ("homogeneous", "heterogeneous")
 END = "END"
@@ -251,20 +258,41 @@ def check(results: dict[str, Any], count: int) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repetitions", type=int, default=200)
-    ap.add_argument("--alpha", type=str, default=",".join(map(str, ALPHAS)))
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--sizes", type=str, default=",".join(map(str, SIZES)))
-    ap.add_argument("--progress", action="store_true")
-    ap.add_argument("--results", type=Path, default=RESULTS)
-    ap.add_argument("--markdown", action="store_true")
-    ap.add_argument("--check", type=int, metavar="N")
+    ap.add_argument("--repetitions", type=int, default=200, help="simulated diffs per cell")
+    ap.add_argument(
+        "--alpha",
+        type=str,
+        default=",".join(map(str, ALPHAS)),
+        help="family-wise levels, separated by commas",
+    )
+    ap.add_argument("--seed", type=int, default=0, help="base seed of the repetitions")
+    ap.add_argument(
+        "--sizes",
+        type=str,
+        default=",".join(map(str, SIZES)),
+        help="traces per group, separated by commas",
+    )
+    ap.add_argument("--progress", action="store_true", help="print each cell as it finishes")
+    ap.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help=f"the results file to write (default: {SCRATCH.relative_to(ROOT)}; name "
+        f"{RESULTS.relative_to(ROOT)} to publish) or, with --markdown and --check, to read "
+        f"(default: {RESULTS.relative_to(ROOT)})",
+    )
+    ap.add_argument(
+        "--markdown", action="store_true", help="print the docs table from the results file"
+    )
+    ap.add_argument(
+        "--check", type=int, metavar="N", help="re-run the first N repetitions and compare"
+    )
     args = ap.parse_args()
     if args.markdown:
-        sys.stdout.write(markdown(json.loads(args.results.read_text())))
+        sys.stdout.write(markdown(json.loads((args.results or RESULTS).read_text())))
         return
     if args.check is not None:
-        problems = check(json.loads(args.results.read_text()), args.check)
+        problems = check(json.loads((args.results or RESULTS).read_text()), args.check)
         print("\n".join(problems) or f"the first {args.check} repetitions reproduce exactly")
         sys.exit(1 if problems else 0)
     sizes = tuple(int(x) for x in args.sizes.split(","))
@@ -280,8 +308,10 @@ def main() -> None:
             for a in args.alpha.split(",")
         ]
     }
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(results, indent=1) + "\n")
+    output = args.results or SCRATCH
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"written: {output}", file=sys.stderr)
     sys.stdout.write(markdown(results))
 
 

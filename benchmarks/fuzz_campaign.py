@@ -280,13 +280,15 @@ def main(argv: list[str] | None = None) -> int:
         "--inputs", type=int, default=1000, help="mutated files (each read in both modes)"
     )
     parser.add_argument("--start", type=int, default=0, help="index of the first input")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--seed", type=int, default=1, help="seed of the mutations")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes")
     parser.add_argument("--timeout", type=float, default=10.0, help="CPU seconds per reader call")
     parser.add_argument(
         "--wall-timeout", type=float, default=120.0, help="wall-clock seconds per input"
     )
-    parser.add_argument("--rss-mb", type=float, default=600.0)
+    parser.add_argument(
+        "--rss-mb", type=float, default=600.0, help="a reader call's memory limit (peak RSS), in MB"
+    )
     parser.add_argument(
         "--fresh-mb",
         type=float,
@@ -294,7 +296,9 @@ def main(argv: list[str] | None = None) -> int:
         help="replace a worker once its peak RSS passes this",
     )
     parser.add_argument("--minutes", type=float, default=None, help="stop after this long")
-    parser.add_argument("--out", default=str(ROOT / "results" / "fuzz_campaign.json"))
+    parser.add_argument(
+        "--out", default=str(ROOT / "results" / "fuzz_campaign.json"), help="the summary file"
+    )
     args = parser.parse_args(argv)
     tally = run(args)
     s = tally.summary()

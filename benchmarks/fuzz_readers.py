@@ -29,7 +29,12 @@ import shlex
 import sys
 from pathlib import Path
 
-import atheris
+if __name__ == "__main__" and (len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help")):
+    # libFuzzer ignores flags that start with '--': without this, --help started a campaign
+    print(__doc__)
+    sys.exit(0 if len(sys.argv) > 1 else 2)
+
+import atheris  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 

@@ -38,7 +38,9 @@ def _markdown(df: pl.DataFrame) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("paths", nargs="*", default=[str(CORPUS)])
+    ap.add_argument(
+        "paths", nargs="*", default=[str(CORPUS)], help="kernel TCP qlog files (default: corpus)"
+    )
     args = ap.parse_args()
     answers = identify(args.paths)
     traces = read_traces(args.paths)

@@ -71,9 +71,11 @@ def _init(workdir: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--inputs", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--inputs", type=int, default=2000, help="mutated files (each read natively and in Python)"
+    )
+    parser.add_argument("--seed", type=int, default=1, help="seed of the mutations")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes")
     args = parser.parse_args(argv)
     from quicsm import _native  # noqa: F401  (the campaign compares it: it must exist)
 

@@ -213,7 +213,9 @@ def file_rows(results: list[FileResult]) -> list[dict[str, object]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("root", type=Path, help="directory of qlog files")
-    parser.add_argument("--summary-only", action="store_true")
+    parser.add_argument(
+        "--summary-only", action="store_true", help="print the summary, not every file's result"
+    )
     parser.add_argument("--json", type=Path, help="also write every file's result here")
     args = parser.parse_args(argv)
     root = args.root.resolve()

@@ -44,7 +44,9 @@ def summaries(path: str) -> list[dict[str, int]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("paths", nargs="*", default=[str(CORPUS)])
+    ap.add_argument(
+        "paths", nargs="*", default=[str(CORPUS)], help="kernel TCP qlog files (default: corpus)"
+    )
     args = ap.parse_args()
     rows: dict[str, Counter[str]] = defaultdict(Counter)
     intervals: list[float] = []

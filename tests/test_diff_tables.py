@@ -184,3 +184,34 @@ def test_one_p_value_per_test_in_every_section(tmp_path: Path) -> None:
         "p = 0." not in text.replace(f"Holm-adjusted p = {p}", "").replace(f"Holm p = {p}", "")
         or f"Holm p = {p}" in text
     )
+
+
+def test_arguments_are_checked_before_any_trace_is_read(tmp_path: Path) -> None:
+    """A refused command reads nothing: the argument's error comes even for groups of files
+    that do not exist (which reading would name), and a real corpus is never opened."""
+    from click.testing import CliRunner
+
+    from quicsm.cli import main
+
+    missing = [str(tmp_path / "a.qlog"), "--vs", str(tmp_path / "b.qlog")]
+    cases = [
+        (["diff", *missing, "--effect", "0.1"], "Error: --effect only applies with --plan\n"),
+        (
+            ["report", *missing, "-o", str(tmp_path / "r.html"), "--matrix", "a,b,c"],
+            "Error: --matrix 'a,b,c': expected ROW_LABEL or ROW_LABEL,COLUMN_LABEL\n",
+        ),
+        (
+            ["report", *missing, "-o", str(tmp_path / "r.html"), "--metric", "state:Nope"],
+            "Error: --metric 'state:Nope': unknown state; expected one of Init, SlowStart, "
+            "CongestionAvoidance, CongestionAvoidanceMaxed, ApplicationLimited, "
+            "RetransmissionTimeout, Recovery, TailLossProbe, Startup, Drain, ProbeBW, ProbeRTT, "
+            "Unknown\n",
+        ),
+    ]
+    for argv, error in cases:
+        result = CliRunner().invoke(main, argv)
+        assert result.exit_code == 1, result.output
+        assert result.output == error
+    # the same groups, read: the missing file is what is named
+    result = CliRunner().invoke(main, ["diff", *missing])
+    assert result.exit_code == 1 and "a.qlog" in result.output

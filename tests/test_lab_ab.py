@@ -241,6 +241,28 @@ def test_progress_line_and_report_say_why_a_scenario_stopped() -> None:
     assert report_markdown(settings, table) == text  # deterministic
 
 
+def test_the_progress_line_names_no_quantity_while_every_e_is_1() -> None:
+    """After one pair no e-value has moved: the line does not name one quantity as nearer a
+    change (it did, the first in order of the estimate's size)."""
+    from quicsm.compare.ab import Pair, ScenarioProgress
+    from quicsm.render.ab_text import progress_line
+    from quicsm.stats.sequential import Quantity, decide
+
+    q = [Quantity(name="Recovery share", margin=0.05), Quantity(name="completion time", margin=0.1)]
+    diffs = {"Recovery share": [0.03], "completion time": [0.0]}
+    state = decide(diffs, q, alpha=0.05, hypotheses=2, max_pairs=30)
+    values = {"A": dict.fromkeys(diffs, 0.0), "B": {k: v[0] for k, v in diffs.items()}}
+    p = ScenarioProgress(
+        scenario="s", pairs=[Pair(pair=1, order=("A", "B"), values=values)], state=state
+    )
+    line = progress_line(p, max_pairs=30)
+    assert line.startswith(
+        "s: 1/30 pairs (2 runs); no quantity nearer a change than at the start "
+        "(every e(change) ≤ 1); completion time "
+    )
+    assert "Recovery share +3.0 pt" not in line and "change: every e ≤ 1" in line
+
+
 def test_a_second_process_on_the_same_directory_is_refused(tmp_path: Path) -> None:
     scen = tmp_path / "s.toml"
     scen.write_text(SCENARIO)
@@ -312,3 +334,66 @@ def test_the_decision_is_taken_at_the_first_pair_that_reaches_it(tmp_path: Path)
     ps = pairs(0.2, 25, frozenset({0, 1}))
     assert len(short._until_decided(ps)) == 4
     assert short._decide(ps[:4]).verdict == "budget"
+
+
+@pytest.mark.slow
+def test_a_second_lab_ab_into_a_directory_being_packed_is_refused_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """The directory stays locked until OUT/A.qlog and OUT/B.qlog are written: a second
+    invocation while the first packs gets one line (it used to take the released lock, pack
+    the same runs and crash on the first one's ``A.qlog.tmp``). The first one's runs are on
+    disk (a finished budget of one pair), each with a large real qlog, so packing takes a
+    while; no stack runs."""
+    from quicsm.cli.lab import _one_stack
+    from quicsm.lab.stacks import load_stacks
+    from quicsm.testing.large import repeated_contained
+
+    stacks_file = tmp_path / "stacks.json"
+    entry = {"stack": "quic-go", "version": "v0.65.0", "server": ["srv"], "client": ["cli"]}
+    stacks_file.write_text(json.dumps([{**entry, "env": {}, "controllers": ["newreno"]}]))
+    scen = tmp_path / "s.toml"
+    scen.write_text(SCENARIO)
+    out = tmp_path / "ab"
+    plan = load_plan(scen)
+    stack = _one_stack(load_stacks(stacks_file), "quic-go@v0.65.0/newreno", where="A")
+    layout = AbExperiment(plan, stack, stack, out_dir=out, config=AbConfig(max_pairs=1))
+    for position, arm in enumerate(pair_order(1, "tiny", 1), start=1):
+        run_dir = layout.run_dir(plan.scenarios[0], arm, 1)
+        run_dir.mkdir(parents=True)
+        repeated_contained(run_dir / "server.qlog", 12 << 20)
+        labels = {"status": "ok", "completion_ms": 250.0, "files.server": "server.qlog"}
+        labels |= {"ab.arm": arm, "ab.pair": 1, "ab.position": position}
+        (run_dir / "run.json").write_text(json.dumps(labels))
+    cmd = [*_cmd(scen, out, 1)]
+    cmd[cmd.index("--stacks") + 1] = str(stacks_file)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not (out / "A.qlog.tmp").exists():
+            assert first.poll() is None, first.communicate()
+            assert time.monotonic() < deadline, "the first invocation did not start packing"
+            time.sleep(0.01)
+        second = subprocess.run(
+            cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+        packing = first.poll() is None
+        _, err = first.communicate(timeout=300)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert packing, "the first invocation ended before the second was refused: packs too small"
+    assert second.returncode == 1, second.stderr
+    assert second.stderr == (
+        f"Error: {out}: another quicsm lab ab is running in this directory; wait for it to "
+        "finish (or stop it) before resuming\n"
+    )
+    assert second.stdout == ""
+    assert first.returncode == 0, err
+    for arm in ("A", "B"):
+        assert f"{out / arm}.qlog: 1 traces from 1 runs" in err
+        assert read_traces([out / f"{arm}.qlog"]).height == 1
+    assert not list(out.glob("*.tmp"))

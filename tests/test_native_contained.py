@@ -297,7 +297,8 @@ def _cpu(read: Callable[[], object]) -> float:
 
 @pytest.mark.parametrize("shape", ["native", "handed back", "alternating"])
 def test_the_native_splitter_reads_in_linear_time(tmp_path: Path, shape: str) -> None:
-    """CPU time at 4n at most 5x the time at n (a quadratic path gives about 16x): events
+    """CPU time at 16n under 64x the time at n (linear work gives 16x, a quadratic path 256x;
+    64x is their geometric midpoint, wide enough for a shared machine's noise): events
     read natively, events all handed back (string times, which Python reads), and the two
     alternating (a hand-back every other event: each one a Python scan window and a native
     call)."""
@@ -311,11 +312,11 @@ def test_the_native_splitter_reads_in_linear_time(tmp_path: Path, shape: str) ->
         path.write_bytes(_document(events))
         return path
 
-    n = 20_000
-    small, large = make(n), make(4 * n)
+    n = 5_000
+    small, large = make(n), make(16 * n)
     t1 = _cpu(lambda: read_qlog(small, metric_sink=Discard.of))
-    t4 = _cpu(lambda: read_qlog(large, metric_sink=Discard.of))
-    assert t4 <= 5 * t1, f"n: {t1:.3f} s, 4n: {t4:.3f} s ({t4 / t1:.1f}x)"
+    t16 = _cpu(lambda: read_qlog(large, metric_sink=Discard.of))
+    assert t16 < 64 * t1, f"n: {t1:.4f} s, 16n: {t16:.4f} s ({t16 / t1:.1f}x)"
 
 
 def test_a_large_document_keeps_memory_to_a_block(tmp_path: Path) -> None:

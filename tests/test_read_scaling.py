@@ -1,8 +1,12 @@
 """Reading takes time linear in the input on every reproducer family of the hostile campaign
-(:mod:`quicsm.testing.hostile`): the CPU time of a read at ``4n`` is at most 5x the time at
-``n``, both measured in the same test (a ratio, never an absolute time). A quadratic path gives
-about 16x. Where the work can be counted (calls of a real function, at n and 4n) the guard
-counts it instead: a count does not depend on how busy the machine is."""
+(:mod:`quicsm.testing.hostile`): a read of ``16n`` costs less than :data:`LIMIT` times a read of
+``n``, both measured in the same test (a ratio, never an absolute time). Linear work gives 16x
+(up to ~27x where objects outgrow the CPU's caches), a quadratic path 256x; the limit is their
+geometric midpoint, so a machine busy enough to slow one read by 2.4x against the other does
+not fail the test, and a path whose quadratic part is a fifth of the small read does. Where
+the work can be counted (calls of a real function, at n and 4n) the guard counts it instead: a
+count does not depend on how busy the machine is. Speed itself is measured in benchmarks/, not
+here."""
 
 from __future__ import annotations
 
@@ -21,7 +25,10 @@ from quicsm.extract.read import read_metrics, read_transitions
 from quicsm.qlog.inspect import inspect_file
 from quicsm.testing import hostile
 
-RATIO = 5.0
+#: how much larger the large input is than the small one
+GROWTH = 16
+#: the largest ratio of CPU times accepted: sqrt(16 * 256), between linear and quadratic growth
+LIMIT = 64.0
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -53,17 +60,9 @@ def _scales(
     tmp_path: Path, make: Callable[[Path, int], Path], read: Callable[[Path], object], n: int
 ) -> None:
     small = make(tmp_path / f"n{n}", n)
-    large = make(tmp_path / f"n{4 * n}", 4 * n)
-    seen = []
-    # a ratio over RATIO is measured once more: a busy spell of the machine during the larger
-    # read's batches can make one pass 5.1x (as it did once in CI); a quadratic path is ~16x
-    # every time
-    for _ in range(2):
-        t1, t4 = _cpu(lambda: read(small)), _cpu(lambda: read(large))
-        seen.append(f"at n={n}: {t1:.4f} s, at 4n: {t4:.4f} s ({t4 / t1:.1f}x)")
-        if t4 <= RATIO * t1:
-            return
-    raise AssertionError("time " + "; again ".join(seen))
+    large = make(tmp_path / f"n{GROWTH * n}", GROWTH * n)
+    t1, t16 = _cpu(lambda: read(small)), _cpu(lambda: read(large))
+    assert t16 < LIMIT * t1, f"at n={n}: {t1:.4f} s, at {GROWTH}n: {t16:.4f} s ({t16 / t1:.1f}x)"
 
 
 @pytest.fixture(params=["native", "python"])
@@ -81,7 +80,7 @@ def test_records_handed_back_by_the_native_decoder_read_in_linear_time(
 ) -> None:
     """Every record the native decoder hands back used to make the scan search the rest of
     its block again (100k records: 27 s against 0.6 s in Python)."""
-    _scales(tmp_path, hostile.handed_back_metrics, read_transitions, 10_000)
+    _scales(tmp_path, hostile.handed_back_metrics, read_transitions, 2_500)
 
 
 def test_invalid_records_in_a_lenient_read_take_linear_time(
@@ -96,7 +95,7 @@ def test_invalid_records_in_a_lenient_read_take_linear_time(
             frame = read_transitions(path, on_error="skip", diagnostics=diag)
         return frame
 
-    _scales(tmp_path, make, read, 10_000)
+    _scales(tmp_path, make, read, 2_500)
 
 
 def test_handed_back_records_read_the_same_natively_and_in_python(
@@ -115,7 +114,7 @@ def test_handed_back_records_read_the_same_natively_and_in_python(
 def test_a_quoted_csv_field_holding_many_line_feeds_reads_in_linear_time(tmp_path: Path) -> None:
     """The chunker searched the whole pending text again for a line end outside quotes at each
     block (70 MiB: 35 s)."""
-    _scales(tmp_path, hostile.csv_quoted_line_feeds, read_transitions, 4 << 20)
+    _scales(tmp_path, hostile.csv_quoted_line_feeds, read_transitions, 1 << 20)
 
 
 @pytest.mark.parametrize("sep", [b"\x1e", b"\n"], ids=["json-seq", "ndjson"])
@@ -128,7 +127,7 @@ def test_runs_of_empty_records_read_in_linear_time(
     def make(path: Path, n: int) -> Path:
         return hostile.empty_records(path, n, sep=sep)
 
-    _scales(tmp_path, make, reader, 4 << 20)
+    _scales(tmp_path, make, reader, 1 << 20)
 
 
 def test_a_large_top_level_member_of_contained_json_reads_in_linear_time(
@@ -137,9 +136,9 @@ def test_a_large_top_level_member_of_contained_json_reads_in_linear_time(
     """Its structural characters went one at a time through the Python state machine. The
     member is kept as a value (a header's metadata), and orjson's building of its many small
     objects costs more per byte as they outgrow the caches: 4x costs 2.9x from 128 KiB, 3.5x
-    from 256 KiB, 4.3x from 512 KiB and 5.5x from 1 MiB (steady state, one process), where a
-    quadratic path gives 16x at any size; so 256 KiB."""
-    _scales(tmp_path, hostile.contained_member, read_transitions, 1 << 18)
+    from 256 KiB, 4.3x from 512 KiB and 5.5x from 1 MiB (steady state, one process), so 64 KiB
+    to 1 MiB costs well under the limit, where a quadratic path gives 256x at any size."""
+    _scales(tmp_path, hostile.contained_member, read_transitions, 1 << 16)
 
 
 def test_one_wide_record_under_the_value_budget_reads_in_linear_time(
@@ -149,8 +148,8 @@ def test_one_wide_record_under_the_value_budget_reads_in_linear_time(
     many empty objects costs time in proportion to its values. Sizes where the record's
     objects stay near the CPU's caches: from 2^16 values on, one record alone makes each value
     cost ~1.3x more per 4x (memory, not the algorithm: 4x costs 5.0-5.4x on a loaded 2-core
-    machine), where a quadratic path gives 16x at any size."""
-    _scales(tmp_path, hostile.wide_record, read_metrics, 1 << 14)
+    machine, so 16x about 27x), where a quadratic path gives 256x at any size."""
+    _scales(tmp_path, hostile.wide_record, read_metrics, 1 << 12)
 
 
 def _table(path: Path, traces: int) -> Path:
@@ -166,11 +165,11 @@ def _table(path: Path, traces: int) -> Path:
 def test_a_transitions_table_reads_and_aggregates_in_linear_time(tmp_path: Path) -> None:
     """What ``quicsm infer`` does with a CSV before inference (read, normalise, one aggregate):
     no step is per trace in Python or grouped by hashing the ids (a nested window over the
-    traces took 44 s at a million of them). Sorts of keys make it n log n: about 4.4x."""
+    traces took 44 s at a million of them). Sorts of keys make it n log n: about 4.4x per 4x."""
     from quicsm.engine.aggregate import Aggregate
     from quicsm.extract.read import read_batch
 
-    _scales(tmp_path, _table, lambda p: Aggregate.of(read_batch([p]).transitions), 10_000)
+    _scales(tmp_path, _table, lambda p: Aggregate.of(read_batch([p]).transitions), 2_500)
 
 
 class _Counted:

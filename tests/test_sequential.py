@@ -163,12 +163,20 @@ def test_interval_narrows_and_covers() -> None:
 
 def test_threshold_and_fewest_pairs() -> None:
     assert threshold(0.05, 9) == pytest.approx(180)
-    assert fewest_pairs(0.05, 9) == 9  # 1.9^8 < 180 <= 1.9^9
+    assert fewest_pairs(0.05, 9, claim="equivalent") == 9  # 1.9^8 < 180 <= 1.9^9
+    assert fewest_pairs(0.05, 9, claim="change") == 10  # 1.9^9 < 2 x 180 <= 1.9^10
+    assert fewest_pairs(0.05, 63, claim="equivalent") == 12
+    assert fewest_pairs(0.05, 63, claim="change") == 13
     assert pairs_to_reach(1.0, 180) == 9 and pairs_to_reach(180, 180) == 0
     assert pairs_to_reach(100, 180) == 1
-    # the bound is reached by differences all of one sign
-    w = change_wealth(np.ones(30), floor=0.1)
-    assert 1 + int(np.argmax(w >= 180)) >= fewest_pairs(0.05, 9)
+    # the bounds are reached exactly by differences all of one sign (a change) and all at 0
+    # (equivalence)
+    for k in (9, 63):
+        t = threshold(0.05, k)
+        w = change_wealth(np.ones(30), floor=0.1)
+        assert 1 + int(np.argmax(w >= t)) == fewest_pairs(0.05, k, claim="change")
+        e = equivalence_wealth(np.zeros(30), margin=0.4, floor=0.1)
+        assert 1 + int(np.argmax(e >= t)) == fewest_pairs(0.05, k, claim="equivalent")
     with pytest.raises(ValueError):
         threshold(0, 3)
     with pytest.raises(ValueError):
@@ -190,10 +198,32 @@ def test_benchmark_runs_on_a_tiny_configuration(tmp_path: Path) -> None:
         assert r["change"] + r["equivalent"] + r["budget"] == 40
         assert 1 <= r["pairs_mean"] <= 40
     # the verdict issue's change is found in homogeneous runs within 40 pairs
-    assert rows["homogeneous, change 0.5 → 0.7"]["change"] >= 36
+    change = rows["homogeneous, change 0.5 → 0.7"]
+    assert change["change"] >= 36
     assert rows["homogeneous, null"]["false_claims"] <= 4
+    # compared at stated powers: each design is the smallest reaching that power, so the
+    # designs at 95% are no smaller than at 90%, and each reaches its power
+    at90, at95 = change["matched"]["0.90"], change["matched"]["0.95"]
+    for target, cell in ((0.90, at90), (0.95, at95)):
+        assert cell["power"] >= target and cell["fixed_power"] >= target
+        assert cell["pairs_mean"] <= cell["budget"] <= 40
+        assert cell["saving"] == pytest.approx(1 - cell["pairs_mean"] / cell["fixed_n"], abs=1e-3)
+    assert at95["budget"] >= at90["budget"] and at95["fixed_n"] >= at90["fixed_n"]
     table = mod.markdown(json.loads(json.dumps(result)))
     assert table.count("\n| ") == len(rows) + 1
+    # equivalence, A against A, against the fixed TOST design of the same power
+    eq = mod.run(
+        reps=30, scenarios=1, max_pairs=20, alpha=0.05, seed=3, fixed_pairs=30,
+        only=("homogeneous, null",), equivalence_reps=30, equivalence_pairs=400,
+    )  # fmt: skip
+    (row,) = eq["equivalence"]
+    assert row["setting"] == "homogeneous, null" and row["equivalent"] + row["change"] <= 30
+    fixed = row["matched"]["0.90"]["fixed_n"]
+    assert fixed is not None and mod.fixed_equivalence_power(
+        mod.differences(np.random.default_rng(5), 100, fixed, mixed=False, p_rec_b=0.5,
+                        drift=False), fixed, alpha=0.05, hypotheses=9
+    ) > 0.8  # fmt: skip
+    assert "| homogeneous, null | " in mod.markdown(eq).split("Equivalence, A against A")[1]
     alt = mod.alternatives(reps=20, scenarios=1, max_pairs=30, alpha=0.05, seed=1)
     assert "| betting, scale 1 sd (chosen) |" in alt and alt.count("\n| ") == 6
     # the stored results are the full run's and print the docs table
@@ -234,4 +264,6 @@ def test_the_quantity_nearest_a_change_leads_the_progress() -> None:
     s = decide({"never": [0.0], "moving": [0.03]}, q, alpha=0.05, hypotheses=2, max_pairs=9)
     assert [x.e_change for x in s.quantities] == [1.0, 1.0]  # one pair: no e-value moves yet
     assert nearest_change(s.quantities).name == "moving"
-    assert "change: moving e = 1" in s.reason()
+    # but with every e at 1 no quantity is named as nearer a change than another
+    assert "change: every e ≤ 1 (≥ 6 more pairs)" in s.reason()  # 1.9^5 < 40 <= 1.9^6
+    assert "change: moving" not in s.reason()

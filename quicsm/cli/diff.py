@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from quicsm.cli.engine_options import engine_choice, engine_options
-from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
+from quicsm.cli.engine_options import engine_options
+from quicsm.cli.group_options import GroupCommand, group_options, test_options
+from quicsm.cli.load_comparisons import load_comparisons, show_caveats
 from quicsm.cli.output_options import follow_symlinks_option
 from quicsm.cli.progress import reading
-from quicsm.cli.report_warnings import caution as report_caution
-from quicsm.cli.report_warnings import note as report_note
 from quicsm.cli.report_warnings import terminal_safe
 from quicsm.core.atomic import checked_target, write_file
 from quicsm.core.errors import InputError
@@ -110,38 +109,32 @@ def diff_command(
     from quicsm.compare.run import run_comparison
     from quicsm.render.diff_format import to_dict, to_json, to_markdown, to_table
 
+    # every argument is checked before a trace is read
+    if effect is not None and not plan_mode:
+        raise InputError("--effect only applies with --plan")
     if output is not None:
-        checked_target(output, follow_symlinks=follow_symlinks)  # refused before any work
+        checked_target(output, follow_symlinks=follow_symlinks)
     with reading("reading traces") as stage:
-        comps = comparisons(
+        comps = load_comparisons(
             paths=paths,
             vs_paths=vs_paths,
             by_label=by_label,
             where=where,
+            within=within,
             baseline=baseline,
             lenient=lenient,
             states=states,
-            within=within,
-            metrics=True,
-            reader=engine_choice(
-                engine=engine,
-                scheduler=scheduler,
-                workers=workers,
-                cache_dir=cache_dir,
-                no_cache=no_cache,
-            ).reader(),
+            engine=engine,
+            scheduler=scheduler,
+            workers=workers,
+            cache_dir=cache_dir,
+            no_cache=no_cache,
         )
         done = []
         for i, comp in enumerate(comps, 1):
             stage.update(f"testing {comp.b.name} against {comp.a.name} ({i}/{len(comps)})")
             done.append(run_comparison(comp, alpha=alpha, seed=seed, primary=primary))
-    for comp in comps:
-        for caveat in comp.caveats:
-            report_caution(caveat)
-        for note in comp.notes:
-            report_note(note)
-    if effect is not None and not plan_mode:
-        raise InputError("--effect only applies with --plan")
+    show_caveats(comps)
     if plan_mode:
         _print_plan(done, fmt=fmt, effect=effect, output=output, follow_symlinks=follow_symlinks)
         return

@@ -366,33 +366,36 @@ def ab_cmd(
     def on_pair(p: Any) -> None:
         click.echo(progress_line(p, max_pairs=max_runs), err=True)
 
+    # the directory stays locked until the arms are packed: a second invocation must not
+    # resume (or pack) while this one writes OUT/A.qlog and OUT/B.qlog
     try:
-        progress = experiment.run(on_run=on_run, on_pair=on_pair)
-    except KeyboardInterrupt:
-        click.echo(
-            "interrupted: every child process was stopped; the same command resumes", err=True
-        )
-        sys.exit(128 + signal.SIGINT)
+        try:
+            progress = experiment.run(on_run=on_run, on_pair=on_pair)
+        except KeyboardInterrupt:
+            click.echo(
+                "interrupted: every child process was stopped; the same command resumes", err=True
+            )
+            sys.exit(128 + signal.SIGINT)
+        table = result_table(progress)
+        settings = experiment.settings()
+        write_result(out_dir, settings, table)
+        report = report_markdown(settings, table)
+        (out_dir / "ab-report.md").write_text(report)
+        click.echo(report, nl=False)
+        for arm in ("A", "B"):
+            if (out_dir / arm).is_dir():
+                # a qlog whose last record was cut mid-write is packed as the tests read it:
+                # every complete record (the reader's warning names the file)
+                packed = pack_runs([out_dir / arm], output=out_dir / f"{arm}.qlog", lenient=True)
+                cut = f", {len(packed.cut)} files cut mid-write packed without their last record"
+                click.echo(
+                    f"{out_dir / arm}.qlog: {packed.traces} traces from {packed.runs} runs "
+                    f"({len(packed.skipped)} runs without qlog files skipped"
+                    f"{cut if packed.cut else ''})",
+                    err=True,
+                )
     finally:
         experiment.close()
-    table = result_table(progress)
-    settings = experiment.settings()
-    write_result(out_dir, settings, table)
-    report = report_markdown(settings, table)
-    (out_dir / "ab-report.md").write_text(report)
-    click.echo(report, nl=False)
-    for arm in ("A", "B"):
-        if (out_dir / arm).is_dir():
-            # a qlog whose last record was cut mid-write is packed as the tests read it: every
-            # complete record (the reader's warning names the file)
-            packed = pack_runs([out_dir / arm], output=out_dir / f"{arm}.qlog", lenient=True)
-            cut = f", {len(packed.cut)} files cut mid-write packed without their last record"
-            click.echo(
-                f"{out_dir / arm}.qlog: {packed.traces} traces from {packed.runs} runs "
-                f"({len(packed.skipped)} runs without qlog files skipped"
-                f"{cut if packed.cut else ''})",
-                err=True,
-            )
 
 
 @lab.command("pack")

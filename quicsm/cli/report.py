@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from quicsm.cli.engine_options import engine_choice, engine_options
-from quicsm.cli.group_options import GroupCommand, comparisons, group_options, test_options
+from quicsm.cli.engine_options import engine_options
+from quicsm.cli.group_options import GroupCommand, group_options, test_options
+from quicsm.cli.load_comparisons import load_comparisons, show_caveats
 from quicsm.cli.output_options import follow_symlinks_option
-from quicsm.cli.report_warnings import caution as report_caution
-from quicsm.cli.report_warnings import note as report_note
 from quicsm.core.atomic import checked_target, write_file
 from quicsm.core.errors import InputError
 
@@ -130,38 +129,33 @@ def report_command(
     """
     from quicsm.cli.progress import reading
 
-    checked_target(output, follow_symlinks=follow_symlinks)  # refused before any work
+    # every argument is checked before a trace is read
+    matrix_labels, metric_name = _matrix(matrix), _metric(metric)
+    checked_target(output, follow_symlinks=follow_symlinks)
     with reading("reading traces") as stage:
-        comps = comparisons(
+        comps = load_comparisons(
             paths=paths,
             vs_paths=vs_paths,
             by_label=by_label,
             where=where,
+            within=within,
             baseline=baseline,
             lenient=lenient,
             states=states,
-            within=within,
-            metrics=True,
-            reader=engine_choice(
-                engine=engine,
-                scheduler=scheduler,
-                workers=workers,
-                cache_dir=cache_dir,
-                no_cache=no_cache,
-            ).reader(),
+            engine=engine,
+            scheduler=scheduler,
+            workers=workers,
+            cache_dir=cache_dir,
+            no_cache=no_cache,
         )
         stage.update(
             f"testing and drawing {len(comps)} comparison{'s' * (len(comps) != 1)} "
             "(permutation tests, state machines, charts)"
         )
-        text = _build(comps, output=output, fmt=fmt, alpha=alpha, seed=seed,
-                      matrix=matrix, metric=metric, title=title, primary=primary,
+        text = _build(comps, output=output, fmt=fmt, alpha=alpha, seed=seed, matrix=matrix_labels,
+                      metric=metric_name, title=title, primary=primary,
                       conformance=conformance)  # fmt: skip
-    for comp in comps:
-        for caveat in comp.caveats:
-            report_caution(caveat)
-        for note in comp.notes:
-            report_note(note)
+    show_caveats(comps)
     write_file(output, text, what="the report", follow_symlinks=follow_symlinks)
     click.echo(f"wrote {output}", err=True)
 
@@ -173,7 +167,7 @@ def _build(
     fmt: str | None,
     alpha: float,
     seed: int,
-    matrix: str | None,
+    matrix: tuple[str, str | None] | None,
     metric: str | None,
     title: str | None,
     primary: Sequence[str] = (),
@@ -188,8 +182,8 @@ def _build(
         fmt=fmt,
         alpha=alpha,
         seed=seed,
-        matrix=_matrix(matrix),
-        metric=_metric(metric),
+        matrix=matrix,
+        metric=metric,
         title=title,
         primary=primary,
         conformance=conformance,

@@ -14,8 +14,8 @@ do not share directories), each ``run.json`` carrying ``ab.arm``, ``ab.pair`` an
 ``ab.position`` (1 or 2 within the pair). ``OUT/ab.json`` holds the experiment's settings:
 running the same command again resumes from the runs on disk — a finished run is never rerun,
 an interrupted one is — and different settings for the same directory are an error
-(``OUT/.ab.lock`` keeps a second process out while one runs). At the
-end the two arms are packed (``OUT/A.qlog``, ``OUT/B.qlog``: ``quicsm diff``/``report`` read
+(``OUT/.ab.lock`` keeps a second process out while one runs, until its packs are written). At
+the end the two arms are packed (``OUT/A.qlog``, ``OUT/B.qlog``: ``quicsm diff``/``report`` read
 them) and the decisions are written to ``OUT/ab-result.json``.
 """
 

@@ -48,7 +48,11 @@ def progress_line(p: ScenarioProgress, *, max_pairs: int) -> str:
         return f"{head}; no pair yet"
     lead = nearest_change(st.quantities)
     comp = next(q for q in st.quantities if q.name == COMPLETION)
-    parts = [f"{lead.name} {effect(lead)} e(change)={lead.e_change:.3g}"]
+    if lead.e_change > 1:
+        parts = [f"{lead.name} {effect(lead)} e(change)={lead.e_change:.3g}"]
+    else:
+        # no e-value above its start: naming one quantity would say it is nearer a change
+        parts = ["no quantity nearer a change than at the start (every e(change) ≤ 1)"]
     if lead is not comp:
         parts.append(f"{COMPLETION} {effect(comp)} e(change)={comp.e_change:.3g}")
     verdict = st.verdict.upper() if st.verdict != "continue" else "running"

@@ -179,10 +179,16 @@ class ScenarioState:
         lead = max(self.quantities, key=_nearest_change, default=None)
         lag = min(self.quantities, key=lambda q: q.e_equivalent, default=None)
         parts = [f"stops at e ≥ {t}"]
-        if lead is not None:
+        if lead is not None and lead.e_change > 1:
             parts.append(
                 f"change: {lead.name} e = {lead.e_change:.3g} "
                 f"(≥ {pairs_to_reach(lead.e_change, self.threshold)} more pairs)"
+            )
+        elif lead is not None:
+            # no e-value above its start: no quantity is nearer a change than another
+            parts.append(
+                f"change: every e ≤ 1 (≥ {pairs_to_reach(lead.e_change, self.threshold)} "
+                "more pairs)"
             )
         if lag is not None:
             parts.append(
@@ -313,8 +319,13 @@ def stopping_pairs(
     return first + 1, verdict
 
 
-def fewest_pairs(alpha: float, hypotheses: int) -> int:
-    """The fewest pairs any claim can take: wealth grows at most ``1 + MAX_STAKE`` per pair
+def fewest_pairs(
+    alpha: float, hypotheses: int, *, claim: Literal["change", "equivalent"]
+) -> int:
+    """The fewest pairs a claim can take: wealth grows at most ``1 + MAX_STAKE`` per pair
     (the price of a test that assumes nothing about the differences' distribution, like an
-    exact sign test's ``2^-n`` floor)."""
-    return math.ceil(math.log(threshold(alpha, hypotheses)) / math.log1p(MAX_STAKE))
+    exact sign test's ``2^-n`` floor). An equivalence needs each one-sided wealth at the
+    threshold; a change's e-value is the mean of two one-sided wealths, of which at most one
+    grows, so it needs twice the threshold from one of them: a pair more at K/α = 180."""
+    target = threshold(alpha, hypotheses) * (2 if claim == "change" else 1)
+    return math.ceil(math.log(target) / math.log1p(MAX_STAKE))
