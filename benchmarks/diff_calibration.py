@@ -29,7 +29,7 @@ Every rate comes with its 95% Wilson interval. Results go to the results file (a
 the run can be checked to reproduce exactly (``--check``, as the tests do), and ``--markdown``
 prints the table of ``docs/diff.md`` from that file::
 
-    nice .venv/bin/python benchmarks/diff_calibration.py --results docs/diff_calibration.json  # 300 repetitions
+    nice .venv/bin/python benchmarks/diff_calibration.py --results docs/diff_calibration.json
     .venv/bin/python benchmarks/diff_calibration.py --markdown      # the docs table
     .venv/bin/python benchmarks/diff_calibration.py --check 3       # re-run 3 repetitions
 """
