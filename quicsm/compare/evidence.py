@@ -109,17 +109,18 @@ class Explanation:
     same_as: int | None = None
 
 
-#: the mechanism indicators in causal order: how losses were declared and whether they were
-#: real (RFC 9002 section 6.1), then the congestion response to them (undo, Recovery), then
-#: timeouts (section 6.2), window caps and the application's limits. Among indicators that
-#: separate the groups equally cleanly, a cause is shown before its consequences.
+#: the mechanism indicators in causal order: whether declared losses were real and by which
+#: threshold they were declared (RFC 9002 section 6.1), then the congestion response to them
+#: (undo, Recovery), then all losses together (the sum of the two thresholds), timeouts
+#: (section 6.2), window caps and the application's limits. Among indicators that separate the
+#: groups equally cleanly, a cause is shown before its consequences.
 CAUSAL_ORDER: tuple[str, ...] = (
     "spurious losses (declared lost, later acknowledged)",
     "losses by packet threshold",
     "losses by time threshold",
-    "packets declared lost",
     "state changes undoing a spurious loss",
     "Recovery episodes",
+    "packets declared lost",
     "probe timeouts",
     "RetransmissionTimeout episodes",
     "cwnd cap hits (entries into CongestionAvoidanceMaxed)",
