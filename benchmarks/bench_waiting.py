@@ -219,7 +219,11 @@ def tiny(repeat: int, work: Path) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--only", nargs="+", choices=("plot", "report", "infer", "long", "tiny"), default=None
+        "--only",
+        nargs="+",
+        choices=("plot", "report", "infer", "long", "tiny"),
+        default=None,
+        help="measure only these (default: all)",
     )
     parser.add_argument("--repeat", type=int, default=3, help="rounds; each kind's least CPU")
     parser.add_argument("--size-mb", type=float, default=100, help="the long connection (MiB)")
