@@ -144,6 +144,7 @@ def test_shipped_scenario_files_load(path: Path) -> None:
         "identify-fresh": 3,
         "identify-conditions": 1,
         "identify-loopback": 2,
+        "identify-stock": 2,
         "packet-states": 2,
     }
     least = next((n for k, n in fewer.items() if path.name.startswith(k)), 5)
