@@ -327,7 +327,7 @@ def _read_qlog(
             result.spans = []
             for scanner in scanners:
                 traces = scanner.close()
-                ends = [*scanner.starts[1:], scanner.fed]
+                ends = [*scanner.starts[1:], scanner.fed] if scanner.starts else []
                 result.spans += [
                     (t.index, a, b) for t, a, b in zip(traces, scanner.starts, ends, strict=True)
                 ]
