@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
@@ -67,6 +67,14 @@ _NUMBERS = st.integers(min_value=-5, max_value=40)
 
 
 @settings(max_examples=200, deadline=None)
+@example(  # a handshake packet below -1, unacknowledged, then an ACK in another space
+    [
+        (True, "handshake", -2, []),
+        (True, "initial", 0, []),
+        (False, "initial", 0, [(0, 0)]),
+        (True, "initial", 0, []),
+    ]
+)
 @given(
     st.lists(
         st.tuples(

@@ -588,7 +588,9 @@ class _Sender:
         due = [
             (sent + delays[key[0]], key)
             for key, (sent, _) in self.outstanding.items()
-            if key[1] < self.largest_acked.get(key[0], -1) and sent + delays[key[0]] <= now
+            if key[0] in delays
+            and key[1] < self.largest_acked[key[0]]
+            and sent + delays[key[0]] <= now
         ]
         if due:
             when = max(d for d, _ in due)
