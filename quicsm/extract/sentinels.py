@@ -67,12 +67,7 @@ def normalise_part(columns: dict[str, pl.Series], carry: dict[str, Any]) -> None
                 carry[_real(column)] = True
         values[unset] = np.nan
         columns[column] = pl.Series(column, values, dtype=pl.Float64).fill_nan(None)
-    ssthresh = columns.get("ssthresh_bytes")
-    if ssthresh is not None and ssthresh.null_count() < len(ssthresh):
-        columns["ssthresh_bytes"] = ssthresh.set(ssthresh >= SSTHRESH_UNSET_FROM, None)
-    pacing = columns.get("pacing_rate_bps")
-    if pacing is not None and pacing.null_count() < len(pacing):
-        columns["pacing_rate_bps"] = pacing.set(pacing == 0, None)
+    _null_unset_windows_and_rates(columns)
 
 
 def normalise_batch(
@@ -115,6 +110,11 @@ def normalise_batch(
         unset |= placeholder & (rows < first_real[owner])
         values[unset] = np.nan
         columns[column] = pl.Series(column, values, dtype=pl.Float64).fill_nan(None)
+    _null_unset_windows_and_rates(columns)
+
+
+def _null_unset_windows_and_rates(columns: dict[str, pl.Series]) -> None:
+    """u64::MAX ssthresh and a zero pacing rate as null: row by row, whatever the trace."""
     ssthresh = columns.get("ssthresh_bytes")
     if ssthresh is not None and ssthresh.null_count() < len(ssthresh):
         columns["ssthresh_bytes"] = ssthresh.set(ssthresh >= SSTHRESH_UNSET_FROM, None)
