@@ -363,7 +363,7 @@ def read_packet_timelines(
             return kept
 
         read = read_qlog(
-            Path(path), full=True, lenient=lenient, limits=limits, metric_sink=sink, spans=spans
+            Path(path), lenient=lenient, limits=limits, metric_sink=sink, spans=spans
         )
         if read.kind in (CSV, PARQUET):
             continue
