@@ -46,6 +46,8 @@ class StreamTimeline:
 
 
 def _int(value: object) -> int | None:
+    if type(value) is int:  # the common case first (bool is not int's type)
+        return value
     if isinstance(value, bool):
         return None
     if isinstance(value, int):

@@ -55,10 +55,17 @@ from quicsm.qlog.trace import (
     object_event,
 )
 
-#: records that may hold a packet event (``packet_sent``, ``packet_received``, ``packet_lost``;
-#: qlog 0.1 converters wrote ``PACKET_TX``/``PACKET_RX``): decoded when packets are hooked
-#: (:attr:`quicsm.qlog.trace.TraceBuilder.packet_hook`)
-PACKET_NEEDLES: tuple[bytes, ...] = (b"packet_", b"PACKET_")
+#: records that may hold a packet event (:data:`quicsm.qlog.trace.PACKET_EVENTS` and
+#: ``packet_lost``; qlog 0.1 converters wrote ``PACKET_TX``/``PACKET_RX``): decoded when packets
+#: are hooked (:attr:`quicsm.qlog.trace.TraceBuilder.packet_hook`)
+PACKET_NEEDLES: tuple[bytes, ...] = (
+    b"packet_sent",
+    b"packet_received",
+    b"packet_lost",
+    b"packet_tx",
+    b"packet_rx",
+    b"PACKET_",
+)
 
 #: what the scanner is fed: the I/O side reuses one bytearray for every block
 Buffer = bytes | bytearray
