@@ -23,7 +23,9 @@ from quicsm.controllers.fitted import DEFAULT_CALIBRATION, DEFAULT_SIGNATURES
 from quicsm.controllers.signatures import (
     BBR1,
     BBR2,
+    BELOW_MAX_CUBIC,
     CUBIC,
+    GROWTH_ROUNDS,
     NEWRENO,
     PRIORS,
     UNKNOWN,
@@ -148,13 +150,44 @@ def test_reno_friendly_cubic_is_cubic_at_any_rtt(rtt: float) -> None:
 def test_cubic_of_the_flight_size_is_cubic() -> None:
     """A CUBIC that cuts its bytes in flight (aioquic: 0.7 of the flight once the lost packets
     have left it) cuts its window by a factor that varies and falls below 0.7 on lossy paths,
-    and recomputes its window on every ACK: five such cuts or more are CUBIC. An exact factor
-    (every Reno) or whole-segment steps are not taken by that rule."""
+    and recomputes its window on every ACK: four such cuts or more are CUBIC, with a spread as
+    small as aioquic's at 4 Mbit/s (0.005-0.008: a steady flight). An exact factor (every Reno,
+    spread below 10^-3) or whole-segment steps are not taken by that rule."""
     row = _row(beta=0.51, beta_spread=0.06, growth=0.99, step_bytes=300.0, step_share=0.008)
     assert classify(row, PRIORS).family == CUBIC
+    assert classify({**row, "beta": 0.64, "beta_spread": 0.005}, PRIORS).family == CUBIC
+    assert classify({**row, "n_reductions": 4}, PRIORS).family == CUBIC
     assert classify({**row, "beta_spread": 0.0}, PRIORS).family != CUBIC
+    assert classify({**row, "beta_spread": 0.002}, PRIORS).family != CUBIC
     assert classify({**row, "step_bytes": 1200.0, "step_share": 0.9}, PRIORS).family != CUBIC
-    assert classify({**row, "n_reductions": 4}, PRIORS).family != CUBIC
+    assert classify({**row, "n_reductions": 3}, PRIORS).family != CUBIC
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    below=st.floats(0.1, 1.6),
+    rounds=st.floats(0.0, 200.0),
+    reductions=st.integers(1, 2),
+    step=st.sampled_from([(16.0, 0.05), (300.0, 0.2), (1441.0, 0.35), (1250.0, 0.9)]),
+)
+def test_growth_after_one_cut_names_cubic_only_below_reno(
+    below: float, rounds: float, reductions: int, step: tuple[float, float]
+) -> None:
+    """One or two exact cuts by 0.7 (quic-go's Reno and CUBIC alike) are told apart by the growth
+    below the window before the cut when GROWTH_ROUNDS window-limited rounds or more measure it:
+    at most BELOW_MAX_CUBIC segments per window is CUBIC (Reno-friendly 0.53, or its concave
+    curve), whatever the window's steps; growth at Reno's segment per window is never called
+    CUBIC, and fewer rounds leave the trace unknown."""
+    row = _row(n_reductions=reductions, beta_spread=0.0 if reductions > 1 else None,
+               growth=below, growth_below_max=below, rounds_below_max=rounds,
+               step_bytes=step[0], step_share=step[1], cubic_fit=-1.0)  # fmt: skip
+    family = classify(row, PRIORS).family
+    if rounds < GROWTH_ROUNDS:
+        assert family == UNKNOWN
+    elif below <= BELOW_MAX_CUBIC:
+        assert family == CUBIC
+    elif below >= 0.9:
+        assert family != CUBIC
 
 
 @settings(max_examples=15, deadline=None)
