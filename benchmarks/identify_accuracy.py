@@ -49,6 +49,7 @@ from quicsm.controllers.evaluation import (
     confusion,
     coverage_by,
     cross_validate,
+    cut_fit_summary,
     feature_summary,
     fitting_set,
     leave_one_out,
@@ -213,6 +214,12 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown(bad.select(columns)) + "\n")
     print("## Features per controller (held-back senders; min / median / max)\n")
     print(markdown(feature_summary(heldout)) + "\n")
+    print(
+        "## Growth since the cut (held-back senders; `cut_fit`: CUBIC's and Reno's own "
+        "predictions of the window after each cut, nothing fitted; evidence beside the others, "
+        "not yet a signature feature)\n"
+    )
+    print(markdown(cut_fit_summary(heldout)) + "\n")
     print("## Fitted signatures (training runs)\n")
     print(markdown(boxes_table(boxes)) + "\n")
     print("## Confusion matrix (held-back senders; rows: true controller)\n")
