@@ -744,31 +744,46 @@ def test_cubic_boxes_hold_at_their_rtt_and_reno_boxes_at_any() -> None:
 
 
 STOCK_HELDOUT = CORPORA / "identify-stock-heldout.qlog"
+STOCK_HELDOUT2 = CORPORA / "identify-stock-heldout2.qlog"
 
 
 @pytest.mark.slow
-def test_stock_heldout_draw_is_never_wrong() -> None:
-    """Guards docs/identify.md's numbers on the held-back stock draw of issue 43 (quic-go
-    v0.65.0 and aioquic 1.7.2, six conditions, committed unread and classified once): 38 of 48
-    senders named, none wrongly; 24 of the 25 with five reductions or more named; every
-    confidence bin with 20 answers or more within 5 points of its share right; every sender
-    left unknown says what would settle it."""
+@pytest.mark.parametrize(
+    ("path", "scenarios", "least_named", "many", "least_many"),
+    [
+        # spent (development data since it was measured): 38 then, 41 with the growth after a cut
+        (STOCK_HELDOUT, {"stock-loss1-20ms", "stock-10mbit-40ms", "stock-4mbit-40ms",
+                         "stock-20mbit-80ms", "stock-jitter-cap", "stock-jitter-loss"},
+         41, 25, 25),
+        # held back: committed unread after the design it measures, classified once
+        (STOCK_HELDOUT2, {"stock2-loss05-30ms", "stock2-6mbit-60ms", "stock2-20mbit-80ms-loss",
+                          "stock2-16mbit-20ms", "stock2-jitter-cap", "stock2-jitter-loss"},
+         46, 34, 33),
+    ],
+    ids=["stock-heldout", "stock-heldout2"],
+)  # fmt: skip
+def test_stock_heldout_draw_is_never_wrong(
+    path: Path, scenarios: set[str], least_named: int, many: int, least_many: int
+) -> None:
+    """Guards docs/identify.md's numbers on the stock draws of issue 43 (quic-go v0.65.0 and
+    aioquic 1.7.2, six conditions each): 41 and 46 of 48 senders named, none wrongly; 25 of 25
+    and 33 of 34 with five reductions or more named; every confidence bin with 20 answers or
+    more within 5 points of its share right; every sender left unknown says what would settle
+    it."""
     from quicsm.controllers.calibration import reliability
     from quicsm.controllers.evaluation import fitting_set, predict
     from quicsm.controllers.fitted import DEFAULT_CALIBRATION
 
-    frame = fitting_set([STOCK_HELDOUT])
+    frame = fitting_set([path])
     assert frame.height == 48
-    assert set(frame["scenario"].unique()) >= {
-        "stock-loss1-20ms", "stock-10mbit-40ms", "stock-4mbit-40ms", "stock-20mbit-80ms",
-        "stock-jitter-cap", "stock-jitter-loss",
-    }  # fmt: skip
+    assert set(frame["scenario"].unique()) >= scenarios
     predicted = predict(frame, DEFAULT_SIGNATURES, calibration=DEFAULT_CALIBRATION)
     named = predicted.filter(pl.col("family") != UNKNOWN)
-    assert named.height >= 38
+    assert named.height >= least_named
     assert named.filter(pl.col("family") != pl.col("controller")).is_empty()
-    many = predicted.filter(pl.col("n_reductions") >= 5)
-    assert many.height == 25 and many.filter(pl.col("family") != UNKNOWN).height >= 24
+    with_many = predicted.filter(pl.col("n_reductions") >= 5)
+    assert with_many.height == many
+    assert with_many.filter(pl.col("family") != UNKNOWN).height >= least_many
     table = reliability(predicted).filter(pl.col("answers") >= 20)
     assert table.height >= 1 and table["gap_points"].abs().max() <= 5.0  # type: ignore[operator]
     for evidence in predicted.filter(pl.col("family") == UNKNOWN)["evidence"].to_list():
