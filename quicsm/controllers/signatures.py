@@ -196,7 +196,7 @@ GROWTH_ROUNDS: Final[float] = 20.0
 BELOW_MAX_CUBIC: Final[float] = 0.7
 #: the smallest spread of the factor of the flight-size CUBIC rule: a factor that varies by this
 #: much from cut to cut is not one exact factor (quic-go's 0.7 varies by 10^-6, aioquic's Reno's
-#: 0.5 by less than 10^-3)
+#: 0.5 by less than 10^-4)
 FLIGHT_SPREAD_FLOOR: Final[float] = 0.003
 #: boxes from the specifications (RFC 9002 NewReno: half the window, linear growth of about one
 #: segment per RTT; RFC 9438 CUBIC: 0.7 of the window or of the flight size)
@@ -254,8 +254,9 @@ PRIORS: Final[tuple[Box, ...]] = (
     # the window the factor varies from cut to cut and falls below 0.7 as losses grow (0.41-0.66
     # on lossy paths), while the window is recomputed on every ACK (small steps of every size).
     # No Reno and no BBR of the lab cuts by a varying factor four times with such steps (aioquic's
-    # CUBIC at 4 Mbit/s varies by 0.005-0.008 from cut to cut when its flight is steady; every
-    # Reno of the lab cuts by an exact factor, spread below 10^-3)
+    # CUBIC at 4 Mbit/s varies by 0.005-0.008 from cut to cut when its flight is steady; quic-go's,
+    # aioquic's and quiche's Reno cut by an exact factor, spread below 10^-4; quinn's varies by up
+    # to 0.04 but adds whole segments)
     Box(CUBIC, {"beta": (0.35, 0.72), "beta_spread": (FLIGHT_SPREAD_FLOOR, 0.15),
                 "growth": (0.6, 1.4), "step_share": (0.0, 0.1), "n_reductions": (4.0, 1e9)}),
     # RFC 9002's halving, exactly, two times or more: no CUBIC cuts to 0.5, and BBR's window
