@@ -16,12 +16,11 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from scipy import stats as sps
 
 from quicsm.core.numbers import format_p as format_p
-from quicsm.stats.distributions import chi2_sf, normal_ppf, normal_sf, t_ppf, t_sf
 from quicsm.stats.intervals import mean_design_effect
 from quicsm.stats.overdispersion import benjamini_hochberg
 
@@ -33,14 +32,6 @@ MIN_EXPECTED = 5.0
 _MW_EXACT = 8
 #: cells of one block of permutation draws (bounds the memory of a permutation test)
 _MASK_CELLS = 2_000_000
-
-
-def _stats() -> Any:
-    """``scipy.stats``, imported by the tests that need more than
-    :mod:`quicsm.stats.distributions` (ranks, Mann-Whitney, Fisher), when first run."""
-    from scipy import stats
-
-    return stats
 
 
 @dataclass(frozen=True)
@@ -82,7 +73,7 @@ def mean_ci(values: Sequence[float] | np.ndarray, *, level: float = 0.95) -> Mea
     mean = float(x.mean())
     if n < 2:
         return MeanCI(mean, mean, mean, n)
-    half = t_ppf(0.5 + level / 2, n - 1) * float(x.std(ddof=1)) / math.sqrt(n)
+    half = float(sps.t.ppf(0.5 + level / 2, n - 1)) * float(x.std(ddof=1)) / math.sqrt(n)
     return MeanCI(mean, mean - half, mean + half, n)
 
 
@@ -126,8 +117,8 @@ def welch(
     wa, wb = (va / na) / se2, (vb / nb) / se2
     df = 1.0 / (wa**2 / (na - 1) + wb**2 / (nb - 1))
     t = diff / se
-    p = 2.0 * t_sf(abs(t), df)
-    half = t_ppf(0.5 + level / 2, df) * se
+    p = float(2.0 * sps.t.sf(abs(t), df))
+    half = float(sps.t.ppf(0.5 + level / 2, df)) * se
     return WelchResult(diff, diff - half, diff + half, TestResult("welch", p, t))
 
 
@@ -245,7 +236,7 @@ def stratified_shift(
     total_w = float(sum(weights))
     stat = float(np.dot(weights, diffs))
     estimate = stat / total_w
-    z_level = normal_ppf(0.5 + level / 2)
+    z_level = float(sps.norm.ppf(0.5 + level / 2))
     half = z_level * math.sqrt(se2) / total_w
     if null_var <= 0.0:
         return WelchResult(
@@ -261,7 +252,7 @@ def stratified_shift(
         p, p_min = _exact_shift(parts_a, parts_b)
         result = TestResult("stratified (exact)", p, z, strata_note, p_min)
     else:
-        result = TestResult("stratified", 2.0 * normal_sf(abs(z)), z, strata_note)
+        result = TestResult("stratified", float(2.0 * sps.norm.sf(abs(z))), z, strata_note)
     return WelchResult(estimate, estimate - half, estimate + half, result)
 
 
@@ -273,7 +264,7 @@ def ranks_within(values: np.ndarray, strata: Sequence[str]) -> np.ndarray:
     out = np.zeros_like(x)
     for s in set(st.tolist()):
         mask = st == s
-        out[mask] = _stats().rankdata(x[mask]) / (int(mask.sum()) + 1)
+        out[mask] = sps.rankdata(x[mask]) / (int(mask.sum()) + 1)
     return out
 
 
@@ -427,7 +418,7 @@ def contingency_test(
     if float(expected.min()) >= MIN_EXPECTED and not few_splits:
         dof = table.shape[1] - 1
         deff = mean_design_effect(a, b)
-        p = chi2_sf(g / deff, dof)
+        p = float(sps.chi2.sf(g / deff, dof))
         return TestResult("g-test", p, g, f"design effect {deff:.2f}" if deff > 1.0 else "")
     return _permutation(np.vstack([a, b]), a.shape[0], g, permutations=permutations, seed=seed)
 
@@ -545,7 +536,7 @@ def mann_whitney(
         xa.size + xb.size
     )
     method = "exact" if small else "asymptotic"
-    res = _stats().mannwhitneyu(xa, xb, alternative="two-sided", method=method)
+    res = sps.mannwhitneyu(xa, xb, alternative="two-sided", method=method)
     p_min = min(1.0, 2.0 / splits(int(xa.size), int(xb.size))) if small else 0.0
     return TestResult("mann-whitney", float(res.pvalue), float(res.statistic), p_min=p_min)
 
@@ -556,7 +547,6 @@ def fisher_traces(k_a: int, n_a: int, k_b: int, n_b: int, *, min_n: int = MIN_N)
     note = too_few(n_a, n_b, min_n=min_n)
     if note:
         return TestResult("fisher", None, note=note)
-    sps = _stats()
     res = sps.fisher_exact([[k_a, n_a - k_a], [k_b, n_b - k_b]], alternative="two-sided")
     k = k_a + k_b  # the margins are fixed: any k_a' with k_a' + k_b' = k could have been seen
     p_min = min(
