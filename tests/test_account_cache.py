@@ -26,6 +26,7 @@ from quicsm.extract.account import read_account
 from quicsm.extract.index import read_trace_index
 from quicsm.extract.read import read_metrics, read_traces, read_transitions
 from quicsm.qlog.blocks import DecompressedFile
+from quicsm.qlog.paths import TraceSpans
 
 STACKS = Path(__file__).parent.parent / "traces" / "stacks" / "stacks.qlog"
 
@@ -116,6 +117,31 @@ def test_a_files_packets_are_read_once_and_a_copy_is_served_with_its_own_ids(
     elsewhere = tmp_path / "unused"
     assert_frame_equal(_quiet(cached_account, t, m, r, cache_dir=elsewhere, cache=False), first)
     assert len(reads) == 2 and not elsewhere.exists()
+
+
+def test_counting_some_traces_reads_only_their_bytes(
+    tmp_path: Path, small: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The packets of the traces counted are read from their spans alone (the file's index
+    locates them), not from the whole file."""
+    reads: list[object] = []
+    real = accounts.read_packet_timelines
+
+    def counted(paths: Any, *args: Any, **kwargs: Any) -> Any:
+        reads.extend(paths)
+        return real(paths, *args, **kwargs)
+
+    monkeypatch.setattr(accounts, "read_packet_timelines", counted)
+    t, m, r = _read(small)
+    ids = [str(x) for x in t.get_column("trace").unique(maintain_order=True)]
+    some = ids[1:3]
+    got = _quiet(
+        cached_account, _only(t, some), _only(m, some), _only(r, some), cache_dir=tmp_path / "c"
+    )
+    assert got.get_column("trace").cast(pl.String).to_list() == some
+    (spans,) = reads
+    assert isinstance(spans, TraceSpans)
+    assert [f"{small}#{s[0]:04d}" for s in spans.spans] == some
 
 
 def test_no_cache_and_cache_dir_reach_the_index_and_the_account(
