@@ -23,6 +23,7 @@ from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.extract.account import (
     ABSENT,
     ACCOUNT_SCHEMA,
+    APP_LIMITED_PARTS,
     FACTS,
     LOGGED,
     METRICS,
@@ -241,6 +242,56 @@ def test_when_a_producer_logs_less_the_packets_answer(stacks_account: pl.DataFra
     assert set(go.get_column("spurious_losses_from")) == {PACKETS}
     assert set(go.get_column("spurious_losses_note")) == {"quic-go v0.48.2 logs none"}
     assert go.get_column("spurious_losses_logged").sum() == 0
+
+
+# -- why a sender was short of data --------------------------------------------------------
+
+
+def test_the_causes_of_application_limited_time_sum_to_it(stacks_account: pl.DataFrame) -> None:
+    """Every trace of every shipped stack: application + flow control (connection, stream) +
+    pacing + unknown is its ApplicationLimited time (absent parts count 0), which is the time
+    in ApplicationLimited the statistics give; no producer logs the pacer's release time."""
+    from quicsm.stats.descriptive import time_in_state
+
+    path = TRACES / "stacks" / "stacks.qlog"
+    tis = time_in_state(_quiet(read_transitions, path)).filter(
+        pl.col("state") == "ApplicationLimited"
+    )
+    al = {str(t): d for t, d in tis.select("trace", "duration_ms").iter_rows()}
+    a = stacks_account
+    assert a.get_column("app_limited_ms").sum() > 0
+    for row in a.iter_rows(named=True):
+        parts = [row[c] or 0.0 for c in APP_LIMITED_PARTS.values()]
+        assert math.isclose(sum(parts), row["app_limited_ms"], abs_tol=1e-6), row["trace"]
+        assert math.isclose(row["app_limited_ms"], al.get(row["trace"], 0.0), abs_tol=1e-6)
+    assert set(a.get_column("app_limited_pacing_ms_from")) == {ABSENT}
+    assert all("logs no pacer release time" in n for n in a["app_limited_pacing_ms_note"])
+    # quinn's packets carry no frames: its causes are not told, and the note says so
+    quinn = a.filter(pl.col("producer").str.starts_with("quinn"))
+    assert quinn.height and set(quinn["app_limited_application_ms_from"]) == {ABSENT}
+    assert set(quinn["app_limited_unknown_ms_note"]) == {
+        "all of it: its packets log no STREAM frames"
+    }
+    # quiche logs its STREAM frames' lengths as raw.payload_length: read, so told
+    quiche = a.filter(pl.col("producer").str.starts_with("quiche"))
+    assert set(quiche["app_limited_application_ms_from"]) == {PACKETS}
+    assert (quiche["app_limited_application_ms"] > 0).all()
+
+
+def test_flow_control_is_logged_only_where_blocked_frames_were_sent(
+    stacks_account: pl.DataFrame,
+) -> None:
+    """quic-go sends STREAM_DATA_BLOCKED to slow receivers: those traces have flow-control
+    time "logged"; aioquic and quiche, with limits of 32 MB and more for 2 MB, send none and
+    are never held (credit arithmetic, "packets")."""
+    a = stacks_account
+    logged = a.filter(pl.col("flow_control_ms_from") == LOGGED)
+    assert logged.height and (logged["flow_control_ms"] > 0).all()
+    assert set(logged["producer"].str.split(" ").list.first()) == {"quic-go"}
+    for stack in ("aioquic", "quiche"):
+        rows = a.filter(pl.col("producer").str.starts_with(stack))
+        assert rows.height and set(rows["flow_control_ms_from"]) == {PACKETS}, stack
+        assert rows["flow_control_ms"].sum() == 0.0, stack
 
 
 # -- the jitter comparison ------------------------------------------------------------------
