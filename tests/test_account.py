@@ -342,6 +342,75 @@ def test_the_jitter_report_says_the_same(tmp_path: Path) -> None:
     assert len(cells) >= 2 and cells[0] > 100 > 30 > cells[1]
 
 
+BREAKDOWN = "ApplicationLimited time by cause"
+
+
+def test_the_diff_json_breaks_application_limited_time_down_by_cause(
+    jitter_json: dict[str, Any],
+) -> None:
+    """The jitter comparison's ``app_limited`` rows: each group's mean per server trace is the
+    mean of its traces' accounts in the same JSON, the causes' shares sum to 1 and their means
+    to the whole; v0.65.0's senders are held by flow control (its STREAM_DATA_BLOCKED frames,
+    "logged"), v0.48.2's never in these traces; pacing is not logged."""
+    rows = {r["column"]: r for r in jitter_json["app_limited"]}
+    assert list(rows)[0] == "app_limited_ms" and set(APP_LIMITED_PARTS.values()) < set(rows)
+    accounts = jitter_json["accounts"]
+    for g, version in (("a", "v0.48.2"), ("b", "v0.65.0")):
+        mine = [a for a in accounts if version in a["trace"] and a["vantage"] == "server"]
+        assert len(mine) == rows["app_limited_ms"][f"{g}_n"] == 10
+        for column, row in rows.items():
+            values = [a[column] for a in mine if a[column] is not None]
+            assert row[f"{g}_traces"] == len(values), column
+            if values:
+                # the JSON's numbers are rounded to 6 decimals
+                assert math.isclose(row[f"{g}_mean_ms"], np.mean(values), abs_tol=1e-5), column
+        parts = [rows[c] for c in APP_LIMITED_PARTS.values()]
+        shares = [r[f"{g}_share"] for r in parts if r[f"{g}_share"] is not None]
+        assert math.isclose(sum(shares), 1.0, abs_tol=1e-5)
+        means = [r[f"{g}_mean_ms"] or 0.0 for r in parts]
+        assert math.isclose(sum(means), rows["app_limited_ms"][f"{g}_mean_ms"], abs_tol=1e-4)
+        assert rows[APP_LIMITED_PARTS["pacing"]][f"{g}_from"] == ABSENT
+    held = rows["flow_control_ms"]
+    assert held["b_from"] == LOGGED and held["b_mean_ms"] > 50 > 1 > held["a_mean_ms"]
+
+
+def test_the_report_and_the_diff_show_the_same_breakdown(tmp_path: Path) -> None:
+    """``quicsm report`` (Markdown and HTML) and ``quicsm diff --format md`` of the jitter
+    comparison: one table, the same cells."""
+    runner = CliRunner()
+    diff = runner.invoke(main, ["diff", str(V48), "--vs", str(V65), *JITTER, "--format", "md"])
+    assert diff.exit_code == 0, diff.output
+    md, page = tmp_path / "r.md", tmp_path / "r.html"
+    for out in (md, page):
+        result = runner.invoke(
+            main, ["report", str(V48), "--vs", str(V65), *JITTER, "-o", str(out)]
+        )
+        assert result.exit_code == 0, result.output
+    shown = _table_after(diff.stdout, BREAKDOWN)
+    assert shown == _table_after(md.read_text(encoding="utf-8"), BREAKDOWN)
+    assert len(shown) == 7 and shown["pacing"] == ["not logged", "not logged"]
+    assert "(logged)" in shown["flow control, in any state"][1]
+    text = html.unescape(page.read_text(encoding="utf-8"))
+    table = text[text.index(BREAKDOWN) :]
+    table = table[: table.index("</table>")]
+    for line, cells in shown.items():
+        row = table[table.index(f"<td>{line}</td>") :]
+        assert all(f'<td class="num">{c}</td>' in row[: row.index("</tr>")] for c in cells), line
+
+
+def _table_after(md: str, title: str) -> dict[str, list[str]]:
+    """The Markdown table under the heading ``title``: first cell -> the others."""
+    start = md.index(title)
+    rows: dict[str, list[str]] = {}
+    for line in md[start:].splitlines()[1:]:
+        if line.startswith("| ") and not line.startswith("| per "):
+            cells = [c.strip() for c in line.strip("| ").split(" | ")]
+            rows[cells[0]] = cells[1:]
+        elif rows and not line.startswith("|"):
+            break
+    return rows
+
+
 # -- one number in every view ---------------------------------------------------------------
 
 CORPUS_A = [str(TRACES / "quic-go-v0.48.2.qlog"), str(TRACES / "aioquic-1.7.2.qlog")]

@@ -23,8 +23,11 @@ declarations and packets has its spurious losses counted from them, whether it l
 The account is a frame, one row per trace (:data:`ACCOUNT_SCHEMA`): ``file, trace, vantage,
 producer``, then for each fact of :data:`FACTS` three columns: the value (null when absent),
 ``<fact>_from`` and ``<fact>_note``. A fact is one entry of :data:`FACTS` and one branch of
-:func:`_trace_account`: a later fact (why a sender was short of data: the application, flow
-control or pacing) is added the same way. Metric series are normalised by the reader
+:func:`_trace_account`. Why a sender was short of data is such a set of facts
+(:data:`SHORT_OF_DATA`): its ApplicationLimited time and the parts of it the application,
+flow control (connection and stream) and pacing account for, and what is left unknown
+(:mod:`quicsm.extract.sendable`; the parts sum to the whole, absent parts counting 0), and the
+time flow control held data back in any state. Metric series are normalised by the reader
 (:mod:`quicsm.extract.sentinels`); the account says whether each series is logged.
 """
 
