@@ -1,7 +1,7 @@
-"""Reading packets decodes only the records that name a packet event (``quicsm.qlog.seq``'s
-packet needles) and checks the others for framing: what it hands the packet and loss hooks is
-what a read that decodes every record hands them, however the bytes arrive, for every producer
-shipped."""
+"""Reading packets decodes only the records that name a packet event or the transport
+parameters (``quicsm.qlog.seq``'s packet needles) and checks the others for framing: what it
+hands the packet, loss and parameters hooks is what a read that decodes every record hands
+them, however the bytes arrive, for every producer shipped."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from quicsm.qlog.blocks import DecompressedFile
 from quicsm.qlog.seq import PACKET_NEEDLES
 from quicsm.qlog.source import read_qlog
-from quicsm.qlog.trace import PACKET_EVENTS, TraceBuilder
+from quicsm.qlog.trace import PACKET_EVENTS, PARAMETERS_EVENT, TraceBuilder
 
 ROOT = Path(__file__).parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "qlog"
@@ -42,6 +42,7 @@ class _Hooked:
 
         builder.packet_hook = packet
         builder.loss_hook = packet
+        builder.parameters_hook = packet
         return self
 
     def wanted(self) -> bool:
@@ -83,7 +84,9 @@ def test_in_any_blocks_a_real_file_gives_every_packet_of_a_full_read(
 
 
 def test_every_packet_event_name_holds_a_needle() -> None:
-    """The needles find every name the hooks take, as logged (lower case, qlog 0.1 upper)."""
-    for name in (*PACKET_EVENTS, "packet_lost"):
-        for logged in (name, name.upper()):
-            assert any(n in f'"transport:{logged}"'.encode() for n in PACKET_NEEDLES), logged
+    """The needles find every name the hooks take, as logged (lower case; packet events in
+    qlog 0.1's upper case too)."""
+    names = [*PACKET_EVENTS, "packet_lost", PARAMETERS_EVENT]
+    names += [n.upper() for n in (*PACKET_EVENTS, "packet_lost")]
+    for logged in names:
+        assert any(n in f'"transport:{logged}"'.encode() for n in PACKET_NEEDLES), logged

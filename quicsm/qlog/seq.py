@@ -55,9 +55,10 @@ from quicsm.qlog.trace import (
     object_event,
 )
 
-#: records that may hold a packet event (:data:`quicsm.qlog.trace.PACKET_EVENTS` and
-#: ``packet_lost``; qlog 0.1 converters wrote ``PACKET_TX``/``PACKET_RX``): decoded when packets
-#: are hooked (:attr:`quicsm.qlog.trace.TraceBuilder.packet_hook`)
+#: records that may hold an event a reader of packets hooks (:data:`quicsm.qlog.trace.
+#: PACKET_EVENTS`, ``packet_lost`` and the transport parameters' ``parameters_set``; qlog 0.1
+#: converters wrote ``PACKET_TX``/``PACKET_RX``): decoded when they are hooked
+#: (:attr:`quicsm.qlog.trace.TraceBuilder.packet_hook` and the others)
 PACKET_NEEDLES: tuple[bytes, ...] = (
     b"packet_sent",
     b"packet_received",
@@ -65,6 +66,7 @@ PACKET_NEEDLES: tuple[bytes, ...] = (
     b"packet_tx",
     b"packet_rx",
     b"PACKET_",
+    b"parameters_set",
 )
 
 #: what the scanner is fed: the I/O side reuses one bytearray for every block
@@ -585,7 +587,8 @@ class SeqScanner:
         # derived from only while the trace has shown no explicit state (or metrics are wanted)
         done: set[int] = set()
         states = self._decode_hits(trace, buf, s, e, base, STATE_NEEDLES, done)
-        hooked = trace.packet_hook is not None or trace.loss_hook is not None
+        hooks = (trace.packet_hook, trace.loss_hook, trace.parameters_hook)
+        hooked = any(h is not None for h in hooks)
         if hooked:
             # packets wanted (a reader of packets hooked them): the records that may name a
             # packet event are decoded too (each once: the derive pass below skips them)
