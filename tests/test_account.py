@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quicsm.cli import main
+from quicsm.compare.app_limited import BREAKDOWN_LINES
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.extract.account import (
     ABSENT,
@@ -472,6 +473,25 @@ def test_every_view_states_the_same_counts(tmp_path: Path) -> None:
     out = tmp_path / "r.md"
     result = runner.invoke(main, ["report", *CORPUS_A, "--vs", *CORPUS_B, "-o", str(out)])
     assert result.exit_code == 0, result.output
+    # the breakdown of ApplicationLimited time: each group's mean over its sender accounts
+    breakdown = _table_after(out.read_text(encoding="utf-8"), BREAKDOWN)
+    for g, files in (("a", CORPUS_A), ("b", CORPUS_B)):
+        senders = [
+            a for t, a in diff.items() if t.rsplit("#", 1)[0] in files and a["vantage"] == "server"
+        ]
+        for column, line in BREAKDOWN_LINES.items():
+            values = [a[column] for a in senders if a[column] is not None]
+            cell = breakdown[line][0 if g == "a" else 1]
+            if not values:
+                assert cell == "not logged", (column, g, cell)
+                continue
+            mean = float(np.mean(values))
+            assert math.isclose(float(cell.split(" ")[0]), round(mean, 1), abs_tol=0.051), (
+                column,
+                g,
+                cell,
+                mean,
+            )
     table = _loss_table(out.read_text(encoding="utf-8"))
     for g, files in (("a", CORPUS_A), ("b", CORPUS_B)):
         senders = [

@@ -21,8 +21,8 @@ A sender is short of data (ApplicationLimited, Kakhki et al.) because
 :func:`sendable_timeline` is sans-I/O: it takes a trace's :class:`StreamColumns` (the frames
 as they were read) and returns a :class:`SendableTimeline`, the cause at every moment as
 piecewise-constant segments; :func:`split_intervals` measures a set of intervals (a trace's
-ApplicationLimited visits) against it. The same segments relabel ApplicationLimited when the
-state machine is asked to split it (:data:`SPLIT_LABELS`).
+ApplicationLimited visits) against it, and :func:`segments_in` cuts them where the cause
+changes.
 """
 
 from __future__ import annotations
@@ -46,15 +46,6 @@ CAUSES: Final[dict[str, str]] = {
     FLOW_CONTROL_STREAM: "a stream's limit (MAX_STREAM_DATA) held it",
     PACING: "the pacer held it",
     UNKNOWN: "data was left and no limit held it (pacing or the application: not told)",
-}
-#: the state a split relabels, and the label of each cause
-SPLIT_STATE: Final = "ApplicationLimited"
-SPLIT_LABELS: Final[dict[str, str]] = {
-    APPLICATION: f"{SPLIT_STATE}:application",
-    FLOW_CONTROL_CONNECTION: f"{SPLIT_STATE}:flow-control",
-    FLOW_CONTROL_STREAM: f"{SPLIT_STATE}:flow-control",
-    PACING: f"{SPLIT_STATE}:pacing",
-    UNKNOWN: f"{SPLIT_STATE}:unknown",
 }
 _CODES: Final = tuple(CAUSES)
 
@@ -269,8 +260,6 @@ __all__ = [
     "FLOW_CONTROL_CONNECTION",
     "FLOW_CONTROL_STREAM",
     "PACING",
-    "SPLIT_LABELS",
-    "SPLIT_STATE",
     "UNKNOWN",
     "SendableTimeline",
     "Split",
