@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from quicsm.core.aliases import canonical_state
 from quicsm.core.errors import InputError
@@ -241,22 +243,43 @@ def test_interleaved_runs_put_repetition_n_of_every_scenario_together(tmp_path: 
     )
     stacks = [Stack(stack=n, version="1", server=("s",), client=("c",)) for n in ("x", "y")]
     plan = load_plan(path)
-    order = [(r.scenario.name, r.run, r.stack.stack) for r in plan_runs(plan, stacks)]
-    assert order == [
-        ("a", 1, "x"),
-        ("a", 1, "y"),
-        ("b", 1, "y"),
-        ("a", 2, "x"),
-        ("a", 2, "y"),
-        ("b", 2, "y"),
-        ("b", 3, "y"),
-    ]
-    # the same runs as the default order, with the same seeds
+    specs = plan_runs(plan, stacks)
+    # repetition n of every scenario before n + 1; within it, each scenario's stacks together
+    assert [r.run for r in specs] == [1, 1, 1, 2, 2, 2, 3]
+    for n in (1, 2):
+        block = [(r.scenario.name, r.stack.stack, r.position) for r in specs if r.run == n]
+        a = [x for x in block if x[0] == "a"]
+        assert [x[1] for x in a] == ["x", "y"] and len({x[2] for x in a}) == 1
+        assert sorted(x[2] for x in block if x[1] == "y") == [0, 1]  # a and b: both places
+    assert [r.scenario.name for r in specs if r.run == 3] == ["b"]
+    # the same runs as the default order, with the same seeds; the order is the seed's
+    assert plan_runs(plan, stacks) == specs
     path.write_text(path.read_text().replace('order = "interleaved"\n', ""))
     default = plan_runs(load_plan(path), stacks)
+    assert all(r.position is None for r in default)
     assert sorted((r.scenario.name, r.run, r.stack.stack, r.seed) for r in default) == sorted(
-        (r.scenario.name, r.run, r.stack.stack, r.seed) for r in plan_runs(plan, stacks)
+        (r.scenario.name, r.run, r.stack.stack, r.seed) for r in specs
     )
+
+
+@given(st.integers(min_value=0, max_value=2**31 - 1))
+def test_interleaved_order_is_drawn_per_repetition(seed: int) -> None:
+    """Which scenario of a repetition runs first is drawn from (seed, repetition): over 40
+    repetitions of two scenarios each goes first sometimes (a fixed order would never)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "s.toml"
+        path.write_text(
+            f'[run]\nrepetitions = 40\nseed = {seed}\norder = "interleaved"\n'
+            '[[scenario]]\nname = "a"\n[[scenario]]\nname = "b"\n'
+        )
+        stacks = [Stack(stack="x", version="1", server=("s",), client=("c",))]
+        specs = plan_runs(load_plan(path), stacks)
+    firsts = [r.scenario.name for r in specs if r.position == 0]
+    assert len(firsts) == 40 and {"a", "b"} == set(firsts)
+    # within each repetition the two places are taken once each, in execution order
+    assert [r.position for r in specs] == [p for _ in range(40) for p in (0, 1)]
 
 
 def test_unknown_order_is_an_error_naming_the_key(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -30,7 +31,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,8 @@ class RunSpec:
     scenario: Scenario
     run: int
     seed: int
+    #: interleaved plans: the place of this run's scenario within its repetition (0-based)
+    position: int | None = None
 
     def directory(self, out_dir: Path) -> Path:
         base = out_dir / self.stack.stack / self.stack.version
@@ -86,8 +89,9 @@ def run_seed(plan_seed: int, scenario: str, run: int) -> int:
 def plan_runs(plan: Plan, stacks: list[Stack], *, only: tuple[str, ...] = ()) -> list[RunSpec]:
     """Every run of the plan, in execution order: (scenario, repetition, stack), or with
     ``order = "interleaved"`` (repetition, scenario, stack), so that repetition n of every
-    scenario runs back to back; ``only`` further restricts the stacks ("quic-go" or
-    "quic-go@v0.48.2")."""
+    scenario runs back to back, the scenarios in an order drawn from (plan seed, n) (each
+    run's ``position`` in it: which of a pair ran first is a coin flip, not a rule); ``only``
+    further restricts the stacks ("quic-go" or "quic-go@v0.48.2")."""
     per_scenario: list[list[list[RunSpec]]] = []
     for scenario in plan.scenarios:
         chosen = select_stacks(stacks, scenario.stacks, where=f"{scenario.source}: {scenario.name}")
@@ -103,7 +107,14 @@ def plan_runs(plan: Plan, stacks: list[Stack], *, only: tuple[str, ...] = ()) ->
     if plan.order != "interleaved":
         return [spec for reps in per_scenario for rep in reps for spec in rep]
     most = max((len(reps) for reps in per_scenario), default=0)
-    return [spec for n in range(most) for reps in per_scenario if n < len(reps) for spec in reps[n]]
+    out: list[RunSpec] = []
+    for n in range(most):
+        order = list(range(len(per_scenario)))
+        random.Random(zlib.crc32(f"{plan.seed}:order:{n + 1}".encode())).shuffle(order)
+        for position, i in enumerate(order):
+            if n < len(per_scenario[i]):
+                out.extend(replace(spec, position=position) for spec in per_scenario[i][n])
+    return out
 
 
 def _free_udp_port() -> int:
@@ -443,7 +454,8 @@ def run_plan(
             for i, spec in enumerate(specs):
                 if on_start is not None:
                     on_start(spec, i, len(specs))
-                labels = execute(spec, out_dir=out_dir, qlog_linger_s=qlog_linger_s)
+                extra = None if spec.position is None else {"order.position": spec.position}
+                labels = execute(spec, out_dir=out_dir, qlog_linger_s=qlog_linger_s, extra=extra)
                 results.append(labels)
                 if on_done is not None:
                     on_done(spec, labels)
