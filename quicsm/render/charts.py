@@ -1020,8 +1020,8 @@ def time_in_state_spec(bars: Sequence[Bar], *, names: tuple[str, str]) -> Spec:
     height = max(34 * len(bars), 40)
     y = {"field": "label", "type": "nominal", "sort": order, "title": None,
          "axis": {"labelFontSize": 12, "labelLimit": 220}}  # fmt: skip
-    x = {"field": "v", "type": "quantitative", "scale": {"domain": [0, 1]},
-         "axis": {"format": "%"}, "title": "mean of per-trace time shares (95% CI)"}  # fmt: skip
+    x = {"field": "v", "type": "quantitative", "scale": {"domain": [0, 1]}, "axis": {"format": "%"},
+         "title": "% of time: mean of per-trace shares (95% CI)"}  # fmt: skip
     offset = {"field": "group", "type": "nominal", "sort": list(names)}
     bars_view = {
         "width": 520,

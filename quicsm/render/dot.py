@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from quicsm.core.choices import RENDER_FORMATS as RENDER_FORMATS  # what render_dot produces
 from quicsm.core.errors import QuicsmError
-from quicsm.core.numbers import short_pct
+from quicsm.core.numbers import pct, short_pct
 from quicsm.render.colours import STATE_TINT, state_colour, tint
 from quicsm.render.escape import esc
 from quicsm.stats.descriptive import INITIAL, TERMINAL
@@ -278,14 +278,25 @@ def _node_width(state: str) -> float:
     return round(0.25 + 1.3 * per_char * chars, 2)  # an ellipse around a line of text
 
 
-def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]) -> list[str]:
+def shared_model_dots(
+    models: Sequence[Model | None],
+    *,
+    captions: Sequence[str],
+    shares: Sequence[Mapping[str, float] | None] | None = None,
+) -> list[str]:
     """DOT texts of several models (the groups of a comparison) with one common layout:
     every text holds the union of the nodes and edges, in the same order and with the same
     sizes (fixed-size nodes, equal-width edge labels), so Graphviz places every state at the
     same spot in each drawing. A state or transition a model lacks is drawn faint ("not
-    seen") or left invisible. ``None`` stands for a group without states."""
+    seen") or left invisible. ``None`` stands for a group without states.
+
+    ``shares``: per model, state -> the share of time to print on its nodes instead of the
+    model's pooled one (a page that states one definition of "% of time", such as the
+    report's mean of per-trace shares), with one decimal as the page's other numbers."""
     if len(captions) != len(models):
         raise QuicsmError("shared_model_dots needs one caption per model")
+    if shares is not None and len(shares) != len(models):
+        raise QuicsmError("shared_model_dots needs one map of shares per model")
     from quicsm.model.tables import label_rank
 
     per_model: list[tuple[dict[str, dict[str, Any]], dict[tuple[str, str], float]]] = []
@@ -318,7 +329,8 @@ def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]
         key=lambda e: (order.index(e[0]), order.index(e[1])),
     )
     out = []
-    for (nodes, edges), caption in zip(per_model, captions, strict=True):
+    for i, ((nodes, edges), caption) in enumerate(zip(per_model, captions, strict=True)):
+        given = None if shares is None else shares[i]
         lines = graph_header(caption)
         # compact: two of these drawings sit side by side in a report column, their text
         # still at least 9 px on screen (tests/test_report_browser.py)
@@ -339,6 +351,13 @@ def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]
                     f'label={label}, style=dashed, color="#bbbbbb", fontcolor="#999999", '
                     f"width={_node_width(state)}"
                 )
+            elif given is not None:  # the page's definition, the state's share on each node
+                line = f"{pct(given.get(state))} of time"
+                label = (
+                    f'<{esc(state)}<BR/><FONT COLOR="{FRACTION_COLOR}" '
+                    f'POINT-SIZE="{_SHARED_FONT}">{esc(line)}</FONT>>'
+                )
+                attrs = f"{node_attrs(state, label)}, width={_node_width(state)}"
             else:
                 label = node_label(
                     state,
