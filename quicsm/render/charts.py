@@ -800,6 +800,8 @@ def connection_spec(
         # a value above the axis is drawn at its top (``y``, set here); hover shows ``v``
         y = {"field": "v" if top is None else "y", "type": "quantitative", "title": None,
              "axis": {"format": "~s" if i != 1 else ",~r"}}  # fmt: skip
+        if i == 1:  # RTTs: the axis spans the values (from zero, 36 ms of jitter is a line)
+            y["scale"] = {"zero": False}
         if static and not panels:  # the first panel names its bands (no hover on paper)
             layers.append(_band_labels(series, end=end, name=f"c{index}labels"))
         for layer in layers[1:]:
