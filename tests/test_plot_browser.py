@@ -33,10 +33,53 @@ def chromium() -> str:
 XSS = "<img src=x onerror=alert(1)>"
 SCRIPT = "<script>alert(2)</script>"
 #: the time domain of every panel of the first connection (the view's scales named concat_N_x)
+#: but its overview strip (the last, never zoomed)
 DOMAINS = (
     "JSON.stringify(Object.entries(quicsmView._runtime.scales)"
-    ".filter(([k, v]) => /^concat_\\d+_x$/.test(k)).map(([k, v]) => v.value.domain()))"
+    ".filter(([k, v]) => /^concat_\\d+_x$/.test(k)).map(([k, v]) => v.value.domain())"
+    ".slice(0, -1))"
 )
+#: the overview strip's plotting area and the range drawn over it, on the page
+OVERVIEW = """(() => { const bands = document.querySelector('g.c0ov_marks');
+  const group = bands.closest('g.role-scope');
+  const frame = group.querySelector('path.background').getBoundingClientRect();
+  const marks = Array.from(group.querySelectorAll('g.role-mark'));
+  const win = marks[marks.length - 1].querySelector('path').getBoundingClientRect();
+  return [[frame.x, frame.y, frame.width, frame.height], [win.x, win.width]]; })()"""
+
+
+def test_overview_strip_zooms_and_follows(chromium: str, producer_pages: dict[str, Path]) -> None:
+    """The overview under the panels: a drag along it zooms every panel to the dragged range
+    (the strip itself stays whole), and the range it draws follows a zoom made elsewhere."""
+    page = producer_pages["quiche"]
+    with Browser(chromium) as browser:
+        session, load = browser.load(page.as_uri(), width=1400)
+        assert _drawn(browser, session) == "yes" and load.errors == []
+        whole = json.loads(browser.evaluate(session, DOMAINS))[0]
+        frame, _ = browser.evaluate(session, OVERVIEW)
+        browser.evaluate(session, f"window.scrollTo(0, {frame[1] - 400}); 1")
+        time.sleep(0.2)
+        frame, window = browser.evaluate(session, OVERVIEW)
+        assert window[1] == pytest.approx(frame[2], abs=2)  # the whole trace is in view
+        y = frame[1] + frame[3] / 2
+        a, b = frame[0] + 0.2 * frame[2], frame[0] + 0.3 * frame[2]
+        for kind, x in (("mousePressed", a), ("mouseMoved", b), ("mouseReleased", b)):
+            browser.send("Input.dispatchMouseEvent",
+                         {"type": kind, "x": x, "y": y, "button": "left", "buttons": 1,
+                          "clickCount": 1}, session=session)  # fmt: skip
+        zoomed = _settled(browser, session, [whole] * len(json.loads(
+            browser.evaluate(session, DOMAINS))))  # fmt: skip
+        span = whole[1] - whole[0]
+        assert all(d == zoomed[0] for d in zoomed)
+        assert zoomed[0][0] == pytest.approx(whole[0] + 0.2 * span, abs=span / 200)
+        assert zoomed[0][1] == pytest.approx(whole[0] + 0.3 * span, abs=span / 200)
+        # a zoom from elsewhere (as the wheel sets it): the strip draws the new range
+        lo, hi = whole[0] + 0.5 * span, whole[0] + 0.6 * span
+        browser.evaluate(session, f"quicsmView.signal('zoom0_start', [{lo}, {hi}]).run(); 1")
+        _settled(browser, session, zoomed)
+        frame, window = browser.evaluate(session, OVERVIEW)
+        assert window[0] - frame[0] == pytest.approx(0.5 * frame[2], abs=2)
+        assert window[1] == pytest.approx(0.1 * frame[2], abs=2)
 
 
 #: clicks the first mark that carries a raw event; what the page then shows under the chart

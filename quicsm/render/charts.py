@@ -870,6 +870,7 @@ def connection_spec(
     ]  # fmt: skip
     if not static:
         params += _view_signals(index, end) + _rectangle_zoom(panels, index)
+        panels.append(_overview(series, states=states, index=index, end=end))
     head = f"{series.trace} ({series.vantage})"
     title: Spec = {"text": ellipsize(head, 110)}
     if series.title:
@@ -884,6 +885,33 @@ def connection_spec(
         "resolve": {"scale": {"x": "independent", "fill": "shared", "stroke": "shared",
                               "strokeDash": "shared", "color": "shared", "shape": "shared"}},
     }  # fmt: skip
+
+
+#: height of the overview strip under a connection's panels, px
+OVERVIEW_HEIGHT: Final[int] = 26
+
+
+def _overview(series: ConnectionSeries, *, states: Sequence[str], index: int, end: float) -> Spec:
+    """The brush overview: the whole connection's state bands in a thin strip (never zoomed),
+    the range the panels show drawn over it (it follows every zoom and pan), and a drag along
+    it zooms the panels to the dragged range (the page's script, on the layer named
+    ``c<index>ov``)."""
+    bands = _bands_layer(series, states, columns=PLOT_WIDTH)
+    window = {  # its row's t only satisfies the panel's time encoding; lo, hi are the view's
+        "data": {"values": [{"t": 0}]},
+        "mark": {"type": "rect", "fill": "#1d2330", "fillOpacity": 0.12, "stroke": "#1d2330",
+                 "strokeWidth": 1.5},
+        "encoding": {"x": {"datum": {"expr": f"lo{index}"}, "type": "quantitative"},
+                     "x2": {"datum": {"expr": f"hi{index}"}}},
+    }  # fmt: skip
+    return {
+        "width": PLOT_WIDTH,
+        "height": OVERVIEW_HEIGHT,
+        "title": {"text": "overview: the range shown above (drag here to choose it)",
+                  "fontSize": 12, "fontWeight": "normal"},
+        "layer": [{**bands, "name": f"c{index}ov"}, window],
+        "encoding": {"x": {**_x(None, (0.0, end)), "axis": None}},
+    }
 
 
 def _share_data(spec: Spec) -> Spec:
@@ -1434,9 +1462,15 @@ function first() {
 function groups(item, x, y, out) {
   (item.items || []).forEach(function (child) {
     var cx = x + (child.x || 0), cy = y + (child.y || 0);
-    if (child.mark && child.mark.marktype === 'group' && /^concat_.*_group$/.test(child.mark.name))
+    var mark = child.mark;
+    if (mark && mark.marktype === 'group' && /^concat_.*_group$/.test(mark.name)) {
+      var ov = (child.items || []).filter(function (m) {
+        return m.name && /^c\d+ov_marks$/.test(m.name); })[0];
+      var nums = child.mark.name.match(/\d+/g).map(Number);
       out.push({name: child.mark.name.replace(/_group$/, ''), x: cx, y: cy,
-                width: child.width, height: child.height});
+                width: child.width, height: child.height,
+                overview: !!ov, conn: ov ? Number(ov.name.match(/\d+/)[0]) : nums[0]});
+    }
     if (child.items) groups(child, child.mark && child.mark.marktype === 'group' ? cx : x,
                             child.mark && child.mark.marktype === 'group' ? cy : y, out);
   });
@@ -1453,13 +1487,34 @@ function rectangle(view) {
     return [e.clientX - r.left - pad.left - o[0], e.clientY - r.top - pad.top - o[1]];
   }
   function begin(e) {
-    if (!e.shiftKey || !svg.contains(e.target)) return;
+    if (!svg.contains(e.target)) return;
+    if (!e.shiftKey) { overviewStart(e); return; }
     e.stopImmediatePropagation(); e.preventDefault();
     if (!start) start = {client: [e.clientX, e.clientY], at: at(e)};
   }
   window.addEventListener('pointerdown', begin, true);
   window.addEventListener('mousedown', begin, true);
+  var over = null;  // a drag along an overview strip: {group, conn, from}
+  function overviewStart(e) {
+    var p = at(e), g = groups(view.scenegraph().root, 0, 0, []).filter(function (g) {
+      return g.overview && p[0] >= g.x && p[0] <= g.x + g.width && p[1] >= g.y &&
+        p[1] <= g.y + g.height;
+    })[0];
+    if (!g) return;
+    e.stopImmediatePropagation(); e.preventDefault();
+    over = {group: g, from: p[0]};
+  }
+  function overviewTo(e) {
+    var g = over.group, xs = view.scale(g.name + '_x'), p = at(e);
+    if (Math.abs(p[0] - over.from) < 3) return;
+    var t = [xs.invert(over.from - g.x), xs.invert(p[0] - g.x)].sort(function (a, b) {
+      return a - b; });
+    var d = xs.domain();
+    view.signal('zoom' + g.conn + '_start', [Math.max(t[0], d[0]), Math.min(t[1], d[1])]);
+    view.runAsync();
+  }
   window.addEventListener('pointermove', function (e) {
+    if (over) { e.stopImmediatePropagation(); overviewTo(e); return; }
     if (!start) return;
     e.stopImmediatePropagation();
     var c = chart.getBoundingClientRect();
@@ -1470,6 +1525,7 @@ function rectangle(view) {
     box.style.height = Math.abs(e.clientY - start.client[1]) + 'px';
   }, true);
   window.addEventListener('pointerup', function (e) {
+    if (over) { e.stopImmediatePropagation(); overviewTo(e); over = null; return; }
     if (!start) return;
     var a = start.at, b = at(e);
     start = null; box.style.display = 'none';
@@ -1734,7 +1790,8 @@ def connection_page(series: Sequence[ConnectionSeries], *, points: int = COLUMNS
     head.append(
         '<p class="quiet">Wheel over a panel zooms the time axis of every panel of its '
         "connection (the y axes refit to what is in view), drag pans, shift-drag zooms to a "
-        "rectangle (its time range, and its value range on that panel), double-click resets; "
+        "rectangle (its time range, and its value range on that panel), a drag along the overview "
+        "strip under the panels chooses the range shown (the strip marks it), double-click resets; "
         "hover a band, line or mark for its values, click a loss mark for the event as logged. "
         "Share of time: the time a state lasts over "
         "the connection's time, from its first event to its last.</p>"
