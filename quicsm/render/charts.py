@@ -798,7 +798,7 @@ def connection_spec(
             )
         top, note = axis_top(series, i)
         # a value above the axis is drawn at its top (``y``, set here); hover shows ``v``
-        y = {"field": "v" if top is None else "y", "type": "quantitative", "title": None,
+        y: Spec = {"field": "v" if top is None else "y", "type": "quantitative", "title": None,
              "axis": {"format": "~s" if i != 1 else ",~r"}}  # fmt: skip
         if i == 1:  # RTTs: the axis spans the values (from zero, 36 ms of jitter is a line)
             y["scale"] = {"zero": False}
