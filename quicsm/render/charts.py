@@ -896,7 +896,10 @@ def _overview(series: ConnectionSeries, *, states: Sequence[str], index: int, en
     the range the panels show drawn over it (it follows every zoom and pan), and a drag along
     it zooms the panels to the dragged range (the page's script, on the layer named
     ``c<index>ov``)."""
-    bands = _bands_layer(series, states, columns=PLOT_WIDTH)
+    # the panels' band rows (one dataset in the page), at their coarsest level: whole trace
+    bands = _bands_layer(series, states, index=index)
+    if "transform" in bands:
+        bands["transform"] = [{"filter": "datum.lv == 0"}]
     window = {  # its row's t only satisfies the panel's time encoding; lo, hi are the view's
         "data": {"values": [{"t": 0}]},
         "mark": {"type": "rect", "fill": "#1d2330", "fillOpacity": 0.12, "stroke": "#1d2330",
