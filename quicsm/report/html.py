@@ -20,7 +20,7 @@ from quicsm.render.findings import change_text, evidence_short, scope_text, why_
 from quicsm.render.test_words import describe_tests, policy_sentence
 from quicsm.report.methods import methods_items
 from quicsm.report.page import byline, heading
-from quicsm.report.sections import ComparisonView, loss_rows
+from quicsm.report.sections import SHARE_OF_TIME, ComparisonView, loss_rows
 
 _CSS = """
 :root { --ink:#1d2330; --muted:#5b6475; --rule:#dde2ea; --a:#4e79a7; --b:#f28e2b; }
@@ -240,8 +240,8 @@ def _fsms(view: ComparisonView) -> str:
         drawing = dot.inline_svg(group.fsm_dot) if group.fsm_dot else "<p>No states.</p>"
         figs.append(
             f"<figure>{drawing}<figcaption><b>{esc(group.name)}</b> "
-            f"({_plural(group.n_traces, 'trace')}): observed model; share of time pooled over "
-            "the group's traces (total time in the state / total time) in red, transition "
+            f"({_plural(group.n_traces, 'trace')}): observed model; % of time in red (as "
+            "everywhere on this page: the mean of per-trace shares), transition "
             "probabilities in black; both groups are drawn on one layout, so a state sits at the "
             "same spot in each (dashed: not seen in this group)</figcaption></figure>"
         )
@@ -351,8 +351,7 @@ def _time_in_state(view: ComparisonView) -> str:
     dwell = charts.dwell_spec(boxes, names=r.names)
     return (
         charts.to_svg(charts.time_in_state_spec(bars, names=r.names))
-        + '<p class="quiet">Mean of per-trace time shares (each trace counts once; not the '
-        "pooled share of the state machines above) with 95% confidence intervals; ranked by "
+        + f'<p class="quiet">{esc(SHARE_OF_TIME)}; with 95% confidence intervals; ranked by '
         "the size of the difference; the test of each row is in the tables of the diff.</p>"
         + (charts.to_svg(dwell) if dwell is not None else "<p>No dwell times.</p>")
         + '<p class="quiet">Dwell time of each visit: whiskers p10–p90, box p25–p75, line '
