@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from quicsm.core.diagnostics import Diagnostics
+from quicsm.extract.sendable import SendableTimeline, sendable_timeline
 from quicsm.extract.streams import StreamColumns, StreamTimeline
 from quicsm.extract.wire import lost_packet_of, packet_of
 from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
@@ -64,6 +65,9 @@ class PacketTimeline:
     streams: StreamTimeline | None = None
     #: a loss event's data as logged (JSON text), by the time of the loss (first one wins)
     lost_events: dict[float, str] = field(default_factory=dict)
+    #: the log owner's sendable data and what held it, over time (None: no STREAM frames, or
+    #: a capture, whose sender is not the log owner)
+    sendable: SendableTimeline | None = None
 
     @property
     def spurious(self) -> int:
@@ -139,6 +143,10 @@ class PacketColumns:
                 self.ack_of.append(row)
                 self.ack_lo.append(lo)
                 self.ack_hi.append(hi)
+
+    def parameters(self, time: float, short: str, data: object, scale: float) -> None:
+        """A ``parameters_set`` event (``TraceBuilder.parameters_hook``)."""
+        self.streams.transport_parameters(data)
 
     def loss(self, time: float, short: str, data: object, scale: float) -> None:
         """A ``packet_lost`` event (``TraceBuilder.loss_hook``)."""
@@ -228,6 +236,7 @@ class PacketColumns:
             unnumbered=unnumbered,
             streams=self.streams.timeline(start),
             lost_events=raw,
+            sendable=None if captured else sendable_timeline(self.streams, start),
         )
 
 
@@ -245,6 +254,8 @@ def _json_text(data: object) -> str:
     except TypeError:
         text = repr(data)
     return text if len(text) <= RAW_EVENT_CHARS else text[:RAW_EVENT_CHARS] + "\n…"
+
+
 #: ACK ranges turned into Python numbers at a time (bounded transient objects)
 _CHUNK = 1 << 14
 
@@ -360,6 +371,7 @@ def read_packet_timelines(
             kept = columns[builder.index] = PacketColumns()
             builder.packet_hook = kept.packet
             builder.loss_hook = kept.loss
+            builder.parameters_hook = kept.parameters
             return kept
 
         read = read_qlog(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from typing import Final
 
 from quicsm.extract.wire import Packet, lost_packet_of, packet_of
 
@@ -57,10 +58,19 @@ def _int(value: object) -> int | None:
     return None
 
 
+#: the transport parameters that set the initial flow-control limits
+INITIAL_LIMITS: Final = (
+    "initial_max_data",
+    "initial_max_stream_data_bidi_local",
+    "initial_max_stream_data_bidi_remote",
+    "initial_max_stream_data_uni",
+)
+
+
 class StreamColumns:
     """One trace's STREAM, ACK and flow-control frames and its losses, as plain rows."""
 
-    __slots__ = ("acks", "limits", "losses", "stream_rows")
+    __slots__ = ("acks", "blocked", "limits", "losses", "parameters", "stream_rows")
 
     def __init__(self) -> None:
         #: (time, sent, stream, offset, length, packet number)
@@ -71,6 +81,11 @@ class StreamColumns:
         self.limits: list[tuple[float, bool, int, int]] = []
         #: (time, packet number) of 1-RTT packets declared lost
         self.losses: list[tuple[float, int]] = []
+        #: (time, sent, stream or -1 for DATA_BLOCKED, limit) of the *_BLOCKED frames
+        #: (RFC 9000 sections 19.12 and 19.13)
+        self.blocked: list[tuple[float, bool, int, int]] = []
+        #: the transport parameters' initial limits by who set them (True: the log owner)
+        self.parameters: dict[bool, dict[str, int]] = {}
 
     def packet(self, time: float, short: str, data: object, scale: float) -> None:
         """A ``packet_sent`` / ``packet_received`` event."""
@@ -94,6 +109,9 @@ class StreamColumns:
             if kind == "stream" and p.number is not None:
                 stream, offset = _int(frame.get("stream_id")), _int(frame.get("offset", 0))
                 length = _int(frame.get("length"))
+                raw = frame.get("raw")
+                if length is None and isinstance(raw, dict):  # qlog 0.4 on: raw.payload_length
+                    length = _int(raw.get("payload_length"))
                 if stream is not None and offset is not None and length:
                     self.stream_rows.append((time, p.sent, stream, offset, length, p.number))
             elif kind == "max_data":
@@ -104,6 +122,28 @@ class StreamColumns:
                 stream, maximum = _int(frame.get("stream_id")), _int(frame.get("maximum"))
                 if stream is not None and maximum is not None:
                     self.limits.append((time, p.sent, stream, maximum))
+            elif kind == "data_blocked":
+                limit = _int(frame.get("limit"))
+                if limit is not None:
+                    self.blocked.append((time, p.sent, -1, limit))
+            elif kind == "stream_data_blocked":
+                stream, limit = _int(frame.get("stream_id")), _int(frame.get("limit"))
+                if stream is not None and limit is not None:
+                    self.blocked.append((time, p.sent, stream, limit))
+
+    def transport_parameters(self, data: object) -> None:
+        """A ``parameters_set`` event: the initial flow-control limits (RFC 9000 section 18.2)
+        its owner (``owner`` in qlog 0.3, ``initiator`` later: local or remote) set."""
+        if not isinstance(data, dict):
+            return
+        who = data.get("owner", data.get("initiator"))
+        if who not in ("local", "remote"):
+            return
+        kept = self.parameters.setdefault(who == "local", {})
+        for name in INITIAL_LIMITS:
+            value = _int(data.get(name))
+            if value is not None:
+                kept[name] = value
 
     def loss(self, time: float, short: str, data: object, scale: float) -> None:
         """A ``packet_lost`` event."""

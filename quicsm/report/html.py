@@ -187,6 +187,7 @@ def _summary(view: ComparisonView, *, alpha: float) -> str:
             "logs no such event is counted alike); “not logged”: no trace of the group logs "
             "that event and its packets cannot tell, so its count says nothing.</p>"
         )
+    parts += _app_limited_html(view)
     caveats = caveat_lines(r)
     if caveats:
         parts.append("<h4>Caveats</h4><ul>")
@@ -227,9 +228,7 @@ def verdict_lines(view: ComparisonView, *, alpha: float) -> list[tuple[str, str]
 def _verdict(view: ComparisonView, *, alpha: float) -> str:
     return (
         '<div class="verdict">'
-        + "".join(
-            f"<p><b>{esc(k)}:</b> {esc(v)}</p>" for k, v in verdict_lines(view, alpha=alpha)
-        )
+        + "".join(f"<p><b>{esc(k)}:</b> {esc(v)}</p>" for k, v in verdict_lines(view, alpha=alpha))
         + "</div>"
     )
 
@@ -449,3 +448,34 @@ def _methods(
         f"<ul>{lis}</ul><details><summary>Input files ({len(set(files))})</summary>"
         f'<ul class="files">{file_list}</ul></details></div>'
     )
+
+
+def _app_limited_html(view: ComparisonView) -> list[str]:
+    """The breakdown of each group's ApplicationLimited time by cause (a table and what it
+    says); none when the groups have no connection account."""
+    from quicsm.render.app_limited import (
+        BREAKDOWN_NOTE,
+        BREAKDOWN_TITLE,
+        breakdown_table,
+        group_accounts,
+    )
+
+    comp = view.comparison
+    header, rows = breakdown_table(group_accounts((comp.a, comp.b)), view.result.names)
+    if not rows:
+        return []
+    return [
+        f"<h4>{esc(BREAKDOWN_TITLE)}</h4>",
+        '<table class="app-limited"><tr>'
+        + "".join(f"<th>{esc(h)}</th>" for h in header)
+        + "</tr>"
+        + "".join(
+            "<tr>"
+            + f"<td>{esc(r[0])}</td>"
+            + "".join(f'<td class="num">{esc(c)}</td>' for c in r[1:])
+            + "</tr>"
+            for r in rows
+        )
+        + "</table>",
+        f'<p class="quiet">{esc(BREAKDOWN_NOTE)}</p>',
+    ]
