@@ -129,8 +129,9 @@ def test_options(f: Callable[..., Any]) -> Callable[..., Any]:
         type=click.FloatRange(0, 1, min_open=True, max_open=True),
         default=0.05,
         show_default=True,
-        help="Significance level, of the Holm-adjusted primary tests and of the "
-        "Benjamini-Hochberg-adjusted exploratory ones.",
+        help="Significance level of the whole verdict (anything significant), split between "
+        "the Holm-adjusted primary tests (0.8 of it) and the Benjamini-Hochberg-adjusted "
+        "exploratory ones (0.2).",
     )(f)
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import polars as pl
 
+from quicsm.compare.families.policy import PRIMARY_SHARE
 from quicsm.core.numbers import MISSING, change, format_p, ms, pct, pp
 from quicsm.core.version import __version__
 from quicsm.render.app_limited import BREAKDOWN_NOTE, BREAKDOWN_TITLE, breakdown_table
@@ -342,7 +343,7 @@ def verdict_line(d: DiffResult) -> str:
     (hp, rp), (he, re_) = counts["primary"], counts["exploratory"]
     text = (
         f"{hp} of {rp} primary tests (Holm) and {he} of {re_} exploratory tests "
-        f"(Benjamini-Hochberg) significant at α = {d.alpha:g}"
+        f"(Benjamini-Hochberg) significant at α = {d.alpha:g} (split between the families)"
     )
     if not hp and not he:
         return f"Nothing differs significantly: {text}."
@@ -614,9 +615,9 @@ def plan_text(d: DiffResult, table: pl.DataFrame, *, effect: float | None = None
     intro = (
         f"Plan from the pilot A = {a} ({_traces(d.n_a)}), B = {b} ({_traces(d.n_b)}): traces "
         f"per group for 80% power to detect {target} at α = {d.alpha:g} (the K primary tests "
-        "at α/K, Holm; the m exploratory ones at α/m, a single discovery under "
-        "Benjamini-Hochberg), from the pilot's own variance; outcomes and transitions never "
-        "below what their exact test needs to reach that level."
+        f"at {PRIMARY_SHARE:g}α/K, Holm; the m exploratory ones at {1 - PRIMARY_SHARE:g}α/m, a "
+        "single discovery under Benjamini-Hochberg), from the pilot's own variance; outcomes "
+        "and transitions never below what their exact test needs to reach that level."
     )
     lines = [*textwrap.wrap(intro, width=100, subsequent_indent="  "), ""]
     head = ["family", "test of", "effect", "traces per group"]
