@@ -33,12 +33,13 @@ def load_comparisons(
     workers: int | None,
     cache_dir: Path | None,
     no_cache: bool,
+    split_app_limited: bool = False,
 ) -> list[Comparison]:
     """Read the groups of every comparison the options describe (with their metrics, which
     the outcome tests and the report's charts use)."""
     reader = engine_choice(
         engine=engine, scheduler=scheduler, workers=workers, cache_dir=cache_dir, no_cache=no_cache
-    ).reader()
+    ).reader(split_app_limited=split_app_limited)
     return comparisons(
         paths=paths,
         vs_paths=vs_paths,
