@@ -99,6 +99,22 @@ def test_stacks_name_causes() -> None:
     assert "ApplicationLimited (application)" in states
 
 
+@pytest.mark.slow
+def test_account_same_with_the_split(both: tuple[pl.DataFrame, pl.DataFrame]) -> None:
+    """The account (its ApplicationLimited time and parts) reads a split model's parts as the
+    one visit they were: the same with and without the option."""
+    from quicsm.extract.account import read_account
+    from quicsm.extract.read import read_metrics, read_traces
+
+    plain, split = both
+    path = str(plain.get_column("file")[0])
+    metrics, traces = read_metrics(path), read_traces(path)
+    a, b = read_account(plain, metrics, traces), read_account(split, metrics, traces)
+    columns = [c for c in a.columns if c.startswith("app_limited")]
+    assert columns and a.select(columns).equals(b.select(columns))
+    assert a.get_column("app_limited_ms").sum() > 0
+
+
 # -- the relabelling as a property ---------------------------------------------------------
 
 _CAUSES = [c for c in CAUSES if c != PACING]

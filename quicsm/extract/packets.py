@@ -12,8 +12,8 @@ number is its place in the sequence.
 :class:`PacketColumns` is sans-I/O: it takes one trace's decoded packet and loss events as a
 file is read and keeps them as columns of numbers (about 20 bytes per packet, 24 per ACK range),
 never as an object per packet; :meth:`PacketColumns.timeline` turns them into a
-:class:`PacketTimeline`. :func:`read_packet_timelines` reads the chosen traces of some files in
-full, strict or lenient, and keeps only those traces' packets.
+:class:`PacketTimeline`. :func:`read_packet_timelines` reads the packet events of the chosen
+traces of some files, strict or lenient, and keeps only those traces' packets.
 """
 
 from __future__ import annotations
@@ -342,8 +342,9 @@ def read_packet_timelines(
     :func:`quicsm.extract.read.read_transitions` names them) that logs packets. Files holding
     none of ``traces`` are not read; only the chosen traces' packets are kept.
 
-    Every record of a file holding a chosen trace is decoded (of those traces only, when the
-    file is given as :class:`~quicsm.qlog.paths.TraceSpans`): strict (``on_error="raise"``),
+    The records of a file holding a chosen trace that name a packet event are decoded (of
+    those traces only, when the file is given as :class:`~quicsm.qlog.paths.TraceSpans`), the
+    others checked for framing only (:mod:`quicsm.qlog.seq`): strict (``on_error="raise"``),
     the first bad record raises a :class:`~quicsm.core.errors.QlogError` naming the file and the
     record; lenient (``"skip"``), bad records are skipped and reported in ``diagnostics``."""
     from quicsm.extract.read import trace_id
@@ -375,7 +376,7 @@ def read_packet_timelines(
             return kept
 
         read = read_qlog(
-            Path(path), full=True, lenient=lenient, limits=limits, metric_sink=sink, spans=spans
+            Path(path), lenient=lenient, limits=limits, metric_sink=sink, spans=spans
         )
         if read.kind in (CSV, PARQUET):
             continue

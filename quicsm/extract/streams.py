@@ -47,6 +47,8 @@ class StreamTimeline:
 
 
 def _int(value: object) -> int | None:
+    if type(value) is int:  # the common case first (bool is not int's type)
+        return value
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -173,12 +175,15 @@ class StreamColumns:
         # ACKs of the data travel the other way; each range covers packet numbers
         acks = sorted((t - start, lo, hi) for t, sent, lo, hi in self.acks if sent != own)
         first_ack: dict[int, float] = {}
-        wanted = sorted({n for *_, n in frames})
+        # packet numbers not acknowledged yet: each leaves once, at its first ACK (ranges are
+        # cumulative, so walking every number a range covers would cost ACKs x packets)
+        pending = sorted({n for *_, n in frames})
         for t, lo, hi in acks:
-            i = bisect.bisect_left(wanted, lo)
-            while i < len(wanted) and wanted[i] <= hi:
-                first_ack.setdefault(wanted[i], t)
-                i += 1
+            i = bisect.bisect_left(pending, lo)
+            j = bisect.bisect_right(pending, hi, i)
+            if i < j:
+                first_ack.update(dict.fromkeys(pending[i:j], t))
+                del pending[i:j]
         lost: dict[int, float] = {}
         for t, number in sorted(self.losses):
             lost.setdefault(number, t - start)
