@@ -231,3 +231,24 @@ def test_cli_states_and_diff_split(tmp_path: Path) -> None:
     text = report.read_text()
     assert "ApplicationLimited (application)" in text
     assert '"ApplicationLimited"' not in text
+
+
+@pytest.mark.slow
+def test_compare_api_splits() -> None:
+    """``compare_by_label(..., split_app_limited=True)`` (no engine reader): both groups'
+    models carry the causes, and their accounts the same ApplicationLimited time as the
+    states' parts."""
+    from quicsm.compare.load import compare_by_label
+
+    (comp,) = compare_by_label(
+        [str(STACKS)],
+        "version",
+        where={"stack": "quic-go", "cc_algorithm": "newreno"},
+        split_app_limited=True,
+    )
+    for group in (comp.a, comp.b):
+        states = set(group.transitions.get_column("state").cast(pl.String))
+        assert APP_LIMITED not in states and states & set(APP_LIMITED_CAUSES)
+        parts = sum(v for (_, s), v in _times(group.transitions).items() if s in APP_LIMITED_CAUSES)
+        assert group.account is not None
+        assert group.account.get_column("app_limited_ms").sum() == pytest.approx(parts)
