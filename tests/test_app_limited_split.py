@@ -252,3 +252,19 @@ def test_compare_api_splits() -> None:
         parts = sum(v for (_, s), v in _times(group.transitions).items() if s in APP_LIMITED_CAUSES)
         assert group.account is not None
         assert group.account.get_column("app_limited_ms").sum() == pytest.approx(parts)
+
+
+@pytest.mark.slow
+def test_cli_report_split(tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    result = CliRunner().invoke(
+        main,
+        ["report", str(STACKS), "--by", "version", "--where", "stack=quic-go"]
+        + ["--where", "cc_algorithm=newreno", "--split-app-limited", "--no-cache"]
+        + ["-o", str(page)],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    html = page.read_text()
+    assert "ApplicationLimited (application)" in html
+    assert "ApplicationLimited (flow control)" in html
