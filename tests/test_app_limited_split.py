@@ -128,9 +128,18 @@ def _trace(draw: st.DrawFn) -> tuple[pl.DataFrame, SendableTimeline | None]:
     states = draw(st.lists(st.sampled_from(_STATES), min_size=n, max_size=n))
     times = [float(sum(gaps[: i + 1])) for i in range(n)]
     end = times[-1] + draw(st.integers(0, 50))
+    triggers = draw(
+        st.lists(st.sampled_from([None, "ack", "spurious_loss"]), min_size=n, max_size=n)
+    )
     frame = normalize_transitions(
         pl.DataFrame(
-            {"trace": ["t#0000"] * n, "time_ms": times, "state": states, "end_ms": [end] * n}
+            {
+                "trace": ["t#0000"] * n,
+                "time_ms": times,
+                "state": states,
+                "trigger": pl.Series(triggers, dtype=pl.String),
+                "end_ms": [end] * n,
+            }
         )
     )
     if draw(st.booleans()):
@@ -182,6 +191,12 @@ def test_relabelling_keeps_time_and_order(
         for start, stop, cause in zip(timeline.times, cut, timeline.causes, strict=True):
             expected[STATE_OF_CAUSE[cause]] += max(0.0, min(b, stop) - max(a, start))
     assert parts == pytest.approx(expected, abs=1e-9)
+    # the first part of each visit keeps its trigger, the others have none
+    al = frame.filter(pl.col("state") == APP_LIMITED)
+    parts_rows = split.filter(pl.col("state").cast(pl.String).is_in(APP_LIMITED_CAUSES))
+    assert parts_rows.get_column("trigger").drop_nulls().to_list() == (
+        al.get_column("trigger").drop_nulls().to_list()
+    )
     # no two consecutive rows of one trace have the same state
     assert all(x != y for x, y in zip(states, states[1:], strict=False))
 

@@ -13,7 +13,9 @@ The connection's and a stream's flow control are one state (``ApplicationLimited
 control)``); the account (:mod:`quicsm.extract.account`) keeps them apart. A trace whose packets
 tell nothing (no packets logged, a capture, no STREAM frames: no sendable timeline) has its
 visits all ``ApplicationLimited (unknown)``, as the account puts all their time in unknown.
-A visit of no duration takes the cause at its start.
+A visit of no duration takes the cause at its start. Every part keeps the visit's
+``raw_state`` and ``source``; only the first keeps its ``trigger`` (what the trace logged as
+moving the sender into ApplicationLimited), the others have none: no event began them.
 
 :func:`split_app_limited` is sans-I/O: it takes the transitions and each trace's timeline, read
 already (:func:`quicsm.extract.packets.read_packet_timelines`); :func:`read_split` reads them.
@@ -122,7 +124,13 @@ def split_app_limited(
             on="_row",
             how="inner",
         )
-        .with_columns(pl.col("_time").alias("time_ms"), pl.col("_state").alias("state"))
+        .with_columns(
+            pl.col("_time").alias("time_ms"),
+            pl.col("_state").alias("state"),
+            # what moved the sender into ApplicationLimited is the first part's; the next
+            # parts begin where the cause changes, which no event of the trace triggered
+            pl.when(pl.col("_part") == 0).then(pl.col("trigger")).alias("trigger"),
+        )
     )
     others = indexed.filter(pl.col("state") != APP_LIMITED).drop("_until")
     columns = transitions.columns
