@@ -201,3 +201,62 @@ def test_chain_sums_are_those_of_the_chain(sequences: list[list[int]]) -> None:
         for name in ("count", "traces", "syy", "syn", "n", "snn", "m"):
             assert getattr(got, name).tolist() == getattr(c, name).astype(float).tolist(), name
         assert got.state_traces.tolist() == expected.tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    sequences=st.lists(
+        st.lists(st.integers(0, len(CANONICAL_STATES) - 1), min_size=1, max_size=14),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_distinct_sequences_with_the_split_states(sequences: list[list[int]]) -> None:
+    """Codes past 15 (ApplicationLimited's causes) pack 5 bits a state (12 a sequence, longer
+    ones compared as lists): every distinct sequence once, in first-seen order, with its
+    weight, as counting them in Python gives."""
+    codes = [c for s in sequences for c in s]
+    first = [p == 0 for s in sequences for p in range(len(s))]
+    got = _sequences(
+        np.array(codes, dtype=np.uint8),
+        np.ones(len(codes), dtype=np.float64),
+        np.array(first, dtype=bool),
+    ).as_dict()
+    expected: dict[bytes, int] = {}
+    for s in sequences:
+        expected[bytes(s)] = expected.get(bytes(s), 0) + 1
+    assert list(got) == list(expected)
+    assert {k: v.weight for k, v in got.items()} == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    sequences=st.lists(
+        st.lists(st.integers(0, len(CANONICAL_STATES) - 1), min_size=1, max_size=12),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_transition_counts_with_the_split_states(sequences: list[list[int]]) -> None:
+    """Pairs of 5-bit label codes (the split states' codes reach 16): the aggregate's pair
+    counts are those counted in Python, INITIAL (0) and TERMINAL (last label) included."""
+    from quicsm.stats.descriptive import NODE_LABELS
+
+    lengths = np.array([len(s) for s in sequences], dtype=np.int64)
+    codes = np.array([c for s in sequences for c in s], dtype=np.uint8)
+    f = Visits.of_sequences(codes, lengths).frame
+    got = _chain_sums(
+        f.get_column("tid").to_numpy(),
+        f.get_column("code").to_numpy(),
+        f.get_column("first").to_numpy(),
+        f.get_column("last").to_numpy(),
+        len(sequences),
+    )
+    terminal = len(NODE_LABELS) - 1
+    expected: dict[int, int] = {}
+    for s in sequences:
+        labels = [0, *(c + 1 for c in s), terminal]
+        for x, y in zip(labels, labels[1:], strict=False):
+            expected[x * 32 + y] = expected.get(x * 32 + y, 0) + 1
+    present = np.flatnonzero(got.count)
+    assert {int(p): int(got.count[p]) for p in present} == expected

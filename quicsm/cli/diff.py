@@ -93,6 +93,7 @@ def diff_command(
     workers: int | None,
     cache_dir: Path | None,
     no_cache: bool,
+    split_app_limited: bool,
 ) -> None:
     """Compare group B with group A: outcomes, time in state, transition probabilities, dwell
     times and invariants, each with a significance test (primary tests under Holm, the rest
@@ -129,6 +130,7 @@ def diff_command(
             workers=workers,
             cache_dir=cache_dir,
             no_cache=no_cache,
+            split_app_limited=split_app_limited,
         )
         done = []
         for i, comp in enumerate(comps, 1):

@@ -37,9 +37,10 @@ class EngineChoice:
             "cache": self.cache,
         }
 
-    def reader(self) -> Reader:
+    def reader(self, *, split_app_limited: bool = False) -> Reader:
         """A reader for :mod:`quicsm.compare.load`: transitions, trace table and (when asked)
-        metrics of paths, read on this engine; what reading reported is printed on stderr."""
+        metrics of paths, read on this engine; what reading reported is printed on stderr.
+        ``split_app_limited``: ApplicationLimited split by cause (as the engine's)."""
 
         def read(
             paths: Sequence[str], on_error: str, metrics: bool, states: str
@@ -53,6 +54,7 @@ class EngineChoice:
                 aggregate=False,
                 metrics=metrics,
                 states=states,
+                split_app_limited=split_app_limited,
                 **self.kwargs(),
             )
             print_warnings(corpus.diagnostics)

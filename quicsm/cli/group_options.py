@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from quicsm.cli.states_option import states_option
+from quicsm.cli.states_option import split_app_limited_option, states_option
 from quicsm.cli.trace_options import WHERE_HELP
 from quicsm.core.errors import InputError
 
@@ -89,7 +89,7 @@ def group_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="Skip unreadable records and files (reported) instead of stopping.",
         ),
     ]
-    f = states_option(f)
+    f = split_app_limited_option(states_option(f))
     for option in reversed(options):
         f = option(f)
     return f

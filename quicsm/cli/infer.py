@@ -18,7 +18,7 @@ import click
 from quicsm.cli.engine_options import EngineChoice, engine_choice, engine_options
 from quicsm.cli.report_warnings import note as report_note
 from quicsm.cli.report_warnings import print_warnings, set_quiet, warn
-from quicsm.cli.states_option import states_option
+from quicsm.cli.states_option import split_app_limited_option, states_option
 from quicsm.cli.trace_options import where_option
 from quicsm.core.choices import ALGORITHMS, RENDER_FORMATS
 from quicsm.core.errors import InputError
@@ -77,6 +77,7 @@ PROGRESS_MIN_FILES = 8
     "--lenient", is_flag=True, help="Skip unreadable records/files and report what was skipped."
 )
 @states_option
+@split_app_limited_option
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors and warnings.")
 @engine_options
 def infer_command(
@@ -95,6 +96,7 @@ def infer_command(
     workers: int | None,
     cache_dir: Path | None,
     no_cache: bool,
+    split_app_limited: bool,
 ) -> None:
     """Infer the congestion-control state machine of qlog traces (or of a transitions table in
     CSV/Parquet) and write it with its statistics into a directory.
@@ -128,6 +130,7 @@ def infer_command(
             progress=progress,
             choice=choice,
             states=states,
+            split_app_limited=split_app_limited,
         )
         progress.stage("inferring the model")
         model = infer_aggregate(aggregate, algorithm=algorithm, k=k, seed=seed)
@@ -198,6 +201,7 @@ def _read(
     progress: _Progress,
     choice: EngineChoice,
     states: str = "hybrid",
+    split_app_limited: bool = False,
 ) -> Aggregate:
     """Read every file on the chosen engine, keep the traces ``select`` chooses (``FILE#N``,
     ``--where``), and return their merged aggregate; report what the readers noted (skipped
@@ -217,6 +221,7 @@ def _read(
             select=select,
             progress=progress.update,
             states=states,
+            split_app_limited=split_app_limited,
             **choice.kwargs(),
         )
     print_warnings(corpus.diagnostics)

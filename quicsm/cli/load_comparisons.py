@@ -33,6 +33,7 @@ def load_comparisons(
     workers: int | None,
     cache_dir: Path | None,
     no_cache: bool,
+    split_app_limited: bool = False,
 ) -> list[Comparison]:
     """Read the groups of every comparison the options describe (with their metrics, which
     the outcome tests and the report's charts use)."""
@@ -49,7 +50,7 @@ def load_comparisons(
         states=states,
         within=within,
         metrics=True,
-        reader=choice.reader(),
+        reader=choice.reader(split_app_limited=split_app_limited),
         accounts=choice.accounts(),
     )
 

@@ -117,6 +117,7 @@ def report_command(
     workers: int | None,
     cache_dir: Path | None,
     no_cache: bool,
+    split_app_limited: bool,
 ) -> None:
     """Write a self-contained comparison report of group B against group A: what changed
     (outcomes, then the state changes, with the events that explain them, then the caveats),
@@ -147,6 +148,7 @@ def report_command(
             workers=workers,
             cache_dir=cache_dir,
             no_cache=no_cache,
+            split_app_limited=split_app_limited,
         )
         stage.update(
             f"testing and drawing {len(comps)} comparison{'s' * (len(comps) != 1)} "

@@ -12,7 +12,7 @@ import click
 from quicsm.cli.engine_options import engine_choice, engine_options
 from quicsm.cli.progress import reading
 from quicsm.cli.report_warnings import print_warnings, terminal_safe
-from quicsm.cli.states_option import states_option
+from quicsm.cli.states_option import split_app_limited_option, states_option
 from quicsm.cli.trace_options import selection, where_option
 from quicsm.core.diagnostics import QuicsmWarning
 
@@ -85,6 +85,7 @@ def table(frame: pl.DataFrame, *, width: int | None = None) -> tuple[str, list[s
     help="Skip bad records and unreadable files; report how many on stderr.",
 )
 @states_option
+@split_app_limited_option
 @engine_options
 def states(
     paths: tuple[str, ...],
@@ -97,6 +98,7 @@ def states(
     workers: int | None,
     cache_dir: Path | None,
     no_cache: bool,
+    split_app_limited: bool,
 ) -> None:
     """Print one row per congestion state entered, per trace, for PATHS.
 
@@ -129,6 +131,7 @@ def states(
             rows=True,
             aggregate=False,
             states=states,
+            split_app_limited=split_app_limited,
             **choice.kwargs(),
         )
         assert corpus.transitions is not None

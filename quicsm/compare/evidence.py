@@ -43,6 +43,7 @@ from quicsm.compare.diff import (
 )
 from quicsm.compare.grouping import OUTCOMES, Comparison, Group, label_text
 from quicsm.core.frames import KEY_DTYPE
+from quicsm.core.states import APP_LIMITED, APP_LIMITED_CAUSES
 
 __all__ = [
     "Evidence",
@@ -264,8 +265,9 @@ def indicators(
     for name, counter in _TRANSITION_INDICATORS:
         if name not in out:
             out[name] = ("per trace", per_trace(counter(tr)))
-    ids, shares = fractions(keyed_transitions(tr), ["ApplicationLimited"])
-    share = dict(zip(ids, shares[:, 0].tolist(), strict=True))
+    # ApplicationLimited whole, or its causes summed when the model splits it
+    ids, shares = fractions(keyed_transitions(tr), [APP_LIMITED, *APP_LIMITED_CAUSES])
+    share = dict(zip(ids, shares.sum(axis=1).tolist(), strict=True))
     out["time application-limited"] = (
         "share",
         np.array([share.get(f"{f}\x1f{t}", 0.0) for f, t in keys]),

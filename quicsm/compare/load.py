@@ -70,25 +70,36 @@ def read_labelled(
     states: str = "hybrid",
     notes: list[str] | None = None,
     reader: Reader | None = None,
+    split_app_limited: bool = False,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     """Transitions, labelled traces (``file, trace, labels``) and, when asked, metrics of
     every trace under ``paths``; ``states`` as in :func:`quicsm.extract.read.read_transitions`.
     The states the traces cannot show ("... cannot be derived: ...") are added to ``notes``.
     ``reader`` reads them instead of :mod:`quicsm.extract.read` (the engine's,
-    :mod:`quicsm.engine`)."""
+    :mod:`quicsm.engine`). ``split_app_limited``: ApplicationLimited split by cause
+    (:mod:`quicsm.extract.app_limited_split`; a reader's transitions split already stay so)."""
+    from quicsm.extract.app_limited_split import read_split
     from quicsm.extract.read import read_metrics, read_transitions
 
     if not paths:
         raise InputError("no input paths given")
     if reader is not None:
         transitions, table, frame, read_diag = reader(paths, on_error, metrics, states)
+        if split_app_limited:
+            transitions = read_split(transitions, on_error=on_error)
         if notes is not None:
             notes.extend(m for m in read_diag.derivation_messages() if m not in notes)
         traces = labelled_traces(table, where={})
         return _files_of_traces(transitions, traces), traces, frame
     traces = traces_where(paths, where={}, on_error=on_error)
     diag = Diagnostics()
-    transitions = read_transitions(list(paths), on_error=on_error, diagnostics=diag, states=states)
+    transitions = read_transitions(
+        list(paths),
+        on_error=on_error,
+        diagnostics=diag,
+        states=states,
+        split_app_limited=split_app_limited,
+    )
     if notes is not None:
         notes.extend(m for m in diag.derivation_messages() if m not in notes)
     frame = read_metrics(list(paths), on_error=on_error) if metrics else None
@@ -139,18 +150,32 @@ def compare_paths(
     states: str = "hybrid",
     reader: Reader | None = None,
     accounts: Accounts | None = None,
+    split_app_limited: bool = False,
 ) -> Comparison:
     """Group A = traces under ``a_paths``, group B = traces under ``b_paths``; ``states`` as
-    in :func:`quicsm.extract.read.read_transitions` (what the traces cannot show is noted);
-    ``accounts`` counts the connection account (see :func:`attach_accounts`)."""
+    in :func:`quicsm.extract.read.read_transitions` (what the traces cannot show is noted), and
+    ``split_app_limited`` too; ``accounts`` counts the connection account (see
+    :func:`attach_accounts`)."""
     if not b_paths:
         raise InputError("--vs needs at least one path for group B")
     derivation: list[str] = []
     ta, ra, ma = read_labelled(
-        a_paths, on_error=on_error, metrics=metrics, states=states, notes=derivation, reader=reader
+        a_paths,
+        on_error=on_error,
+        metrics=metrics,
+        states=states,
+        notes=derivation,
+        reader=reader,
+        split_app_limited=split_app_limited,
     )
     tb, rb, mb = read_labelled(
-        b_paths, on_error=on_error, metrics=metrics, states=states, notes=derivation, reader=reader
+        b_paths,
+        on_error=on_error,
+        metrics=metrics,
+        states=states,
+        notes=derivation,
+        reader=reader,
+        split_app_limited=split_app_limited,
     )
     if names is None:
         names = (
@@ -187,12 +212,20 @@ def compare_by_label(
     states: str = "hybrid",
     reader: Reader | None = None,
     accounts: Accounts | None = None,
+    split_app_limited: bool = False,
 ) -> list[Comparison]:
     """One comparison per pair of values of ``label`` among the traces under ``paths``
-    (``accounts``: see :func:`attach_accounts`)."""
+    (``accounts``: see :func:`attach_accounts`; ``split_app_limited`` as in
+    :func:`compare_paths`)."""
     derivation: list[str] = []
     transitions, traces, frame = read_labelled(
-        paths, on_error=on_error, metrics=metrics, states=states, notes=derivation, reader=reader
+        paths,
+        on_error=on_error,
+        metrics=metrics,
+        states=states,
+        notes=derivation,
+        reader=reader,
+        split_app_limited=split_app_limited,
     )
     comparisons = split_by_label(
         transitions,

@@ -21,7 +21,27 @@ PAPER_STATES: Final[tuple[str, ...]] = tables.STATES
 BBR_STATES: Final[tuple[str, ...]] = ("Startup", "Drain", "ProbeBW", "ProbeRTT")
 UNKNOWN: Final[str] = "Unknown"
 
-CANONICAL_STATES: Final[tuple[str, ...]] = (*PAPER_STATES, *BBR_STATES, UNKNOWN)
+#: ApplicationLimited split by why the sender was short of data (:mod:`quicsm.extract.sendable`):
+#: only states of a model read with ``split_app_limited``; appended, so the codes of the others
+#: stay as they were
+APP_LIMITED: Final[str] = "ApplicationLimited"
+APP_LIMITED_APPLICATION: Final[str] = "ApplicationLimited (application)"
+APP_LIMITED_FLOW_CONTROL: Final[str] = "ApplicationLimited (flow control)"
+APP_LIMITED_PACING: Final[str] = "ApplicationLimited (pacing)"
+APP_LIMITED_UNKNOWN: Final[str] = "ApplicationLimited (unknown)"
+APP_LIMITED_CAUSES: Final[tuple[str, ...]] = (
+    APP_LIMITED_APPLICATION,
+    APP_LIMITED_FLOW_CONTROL,
+    APP_LIMITED_PACING,
+    APP_LIMITED_UNKNOWN,
+)
+
+CANONICAL_STATES: Final[tuple[str, ...]] = (
+    *PAPER_STATES,
+    *BBR_STATES,
+    UNKNOWN,
+    *APP_LIMITED_CAUSES,
+)
 
 #: polars dtype of every ``state`` column.
 STATE_DTYPE: Final[pl.Enum] = pl.Enum(list(CANONICAL_STATES))

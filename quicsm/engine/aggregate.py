@@ -41,8 +41,10 @@ from quicsm.stats.descriptive import (
 )
 
 _N_STATES: Final[int] = len(CANONICAL_STATES)
-_PAIRS: Final[int] = 16 * 16
-_SOURCES: Final[int] = 16
+#: label codes take 5 bits (INITIAL, the states, TERMINAL: at most 32), pairs 10
+_LABEL_BITS: Final[int] = 5
+_SOURCES: Final[int] = 1 << _LABEL_BITS
+_PAIRS: Final[int] = _SOURCES * _SOURCES
 _QUANTILES: Final[tuple[float, float, float]] = (0.1, 0.5, 0.9)
 #: the label code of TERMINAL in pairs (INITIAL is 0, the states 1..13)
 _TERMINAL: Final[int] = _N_STATES + 1
@@ -419,14 +421,17 @@ def _chain_sums(
     cluster-robust intervals need them. Each is grouped by one sort of 32-bit keys (trace,
     then pair or state), not by a stable sort of the rows and their permutation; the sums
     are of integers (exact in any order), so they equal :class:`_Chain`'s. Keys are 64-bit
-    from 2**24 traces on (or with ``keys64``)."""
-    wide: type[np.unsignedinteger] = np.uint64 if keys64 or n_traces >= 1 << 24 else np.uint32
-    eight, four = np.array(8, dtype=wide), np.array(4, dtype=wide)
-    label = code.astype(np.uint8) + np.uint8(1)
+    from 2**22 traces on (or with ``keys64``): a pair takes 10 bits, a state 5."""
+    pair_bits = 2 * _LABEL_BITS
+    wide: type[np.unsignedinteger] = (
+        np.uint64 if keys64 or n_traces >= 1 << (32 - pair_bits) else np.uint32
+    )
+    eight, four = np.array(pair_bits, dtype=wide), np.array(_LABEL_BITS, dtype=wide)
+    label = code.astype(np.uint16) + np.uint16(1)
     nxt = np.empty_like(label)
     nxt[:-1] = label[1:]
     nxt[last] = _TERMINAL
-    steps = label * np.uint8(_SOURCES) + nxt  # the pair leaving each visit
+    steps = label * np.uint16(_SOURCES) + nxt  # the pair leaving each visit
     trace = tid.astype(wide)
     keys = np.concatenate([np.left_shift(trace[first], eight), np.left_shift(trace, eight)])
     keys[:n_traces] |= label[first]  # INITIAL (0) -> first state
@@ -434,12 +439,12 @@ def _chain_sums(
     del steps, nxt
     pair_keys, y = _runs_of(keys)
     del keys
-    pair = (pair_keys & 0xFF).astype(np.intp)
+    pair = (pair_keys & (_PAIRS - 1)).astype(np.intp)
     states, visits = _runs_of(np.left_shift(trace, four) | code.astype(wide))
     del trace
-    state = (states & 0xF).astype(np.intp)
+    state = (states & (_SOURCES - 1)).astype(np.intp)
     # visits of each pair's source state in the pair's trace (INITIAL: once)
-    source = pair >> 4
+    source = pair >> _LABEL_BITS
     n_i = np.ones(len(pair), dtype=np.float64)
     real = source > 0
     at = np.searchsorted(
@@ -511,10 +516,15 @@ def merge_all(parts: Iterable[Aggregate]) -> Aggregate:
     return merger.result()
 
 
-#: a sequence of at most this many states is packed into one integer (4 bits a state, and
-#: its length): sequences are compared as integers, exactly
-_PACKED: Final[int] = 15
-assert _N_STATES <= 16
+#: a short sequence is packed into one integer, 4 bits a state when every code fits (the
+#: default states), else 5, and its length in the top 4 bits: compared as integers, exactly
+assert _N_STATES <= 32
+
+
+def _packing(code: np.ndarray) -> tuple[int, int]:
+    """(bits a state, states packed) for these codes: (4, 15) or (5, 12), in 60 bits."""
+    width = 4 if len(code) == 0 or int(code.max()) < 16 else 5
+    return width, 60 // width
 
 
 def _sequences(code: np.ndarray, dwell: np.ndarray, first: np.ndarray) -> Sequences:
@@ -541,11 +551,12 @@ def _distinct(
     starts = np.cumsum(lengths) - lengths
     # each sequence's class: its packed codes (short ones), one position at a time over the
     # sequences that long, or a group of its list of codes (longer ones)
-    short = lengths <= _PACKED
-    packed = lengths.astype(np.uint64) << np.uint64(4 * _PACKED)
-    for position in range(min(_PACKED, int(lengths.max()))):
+    width, n_packed = _packing(code)
+    short = lengths <= n_packed
+    packed = lengths.astype(np.uint64) << np.uint64(60)
+    for position in range(min(n_packed, int(lengths.max()))):
         at = np.flatnonzero(short & (lengths > position))
-        packed[at] |= code[starts[at] + position].astype(np.uint64) << np.uint64(4 * position)
+        packed[at] |= code[starts[at] + position].astype(np.uint64) << np.uint64(width * position)
     klass = np.empty(n_traces, dtype=np.int64)
     _, inverse = np.unique(packed[short], return_inverse=True)
     klass[short] = inverse.ravel()

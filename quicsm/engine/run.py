@@ -88,6 +88,7 @@ def extract(
     aggregate: bool = True,
     metrics: bool = False,
     states: str = "hybrid",
+    split_app_limited: bool = False,
     progress: Progress | None = None,
     batch_files: int = BATCH_FILES,
     batch_bytes: int = BATCH_BYTES,
@@ -102,7 +103,8 @@ def extract(
     (default :func:`quicsm.engine.cache.default_cache_dir`). ``select`` keeps some traces
     (given the traces frame, returns the kept rows). ``rows`` returns the transitions frame,
     ``aggregate`` the merged :class:`Aggregate`, ``metrics`` the congestion metrics;
-    ``states`` is where states come from (as in :func:`quicsm.extract.read.read_transitions`).
+    ``states`` is where states come from and ``split_app_limited`` whether ApplicationLimited
+    is split by cause (both as in :func:`quicsm.extract.read.read_transitions`).
     ``progress(done, total)`` is called with bytes. Errors are
     :class:`quicsm.core.errors.QuicsmError`: in strict mode (``on_error="raise"``) a bad file
     stops the run and is named; with ``"skip"`` it is reported in
@@ -135,6 +137,7 @@ def extract(
             aggregate=aggregate,
             metrics=metrics,
             states=states,
+            split_app_limited=split_app_limited,
         )
         for b in batches
     ]

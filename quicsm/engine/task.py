@@ -41,6 +41,9 @@ class TaskSpec:
     #: also read the congestion metrics (:func:`quicsm.extract.read.read_metrics`; kept in the
     #: cache per batch of files)
     metrics: bool = False
+    #: each ApplicationLimited visit split by cause (``split_app_limited`` of
+    #: :func:`quicsm.extract.read.read_transitions`; the batch's packets are read for it)
+    split_app_limited: bool = False
 
 
 @dataclass
@@ -172,6 +175,13 @@ def run_task(spec: TaskSpec) -> TaskResult:
         all_traces = all_traces.join(
             present.to_frame(), on="trace", how="semi", maintain_order="left"
         )
+    split_diagnostics = Diagnostics()
+    if spec.split_app_limited:
+        from quicsm.extract.app_limited_split import read_split
+
+        all_transitions = read_split(
+            all_transitions, on_error=spec.on_error, diagnostics=split_diagnostics
+        )
     metrics = None
     if spec.metrics:
         metrics = _metrics(cache, files, keys, spec.on_error).join(
@@ -186,7 +196,7 @@ def run_task(spec: TaskSpec) -> TaskResult:
         traces=all_traces,
         transitions=all_transitions if spec.rows else None,
         aggregate=Aggregate.of(all_transitions) if spec.aggregate else None,
-        diagnostics=merge_diagnostics(diagnostics[f] for f in files),
+        diagnostics=merge_diagnostics([*(diagnostics[f] for f in files), split_diagnostics]),
         entries=entries,
         read_files=len(todo),
         cached_files=len(files) - len(todo),

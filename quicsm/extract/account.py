@@ -42,6 +42,7 @@ import polars as pl
 
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.frames import TRANSITIONS_SCHEMA
+from quicsm.core.states import APP_LIMITED, APP_LIMITED_CAUSES
 from quicsm.extract.packets import PacketTimeline, read_packet_timelines
 from quicsm.extract.profiles import Profile, detect_profile
 from quicsm.extract.sendable import (
@@ -454,17 +455,23 @@ def account_frame(
 
 def _app_limited_visits(transitions: pl.DataFrame) -> dict[str, list[tuple[float, float]]]:
     """Each trace's ApplicationLimited visits ``(start, end)`` in ms: a state lasts until the
-    trace's next one, its last until ``end_ms`` (the censoring rule of time-in-state)."""
+    trace's next one, its last until ``end_ms`` (the censoring rule of time-in-state). In a
+    model that splits it by cause (``split_app_limited``) its parts are consecutive visits:
+    one visit again, so the account is the same either way."""
     visits = (
         transitions.select("trace", "time_ms", "state", "end_ms")
         .with_columns(
             pl.col("time_ms").shift(-1).over("trace").fill_null(pl.col("end_ms")).alias("until")
         )
-        .filter(pl.col("state") == "ApplicationLimited")
+        .filter(pl.col("state").is_in([APP_LIMITED, *APP_LIMITED_CAUSES]))
     )
     out: dict[str, list[tuple[float, float]]] = {}
     for trace, a, b in visits.select("trace", "time_ms", "until").iter_rows():
-        out.setdefault(str(trace), []).append((float(a), float(b)))
+        own = out.setdefault(str(trace), [])
+        if own and own[-1][1] == a:  # the next part of one split visit
+            own[-1] = (own[-1][0], float(b))
+        else:
+            own.append((float(a), float(b)))
     return out
 
 

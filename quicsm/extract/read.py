@@ -166,9 +166,13 @@ def read_transitions(
     states: str = HYBRID,
     profile: str | None = None,
     limits: ReadLimits = DEFAULT_LIMITS,
+    split_app_limited: bool = False,
 ) -> pl.DataFrame:
-    """:func:`scan_transitions`, collected."""
-    return scan_transitions(
+    """:func:`scan_transitions`, collected. ``split_app_limited``: each ApplicationLimited
+    visit split by why the sender was short of data, into the states
+    :data:`quicsm.core.states.APP_LIMITED_CAUSES`
+    (:mod:`quicsm.extract.app_limited_split`; the files' packets are read for it)."""
+    frame = scan_transitions(
         paths,
         on_error=on_error,
         diagnostics=diagnostics,
@@ -176,6 +180,11 @@ def read_transitions(
         profile=profile,
         limits=limits,
     ).collect()
+    if not split_app_limited:
+        return frame
+    from quicsm.extract.app_limited_split import read_split
+
+    return read_split(frame, on_error=on_error, diagnostics=diagnostics, limits=limits)
 
 
 def read_metrics(

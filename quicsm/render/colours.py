@@ -30,6 +30,11 @@ STATE_COLOURS: Final[dict[str, str]] = {
     "ProbeBW": "#9c755f",
     "ProbeRTT": "#bab0ac",
     "Unknown": "#d4d4d4",
+    # ApplicationLimited split by cause (split_app_limited): the application keeps its colour
+    "ApplicationLimited (application)": "#03e9f9",
+    "ApplicationLimited (flow control)": "#9b59d0",
+    "ApplicationLimited (pacing)": "#f0a202",
+    "ApplicationLimited (unknown)": "#a9c9cc",
 }
 OTHER_STATE_COLOUR: Final[str] = "#cccccc"
 #: how strongly a state's colour fills a band or a node (0 = white, 1 = the colour)

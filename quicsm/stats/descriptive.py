@@ -228,18 +228,19 @@ class Visits:
         return self._chain
 
 
-#: codes of labels fit in 4 bits, so (source, target) pairs fit in one byte
-_BITS: Final[int] = 16
+#: codes of labels fit in 5 bits, so (source, target) pairs fit in 10 bits (two bytes): room
+#: for the paper's states, BBR's, Unknown, ApplicationLimited's causes, INITIAL and TERMINAL
+_BITS: Final[int] = 32
 assert len(NODE_LABELS) <= _BITS
 
 
 def _runs(
     keys: np.ndarray, tid: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Group rows by (key, trace) without hashing: a stable radix sort by the one-byte key keeps
+    """Group rows by (key, trace) without hashing: a stable radix sort by the small key keeps
     each key's rows in trace order, so equal (key, trace) rows become adjacent. Returns the
     permutation, the start of every run in it, the run lengths, and every run's key and trace."""
-    order = np.argsort(keys, kind="stable")  # a radix sort for one-byte keys
+    order = np.argsort(keys, kind="stable")  # a radix sort for keys of one or two bytes
     k, t = keys[order], tid[order]
     brk = np.ones(len(k), dtype=bool)
     brk[1:] = (k[1:] != k[:-1]) | (t[1:] != t[:-1])
@@ -255,7 +256,7 @@ class _Chain:
     (visits of the state in the trace = transitions out of it); ``state_order`` is the
     permutation of visits that puts them in (state, trace) order and ``state_bounds`` where each
     state's visits begin in it. *Pair runs*: one per (source, target, trace) — ``pair``
-    (``source * 16 + target`` in :data:`NODE_LABELS` codes), ``pair_tid``, ``pair_count``.
+    (``source * 32 + target`` in :data:`NODE_LABELS` codes), ``pair_tid``, ``pair_count``.
     Totals per pair: ``count``, ``traces``, ``syy`` (Σ y_i²), ``syn`` (Σ y_i·n_i); per source
     label: ``n`` (Σ n_i), ``snn`` (Σ n_i²), ``m`` (traces). These are the sums the
     cluster-robust interval needs.
@@ -270,11 +271,11 @@ class _Chain:
         n_traces = v.n_traces
         size = _BITS * _BITS
         # transitions: INITIAL -> first state, then each visit -> its successor (or TERMINAL)
-        label = code + np.uint8(1)
+        label = code.astype(np.uint16) + np.uint16(1)
         nxt = np.empty_like(label)
         nxt[:-1] = label[1:]
         nxt[last] = _TERMINAL_CODE
-        steps = label * np.uint8(_BITS) + nxt  # the pair leaving each visit
+        steps = label * np.uint16(_BITS) + nxt  # the pair leaving each visit
         starts_pair = label[first]  # INITIAL (code 0) -> first state
         # states per trace; n_i of a visit = visits of its state in its trace
         order, starts, lengths, self.state_code, self.state_tid = _runs(code, tid)
@@ -501,7 +502,7 @@ def transition_counts(transitions: pl.DataFrame | pl.LazyFrame | Visits) -> pl.D
     runs = pl.DataFrame(
         {
             "tid": pl.Series(c.pair_tid, dtype=pl.UInt32),
-            "pair": pl.Series(c.pair, dtype=pl.UInt8),
+            "pair": pl.Series(c.pair, dtype=pl.UInt16),
             "count": c.pair_count.astype(np.int64),
         }
     )
@@ -544,7 +545,7 @@ def probabilities_from_sums(
     m: np.ndarray,
 ) -> pl.DataFrame:
     """:func:`transition_probabilities` from the sums of :class:`_Chain`: per pair
-    (``source * 16 + target`` in :data:`NODE_LABELS` codes) ``count``, ``traces``, ``syy``,
+    (``source * 32 + target`` in :data:`NODE_LABELS` codes) ``count``, ``traces``, ``syy``,
     ``syn``; per source ``n``, ``snn``, ``m``. Sums over disjoint sets of traces add up, so
     partitions read apart can be summarised together."""
     present = np.flatnonzero(count)
