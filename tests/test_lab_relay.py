@@ -20,6 +20,15 @@ from quicsm.lab.relay import Relay, RelayConfig, parse_address
 HEADER = struct.Struct("!Id")
 
 
+def _queued_bytes(port: int) -> int:
+    """Bytes waiting in the receive queue of the UDP socket bound to 127.0.0.1:``port``."""
+    for line in Path("/proc/net/udp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == f"0100007F:{port:04X}":
+            return int(fields[4].split(":")[1], 16)
+    raise AssertionError(f"no UDP socket on 127.0.0.1:{port}")
+
+
 def _echo_server(stop: threading.Event) -> tuple[socket.socket, threading.Thread]:
     """A UDP server on 127.0.0.1 that sends every datagram back."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -146,7 +155,12 @@ def test_relay_process_prints_ready_and_writes_counters_on_sigterm(tmp_path: Pat
         tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         for _ in range(200):
             tx.sendto(b"x" * 100, addr)
-        time.sleep(0.3)
+        # loopback queues each datagram at once: wait until the relay has read them all (by
+        # its socket's queue, not by time: a starved relay only takes longer)
+        give_up = time.monotonic() + 120
+        while _queued_bytes(addr[1]):
+            assert time.monotonic() < give_up, "the relay never read its datagrams"
+            time.sleep(0.05)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=10)
