@@ -6,10 +6,13 @@ baseline measured in the same run.
   it left (the index and the bundle kept);
 - **report**: ``quicsm report`` of the shipped version comparison (quic-go v0.48.2 vs v0.65.0,
   150 traces in 7 MB of zstd), with an empty cache and again;
+- **diff**: ``quicsm diff`` of the same two files, ``--where scenario=jitter --where
+  vantage=server`` (10 of their 150 traces: the connection account counts only those), with an
+  empty cache and again;
 - **infer**: ``quicsm infer`` of one 2.8 MB trace (trace 34 of ``traces/notebooks.qlog``,
   written to a file of its own);
 
-  the baseline of these three: a Python process that imports polars and decompresses the
+  the baseline of these four: a Python process that imports polars and decompresses the
   command's input files (what any reading of them costs at least);
 - **read_metrics** and **inspect** of a 100 MiB metrics-only connection (the generator of
   ``bench_derive.py``), against a pysimdjson full parse of the same file (``bench_derive``'s
@@ -20,10 +23,13 @@ baseline measured in the same run.
   ``read_metrics``, ``read_transitions`` and ``read_traces``; CPU per trace.
 
 CPU = user + system time of the child (``wait4``); each kind keeps the least of ``--repeat``
-rounds, taken in turn. The package's bytecode is written first, as where users run it.
+rounds, taken in turn. The package's bytecode is written first, as where users run it. "Cold"
+is an empty quicsm cache (each round a cache directory of its own) with the inputs in the
+operating system's page cache (the baseline, run just before, has read them); "warm" is the
+same command again with the cache the cold run left.
 
     .venv/bin/python benchmarks/bench_waiting.py              # everything
-    .venv/bin/python benchmarks/bench_waiting.py --only plot report infer
+    .venv/bin/python benchmarks/bench_waiting.py --only plot report diff infer
     .venv/bin/python benchmarks/bench_waiting.py --only tiny
 
 Targets (issue 40): plot <= 1.5 s, report <= 4 s, infer <= 0.7 s CPU; read_metrics >= 1x and
@@ -129,6 +135,8 @@ def one_trace(out: Path) -> Path:
 
 
 BASE = "baseline (import polars, decompress the inputs)"
+#: the diff measured: the jitter scenario's server traces of both versions
+JITTER = ["--where", "scenario=jitter", "--where", "vantage=server"]
 
 
 def commands(repeat: int, work: Path, only: set[str]) -> dict[str, object]:
@@ -140,6 +148,7 @@ def commands(repeat: int, work: Path, only: set[str]) -> dict[str, object]:
     for name, cmd, inputs in (
         ("plot", [*QUICSM, "plot", f"{plot_file}#0", "-o", str(work / "plot.html")], [plot_file]),
         ("report", [*QUICSM, "report", a, "--vs", b, "-o", str(work / "report.html")], [a, b]),
+        ("diff", [*QUICSM, "diff", a, "--vs", b, *JITTER], [a, b]),
         ("infer", [*QUICSM, "infer", str(single), "-o", str(work / "out")], [str(single)]),
     ):
         if name not in only:
@@ -221,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         nargs="+",
-        choices=("plot", "report", "infer", "long", "tiny"),
+        choices=("plot", "report", "diff", "infer", "long", "tiny"),
         default=None,
         help="measure only these (default: all)",
     )
@@ -229,12 +238,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size-mb", type=float, default=100, help="the long connection (MiB)")
     args = parser.parse_args(argv)
     compile_package()
-    only = set(args.only or ("plot", "report", "infer", "long", "tiny"))
+    only = set(args.only or ("plot", "report", "diff", "infer", "long", "tiny"))
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     results: dict[str, object] = {}
     with tempfile.TemporaryDirectory(prefix="quicsm-bench-") as tmp:
         work = Path(tmp)
-        if only & {"plot", "report", "infer"}:
+        if only & {"plot", "report", "diff", "infer"}:
             results["commands"] = commands(args.repeat, work, only)
         if "long" in only:
             results["long"] = long_connection(args.repeat, work, args.size_mb)

@@ -32,14 +32,25 @@ default families (the transition is exploratory, under BH with every other explo
 test), and when it was named in advance as the one primary test (``primary=
 ["edges:CongestionAvoidance->Recovery"]``, i.e. ``--primary
 edges:CongestionAvoidance->Recovery``). The null is checked with the same pre-named family
-too. Every setting runs at the CLI's default α = 0.05 and at α = 0.01.
+too, and, on the same null data, by a permutation test of the transition written here from the
+rows (not quicsm's): where the two agree, the rate is the data's, not a defect of the test.
+Every setting runs at the CLI's default α = 0.05 (and at α = 0.01 when asked, ``--alpha
+0.05,0.01``).
+
+**Predicted power.** Beside each power row, the power the comparison itself predicts for the
+change (0.2): from the transition's standard error under the null (the reference its z is
+referred to) at the level a single discovery of its family faces (its share of α over the
+tests of its family, as the ``mde`` column), averaged over the repetitions, and how far the
+observed power is from it.
 
 Every repetition's outcome is stored in the results file (a run writes
 ``build/benchmarks/diff_power.json`` unless ``--results`` names one; the published one is
 ``docs/diff_power.json``) so that a part of the run can be checked to reproduce exactly
-(``--check``); ``--markdown`` prints the docs table::
+(``--check``); ``--markdown`` prints the docs table. A run can be split between processes
+(``--first``, each part its own results file) and the parts joined (``--combine``): every
+repetition is seeded by its number, so the joined file is the one a single process makes::
 
-    nice -n 10 .venv/bin/python benchmarks/diff_power.py --repetitions 200 --progress \\
+    nice .venv/bin/python benchmarks/diff_power.py --repetitions 300 --alpha 0.05 \\
         --results docs/diff_power.json
     .venv/bin/python benchmarks/diff_power.py --markdown
     .venv/bin/python benchmarks/diff_power.py --check 2
@@ -51,13 +62,16 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
+from scipy import stats as sps
 
 from quicsm.compare.diff import DiffResult, diff
+from quicsm.compare.families.policy import levels
 from quicsm.stats.intervals import wilson
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,8 +109,8 @@ MAX_STEPS = 2000
 VISITS = 30
 #: the pre-named primary family of the "named in advance" settings: the one transition
 NAMED = ("edges:CongestionAvoidance->Recovery",)
-#: the levels the table is made at: the CLI's default first
-ALPHAS = (0.05, 0.01)
+#: the levels the table is made at by default: the CLI's default
+ALPHAS = (0.05,)
 
 
 def traces(
@@ -135,6 +149,77 @@ def _edge_flagged(r: DiffResult, source: str, target: str) -> bool:
     return bool(e["significant"].any())
 
 
+#: the change of the named transition, CongestionAvoidance -> Recovery 0.5 -> 0.7
+EFFECT = 0.2
+#: random splits of the reference permutation test
+REFERENCE_SPLITS = 999
+
+
+def predicted_power(r: DiffResult, source: str, target: str, effect: float = EFFECT) -> float:
+    """The power the comparison itself predicts for a change of ``effect`` in the transition:
+    its test's standard error under the null (``se``: the reference the z is referred to), at
+    the level a single discovery of its family faces (the family's share of α over its tests,
+    as the ``mde`` column), ``Φ(effect / se − z_{1−level/2})``; 0 when its traces cannot reach
+    significance."""
+    e = r.edges.filter((pl.col("source") == source) & (pl.col("target") == target))
+    if e.height == 0 or e["p_unadjusted"][0] is None:
+        return 0.0
+    row = e.row(0, named=True)
+    if "cannot reach" in (row["note"] or "") or not row["se"] or row["se"] != row["se"]:
+        return 0.0
+    family = row["family"]
+    k = r.settings["family"] if family == "primary" else r.settings["exploratory"]
+    level = levels(r.alpha)[family] / max(1, k)
+    z = float(sps.norm.ppf(1 - level / 2))
+    return float(sps.norm.cdf(effect / float(row["se"]) - z))
+
+
+def exits(df: pl.DataFrame, source: str, target: str) -> np.ndarray:
+    """Per trace (sorted by id): the transitions ``source -> target`` and the exits of
+    ``source`` (a trace's end is not an exit), counted here from the rows."""
+    nxt = df.sort("trace", "time_ms").with_columns(
+        pl.col("state").shift(-1).over("trace").alias("next")
+    )
+    out = (
+        nxt.filter(pl.col("next").is_not_null())
+        .group_by("trace")
+        .agg(
+            ((pl.col("state") == source) & (pl.col("next") == target)).sum().alias("y"),
+            (pl.col("state") == source).sum().alias("m"),
+        )
+        .sort("trace")
+    )
+    return out.select("y", "m").to_numpy().astype(float)
+
+
+def reference_rejects(a: pl.DataFrame, b: pl.DataFrame, level: float, seed: int) -> bool:
+    """A permutation test written here, independently of quicsm's: the pooled two-proportion
+    |z| of CongestionAvoidance -> Recovery per exit, referred to random splits of the traces
+    (exact under the null for traces that are exchangeable, as in the homogeneous null)."""
+    ua, ub = (
+        exits(a, "CongestionAvoidance", "Recovery"),
+        exits(b, "CongestionAvoidance", "Recovery"),
+    )
+    ua, ub = ua[ua[:, 1] > 0], ub[ub[:, 1] > 0]
+    y, m = np.r_[ua[:, 0], ub[:, 0]], np.r_[ua[:, 1], ub[:, 1]]
+    n = len(y)
+    rng = np.random.default_rng(seed)
+    masks = np.array([rng.permutation(n) < len(ua) for _ in range(REFERENCE_SPLITS)])
+    masks = np.vstack([np.arange(n) < len(ua), masks]).astype(float)
+    y1, m1 = masks @ y, masks @ m
+    y2, m2 = y.sum() - y1, m.sum() - m1
+    p0 = y.sum() / m.sum()
+    ok = (m1 > 0) & (m2 > 0)
+    z = np.where(
+        ok,
+        np.abs(y2 / np.where(ok, m2, 1) - y1 / np.where(ok, m1, 1))
+        / np.sqrt(max(p0 * (1 - p0), 1e-12) * (1 / np.where(ok, m1, 1) + 1 / np.where(ok, m2, 1))),
+        0.0,
+    )
+    p = float(np.count_nonzero(z >= z[0] - 1e-9)) / len(z)
+    return p < level
+
+
 def _exploratory(r: DiffResult) -> bool:
     return any(
         f.height and bool(f.filter(pl.col("family") == "exploratory")["significant"].any())
@@ -143,10 +228,17 @@ def _exploratory(r: DiffResult) -> bool:
 
 
 def repetition(
-    rep: int, *, alpha: float, seed: int, sizes: tuple[int, ...] = SIZES
+    rep: int,
+    *,
+    alpha: float,
+    seed: int,
+    sizes: tuple[int, ...] = SIZES,
+    predicted: dict[str, float] | None = None,
 ) -> dict[str, str]:
-    """One repetition of every setting: setting name -> outcome bits."""
+    """One repetition of every setting: setting name -> outcome bits; ``predicted`` (when
+    given) receives the power each change's comparison predicts for the transition."""
     out: dict[str, str] = {}
+    guess: dict[str, float] = {} if predicted is None else predicted
     for v, variant in enumerate(VARIANTS):
         for n in sizes:
             rng = np.random.default_rng([seed, rep, v, n])
@@ -163,11 +255,17 @@ def repetition(
             out[f"{variant}/power/{n}"] = str(
                 int(_edge_flagged(r1, "CongestionAvoidance", "Recovery"))
             )
+            guess[f"{variant}/power/{n}"] = predicted_power(r1, "CongestionAvoidance", "Recovery")
             r0 = diff(a, b0, alpha=alpha, seed=rep, primary=NAMED, invariants=False)
             out[f"{variant}/null-named/{n}"] = str(int(r0.primary_significant))
+            level = levels(alpha)["primary"]
+            out[f"{variant}/null-reference/{n}"] = str(int(reference_rejects(a, b0, level, rep)))
             r1 = diff(a, b1, alpha=alpha, seed=rep, primary=NAMED, invariants=False)
             out[f"{variant}/power-named/{n}"] = str(
                 int(_edge_flagged(r1, "CongestionAvoidance", "Recovery"))
+            )
+            guess[f"{variant}/power-named/{n}"] = predicted_power(
+                r1, "CongestionAvoidance", "Recovery"
             )
     return out
 
@@ -179,23 +277,48 @@ def run(
     seed: int,
     progress: bool = False,
     sizes: tuple[int, ...] = SIZES,
+    checkpoint: Callable[[dict[str, Any]], None] | None = None,
+    first: int = 0,
 ) -> dict[str, Any]:
+    """Repetitions ``first`` to ``first + repetitions - 1`` at one level; ``checkpoint``
+    receives the results so far after each."""
     bits: dict[str, list[str]] = {}
+    predicted: dict[str, list[float]] = {}
     start = time.perf_counter()
-    for rep in range(repetitions):
-        for key, b in repetition(rep, alpha=alpha, seed=seed, sizes=sizes).items():
+    for i, rep in enumerate(range(first, first + repetitions)):
+        guess: dict[str, float] = {}
+        for key, b in repetition(rep, alpha=alpha, seed=seed, sizes=sizes, predicted=guess).items():
             bits.setdefault(key, []).append(b)
+        for key, x in guess.items():
+            predicted.setdefault(key, []).append(round(x, 4))
+        if checkpoint is not None:
+            checkpoint(_results(bits, predicted, i + 1, alpha, seed, sizes, start, first))
         if progress:
-            print(f"{rep + 1}/{repetitions}", file=sys.stderr, end="\r")
+            print(f"{i + 1}/{repetitions}", file=sys.stderr, end="\r")
+    return _results(bits, predicted, repetitions, alpha, seed, sizes, start, first)
+
+
+def _results(
+    bits: dict[str, list[str]],
+    predicted: dict[str, list[float]],
+    done: int,
+    alpha: float,
+    seed: int,
+    sizes: tuple[int, ...],
+    start: float,
+    first: int = 0,
+) -> dict[str, Any]:
     return {
         "settings": {
-            "repetitions": repetitions,
+            **({"first": first} if first else {}),
+            "repetitions": done,
             "alpha": alpha,
             "seed": seed,
             "sizes": list(sizes),
         },
         "seconds": round(time.perf_counter() - start, 1),
         "outcomes": {k: "".join(v) for k, v in bits.items()},
+        "predicted": predicted,
     }
 
 
@@ -212,8 +335,15 @@ ROWS = (
     ("power-primary", "power: the change flagged by the default primary family (time shares)"),
     ("power", "power: CongestionAvoidance → Recovery 0.5 → 0.7 flagged (exploratory)"),
     ("null-named", "false positive, the transition named in advance as the primary test"),
+    (
+        "null-reference",
+        "the same null data, a permutation test written here (not quicsm's) at the primary "
+        "family's level",
+    ),
     ("power-named", "power: the same change, the transition named in advance (primary)"),
 )
+#: the power rows whose prediction (from the comparison's own test) is shown beside them
+PREDICTED = {"power", "power-named"}
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -236,7 +366,60 @@ def _table(results: dict[str, Any]) -> str:
         for key, label in ROWS:
             cells = [_rate(results["outcomes"][f"{variant}/{key}/{n}"]) for n in sizes]
             lines.append(f"| {variant} | {label} | " + " | ".join(cells) + " |")
+            if key in PREDICTED and "predicted" in results:
+                cells = [_predicted(results, f"{variant}/{key}/{n}") for n in sizes]
+                lines.append(
+                    f"| {variant} | predicted by the comparison itself (mean; observed − "
+                    "predicted) | " + " | ".join(cells) + " |"
+                )
     return "\n".join(lines) + "\n"
+
+
+def _predicted(results: dict[str, Any], key: str) -> str:
+    """The mean predicted power of a setting and how far the observed one is from it."""
+    guess = results["predicted"][key]
+    bits = results["outcomes"][key]
+    mean = float(np.mean(guess))
+    gap = bits.count("1") / len(bits) - mean
+    return f"{100 * mean:.1f}% ({100 * gap:+.1f} points)"
+
+
+def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Results files of consecutive repetitions (``--first``) made into one, level by level:
+    a run split between processes is the same run as one made in a single process (every
+    repetition is seeded by its number; where two parts overlap, the later part's first
+    repetitions are the earlier part's, and the earlier part is cut there)."""
+    levels_: dict[float, list[dict[str, Any]]] = {}
+    for part in parts:
+        for r in part["runs"]:
+            levels_.setdefault(r["settings"]["alpha"], []).append(r)
+    runs = []
+    for alpha, pieces in levels_.items():
+        pieces.sort(key=lambda r: r["settings"].get("first", 0))
+        head = pieces[0]
+        bits: dict[str, str] = {k: "" for k in head["outcomes"]}
+        guess: dict[str, list[float]] = {k: [] for k in head["predicted"]}
+        for r in pieces:
+            first = r["settings"].get("first", 0)
+            done = len(next(iter(bits.values())))
+            if first > done:
+                raise SystemExit(f"α {alpha:g}: repetitions {done} to {first - 1} missing")
+            for k in bits:
+                bits[k] = bits[k][:first] + r["outcomes"][k]
+            for k in guess:
+                guess[k] = guess[k][:first] + r["predicted"][k]
+        runs.append(
+            {
+                "settings": {
+                    **{k: v for k, v in head["settings"].items() if k != "first"},
+                    "repetitions": len(next(iter(bits.values()))),
+                },
+                "seconds": round(sum(r["seconds"] for r in pieces), 1),
+                "outcomes": bits,
+                "predicted": guess,
+            }
+        )
+    return {"runs": runs}
 
 
 def check(results: dict[str, Any], count: int) -> list[str]:
@@ -258,7 +441,7 @@ def check(results: dict[str, Any], count: int) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repetitions", type=int, default=200, help="simulated diffs per cell")
+    ap.add_argument("--repetitions", type=int, default=300, help="simulated diffs per cell")
     ap.add_argument(
         "--alpha",
         type=str,
@@ -282,6 +465,26 @@ def main() -> None:
         f"(default: {RESULTS.relative_to(ROOT)})",
     )
     ap.add_argument(
+        "--first",
+        type=int,
+        default=0,
+        help="the first repetition to make (to split a run between processes; --combine "
+        "joins the parts)",
+    )
+    ap.add_argument(
+        "--combine",
+        type=Path,
+        nargs="+",
+        metavar="PART",
+        help="join results files of consecutive repetitions into the results file",
+    )
+    ap.add_argument(
+        "--checkpoint",
+        action="store_true",
+        help="write the results file after every repetition (a run stopped early leaves the "
+        "repetitions it made, and says how many)",
+    )
+    ap.add_argument(
         "--markdown", action="store_true", help="print the docs table from the results file"
     )
     ap.add_argument(
@@ -296,20 +499,32 @@ def main() -> None:
         print("\n".join(problems) or f"the first {args.check} repetitions reproduce exactly")
         sys.exit(1 if problems else 0)
     sizes = tuple(int(x) for x in args.sizes.split(","))
-    results = {
-        "runs": [
+    output = args.results or SCRATCH
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if args.combine:
+        results = combine([json.loads(p.read_text()) for p in args.combine])
+        output.write_text(json.dumps(results, indent=1) + "\n")
+        print(f"written: {output}", file=sys.stderr)
+        sys.stdout.write(markdown(results))
+        return
+    runs: list[dict[str, Any]] = []
+
+    def write(latest: dict[str, Any]) -> None:
+        output.write_text(json.dumps({"runs": [*runs, latest]}, indent=1) + "\n")
+
+    for a in args.alpha.split(","):
+        runs.append(
             run(
                 args.repetitions,
                 alpha=float(a),
                 seed=args.seed,
                 progress=args.progress,
                 sizes=sizes,
+                checkpoint=write if args.checkpoint else None,
+                first=args.first,
             )
-            for a in args.alpha.split(",")
-        ]
-    }
-    output = args.results or SCRATCH
-    output.parent.mkdir(parents=True, exist_ok=True)
+        )
+    results = {"runs": runs}
     output.write_text(json.dumps(results, indent=1) + "\n")
     print(f"written: {output}", file=sys.stderr)
     sys.stdout.write(markdown(results))

@@ -19,10 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quicsm.cli import main
+from quicsm.compare.app_limited import BREAKDOWN_LINES
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.extract.account import (
     ABSENT,
     ACCOUNT_SCHEMA,
+    APP_LIMITED_PARTS,
     FACTS,
     LOGGED,
     METRICS,
@@ -243,6 +245,56 @@ def test_when_a_producer_logs_less_the_packets_answer(stacks_account: pl.DataFra
     assert go.get_column("spurious_losses_logged").sum() == 0
 
 
+# -- why a sender was short of data --------------------------------------------------------
+
+
+def test_the_causes_of_application_limited_time_sum_to_it(stacks_account: pl.DataFrame) -> None:
+    """Every trace of every shipped stack: application + flow control (connection, stream) +
+    pacing + unknown is its ApplicationLimited time (absent parts count 0), which is the time
+    in ApplicationLimited the statistics give; no producer logs the pacer's release time."""
+    from quicsm.stats.descriptive import time_in_state
+
+    path = TRACES / "stacks" / "stacks.qlog"
+    tis = time_in_state(_quiet(read_transitions, path)).filter(
+        pl.col("state") == "ApplicationLimited"
+    )
+    al = {str(t): d for t, d in tis.select("trace", "duration_ms").iter_rows()}
+    a = stacks_account
+    assert a.get_column("app_limited_ms").sum() > 0
+    for row in a.iter_rows(named=True):
+        parts = [row[c] or 0.0 for c in APP_LIMITED_PARTS.values()]
+        assert math.isclose(sum(parts), row["app_limited_ms"], abs_tol=1e-6), row["trace"]
+        assert math.isclose(row["app_limited_ms"], al.get(row["trace"], 0.0), abs_tol=1e-6)
+    assert set(a.get_column("app_limited_pacing_ms_from")) == {ABSENT}
+    assert all("logs no pacer release time" in n for n in a["app_limited_pacing_ms_note"])
+    # quinn's packets carry no frames: its causes are not told, and the note says so
+    quinn = a.filter(pl.col("producer").str.starts_with("quinn"))
+    assert quinn.height and set(quinn["app_limited_application_ms_from"]) == {ABSENT}
+    assert set(quinn["app_limited_unknown_ms_note"]) == {
+        "all of it: its packets log no STREAM frames"
+    }
+    # quiche logs its STREAM frames' lengths as raw.payload_length: read, so told
+    quiche = a.filter(pl.col("producer").str.starts_with("quiche"))
+    assert set(quiche["app_limited_application_ms_from"]) == {PACKETS}
+    assert (quiche["app_limited_application_ms"] > 0).all()
+
+
+def test_flow_control_is_logged_only_where_blocked_frames_were_sent(
+    stacks_account: pl.DataFrame,
+) -> None:
+    """quic-go sends STREAM_DATA_BLOCKED to slow receivers: those traces have flow-control
+    time "logged"; aioquic and quiche, with limits of 32 MB and more for 2 MB, send none and
+    are never held (credit arithmetic, "packets")."""
+    a = stacks_account
+    logged = a.filter(pl.col("flow_control_ms_from") == LOGGED)
+    assert logged.height and (logged["flow_control_ms"] > 0).all()
+    assert set(logged["producer"].str.split(" ").list.first()) == {"quic-go"}
+    for stack in ("aioquic", "quiche"):
+        rows = a.filter(pl.col("producer").str.starts_with(stack))
+        assert rows.height and set(rows["flow_control_ms_from"]) == {PACKETS}, stack
+        assert rows["flow_control_ms"].sum() == 0.0, stack
+
+
 # -- the jitter comparison ------------------------------------------------------------------
 
 
@@ -289,6 +341,75 @@ def test_the_jitter_report_says_the_same(tmp_path: Path) -> None:
     row = page[page.index(SPURIOUS, page.index("Loss detection")) :][:400]
     cells = [float(c) for c in __import__("re").findall(r">([0-9.]+) \(from packets\)<", row)]
     assert len(cells) >= 2 and cells[0] > 100 > 30 > cells[1]
+
+
+BREAKDOWN = "ApplicationLimited time by cause"
+
+
+def test_the_diff_json_breaks_application_limited_time_down_by_cause(
+    jitter_json: dict[str, Any],
+) -> None:
+    """The jitter comparison's ``app_limited`` rows: each group's mean per server trace is the
+    mean of its traces' accounts in the same JSON, the causes' shares sum to 1 and their means
+    to the whole; v0.65.0's senders are held by flow control (its STREAM_DATA_BLOCKED frames,
+    "logged"), v0.48.2's never in these traces; pacing is not logged."""
+    rows = {r["column"]: r for r in jitter_json["app_limited"]}
+    assert list(rows)[0] == "app_limited_ms" and set(APP_LIMITED_PARTS.values()) < set(rows)
+    accounts = jitter_json["accounts"]
+    for g, version in (("a", "v0.48.2"), ("b", "v0.65.0")):
+        mine = [a for a in accounts if version in a["trace"] and a["vantage"] == "server"]
+        assert len(mine) == rows["app_limited_ms"][f"{g}_n"] == 10
+        for column, row in rows.items():
+            values = [a[column] for a in mine if a[column] is not None]
+            assert row[f"{g}_traces"] == len(values), column
+            if values:
+                # the JSON's numbers are rounded to 6 decimals
+                assert math.isclose(row[f"{g}_mean_ms"], np.mean(values), abs_tol=1e-5), column
+        parts = [rows[c] for c in APP_LIMITED_PARTS.values()]
+        shares = [r[f"{g}_share"] for r in parts if r[f"{g}_share"] is not None]
+        assert math.isclose(sum(shares), 1.0, abs_tol=1e-5)
+        means = [r[f"{g}_mean_ms"] or 0.0 for r in parts]
+        assert math.isclose(sum(means), rows["app_limited_ms"][f"{g}_mean_ms"], abs_tol=1e-4)
+        assert rows[APP_LIMITED_PARTS["pacing"]][f"{g}_from"] == ABSENT
+    held = rows["flow_control_ms"]
+    assert held["b_from"] == LOGGED and held["b_mean_ms"] > 50 > 1 > held["a_mean_ms"]
+
+
+def test_the_report_and_the_diff_show_the_same_breakdown(tmp_path: Path) -> None:
+    """``quicsm report`` (Markdown and HTML) and ``quicsm diff --format md`` of the jitter
+    comparison: one table, the same cells."""
+    runner = CliRunner()
+    diff = runner.invoke(main, ["diff", str(V48), "--vs", str(V65), *JITTER, "--format", "md"])
+    assert diff.exit_code == 0, diff.output
+    md, page = tmp_path / "r.md", tmp_path / "r.html"
+    for out in (md, page):
+        result = runner.invoke(
+            main, ["report", str(V48), "--vs", str(V65), *JITTER, "-o", str(out)]
+        )
+        assert result.exit_code == 0, result.output
+    shown = _table_after(diff.stdout, BREAKDOWN)
+    assert shown == _table_after(md.read_text(encoding="utf-8"), BREAKDOWN)
+    assert len(shown) == 7 and shown["pacing"] == ["not logged", "not logged"]
+    assert "(logged)" in shown["flow control, in any state"][1]
+    text = html.unescape(page.read_text(encoding="utf-8"))
+    table = text[text.index(BREAKDOWN) :]
+    table = table[: table.index("</table>")]
+    for line, cells in shown.items():
+        row = table[table.index(f"<td>{line}</td>") :]
+        assert all(f'<td class="num">{c}</td>' in row[: row.index("</tr>")] for c in cells), line
+
+
+def _table_after(md: str, title: str) -> dict[str, list[str]]:
+    """The Markdown table under the heading ``title``: first cell -> the others."""
+    start = md.index(title)
+    rows: dict[str, list[str]] = {}
+    for line in md[start:].splitlines()[1:]:
+        if line.startswith("| ") and not line.startswith("| per "):
+            cells = [c.strip() for c in line.strip("| ").split(" | ")]
+            rows[cells[0]] = cells[1:]
+        elif rows and not line.startswith("|"):
+            break
+    return rows
 
 
 # -- one number in every view ---------------------------------------------------------------
@@ -352,6 +473,25 @@ def test_every_view_states_the_same_counts(tmp_path: Path) -> None:
     out = tmp_path / "r.md"
     result = runner.invoke(main, ["report", *CORPUS_A, "--vs", *CORPUS_B, "-o", str(out)])
     assert result.exit_code == 0, result.output
+    # the breakdown of ApplicationLimited time: each group's mean over its sender accounts
+    breakdown = _table_after(out.read_text(encoding="utf-8"), BREAKDOWN)
+    for g, files in (("a", CORPUS_A), ("b", CORPUS_B)):
+        senders = [
+            a for t, a in diff.items() if t.rsplit("#", 1)[0] in files and a["vantage"] == "server"
+        ]
+        for column, line in BREAKDOWN_LINES.items():
+            values = [a[column] for a in senders if a[column] is not None]
+            cell = breakdown[line][0 if g == "a" else 1]
+            if not values:
+                assert cell == "not logged", (column, g, cell)
+                continue
+            mean = float(np.mean(values))
+            assert math.isclose(float(cell.split(" ")[0]), round(mean, 1), abs_tol=0.051), (
+                column,
+                g,
+                cell,
+                mean,
+            )
     table = _loss_table(out.read_text(encoding="utf-8"))
     for g, files in (("a", CORPUS_A), ("b", CORPUS_B)):
         senders = [

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from transitions_strategies import frame_of, raw_traces
 
 from quicsm.compare.diff import DiffResult, diff
+from quicsm.compare.families.policy import adjust, levels
 from quicsm.core.errors import InputError
 from quicsm.core.frames import empty_transitions
 from quicsm.render.diff_format import to_markdown, to_table
@@ -121,7 +122,9 @@ def test_changed_transition_is_flagged_and_unchanged_ones_are_not() -> None:
     changed = base.with_transition("Recovery", "CongestionAvoidance", 0.4)
     a = generate_transitions(60, seed=11, profile=base)
     b = generate_transitions(60, seed=12, profile=changed)
-    r = diff(a, b, permutations=999)
+    # the exploratory family's share of α (a fifth) over its tests needs p below 0.001: more
+    # random splits than 999 can say so
+    r = diff(a, b, permutations=4999)
     edge = r.edges.filter(
         (pl.col("source") == "Recovery") & (pl.col("target") == "CongestionAvoidance")
     ).row(0, named=True)
@@ -343,7 +346,9 @@ def test_primary_family_under_holm_and_the_rest_under_bh() -> None:
     assert {row.get("state") for row in primary} == set(r.states["state"])
     inside = [row for row in primary if "cannot reach significance" not in (row["note"] or "")]
     assert r.settings["family"] == len(inside)
-    adjusted = sig.holm([row["p_unadjusted"] for row in inside])
+    # α split between the families: Holm's p-values, divided by the primary family's share
+    share = levels(r.alpha)["primary"] / r.alpha
+    adjusted = [min(1.0, p / share) for p in sig.holm([row["p_unadjusted"] for row in inside])]
     assert [row["p_value"] for row in inside] == pytest.approx(adjusted)
     rest = [row for row in tested if row["family"] == "exploratory"]
     reach = [row for row in rest if "cannot reach significance" not in (row["note"] or "")]
@@ -355,7 +360,9 @@ def test_primary_family_under_holm_and_the_rest_under_bh() -> None:
     assert all(len(t) == 1 or len({row["p_unadjusted"] for row in t}) == 1 for t in tests.values())
     assert r.settings["exploratory"] == len(tests)
     firsts = [t[0] for t in tests.values()]
+    rest_share = levels(r.alpha)["exploratory"] / r.alpha
     bh = benjamini_hochberg([row["p_unadjusted"] for row in firsts])
+    bh = [min(1.0, p / rest_share) for p in bh if p is not None]
     assert [row["p_value"] for row in firsts] == pytest.approx(bh)
     for t in tests.values():
         assert {row["p_value"] for row in t} == {t[0]["p_value"]}
@@ -529,3 +536,65 @@ def test_every_name_a_primary_subject_may_take_is_accepted_and_one_letter_off_is
     wrong = name[:-1] + ("x" if name[-1] != "x" else "y")
     with pytest.raises(InputError, match=f"--primary '{family}:"):
         parse_primary([f"{family}:{wrong}"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(1e-6, 1.0), min_size=1, max_size=6),
+    st.lists(st.floats(1e-6, 1.0), min_size=1, max_size=12),
+    st.sampled_from([0.01, 0.05, 0.1]),
+)
+def test_alpha_is_split_between_the_families(
+    first: list[float], rest: list[float], alpha: float
+) -> None:
+    """The primary family is tested at its share of α, the exploratory one at the rest (their
+    sum is α, so anything significant is a false positive with probability at most α); each
+    row's p-value is adjusted for its family and that share, so significant means p < α."""
+    split = levels(alpha)
+    assert split["primary"] + split["exploratory"] == pytest.approx(alpha)
+    assert 0 < split["exploratory"] < split["primary"] < alpha
+
+    def rows(ps: list[float], key: str) -> list[dict[str, object]]:
+        return [
+            {key: f"s{i}", "p_unadjusted": p, "p_min": 0.0, "note": None} for i, p in enumerate(ps)
+        ]
+
+    families = {name: [] for name in ("outcomes", "sources", "dwell", "invariants")}
+    families["states"] = rows(first, "state")
+    families["edges"] = [{**r, "target": "t", "source": r["state"]} for r in rows(rest, "state")]
+    adjust(families, alpha=alpha, primary=("states",))  # type: ignore[arg-type]
+    holm = sig.holm(first)
+    bh = benjamini_hochberg(rest)
+    for r, p in zip(families["states"], holm, strict=True):
+        assert r["family"] == "primary"
+        assert r["significant"] == (p < split["primary"])
+        assert r["p_value"] == pytest.approx(min(1.0, p * alpha / split["primary"]))
+    for r, p in zip(families["edges"], bh, strict=True):
+        assert r["family"] == "exploratory" and p is not None
+        assert r["significant"] == (p < split["exploratory"])
+    for r in families["states"] + families["edges"]:
+        assert r["significant"] == (r["p_value"] < alpha) or math.isclose(r["p_value"], alpha)
+
+
+def test_strata_keyed_by_group_where_both_groups_hold_the_same_trace_key() -> None:
+    """Two tables whose traces are numbered alike: a stratum keyed ``(group, file, trace)``
+    is the stratum of that group's trace, a ``(file, trace)`` one of either group's; a key of
+    another shape is an error naming it."""
+    a = generate_transitions(6, seed=7).with_columns(pl.lit("t.csv").alias("file"))
+    b = generate_transitions(6, seed=8).with_columns(
+        pl.lit("t.csv").alias("file"),
+        pl.col("trace").cast(pl.String).str.replace("syn-8-", "syn-7-"),
+    )
+    ids = sorted(a["trace"].unique())
+    assert ids == sorted(b["trace"].unique())  # the same keys in both groups
+    # A's first four traces ran in one condition, B's first two: per group
+    strata = {("a", "t.csv", t): "x" if i < 4 else "y" for i, t in enumerate(ids)}
+    strata |= {("b", "t.csv", t): "x" if i < 2 else "y" for i, t in enumerate(ids)}
+    r = diff(a, b, strata=strata, within=("scenario",), **FAST)
+    assert r.strata == {"x": (4, 2), "y": (2, 4)}
+    # a group's own entry wins over the shared one
+    shared = {("t.csv", t): "one" for t in ids} | {("b", "t.csv", ids[0]): "two"}
+    r = diff(a, b, strata=shared, within=("scenario",), **FAST)
+    assert r.strata == {"one": (6, 5), "two": (0, 1)}
+    with pytest.raises(InputError, match="group"):
+        diff(a, b, strata={("c", "t.csv", "x"): "s"}, **FAST)

@@ -114,8 +114,10 @@ def test_output_file_gets_every_row(result, tmp_path: Path) -> None:  # type: ig
     assert cli.exit_code == 0, cli.stderr
     assert cli.stdout == ""  # not a terminal: the file holds the output
     done = run_comparison(compare_paths([str(root / "a")], [str(root / "b")]))
-    expected = diff_format.to_table(done.result, explanations=done.explanations)
+    accounts = [done.comparison.a.account, done.comparison.b.account]
+    expected = diff_format.to_table(done.result, explanations=done.explanations, accounts=accounts)
     assert out.read_text() == expected
+    assert (diff_format.BREAKDOWN_TITLE + ":") in expected  # the groups' accounts are in it
     # only the lines naming the groups (long temporary paths here) may be wider than 130
     body = [line for line in out.read_text().splitlines() if not line.startswith(("A = ", "B = "))]
     assert max(len(line) for line in body) <= 130

@@ -258,3 +258,29 @@ def test_replay_follows_the_only_path(synthetic: pl.DataFrame) -> None:
     ids = dict(model.nodes.select("state", "id").iter_rows())
     expected = [ids[s] for s in synthetic.sort("trace", "time_ms")["state"].cast(pl.String)]
     assert node.tolist() == expected
+
+
+@pytest.mark.parametrize("trace_file", ["quic-go-v0.65.0.qlog", "aioquic-1.7.2.qlog"])
+def test_synoptic_diagram_reads_at_page_width(trace_file: str, tmp_path: object) -> None:
+    """`quicsm infer --algorithm synoptic` on a shipped file, drawn by Graphviz: scaled to a
+    page about 1,000 px wide, its smallest text (names, shares, probabilities, caption) is at
+    least 12 px, measured in the SVG (font sizes and width in the same units)."""
+    import re
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from quicsm.cli import main
+
+    out = Path(str(tmp_path))
+    path = Path(__file__).parents[1] / "traces" / trace_file
+    result = CliRunner().invoke(
+        main, ["infer", str(path), "--where", "vantage=server", "--algorithm", "synoptic",
+               "--format", "svg", "-o", str(out), "-q"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    svg = (out / "model.svg").read_text()
+    width = float(re.search(r'viewBox="[\d.]+ [\d.]+ ([\d.]+)', svg).group(1))  # type: ignore[union-attr]
+    sizes = [float(x) for x in re.findall(r'font-size="([\d.]+)"', svg)]
+    assert len(sizes) > 20 and svg.count('class="node"') > 12  # a split model, many labels
+    assert min(sizes) * 1000 / max(width, 1000) >= 12, (width, min(sizes))

@@ -6,6 +6,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from quicsm.core.errors import LabError
 from quicsm.lab.device import MECHANISMS, CpuLimiter, device_profile
@@ -92,3 +94,42 @@ def test_profile_errors(name: str, pct: object, message: str) -> None:
 def test_unknown_mechanism_is_an_error() -> None:
     with pytest.raises(LabError, match="unknown device mechanism 'magic'"):
         CpuLimiter(device_profile("slow"), name="x", mechanism="magic")
+
+
+def test_motog_profile_is_the_papers_phone() -> None:
+    """36% of one core (1.2 GHz against the desktop's 3.3 GHz) and an application reading at
+    (1 - 0.58) * 50 Mbit/s = 21 Mbit/s (docs/lab.md, "Device profiles")."""
+    motog = device_profile("motog")
+    assert motog.cpu_percent == 36.0 == round(1.2 / 3.3 * 100)
+    assert motog.read_mbit == 21.0 == round((1 - 0.58) * 50, 1)
+    assert motog.client_args() == ["--read-mbit", "21.0", "--read-interval-ms", "20.0"]
+    assert motog.labels()["device.read_mbit"] == 21.0
+    desktop = device_profile("desktop")
+    assert desktop.client_args() == [] and "device.read_mbit" not in desktop.labels()
+
+
+@given(
+    st.floats(min_value=1e-3, max_value=1e4, allow_nan=False),
+    st.floats(min_value=1e-3, max_value=1000, allow_nan=False),
+)
+def test_client_args_carry_the_read_rate_exactly(mbit: float, every: float) -> None:
+    profile = device_profile("custom", read_mbit=mbit, read_interval_ms=every)
+    flag, rate, flag2, interval = profile.client_args()
+    assert (flag, flag2) == ("--read-mbit", "--read-interval-ms")
+    assert (float(rate), float(interval)) == (mbit, every)
+    assert profile.cpu_percent is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"read_mbit": 0}, "read_mbit must be a number > 0, got 0"),
+        ({"read_mbit": "fast"}, "read_mbit must be a number > 0, got 'fast'"),
+        ({"read_mbit": 5, "read_interval_ms": 0}, "read_interval_ms must be a number in (0, 1000]"),
+        ({"read_mbit": True}, "read_mbit must be a number > 0, got True"),
+    ],
+)
+def test_read_errors(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(LabError) as info:
+        device_profile("custom", **kwargs)  # type: ignore[arg-type]
+    assert message in str(info.value)

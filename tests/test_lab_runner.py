@@ -17,8 +17,12 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from quicsm.core.aliases import canonical_state
+from quicsm.core.errors import InputError
+from quicsm.lab.pack import read_qlog_traces
 from quicsm.lab.runner import plan_runs, run_plan, run_seed
 from quicsm.lab.scenario import load_plan
 from quicsm.lab.stacks import Stack, load_stacks
@@ -112,6 +116,16 @@ def test_good_run_writes_qlogs_and_flat_labels(tmp_path: Path, fake_stack: Stack
     assert labels["relay.up.packets_in"] == labels["relay.down.packets_in"] == 10
     assert labels["network.up.delay_ms"] == 5
     assert all(not isinstance(v, dict | list) for v in labels.values())
+
+
+def test_a_paced_profile_on_a_client_without_paced_reads_is_a_recorded_failure(
+    tmp_path: Path, fake_stack: Stack
+) -> None:
+    plan = load_plan(_scenario_file(tmp_path, 'device = { profile = "motog" }'))
+    (labels,) = run_plan(plan, [fake_stack], out_dir=tmp_path / "out")
+    assert labels["status"] == "failed"
+    assert "the fake lab client does not implement" in str(labels["reason"])
+    assert labels["device.read_mbit"] == 21.0 and labels["host.cpus"] >= 1
 
 
 def test_server_that_never_gets_ready_is_a_recorded_failure(
@@ -221,6 +235,60 @@ def test_runs_are_ordered_by_scenario_repetition_then_stack(tmp_path: Path) -> N
     assert len(set(seeds.values())) == 4
 
 
+def test_interleaved_runs_put_repetition_n_of_every_scenario_together(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(
+        '[run]\nrepetitions = 2\norder = "interleaved"\n[[scenario]]\nname = "a"\n'
+        '[[scenario]]\nname = "b"\nstacks = ["y"]\nrepetitions = 3\n'
+    )
+    stacks = [Stack(stack=n, version="1", server=("s",), client=("c",)) for n in ("x", "y")]
+    plan = load_plan(path)
+    specs = plan_runs(plan, stacks)
+    # repetition n of every scenario before n + 1; within it, each scenario's stacks together
+    assert [r.run for r in specs] == [1, 1, 1, 2, 2, 2, 3]
+    for n in (1, 2):
+        block = [(r.scenario.name, r.stack.stack, r.position) for r in specs if r.run == n]
+        a = [x for x in block if x[0] == "a"]
+        assert [x[1] for x in a] == ["x", "y"] and len({x[2] for x in a}) == 1
+        assert sorted(x[2] for x in block if x[1] == "y") == [0, 1]  # a and b: both places
+    assert [r.scenario.name for r in specs if r.run == 3] == ["b"]
+    # the same runs as the default order, with the same seeds; the order is the seed's
+    assert plan_runs(plan, stacks) == specs
+    path.write_text(path.read_text().replace('order = "interleaved"\n', ""))
+    default = plan_runs(load_plan(path), stacks)
+    assert all(r.position is None for r in default)
+    assert sorted((r.scenario.name, r.run, r.stack.stack, r.seed) for r in default) == sorted(
+        (r.scenario.name, r.run, r.stack.stack, r.seed) for r in specs
+    )
+
+
+@given(st.integers(min_value=0, max_value=2**31 - 1))
+def test_interleaved_order_is_drawn_per_repetition(seed: int) -> None:
+    """Which scenario of a repetition runs first is drawn from (seed, repetition): over 40
+    repetitions of two scenarios each goes first sometimes (a fixed order would never)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "s.toml"
+        path.write_text(
+            f'[run]\nrepetitions = 40\nseed = {seed}\norder = "interleaved"\n'
+            '[[scenario]]\nname = "a"\n[[scenario]]\nname = "b"\n'
+        )
+        stacks = [Stack(stack="x", version="1", server=("s",), client=("c",))]
+        specs = plan_runs(load_plan(path), stacks)
+    firsts = [r.scenario.name for r in specs if r.position == 0]
+    assert len(firsts) == 40 and {"a", "b"} == set(firsts)
+    # within each repetition the two places are taken once each, in execution order
+    assert [r.position for r in specs] == [p for _ in range(40) for p in (0, 1)]
+
+
+def test_unknown_order_is_an_error_naming_the_key(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text('[run]\norder = "random"\n[[scenario]]\nname = "a"\n')
+    with pytest.raises(InputError, match=r"s.toml: run.order: expected one of scenario, interl"):
+        load_plan(path)
+
+
 def _built_stacks() -> list[Stack]:
     """Every built (stack, controller): built on first use (instrumentation-patches/build.sh);
     a build that fails is a failure, never a skip."""
@@ -290,3 +358,55 @@ def test_a_child_leaves_no_unclosed_pipe(tmp_path: Path) -> None:
         gc.collect()
     leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]
     assert not leaks, [str(w.message) for w in leaks]
+
+
+def _frames(path: Path, name: str) -> list[dict[str, object]]:
+    """Every frame of type ``name`` in the packets of a qlog file (JSON or JSON-SEQ)."""
+    found: list[dict[str, object]] = []
+    for _, records in read_qlog_traces(path):
+        for raw in records:
+            if name.encode() not in raw:
+                continue
+            event = json.loads(raw)
+            data = event.get("data") if isinstance(event, dict) else None
+            for frame in (data or {}).get("frames") or []:
+                if isinstance(frame, dict) and frame.get("frame_type") == name:
+                    found.append(frame)
+    return found
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("selector", ["quic-go@v0.65.0/newreno", "aioquic/cubic"])
+def test_a_paced_reader_returns_credit_as_it_reads(tmp_path: Path, selector: str) -> None:
+    """The phone's application (``read_mbit``): the transfer takes at least as long as reading
+    it at that rate, and the client grants stream credit in steps of at most 1 MiB
+    (MAX_STREAM_DATA frames in its qlog) as it reads; reading at once is faster."""
+    stacks = [s for s in _built_stacks() if s.matches(selector)]
+    assert len(stacks) == 1, selector
+    size, mbit = 1_500_000, 3.0
+    path = tmp_path / "s.toml"
+    path.write_text(
+        '[run]\nrepetitions = 1\ntimeout_s = 60\norder = "interleaved"\n'
+        "[defaults]\nnetwork = { rate_mbit = 50, delay_ms = 5 }\n"
+        f"workload = {{ objects = 1, object_size = {size} }}\n"
+        '[[scenario]]\nname = "desktop"\n'
+        f'[[scenario]]\nname = "phone"\ndevice = {{ profile = "p", read_mbit = {mbit} }}\n'
+    )
+    desktop, phone = run_plan(load_plan(path), stacks, out_dir=tmp_path / "out")
+    for labels in (desktop, phone):
+        assert labels["status"] == "ok", labels["reason"]
+    assert phone["device.read_mbit"] == mbit
+    floor_ms = size * 8 / (mbit * 1e6) * 1e3
+    assert phone["completion_ms"] >= 0.95 * floor_ms, (phone["completion_ms"], floor_ms)
+    # reading at once is faster (aioquic's own sender makes 5-15 Mbit/s on a busy machine)
+    assert desktop["completion_ms"] < 0.75 * phone["completion_ms"], desktop["completion_ms"]
+    base = tmp_path / "out" / str(phone["stack"]) / str(phone["version"])
+    run_dir = base / str(phone["cc_algorithm"]) / "phone" / "run-1"
+    client = run_dir / str(phone["files.client"]).split(",")[0]
+    limits = [int(str(f["maximum"])) for f in _frames(client, "max_stream_data")]
+    # credit as it reads: every step at most 1 MiB (quic-go starts its stream window at 512 KB
+    # and auto-tunes it only for a reader that drains it within a few round trips; aioquic's
+    # lab client grants 512 KB beyond what it has read), so several steps up to the object
+    steps = [b - a for a, b in zip(limits, limits[1:], strict=False)]
+    assert len(limits) >= 2 and max(limits) >= size, limits
+    assert max(steps) <= 1 << 20, steps

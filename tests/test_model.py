@@ -354,4 +354,4 @@ def test_busy_models_are_drawn_compact(model: Model) -> None:
 
     assert model.nodes.height <= COMPACT_OVER
     assert "nodesep=0.35" in model_to_dot(model)
-    assert "nodesep=0.12" in "\n".join(graph_header("x", compact=True))
+    assert "nodesep=0.05" in "\n".join(graph_header("x", compact=True))

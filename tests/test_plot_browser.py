@@ -33,10 +33,53 @@ def chromium() -> str:
 XSS = "<img src=x onerror=alert(1)>"
 SCRIPT = "<script>alert(2)</script>"
 #: the time domain of every panel of the first connection (the view's scales named concat_N_x)
+#: but its overview strip (the last, never zoomed)
 DOMAINS = (
     "JSON.stringify(Object.entries(quicsmView._runtime.scales)"
-    ".filter(([k, v]) => /^concat_\\d+_x$/.test(k)).map(([k, v]) => v.value.domain()))"
+    ".filter(([k, v]) => /^concat_\\d+_x$/.test(k)).map(([k, v]) => v.value.domain())"
+    ".slice(0, -1))"
 )
+#: the overview strip's plotting area and the range drawn over it, on the page
+OVERVIEW = """(() => { const bands = document.querySelector('g.c0ov_marks');
+  const group = bands.closest('g.role-scope');
+  const frame = group.querySelector('path.background').getBoundingClientRect();
+  const marks = Array.from(group.querySelectorAll('g.role-mark'));
+  const win = marks[marks.length - 1].querySelector('path').getBoundingClientRect();
+  return [[frame.x, frame.y, frame.width, frame.height], [win.x, win.width]]; })()"""
+
+
+def test_overview_strip_zooms_and_follows(chromium: str, producer_pages: dict[str, Path]) -> None:
+    """The overview under the panels: a drag along it zooms every panel to the dragged range
+    (the strip itself stays whole), and the range it draws follows a zoom made elsewhere."""
+    page = producer_pages["quiche"]
+    with Browser(chromium) as browser:
+        session, load = browser.load(page.as_uri(), width=1400)
+        assert _drawn(browser, session) == "yes" and load.errors == []
+        whole = json.loads(browser.evaluate(session, DOMAINS))[0]
+        frame, _ = browser.evaluate(session, OVERVIEW)
+        browser.evaluate(session, f"window.scrollTo(0, {frame[1] - 400}); 1")
+        time.sleep(0.2)
+        frame, window = browser.evaluate(session, OVERVIEW)
+        assert window[1] == pytest.approx(frame[2], abs=2)  # the whole trace is in view
+        y = frame[1] + frame[3] / 2
+        a, b = frame[0] + 0.2 * frame[2], frame[0] + 0.3 * frame[2]
+        for kind, x in (("mousePressed", a), ("mouseMoved", b), ("mouseReleased", b)):
+            browser.send("Input.dispatchMouseEvent",
+                         {"type": kind, "x": x, "y": y, "button": "left", "buttons": 1,
+                          "clickCount": 1}, session=session)  # fmt: skip
+        zoomed = _settled(browser, session, [whole] * len(json.loads(
+            browser.evaluate(session, DOMAINS))))  # fmt: skip
+        span = whole[1] - whole[0]
+        assert all(d == zoomed[0] for d in zoomed)
+        assert zoomed[0][0] == pytest.approx(whole[0] + 0.2 * span, abs=span / 200)
+        assert zoomed[0][1] == pytest.approx(whole[0] + 0.3 * span, abs=span / 200)
+        # a zoom from elsewhere (as the wheel sets it): the strip draws the new range
+        lo, hi = whole[0] + 0.5 * span, whole[0] + 0.6 * span
+        browser.evaluate(session, f"quicsmView.signal('zoom0_start', [{lo}, {hi}]).run(); 1")
+        _settled(browser, session, zoomed)
+        frame, window = browser.evaluate(session, OVERVIEW)
+        assert window[0] - frame[0] == pytest.approx(0.5 * frame[2], abs=2)
+        assert window[1] == pytest.approx(0.1 * frame[2], abs=2)
 
 
 #: clicks the first mark that carries a raw event; what the page then shows under the chart
@@ -262,37 +305,92 @@ def producer_pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return pages
 
 
-def _packets_in_view(page: Path, lo: float, hi: float) -> tuple[float, float]:
-    """The lowest and highest packet number the packets panel has between ``lo`` and ``hi``
-    ms, at full resolution (from the page's packed specification)."""
+def _vega_spec(page: Path) -> dict:  # type: ignore[type-arg]
+    """The Vega specification a page draws (gzip, base64, in its #spec)."""
     import base64
     import gzip
     import re
 
     packed = re.search(r'id="spec">([^<]*)<', page.read_text()).group(1)  # type: ignore[union-attr]
-    spec = json.loads(gzip.decompress(base64.b64decode(packed)))
-    panel = next(p for p in spec["vconcat"] if p["title"]["text"].startswith("packets by"))
-    values = []
-    for layer in panel["layer"][1:]:
-        rows = layer.get("data", {}).get("values", [])
-        if not rows or "lv" not in rows[0]:
-            continue
-        finest = max(r["lv"] for r in rows)
-        values += [r["v"] for r in rows if r["lv"] == finest and lo <= r["t"] <= hi]
-    return min(values), max(values)
+    return json.loads(gzip.decompress(base64.b64decode(packed)))  # type: ignore[no-any-return]
+
+
+def panel_values(spec: dict, lo: float, hi: float) -> dict[str, tuple[float, float]]:  # type: ignore[type-arg]
+    """Each panel (``concat_<k>``) -> the lowest and highest value it has at full resolution
+    between ``lo`` and ``hi`` ms (a step line's row counts while it holds, until ``u``), of
+    every numeric mark but the state bands; read from the specification's data, whatever
+    zoom level the page draws."""
+    data = {d["name"]: d for d in spec.get("data", [])}
+
+    def rows(name: str) -> list[dict]:  # type: ignore[type-arg]
+        while "values" not in data[name]:
+            name = data[name]["source"]
+        return data[name]["values"]  # type: ignore[no-any-return]
+
+    out: dict[str, tuple[float, float]] = {}
+
+    def visit(marks: list, panel: str | None) -> None:  # type: ignore[type-arg]
+        for mark in marks:
+            name = mark.get("name", "")
+            if mark.get("type") == "group" and name.endswith("_group"):
+                visit(mark.get("marks", []), name.removesuffix("_group"))
+                continue
+            source = mark.get("from", {}).get("data")
+            if panel is None or not source or mark.get("type") not in ("line", "symbol"):
+                continue
+            found = rows(source)
+            if not found or "v" not in found[0] or not isinstance(found[0]["v"], (int, float)):
+                continue
+            finest = max(r.get("lv", 0) for r in found)
+            values = [r.get("y", r["v"]) for r in found if r.get("lv", 0) == finest
+                      and r["t"] <= hi and r.get("u", r["t"]) >= lo]  # fmt: skip
+            if values:
+                old = out.get(panel, (min(values), max(values)))
+                out[panel] = (min(old[0], *values), max(old[1], *values))
+
+    visit(spec.get("marks", []), None)
+    return out
+
+
+#: every numeric y domain of the page, by panel (``concat_<k>``)
+Y_DOMAINS = """JSON.stringify(Object.fromEntries(Object.entries(quicsmView._runtime.scales)
+  .filter(([k, v]) => /^concat_\\d+_y$/.test(k) && typeof v.value.domain()[0] === 'number')
+  .map(([k, v]) => [k.replace(/_y$/, ''), v.value.domain()])))"""
+
+
+def _artifacts() -> Path:
+    """Where the browser tests keep their screenshots: ``QUICSM_ARTIFACTS`` (CI), else the
+    checkout's build/test-artifacts (ignored by git)."""
+    default = Path(__file__).parents[1] / "build" / "test-artifacts"
+    path = Path(os.environ.get("QUICSM_ARTIFACTS") or default)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def assert_fits(domain: list[float], low: float, high: float, where: object) -> None:
+    """``domain`` holds [low, high] and is not much wider (an axis from zero: its top near
+    ``high``)."""
+    assert domain[0] <= low + 1e-9 and high <= domain[1] + 1e-9, (where, domain, low, high)
+    if domain[0] == 0 and low >= 0:  # a scale that includes zero: the top fits
+        assert domain[1] <= 1.5 * high + 1, (where, domain, low, high)
+    else:
+        assert domain[1] - domain[0] <= 1.5 * (high - low) + 0.05 * abs(high) + 1, (
+            where, domain, low, high)  # fmt: skip
 
 
 @pytest.mark.parametrize("producer", list(PRODUCERS))
 def test_each_producer_fits_every_width_and_refits_when_zoomed(
-    chromium: str, producer: str, producer_pages: dict[str, Path], tmp_path: Path
+    chromium: str, producer: str, producer_pages: dict[str, Path]
 ) -> None:
     """One connection of each shipped producer at 800, 1,400 and 1,920 px: the page is at
     most 600 KB, draws without errors, nothing sticks out of the page or the figure, no text
-    leaves the figure or shrinks below 11 px; zoomed to a tenth of the trace, the packets
-    panel's y axis fits the packet numbers in view (no longer from 0 to the last packet)."""
+    leaves the figure or shrinks below 11 px; the whole trace and, zoomed to its middle
+    tenth, every panel's y axis fits the values in view at full resolution (not only those
+    drawn at the zoom level). Screenshots of both, at each width, are kept (_artifacts)."""
     page = producer_pages[producer]
     assert page.stat().st_size <= PAGE_BUDGET, page.stat().st_size
-    artifacts = os.environ.get("QUICSM_ARTIFACTS")
+    spec = _vega_spec(page)
+    keep = _artifacts()
     with Browser(chromium) as browser:
         for width in (800, 1400, 1920):
             session, load = browser.load(page.as_uri(), width=width)
@@ -304,20 +402,23 @@ def test_each_producer_fits_every_width_and_refits_when_zoomed(
                 assert layout["left"] - 1 <= left and right <= layout["right"] + 1, (width, text)
                 assert height >= 11, (width, text, height)
                 assert not text.endswith("…"), (width, text)  # cut short: wrapped instead
-            if artifacts:
-                Path(artifacts).mkdir(parents=True, exist_ok=True)
-                browser.screenshot(session, Path(artifacts) / f"plot-{producer}-{width}.png",
-                                   width=width)  # fmt: skip
-        # zoom to the middle tenth of the trace, as a wheel would
-        whole = json.loads(browser.evaluate(session, DOMAINS))[0]
-        lo = whole[0] + 0.45 * (whole[1] - whole[0])
-        hi = lo + 0.1 * (whole[1] - whole[0])
-        before = json.loads(browser.evaluate(session, DOMAINS))
-        browser.evaluate(session, f"quicsmView.signal('zoom0_start', [{lo}, {hi}]).run(); 1")
-        zoomed = _settled(browser, session, before)
-        assert zoomed[0] == pytest.approx([lo, hi])  # the y scales follow in the same pulse
-        layout = json.loads(browser.evaluate(session, LAYOUT))
-    first, last = _packets_in_view(page, lo, hi)
-    packets_y = layout["y"][2][1]  # window, RTT, packets, events
-    assert packets_y[0] <= first and last <= packets_y[1], (packets_y, first, last)
-    assert packets_y[1] - packets_y[0] <= 1.5 * (last - first) + 100, (packets_y, first, last)
+            whole = json.loads(browser.evaluate(session, DOMAINS))[0]
+            domains = json.loads(browser.evaluate(session, Y_DOMAINS))
+            in_view = panel_values(spec, *whole)
+            assert set(in_view) <= set(domains) and len(in_view) >= 3, (domains, in_view)
+            for panel, (low, high) in in_view.items():
+                assert_fits(domains[panel], low, high, (width, "whole", panel))
+            browser.screenshot(session, keep / f"plot-{producer}-{width}.png", width=width)
+            # zoom to the middle tenth of the trace, as a wheel would: every y axis refits
+            lo = whole[0] + 0.45 * (whole[1] - whole[0])
+            hi = lo + 0.1 * (whole[1] - whole[0])
+            before = json.loads(browser.evaluate(session, DOMAINS))
+            browser.evaluate(session, f"quicsmView.signal('zoom0_start', [{lo}, {hi}]).run(); 1")
+            zoomed = _settled(browser, session, before)
+            assert zoomed[0] == pytest.approx([lo, hi])  # the y scales follow in the same pulse
+            domains = json.loads(browser.evaluate(session, Y_DOMAINS))
+            in_view = panel_values(spec, lo, hi)
+            assert len(in_view) >= 3, in_view
+            for panel, (low, high) in in_view.items():
+                assert_fits(domains[panel], low, high, (width, "zoomed", panel))
+            browser.screenshot(session, keep / f"plot-{producer}-{width}-zoomed.png", width=width)

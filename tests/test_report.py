@@ -255,11 +255,42 @@ def test_representative_traces_come_from_one_stratum_each_on_its_own_axes(
     assert len(axes) == 2 and axes[0] != axes[1], axes
 
 
-def test_every_share_says_whether_pooled_or_mean_per_trace(version_report: tuple[str, str]) -> None:
+def _diagram_shares(html: str) -> list[dict[str, str]]:
+    """Each group's state diagram: state -> the "% of time" on its node."""
+    pair = html[html.index('class="pair fsms"') :]
+    out = []
+    for figure in pair[: pair.index("</div>")].split("<figure>")[1:]:
+        nodes = re.findall(r'class="node">\s*<title>([^<]+)</title>(.*?)</g>', figure, re.S)
+        out.append({
+            state: m.group(1)
+            for state, body in nodes
+            if (m := re.search(r">([\d.]+%) of time<", body))
+        })  # fmt: skip
+    return out
+
+
+def test_one_share_of_time_everywhere_on_the_page(version_report: tuple[str, str]) -> None:
+    """The page names its one definition of "% of time" and every state's share reads the
+    same wherever it appears: the verdict's words, both groups' diagrams, the time-in-state
+    chart's value labels."""
+    from quicsm.render.escape import esc
+    from quicsm.report.sections import SHARE_OF_TIME
+
     _, html = version_report
-    assert "share of time pooled over the group's traces" in html
-    assert "Mean of per-trace time shares" in html
-    assert "(mean of per-trace shares" in html
+    assert esc(SHARE_OF_TIME) in html
+    assert "pooled over the group" not in html  # the diagrams no longer pool
+    a, b = _diagram_shares(html)
+    assert len(a) >= 5 and len(b) >= 5, (a, b)
+    # a state's share (not, say, the time application-limited: the account's own measure)
+    said = re.findall(r"\b([A-Z][A-Za-z]+): ([\d.]+%) → ([\d.]+%) of time \(", html)
+    assert said, "the verdict states no share of time"
+    chart = html[html.index("Time in state and dwell times</h3>") :]
+    chart = chart[: chart.index("</svg>")]  # the time-in-state chart
+    assert "% of time: mean of per-trace shares (95% CI)" in chart
+    labels = re.findall(r'font-size="10px"[^>]*>([\d.]+%)</text>', chart)
+    for state, in_a, in_b in said:
+        assert a[state] == in_a and b[state] == in_b, (state, in_a, in_b, a, b)
+        assert in_a in labels and in_b in labels, (state, in_a, in_b, labels)
 
 
 def test_each_strata_evidence_is_shown_once(version_report: tuple[str, str]) -> None:

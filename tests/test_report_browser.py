@@ -183,6 +183,20 @@ def test_version_report_reads_at_a_glance(chromium: str, tmp_path: Path) -> None
             "svg g.mark-rect.role-legend-gradient').length"
         )  # fmt: skip
         assert legend >= 1  # the heatmap's colour scale has a legend
+        # ApplicationLimited time by cause: its seven lines, both groups' cells, within the page
+        rows = browser.evaluate(
+            session,
+            "Array.from(document.querySelectorAll('table.app-limited tr')).map(r => "
+            "Array.from(r.cells).map(c => c.innerText))",
+        )
+        assert len(rows) == 8 and all(len(r) == 3 for r in rows), rows
+        lines = {r[0]: r[1:] for r in rows[1:]}
+        assert lines["pacing"] == ["not logged", "not logged"]
+        assert all(c.endswith("ms (logged)") for c in lines["ApplicationLimited, all"]), lines
+        right = browser.evaluate(
+            session, "document.querySelector('table.app-limited').getBoundingClientRect().right"
+        )
+        assert right <= browser.evaluate(session, "document.documentElement.clientWidth")
         shot = browser.screenshot(session, tmp_path / "version-report.png")
     artifacts = os.environ.get("QUICSM_ARTIFACTS")
     if artifacts:

@@ -138,11 +138,12 @@ def diff_command(
     if plan_mode:
         _print_plan(done, fmt=fmt, effect=effect, output=output, follow_symlinks=follow_symlinks)
         return
+
+    def accounts(c: Compared) -> list[pl.DataFrame | None]:
+        return [c.comparison.a.account, c.comparison.b.account]
+
     if fmt == "json":
         import orjson
-
-        def accounts(c: Compared) -> list[pl.DataFrame | None]:
-            return [c.comparison.a.account, c.comparison.b.account]
 
         if len(done) == 1:
             text = to_json(
@@ -158,7 +159,9 @@ def diff_command(
             text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
     else:
         view = to_markdown if fmt == "md" else to_table
-        text = "\n".join(view(c.result, explanations=c.explanations) for c in done)
+        text = "\n".join(
+            view(c.result, explanations=c.explanations, accounts=accounts(c)) for c in done
+        )
     if output is not None:
         write_file(output, text, follow_symlinks=follow_symlinks)
         click.echo(f"wrote {output}", err=True)
@@ -176,6 +179,7 @@ def diff_command(
                 console=console,
                 full_output=str(output) if output else None,
                 explanations=c.explanations,
+                accounts=accounts(c),
             )
     elif output is None:
         click.echo(terminal_safe(text) if fmt != "json" else text, nl=False)

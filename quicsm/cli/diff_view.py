@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    import polars as pl
     from rich.console import Console
 
     from quicsm.compare.diff import DiffResult
@@ -71,8 +72,10 @@ def print_diff(
     console: Console,
     full_output: str | None,
     explanations: Sequence[Explanation] = (),
+    accounts: Sequence[pl.DataFrame | None] = (),
 ) -> int:
-    """Print the terminal view; returns the number of table rows left out."""
+    """Print the terminal view; returns the number of table rows left out. ``accounts``: the
+    groups' connection accounts, for the breakdown of ApplicationLimited time by cause."""
     from rich.table import Table
     from rich.text import Text
 
@@ -115,6 +118,21 @@ def print_diff(
             notes.append(f"column{'s' * (len(dropped) != 1)} {', '.join(dropped)} left out")
         if notes:
             console.print(Text(f"  … {'; '.join(notes)} ({more})", style="dim"))
+    from quicsm.render.app_limited import BREAKDOWN_NOTE, BREAKDOWN_TITLE, breakdown_table
+
+    head, rows = breakdown_table(accounts, ("A", "B"))
+    if rows:
+        console.print()
+        console.print(Text(BREAKDOWN_TITLE, style="bold"))
+        table = Table(
+            box=None, pad_edge=False, padding=(0, GAP, 0, 0), header_style="bold", expand=False
+        )
+        for n, h in enumerate(head):
+            table.add_column(h, no_wrap=n > 0, overflow="fold")
+        for r in rows:
+            table.add_row(*r)
+        console.print(table, crop=False)
+        console.print(Text(BREAKDOWN_NOTE, style="dim"))
     console.print()
     console.print(Text("Invariants and presence", style="bold"))
     _bullets(console, presence)

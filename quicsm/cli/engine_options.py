@@ -16,7 +16,7 @@ from quicsm.core.choices import ENGINES
 if TYPE_CHECKING:  # imported when a command runs, not for --help
     import polars as pl
 
-    from quicsm.compare.load import Reader
+    from quicsm.compare.load import Accounts, Reader
     from quicsm.core.diagnostics import Diagnostics
 
 
@@ -60,6 +60,31 @@ class EngineChoice:
             return corpus.transitions, corpus.traces, corpus.metrics, corpus.diagnostics
 
         return read
+
+    def accounts(self) -> Accounts:
+        """Counts the connection accounts for :mod:`quicsm.compare.load`, kept in this choice's
+        cache (:func:`quicsm.engine.accounts.cached_account`)."""
+
+        def count(
+            transitions: pl.DataFrame,
+            metrics: pl.DataFrame,
+            traces: pl.DataFrame,
+            on_error: str,
+            states: str,
+        ) -> pl.DataFrame:
+            from quicsm.engine.accounts import cached_account
+
+            return cached_account(
+                transitions,
+                metrics,
+                traces,
+                on_error=on_error,
+                states=states,
+                cache_dir=self.cache_dir,
+                cache=self.cache,
+            )
+
+        return count
 
 
 def engine_options(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -13,7 +13,7 @@ from quicsm.core.errors import InputError
 
 if TYPE_CHECKING:  # imported when a command runs, not for --help
     from quicsm.compare.grouping import Comparison, OnError
-    from quicsm.compare.load import Reader
+    from quicsm.compare.load import Accounts, Reader
 
 
 class GroupCommand(click.Command):
@@ -129,8 +129,9 @@ def test_options(f: Callable[..., Any]) -> Callable[..., Any]:
         type=click.FloatRange(0, 1, min_open=True, max_open=True),
         default=0.05,
         show_default=True,
-        help="Significance level, of the Holm-adjusted primary tests and of the "
-        "Benjamini-Hochberg-adjusted exploratory ones.",
+        help="Significance level of the whole verdict (anything significant), split between "
+        "the Holm-adjusted primary tests (0.8 of it) and the Benjamini-Hochberg-adjusted "
+        "exploratory ones (0.2).",
     )(f)
 
 
@@ -146,9 +147,11 @@ def comparisons(
     metrics: bool = False,
     states: str = "hybrid",
     reader: Reader | None = None,
+    accounts: Accounts | None = None,
 ) -> list[Comparison]:
     """Turn the group options into comparisons (one, or several with ``--by``); ``reader``
-    reads the files (an engine's, see :mod:`quicsm.cli.engine_options`)."""
+    reads the files and ``accounts`` counts their connection accounts (an engine's, see
+    :mod:`quicsm.cli.engine_options`)."""
     from quicsm.compare.grouping import parse_where
     from quicsm.compare.load import compare_by_label, compare_paths
 
@@ -169,6 +172,7 @@ def comparisons(
                 metrics=metrics,
                 states=states,
                 reader=reader,
+                accounts=accounts,
             )
         ]
     if by_label:
@@ -182,5 +186,6 @@ def comparisons(
             metrics=metrics,
             states=states,
             reader=reader,
+            accounts=accounts,
         )
     raise InputError("say how to form the two groups: A_PATH... --vs B_PATH..., or --by LABEL")

@@ -116,7 +116,9 @@ def infer_command(
         engine=engine, scheduler=scheduler, workers=workers, cache_dir=cache_dir, no_cache=no_cache
     )
     err = Console(stderr=True)
-    chosen = selection(paths, where=where, lenient=lenient)
+    chosen = selection(
+        paths, where=where, lenient=lenient, cache_dir=choice.cache_dir, cache=choice.cache
+    )
     files = _expand(chosen.paths)
     with _progress(files, quiet=quiet, console=err) as progress:
         aggregate = _read(

@@ -36,9 +36,9 @@ def load_comparisons(
 ) -> list[Comparison]:
     """Read the groups of every comparison the options describe (with their metrics, which
     the outcome tests and the report's charts use)."""
-    reader = engine_choice(
+    choice = engine_choice(
         engine=engine, scheduler=scheduler, workers=workers, cache_dir=cache_dir, no_cache=no_cache
-    ).reader()
+    )
     return comparisons(
         paths=paths,
         vs_paths=vs_paths,
@@ -49,7 +49,8 @@ def load_comparisons(
         states=states,
         within=within,
         metrics=True,
-        reader=reader,
+        reader=choice.reader(),
+        accounts=choice.accounts(),
     )
 
 

@@ -120,7 +120,9 @@ def states(
     )
     with reading("reading traces"), warnings.catch_warnings():
         warnings.simplefilter("ignore", QuicsmWarning)
-        chosen = selection(paths, where=where, lenient=lenient)
+        chosen = selection(
+            paths, where=where, lenient=lenient, cache_dir=choice.cache_dir, cache=choice.cache
+        )
         corpus = extract(
             chosen.paths,
             on_error="skip" if lenient else "raise",

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -29,10 +30,23 @@ def lenient_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
-def selection(paths: Sequence[str], *, where: Sequence[str], lenient: bool) -> Selection:
+def selection(
+    paths: Sequence[str],
+    *,
+    where: Sequence[str],
+    lenient: bool,
+    cache_dir: Path | None = None,
+    cache: bool = True,
+) -> Selection:
+    """The traces ``paths`` and ``--where`` choose; the files' index is kept in ``cache_dir``
+    (``--cache-dir``; none with ``cache=False``, ``--no-cache``)."""
     from quicsm.compare.grouping import parse_where
     from quicsm.compare.selection import select_traces
 
     return select_traces(
-        list(paths), where=parse_where(where), on_error="skip" if lenient else "raise"
+        list(paths),
+        where=parse_where(where),
+        on_error="skip" if lenient else "raise",
+        cache_dir=cache_dir,
+        cache=cache,
     )

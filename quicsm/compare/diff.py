@@ -46,7 +46,7 @@ the reason is stated (``"n=2 < 3: no test"``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import polars as pl
 
@@ -66,6 +66,7 @@ from quicsm.compare.families.schema import frame
 from quicsm.compare.families.states import fractions
 from quicsm.compare.keys import (
     Strata,
+    StrataMap,
     files,
     keyed_transitions,
     length_strata,
@@ -99,16 +100,18 @@ def diff(
     seed: int = 0,
     names: tuple[str, str] = ("A", "B"),
     invariants: bool = True,
-    strata: Mapping[tuple[str, str], str] | None = None,
+    strata: StrataMap | None = None,
     within: Sequence[str] = (),
     outcomes: pl.DataFrame | None = None,
     primary: Sequence[str] | None = None,
 ) -> DiffResult:
     """Compare group B against group A; see the module docstring for the tests used.
 
-    ``strata`` maps ``(file, trace)`` to the trace's stratum (``within`` names the labels it
-    was made of, for the record); ``outcomes`` is a frame ``file, trace, cell, metric, value``
-    of per-trace outcomes (e.g. ``completion_ms`` per ``scenario`` cell).
+    ``strata`` maps ``(file, trace)`` to the trace's stratum, or ``(group, file, trace)``
+    (group ``"a"`` or ``"b"``) where both groups hold the same trace key in different strata
+    (``within`` names the labels it was made of, for the record); ``outcomes`` is a frame
+    ``file, trace, cell, metric, value`` of per-trace outcomes (e.g. ``completion_ms`` per
+    ``scenario`` cell).
     """
     if not 0.0 < alpha < 1.0:
         raise InputError(f"alpha must be between 0 and 1, got {alpha}")

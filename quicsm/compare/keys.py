@@ -56,6 +56,14 @@ def files(df: pl.DataFrame) -> list[str]:
     return sorted(str(f) for f in df["file"].drop_nulls().unique().to_list())
 
 
+#: strata as given: ``(file, trace) -> stratum``, or ``(group, file, trace) -> stratum``
+StrataMap = (
+    Mapping[tuple[str, str], str]
+    | Mapping[tuple[str, str, str], str]
+    | Mapping[tuple[str, ...], str]
+)
+
+
 @dataclass
 class Strata:
     """The stratum of every trace key of both groups."""
@@ -68,17 +76,38 @@ class Strata:
 
     @classmethod
     def make(
-        cls, strata: Mapping[tuple[str, str], str] | None, a: pl.DataFrame, b: pl.DataFrame
+        cls,
+        strata: StrataMap | None,
+        a: pl.DataFrame,
+        b: pl.DataFrame,
     ) -> Strata | None:
+        """The strata of ``strata``: ``(file, trace) -> stratum`` for a trace whatever its
+        group (the labels a stratum is made of belong to the trace), or ``(group, file,
+        trace)`` with group ``"a"`` or ``"b"`` for a trace key that both groups hold with
+        different strata (e.g. two tables whose traces are numbered alike); a group's own
+        entry wins over the shared one."""
         if strata is None:
             return None
-        of = {f"{f or ''}{KEY_SEP}{t}": str(s) for (f, t), s in strata.items()}
+        shared: dict[str, str] = {}
+        own: tuple[dict[str, str], dict[str, str]] = ({}, {})
+        for k, s in strata.items():
+            if len(k) == 3 and k[0] in ("a", "b"):
+                own[k[0] == "b"][f"{k[1] or ''}{KEY_SEP}{k[2]}"] = str(s)
+            elif len(k) == 2:
+                shared[f"{k[0] or ''}{KEY_SEP}{k[1]}"] = str(s)
+            else:
+                raise InputError(
+                    f"a stratum is keyed by (file, trace) or (group, file, trace) with group "
+                    f"'a' or 'b', got {k!r}"
+                )
+        of: tuple[dict[str, str], dict[str, str]] = ({}, {})
         counts: dict[str, list[int]] = {}
         for g, df in enumerate((a, b)):
             for key in df["trace"].unique().to_list():
-                s = of.setdefault(key, "(no stratum)")
+                s = own[g].get(key, shared.get(key, "(no stratum)"))
+                of[g][key] = s
                 counts.setdefault(s, [0, 0])[g] += 1
-        return cls(of, {s: (c[0], c[1]) for s, c in sorted(counts.items())})
+        return cls(of[0], {s: (c[0], c[1]) for s, c in sorted(counts.items())}, of[1])
 
     def labels(self, keys: Sequence[str], *, b: bool = False) -> list[str]:
         of = self.of_b if b and self.of_b is not None else self.of

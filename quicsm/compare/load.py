@@ -27,6 +27,7 @@ from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import InputError
 
 __all__ = [
+    "Accounts",
     "Reader",
     "attach_accounts",
     "compare_by_label",
@@ -43,6 +44,12 @@ Reader = Callable[
     [Sequence[str], OnError, bool, str],
     tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None, Diagnostics],
 ]
+
+#: counts the connection account (:func:`quicsm.extract.account.read_account`) of the traces
+#: read: given their transitions, metrics, trace table (``trace, labels``), on_error and the
+#: states mode, returns the account's rows; how an engine's cache
+#: (:func:`quicsm.engine.accounts.cached_account`) replaces counting from the files every time
+Accounts = Callable[[pl.DataFrame, pl.DataFrame, pl.DataFrame, OnError, str], pl.DataFrame]
 
 
 def traces_where(
@@ -131,9 +138,11 @@ def compare_paths(
     metrics: bool = True,
     states: str = "hybrid",
     reader: Reader | None = None,
+    accounts: Accounts | None = None,
 ) -> Comparison:
     """Group A = traces under ``a_paths``, group B = traces under ``b_paths``; ``states`` as
-    in :func:`quicsm.extract.read.read_transitions` (what the traces cannot show is noted)."""
+    in :func:`quicsm.extract.read.read_transitions` (what the traces cannot show is noted);
+    ``accounts`` counts the connection account (see :func:`attach_accounts`)."""
     if not b_paths:
         raise InputError("--vs needs at least one path for group B")
     derivation: list[str] = []
@@ -162,7 +171,7 @@ def compare_paths(
     )
     comparison.notes.extend(derivation)
     if metrics:
-        attach_accounts([comparison], on_error=on_error)
+        attach_accounts([comparison], on_error=on_error, states=states, accounts=accounts)
     return comparison
 
 
@@ -177,8 +186,10 @@ def compare_by_label(
     metrics: bool = True,
     states: str = "hybrid",
     reader: Reader | None = None,
+    accounts: Accounts | None = None,
 ) -> list[Comparison]:
-    """One comparison per pair of values of ``label`` among the traces under ``paths``."""
+    """One comparison per pair of values of ``label`` among the traces under ``paths``
+    (``accounts``: see :func:`attach_accounts`)."""
     derivation: list[str] = []
     transitions, traces, frame = read_labelled(
         paths, on_error=on_error, metrics=metrics, states=states, notes=derivation, reader=reader
@@ -196,15 +207,21 @@ def compare_by_label(
     for comparison in comparisons:
         comparison.notes.extend(derivation)
     if metrics:
-        attach_accounts(comparisons, on_error=on_error)
+        attach_accounts(comparisons, on_error=on_error, states=states, accounts=accounts)
     return comparisons
 
 
-def attach_accounts(comparisons: Sequence[Comparison], *, on_error: OnError) -> None:
+def attach_accounts(
+    comparisons: Sequence[Comparison],
+    *,
+    on_error: OnError,
+    states: str = "hybrid",
+    accounts: Accounts | None = None,
+) -> None:
     """Give every group with metrics its connection account (:mod:`quicsm.extract.account`),
-    computed once for all the traces compared (a trace in several groups is read once): the
-    packets of their files are read here, for the counts that come from packets."""
-    from quicsm.extract.account import read_account
+    computed once for all the traces compared (a trace in several groups is read once) by
+    ``accounts`` (default: the packets of their files are read here, for the counts that come
+    from packets); ``states``: how their transitions were read."""
 
     groups = [g for c in comparisons for g in (c.a, c.b) if g.metrics is not None]
     if not groups:
@@ -234,11 +251,13 @@ def attach_accounts(comparisons: Sequence[Comparison], *, on_error: OnError) -> 
         assert g.metrics is not None
         metrics.append(keep(g.metrics))
         traces.append(keep(g.traces).select("trace", "labels"))
-    account = read_account(
+    count = accounts if accounts is not None else _read_accounts
+    account = count(
         pl.concat(transitions, how="vertical_relaxed"),
         pl.concat(metrics, how="vertical_relaxed"),
         pl.concat(traces, how="vertical_relaxed"),
-        on_error=on_error,
+        on_error,
+        states,
     )
     for g in groups:
         g.account = account.join(
@@ -247,3 +266,16 @@ def attach_accounts(comparisons: Sequence[Comparison], *, on_error: OnError) -> 
             right_on="_t",
             how="semi",
         )
+
+
+def _read_accounts(
+    transitions: pl.DataFrame,
+    metrics: pl.DataFrame,
+    traces: pl.DataFrame,
+    on_error: OnError,
+    states: str,
+) -> pl.DataFrame:
+    """The account counted from the files (no cache): :func:`read_account`."""
+    from quicsm.extract.account import read_account
+
+    return read_account(transitions, metrics, traces, on_error=on_error)

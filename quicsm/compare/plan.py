@@ -3,10 +3,11 @@ needs to detect a change with 80% power, from the pilot's own variance.
 
 Every tested row of a :class:`quicsm.compare.diff.DiffResult` carries the standard error of its
 difference (``se``). With the traces planned, every test of a family can reach significance,
-so the level a single discovery needs is α/K for the K primary tests run (Holm's first step)
-and α/m for the m exploratory ones (Benjamini-Hochberg's first rank). A standard error
-shrinks as one over the square root of the traces per
-group, so the traces per group a test needs to detect an effect ``δ`` with power ``1 − β`` are
+so the level a single discovery needs is its family's share of α
+(:func:`quicsm.compare.families.policy.levels`) over K for the K primary tests run (Holm's
+first step) and over m for the m exploratory ones (Benjamini-Hochberg's first rank). A
+standard error shrinks as one over the square root of the traces per group, so the traces
+per group a test needs to detect an effect ``δ`` with power ``1 − β`` are
 
     n = n_now · ((z_{1−level/2} + z_{1−β}) · se / δ)²
 
@@ -30,6 +31,7 @@ import polars as pl
 from scipy import stats as sps
 
 from quicsm.compare.diff import DiffResult
+from quicsm.compare.families.policy import levels
 from quicsm.stats.significance import MIN_N
 
 #: up to this many traces per group the per-trace tests are exact permutation tests (6 vs 6:
@@ -88,7 +90,9 @@ def plan(result: DiffResult, *, effect: float | None = None, power: float = 0.8)
         for r in frame.iter_rows(named=True):
             if r["p_unadjusted"] is None or r["se"] is None:
                 continue
-            level = result.alpha / max(1, run.get(r["family"], 1))
+            level = levels(result.alpha).get(r["family"], result.alpha) / max(
+                1, run.get(r["family"], 1)
+            )
             se = float(r["se"])
             n_a = r.get("n_a", result.n_a)
             n_b = r.get("n_b", result.n_b)

@@ -68,9 +68,16 @@ class Selection:
 
 
 def select_traces(
-    specs: Sequence[str], *, where: Mapping[str, str], on_error: OnError = "raise"
+    specs: Sequence[str],
+    *,
+    where: Mapping[str, str],
+    on_error: OnError = "raise",
+    cache_dir: Path | str | None = None,
+    cache: bool = True,
 ) -> Selection:
-    """Resolve paths and ``FILE#N`` specs, then apply ``where`` (see the module docstring).
+    """Resolve paths and ``FILE#N`` specs, then apply ``where`` (see the module docstring);
+    the files' index is kept in the cache in ``cache_dir`` (default
+    :func:`quicsm.engine.cache.default_cache_dir`; none with ``cache=False``).
 
     Raises :class:`InputError` when a named trace does not exist (saying how many the file has)
     or when nothing is left."""
@@ -83,7 +90,7 @@ def select_traces(
         raise InputError("no input paths given")
     if not where and all(i is None for _, i in split):
         return Selection(paths, None)
-    indexed = trace_index(paths, on_error=on_error)
+    indexed = trace_index(paths, on_error=on_error, cache_dir=cache_dir, cache=cache)
     traces = labelled_traces(indexed, where={})
     whole: set[str] = set()
     wanted: dict[str, str] = {}  # trace id -> spec

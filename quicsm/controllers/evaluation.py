@@ -301,6 +301,30 @@ def feature_summary(frame: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
+#: a cut fit beyond this (ln units) leans to one controller's prediction of the growth since
+#: the cut (residuals within 28 % of each other are no evidence either way)
+CUT_FIT_LEAN: Final[float] = 0.25
+
+
+def cut_fit_summary(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per stack and true controller, over senders with at least one cut followed by growth
+    (``n_cut_fits`` > 0): how many, the median ``cut_fit`` and the shares leaning to CUBIC's
+    prediction of the growth since the cut (> :data:`CUT_FIT_LEAN`) and to Reno's (<
+    -:data:`CUT_FIT_LEAN`)."""
+    part = frame.filter(pl.col("n_cut_fits") > 0)
+    return (
+        part.group_by("stack", "controller")
+        .agg(
+            pl.len().alias("senders"),
+            pl.col("n_cut_fits").sum().alias("cuts"),
+            pl.col("cut_fit").median().alias("median_cut_fit"),
+            (pl.col("cut_fit") > CUT_FIT_LEAN).mean().alias("share_cubic_closer"),
+            (pl.col("cut_fit") < -CUT_FIT_LEAN).mean().alias("share_reno_closer"),
+        )
+        .sort("stack", "controller")
+    )
+
+
 #: a sender with at least this many window reductions has shown its loss response often enough
 #: that it should be named (the coverage target of docs/identify.md)
 MANY_REDUCTIONS: Final[int] = 5

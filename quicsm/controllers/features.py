@@ -44,6 +44,19 @@ with ``congestion_window`` and ``packet_lost`` events is enough.
   concave curve, or in its Reno-friendly region by 3 (1 - 0.7) / (1 + 0.7) = 0.53 segments per
   window until its Reno estimate reaches W_max (RFC 9438 section 4.3). This tells quiche's and
   quinn's CUBIC from quic-go's Reno, which cut by the same exact 0.7 and add whole segments.
+* **Growth since the cut.** ``cut_fit`` sets the two controllers' own predictions of the window
+  after each cut against what the window did, as a function of the time and of the data
+  acknowledged since the cut, with nothing fitted: CUBIC (RFC 9438 sections 4.2-4.3) climbs
+  back along W(t) = C (t - K)^3 + W_max, K = (W_max (1 - beta) / C)^(1/3), W_max the window
+  before the cut and beta the factor of the cut, or in its Reno-friendly region by
+  alpha = 3 (1 - beta) / (1 + beta) segments per window acknowledged, whichever is larger; Reno
+  adds one segment per window acknowledged from the window after the cut (RFC 9002 section
+  7.3.3). Windows acknowledged count only while the sender was window-limited. Per cut that is
+  followed by :data:`MIN_EPOCH_POINTS` distinct windows over :data:`MIN_EPOCH_RTTS` smoothed RTTs
+  or more before the next loss: ln((1 + mean squared error of Reno's prediction) / (1 + that of
+  CUBIC's)), in 1250-byte segments; ``cut_fit`` is the median over ``n_cut_fits`` such cuts:
+  positive when CUBIC's prediction explains the growth since the cut better, negative when
+  Reno's does. It is evidence beside the others, reported, not yet a signature feature.
 * **Steps.** ``step_bytes`` is the most common increase of the window inside
   congestion-avoidance intervals and ``step_share`` the share of increases of that size: whole
   segments for controllers that add a segment per window acknowledged (quic-go's and aioquic's
@@ -137,6 +150,8 @@ FEATURES_SCHEMA: Final[dict[str, pl.DataType]] = {
     "cubic_fit": pl.Float64(),
     "growth_below_max": pl.Float64(),
     "rounds_below_max": pl.Float64(),
+    "cut_fit": pl.Float64(),
+    "n_cut_fits": pl.Int64(),
     "rtt_ms": pl.Float64(),
     "bbr_phases": pl.Int64(),
     "bbr2_phases": pl.Int64(),
@@ -403,6 +418,97 @@ def _growth_below_max(
     return grown / SEGMENT_BYTES / rounds, rounds
 
 
+def _window_limited_rounds(
+    cwnd: np.ndarray, flight: np.ndarray, acked: np.ndarray | None
+) -> np.ndarray | None:
+    """Cumulative windows of data acknowledged while the sender was window-limited (its flight
+    before the acknowledgement within :data:`LIMITED_SLACK_BYTES` or :data:`LIMITED_SHARE` of
+    the window), at every row; None without ack-clocked rounds."""
+    if acked is None:
+        return None
+    window = _carried(cwnd)
+    floor = np.minimum(window - LIMITED_SLACK_BYTES, LIMITED_SHARE * window)
+    limited = np.nan_to_num(_carried(flight), nan=-1.0) >= np.nan_to_num(floor, nan=np.inf)
+    return np.cumsum(np.where(limited, np.diff(acked, prepend=0.0), 0.0))
+
+
+def cut_predictions(
+    w_max: float, beta: float, seconds: np.ndarray, rounds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(Reno's, CUBIC's) window after a cut from ``w_max`` to ``beta * w_max`` segments, at
+    ``seconds`` and ``rounds`` (windows acknowledged) since the cut, in segments: Reno adds one
+    segment per window acknowledged (RFC 9002 section 7.3.3); CUBIC takes the larger of its
+    curve C (t - K)^3 + W_max, K = (W_max (1 - beta) / C)^(1/3) (RFC 9438 section 4.2) and its
+    Reno-friendly estimate, alpha = 3 (1 - beta) / (1 + beta) segments per window (section
+    4.3)."""
+    start = beta * w_max
+    reno = start + rounds
+    k = np.cbrt(w_max * (1.0 - beta) / CUBIC_C)
+    curve = CUBIC_C * (seconds - k) ** 3 + w_max
+    friendly = start + 3.0 * (1.0 - beta) / (1.0 + beta) * rounds
+    return reno, np.maximum(curve, friendly)
+
+
+def cut_score(
+    w_max: float, beta: float, seconds: np.ndarray, rounds: np.ndarray, window: np.ndarray
+) -> float:
+    """ln((1 + MSE of Reno's prediction) / (1 + MSE of CUBIC's)) of the ``window`` (segments)
+    after one cut (:func:`cut_predictions`): positive when CUBIC's prediction is closer."""
+    reno, cubic = cut_predictions(w_max, beta, seconds, rounds)
+    mse_reno = float(np.mean((window - reno) ** 2))
+    mse_cubic = float(np.mean((window - cubic) ** 2))
+    return math.log((1.0 + mse_reno) / (1.0 + mse_cubic))
+
+
+def _cut_fits(
+    events: list[str],
+    times: np.ndarray,
+    cwnd: np.ndarray,
+    rtt: np.ndarray,
+    limited: np.ndarray | None,
+) -> list[float]:
+    """:func:`cut_score` of every cut (a one-step drop of the window by a factor between
+    :data:`COLLAPSE_BELOW` and 1 - :data:`DROP_SHARE`, within two smoothed RTTs of a loss) that
+    is followed by :data:`MIN_EPOCH_POINTS` distinct windows over :data:`MIN_EPOCH_RTTS` smoothed
+    RTTs or more before the next loss. Rounds are windows acknowledged while window-limited
+    (``limited``, cumulative), else smoothed RTTs of wall-clock time."""
+    is_loss = np.array([e in ("packet_lost", "pto") for e in events], dtype=bool)
+    loss_times = times[is_loss]
+    rows = np.flatnonzero(~np.isnan(cwnd))
+    scores: list[float] = []
+    for a, b in zip(rows, rows[1:], strict=False):
+        before, after = cwnd[a], cwnd[b]
+        if not (before > 0 and COLLAPSE_BELOW * before <= after < (1 - DROP_SHARE) * before):
+            continue
+        t_cut = times[b]
+        srtt = float(rtt[b]) if not math.isnan(rtt[b]) else DEFAULT_RTT_MS
+        near = loss_times[(loss_times <= t_cut) & (loss_times >= t_cut - 2 * srtt)]
+        if not len(near) or srtt <= 0:
+            continue
+        later = loss_times[loss_times > t_cut]
+        end = float(later[0]) if len(later) else float(times[-1]) + 1.0
+        inside = rows[(times[rows] > t_cut) & (times[rows] < end)]
+        if len(inside) < MIN_EPOCH_POINTS or len(np.unique(cwnd[inside])) < MIN_EPOCH_POINTS:
+            continue
+        if (times[inside[-1]] - t_cut) < MIN_EPOCH_RTTS * srtt:
+            continue
+        seconds = (times[inside] - t_cut) / 1000.0
+        if limited is not None:
+            rounds = limited[inside] - limited[b]
+        else:
+            rounds = (times[inside] - t_cut) / srtt
+        scores.append(
+            cut_score(
+                before / SEGMENT_BYTES,
+                after / before,
+                seconds,
+                rounds,
+                cwnd[inside] / SEGMENT_BYTES,
+            )
+        )
+    return scores
+
+
 def _rtt_ms(rtt: np.ndarray) -> np.ndarray:
     """Smoothed RTTs in milliseconds. A trace whose first RTT is RFC 9002's initial 333 ms
     written as 0.333 logs RTTs in seconds (quinn 0.11 does, against the qlog drafts' ms): such a
@@ -470,6 +576,7 @@ def trace_features(
     below_max, rounds_below = _growth_below_max(
         intervals, times, cwnd, flight, acked, _median(betas)
     )
+    cuts = _cut_fits(markers, times, cwnd, rtt, _window_limited_rounds(cwnd, flight, acked))
     bbr, bbr2 = _phases(transitions) if transitions.height else (0, 0)
     explicit = bool(transitions.height) and bool(
         (transitions["source"].cast(pl.String) == "explicit").any()
@@ -498,6 +605,8 @@ def trace_features(
         "cubic_fit": _median([e[3] for e in epochs]),
         "growth_below_max": below_max,
         "rounds_below_max": rounds_below,
+        "cut_fit": _median(cuts),
+        "n_cut_fits": len(cuts),
         "rtt_ms": float(np.nanmedian(rtt)) if np.any(~np.isnan(rtt)) else None,
         "bbr_phases": bbr,
         "bbr2_phases": bbr2,

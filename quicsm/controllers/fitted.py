@@ -52,11 +52,18 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "n_reductions": (3.0, 1000000000.0),
     }, "prior"),
     Box("Cubic", {
+        "beta": (0.66, 0.74),
+        "beta_spread": (0.0, 0.02),
+        "growth_below_max": (0.1, 0.7),
+        "rounds_below_max": (20.0, 1000000000.0),
+        "n_reductions": (1.0, 1000000000.0),
+    }, "prior"),
+    Box("Cubic", {
         "beta": (0.35, 0.72),
-        "beta_spread": (0.015, 0.15),
+        "beta_spread": (0.003, 0.15),
         "growth": (0.6, 1.4),
         "step_share": (0.0, 0.1),
-        "n_reductions": (5.0, 1000000000.0),
+        "n_reductions": (4.0, 1000000000.0),
     }, "prior"),
     Box("NewReno/Reno", {
         "beta": (0.47, 0.53),
@@ -215,7 +222,7 @@ DEFAULT_CALIBRATION: Final[dict[str, tuple[int, int]]] = {
     "bbr-probe-rtt": (31, 31),
     "boxes/reductions 0-2": (11, 11),
     "boxes/reductions 10+": (43, 43),
-    "boxes/reductions 3-4": (69, 69),
+    "boxes/reductions 3-4": (72, 72),
     "boxes/reductions 5-9": (117, 117),
 }
 # fmt: on

@@ -187,6 +187,17 @@ def _small_steps_against_whole(name: str, lo: float, evidence: Mapping[str, floa
     )
 
 
+#: window-limited rounds below the window before the cut over which the growth there says Reno
+#: or CUBIC with fewer than MIN_SHARED_REDUCTIONS cuts (quic-go's CUBIC under jitter: 0.52
+#: segments per window over 57-73 rounds after two cuts by 0.70)
+GROWTH_ROUNDS: Final[float] = 20.0
+#: the most a CUBIC grows below the window it was cut from, in 1250-byte segments per window
+#: acknowledged, by the rule of growth after a cut (every Reno of the lab: 0.90 or more)
+BELOW_MAX_CUBIC: Final[float] = 0.7
+#: the smallest spread of the factor of the flight-size CUBIC rule: a factor that varies by this
+#: much from cut to cut is not one exact factor (quic-go's 0.7 varies by 10^-6, aioquic's Reno's
+#: 0.5 by less than 10^-4)
+FLIGHT_SPREAD_FLOOR: Final[float] = 0.003
 #: boxes from the specifications (RFC 9002 NewReno: half the window, linear growth of about one
 #: segment per RTT; RFC 9438 CUBIC: 0.7 of the window or of the flight size)
 PRIORS: Final[tuple[Box, ...]] = (
@@ -226,13 +237,28 @@ PRIORS: Final[tuple[Box, ...]] = (
     # Every Reno adds a whole segment per window (growth_own 0.92-1.2 in whole-segment steps)
     Box(CUBIC, {"beta": (0.66, 0.74), "beta_spread": (0.0, 0.02), "growth": (0.4, 0.68),
                 "step_share": (0.0, 0.3), "n_reductions": (3.0, 1e9)}),
+    # CUBIC by its growth after a cut, measured where it tells most: below the window it was
+    # cut from, over GROWTH_ROUNDS window-limited rounds or more. There every Reno climbs back by
+    # one of its own segments (at least 1200 bytes) per window acknowledged -- 0.90-1.5
+    # 1250-byte segments per window for every Reno of the lab over 10 rounds or more -- and
+    # CUBIC by its Reno-friendly 0.53 (RFC 9438 section 4.3) or along its concave curve, which
+    # flattens towards W_max (quic-go's CUBIC: 0.47-0.77; quiche's and quinn's: 0.12-0.8). The
+    # shape of the growth since the cut, not the number of cuts, is then the evidence, so one
+    # exact cut by 0.7 is enough (past the gate of MIN_SHARED_REDUCTIONS only boxes that bound
+    # n_reductions below it, like this one, take a trace)
+    Box(CUBIC, {"beta": (0.66, 0.74), "beta_spread": (0.0, 0.02),
+                "growth_below_max": (0.1, BELOW_MAX_CUBIC),
+                "rounds_below_max": (GROWTH_ROUNDS, 1e9), "n_reductions": (1.0, 1e9)}),
     # CUBIC that cuts the bytes in flight rather than the window (RFC 9438 section 4.6 allows
     # flight_size x 0.7; aioquic takes the flight after the lost packets have left it): against
     # the window the factor varies from cut to cut and falls below 0.7 as losses grow (0.41-0.66
     # on lossy paths), while the window is recomputed on every ACK (small steps of every size).
-    # No Reno and no BBR of the lab cuts by a varying factor five times with such steps
-    Box(CUBIC, {"beta": (0.35, 0.72), "beta_spread": (0.015, 0.15), "growth": (0.6, 1.4),
-                "step_share": (0.0, 0.1), "n_reductions": (5.0, 1e9)}),
+    # No Reno and no BBR of the lab cuts by a varying factor four times with such steps (aioquic's
+    # CUBIC at 4 Mbit/s varies by 0.005-0.008 from cut to cut when its flight is steady; quic-go's,
+    # aioquic's and quiche's Reno cut by an exact factor, spread below 10^-4; quinn's varies by up
+    # to 0.04 but adds whole segments)
+    Box(CUBIC, {"beta": (0.35, 0.72), "beta_spread": (FLIGHT_SPREAD_FLOOR, 0.15),
+                "growth": (0.6, 1.4), "step_share": (0.0, 0.1), "n_reductions": (4.0, 1e9)}),
     # RFC 9002's halving, exactly, two times or more: no CUBIC cuts to 0.5, and BBR's window
     # drops after losses vary (quinn's BBRv1: 0.36-0.61); no growth needed
     Box(NEWRENO, {"beta": (0.47, 0.53), "beta_spread": (0.0, 0.005),
@@ -434,13 +460,19 @@ def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
     reductions = int(row.get("n_reductions") or 0)
     lo, hi = REDUCTIONS_SHARED
     if reductions < MIN_SHARED_REDUCTIONS and lo <= evidence["beta"] <= hi:
-        return Verdict(
-            UNKNOWN,
-            0.0,
-            described + f"; {count(reductions, 'reduction')} by {evidence['beta']:.2f}: too few "
-            f"to tell Reno from CUBIC; missing: {MIN_SHARED_REDUCTIONS} reductions or more; "
-            f"would settle it: {RUN_FOR_MORE_CUTS}",
-        )
+        # too few cuts by a factor Reno and CUBIC share: only a box made for few cuts (its
+        # n_reductions reaches below MIN_SHARED_REDUCTIONS: the growth after a cut) may take it
+        few = [box for box in signatures if _few_cuts(box) and box.contains(evidence)]
+        if len({box.family for box in few}) != 1:
+            return Verdict(
+                UNKNOWN,
+                0.0,
+                described + f"; {count(reductions, 'reduction')} by {evidence['beta']:.2f}: too "
+                f"few to tell Reno from CUBIC; missing: {MIN_SHARED_REDUCTIONS} reductions or "
+                f"more, or growth below the window before the cut over {GROWTH_ROUNDS:.0f} "
+                f"window-limited rounds or more; would settle it: {RUN_FOR_MORE_CUTS}",
+            )
+        signatures = few
     if row.get("round_basis") == "rtt" and _below_resolution(row) and row.get("n_epochs"):
         described += "; RTT below timer resolution: growth per RTT not measurable"
     matched = [box for box in signatures if box.contains(evidence)]
@@ -480,6 +512,12 @@ def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
     if unseen:
         return Verdict(UNKNOWN, 0.0, described + "; " + unseen, tuple(families))
     return Verdict(families[0], round(_amount(row), 3), described, tuple(families), basis)
+
+
+def _few_cuts(box: Box) -> bool:
+    """The box is made for traces with fewer than :data:`MIN_SHARED_REDUCTIONS` cuts."""
+    bound = box.intervals.get("n_reductions")
+    return bound is not None and bound[0] < MIN_SHARED_REDUCTIONS
 
 
 def _unseen_rtt(evidence: Mapping[str, float], family: str, signatures: Sequence[Box]) -> str:

@@ -42,17 +42,20 @@ def trace_index(
     *,
     on_error: str = "raise",
     cache_dir: Path | str | None = None,
+    cache: bool = True,
 ) -> pl.DataFrame:
     """:func:`quicsm.extract.index.read_trace_index` of ``paths``, each file's part read from
-    the cache when it holds it (and stored there when it did not). What reading reports is
-    warned about as :func:`quicsm.extract.read.read_traces` does."""
+    the cache in ``cache_dir`` (default :func:`quicsm.engine.cache.default_cache_dir`) when it
+    holds it (and stored there when it did not); ``cache=False`` neither reads nor writes the
+    cache. What reading reports is warned about as :func:`quicsm.extract.read.read_traces`
+    does."""
     lenient = on_error == "skip"
     reports: list[Diagnostics] = []
     parts: list[pl.DataFrame] = []
     for path in expand_paths(paths):
         file = str(path)
         try:
-            key = file_key(file)
+            key = file_key(file) if cache else TABLE_KEY_PREFIX
         except OSError:  # unreadable: the reader says so (or skips it)
             key = TABLE_KEY_PREFIX
         kept = index_dir(cache_dir, lenient=lenient) / f"{key}.parquet"

@@ -23,14 +23,17 @@ declarations and packets has its spurious losses counted from them, whether it l
 The account is a frame, one row per trace (:data:`ACCOUNT_SCHEMA`): ``file, trace, vantage,
 producer``, then for each fact of :data:`FACTS` three columns: the value (null when absent),
 ``<fact>_from`` and ``<fact>_note``. A fact is one entry of :data:`FACTS` and one branch of
-:func:`_trace_account`: a later fact (why a sender was short of data: the application, flow
-control or pacing) is added the same way. Metric series are normalised by the reader
+:func:`_trace_account`. Why a sender was short of data is such a set of facts
+(:data:`SHORT_OF_DATA`): its ApplicationLimited time and the parts of it the application,
+flow control (connection and stream) and pacing account for, and what is left unknown
+(:mod:`quicsm.extract.sendable`; the parts sum to the whole, absent parts counting 0), and the
+time flow control held data back in any state. Metric series are normalised by the reader
 (:mod:`quicsm.extract.sentinels`); the account says whether each series is logged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -41,17 +44,28 @@ from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.frames import TRANSITIONS_SCHEMA
 from quicsm.extract.packets import PacketTimeline, read_packet_timelines
 from quicsm.extract.profiles import Profile, detect_profile
+from quicsm.extract.sendable import (
+    APPLICATION,
+    CAUSES,
+    FLOW_CONTROL_CONNECTION,
+    FLOW_CONTROL_STREAM,
+    PACING,
+    UNKNOWN,
+    split_intervals,
+)
 from quicsm.extract.wire import WireResult, read_packets, wire_states
 from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
 
 __all__ = [
     "ABSENT",
     "ACCOUNT_SCHEMA",
+    "APP_LIMITED_PARTS",
     "FACTS",
     "LOGGED",
     "METRICS",
     "PACKETS",
     "SERIES",
+    "SHORT_OF_DATA",
     "Fact",
     "account_frame",
     "fact_of",
@@ -64,6 +78,21 @@ PACKETS: Final = "packets"
 METRICS: Final = "metrics"
 ABSENT: Final = "absent"
 
+#: ApplicationLimited time and its parts by cause (:mod:`quicsm.extract.sendable`): column ->
+#: (cause, or "" for the whole, in words); the parts sum to the whole (absent parts count 0)
+SHORT_OF_DATA: Final[dict[str, tuple[str, str]]] = {
+    "app_limited_ms": ("", "time ApplicationLimited (ms)"),
+    **{
+        f"app_limited_{cause}_ms": (cause, f"ApplicationLimited time when {words} (ms)")
+        for cause, words in CAUSES.items()
+    },
+    "flow_control_ms": ("", "time flow control held data back, in any state (ms)"),
+}
+#: the parts of ``app_limited_ms`` by cause: cause -> column
+APP_LIMITED_PARTS: Final[dict[str, str]] = {
+    cause: column for column, (cause, _) in SHORT_OF_DATA.items() if cause
+}
+
 #: the counted facts: column -> what it counts
 FACTS: Final[dict[str, str]] = {
     "data_packets": "1-RTT data packets sent (ack-eliciting)",
@@ -75,6 +104,7 @@ FACTS: Final[dict[str, str]] = {
     "spurious_losses_logged": "spurious_loss events the producer logged",
     "ptos": "probe timeouts (RFC 9002 section 6.2)",
     "recovery_episodes": "entries into Recovery",
+    **{column: words for column, (_, words) in SHORT_OF_DATA.items()},
 }
 #: the metric series whose presence the account states: column -> its name in words
 SERIES: Final[dict[str, str]] = {
@@ -151,12 +181,15 @@ def _trace_account(
     recovery: tuple[int, bool],
     packets: PacketTimeline | None,
     wire: WireResult | None,
+    app_limited: Sequence[tuple[float, float]] = (),
+    end_ms: float = 0.0,
 ) -> dict[str, Fact]:
     """The facts of one trace. ``events``: its logged event counts by kind (``packet_lost``,
     ``spurious_loss``, ``pto``); ``triggers``: its ``packet_lost`` events by trigger;
     ``series``: values per metric column; ``recovery``: entries into Recovery and whether the
     trace logs its states itself; ``wire``: its packets through RFC 9002 loss detection (only
-    for a trace whose producer logs no loss or timer events)."""
+    for a trace whose producer logs no loss or timer events); ``app_limited``: its
+    ApplicationLimited visits ``(start, end)`` in ms, in time order; ``end_ms``: its end."""
     out: dict[str, Fact] = {}
     if packets is not None:
         out["data_packets"] = Fact(float(len(packets.sent[0])), PACKETS)
@@ -240,6 +273,101 @@ def _trace_account(
             out[column] = Fact(None, ABSENT, f"{producer} logs no ssthresh")
         else:
             out[column] = Fact(None, ABSENT, "not logged (or logged only as unset)")
+    states = LOGGED if explicit else METRICS if has_metrics else PACKETS
+    out.update(
+        _short_of_data(
+            producer=producer,
+            app_limited=app_limited,
+            end_ms=end_ms,
+            states=states,
+            packets=packets,
+            pacing_rate=bool(series.get("pacing_rate_bps")),
+        )
+    )
+    return out
+
+
+def _short_of_data(
+    *,
+    producer: str,
+    app_limited: Sequence[tuple[float, float]],
+    end_ms: float,
+    states: str,
+    packets: PacketTimeline | None,
+    pacing_rate: bool,
+) -> dict[str, Fact]:
+    """ApplicationLimited time and its parts by cause (:mod:`quicsm.extract.sendable`), and
+    the time flow control held data back in any state. ``states``: the provenance of the
+    trace's states (its ApplicationLimited visits)."""
+    total = float(sum(b - a for a, b in app_limited if b > a))
+    out = {"app_limited_ms": Fact(total, states)}
+    pacer = f"{producer} logs no pacer release time" + (
+        " (only the pacing rate, which says how fast, not when)" if pacing_rate else ""
+    )
+    out[APP_LIMITED_PARTS[PACING]] = Fact(None, ABSENT, pacer + "; its time is in unknown")
+    timeline = packets.sendable if packets is not None else None
+    if timeline is None:
+        if packets is None:
+            why = "the trace logs no packets"
+        elif packets.captured:
+            why = "a capture: its sender's own sends and limits are not told apart"
+        else:
+            why = "its packets log no STREAM frames"
+        for cause in (APPLICATION, FLOW_CONTROL_CONNECTION, FLOW_CONTROL_STREAM):
+            out[APP_LIMITED_PARTS[cause]] = Fact(None, ABSENT, why)
+        out[APP_LIMITED_PARTS[UNKNOWN]] = Fact(total, states, f"all of it: {why}")
+        out["flow_control_ms"] = Fact(None, ABSENT, why)
+        return out
+    split = split_intervals(app_limited, timeline)
+    whole = split_intervals([(0.0, max(end_ms, 0.0))], timeline)
+    out[APP_LIMITED_PARTS[APPLICATION]] = Fact(
+        split.by_cause[APPLICATION],
+        PACKETS,
+        "every byte of its streams sent (or none written yet), from its STREAM frames",
+    )
+    parameters = "transport parameters" if timeline.initial_limits else "no transport parameters"
+    for cause, frame, limit in (
+        (FLOW_CONTROL_CONNECTION, "DATA_BLOCKED", "MAX_DATA"),
+        (FLOW_CONTROL_STREAM, "STREAM_DATA_BLOCKED", "MAX_STREAM_DATA"),
+    ):
+        column = APP_LIMITED_PARTS[cause]
+        value, said = split.by_cause[cause], split.logged_ms[cause]
+        if said > 0:
+            out[column] = Fact(
+                value, LOGGED, f"from the {frame} frames it sent, and the credit arithmetic"
+            )
+        elif timeline.limits_known:
+            out[column] = Fact(
+                value,
+                PACKETS,
+                f"credit arithmetic: bytes sent against the peer's limits ({parameters}, "
+                f"{limit} received); no {frame} frame it sent held it",
+            )
+        else:
+            out[column] = Fact(
+                None,
+                ABSENT,
+                f"the peer's limits are not logged (no transport parameters, no {limit} "
+                f"received) and it sent no {frame}; its time, if any, is in unknown",
+            )
+    out[APP_LIMITED_PARTS[UNKNOWN]] = Fact(
+        split.by_cause[UNKNOWN],
+        PACKETS,
+        "data was left to send and no flow-control limit held it: the pacer, the CPU or the "
+        "application's writes, not told apart",
+    )
+    held = whole.by_cause[FLOW_CONTROL_CONNECTION] + whole.by_cause[FLOW_CONTROL_STREAM]
+    said = whole.logged_ms[FLOW_CONTROL_CONNECTION] + whole.logged_ms[FLOW_CONTROL_STREAM]
+    if said > 0:
+        out["flow_control_ms"] = Fact(
+            held, LOGGED, "from the *_BLOCKED frames it sent, and the credit arithmetic"
+        )
+    elif timeline.limits_known:
+        out["flow_control_ms"] = Fact(
+            held, PACKETS, "credit arithmetic: bytes sent against the peer's limits"
+        )
+    else:
+        out["flow_control_ms"] = Fact(None, ABSENT, "the peer's limits are not logged")
     return out
 
 
@@ -284,14 +412,16 @@ def account_frame(
         pl.col("state").cast(pl.String),
         pl.col("source").cast(pl.String),
     )
+    visits = _app_limited_visits(tr)
     per_trace = tr.group_by("trace", maintain_order=True).agg(
         pl.col("file").first(),
+        pl.col("end_ms").max().alias("end"),
         pl.col("vantage").cast(pl.String).first(),
         (pl.col("state") == "Recovery").sum().alias("recovery"),
         (pl.col("source") == "explicit").any().alias("explicit"),
     )
     rows: list[dict[str, Any]] = []
-    for trace, file, vantage, recovery, explicit in per_trace.iter_rows():
+    for trace, file, end, vantage, recovery, explicit in per_trace.iter_rows():
         own = labels.get(trace, {})
         profile = _profile(own)
         producer = _producer(profile, own)
@@ -305,6 +435,8 @@ def account_frame(
             recovery=(int(recovery), bool(explicit)),
             packets=packets.get(trace),
             wire=wire.get(trace),
+            app_limited=visits.get(trace, []),
+            end_ms=float(end or 0.0),
         )
         row: dict[str, Any] = {
             "file": str(file),
@@ -318,6 +450,22 @@ def account_frame(
     if not rows:
         return pl.DataFrame(schema=ACCOUNT_SCHEMA)
     return pl.DataFrame(rows, schema=ACCOUNT_SCHEMA, orient="row")
+
+
+def _app_limited_visits(transitions: pl.DataFrame) -> dict[str, list[tuple[float, float]]]:
+    """Each trace's ApplicationLimited visits ``(start, end)`` in ms: a state lasts until the
+    trace's next one, its last until ``end_ms`` (the censoring rule of time-in-state)."""
+    visits = (
+        transitions.select("trace", "time_ms", "state", "end_ms")
+        .with_columns(
+            pl.col("time_ms").shift(-1).over("trace").fill_null(pl.col("end_ms")).alias("until")
+        )
+        .filter(pl.col("state") == "ApplicationLimited")
+    )
+    out: dict[str, list[tuple[float, float]]] = {}
+    for trace, a, b in visits.select("trace", "time_ms", "until").iter_rows():
+        out.setdefault(str(trace), []).append((float(a), float(b)))
+    return out
 
 
 def _profile(labels: Mapping[str, Any]) -> Profile:

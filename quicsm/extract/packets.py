@@ -12,8 +12,8 @@ number is its place in the sequence.
 :class:`PacketColumns` is sans-I/O: it takes one trace's decoded packet and loss events as a
 file is read and keeps them as columns of numbers (about 20 bytes per packet, 24 per ACK range),
 never as an object per packet; :meth:`PacketColumns.timeline` turns them into a
-:class:`PacketTimeline`. :func:`read_packet_timelines` reads the chosen traces of some files in
-full, strict or lenient, and keeps only those traces' packets.
+:class:`PacketTimeline`. :func:`read_packet_timelines` reads the packet events of the chosen
+traces of some files, strict or lenient, and keeps only those traces' packets.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from quicsm.core.diagnostics import Diagnostics
+from quicsm.extract.sendable import SendableTimeline, sendable_timeline
 from quicsm.extract.streams import StreamColumns, StreamTimeline
 from quicsm.extract.wire import lost_packet_of, packet_of
 from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
@@ -64,6 +65,9 @@ class PacketTimeline:
     streams: StreamTimeline | None = None
     #: a loss event's data as logged (JSON text), by the time of the loss (first one wins)
     lost_events: dict[float, str] = field(default_factory=dict)
+    #: the log owner's sendable data and what held it, over time (None: no STREAM frames, or
+    #: a capture, whose sender is not the log owner)
+    sendable: SendableTimeline | None = None
 
     @property
     def spurious(self) -> int:
@@ -139,6 +143,10 @@ class PacketColumns:
                 self.ack_of.append(row)
                 self.ack_lo.append(lo)
                 self.ack_hi.append(hi)
+
+    def parameters(self, time: float, short: str, data: object, scale: float) -> None:
+        """A ``parameters_set`` event (``TraceBuilder.parameters_hook``)."""
+        self.streams.transport_parameters(data)
 
     def loss(self, time: float, short: str, data: object, scale: float) -> None:
         """A ``packet_lost`` event (``TraceBuilder.loss_hook``)."""
@@ -228,6 +236,7 @@ class PacketColumns:
             unnumbered=unnumbered,
             streams=self.streams.timeline(start),
             lost_events=raw,
+            sendable=None if captured else sendable_timeline(self.streams, start),
         )
 
 
@@ -245,6 +254,8 @@ def _json_text(data: object) -> str:
     except TypeError:
         text = repr(data)
     return text if len(text) <= RAW_EVENT_CHARS else text[:RAW_EVENT_CHARS] + "\n…"
+
+
 #: ACK ranges turned into Python numbers at a time (bounded transient objects)
 _CHUNK = 1 << 14
 
@@ -331,8 +342,9 @@ def read_packet_timelines(
     :func:`quicsm.extract.read.read_transitions` names them) that logs packets. Files holding
     none of ``traces`` are not read; only the chosen traces' packets are kept.
 
-    Every record of a file holding a chosen trace is decoded (of those traces only, when the
-    file is given as :class:`~quicsm.qlog.paths.TraceSpans`): strict (``on_error="raise"``),
+    The records of a file holding a chosen trace that name a packet event are decoded (of
+    those traces only, when the file is given as :class:`~quicsm.qlog.paths.TraceSpans`), the
+    others checked for framing only (:mod:`quicsm.qlog.seq`): strict (``on_error="raise"``),
     the first bad record raises a :class:`~quicsm.core.errors.QlogError` naming the file and the
     record; lenient (``"skip"``), bad records are skipped and reported in ``diagnostics``."""
     from quicsm.extract.read import trace_id
@@ -360,10 +372,11 @@ def read_packet_timelines(
             kept = columns[builder.index] = PacketColumns()
             builder.packet_hook = kept.packet
             builder.loss_hook = kept.loss
+            builder.parameters_hook = kept.parameters
             return kept
 
         read = read_qlog(
-            Path(path), full=True, lenient=lenient, limits=limits, metric_sink=sink, spans=spans
+            Path(path), lenient=lenient, limits=limits, metric_sink=sink, spans=spans
         )
         if read.kind in (CSV, PARQUET):
             continue

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from typing import Final
 
 from quicsm.extract.wire import Packet, lost_packet_of, packet_of
 
@@ -46,6 +47,8 @@ class StreamTimeline:
 
 
 def _int(value: object) -> int | None:
+    if type(value) is int:  # the common case first (bool is not int's type)
+        return value
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -57,10 +60,19 @@ def _int(value: object) -> int | None:
     return None
 
 
+#: the transport parameters that set the initial flow-control limits
+INITIAL_LIMITS: Final = (
+    "initial_max_data",
+    "initial_max_stream_data_bidi_local",
+    "initial_max_stream_data_bidi_remote",
+    "initial_max_stream_data_uni",
+)
+
+
 class StreamColumns:
     """One trace's STREAM, ACK and flow-control frames and its losses, as plain rows."""
 
-    __slots__ = ("acks", "limits", "losses", "stream_rows")
+    __slots__ = ("acks", "blocked", "limits", "losses", "parameters", "stream_rows")
 
     def __init__(self) -> None:
         #: (time, sent, stream, offset, length, packet number)
@@ -71,6 +83,11 @@ class StreamColumns:
         self.limits: list[tuple[float, bool, int, int]] = []
         #: (time, packet number) of 1-RTT packets declared lost
         self.losses: list[tuple[float, int]] = []
+        #: (time, sent, stream or -1 for DATA_BLOCKED, limit) of the *_BLOCKED frames
+        #: (RFC 9000 sections 19.12 and 19.13)
+        self.blocked: list[tuple[float, bool, int, int]] = []
+        #: the transport parameters' initial limits by who set them (True: the log owner)
+        self.parameters: dict[bool, dict[str, int]] = {}
 
     def packet(self, time: float, short: str, data: object, scale: float) -> None:
         """A ``packet_sent`` / ``packet_received`` event."""
@@ -94,6 +111,9 @@ class StreamColumns:
             if kind == "stream" and p.number is not None:
                 stream, offset = _int(frame.get("stream_id")), _int(frame.get("offset", 0))
                 length = _int(frame.get("length"))
+                raw = frame.get("raw")
+                if length is None and isinstance(raw, dict):  # qlog 0.4 on: raw.payload_length
+                    length = _int(raw.get("payload_length"))
                 if stream is not None and offset is not None and length:
                     self.stream_rows.append((time, p.sent, stream, offset, length, p.number))
             elif kind == "max_data":
@@ -104,6 +124,28 @@ class StreamColumns:
                 stream, maximum = _int(frame.get("stream_id")), _int(frame.get("maximum"))
                 if stream is not None and maximum is not None:
                     self.limits.append((time, p.sent, stream, maximum))
+            elif kind == "data_blocked":
+                limit = _int(frame.get("limit"))
+                if limit is not None:
+                    self.blocked.append((time, p.sent, -1, limit))
+            elif kind == "stream_data_blocked":
+                stream, limit = _int(frame.get("stream_id")), _int(frame.get("limit"))
+                if stream is not None and limit is not None:
+                    self.blocked.append((time, p.sent, stream, limit))
+
+    def transport_parameters(self, data: object) -> None:
+        """A ``parameters_set`` event: the initial flow-control limits (RFC 9000 section 18.2)
+        its owner (``owner`` in qlog 0.3, ``initiator`` later: local or remote) set."""
+        if not isinstance(data, dict):
+            return
+        who = data.get("owner", data.get("initiator"))
+        if who not in ("local", "remote"):
+            return
+        kept = self.parameters.setdefault(who == "local", {})
+        for name in INITIAL_LIMITS:
+            value = _int(data.get(name))
+            if value is not None:
+                kept[name] = value
 
     def loss(self, time: float, short: str, data: object, scale: float) -> None:
         """A ``packet_lost`` event."""
@@ -133,12 +175,15 @@ class StreamColumns:
         # ACKs of the data travel the other way; each range covers packet numbers
         acks = sorted((t - start, lo, hi) for t, sent, lo, hi in self.acks if sent != own)
         first_ack: dict[int, float] = {}
-        wanted = sorted({n for *_, n in frames})
+        # packet numbers not acknowledged yet: each leaves once, at its first ACK (ranges are
+        # cumulative, so walking every number a range covers would cost ACKs x packets)
+        pending = sorted({n for *_, n in frames})
         for t, lo, hi in acks:
-            i = bisect.bisect_left(wanted, lo)
-            while i < len(wanted) and wanted[i] <= hi:
-                first_ack.setdefault(wanted[i], t)
-                i += 1
+            i = bisect.bisect_left(pending, lo)
+            j = bisect.bisect_right(pending, hi, i)
+            if i < j:
+                first_ack.update(dict.fromkeys(pending[i:j], t))
+                del pending[i:j]
         lost: dict[int, float] = {}
         for t, number in sorted(self.losses):
             lost.setdefault(number, t - start)

@@ -149,6 +149,8 @@ class Packet:
 
 
 def _int(value: object) -> int | None:
+    if type(value) is int:  # the common case first (bool is not int's type)
+        return value
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -167,6 +169,8 @@ def _number(raw: object, what: str) -> int | None:
     """A packet number as logged (``None``: none logged, or not an integer); one outside
     0..2^62-1 makes its record a :class:`RecordProblem` (the reader names the file and record,
     or skips and counts the record when lenient)."""
+    if type(raw) is int and 0 <= raw <= MAX_PACKET_NUMBER:  # the common case
+        return raw
     value = _int(raw)
     if value is not None and not 0 <= value <= MAX_PACKET_NUMBER:
         got = f"{raw:.6g}" if isinstance(raw, float) else repr(raw)

@@ -1,6 +1,15 @@
-"""Device profiles: starve the receiving client of CPU, as the paper's MotoG vs desktop.
+"""Device profiles: the receiving client as the paper's MotoG or desktop saw the sender.
 
-A profile caps the client process tree at ``cpu_percent`` of one core. The mechanism is chosen
+A profile has two parts. ``read_mbit`` (with ``read_interval_ms``) is the receiving
+application: it reads the response in bursts, every ``read_interval_ms`` as much as
+``read_mbit`` allows, so the flow-control credit it returns (MAX_DATA / MAX_STREAM_DATA) comes
+only as fast as it reads. That is wall-clock paced, so a busy machine does not change it. The
+lab client gets ``--read-mbit`` / ``--read-interval-ms`` (see ``client_args``); only stacks
+whose lab program implements them can run such a profile. ``cpu_percent`` caps the client's
+CPU. The numbers of the named profiles and what they rest on are in docs/lab.md ("Device
+profiles").
+
+The CPU cap limits the client process tree at ``cpu_percent`` of one core. The mechanism is chosen
 at run time, in this order, and recorded in run.json (``device.mechanism``):
 
 1. ``cgroup-v2`` — a child cgroup with ``cpu.max = "<quota> <period>"`` on a cgroup2 mount
@@ -32,7 +41,20 @@ from quicsm.core.errors import LabError
 PROFILES: dict[str, float | None] = {
     "desktop": None,
     "slow": 5.0,
+    # the MotoG's 1.2 GHz cores against the desktop's 3.3 GHz Core i5 (the paper, §3.1)
+    "motog": 36.0,
 }
+
+#: named profiles -> the receiving application's read rate, Mbit/s (absent: reads at once).
+#: MotoG: Fig. 13's sender at 50 Mbit/s was ApplicationLimited 58% of the time, so it sent at
+#: most (1 - 0.58) * 50 = 21 Mbit/s on average: what the phone's application took.
+READ_MBIT: dict[str, float] = {"motog": 21.0}
+
+#: the stacks whose lab client implements --read-mbit (the others' clients would ignore it)
+PACED_READERS = frozenset({"quic-go", "aioquic"})
+
+#: how often a rate-limited reader reads, milliseconds (a modelling choice, not the paper's)
+READ_INTERVAL_MS = 20.0
 
 MECHANISMS = ("cgroup-v2", "cgroup-v1", "duty-cycle")
 
@@ -42,25 +64,74 @@ PERIOD_US = 50_000
 
 @dataclass(frozen=True, kw_only=True)
 class DeviceProfile:
-    """A named device: ``cpu_percent`` of one core for the client (None = unlimited)."""
+    """A named device: ``cpu_percent`` of one core for the client (None = unlimited), and the
+    receiving application's read rate ``read_mbit`` (None = it reads as data arrives), one
+    read burst every ``read_interval_ms``."""
 
     name: str
     cpu_percent: float | None
+    read_mbit: float | None = None
+    read_interval_ms: float = READ_INTERVAL_MS
+
+    def client_args(self) -> list[str]:
+        """Options for the lab client program (none when the application reads at once)."""
+        if self.read_mbit is None:
+            return []
+        return [
+            "--read-mbit",
+            repr(self.read_mbit),
+            "--read-interval-ms",
+            repr(self.read_interval_ms),
+        ]
+
+    def labels(self) -> dict[str, str | float | None]:
+        out: dict[str, str | float | None] = {
+            "device": self.name,
+            "device.cpu_percent": self.cpu_percent,
+        }
+        if self.read_mbit is not None:
+            out["device.read_mbit"] = self.read_mbit
+            out["device.read_interval_ms"] = self.read_interval_ms
+        return out
 
 
-def device_profile(name: object, *, cpu_percent: object = None) -> DeviceProfile:
-    """Look up a named profile; ``cpu_percent`` overrides its CPU share."""
-    if not isinstance(name, str) or (name not in PROFILES and cpu_percent is None):
+def _positive(value: object, key: str, *, most: float | None = None) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not value > 0
+        or (most is not None and value > most)
+    ):
+        bound = f"in (0, {most:g}]" if most is not None else "> 0"
+        raise LabError(f"{key} must be a number {bound}, got {value!r}")
+    return float(value)
+
+
+def device_profile(
+    name: object,
+    *,
+    cpu_percent: object = None,
+    read_mbit: object = None,
+    read_interval_ms: object = None,
+) -> DeviceProfile:
+    """Look up a named profile; ``cpu_percent``, ``read_mbit`` and ``read_interval_ms``
+    override its values (a custom name needs ``cpu_percent`` or ``read_mbit``)."""
+    if not isinstance(name, str) or (
+        name not in PROFILES and cpu_percent is None and read_mbit is None
+    ):
         raise LabError(
             f"unknown device profile {name!r} (known: {', '.join(sorted(PROFILES))}; "
-            "or give cpu_percent for a custom one)"
+            "or give cpu_percent or read_mbit for a custom one)"
         )
     pct = PROFILES.get(name) if cpu_percent is None else cpu_percent
-    if pct is not None and (
-        isinstance(pct, bool) or not isinstance(pct, int | float) or not 0 < pct <= 100
-    ):
-        raise LabError(f"cpu_percent must be a number in (0, 100], got {pct!r}")
-    return DeviceProfile(name=name, cpu_percent=None if pct is None else float(pct))
+    rate = READ_MBIT.get(name) if read_mbit is None else read_mbit
+    interval = READ_INTERVAL_MS if read_interval_ms is None else read_interval_ms
+    return DeviceProfile(
+        name=name,
+        cpu_percent=None if pct is None else _positive(pct, "cpu_percent", most=100),
+        read_mbit=None if rate is None else _positive(rate, "read_mbit"),
+        read_interval_ms=_positive(interval, "read_interval_ms", most=1000),
+    )
 
 
 def _mounts() -> list[tuple[str, str, set[str]]]:

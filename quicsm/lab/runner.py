@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -30,12 +31,12 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from quicsm.core.errors import LabError
-from quicsm.lab.device import CpuLimiter
+from quicsm.lab.device import PACED_READERS, CpuLimiter
 from quicsm.lab.ippath import (
     SERVER_ADDRESS,
     PathNames,
@@ -70,6 +71,8 @@ class RunSpec:
     scenario: Scenario
     run: int
     seed: int
+    #: interleaved plans: the place of this run's scenario within its repetition (0-based)
+    position: int | None = None
 
     def directory(self, out_dir: Path) -> Path:
         base = out_dir / self.stack.stack / self.stack.version
@@ -84,19 +87,34 @@ def run_seed(plan_seed: int, scenario: str, run: int) -> int:
 
 
 def plan_runs(plan: Plan, stacks: list[Stack], *, only: tuple[str, ...] = ()) -> list[RunSpec]:
-    """Every run of the plan, in execution order (scenario, repetition, stack); ``only``
+    """Every run of the plan, in execution order: (scenario, repetition, stack), or with
+    ``order = "interleaved"`` (repetition, scenario, stack), so that repetition n of every
+    scenario runs back to back, the scenarios in an order drawn from (plan seed, n) (each
+    run's ``position`` in it: which of a pair ran first is a coin flip, not a rule); ``only``
     further restricts the stacks ("quic-go" or "quic-go@v0.48.2")."""
-    specs: list[RunSpec] = []
+    per_scenario: list[list[list[RunSpec]]] = []
     for scenario in plan.scenarios:
         chosen = select_stacks(stacks, scenario.stacks, where=f"{scenario.source}: {scenario.name}")
         if only:
             # a scenario for every stack runs the kernel's TCP too when --stack names it
             base = chosen if scenario.stacks else stacks
             chosen = [s for s in base if any(s.matches(o) for o in only)]
+        reps: list[list[RunSpec]] = []
         for n in range(1, scenario.repetitions + 1):
             seed = run_seed(plan.seed, scenario.name, n)
-            specs.extend(RunSpec(stack=s, scenario=scenario, run=n, seed=seed) for s in chosen)
-    return specs
+            reps.append([RunSpec(stack=s, scenario=scenario, run=n, seed=seed) for s in chosen])
+        per_scenario.append(reps)
+    if plan.order != "interleaved":
+        return [spec for reps in per_scenario for rep in reps for spec in rep]
+    most = max((len(reps) for reps in per_scenario), default=0)
+    out: list[RunSpec] = []
+    for n in range(most):
+        order = list(range(len(per_scenario)))
+        random.Random(zlib.crc32(f"{plan.seed}:order:{n + 1}".encode())).shuffle(order)
+        for position, i in enumerate(order):
+            if n < len(per_scenario[i]):
+                out.extend(replace(spec, position=position) for spec in per_scenario[i][n])
+    return out
 
 
 def _free_udp_port() -> int:
@@ -178,6 +196,9 @@ def execute(
         **(extra or {}),
         "status": "failed",
         "reason": None,
+        # the machine's load when the run began (a CPU-capped device is sensitive to it)
+        "host.load_1m": round(os.getloadavg()[0], 2),
+        "host.cpus": os.cpu_count() or 0,
     }
     env = {**os.environ, **stack.env, **scenario.env, "PYTHONUNBUFFERED": "1"}
     # the kernel's TCP cannot cross the UDP relay
@@ -189,6 +210,12 @@ def execute(
     started = time.monotonic()
     relay_stats = run_dir / "relay.json"
     try:
+        if scenario.device.read_mbit is not None and stack.stack not in PACED_READERS:
+            raise _RunFailed(
+                f"device {scenario.device.name!r} paces the client's reads (read_mbit), which "
+                f"the {stack.stack} lab client does not implement "
+                f"(only {', '.join(sorted(PACED_READERS))})"
+            )
         limiter = CpuLimiter(scenario.device, name=f"{os.getpid()}-{spec.seed}-{spec.run}")
         labels["device.mechanism"] = limiter.mechanism
         if names is not None:
@@ -310,6 +337,7 @@ def execute(
                         str(run_dir / "client-qlog"),
                         "--parallel",
                         str(wl.parallel),
+                        *scenario.device.client_args(),
                     ]
                 )
             ),
@@ -426,7 +454,8 @@ def run_plan(
             for i, spec in enumerate(specs):
                 if on_start is not None:
                     on_start(spec, i, len(specs))
-                labels = execute(spec, out_dir=out_dir, qlog_linger_s=qlog_linger_s)
+                extra = None if spec.position is None else {"order.position": spec.position}
+                labels = execute(spec, out_dir=out_dir, qlog_linger_s=qlog_linger_s, extra=extra)
                 results.append(labels)
                 if on_done is not None:
                     on_done(spec, labels)

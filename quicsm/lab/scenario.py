@@ -47,7 +47,10 @@ Scalar = str | int | float | bool | None
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]*$")
 _TOP_KEYS = {"include", "run", "defaults", "scenario"}
-_RUN_KEYS = {"repetitions", "seed", "stacks", "timeout_s", "path"}
+_RUN_KEYS = {"repetitions", "seed", "stacks", "timeout_s", "path", "order"}
+#: run orders: every repetition of a scenario before the next ("scenario"), or repetition n of
+#: every scenario before repetition n + 1 ("interleaved": paired runs share the machine's load)
+ORDERS = ("scenario", "interleaved")
 #: the paths a scenario can run over (quicsm.lab.relay, quicsm.lab.ippath)
 PATHS = ("udp", "ip")
 _SCENARIO_KEYS = {
@@ -104,8 +107,7 @@ class Scenario:
             "scenario": self.name,
             "scenario.description": self.description,
             "scenario.file": self.source.name,
-            "device": self.device.name,
-            "device.cpu_percent": self.device.cpu_percent,
+            **self.device.labels(),
             "objects": self.workload.objects,
             "object_size": self.workload.object_size,
             "parallel": self.workload.parallel,
@@ -127,6 +129,7 @@ class Plan:
     source: Path
     seed: int
     scenarios: tuple[Scenario, ...]
+    order: str = "scenario"
 
 
 def _flatten(d: dict[str, Any], prefix: str) -> dict[str, Scalar]:
@@ -243,10 +246,18 @@ def _resolve(raw: dict[str, Any], *, file: Path, where: str, run: dict[str, Any]
             raise _err(file, where, str(exc)) from None
 
     device_raw = _table(raw.get("device", {}), file, f"{where}.device")
-    _check(device_raw, {"profile", "cpu_percent"}, file, f"{where}.device")
+    _check(
+        device_raw,
+        {"profile", "cpu_percent", "read_mbit", "read_interval_ms"},
+        file,
+        f"{where}.device",
+    )
     try:
         device = device_profile(
-            device_raw.get("profile", "desktop"), cpu_percent=device_raw.get("cpu_percent")
+            device_raw.get("profile", "desktop"),
+            cpu_percent=device_raw.get("cpu_percent"),
+            read_mbit=device_raw.get("read_mbit"),
+            read_interval_ms=device_raw.get("read_interval_ms"),
         )
     except LabError as exc:
         raise _err(file, f"{where}.device", str(exc)) from None
@@ -372,4 +383,7 @@ def load_plan(path: str | Path) -> Plan:
     seed = run.get("seed", 1)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise _err(path, "run.seed", f"expected an integer, got {seed!r}")
-    return Plan(source=path, seed=seed, scenarios=tuple(scenarios))
+    order = run.get("order", "scenario")
+    if order not in ORDERS:
+        raise _err(path, "run.order", f"expected one of {', '.join(ORDERS)}, got {order!r}")
+    return Plan(source=path, seed=seed, scenarios=tuple(scenarios), order=order)

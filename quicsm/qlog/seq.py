@@ -15,6 +15,8 @@ Speed comes from *not* decoding records that cannot matter. Within each block th
 - records containing a congestion-relevant event name (:data:`quicsm.qlog.events.STATE_NEEDLES`,
   and :data:`~quicsm.qlog.events.DERIVE_NEEDLES` when metrics are wanted or the trace has no
   explicit state events yet);
+- records that may hold a packet event (:data:`PACKET_NEEDLES`), when a reader of packets
+  hooked them (:attr:`~quicsm.qlog.trace.TraceBuilder.packet_hook`);
 - the first and the last record of each trace (their times give the trace's span).
 
 Only those records are decoded and validated; every other record is checked for framing only
@@ -51,6 +53,20 @@ from quicsm.qlog.trace import (
     TraceData,
     is_header,
     object_event,
+)
+
+#: records that may hold an event a reader of packets hooks (:data:`quicsm.qlog.trace.
+#: PACKET_EVENTS`, ``packet_lost`` and the transport parameters' ``parameters_set``; qlog 0.1
+#: converters wrote ``PACKET_TX``/``PACKET_RX``): decoded when they are hooked
+#: (:attr:`quicsm.qlog.trace.TraceBuilder.packet_hook` and the others)
+PACKET_NEEDLES: tuple[bytes, ...] = (
+    b"packet_sent",
+    b"packet_received",
+    b"packet_lost",
+    b"packet_tx",
+    b"packet_rx",
+    b"PACKET_",
+    b"parameters_set",
 )
 
 #: what the scanner is fed: the I/O side reuses one bytearray for every block
@@ -453,12 +469,14 @@ class SeqScanner:
         sep = self.sep
         starts: dict[int, int] = {}
         timer_only: dict[int, bool] = {}  # records found only by the timer needle
-        ext = native.module() if len(needles) == 1 and needles[0] != TIMER_NEEDLE else None
+        ext = native.module() if TIMER_NEEDLE not in needles else None
         if ext is not None:
-            # one needle: the native search finds the same records (memchr's SIMD search)
-            for rs, re_ in ext.records_with(buf, s, e, sep[0], needles[0]):
-                starts[rs] = re_
-                timer_only[rs] = False
+            # no timer needle: the native search finds the same records (memchr's SIMD search),
+            # one needle at a time
+            for needle in needles:
+                for rs, re_ in ext.records_with(buf, s, e, sep[0], needle):
+                    starts[rs] = re_
+                    timer_only[rs] = False
             needles = ()
         for needle in needles:
             hit = buf.find(needle, s, e)
@@ -569,12 +587,18 @@ class SeqScanner:
         # derived from only while the trace has shown no explicit state (or metrics are wanted)
         done: set[int] = set()
         states = self._decode_hits(trace, buf, s, e, base, STATE_NEEDLES, done)
+        hooks = (trace.packet_hook, trace.loss_hook, trace.parameters_hook)
+        hooked = any(h is not None for h in hooks)
+        if hooked:
+            # packets wanted (a reader of packets hooked them): the records that may name a
+            # packet event are decoded too (each once: the derive pass below skips them)
+            self._decode_hits(trace, buf, s, e, base, PACKET_NEEDLES, done)
         if trace.metrics_wanted() or (
             not self.want_metrics and not trace.states and not trace.discards()
         ):
             # without explicit states so far, the events states are derived from are kept
             # undecoded until the trace ends: decoded only if the trace never logs a state
-            scan = trace.native_scan() if self.want_metrics else None
+            scan = trace.native_scan() if self.want_metrics and not hooked else None
             if scan is not None:
                 self._native_pass(trace, scan, buf, s, e, base, no_states=not states)
             else:

@@ -48,6 +48,10 @@ PACKET_EVENTS: Final[frozenset[str]] = frozenset(
     {"packet_sent", "packet_received", "packet_tx", "packet_rx"}
 )
 
+#: the transport parameters' event (the part of the name after the last ":"), handed to
+#: :attr:`TraceBuilder.parameters_hook`
+PARAMETERS_EVENT: Final = "parameters_set"
+
 #: ``(time_ms, short_name, data, time_scale)`` of one packet event, in reading order
 PacketHook = Callable[[float, str, object, float], None]
 
@@ -206,6 +210,8 @@ class TraceBuilder:
         self.packet_hook: PacketHook | None = None
         #: when set (a full read), every ``packet_lost`` event is handed to it as well
         self.loss_hook: PacketHook | None = None
+        #: when set (a full read), every ``parameters_set`` event is handed to it as well
+        self.parameters_hook: PacketHook | None = None
         self.last_derive_time: float | None = None
         self._sink = metric_sink(self) if metric_sink is not None else None
 
@@ -235,7 +241,8 @@ class TraceBuilder:
         sink's native deriver when its events are wanted (``feed``), ``None`` when they are
         not; ``None`` when they must be read in Python (a packet or loss hook, events kept in
         ``metrics``, or a sink without a native deriver)."""
-        if self.packet_hook is not None or self.loss_hook is not None or self.counts is None:
+        hooks = (self.packet_hook, self.loss_hook, self.parameters_hook)
+        if any(h is not None for h in hooks) or self.counts is None:
             return None
         sink = self._sink
         if sink is None:
@@ -385,6 +392,8 @@ class TraceBuilder:
                         self.packet_hook(t, short, data, self.scale)
                     except RecordProblem as problem:  # the hook knows no record: this one
                         raise _placed(problem, offset, where) from None
+                elif short == PARAMETERS_EVENT and self.parameters_hook is not None:
+                    self.parameters_hook(t, short, data, self.scale)
             return
         if not self.full:
             self._check_order(t, offset, where, kind == STATE)

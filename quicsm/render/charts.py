@@ -38,6 +38,7 @@ from quicsm.render.connection import (
     EVENTS,
     LEVEL_FACTOR,
     ConnectionSeries,
+    band_levels,
     clusters,
     count_text,
     counts,
@@ -154,17 +155,29 @@ def _r(x: float, digits: int = 3) -> float:
 
 
 def _bands_layer(
-    series: ConnectionSeries, states: Sequence[str], *, columns: int | None = None
+    series: ConnectionSeries,
+    states: Sequence[str],
+    *,
+    columns: int | None = None,
+    index: int | None = None,
 ) -> Spec:
     """The state bands; with ``columns``, as many pixel columns can show them (a static
-    drawing of a trace that changes state thousands of times)."""
+    drawing of a trace that changes state thousands of times); with ``index`` (interactive),
+    at the zoom levels of :func:`quicsm.render.connection.band_levels`, each view drawing the
+    level its span asks for (sub-pixel bands merged: a trace that changes state thousands of
+    times draws a few hundred rectangles per panel)."""
     bands = series.bands
+    end = max(series.end_ms, 1e-3)
     if columns is not None:
-        bands = pixel_bands(bands, end=max(series.end_ms, 1e-3), columns=columns)
-    rows = [
-        {"start": _r(a), "end": _r(b), "state": s, "ms": _r(b - a)} for a, b, s in bands if b > a
-    ]
-    return {
+        bands = pixel_bands(bands, end=end, columns=columns)
+    rows: list[dict[str, Any]] = []
+    if index is not None and columns is None:
+        for a, b, s, lv in band_levels(bands, end=end, columns=COLUMNS):
+            rows.append({"start": _r(a), "end": _r(b), "state": s, "ms": _r(b - a), "lv": lv})
+    else:
+        rows = [{"start": _r(a), "end": _r(b), "state": s, "ms": _r(b - a)}
+                for a, b, s in bands if b > a]  # fmt: skip
+    layer: Spec = {
         "data": {"values": rows},
         "mark": {"type": "rect", "opacity": 1},
         "encoding": {
@@ -189,6 +202,13 @@ def _bands_layer(
             ],
         },
     }
+    if rows and "lv" in rows[0]:
+        finest = max(r["lv"] for r in rows)
+        test = f"datum.end >= lo{index} && datum.start <= hi{index}"
+        if finest:
+            test = f"datum.lv == min({finest}, need{index}) && {test}"
+        layer["transform"] = [{"filter": test}]
+    return layer
 
 
 def _rows_in_view(
@@ -201,7 +221,8 @@ def _rows_in_view(
     step: bool = False,
 ) -> list[dict[str, Any]]:
     """A series' rows ``t``, ``v``, and in an interactive chart ``lv``, the zoom level of
-    :func:`quicsm.render.connection.zoom_levels` (see :func:`_view_filter`); a static chart's
+    :func:`quicsm.render.connection.zoom_levels` (see :func:`_view_filter`), and for a step
+    line ``u``, the time its row holds until (the next row of its level); a static chart's
     are reduced to its pixel columns. ``step``: a step line, whose repeated values are dropped
     first (each holds until the next change: the same drawing)."""
     if step:
@@ -211,34 +232,36 @@ def _rows_in_view(
         rx, ry = reduce_points(xs, ys, columns=points, span=span)
         return [{"t": _r(x), "v": _r(y)} for x, y in zip(rx, ry, strict=True)]
     rows = zoom_levels(xs, ys, columns=points, span=span)
+    if step:
+        return [{"t": _r(x), "v": _r(y), "u": _r(u), "lv": lv} for x, y, u, lv in rows]
     return [{"t": _r(x), "v": _r(y), "lv": lv} for x, y, _, lv in rows]
 
 
-def _constant(field: str, value: str) -> Spec:
-    """A transform giving every row ``field`` = ``value`` (not repeated in the data)."""
-    return {"calculate": json.dumps(value), "as": field}
-
-
-def _view_filter(index: int, end: float, *, step: bool = False) -> list[Spec]:
-    """The transforms that keep the rows a zoomed view draws: those of the zoom level its span
-    asks for (the series' finest, ``k``, once narrow enough) that reach into it (a step
-    line's row reaches until the next row of its level, ``u``). The y scales are fitted to
-    these rows, so they refit to what is in view as the time axis zooms and pans."""
+def _view_signals(index: int, end: float) -> list[Spec]:
+    """The parameters a connection's zoomed view is read from, computed once per zoom rather
+    than per row: ``lo<i>`` and ``hi<i>``, the time range in view, and ``need<i>``, the zoom
+    level its span asks for (:func:`quicsm.render.connection.level_for`)."""
     zoom = f"zoom{index}"
     lo = f"({zoom} && {zoom}.start ? {zoom}.start[0] : 0)"
     hi = f"({zoom} && {zoom}.start ? {zoom}.start[1] : {_r(end)})"
-    need = (
-        f"max(0, ceil(log({_r(end)} / max({hi} - {lo}, 1e-9)) / log({LEVEL_FACTOR}) - 1e-9))"
-    )
-    out: list[Spec] = [{"joinaggregate": [{"op": "max", "field": "lv", "as": "k"}]}]
-    until = "datum.t"
-    if step:
-        out.append({"window": [{"op": "lead", "field": "t", "as": "u"}], "groupby": ["lv"],
-                    "sort": [{"field": "t", "order": "ascending"}]})  # fmt: skip
-        until = f"(datum.u == null ? {_r(end)} : datum.u)"
-    out.append({"filter": f"datum.lv == min(datum.k, {need}) && {until} >= {lo} "
-                          f"&& datum.t <= {hi}"})  # fmt: skip
-    return out
+    need = f"max(0, ceil(log({_r(end)} / max({hi} - {lo}, 1e-9)) / log({LEVEL_FACTOR}) - 1e-9))"
+    return [{"name": f"lo{index}", "expr": lo}, {"name": f"hi{index}", "expr": hi},
+            {"name": f"need{index}", "expr": need}]  # fmt: skip
+
+
+def _view_filter(index: int, rows: Sequence[Mapping[str, Any]]) -> list[Spec]:
+    """The transform that keeps the rows a zoomed view draws: those of the zoom level its span
+    asks for (the series' finest once narrow enough) that reach into it (a step line's row,
+    with ``u``, until the next row of its level). The y scales are fitted to these rows, so
+    they refit to what is in view as the time axis zooms and pans. One short test per row:
+    the view's range and level are parameters (:func:`_view_signals`), the series' finest
+    level and each row's reach are in its data."""
+    finest = max((int(r.get("lv", 0)) for r in rows), default=0)
+    until = "datum.u" if rows and "u" in rows[0] else "datum.t"
+    test = f"{until} >= lo{index} && datum.t <= hi{index}"
+    if finest:
+        test = f"datum.lv == min({finest}, need{index}) && {test}"
+    return [{"filter": test}]
 
 
 #: the window panel's lines are drawn in this order: cwnd last, on top of bytes in flight
@@ -279,13 +302,13 @@ def _lines_layers(
                 "x": {"field": "t", "type": "quantitative"},
                 "y": {"field": "v", "type": "quantitative"},
                 "stroke": {
-                    "field": "m",
+                    "datum": LINE_NAMES[column],
                     "type": "nominal",
                     "title": "line",
                     "scale": {"domain": names, "range": [LINE_COLOURS[m] for m in metrics]},
                 },
                 "strokeDash": {
-                    "field": "m",
+                    "datum": LINE_NAMES[column],
                     "type": "nominal",
                     "title": "line",
                     "scale": {
@@ -293,15 +316,12 @@ def _lines_layers(
                         "range": [[6, 3] if m in DASHED else [1, 0] for m in metrics],
                     },
                 },
-                "tooltip": [{"field": "m", "title": "series"},
-                            {"field": "t", "title": "time (ms)"},
-                            {"field": "v", "title": "value", "format": ",.4~r"}],
+                "tooltip": [{"field": "t", "title": "time (ms)"},
+                            {"field": "v", "title": LINE_NAMES[column], "format": ",.4~r"}],
             },
         }  # fmt: skip
-        layer["transform"] = [
-            _constant("m", LINE_NAMES[column]),
-            *([] if static else _view_filter(index, end, step=True)),
-        ]
+        if not static:
+            layer["transform"] = _view_filter(index, rows)
         layers.append(layer)
     return layers
 
@@ -319,7 +339,7 @@ def _samples_layer(series: ConnectionSeries, *, points: int, index: int, static:
                                  {"field": "v", "title": "RTT sample (ms)"}]},
     }  # fmt: skip
     if not static:
-        layer["transform"] = _view_filter(index, series.end_ms)
+        layer["transform"] = _view_filter(index, rows)
     return layer
 
 
@@ -386,7 +406,10 @@ def _events_panel(
                              "row": label})  # fmt: skip
     y = {"field": "row", "type": "nominal", "title": None, "sort": order,
          "scale": {"domain": order}, "axis": {"labelLimit": 300}}  # fmt: skip
-    layers: list[Spec] = [{**_bands_layer(series, states, columns=columns), "name": name}]
+    index = int(name[1:].split("p")[0])
+    layers: list[Spec] = [
+        {**_bands_layer(series, states, columns=columns, index=index), "name": name}
+    ]
     for kind in kinds:
         shape, colour, filled = EVENT_MARKS[kind]
         layers.append(
@@ -483,8 +506,6 @@ def _packets_panel(
     y = {"field": "v", "type": "quantitative", "title": None, "axis": {"format": "~s"},
          "scale": {"zero": static}}  # fmt: skip
     index = int(name[1:].split("p")[0])
-    in_view = [] if static else _view_filter(index, end)
-    acked_view = [] if static else _view_filter(index, end, step=True)
     legend = {
         "shape": {"field": "kind", "type": "nominal", "title": "packets",
                   "scale": {"domain": domain, "range": [v[1] for v in PACKET_MARKS.values()]}},
@@ -492,14 +513,17 @@ def _packets_panel(
                   "scale": {"domain": domain, "range": [v[2] for v in PACKET_MARKS.values()]}},
     }  # fmt: skip
     layers: list[Spec] = [
-        {**_bands_layer(series, states, columns=columns), "name": name},
+        {**_bands_layer(series, states, columns=columns, index=index), "name": name},
         {"data": {"values": sent},
-         "transform": [_constant("kind", label["sent"]), *in_view],
+         "transform": [] if static else _view_filter(index, sent),
          "mark": {"type": "point", "filled": True, "size": 8, "opacity": 1, "clip": True},
-         "encoding": {"x": x, "y": y, **legend,
+         "encoding": {"x": x, "y": y,
+                      # the kind as a constant of the layer, not a field of each row
+                      **{k: {**{a: b for a, b in v.items() if a != "field"},
+                             "datum": label["sent"]} for k, v in legend.items()},
                       "tooltip": [{"field": "t", "title": "time (ms)"},
                                   {"field": "v", "title": "packet number"}]}},
-        {"data": {"values": acked}, "transform": acked_view,
+        {"data": {"values": acked}, "transform": [] if static else _view_filter(index, acked),
          "mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.6,
                   "color": ACKED_COLOUR, "clip": True},
          "encoding": {"x": x, "y": y,
@@ -510,7 +534,7 @@ def _packets_panel(
         _, _, colour, filled = PACKET_MARKS[kind]
         rows = [m for m in marks if m["kind"] == label[kind]]
         layers.append(
-            {"data": {"values": rows}, "transform": in_view,
+            {"data": {"values": rows}, "transform": [] if static else _view_filter(index, rows),
              "mark": {"type": "point", "filled": filled, "strokeWidth": 1.8, "clip": True,
                       "opacity": 0.95},
              "encoding": {
@@ -524,7 +548,8 @@ def _packets_panel(
                              {"field": "last", "title": "last (ms)"}]}}
         )  # fmt: skip
         layers.append(
-            {"data": {"values": [m for m in rows if m["count"]]}, "transform": in_view,
+            {"data": {"values": [m for m in rows if m["count"]]},
+             "transform": [] if static else _view_filter(index, rows),
              "mark": {"type": "text", "align": "left", "dx": 9, "dy": -8, "fontSize": 12,
                       "fontWeight": "bold", "color": colour, "clip": True},
              "encoding": {"x": x, "y": y, "text": {"field": "count"}}}
@@ -574,15 +599,14 @@ def _streams_panel(
     x = {"field": "t", "type": "quantitative"}
     y = {"field": "v", "type": "quantitative", "title": None, "axis": {"format": "~s"},
          "scale": {"zero": static}}  # fmt: skip
-    in_view = [] if static else _view_filter(index, end)
-    step_view = [] if static else _view_filter(index, end, step=True)
     f = streams.frames
 
     def dots(kind: str, pairs: list[tuple[float, int]], what: str) -> Spec:
         pairs.sort()
         rows = _rows_in_view([t for t, _ in pairs], [o for _, o in pairs], points=points,
                              end=end, static=static)  # fmt: skip
-        return {"data": {"values": rows}, "transform": in_view,
+        return {"data": {"values": rows},
+                "transform": [] if static else _view_filter(index, rows),
                 "mark": {"type": "circle", "size": 10, "opacity": 0.8,
                          "color": STREAM_COLOURS[kind], "clip": True},
                 "encoding": {"x": x, "y": y,
@@ -596,9 +620,10 @@ def _streams_panel(
     layers: list[Spec] = [{**bands, "name": name}, dots("sent", sent, "sent"),
                           dots("acked", acked, "acknowledged")]  # fmt: skip
     if lost:
+        crosses = [{"t": _r(t), "v": o, "lv": 0} for t, o in sorted(lost)]
         layers.append(
-            {"data": {"values": [{"t": _r(t), "v": o, "lv": 0} for t, o in sorted(lost)]},
-             "transform": in_view,
+            {"data": {"values": crosses},
+             "transform": [] if static else _view_filter(index, crosses),
              "mark": {"type": "point", "shape": "cross", "filled": True, "size": 60,
                       "color": STREAM_COLOURS["lost"], "clip": True},
              "encoding": {"x": x, "y": y,
@@ -618,7 +643,7 @@ def _streams_panel(
             ts, vs = [*ts, end], [*vs, vs[-1]]
         rows = _rows_in_view(ts, vs, points=points, end=end, static=static, step=True)
         layers.append(
-            {"data": {"values": rows}, "transform": step_view,
+            {"data": {"values": rows}, "transform": [] if static else _view_filter(index, rows),
              "mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.6,
                       "strokeDash": dash, "color": STREAM_COLOURS[kind], "clip": True},
              "encoding": {"x": x, "y": y,
@@ -700,6 +725,7 @@ def axis_top(series: ConnectionSeries, panel: int) -> tuple[float | None, str]:
     the largest RTT sample (both are made of samples; above them is a value from before the
     first sample, such as the 333 ms initial RTT of RFC 9002 section 6.2.2). Hover shows the
     value itself."""
+
     def peak(column: str) -> float:
         return max(series.lines[column][1], default=0.0) if column in series.lines else 0.0
 
@@ -728,7 +754,8 @@ def _rectangle_zoom(panels: list[Spec], index: int) -> list[Spec]:
             y = layer.get("encoding", {}).get("y")
             if isinstance(y, dict) and y.get("type") == "quantitative" and "field" in y:
                 layer["encoding"]["y"] = {
-                    **y, "scale": {**y.get("scale", {}), "domainRaw": {"expr": name}}
+                    **y,
+                    "scale": {**y.get("scale", {}), "domainRaw": {"expr": name}},
                 }
                 numeric = True
         if numeric:
@@ -761,24 +788,29 @@ def connection_spec(
         has_samples = i == 1 and bool(series.rtt_samples[0])
         if not columns and not has_samples:
             continue
-        layers = [{**_bands_layer(series, states, columns=band_columns), "name": f"c{index}p{i}"}]
+        layers = [{**_bands_layer(series, states, columns=band_columns, index=index),
+                   "name": f"c{index}p{i}"}]  # fmt: skip
         if has_samples:
             layers.append(_samples_layer(series, points=points, index=index, static=static))
         if columns:
             layers += _lines_layers(
                 series, columns, metrics, points=points, index=index, static=static
             )
-        y = {"field": "y", "type": "quantitative", "title": None,
+        top, note = axis_top(series, i)
+        # a value above the axis is drawn at its top (``y``, set here); hover shows ``v``
+        y: Spec = {"field": "v" if top is None else "y", "type": "quantitative", "title": None,
              "axis": {"format": "~s" if i != 1 else ",~r"}}  # fmt: skip
+        if i == 1:  # RTTs: the axis spans the values (from zero, 36 ms of jitter is a line)
+            y["scale"] = {"zero": False}
         if static and not panels:  # the first panel names its bands (no hover on paper)
             layers.append(_band_labels(series, end=end, name=f"c{index}labels"))
-        top, note = axis_top(series, i)
         for layer in layers[1:]:
             if str(layer.get("name", "")).endswith("labels"):
                 continue
             layer["encoding"]["y"] = y
-            shown_as = "datum.v" if top is None else f"min(datum.v, {_r(top)})"
-            layer["transform"] = [{"calculate": shown_as, "as": "y"}, *layer.get("transform", [])]
+            if top is not None:
+                layer["data"] = {"values": [{**r, "y": min(r["v"], _r(top))}
+                                            for r in layer["data"]["values"]]}  # fmt: skip
         panels.append(
             {
                 "width": PLOT_WIDTH,
@@ -795,7 +827,8 @@ def connection_spec(
                 "title": {"text": "this trace logs no congestion window, RTT or pacing rate",
                           "fontSize": 12, "fontWeight": "normal"},
                 "layer": [
-                    {**_bands_layer(series, states, columns=band_columns), "name": f"c{index}pn"}
+                    {**_bands_layer(series, states, columns=band_columns, index=index),
+                     "name": f"c{index}pn"}
                 ],
                 "encoding": {"x": _x(None, (0.0, end))},
             }
@@ -815,7 +848,7 @@ def connection_spec(
         panels.append(
             _streams_panel(
                 series.packets.streams,
-                bands=_bands_layer(series, states, columns=band_columns),
+                bands=_bands_layer(series, states, columns=band_columns, index=index),
                 name=f"c{index}ps",
                 index=index,
                 end=end,
@@ -826,13 +859,18 @@ def connection_spec(
     panels.append(
         _events_panel(series, name=f"c{index}pe", end=end, states=states, columns=band_columns)
     )
+    for panel in panels:  # a layer with nothing to draw costs the page a dataflow all the same
+        panel["layer"] = [panel["layer"][0]] + [
+            layer for layer in panel["layer"][1:] if layer.get("data", {}).get("values") != []
+        ]
     views = [p["layer"][0]["name"] for p in panels]
     params: list[Spec] = [
         {"name": f"zoom{index}", "select": {"type": "interval", "encodings": ["x"]},
          "bind": "scales", "views": views}
     ]  # fmt: skip
     if not static:
-        params += _rectangle_zoom(panels, index)
+        params += _view_signals(index, end) + _rectangle_zoom(panels, index)
+        panels.append(_overview(series, states=states, index=index, end=end))
     head = f"{series.trace} ({series.vantage})"
     title: Spec = {"text": ellipsize(head, 110)}
     if series.title:
@@ -847,6 +885,36 @@ def connection_spec(
         "resolve": {"scale": {"x": "independent", "fill": "shared", "stroke": "shared",
                               "strokeDash": "shared", "color": "shared", "shape": "shared"}},
     }  # fmt: skip
+
+
+#: height of the overview strip under a connection's panels, px
+OVERVIEW_HEIGHT: Final[int] = 26
+
+
+def _overview(series: ConnectionSeries, *, states: Sequence[str], index: int, end: float) -> Spec:
+    """The brush overview: the whole connection's state bands in a thin strip (never zoomed),
+    the range the panels show drawn over it (it follows every zoom and pan), and a drag along
+    it zooms the panels to the dragged range (the page's script, on the layer named
+    ``c<index>ov``)."""
+    # the panels' band rows (one dataset in the page), at their coarsest level: whole trace
+    bands = _bands_layer(series, states, index=index)
+    if "transform" in bands:
+        bands["transform"] = [{"filter": "datum.lv == 0"}]
+    window = {  # its row's t only satisfies the panel's time encoding; lo, hi are the view's
+        "data": {"values": [{"t": 0}]},
+        "mark": {"type": "rect", "fill": "#1d2330", "fillOpacity": 0.12, "stroke": "#1d2330",
+                 "strokeWidth": 1.5},
+        "encoding": {"x": {"datum": {"expr": f"lo{index}"}, "type": "quantitative"},
+                     "x2": {"datum": {"expr": f"hi{index}"}}},
+    }  # fmt: skip
+    return {
+        "width": PLOT_WIDTH,
+        "height": OVERVIEW_HEIGHT,
+        "title": {"text": "overview: the range shown above (drag here to choose it)",
+                  "fontSize": 12, "fontWeight": "normal"},
+        "layer": [{**bands, "name": f"c{index}ov"}, window],
+        "encoding": {"x": {**_x(None, (0.0, end)), "axis": None}},
+    }
 
 
 def _share_data(spec: Spec) -> Spec:
@@ -885,9 +953,7 @@ def connections_spec(
     return _share_data(_connections_spec(series, points=points, static=static))
 
 
-def _connections_spec(
-    series: Sequence[ConnectionSeries], *, points: int, static: bool
-) -> Spec:
+def _connections_spec(series: Sequence[ConnectionSeries], *, points: int, static: bool) -> Spec:
     if len(series) == 1:
         return {**connection_spec(series[0], points=points, static=static), "config": CONFIG}
     states = list(dict.fromkeys(st for s in series for st in s.states))
@@ -987,8 +1053,8 @@ def time_in_state_spec(bars: Sequence[Bar], *, names: tuple[str, str]) -> Spec:
     height = max(34 * len(bars), 40)
     y = {"field": "label", "type": "nominal", "sort": order, "title": None,
          "axis": {"labelFontSize": 12, "labelLimit": 220}}  # fmt: skip
-    x = {"field": "v", "type": "quantitative", "scale": {"domain": [0, 1]},
-         "axis": {"format": "%"}, "title": "mean of per-trace time shares (95% CI)"}  # fmt: skip
+    x = {"field": "v", "type": "quantitative", "scale": {"domain": [0, 1]}, "axis": {"format": "%"},
+         "title": "% of time: mean of per-trace shares (95% CI)"}  # fmt: skip
     offset = {"field": "group", "type": "nominal", "sort": list(names)}
     bars_view = {
         "width": 520,
@@ -1007,8 +1073,12 @@ def time_in_state_spec(bars: Sequence[Bar], *, names: tuple[str, str]) -> Spec:
         ],
     }  # fmt: skip
     notes = _notes_column([(b.label, b.note, b.significant) for b in bars], order, height)
-    return {"hconcat": [bars_view, notes], "spacing": 40, "padding": REPORT_PADDING,
-            "config": CONFIG}
+    return {
+        "hconcat": [bars_view, notes],
+        "spacing": 40,
+        "padding": REPORT_PADDING,
+        "config": CONFIG,
+    }
 
 
 #: lowest value of the dwell-time axis (ms)
@@ -1056,8 +1126,7 @@ def dwell_spec(boxes: Sequence[Box], *, names: tuple[str, str]) -> Spec | None:
         ],
     }  # fmt: skip
     notes = _notes_column([(b.label, b.note, b.significant) for b in boxes], order, height)
-    return {"hconcat": [view, notes], "spacing": 40, "padding": REPORT_PADDING,
-            "config": CONFIG}
+    return {"hconcat": [view, notes], "spacing": 40, "padding": REPORT_PADDING, "config": CONFIG}
 
 
 def traces_spec(traces: Sequence[tuple[str, str, Series]]) -> Spec:
@@ -1214,6 +1283,17 @@ def to_svg(spec: Spec, *, css_class: str = "chart") -> str:
     return svg.replace("<svg ", f'<svg class="{esc(css_class)}" ', 1)
 
 
+def to_vega(spec: Spec) -> Spec:
+    """The Vega specification the Vega-Lite ``spec`` compiles to: an interactive page ships
+    this, so the browser does not compile it at every load and redraw (a fifth to a third of
+    a connection's drawing time)."""
+    try:
+        out: Spec = _vl_convert().vegalite_to_vega(spec)
+    except ValueError as exc:
+        raise QuicsmError(f"the chart could not be drawn: {exc}") from None
+    return out
+
+
 def to_png(spec: Spec, *, scale: float = 2.0) -> bytes:
     """The chart as PNG, ``scale`` pixels per chart unit."""
     try:
@@ -1313,6 +1393,7 @@ function draw(width, vertical) {
   var spec = JSON.parse(source), made = Number(chart.dataset.width || 0), space = room();
   if (made && width > 200) fit(spec, made, width);
   var run = ++drawn;
+  document.body.dataset.embedMs = String(Math.round(performance.now()));
   function patch(vg) {
     if (vertical) {
       vg.config = vg.config || {};
@@ -1322,7 +1403,8 @@ function draw(width, vertical) {
     }
     return vg;
   }
-  return vegaEmbed('#chart', spec, {renderer: 'svg', actions: false, ast: true, patch: patch})
+  return vegaEmbed('#chart', spec, {renderer: 'svg', actions: false, ast: true, patch: patch,
+                                    tooltip: tooltip})
     .then(function (r) {
       if (run !== drawn) return;
       var excess = Math.ceil(chart.querySelector('svg').getBoundingClientRect().width - space);
@@ -1345,6 +1427,33 @@ function draw(width, vertical) {
       document.body.dataset.drawn = 'yes';
     });
 }
+// hover: a mark's tooltip is a constant list of [title, field, format] (the page's
+// specification, see interactive_page), filled in here from the hovered item's row only
+var tip = document.createElement('div');
+tip.style.cssText = 'position:fixed;pointer-events:none;background:#fff;border:1px solid #999;' +
+  'border-radius:4px;padding:4px 8px;font:13px/1.4 sans-serif;white-space:pre;z-index:10;' +
+  'display:none';
+document.body.appendChild(tip);
+function shown(v, format) {
+  if (typeof v !== 'number') return String(v);
+  if (format === ',.4~r') return v.toLocaleString('en', {maximumSignificantDigits: 4});
+  return v.toLocaleString('en', {maximumFractionDigits: 3});
+}
+function tooltip(handler, event, item, value) {
+  var fields = null;
+  try { fields = typeof value === 'string' && value[0] === '[' ? JSON.parse(value) : null; }
+  catch (e) { fields = null; }
+  if (!item || !item.datum || value == null || value === '') { tip.style.display = 'none'; return; }
+  var lines = fields ? fields.filter(function (f) {
+    var v = item.datum[f[1]]; return v !== undefined && v !== null && v !== '';
+  }).map(function (f) { return f[0] + ': ' + shown(item.datum[f[1]], f[2]); }) : [String(value)];
+  tip.textContent = lines.join('\n');
+  tip.style.display = 'block';
+  var x = event.clientX + 14, y = event.clientY + 14, w = tip.offsetWidth, h = tip.offsetHeight;
+  if (x + w > window.innerWidth) x = Math.max(0, event.clientX - w - 8);
+  if (y + h > window.innerHeight) y = Math.max(0, event.clientY - h - 8);
+  tip.style.left = x + 'px'; tip.style.top = y + 'px';
+}
 function first() {
   // legends side by side need about this much room; below it they stack from the start
   var space = room();
@@ -1356,9 +1465,15 @@ function first() {
 function groups(item, x, y, out) {
   (item.items || []).forEach(function (child) {
     var cx = x + (child.x || 0), cy = y + (child.y || 0);
-    if (child.mark && child.mark.marktype === 'group' && /^concat_.*_group$/.test(child.mark.name))
+    var mark = child.mark;
+    if (mark && mark.marktype === 'group' && /^concat_.*_group$/.test(mark.name)) {
+      var ov = (child.items || []).filter(function (m) {
+        return m.name && /^c\d+ov_marks$/.test(m.name); })[0];
+      var nums = child.mark.name.match(/\d+/g).map(Number);
       out.push({name: child.mark.name.replace(/_group$/, ''), x: cx, y: cy,
-                width: child.width, height: child.height});
+                width: child.width, height: child.height,
+                overview: !!ov, conn: ov ? Number(ov.name.match(/\d+/)[0]) : nums[0]});
+    }
     if (child.items) groups(child, child.mark && child.mark.marktype === 'group' ? cx : x,
                             child.mark && child.mark.marktype === 'group' ? cy : y, out);
   });
@@ -1375,13 +1490,34 @@ function rectangle(view) {
     return [e.clientX - r.left - pad.left - o[0], e.clientY - r.top - pad.top - o[1]];
   }
   function begin(e) {
-    if (!e.shiftKey || !svg.contains(e.target)) return;
+    if (!svg.contains(e.target)) return;
+    if (!e.shiftKey) { overviewStart(e); return; }
     e.stopImmediatePropagation(); e.preventDefault();
     if (!start) start = {client: [e.clientX, e.clientY], at: at(e)};
   }
   window.addEventListener('pointerdown', begin, true);
   window.addEventListener('mousedown', begin, true);
+  var over = null;  // a drag along an overview strip: {group, conn, from}
+  function overviewStart(e) {
+    var p = at(e), g = groups(view.scenegraph().root, 0, 0, []).filter(function (g) {
+      return g.overview && p[0] >= g.x && p[0] <= g.x + g.width && p[1] >= g.y &&
+        p[1] <= g.y + g.height;
+    })[0];
+    if (!g) return;
+    e.stopImmediatePropagation(); e.preventDefault();
+    over = {group: g, from: p[0]};
+  }
+  function overviewTo(e) {
+    var g = over.group, xs = view.scale(g.name + '_x'), p = at(e);
+    if (Math.abs(p[0] - over.from) < 3) return;
+    var t = [xs.invert(over.from - g.x), xs.invert(p[0] - g.x)].sort(function (a, b) {
+      return a - b; });
+    var d = xs.domain();
+    view.signal('zoom' + g.conn + '_start', [Math.max(t[0], d[0]), Math.min(t[1], d[1])]);
+    view.runAsync();
+  }
   window.addEventListener('pointermove', function (e) {
+    if (over) { e.stopImmediatePropagation(); overviewTo(e); return; }
     if (!start) return;
     e.stopImmediatePropagation();
     var c = chart.getBoundingClientRect();
@@ -1392,6 +1528,7 @@ function rectangle(view) {
     box.style.height = Math.abs(e.clientY - start.client[1]) + 'px';
   }, true);
   window.addEventListener('pointerup', function (e) {
+    if (over) { e.stopImmediatePropagation(); overviewTo(e); over = null; return; }
     if (!start) return;
     var a = start.at, b = at(e);
     start = null; box.style.display = 'none';
@@ -1434,6 +1571,7 @@ unpack('lib').then(function (code) {
   var script = document.createElement('script');
   script.textContent = code;
   document.head.appendChild(script);
+  document.body.dataset.libMs = String(Math.round(performance.now()));
   return unpack('spec');
 }).then(function (text) { source = text; return first(); })
   .catch(function (e) { document.body.dataset.drawn = 'failed'; console.error(String(e)); });
@@ -1468,6 +1606,7 @@ def interactive_page(
     of the specification that is this wide takes the page's width instead (less
     ``fit_margin`` px for axes and legends), redrawn when the window is resized."""
     bundle = _bundle()
+    spec = _for_page(spec)
     csp = (
         f"default-src 'none'; script-src {_hash(bundle)} {_hash(_EMBED)}; "
         "style-src 'unsafe-inline'; img-src data:"
@@ -1475,7 +1614,7 @@ def interactive_page(
     fit = ""
     if fit_width is not None:
         fit = f' data-width="{fit_width}" data-margin="{fit_margin}"'
-    text = json.dumps(spec, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    text = json.dumps(to_vega(spec), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
@@ -1488,6 +1627,36 @@ def interactive_page(
         f'<script type="application/gzip" id="lib">{_packed_bundle()}</script>'
         f"<script>{_EMBED}</script></body></html>\n"
     )
+
+
+#: the interactive page's drawing settings: no invalid-value filter (the rows are numbers
+#: already), no per-mark ARIA description (a formatted sentence per dot, thousands of them: the
+#: page's text and tables say what the chart shows)
+_PAGE_CONFIG: Final[Spec] = {"aria": False, "mark": {"invalid": None}}
+
+
+def _for_page(spec: Spec) -> Spec:
+    """``spec`` as an interactive page draws it fast: :data:`_PAGE_CONFIG`, and each tooltip a
+    constant (its fields' titles, names and formats, as JSON) that the page fills in from the
+    hovered row, instead of an expression evaluated for every mark at every draw."""
+
+    def visit(node: Any) -> Any:
+        if isinstance(node, list):
+            return [visit(n) for n in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: (v if k in ("data", "datasets", "values") else visit(v))
+               for k, v in node.items()}  # fmt: skip
+        tip = out.get("tooltip")
+        if isinstance(tip, list) and all(isinstance(f, dict) and "field" in f for f in tip):
+            fields = [[f.get("title", f["field"]), f["field"], f.get("format", "")] for f in tip]
+            out["tooltip"] = {"value": json.dumps(fields, separators=(",", ":"))}
+        return out
+
+    config = dict(spec.get("config", {}))
+    for key, value in _PAGE_CONFIG.items():
+        config[key] = {**config.get(key, {}), **value} if isinstance(value, dict) else value
+    return {**visit(spec), "config": config}
 
 
 def _compact(png: bytes) -> bytes:
@@ -1614,7 +1783,8 @@ def connection_page(series: Sequence[ConnectionSeries], *, points: int = COLUMNS
         head.append(
             '<ol class="quiet">'
             + "".join(
-                f"<li><b>{esc(name)}</b>" + (f" ({esc(s.title)})" if s.title else "")
+                f"<li><b>{esc(name)}</b>"
+                + (f" ({esc(s.title)})" if s.title else "")
                 + f": {esc(_summary(s))}</li>"
                 for name, s in zip(names, series, strict=True)
             )
@@ -1623,7 +1793,8 @@ def connection_page(series: Sequence[ConnectionSeries], *, points: int = COLUMNS
     head.append(
         '<p class="quiet">Wheel over a panel zooms the time axis of every panel of its '
         "connection (the y axes refit to what is in view), drag pans, shift-drag zooms to a "
-        "rectangle (its time range, and its value range on that panel), double-click resets; "
+        "rectangle (its time range, and its value range on that panel), a drag along the overview "
+        "strip under the panels chooses the range shown (the strip marks it), double-click resets; "
         "hover a band, line or mark for its values, click a loss mark for the event as logged. "
         "Share of time: the time a state lasts over "
         "the connection's time, from its first event to its last.</p>"

@@ -287,32 +287,80 @@ def pixel_bands(
     merge. Unchanged when there are no more bands than columns."""
     if len(bands) <= columns or end <= 0:
         return list(bands)
-    width = end / columns
-    cover: list[dict[str, float]] = [{} for _ in range(columns)]
-    for start, stop, state in bands:
-        if stop <= start:
-            continue
-        first = max(int(start / width), 0)
-        last = min(int(stop / width), columns - 1)
-        for c in range(first, last + 1):
-            overlap = min(stop, (c + 1) * width) - max(start, c * width)
-            if overlap > 0:
-                cover[c][state] = cover[c].get(state, 0.0) + overlap
-    out: list[tuple[float, float, str]] = []
-    for c, states in enumerate(cover):
-        if not states:
-            continue
-        state = max(sorted(states), key=lambda s: states[s])  # ties: the first name
-        lo, hi = c * width, min((c + 1) * width, end)
-        if out and out[-1][2] == state and out[-1][1] == lo:
-            out[-1] = (out[-1][0], hi, state)
-        else:
-            out.append((lo, hi, state))
-    return out
+    return merge_bands(bands, end=end, columns=columns)
 
 
 #: each level of :func:`zoom_levels` has this many times the columns of the one before
 LEVEL_FACTOR: Final[int] = 4
+
+
+def merge_bands(
+    bands: Sequence[tuple[float, float, str]], *, end: float, columns: int
+) -> list[tuple[float, float, str]]:
+    """``bands`` as ``columns`` pixel columns over [0, ``end``] show them: each column takes the
+    state that covers most of it, neighbouring columns of one state merge (columns no band
+    covers stay empty). One pass over ``bands`` (time order), whatever ``columns``: a band's
+    inner columns are its own without being visited."""
+    if end <= 0 or columns <= 0:
+        return [b for b in bands if b[1] > b[0]]
+    width = end / columns
+    out: list[tuple[float, float, str]] = []
+    column = -1  # the open column
+    cover: dict[str, float] = {}  # how long each state covers it
+
+    def put(lo: float, hi: float, state: str) -> None:
+        if out and out[-1][2] == state and out[-1][1] == lo:
+            out[-1] = (out[-1][0], hi, state)
+        else:
+            out.append((lo, hi, state))
+
+    def close() -> None:
+        if column >= 0 and cover:
+            state = max(sorted(cover), key=lambda s: cover[s])  # ties: the first name
+            put(column * width, min((column + 1) * width, end), state)
+
+    for start, stop, state in bands:
+        if stop <= start:
+            continue
+        first = min(max(int(start / width), 0), columns - 1)
+        last = min(max(int(stop / width), 0), columns - 1)
+        if first != column:
+            close()
+            column, cover = first, {}
+        if first == last:
+            cover[state] = cover.get(state, 0.0) + stop - start
+            continue
+        cover[state] = cover.get(state, 0.0) + (first + 1) * width - start
+        close()
+        if last > first + 1:  # whole columns of this band
+            put((first + 1) * width, last * width, state)
+        column, cover = last, {}
+        if stop > last * width:
+            cover[state] = stop - last * width
+    close()
+    return out
+
+
+#: the finest merged level of the bands (columns * 4**12): beyond it, the bands themselves
+MAX_BAND_LEVEL: Final[int] = 12
+
+
+def band_levels(
+    bands: Sequence[tuple[float, float, str]], *, end: float, columns: int
+) -> list[tuple[float, float, str, int]]:
+    """The state bands drawn at the resolution of the view, as :func:`zoom_levels` draws a
+    series: rows ``(start, end, state, level)``, level k merged over ``columns * 4**k``
+    columns (:func:`merge_bands`), the last level the bands themselves, reached once a level
+    merges none."""
+    exact = [b for b in bands if b[1] > b[0]]
+    rows: list[tuple[float, float, str, int]] = []
+    level, cols = 0, columns
+    while True:
+        merged = merge_bands(exact, end=end, columns=cols)
+        if len(merged) >= len(exact) or level >= MAX_BAND_LEVEL:
+            return rows + [(a, b, s, level) for a, b, s in exact]
+        rows += [(a, b, s, level) for a, b, s in merged]
+        level, cols = level + 1, cols * LEVEL_FACTOR
 
 
 def zoom_levels(

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import polars as pl
 
+from quicsm.compare.families.policy import PRIMARY_SHARE
 from quicsm.core.numbers import MISSING, change, format_p, ms, pct, pp
 from quicsm.core.version import __version__
+from quicsm.render.app_limited import BREAKDOWN_NOTE, BREAKDOWN_TITLE, breakdown_table
 from quicsm.render.findings import (
     change_text,
     evidence_sentence,
@@ -140,7 +142,19 @@ def to_dict(
         "invariants": inv,
         "presence": d.presence,
         "accounts": accounts_dict(accounts),
+        "app_limited": _app_limited_records(accounts),
     }
+
+
+def _app_limited_records(accounts: Sequence[pl.DataFrame | None]) -> list[dict[str, Any]]:
+    """Each group's ApplicationLimited time by cause
+    (:func:`quicsm.compare.app_limited.app_limited_breakdown`); empty without accounts."""
+    from quicsm.compare.app_limited import app_limited_breakdown
+
+    if all(a is None for a in accounts) or not accounts:
+        return []
+    frame = app_limited_breakdown(accounts)
+    return _records(frame, list(frame.columns))
 
 
 def to_json(
@@ -329,7 +343,7 @@ def verdict_line(d: DiffResult) -> str:
     (hp, rp), (he, re_) = counts["primary"], counts["exploratory"]
     text = (
         f"{hp} of {rp} primary tests (Holm) and {he} of {re_} exploratory tests "
-        f"(Benjamini-Hochberg) significant at α = {d.alpha:g}"
+        f"(Benjamini-Hochberg) significant at α = {d.alpha:g} (split between the families)"
     )
     if not hp and not he:
         return f"Nothing differs significantly: {text}."
@@ -398,8 +412,14 @@ def md_cell(s: str) -> str:
 
 
 def to_markdown(
-    d: DiffResult, *, heading: str = "##", explanations: Sequence[Explanation] = ()
+    d: DiffResult,
+    *,
+    heading: str = "##",
+    explanations: Sequence[Explanation] = (),
+    accounts: Sequence[pl.DataFrame | None] = (),
 ) -> str:
+    """The diff as Markdown; ``accounts`` (the groups' connection accounts, A's then B's) adds
+    the breakdown of ApplicationLimited time by cause."""
     out = [f"{heading} quicsm diff: {md_cell(d.names[1])} vs {md_cell(d.names[0])}", ""]
     out += [md_cell(header(d)), ""]
     out += [f"> **Caution:** {md_cell(c)}" for c in cautions(d)]
@@ -424,9 +444,26 @@ def to_markdown(
         out.append("| " + " | ".join(md_cell(h) for h in head) + " |")
         out.append("|" + "|".join("---" for _ in head) + "|")
         out += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
+    out += app_limited_markdown(accounts, d.names, heading=f"{heading}#")
     out += ["", f"{heading}# Invariants and presence", ""]
     out += [f"- {md_cell(s)}" for s in _presence_lines(d)]
     return "\n".join(out) + "\n"
+
+
+def app_limited_markdown(
+    accounts: Sequence[pl.DataFrame | None], names: tuple[str, str], *, heading: str
+) -> list[str]:
+    """The breakdown of ApplicationLimited time by cause as Markdown lines (a section whose
+    title has the ``heading`` level); none without accounts."""
+    head, rows = breakdown_table(accounts, names)
+    if not rows:
+        return []
+    out = ["", f"{heading} {BREAKDOWN_TITLE}", ""]
+    out.append("| " + " | ".join(md_cell(h) for h in head) + " |")
+    out.append("|---" + "|---:" * (len(head) - 1) + "|")
+    out += ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows]
+    out += ["", md_cell(BREAKDOWN_NOTE)]
+    return out
 
 
 def _presence_lines(d: DiffResult) -> list[str]:
@@ -503,9 +540,15 @@ def table_sections(
     return header(d), sections, _tables(d, short_names=True), _presence_lines(d)
 
 
-def to_table(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> str:
+def to_table(
+    d: DiffResult,
+    *,
+    explanations: Sequence[Explanation] = (),
+    accounts: Sequence[pl.DataFrame | None] = (),
+) -> str:
     """Plain fixed-width text: the group columns headed A and B (the first line says which is
-    which), prose wrapped at :data:`TABLE_WIDTH` columns."""
+    which), prose wrapped at :data:`TABLE_WIDTH` columns; ``accounts`` (the groups' connection
+    accounts) adds the breakdown of ApplicationLimited time by cause."""
     out = _wrapped(header(d), first="", rest="  ") + [""]
     for c in cautions(d):
         out += _wrapped(c, first="CAUTION: ", rest="  ")
@@ -525,7 +568,11 @@ def to_table(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> str:
         out += ["", "Caveats:"]
         for c in caveats:
             out += _wrapped(c, first="  - ", rest="    ")
-    for title, head, rows in _tables(d, short_names=True):
+    tables = _tables(d, short_names=True)
+    head, rows = breakdown_table(accounts, ("A", "B"))
+    if rows:
+        tables.append((BREAKDOWN_TITLE, head, rows))
+    for title, head, rows in tables:
         out += ["", title + ":"]
         if not rows:
             out.append("  (none)")
@@ -537,6 +584,8 @@ def to_table(d: DiffResult, *, explanations: Sequence[Explanation] = ()) -> str:
             out.append(
                 "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
             )
+        if title == BREAKDOWN_TITLE:
+            out += _wrapped(BREAKDOWN_NOTE, first="  ", rest="  ")
     out += ["", "Invariants and presence:"]
     for s in _presence_lines(d):
         out += _wrapped(s, first="  - ", rest="    ")
@@ -566,9 +615,9 @@ def plan_text(d: DiffResult, table: pl.DataFrame, *, effect: float | None = None
     intro = (
         f"Plan from the pilot A = {a} ({_traces(d.n_a)}), B = {b} ({_traces(d.n_b)}): traces "
         f"per group for 80% power to detect {target} at α = {d.alpha:g} (the K primary tests "
-        "at α/K, Holm; the m exploratory ones at α/m, a single discovery under "
-        "Benjamini-Hochberg), from the pilot's own variance; outcomes and transitions never "
-        "below what their exact test needs to reach that level."
+        f"at {PRIMARY_SHARE:g}α/K, Holm; the m exploratory ones at {1 - PRIMARY_SHARE:g}α/m, a "
+        "single discovery under Benjamini-Hochberg), from the pilot's own variance; outcomes "
+        "and transitions never below what their exact test needs to reach that level."
     )
     lines = [*textwrap.wrap(intro, width=100, subsequent_indent="  "), ""]
     head = ["family", "test of", "effect", "traces per group"]

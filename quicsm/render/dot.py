@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from quicsm.core.choices import RENDER_FORMATS as RENDER_FORMATS  # what render_dot produces
 from quicsm.core.errors import QuicsmError
-from quicsm.core.numbers import short_pct
+from quicsm.core.numbers import pct, short_pct
 from quicsm.render.colours import STATE_TINT, state_colour, tint
 from quicsm.render.escape import esc
 from quicsm.stats.descriptive import INITIAL, TERMINAL
@@ -81,20 +81,21 @@ def node_label(
     """The HTML-like label of a state node (see the module docstring); ``wrap``: a long state
     name breaks at its last word seam (``CongestionAvoidance-`` / ``Maxed``)."""
     name = esc(state)
-    if wrap and len(state) > WRAP_NAMES_OVER:
-        seams = [i for i in range(1, len(state)) if state[i].isupper()]
-        if seams:
-            cut = seams[-1]
-            name = f"{esc(state[:cut])}-<BR/>{esc(state[cut:])}"
+    if wrap and len(state) > WRAP_NAMES_OVER:  # at every word seam: the narrowest node
+        seams = [0, *(i for i in range(1, len(state)) if state[i].isupper()), len(state)]
+        name = "-<BR/>".join(esc(state[a:b]) for a, b in zip(seams, seams[1:], strict=False))
     if state_total is not None:
         lines = [
             f"state: {short_pct(state_total)} of time",
             f"node: {short_pct(visit_share)} of its visits",
         ]
+        if wrap:  # compact: the caption says which line is the state's, which the node's
+            lines = [f"{short_pct(state_total)} of time", f"{short_pct(visit_share)} of visits"]
     else:
         lines = [f"{short_pct(share)} of time" + (" in this node" if split else "")]
+    size = COMPACT_FONT if wrap else 11
     body = "<BR/>".join(
-        f'<FONT COLOR="{FRACTION_COLOR}" POINT-SIZE="11">{esc(line)}</FONT>' for line in lines
+        f'<FONT COLOR="{FRACTION_COLOR}" POINT-SIZE="{size}">{esc(line)}</FONT>' for line in lines
     )
     return f"<{name}<BR/>{body}>"
 
@@ -151,12 +152,44 @@ COMPACT_OVER: Final[int] = 12
 WRAP_NAMES_OVER: Final[int] = 16
 
 
+#: the text size of a compact drawing, points: every label (names, shares, probabilities,
+#: caption) at one size, and the drawing narrow enough that it is at least 12 px on a page
+#: about 1,000 px wide (tests/test_infer.py measures it)
+COMPACT_FONT: Final[int] = 12
+#: characters of a compact drawing's caption per line (it would otherwise set the width)
+COMPACT_CAPTION_CHARS: Final[int] = 90
+
+
+def _wrapped(text: str, chars: int) -> str:
+    """``text`` quoted for DOT, in lines (``\\n``) of at most ``chars`` characters."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= chars:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "\\n".join(_quote(line)[1:-1] for line in lines).join('""')
+
+
 def graph_header(caption: str, *, compact: bool = False) -> list[str]:
-    spacing = "nodesep=0.12, ranksep=0.3" if compact else "nodesep=0.35, ranksep=0.45"
+    """The graph, node and edge defaults. ``compact`` (a model of many nodes, as Synoptic's):
+    box nodes with little margin, close together, every text at :data:`COMPACT_FONT` and the
+    caption on several lines, so that the drawing stays narrow enough to read at page width
+    (an ellipse is about 1.4 times as wide as its text; the widest rank sets the width)."""
+    if compact:
+        return [
+            "digraph quicsm {",
+            f"  graph [fontname={_quote(FONT)}, fontsize={COMPACT_FONT}, labelloc=b, "
+            f"nodesep=0.05, ranksep=0.3, label={_wrapped(caption, COMPACT_CAPTION_CHARS)}];",
+            f"  node [fontname={_quote(FONT)}, fontsize={COMPACT_FONT}, shape=box, "
+            'margin="0.04,0.02"];',
+            f"  edge [fontname={_quote(FONT)}, fontsize={COMPACT_FONT}, "
+            f"fontcolor={PROBABILITY_COLOR}, arrowsize=0.7];",
+        ]
     return [
         "digraph quicsm {",
-        f"  graph [fontname={_quote(FONT)}, fontsize=11, labelloc=b, {spacing},"
-        f" label={_quote(caption)}];",
+        f"  graph [fontname={_quote(FONT)}, fontsize=11, labelloc=b, nodesep=0.35, "
+        f"ranksep=0.45, label={_quote(caption)}];",
         f'  node [fontname={_quote(FONT)}, fontsize=12, shape=ellipse, margin="0.12,0.04"];',
         f"  edge [fontname={_quote(FONT)}, fontsize=10, fontcolor={PROBABILITY_COLOR},"
         " arrowsize=0.7];",
@@ -278,14 +311,25 @@ def _node_width(state: str) -> float:
     return round(0.25 + 1.3 * per_char * chars, 2)  # an ellipse around a line of text
 
 
-def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]) -> list[str]:
+def shared_model_dots(
+    models: Sequence[Model | None],
+    *,
+    captions: Sequence[str],
+    shares: Sequence[Mapping[str, float] | None] | None = None,
+) -> list[str]:
     """DOT texts of several models (the groups of a comparison) with one common layout:
     every text holds the union of the nodes and edges, in the same order and with the same
     sizes (fixed-size nodes, equal-width edge labels), so Graphviz places every state at the
     same spot in each drawing. A state or transition a model lacks is drawn faint ("not
-    seen") or left invisible. ``None`` stands for a group without states."""
+    seen") or left invisible. ``None`` stands for a group without states.
+
+    ``shares``: per model, state -> the share of time to print on its nodes instead of the
+    model's pooled one (a page that states one definition of "% of time", such as the
+    report's mean of per-trace shares), with one decimal as the page's other numbers."""
     if len(captions) != len(models):
         raise QuicsmError("shared_model_dots needs one caption per model")
+    if shares is not None and len(shares) != len(models):
+        raise QuicsmError("shared_model_dots needs one map of shares per model")
     from quicsm.model.tables import label_rank
 
     per_model: list[tuple[dict[str, dict[str, Any]], dict[tuple[str, str], float]]] = []
@@ -318,7 +362,8 @@ def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]
         key=lambda e: (order.index(e[0]), order.index(e[1])),
     )
     out = []
-    for (nodes, edges), caption in zip(per_model, captions, strict=True):
+    for i, ((nodes, edges), caption) in enumerate(zip(per_model, captions, strict=True)):
+        given = None if shares is None else shares[i]
         lines = graph_header(caption)
         # compact: two of these drawings sit side by side in a report column, their text
         # still at least 9 px on screen (tests/test_report_browser.py)
@@ -339,6 +384,13 @@ def shared_model_dots(models: Sequence[Model | None], *, captions: Sequence[str]
                     f'label={label}, style=dashed, color="#bbbbbb", fontcolor="#999999", '
                     f"width={_node_width(state)}"
                 )
+            elif given is not None:  # the page's definition, the state's share on each node
+                line = f"{pct(given.get(state))} of time"
+                label = (
+                    f'<{esc(state)}<BR/><FONT COLOR="{FRACTION_COLOR}" '
+                    f'POINT-SIZE="{_SHARED_FONT}">{esc(line)}</FONT>>'
+                )
+                attrs = f"{node_attrs(state, label)}, width={_node_width(state)}"
             else:
                 label = node_label(
                     state,

@@ -15,11 +15,17 @@ from typing import Any
 import polars as pl
 
 from quicsm.compare.diff import FAMILIES, outcome_name
+from quicsm.compare.families.policy import PRIMARY_SHARE
 
 __all__ = [
     "TEST_WORDS",
     "length_caution",
-    "policy_sentence", "primary_words", "describe_tests", "used_tests"]
+    "policy_sentence",
+    "primary_words",
+    "describe_tests",
+    "used_tests",
+    "split_words",
+]
 
 #: every test a row can name, in words (a row whose test is missing here is a defect: see
 #: tests/test_report.py)
@@ -43,8 +49,7 @@ TEST_WORDS: dict[str, str] = {
         "the beta-binomial z within strata, combined with inverse-variance weights"
     ),
     "fisher (effective)": (
-        "Fisher's exact test on the effective counts (each group's counts over its design "
-        "effect)"
+        "Fisher's exact test on the effective counts (each group's counts over its design effect)"
     ),
     "fisher": "Fisher's exact test on the traces",
     "random effects": (
@@ -106,15 +111,28 @@ def primary_words(d: Any) -> list[str]:
     return out
 
 
+def split_words(alpha: float) -> str:
+    """How α is split between the two families, in words."""
+    first, rest = PRIMARY_SHARE * alpha, (1.0 - PRIMARY_SHARE) * alpha
+    return (
+        f"α = {alpha:g} split between the families ({first:g} primary, {rest:g} exploratory: "
+        "anything significant is a false positive with probability at most α); p-values "
+        "adjusted within their family and for its share of α"
+    )
+
+
 def policy_sentence(d: Any) -> str:
     """The error-control policy of one comparison, from the families it used."""
     words = primary_words(d)
     if not words:
-        return "no primary test; every test exploratory, under Benjamini-Hochberg"
+        return (
+            "no primary test; every test exploratory, under Benjamini-Hochberg at "
+            f"{(1.0 - PRIMARY_SHARE) * d.alpha:g} ({split_words(d.alpha)})"
+        )
     return (
         f"primary tests ({', '.join(words)}) under Holm, leaving out tests that cannot reach "
         "significance with these traces (Tarone); every other test exploratory, under "
-        "Benjamini-Hochberg"
+        f"Benjamini-Hochberg; {split_words(d.alpha)}"
     )
 
 

@@ -20,7 +20,7 @@ from quicsm.render.findings import change_text, evidence_short, scope_text, why_
 from quicsm.render.test_words import describe_tests, policy_sentence
 from quicsm.report.methods import methods_items
 from quicsm.report.page import byline, heading
-from quicsm.report.sections import ComparisonView, loss_rows
+from quicsm.report.sections import SHARE_OF_TIME, ComparisonView, loss_rows
 
 _CSS = """
 :root { --ink:#1d2330; --muted:#5b6475; --rule:#dde2ea; --a:#4e79a7; --b:#f28e2b; }
@@ -187,6 +187,7 @@ def _summary(view: ComparisonView, *, alpha: float) -> str:
             "logs no such event is counted alike); “not logged”: no trace of the group logs "
             "that event and its packets cannot tell, so its count says nothing.</p>"
         )
+    parts += _app_limited_html(view)
     caveats = caveat_lines(r)
     if caveats:
         parts.append("<h4>Caveats</h4><ul>")
@@ -227,9 +228,7 @@ def verdict_lines(view: ComparisonView, *, alpha: float) -> list[tuple[str, str]
 def _verdict(view: ComparisonView, *, alpha: float) -> str:
     return (
         '<div class="verdict">'
-        + "".join(
-            f"<p><b>{esc(k)}:</b> {esc(v)}</p>" for k, v in verdict_lines(view, alpha=alpha)
-        )
+        + "".join(f"<p><b>{esc(k)}:</b> {esc(v)}</p>" for k, v in verdict_lines(view, alpha=alpha))
         + "</div>"
     )
 
@@ -241,8 +240,8 @@ def _fsms(view: ComparisonView) -> str:
         drawing = dot.inline_svg(group.fsm_dot) if group.fsm_dot else "<p>No states.</p>"
         figs.append(
             f"<figure>{drawing}<figcaption><b>{esc(group.name)}</b> "
-            f"({_plural(group.n_traces, 'trace')}): observed model; share of time pooled over "
-            "the group's traces (total time in the state / total time) in red, transition "
+            f"({_plural(group.n_traces, 'trace')}): observed model; % of time in red (as "
+            "everywhere on this page: the mean of per-trace shares), transition "
             "probabilities in black; both groups are drawn on one layout, so a state sits at the "
             "same spot in each (dashed: not seen in this group)</figcaption></figure>"
         )
@@ -352,8 +351,7 @@ def _time_in_state(view: ComparisonView) -> str:
     dwell = charts.dwell_spec(boxes, names=r.names)
     return (
         charts.to_svg(charts.time_in_state_spec(bars, names=r.names))
-        + '<p class="quiet">Mean of per-trace time shares (each trace counts once; not the '
-        "pooled share of the state machines above) with 95% confidence intervals; ranked by "
+        + f'<p class="quiet">{esc(SHARE_OF_TIME)}; with 95% confidence intervals; ranked by '
         "the size of the difference; the test of each row is in the tables of the diff.</p>"
         + (charts.to_svg(dwell) if dwell is not None else "<p>No dwell times.</p>")
         + '<p class="quiet">Dwell time of each visit: whiskers p10–p90, box p25–p75, line '
@@ -449,3 +447,34 @@ def _methods(
         f"<ul>{lis}</ul><details><summary>Input files ({len(set(files))})</summary>"
         f'<ul class="files">{file_list}</ul></details></div>'
     )
+
+
+def _app_limited_html(view: ComparisonView) -> list[str]:
+    """The breakdown of each group's ApplicationLimited time by cause (a table and what it
+    says); none when the groups have no connection account."""
+    from quicsm.render.app_limited import (
+        BREAKDOWN_NOTE,
+        BREAKDOWN_TITLE,
+        breakdown_table,
+        group_accounts,
+    )
+
+    comp = view.comparison
+    header, rows = breakdown_table(group_accounts((comp.a, comp.b)), view.result.names)
+    if not rows:
+        return []
+    return [
+        f"<h4>{esc(BREAKDOWN_TITLE)}</h4>",
+        '<table class="app-limited"><tr>'
+        + "".join(f"<th>{esc(h)}</th>" for h in header)
+        + "</tr>"
+        + "".join(
+            "<tr>"
+            + f"<td>{esc(r[0])}</td>"
+            + "".join(f'<td class="num">{esc(c)}</td>' for c in r[1:])
+            + "</tr>"
+            for r in rows
+        )
+        + "</table>",
+        f'<p class="quiet">{esc(BREAKDOWN_NOTE)}</p>',
+    ]

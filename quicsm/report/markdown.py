@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from quicsm.render.diff_format import md_cell, to_markdown
+from quicsm.render.app_limited import group_accounts
+from quicsm.render.diff_format import app_limited_markdown, md_cell, to_markdown
 from quicsm.report.methods import methods_items
 from quicsm.report.page import byline, heading
 from quicsm.report.sections import ComparisonView, loss_rows
@@ -32,6 +33,10 @@ def render_markdown(
             out.append("| " + " | ".join(md_cell(h) for h in header) + " |")
             out.append("|---" + "|---:" * (len(header) - 1) + "|")
             out += ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows]
+        comp = view.comparison
+        out += app_limited_markdown(
+            group_accounts((comp.a, comp.b)), view.result.names, heading="###"
+        )
         out += ["", "### Representative traces", ""]
         where = f"both from {md_cell(view.stratum)}, " if view.stratum is not None else ""
         out.append(

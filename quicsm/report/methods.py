@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from quicsm.core.version import __version__
-from quicsm.render.test_words import describe_tests, primary_words
+from quicsm.render.test_words import describe_tests, primary_words, split_words
 from quicsm.stats import significance as sig
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def methods_items(
             "Error control",
             f"primary family: {', '.join(primary) or 'none'}, under Holm, leaving out tests "
             "that cannot reach significance with these traces (Tarone); every other test "
-            "exploratory, under Benjamini-Hochberg; every "
+            f"exploratory, under Benjamini-Hochberg; {split_words(alpha)}; every "
             "p-value quoted is adjusted within its family (and labelled so); significant when "
             f"the adjusted p < α = {alpha:g}; every row that is not significant carries its "
             "minimum detectable effect (power 0.8); no test when a group "

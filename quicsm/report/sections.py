@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import polars as pl
@@ -42,6 +42,14 @@ _PREFERRED_AXES = (
     "parallel",
     "device",
     "scenario",
+)
+
+
+#: the report's one definition of "% of time", named in its captions and used by every number
+#: and drawing of a state's share on the page (the diagrams, the time-in-state chart, the verdict)
+SHARE_OF_TIME: Final[str] = (
+    "% of time: the mean over the group's traces of each trace's share of its time in the state "
+    "(each trace counts once, as the test of the difference does)"
 )
 
 
@@ -136,7 +144,13 @@ def build_views(
         comp, result = done.comparison, done.result
         stratum = _stratum(comp, done.explanations)
         # both groups on one layout: a state sits at the same spot in each drawing
-        shared = shared_model_dots(list(pair), captions=["", ""])
+        # the page's one "% of time" (SHARE_OF_TIME): the mean of per-trace shares, as the
+        # time-in-state chart and its test, not the model's pooled share
+        shares = [
+            {st: v for st, v in result.states.select("state", col).iter_rows() if v is not None}
+            for col in ("a_fraction", "b_fraction")
+        ]
+        shared = shared_model_dots(list(pair), captions=["", ""], shares=shares)
         dots = tuple("" if m is None else d for m, d in zip(pair, shared, strict=True))
         ga = _group_view(comp, comp.a, dots[0], stratum)
         gb = _group_view(comp, comp.b, dots[1], stratum)

@@ -4,6 +4,11 @@
 //
 //	quicsm-quicgo server --listen HOST:PORT --qlog-dir DIR
 //	quicsm-quicgo client --connect HOST:PORT --objects N --object-size BYTES --qlog-dir DIR [--parallel P]
+//	                     [--read-mbit R --read-interval-ms I]
+//
+// With --read-mbit the client is a slow receiving application (the lab's phone profile): it
+// reads each response in bursts, every I ms as much as R Mbit/s allows since the response
+// began, so quic-go returns flow-control credit (MAX_STREAM_DATA, MAX_DATA) only as it reads.
 package main
 
 import (
@@ -174,12 +179,18 @@ func runClient(args []string) error {
 	parallel := fs.Int("parallel", 1, "concurrent requests")
 	qlogDir := fs.String("qlog-dir", "qlog", "directory for qlog files")
 	timeout := fs.Duration("timeout", 120*time.Second, "give up after this long")
+	readMbit := fs.Float64("read-mbit", 0, "read each response at most this fast, Mbit/s (0: at once)")
+	readEveryMS := fs.Float64("read-interval-ms", 20, "with --read-mbit: read a burst this often, ms")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *objects < 1 || *size < 0 || *parallel < 1 {
 		return errors.New("--objects and --parallel must be >= 1 and --object-size >= 0")
 	}
+	if *readMbit < 0 || *readEveryMS <= 0 {
+		return errors.New("--read-mbit must be >= 0 and --read-interval-ms > 0")
+	}
+	reader = pacedReader{bytesPerSec: *readMbit * 1e6 / 8, every: time.Duration(*readEveryMS * float64(time.Millisecond))}
 	qconf, err := quicConfig(*qlogDir)
 	if err != nil {
 		return err
@@ -254,7 +265,7 @@ func fetchOne(client *http.Client, url string, size int64) (int64, error) {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	n, err := io.Copy(io.Discard, resp.Body)
+	n, err := reader.drain(resp.Body)
 	if err != nil {
 		return n, err
 	}
@@ -265,4 +276,38 @@ func fetchOne(client *http.Client, url string, size int64) (int64, error) {
 		return n, fmt.Errorf("GET %s: got %d bytes, expected %d", url, n, size)
 	}
 	return n, nil
+}
+
+// pacedReader is the receiving application: bytesPerSec 0 reads everything at once.
+type pacedReader struct {
+	bytesPerSec float64
+	every       time.Duration
+}
+
+var reader pacedReader
+
+// drain reads body to its end. A paced reader wakes every p.every and reads until it has read
+// what bytesPerSec allows since the first wake-up (blocking, as any reader, when the data is not
+// there yet), then sleeps to the next wake-up; unread data waits in quic-go's stream buffer.
+func (p pacedReader) drain(body io.Reader) (int64, error) {
+	if p.bytesPerSec <= 0 {
+		return io.Copy(io.Discard, body)
+	}
+	buf := make([]byte, 64<<10)
+	var n int64
+	start := time.Now()
+	for tick := 1; ; tick++ {
+		allowed := int64(p.bytesPerSec * (time.Duration(tick) * p.every).Seconds())
+		for n < allowed {
+			k, err := body.Read(buf[:min(int64(len(buf)), allowed-n)])
+			n += int64(k)
+			if errors.Is(err, io.EOF) {
+				return n, nil
+			}
+			if err != nil {
+				return n, err
+			}
+		}
+		time.Sleep(time.Until(start.Add(time.Duration(tick) * p.every)))
+	}
 }

@@ -16,6 +16,16 @@ FAMILIES = ("outcomes", "states", "sources", "edges", "dwell", "invariants")
 
 DEFAULT_PRIMARY = ("outcomes", "states")
 
+#: the share of α spent on the primary family; the exploratory family gets the rest, so that
+#: "anything significant" (either family) stays within α (Bonferroni over the two families)
+PRIMARY_SHARE = 0.8
+
+
+def levels(alpha: float) -> dict[str, float]:
+    """The level each family is tested at: ``PRIMARY_SHARE`` of α for the primary family,
+    the rest for the exploratory one (their sum is α, the level of the whole verdict)."""
+    return {"primary": PRIMARY_SHARE * alpha, "exploratory": (1.0 - PRIMARY_SHARE) * alpha}
+
 
 def _subjects(name: str, r: Mapping[str, Any]) -> set[str]:
     """The names a row answers to in a ``--primary`` item ``FAMILY:SUBJECT``."""
@@ -122,8 +132,7 @@ def is_primary(name: str, r: Mapping[str, Any], primary: Sequence[str]) -> bool:
     for item in primary:
         family, _, subject = item.partition(":")
         if family == name and (
-            not subject
-            or _squash(subject) in {_squash(x) for x in _subjects(name, r)}
+            not subject or _squash(subject) in {_squash(x) for x in _subjects(name, r)}
         ):
             return True
     return False
@@ -132,22 +141,35 @@ def is_primary(name: str, r: Mapping[str, Any], primary: Sequence[str]) -> bool:
 def adjust(
     families: Mapping[str, list[dict[str, Any]]], *, alpha: float, primary: Sequence[str]
 ) -> tuple[int, int]:
-    """Two families: the primary tests under Holm, the exploratory ones under
-    Benjamini-Hochberg, each over the tests that could reach significance (Tarone's rule for
-    discrete tests; for BH, Gilbert's). Rows sharing a ``hypothesis`` key are one test seen
-    twice (the two exits of a source with two exits): they count once. Sets every row's
-    ``family``, ``p_value`` (adjusted within its family), ``significant`` and ``mde``; returns
-    the sizes of the two families."""
+    """Two families, α split between them (:func:`levels`): the primary tests under Holm at
+    ``PRIMARY_SHARE`` of α, the exploratory ones under Benjamini-Hochberg at the rest, each over
+    the tests that could reach significance at its level (Tarone's rule for discrete tests;
+    for BH, Gilbert's). Anything significant in either family is then a false positive with
+    probability at most α. Rows sharing a ``hypothesis`` key are one test seen twice (the two
+    exits of a source with two exits): they count once. Sets every row's ``family``,
+    ``p_value`` (adjusted within its family and for its family's share of α, so that
+    significant means ``p_value < alpha`` in both), ``significant`` and ``mde``; returns the
+    sizes of the two families."""
     rows = [(name, r) for name in FAMILIES for r in families[name]]
     first = [r for name, r in rows if is_primary(name, r, primary)]
     rest = [r for name, r in rows if not is_primary(name, r, primary)]
-    k_primary = _adjust_family(first, "primary", sig.holm_tarone, alpha=alpha)
-    k_explore = _adjust_family(rest, "exploratory", sig.bh_tarone, alpha=alpha)
+    level = levels(alpha)
+    k_primary = _adjust_family(
+        first, "primary", sig.holm_tarone, alpha=level["primary"], scale=alpha / level["primary"]
+    )
+    k_explore = _adjust_family(
+        rest,
+        "exploratory",
+        sig.bh_tarone,
+        alpha=level["exploratory"],
+        scale=alpha / level["exploratory"],
+    )
     # what each row could have detected at the level it faced: a single discovery of its
-    # family (Holm: α/K; BH: α/m); none at all when its traces cannot reach significance
-    for group, k in ((first, k_primary), (rest, k_explore)):
+    # family (Holm: its level/K; BH: its level/m); none at all when its traces cannot reach
+    # significance
+    for group, k, name in ((first, k_primary, "primary"), (rest, k_explore, "exploratory")):
         for r in group:
-            r["level"] = alpha / max(1, k)
+            r["level"] = level[name] / max(1, k)
             r["mde"] = od.detectable(r.get("se", math.nan), alpha=r["level"])
             if r["p_unadjusted"] is not None and "cannot reach" in (r["note"] or ""):
                 r["mde"] = math.inf
@@ -160,8 +182,11 @@ def _adjust_family(
     method: Callable[..., tuple[list[float | None], list[bool]]],
     *,
     alpha: float,
+    scale: float = 1.0,
 ) -> int:
-    """Adjust one family in place; returns the number of distinct tests inside it."""
+    """Adjust one family in place at level ``alpha``; the adjusted p-values are multiplied by
+    ``scale`` (α over the family's level, at most 1 after), so that they are compared with the
+    comparison's α. Returns the number of distinct tests inside it."""
     keys: list[Any] = [r.get("hypothesis") or id(r) for r in rows]
     order = list(dict.fromkeys(keys))
     test_p: dict[Any, float | None] = {}
@@ -186,6 +211,7 @@ def _adjust_family(
             p = p if p is not None else 1.0
             why = f"cannot reach significance (smallest possible p {r['p_min']:.3g})"
             r["note"] = f"{r['note']}; {why}" if r["note"] else why
-        r["p_value"] = p
-        r["significant"] = inside and p is not None and p < alpha
+        significant = inside and p is not None and p < alpha
+        r["p_value"] = None if p is None else min(1.0, p * scale)
+        r["significant"] = significant
     return sum(member)
