@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -151,19 +150,11 @@ def main() -> None:
         help="the strace logs to run (names under the directory)",
     )
     ap.add_argument("--repeat", type=int, default=3, help="runs of each program (median)")
-    ap.add_argument(
-        "--synoptic-classpath",
-        default=os.environ.get("QUICSM_SYNOPTIC_CLASSPATH"),
-        help="a Synoptic build (default: $QUICSM_SYNOPTIC_CLASSPATH)",
-    )
-    ap.add_argument("--java-heap", default="8g", help="Synoptic's JVM heap (-Xmx)")
+    cs.add_synoptic_options(ap)
     ap.add_argument("--out", type=Path, default=RESULTS, help="the results file")
     opts = ap.parse_args()
     compile_package()  # the bytecode users have (quicsm.testing.bench)
-    if not opts.synoptic_classpath:
-        sys.exit("give the Synoptic class path (--synoptic-classpath or QUICSM_SYNOPTIC_CLASSPATH)")
-    if not shutil.which("java"):
-        sys.exit("java is needed to run Synoptic")
+    cs.need_synoptic(opts)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in opts.logs:

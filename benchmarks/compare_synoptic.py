@@ -414,16 +414,34 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return head + "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    if len(sys.argv) == 4 and sys.argv[1] == "quicsm-run":
-        quicsm_run(sys.argv[2], sys.argv[3])
-        return
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+
+def add_synoptic_options(ap: argparse.ArgumentParser) -> None:
+    """The options of every benchmark that runs Synoptic itself (this one and
+    bench_synoptic_logs.py): where its build is and the JVM's heap."""
     ap.add_argument(
         "--synoptic-classpath",
         default=os.environ.get("QUICSM_SYNOPTIC_CLASSPATH"),
         help="a Synoptic build (default: $QUICSM_SYNOPTIC_CLASSPATH)",
     )
+    ap.add_argument("--java-heap", default="8g", help="Synoptic's JVM heap (-Xmx)")
+
+
+def need_synoptic(opts: argparse.Namespace) -> None:
+    """Stop with one line unless a Synoptic build and java are there."""
+    if not opts.synoptic_classpath:
+        sys.exit(
+            "give the Synoptic class path with --synoptic-classpath or QUICSM_SYNOPTIC_CLASSPATH"
+        )
+    if not shutil.which("java"):
+        sys.exit("java is needed to run Synoptic")
+
+
+def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "quicsm-run":
+        quicsm_run(sys.argv[2], sys.argv[3])
+        return
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_synoptic_options(ap)
     ap.add_argument("--examples", type=Path, help="the traces/ directory of a Synoptic checkout")
     ap.add_argument("--only", nargs="+", help="run only the examples with these names")
     ap.add_argument(
@@ -437,14 +455,10 @@ def main() -> None:
         "--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the runs compared"
     )
     ap.add_argument("--log-seed", type=int, default=1, help="seed of the synthetic logs")
-    ap.add_argument("--java-heap", default="8g", help="Synoptic's JVM heap (-Xmx)")
     ap.add_argument("--out", type=Path, default=RESULTS, help="the results file")
     opts = ap.parse_args()
     compile_package()  # the bytecode users have (quicsm.testing.bench)
-    if not opts.synoptic_classpath:
-        sys.exit(
-            "give the Synoptic class path with --synoptic-classpath or QUICSM_SYNOPTIC_CLASSPATH"
-        )
+    need_synoptic(opts)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -10,10 +10,13 @@
 #   - Debian packages: the ones already installed are not reinstalled (`apt` is not timed
 #     when nothing is missing);
 #   - `scripts/test --fast` after the first model: the clone's .venv exists (warm for the
-#     analyser), the test extras and the fuzz target are installed and built (cold).
+#     analyser), the test extras and the fuzz target are installed and built (cold);
+#   - with --again, `scripts/test --fast` once more in the same clone: everything warm (the
+#     edit-test loop as a contributor meets it).
 #
 #   benchmarks/first_model.sh                    # the first model only
 #   benchmarks/first_model.sh --suite            # then scripts/test --fast
+#   benchmarks/first_model.sh --suite --again    # then scripts/test --fast a second time
 #   benchmarks/first_model.sh --output FILE      # the JSON record (default: build/benchmarks/
 #                                                # first_model.json in this checkout), each
 #                                                # step's log beside it (FILE without .json,
@@ -23,13 +26,14 @@
 # The machine is what it is: the load average recorded next to each time says how busy it was.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-suite=0
+suite=0 again=0
 output="$here/build/benchmarks/first_model.json"
 while (($#)); do
   case "$1" in
     --suite) suite=1 ;;
+    --again) again=1 ;;
     --output) output="$2"; shift ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "first_model.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -73,9 +77,13 @@ step first_model first_model || status=$?
 if ((suite && !status)); then
   step test_fast env PIP_NO_CACHE_DIR=1 scripts/test --fast || status=$?
 fi
+if ((suite && again && !status)); then
+  step test_fast_warm scripts/test --fast || status=$?
+fi
 {
   echo "{\"commit\": \"$commit\", \"cpus\": $(nproc), \"caches\": \"pip cold; native core cold;" \
-    "cargo registry as on this machine; Debian packages already installed\", \"steps\": ["
+    "cargo registry as on this machine; Debian packages already installed; test_fast_warm: all" \
+    "warm\", \"steps\": ["
   (IFS=,; echo "${records[*]}")
   echo "]}"
 } >"$output"

@@ -69,7 +69,12 @@ class PageLoad:
 class Browser:
     """One headless Chromium with a fresh profile, driven over the debugging pipe."""
 
-    def __init__(self, executable: str, *, timeout_s: float = 60.0) -> None:
+    #: how long one answer or event may take: only against a hang (on a loaded machine a page
+    #: with its libraries can take a minute to load and draw, and then the test would fail
+    #: for the machine, not for the page)
+    TIMEOUT_S = 300.0
+
+    def __init__(self, executable: str, *, timeout_s: float = TIMEOUT_S) -> None:
         self.timeout_s = timeout_s
         self._profile = tempfile.mkdtemp(prefix="quicsm-chromium-")
         cmd_r, cmd_w = os.pipe()

@@ -6,6 +6,18 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+#: Every property test runs under one Hypothesis profile, loaded here, so that ``scripts/test``,
+#: its ``--fast`` loop and CI (which runs ``scripts/test``) use the same settings. Hypothesis's
+#: defaults time each example (a 200 ms deadline) and the generation of its inputs (the
+#: ``too_slow`` health check); on a shared machine a starved process exceeds both, and the
+#: test then fails for the machine's load, not for the code (``DeadlineExceeded``, or ``Flaky``
+#: when the replay is faster). The work of every example here is bounded by its inputs; speed
+#: is measured in benchmarks/, and complexity guards count work. So: no deadline, and no
+#: health check that measures time. Tests still set their own ``max_examples``.
+settings.register_profile("quicsm", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("quicsm")
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -43,7 +55,26 @@ SLOW_TESTS = {
 }
 
 
+def _timed_settings(item: pytest.Item) -> str | None:
+    """What in a property test's own settings would time it (a deadline, or the time health
+    check back because the test lists its own suppressed checks), or None."""
+    own = getattr(getattr(item, "obj", None), "_hypothesis_internal_use_settings", None)
+    if own is None:
+        return None
+    if own.deadline is not None:
+        return f"deadline={own.deadline}"
+    if HealthCheck.too_slow not in own.suppress_health_check:
+        return "suppress_health_check without HealthCheck.too_slow"
+    return None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    timed = [f"{item.nodeid}: {why}" for item in items if (why := _timed_settings(item))]
+    if timed:
+        raise pytest.UsageError(
+            "property tests must not be timed (see the 'quicsm' Hypothesis profile in"
+            " tests/conftest.py):\n  " + "\n  ".join(timed)
+        )
     for item in items:
         module = item.path.name
         name = f"{module}::{item.originalname if isinstance(item, pytest.Function) else item.name}"

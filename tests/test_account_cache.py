@@ -65,7 +65,9 @@ def _only(frame: pl.DataFrame, ids: list[str]) -> pl.DataFrame:
 
 
 @settings(
-    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
 def test_the_kept_account_is_the_counted_one_whatever_was_counted_before(

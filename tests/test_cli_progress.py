@@ -14,11 +14,18 @@ def test_spinner_names_each_stage_on_a_terminal() -> None:
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=80)
     with reading("reading traces", console=console) as stage:
-        time.sleep(0.3)
+        _shown(out, "reading traces")
         stage.update("drawing")
-        time.sleep(0.3)
-    text = out.getvalue()
-    assert "reading traces" in text and "drawing" in text
+        _shown(out, "drawing")
+
+
+def _shown(out: io.StringIO, text: str) -> None:
+    """Wait until the spinner's thread has drawn ``text`` (it redraws a few times a second;
+    waited for by what it wrote, not for a fixed time, which a loaded machine may overrun)."""
+    give_up = time.monotonic() + 60
+    while text not in out.getvalue():
+        assert time.monotonic() < give_up, f"the spinner never showed {text!r}"
+        time.sleep(0.01)
 
 
 def test_nothing_when_not_a_terminal_or_quiet() -> None:

@@ -45,7 +45,10 @@ def test_fixtures_exist() -> None:
 
 
 @pytest.mark.parametrize("client", CLIENTS, ids=lambda p: p.parent.name)
-@settings(max_examples=5, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=5,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(extra=st.integers(min_value=0, max_value=5000))
 def test_dropped_is_delivered_minus_received(client: Path, tmp_path: Path, extra: int) -> None:
     received = _received_by_hand(client)

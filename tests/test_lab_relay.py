@@ -20,6 +20,15 @@ from quicsm.lab.relay import Relay, RelayConfig, parse_address
 HEADER = struct.Struct("!Id")
 
 
+def _queued_bytes(port: int) -> int:
+    """Bytes waiting in the receive queue of the UDP socket bound to 127.0.0.1:``port``."""
+    for line in Path("/proc/net/udp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == f"0100007F:{port:04X}":
+            return int(fields[4].split(":")[1], 16)
+    raise AssertionError(f"no UDP socket on 127.0.0.1:{port}")
+
+
 def _echo_server(stop: threading.Event) -> tuple[socket.socket, threading.Thread]:
     """A UDP server on 127.0.0.1 that sends every datagram back."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -55,18 +64,32 @@ def test_relay_round_trip_delay_loss_and_counters() -> None:
     )
     relay_thread.start()
     client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    client.settimeout(0.5)
+    client.settimeout(0.05)
     n = 300
     rtts: list[float] = []
+    done = threading.Event()
 
     def receive() -> None:
-        while len(rtts) < n:
+        while not done.is_set():
             try:
                 data = client.recv(65535)
             except TimeoutError:
-                return
+                continue
             _, sent = HEADER.unpack_from(data)
             rtts.append(time.monotonic() - sent)
+
+    def settled() -> bool:
+        """Every datagram sent has been relayed or dropped both ways, and every echo read:
+        waited for by count, not by time, so that a starved process only takes longer."""
+        c = relay.counters()
+        up, down = c["up"], c["down"]
+        return (
+            up["packets_in"] == n
+            and up["dropped_loss"] + up["delivered"] == n
+            and down["packets_in"] == up["delivered"]
+            and down["dropped_loss"] + down["delivered"] == down["packets_in"]
+            and len(rtts) == down["delivered"]
+        )
 
     receiver = threading.Thread(target=receive, daemon=True)
     try:
@@ -75,13 +98,19 @@ def test_relay_round_trip_delay_loss_and_counters() -> None:
         for seq in range(1, n):
             time.sleep(0.001)
             client.sendto(HEADER.pack(seq, time.monotonic()) + bytes(500), relay.address)
-        receiver.join(timeout=5)
+        give_up = time.monotonic() + 120  # only against a hang: a loaded machine is slow
+        while not settled():
+            assert time.monotonic() < give_up, relay.counters()
+            time.sleep(0.05)
     finally:
+        done.set()
+        receiver.join(timeout=5)
         stop.set()
         relay_thread.join(timeout=5)
         echo_thread.join(timeout=5)
         relay.close()
         echo.close()
+        client.close()
     counters = relay.counters()
     up, down = counters["up"], counters["down"]
     assert up["packets_in"] == n
@@ -89,9 +118,9 @@ def test_relay_round_trip_delay_loss_and_counters() -> None:
     assert 0.04 * n < up["dropped_loss"] < 0.18 * n
     assert down["packets_in"] == up["delivered"] == down["delivered"] == len(rtts)
     assert counters["clients"] == 1 and counters["send_errors"] == 0
-    # 20 ms added round trip; loopback and Python scheduling add little on top
+    # 20 ms added round trip, never less; how little the relay adds on top is measured by
+    # benchmarks/bench_relay.py (here a loaded machine may add any amount)
     assert min(rtts) >= 0.020
-    assert sorted(rtts)[len(rtts) // 2] < 0.030
     assert up["mean_delay_ms"] == pytest.approx(15, abs=1e-6)
 
 
@@ -126,7 +155,12 @@ def test_relay_process_prints_ready_and_writes_counters_on_sigterm(tmp_path: Pat
         tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         for _ in range(200):
             tx.sendto(b"x" * 100, addr)
-        time.sleep(0.3)
+        # loopback queues each datagram at once: wait until the relay has read them all (by
+        # its socket's queue, not by time: a starved relay only takes longer)
+        give_up = time.monotonic() + 120
+        while _queued_bytes(addr[1]):
+            assert time.monotonic() < give_up, "the relay never read its datagrams"
+            time.sleep(0.05)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=10)

@@ -56,7 +56,7 @@ else:
         time.sleep(3600)
     host, port = opts["--connect"].rsplit(":", 1)
     want = int(opts["--objects"]) * int(opts["--object-size"])
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(30)
     t0 = time.monotonic(); got = 0
     while got < want:
         s.sendto(b"get", (host, int(port)))
@@ -81,7 +81,7 @@ def _scenario_file(tmp_path: Path, body: str = "") -> Path:
     path.write_text(f"""
 [run]
 repetitions = 1
-timeout_s = 5
+timeout_s = 120
 [[scenario]]
 name = "t"
 network = {{ delay_ms = 5, loss = 0.0 }}

@@ -72,7 +72,9 @@ def stacks_part(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @settings(
-    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(block_size=st.sampled_from([97, 4096, 65_537, 1 << 20]))
 def test_in_any_blocks_a_real_file_gives_every_packet_of_a_full_read(

@@ -208,7 +208,8 @@ def test_plot_html_in_chromium(chromium: str, tmp_path: Path) -> None:
 def _drawn(browser: Browser, session: str) -> str:
     """The page's ``data-drawn`` once it is set: the libraries and the specification are
     unpacked and drawn asynchronously after the load event."""
-    for _ in range(400):
+    give_up = time.monotonic() + 180  # against a hang only: a loaded machine draws slowly
+    while time.monotonic() < give_up:
         state = browser.evaluate(session, "document.body.dataset.drawn || ''")
         if state:
             return str(state)
@@ -218,7 +219,8 @@ def _drawn(browser: Browser, session: str) -> str:
 
 def _settled(browser: Browser, session: str, old: list[list[float]]) -> list[list[float]]:
     """The panels' time domains once they differ from ``old`` (Vega redraws asynchronously)."""
-    for _ in range(50):
+    give_up = time.monotonic() + 120  # against a hang only: a loaded machine redraws slowly
+    while time.monotonic() < give_up:
         now = json.loads(browser.evaluate(session, DOMAINS))
         if now != old:
             return now  # type: ignore[no-any-return]

@@ -279,7 +279,9 @@ def test_corrupt_gzip_is_our_error(tmp_path: Path) -> None:
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     st.binary(max_size=400),
@@ -300,7 +302,9 @@ def test_arbitrary_bytes_give_rows_or_our_error(tmp_path: Path, data: bytes, pre
 
 
 @settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     st.recursive(

@@ -19,7 +19,9 @@ from quicsm.qlog.seq import LF, RS
 from quicsm.qlog.source import read_qlog
 
 SETTINGS = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
 

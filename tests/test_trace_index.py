@@ -49,7 +49,9 @@ def _same_trace(a: object, b: object) -> None:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     kind=st.sampled_from(["seq", "seq.gz", "ndjson"]),
