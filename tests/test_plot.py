@@ -322,6 +322,7 @@ def _bands(steps: list[tuple[float, str, bool]]) -> tuple[list[tuple[float, floa
 
 
 @given(BAND_STEPS, st.integers(1, 80))
+@example([(5.0, "A", True)], 20)  # a band starting on a column boundary as the products round
 def test_merged_bands_are_the_columns_by_hand(
     steps: list[tuple[float, str, bool]], columns: int
 ) -> None:

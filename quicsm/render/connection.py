@@ -294,6 +294,18 @@ def pixel_bands(
 LEVEL_FACTOR: Final[int] = 4
 
 
+def _column_of(t: float, width: float, columns: int) -> int:
+    """The column ``c`` with ``c * width <= t < (c + 1) * width`` as those products round (a
+    division alone can put a time on a boundary in the column next to the one the products
+    give, and then a sliver of a band is drawn in the wrong column), within [0, columns)."""
+    c = int(t / width)
+    if c * width > t:
+        c -= 1
+    elif (c + 1) * width <= t:
+        c += 1
+    return min(max(c, 0), columns - 1)
+
+
 def merge_bands(
     bands: Sequence[tuple[float, float, str]], *, end: float, columns: int
 ) -> list[tuple[float, float, str]]:
@@ -322,8 +334,8 @@ def merge_bands(
     for start, stop, state in bands:
         if stop <= start:
             continue
-        first = min(max(int(start / width), 0), columns - 1)
-        last = min(max(int(stop / width), 0), columns - 1)
+        first = _column_of(start, width, columns)
+        last = _column_of(stop, width, columns)
         if first != column:
             close()
             column, cover = first, {}
