@@ -118,8 +118,6 @@ def test_docs_show_pictures_made_by_commands() -> None:
             assert (ROOT / "docs" / "pictures" / name).is_file(), name
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("command", PICTURE_COMMANDS, ids=[c[:60] for c in PICTURE_COMMANDS])
 def _browser_shot_matches(made: bytes, committed: bytes) -> bool:
     """A browser's screenshot is the committed one up to the browser's own rasterising: the
     same size, and under 3 % of its 8x8-pixel blocks differing by 16/255 or more on average.
@@ -156,6 +154,8 @@ def test_browser_shots_tell_a_changed_page_from_anti_aliasing() -> None:
     assert not _browser_shot_matches(zoomed, whole)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("command", PICTURE_COMMANDS, ids=[c[:60] for c in PICTURE_COMMANDS])
 def test_pictures_are_current(command: str, tmp_path: Path) -> None:
     """Each picture regenerates (into a temporary directory) byte for byte, except a browser's
     screenshot (scripts/plot_screenshots), which regenerates up to the browser's rasterising."""
