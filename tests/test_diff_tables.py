@@ -205,7 +205,8 @@ def test_arguments_are_checked_before_any_trace_is_read(tmp_path: Path) -> None:
             "Error: --metric 'state:Nope': unknown state; expected one of Init, SlowStart, "
             "CongestionAvoidance, CongestionAvoidanceMaxed, ApplicationLimited, "
             "RetransmissionTimeout, Recovery, TailLossProbe, Startup, Drain, ProbeBW, ProbeRTT, "
-            "Unknown\n",
+            "Unknown, ApplicationLimited (application), ApplicationLimited (flow control), "
+            "ApplicationLimited (pacing), ApplicationLimited (unknown)\n",
         ),
     ]
     for argv, error in cases:
