@@ -347,7 +347,7 @@ def read_packet_timelines(
     others checked for framing only (:mod:`quicsm.qlog.seq`): strict (``on_error="raise"``),
     the first bad record raises a :class:`~quicsm.core.errors.QlogError` naming the file and the
     record; lenient (``"skip"``), bad records are skipped and reported in ``diagnostics``."""
-    from quicsm.extract.read import trace_id
+    from quicsm.extract.loading import trace_id
 
     lenient = on_error == "skip"
     wanted = set(traces)
