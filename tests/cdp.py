@@ -241,3 +241,28 @@ def _high_dup(fd: int) -> int:
 
     new = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
     return int(new)
+
+
+def screenshot_then_settle(browser: Browser, session: str, path: Path, width: int) -> Path:
+    """A full-page screenshot of a quicsm page, then the redraw it may cause waited for: the
+    screenshot sets the viewport's height to the page's, and a resize redraws the page from its
+    spec 200 ms later (``data-drawn`` set again when done); on a loaded machine, a zoom set
+    before that redraw ends is lost with the old view."""
+    browser.evaluate(
+        session,
+        "window.quicsmResized = false; document.body.dataset.drawn = '';"
+        " window.addEventListener('resize', function () { window.quicsmResized = true; }); 1",
+    )
+    browser.screenshot(session, path, width=width)
+    browser.evaluate(session, "new Promise(r => setTimeout(r, 400))")  # past the page's 200 ms
+    if browser.evaluate(session, "window.quicsmResized ? 'yes' : ''") != "yes":
+        browser.evaluate(session, "document.body.dataset.drawn = 'yes'; 1")
+    give_up = time.monotonic() + 180  # against a hang only: a loaded machine draws slowly
+    while time.monotonic() < give_up:
+        state = browser.evaluate(session, "document.body.dataset.drawn || ''")
+        if state:
+            if state != "yes":
+                raise AssertionError(f"the page did not redraw: {state}")
+            return path
+        time.sleep(0.05)
+    raise AssertionError("the page never redrew after the screenshot")

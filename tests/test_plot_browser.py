@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cdp import Browser, find_chromium
+from cdp import Browser, find_chromium, screenshot_then_settle
 from click.testing import CliRunner
 
 from quicsm.cli import main
@@ -229,23 +229,6 @@ def _settled(browser: Browser, session: str, old: list[list[float]]) -> list[lis
     raise AssertionError(f"the time axes did not move from {old}")
 
 
-def _screenshot_then_settle(browser: Browser, session: str, path: Path, width: int) -> None:
-    """A full-page screenshot, then the redraw it may cause waited for: the screenshot sets the
-    viewport's height to the page's, and a resize redraws the page from its spec 200 ms later
-    (on a loaded machine, a zoom set before that redraw ends is lost with the old view)."""
-    browser.evaluate(
-        session,
-        "window.quicsmResized = false; document.body.dataset.drawn = '';"
-        " window.addEventListener('resize', function () { window.quicsmResized = true; }); 1",
-    )
-    browser.screenshot(session, path, width=width)
-    browser.evaluate(session, "new Promise(r => setTimeout(r, 400))")  # past the page's 200 ms
-    if browser.evaluate(session, "window.quicsmResized ? 'yes' : ''") == "yes":
-        assert _drawn(browser, session) == "yes"
-    else:
-        browser.evaluate(session, "document.body.dataset.drawn = 'yes'; 1")
-
-
 def test_side_by_side_models_fit_their_columns(chromium: str, tmp_path: Path) -> None:
     """quicsm.side_by_side (the notebooks' view) in Chromium: no drawing wider than its column
     or the page, every column the same width, also a drawing alone on the last row."""
@@ -425,7 +408,7 @@ def test_each_producer_fits_every_width_and_refits_when_zoomed(
             assert set(in_view) <= set(domains) and len(in_view) >= 3, (domains, in_view)
             for panel, (low, high) in in_view.items():
                 assert_fits(domains[panel], low, high, (width, "whole", panel))
-            _screenshot_then_settle(browser, session, keep / f"plot-{producer}-{width}.png", width)
+            screenshot_then_settle(browser, session, keep / f"plot-{producer}-{width}.png", width)
             # zoom to the middle tenth of the trace, as a wheel would: every y axis refits
             lo = whole[0] + 0.45 * (whole[1] - whole[0])
             hi = lo + 0.1 * (whole[1] - whole[0])
