@@ -15,8 +15,6 @@ without anything to report is kept (a lenient read that skipped records is count
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,7 +22,7 @@ import polars as pl
 
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.engine.cache import TABLE_KEY_PREFIX, PartitionCache, default_cache_dir, file_key
-from quicsm.engine.index import trace_index
+from quicsm.engine.index import load_kept, trace_index, write_kept
 from quicsm.extract.account import ACCOUNT_SCHEMA, read_account
 from quicsm.extract.index import spans_of
 from quicsm.extract.packets import read_packet_timelines
@@ -80,7 +78,7 @@ def cached_account(
             todo.extend(ids)
             continue
         where = root / "accounts" / f"{key}.parquet"
-        stored = _load(where, file)
+        stored = load_kept(where, file, dict(_KEPT_SCHEMA), ACCOUNT_SCHEMA["trace"])
         have = set() if stored is None else set(stored.get_column("trace").to_list())
         if stored is not None:
             found.append(stored.filter(pl.col("trace").is_in(ids)).drop("number"))
@@ -164,24 +162,6 @@ def _count(
     return account.select(pl.Series("number", numbers, dtype=pl.Int64), pl.all())
 
 
-def _load(where: Path, file: str) -> pl.DataFrame | None:
-    """The kept account rows of a file's content, renamed to ``file`` (with ``number``);
-    ``None`` if there are none (or they cannot be read: then they are counted again)."""
-    try:
-        frame = pl.read_parquet(where)
-    except Exception:  # noqa: BLE001 - a damaged or missing copy only costs counting again
-        return None
-    if list(frame.columns) != list(_KEPT_SCHEMA):
-        return None
-    key = ACCOUNT_SCHEMA["file"]
-    return frame.with_columns(
-        pl.lit(file).cast(key).alias("file"),
-        pl.format("{}#{}", pl.lit(file), pl.col("number").cast(pl.String).str.zfill(4))
-        .cast(ACCOUNT_SCHEMA["trace"])
-        .alias("trace"),
-    )
-
-
 def _store(where: Path, rows: pl.DataFrame) -> None:
     """Keep the numbered rows (one per trace number) of a file's account."""
     rows = rows.filter(pl.col("number").is_not_null()).unique(
@@ -189,10 +169,4 @@ def _store(where: Path, rows: pl.DataFrame) -> None:
     )
     if rows.height == 0:
         return
-    try:
-        where.parent.mkdir(parents=True, exist_ok=True)
-        tmp = where.with_name(f".{where.name}.{uuid.uuid4().hex}.tmp")
-        rows.cast(_KEPT_SCHEMA).write_parquet(tmp)  # type: ignore[arg-type]
-        os.replace(tmp, where)
-    except OSError:  # a read-only or full cache: counted again next time
-        return
+    write_kept(where, rows.cast(_KEPT_SCHEMA))  # type: ignore[arg-type]

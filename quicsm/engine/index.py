@@ -60,7 +60,7 @@ def trace_index(
             key = TABLE_KEY_PREFIX
         kept = index_dir(cache_dir, lenient=lenient) / f"{key}.parquet"
         if not key.startswith(TABLE_KEY_PREFIX):
-            loaded = _load(kept, file)
+            loaded = load_kept(kept, file, dict(INDEX_SCHEMA), INDEX_SCHEMA["file"])
             if loaded is not None:
                 parts.append(loaded)
                 continue
@@ -77,31 +77,39 @@ def trace_index(
     return pl.concat(parts)
 
 
-def _load(kept: Path, file: str) -> pl.DataFrame | None:
-    """The kept index of a file's content, its ids renamed to ``file``; ``None`` if there is
-    none (or it cannot be read: then the file is indexed again)."""
+def load_kept(
+    kept: Path, file: str, schema: dict[str, pl.DataType], trace_dtype: pl.DataType
+) -> pl.DataFrame | None:
+    """A per-file table kept in the cache (the index, the connection account), its ids renamed
+    to ``file`` (``trace`` = ``file#number``); ``None`` if there is none, or it cannot be read
+    or has other columns than ``schema`` (then it is made again)."""
     try:
         frame = pl.read_parquet(kept)
-    except Exception:  # noqa: BLE001 - a damaged or missing copy only costs indexing again
+    except Exception:  # noqa: BLE001 - a damaged or missing copy only costs making it again
         return None
-    if list(frame.columns) != list(INDEX_SCHEMA):
+    if list(frame.columns) != list(schema):
         return None
-    key = INDEX_SCHEMA["file"]
     return frame.with_columns(
-        pl.lit(file).cast(key).alias("file"),
+        pl.lit(file).cast(schema["file"]).alias("file"),
         pl.format("{}#{}", pl.lit(file), pl.col("number").cast(pl.String).str.zfill(4))
-        .cast(key)
+        .cast(trace_dtype)
         .alias("trace"),
     )
 
 
-def _store(kept: Path, frame: pl.DataFrame) -> None:
-    if frame.get_column("number").null_count():
-        return  # not a qlog file's traces (ids of its own): not kept
+def write_kept(kept: Path, frame: pl.DataFrame) -> None:
+    """Write ``frame`` to ``kept`` atomically (a temporary file renamed over it); a read-only
+    or full cache only means it is made again next time."""
     try:
         kept.parent.mkdir(parents=True, exist_ok=True)
         tmp = kept.with_name(f".{kept.name}.{uuid.uuid4().hex}.tmp")
         frame.write_parquet(tmp)
         os.replace(tmp, kept)
-    except OSError:  # a read-only or full cache: indexed again next time
+    except OSError:
         return
+
+
+def _store(kept: Path, frame: pl.DataFrame) -> None:
+    if frame.get_column("number").null_count():
+        return  # not a qlog file's traces (ids of its own): not kept
+    write_kept(kept, frame)
