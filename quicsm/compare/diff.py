@@ -137,9 +137,13 @@ def diff(
     families = {
         "outcomes": _outcomes.outcomes(outcomes, a, b, st, **opts),
         "states": _states.states(a, b, by_length, **opts),
-        **_transitions.transitions(a, b, st, seed=seed, exchangeable=not span.differ, **opts),
+        **_transitions.transitions(
+            a, b, st, seed=seed, lengths=by_length if span.differ else None, **opts
+        ),
         "dwell": _dwell.dwell(a, b, by_length, **opts),
-        "invariants": _invariants.invariants(a, b, by_length, **opts) if invariants else [],
+        "invariants": _invariants.invariants(a, b, st, by_length, seed=seed, **opts)
+        if invariants
+        else [],
     }
     check_primary_rows(families, chosen)
     family, exploratory = adjust(families, alpha=alpha, primary=chosen)
