@@ -81,11 +81,16 @@ def test_never_followed_by_counts_returns(states: list[str], x: str, y: str) -> 
 def test_other_invariants_count_traces_that_visit_the_antecedent(
     states: list[str], x: str, y: str
 ) -> None:
-    """AlwaysFollowedBy (antecedent ``x``) and AlwaysPrecedes (antecedent ``y``): one chance
-    per trace that visits the antecedent, broken as the whole-trace invariant is."""
+    """AlwaysFollowedBy (antecedent ``x``) and AlwaysPrecedes (antecedent ``y``), and
+    NeverFollowedBy when too few traces return to ``x``: one chance per trace that visits the
+    antecedent, broken as the whole-trace invariant is."""
     seq = ["INITIAL", *states, "TERMINAL"]
-    for kind, antecedent in (("AlwaysFollowedBy", x), ("AlwaysPrecedes", y)):
-        got_y, got_m = _opportunities(kind, x, y, _seq(states))
+    for kind, antecedent in (
+        ("AlwaysFollowedBy", x),
+        ("AlwaysPrecedes", y),
+        ("NeverFollowedBy", x),
+    ):
+        got_y, got_m = _opportunities(kind, x, y, _seq(states), returns=False)
         assert int(got_m[0]) == int(antecedent in states)
         assert bool(got_y[0]) == (antecedent in states and _violates(kind, x, y, seq))
         if antecedent not in states:  # no chance to break it: it cannot be broken

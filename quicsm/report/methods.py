@@ -60,7 +60,8 @@ def methods_items(
             "other, over states both visit; compared per chance to break them, so that a longer "
             "trace does not break more by construction: “a NeverFollowedBy b” per return to a "
             "(from a visit of a to the next; the last visit's stretch, cut short by the end of "
-            "the recording, is censoring and not counted), every other invariant per trace that "
+            "the recording, is censoring and not counted; per trace that visits a when too few "
+            "traces return to a), every other invariant per trace that "
             "visits its antecedent (a; b for AlwaysPrecedes); "
             f"{used('invariants')}",
         ),

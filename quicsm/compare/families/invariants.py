@@ -48,7 +48,8 @@ def invariants(
     - "a NeverFollowedBy b" (a ≠ b): per *return* to ``a`` (the stretch from a visit of ``a``
       to the next one; the last visit's stretch is cut short by the end of the recording,
       censored like a trace's last transition, and not counted), broken when ``b`` is visited
-      inside it. The test is the one of a transition probability
+      inside it; when fewer than ``min_n`` traces of a group return to ``a``, per trace that
+      visits ``a``, as below. The test is the one of a transition probability
       (:func:`quicsm.compare.families.clustered.proportion_test`: the beta-binomial z over
       traces, permuted within length strata when the groups' lengths differ);
     - the others ("AlwaysFollowedBy", which only the end of a recording can break;
@@ -83,6 +84,11 @@ def invariants(
             ya, ma = _opportunities(kind, x, y, seq_a)
             yb, mb = _opportunities(kind, x, y, seq_b)
             per_return = kind == "NeverFollowedBy" and x != y
+            if per_return and min(np.count_nonzero(ma), np.count_nonzero(mb)) < min_n:
+                # too few traces return to the state: per trace that visits it, the only unit
+                per_return = False
+                ya, ma = _opportunities(kind, x, y, seq_a, returns=False)
+                yb, mb = _opportunities(kind, x, y, seq_b, returns=False)
             if per_return:
                 res = _per_return(
                     (ya, yb),
@@ -207,12 +213,14 @@ def _per_trace(
 
 
 def _opportunities(
-    kind: str, a: str, b: str, seqs: Sequence[tuple[str, list[str]]]
+    kind: str, a: str, b: str, seqs: Sequence[tuple[str, list[str]]], *, returns: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per trace: the opportunities it broke the invariant at, and its opportunities."""
+    """Per trace: the opportunities it broke the invariant at, and its opportunities (for
+    "a NeverFollowedBy b", a ≠ b: its returns to ``a``, or with ``returns=False`` one per
+    trace that visits ``a``)."""
     y, m = np.zeros(len(seqs)), np.zeros(len(seqs))
     for i, (_, seq) in enumerate(seqs):
-        if kind == "NeverFollowedBy" and a != b:
+        if kind == "NeverFollowedBy" and a != b and returns:
             at = [j for j, s in enumerate(seq) if s == a]
             m[i] = len(at) - 1 if at else 0
             y[i] = sum(b in seq[j + 1 : k] for j, k in zip(at[:-1], at[1:], strict=True))
