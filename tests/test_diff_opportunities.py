@@ -255,3 +255,22 @@ def test_stratified_shift_with_many_splits_uses_random_splits_within_strata() ->
     assert exact.result.test == "stratified (exact)"
     assert drawn.result.test == "stratified (random splits)"
     assert abs((drawn.result.p_value or 0) - (exact.result.p_value or 0)) < 0.03
+
+
+def test_methods_state_the_units_and_the_length_strata() -> None:
+    """The report's Methods say what is done: invariants per chance to break them, and, when
+    the groups' lengths differ, the length strata and how a permutation test uses them."""
+    from quicsm.compare.grouping import Comparison, group_from_frame
+    from quicsm.report import build_report
+
+    a = pl.concat([_traces([300] * 4, 1, tag="al"), _traces([15] * 2, 2, tag="as")])
+    b = pl.concat([_traces([300] * 2, 3, tag="bl"), _traces([15] * 12, 4, tag="bs")])
+    a, b = (g.with_columns(pl.lit(f"{n}.sqlog").alias("file")) for n, g in (("a", a), ("b", b)))
+    cmp = Comparison(a=group_from_frame("A", a), b=group_from_frame("B", b))
+    methods = build_report([cmp], fmt="md").split("## Methods", 1)[1]
+    assert "compared per chance to break them" in methods
+    assert "“a NeverFollowedBy b” per return to a" in methods
+    assert "within length strata (1, 2-3, 4-7, 8-15, ... states visited" in methods
+    assert "a permutation test exchanges traces only within their length stratum" in methods
+    same = Comparison(a=group_from_frame("A", a), b=group_from_frame("B", a.clone()))
+    assert "within length strata (1, 2-3" not in build_report([same], fmt="md")
