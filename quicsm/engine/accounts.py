@@ -144,7 +144,9 @@ def _count(
     )
     indexed = {str(f) for f in index.get_column("file").cast(pl.String).unique()}
     located += [f for f in files if f not in indexed]
-    packets = read_packet_timelines(located, ids, on_error=on_error, diagnostics=own)
+    packets = read_packet_timelines(
+        located, ids, on_error=on_error, diagnostics=own, byte_offsets=False
+    )
     account = read_account(
         keep(transitions),
         keep(metrics),
