@@ -25,6 +25,8 @@ from quicsm.qlog.trace import TraceBuilder
 from quicsm.testing.mutate import MUTATIONS, mutate, seed_files
 
 SHIPPED = sorted(p for p in (ROOT / "traces").rglob("*.qlog") if p.is_file())
+#: the fixtures: contained JSON of several producers (and versions), NDJSON, JSON-SEQ
+FIXTURES = sorted(p for p in (ROOT / "tests" / "fixtures" / "qlog").iterdir() if p.is_file())
 #: every trace id a test file may hold
 IDS = range(400)
 
@@ -71,7 +73,11 @@ def _columns(path: Path, *, on: bool, lenient: bool) -> tuple[Any, ...]:
         )
         for i, c in kept.items()
     }
-    return ("columns", values, read.skipped, [str(p) for p in read.problems])
+    traces = [
+        (t.index, t.n_events, t.first_time, t.last_time, t.event_counts, t.repaired)
+        for t in read.traces
+    ]
+    return ("columns", values, traces, read.skipped, [str(p) for p in read.problems])
 
 
 def _timelines(path: Path, *, on: bool, lenient: bool) -> tuple[Any, ...]:
@@ -129,6 +135,12 @@ def test_shipped_traces_give_the_same_packets(path: Path) -> None:
 def test_a_shipped_file_gives_the_same_packets() -> None:
     """The fast tier's share of the check above."""
     _same(ROOT / "traces" / "quic-go-v0.48.2.qlog", lenient=True, timelines=False)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
+def test_fixtures_give_the_same_packets(path: Path) -> None:
+    for lenient in (False, True):
+        _same(path, lenient=lenient)
 
 
 #: packet records as stacks write them, and the variants the native reader hands back (or
@@ -234,6 +246,16 @@ def _packet_file(draw: st.DrawFn) -> bytes:
         )
     if draw(st.booleans()):  # a second trace in the file
         records += records[:]
+    if draw(st.booleans()):  # contained JSON: the same events in one document
+        header, *events = records
+        return (
+            b'{"qlog_version":"0.3","title":"x","traces":[{"vantage_point":{"type":"server"},'
+            b'"common_fields":{%s},"events":[%s]}]}'
+            % (
+                draw(st.sampled_from([b"", b'"time_units":"us"', b'"time_format":"delta"'])),
+                b",\n".join(e for e in events if e != header),
+            )
+        )
     if sep == b"\x1e":
         return b"".join(b"\x1e" + r + b"\n" for r in records)
     return b"".join(r + b"\n" for r in records)

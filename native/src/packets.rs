@@ -343,16 +343,16 @@ fn packet_event(name: &[u8]) -> R<Option<bool>> {
 }
 
 /// Reads one record into `rows` (`row_base`: the packet rows held before this call's),
-/// updating `first_scid`. `Err(Fallback)`: the record is the Python reader's (nothing of it
-/// was added). `Ok(false)`: a record that is not a packet event read here (also handed back).
-pub fn packet_record(
-    record: &[u8],
+/// updating `first_scid`; returns the event's name. `Err(Fallback)`: the record is the Python
+/// reader's (nothing of it was added), a record that is not a packet event read here included.
+pub fn packet_record<'a>(
+    record: &'a [u8],
     scale: f64,
     rows: &mut PacketRows,
     row_base: i64,
     first_scid: &mut Option<Vec<u8>>,
     acks: &mut Vec<(i64, i64)>,
-) -> R<()> {
+) -> R<&'a [u8]> {
     let mut unread = Data::new();
     let (parts, end) = parts(record, false, &mut unread)?;
     let mut p = Parser { b: record, i: end, lines: 0 };
@@ -464,7 +464,7 @@ pub fn packet_record(
     rows.numbers.push(number.unwrap_or(-1));
     rows.flags.push(flags);
     if !app {
-        return Ok(());
+        return Ok(parts.name);
     }
     let sent_i = sent as i64;
     for f in &frames {
@@ -517,7 +517,7 @@ pub fn packet_record(
             }
         }
     }
-    Ok(())
+    Ok(parts.name)
 }
 
 fn push3(times: &mut Vec<f64>, columns: &mut [Vec<i64>; 3], time: f64, values: [i64; 3]) {

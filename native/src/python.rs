@@ -478,6 +478,17 @@ fn packet_records(
     let stop =
         packets::packet_records(bytes, records, start, scale, &mut rows, row_base, &mut scid)
             .map_err(|_| PyValueError::new_err("records are not (rs, re) pairs of buf"))?;
+    let (scid, columns) = packet_columns(py, rows, scid)?;
+    Ok((stop, scid, columns.0, columns.1))
+}
+
+/// The rows read and the first source connection ID, as `packet_records` returns them.
+#[allow(clippy::type_complexity)]
+fn packet_columns(
+    py: Python<'_>,
+    rows: packets::PacketRows,
+    scid: Option<Vec<u8>>,
+) -> PyResult<(Option<String>, ([i64; 4], Vec<Py<PyBytes>>))> {
     let scid = match scid {
         Some(s) => Some(String::from_utf8(s).map_err(|_| PyValueError::new_err("scid"))?),
         None => None,
@@ -496,7 +507,42 @@ fn packet_records(
     columns.extend(rows.limits.iter().map(|c| bytes_of(py, c)));
     columns.push(bytes_of(py, &rows.blocked_times));
     columns.extend(rows.blocked.iter().map(|c| bytes_of(py, c)));
-    Ok((stop, scid, rows.bytes, columns))
+    Ok((scid, (rows.bytes, columns)))
+}
+
+/// What `packet_event` returns: `(name, time, first_scid, bytes, columns)`.
+type PacketOut = (String, f64, Option<String>, [i64; 4], Vec<Py<PyBytes>>);
+
+/// One event (a contained-JSON element: `record` its bytes) read as `packet_records` reads a
+/// record: `(name, time, first_scid, bytes, columns)`, or None when it is the Python reader's.
+#[pyfunction]
+#[pyo3(signature = (record, scale, first_scid, row_base))]
+fn packet_event(
+    py: Python<'_>,
+    record: &[u8],
+    scale: f64,
+    first_scid: Option<String>,
+    row_base: i64,
+) -> PyResult<Option<PacketOut>> {
+    let mut rows = packets::PacketRows::default();
+    let mut scid = first_scid.map(String::into_bytes);
+    if crate::scan::may_be_over_budget(record) {
+        return Ok(None);
+    }
+    let name = match packets::packet_record(
+        record,
+        scale,
+        &mut rows,
+        row_base,
+        &mut scid,
+        &mut Vec::new(),
+    ) {
+        Ok(name) => String::from_utf8_lossy(name).into_owned(), // ASCII (`event_kind`)
+        Err(_) => return Ok(None),
+    };
+    let time = rows.times[0];
+    let (scid, columns) = packet_columns(py, rows, scid)?;
+    Ok(Some((name, time, scid, columns.0, columns.1)))
 }
 
 /// The tables this build was generated with (`quicsm/core/tables.json` through `build.rs`), as
@@ -572,6 +618,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(contained_events, m)?)?;
     m.add_function(wrap_pyfunction!(packet_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(packet_records, m)?)?;
+    m.add_function(wrap_pyfunction!(packet_event, m)?)?;
     m.add_function(wrap_pyfunction!(shared_tables, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

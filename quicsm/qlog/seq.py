@@ -630,7 +630,7 @@ class SeqScanner:
         if hooked:
             # packets wanted (a reader of packets hooked them): the records that may name a
             # packet event are decoded too (each once: the derive pass below skips them)
-            columns = trace.native_packets()
+            columns = trace.native_packets() if trace.counts is None else None
             ext = native.module() if columns is not None else None
             if columns is not None and ext is not None:
                 self._native_packets(trace, columns, ext, buf, s, e, base, done)

@@ -251,11 +251,10 @@ class TraceBuilder:
         return self._sink is not None and self._sink.wanted()
 
     def native_packets(self) -> NativePackets | None:
-        """The columns the native core may read this trace's packet events into: set by the
-        reader of packets, and no event counted by name (a full read counts every one)."""
-        if self.packet_hook is None or self.counts is not None or self.full:
-            return None
-        return self.packet_columns
+        """The columns the native core may read this trace's packet events into (set by the
+        reader of packets with its :attr:`packet_hook`); the caller counts the events by
+        name when :attr:`counts` does."""
+        return None if self.packet_hook is None else self.packet_columns
 
     def native_scan(self) -> NativeScan | None:
         """The sink's native derive pass, if it has one (and events are not kept)."""
