@@ -16,7 +16,12 @@ from identify_helpers import acked_trace, window_trace
 
 from quicsm.controllers.api import identify_frames
 from quicsm.controllers.evaluation import cut_fit_summary, fitting_set
-from quicsm.controllers.features import MIN_EPOCH_POINTS, cut_predictions, cut_score
+from quicsm.controllers.features import (
+    MIN_EPOCH_POINTS,
+    cubic_w_max_after,
+    cut_predictions,
+    cut_score,
+)
 from quicsm.controllers.signatures import CUBIC, NEWRENO, UNKNOWN
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,3 +134,68 @@ def test_one_or_two_cuts_are_never_named_the_other_controller(
     assert row["family"] != other, row["evidence"]
     if row["family"] == UNKNOWN:
         assert "would settle it: " in row["evidence"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(before=st.floats(4.0, 2000.0), last=st.one_of(st.none(), st.floats(4.0, 2000.0)))
+def test_fast_convergence_lowers_w_max_only_below_the_last_one(
+    before: float, last: float | None
+) -> None:
+    """CUBIC's W_max after a cut (RFC 9438 section 4.7): the window before the cut when it
+    reached the last W_max, else (1 + 0.7) / 2 of it -- never above the window, never below
+    0.85 of it."""
+    w_max = cubic_w_max_after(before, last)
+    if last is None or before >= last:
+        assert w_max == before
+    else:
+        assert math.isclose(w_max, before * 0.85)
+    assert 0.85 * before - 1e-9 <= w_max <= before
+
+
+def _restored(*, undo: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A sender cut by 0.7 at two losses, growing a segment per RTT for 30 RTTs after the
+    first; when ``undo``, the first cut is restored 20 ms later (a spurious-loss report) and the
+    window grows from there."""
+    m, t = window_trace(beta=0.7, losses=2, rounds_between_losses=30)
+    rows = m.to_dicts()
+    losses = [i for i, r in enumerate(rows) if r["event"] == "packet_lost"]
+    cut = losses[0] + 1
+    before, after = rows[cut - 1]["cwnd_bytes"], rows[cut]["cwnd_bytes"]
+    if undo:
+        for r in rows[cut + 1 : losses[1] + 1]:
+            r["cwnd_bytes"] += before - after
+        rows.insert(cut + 1, {**rows[cut], "time_ms": rows[cut]["time_ms"] + 20.0,
+                              "cwnd_bytes": before})  # fmt: skip
+    return pl.DataFrame(rows, schema=m.schema), t
+
+
+@pytest.mark.parametrize("undo", [False, True])
+def test_an_undone_cut_is_counted_and_not_fitted(undo: bool) -> None:
+    """A cut whose window comes back within an RTT, in one step, to the window before it is
+    counted as undone (``n_undone``) and gives no cut fit; a cut that stands is not undone."""
+    m, t = _restored(undo=undo)
+    row = identify_frames(m, t).to_dicts()[0]
+    assert row["n_reductions"] == 2
+    assert row["n_undone"] == int(undo)
+    if undo:
+        assert row["n_cut_fits"] == 0
+    else:
+        assert row["n_cut_fits"] == 1
+
+
+def test_a_trace_whose_cuts_were_undone_says_so() -> None:
+    """The shipped quic-go v0.65.0 sender under jitter (reordering, nothing dropped by the
+    relay) whose cuts were undone: identify abstains and says the cuts did not stand and what
+    run would give one that does."""
+    frame = identify_frames_of(ROOT / "traces" / "quic-go-v0.65.0.qlog")
+    row = next(r for r in frame if str(r["trace"]).endswith("#0016"))
+    assert row["family"] == UNKNOWN
+    assert row["n_undone"] >= 4 and row["n_cut_fits"] == 0
+    assert "a cut that stood" in row["evidence"]
+    assert "rather than only reordering them" in row["evidence"]
+
+
+def identify_frames_of(path: Path) -> list[dict[str, object]]:
+    from quicsm.controllers.api import identify
+
+    return identify([path]).to_dicts()

@@ -350,7 +350,9 @@ def _describe(row: Mapping[str, Any]) -> str:
         spread = row.get("beta_spread")
         parts.append(
             f"{count(int(row['n_reductions']), 'window reduction')} on loss, "
-            f"factor {row['beta']:.2f}" + (f" (spread {spread:.3f})" if spread is not None else "")
+            f"factor {row['beta']:.2f}"
+            + (f" (spread {spread:.3f})" if spread is not None else "")
+            + (f", {int(row['n_undone'])} undone" if row.get("n_undone") else "")
         )
     elif row.get("n_losses"):
         parts.append(f"{count(int(row['n_losses']), 'loss')}, no window reduction")
