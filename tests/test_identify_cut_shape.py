@@ -22,7 +22,16 @@ from quicsm.controllers.features import (
     cut_predictions,
     cut_score,
 )
-from quicsm.controllers.signatures import CUBIC, NEWRENO, UNKNOWN
+from quicsm.controllers.signatures import (
+    CUBIC,
+    CUT_FIT_CUBIC,
+    MIN_CUT_FITS,
+    NEWRENO,
+    PRIORS,
+    UNKNOWN,
+    Box,
+    evidence_of,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -199,3 +208,62 @@ def identify_frames_of(path: Path) -> list[dict[str, object]]:
     from quicsm.controllers.api import identify
 
     return identify([path]).to_dicts()
+
+
+def _cut_fit_box() -> Box:
+    return next(box for box in PRIORS if "cut_fit" in box.intervals)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cut_fit=st.floats(-5.0, 5.0),
+    fits=st.integers(0, 12),
+    beta=st.floats(0.45, 0.9),
+    spread=st.floats(0.0, 0.05),
+    rtt=st.floats(0.2, 300.0),
+)
+def test_the_growth_since_the_cut_names_cubic_only_past_its_bounds(
+    cut_fit: float, fits: int, beta: float, spread: float, rtt: float
+) -> None:
+    """The prior that names CUBIC by the growth since its cuts takes a trace exactly when its
+    cuts are an exact 0.66-0.74, two cuts or more were followed by growth, the window there was
+    closer to CUBIC's prediction by CUT_FIT_CUBIC or more, and the RTT is above the timer
+    resolution (where CUBIC's curve in seconds says something)."""
+    row = {"n_reductions": max(fits, 1), "beta": beta, "beta_spread": spread,
+           "cut_fit": cut_fit if fits else None, "n_cut_fits": fits, "rtt_ms": rtt}  # fmt: skip
+    takes = _cut_fit_box().contains(evidence_of(row))
+    expected = (
+        fits >= MIN_CUT_FITS
+        and cut_fit >= CUT_FIT_CUBIC
+        and 0.66 <= beta <= 0.74
+        and spread <= 0.02
+        and rtt >= 2.0
+    )
+    assert takes == expected
+
+
+@settings(max_examples=20, deadline=None)
+@given(rtt=st.sampled_from([20.0, 40.0, 80.0, 150.0]), segment=st.sampled_from([1252.0, 1441.0]))
+def test_reno_cut_by_07_is_never_named_cubic_by_its_growth_since_the_cut(
+    rtt: float, segment: float
+) -> None:
+    """A Reno that cuts by quic-go's 0.7 and adds a segment per RTT after every cut: its growth
+    since the cut leans to Reno, and the shipped identify never names it CUBIC."""
+    m, t = window_trace(beta=0.7, rtt_ms=rtt, segment=segment, start_segments=80.0)
+    row = identify_frames(m, t).to_dicts()[0]
+    assert row["n_cut_fits"] >= 2 and row["cut_fit"] < CUT_FIT_CUBIC
+    assert row["family"] != CUBIC, row["evidence"]
+
+
+def test_real_growth_since_the_cut_names_only_cubic() -> None:
+    """On a held-back draw of every lab stack in nine network conditions, the prior that names
+    CUBIC by the growth since its cuts takes no sender of another controller, and takes CUBIC
+    senders of more than one stack."""
+    frame = fitting_set([ROOT / "benchmarks" / "corpora" / "identify-conditions-heldout.qlog"])
+    box = _cut_fit_box()
+    taken = frame.filter(
+        pl.Series([box.contains(evidence_of(r)) for r in frame.iter_rows(named=True)])
+    )
+    assert taken.height >= 5
+    assert set(taken["controller"]) == {CUBIC}, taken.select("stack", "controller", "cut_fit")
+    assert taken["stack"].n_unique() >= 2

@@ -59,8 +59,8 @@ with ``congestion_window`` and ``packet_lost`` events is enough.
   Reno's does. CUBIC's W_max follows fast convergence from cut to cut (RFC 9438 section 4.7: a
   window cut before it regained the last W_max sets W_max to (1 + 0.7) / 2 of itself, as
   aioquic 1.7.2 and quiche 0.30 do), and K is measured from the window after the cut. Cuts
-  that were undone are left out. It is evidence beside the others, reported, not yet a
-  signature feature.
+  that were undone are left out. One prior names CUBIC by it
+  (:data:`quicsm.controllers.signatures.CUT_FIT_CUBIC`).
 * **Undone cuts.** ``n_undone`` counts cuts after which, within :data:`UNDO_RTTS` smoothed RTTs
   and in one step, the window came back to the window before the cut: the sender found its
   losses spurious (reordering) and restored its state. quic-go v0.65.0 undoes only in Reno
