@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from identify_helpers import acked_trace, window_trace
 
 from quicsm.controllers.api import identify_frames
-from quicsm.controllers.evaluation import cut_fit_summary, fitting_set
+from quicsm.controllers.evaluation import cut_fit_summary, fitting_set, undo_summary
 from quicsm.controllers.features import (
     MIN_EPOCH_POINTS,
     cubic_w_max_after,
@@ -267,3 +267,22 @@ def test_real_growth_since_the_cut_names_only_cubic() -> None:
     assert taken.height >= 5
     assert set(taken["controller"]) == {CUBIC}, taken.select("stack", "controller", "cut_fit")
     assert taken["stack"].n_unique() >= 2
+
+
+@settings(max_examples=50, deadline=None)
+@given(undone=st.lists(st.integers(0, 5), min_size=1, max_size=20))
+def test_undo_summary_counts_senders_and_cuts(undone: list[int]) -> None:
+    """The benchmark's table of undone cuts: per stack, version and controller, every sender
+    counted once, those with a cut undone, and the cuts undone summed."""
+    frame = pl.DataFrame(
+        {
+            "stack": ["quic-go"] * len(undone),
+            "version": ["v0.65.0"] * len(undone),
+            "controller": [NEWRENO if i % 2 else CUBIC for i in range(len(undone))],
+            "n_undone": undone,
+        }
+    )
+    table = undo_summary(frame)
+    assert table["senders"].sum() == len(undone)
+    assert table["senders_with_undone"].sum() == sum(1 for u in undone if u)
+    assert table["cuts_undone"].sum() == sum(undone)

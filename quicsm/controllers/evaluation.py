@@ -334,6 +334,21 @@ def cut_fit_summary(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def undo_summary(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per stack, version and true controller: the senders, those with a cut undone
+    (``n_undone`` > 0: the window restored within an RTT after a spurious-loss report) and the
+    cuts undone."""
+    return (
+        frame.group_by("stack", "version", "controller")
+        .agg(
+            pl.len().alias("senders"),
+            (pl.col("n_undone") > 0).sum().alias("senders_with_undone"),
+            pl.col("n_undone").sum().alias("cuts_undone"),
+        )
+        .sort("stack", "version", "controller")
+    )
+
+
 #: a sender with at least this many window reductions has shown its loss response often enough
 #: that it should be named (the coverage target of docs/identify.md)
 MANY_REDUCTIONS: Final[int] = 5

@@ -64,7 +64,7 @@ with ``congestion_window`` and ``packet_lost`` events is enough.
 * **Undone cuts.** ``n_undone`` counts cuts after which, within :data:`UNDO_RTTS` smoothed RTTs
   and in one step, the window came back to the window before the cut: the sender found its
   losses spurious (reordering) and restored its state. quic-go v0.65.0 undoes only in Reno
-  mode, quiche 0.30 only for CUBIC (its rollback), so an undo names no controller by itself;
+  mode, quiche 0.30's CUBIC rolls back too, so an undo names no controller by itself;
   it tells why a trace shows no growth after its cuts.
 * **Steps.** ``step_bytes`` is the most common increase of the window inside
   congestion-avoidance intervals and ``step_share`` the share of increases of that size: whole
