@@ -13,6 +13,7 @@
 pub mod columns;
 pub mod contained;
 pub mod deriver;
+pub mod packets;
 pub mod record;
 pub mod scan;
 pub mod tables;
