@@ -493,6 +493,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(header_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(records_with, m)?)?;
     m.add_function(wrap_pyfunction!(contained_events, m)?)?;
+    m.add_function(wrap_pyfunction!(crate::census::bindings::census_records, m)?)?;
     m.add_function(wrap_pyfunction!(shared_tables, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
