@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import stats as sps
 
 from quicsm.compare.families.schema import TEST, VERDICT, F, I, S
 from quicsm.compare.keys import Strata, shift, state_names, state_order
 from quicsm.stats import overdispersion as od
 from quicsm.stats import significance as sig
 from quicsm.stats.descriptive import TERMINAL, transition_counts
+from quicsm.stats.distributions import norm_sf
 from quicsm.stats.intervals import cluster_wilson
 
 
@@ -259,7 +259,7 @@ def _stratified_edge_test(
             return None, math.nan
         return sig.TestResult("identical", 1.0, 0.0, "one outcome in both groups", 1.0), math.nan
     z = num / math.sqrt(den)
-    p = float(2.0 * sps.norm.sf(abs(z)))
+    p = 2.0 * norm_sf(abs(z))
     why = f"ρ {rho:.2f}, {used} strat{'um' if used == 1 else 'a'}" + (
         f" ({sparse} too sparse, left out)" if sparse else ""
     )
