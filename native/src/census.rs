@@ -245,21 +245,31 @@ struct Read {
 /// Reads one record (the bytes between two separators, not blank) against the clock without
 /// changing it; `Ok(None)`: the names table is full.
 fn read_record(
-    record: &[u8],
+    rest: &[u8],
+    sep: u8,
     clock: &Clock,
     wants: Wants,
     names: &mut Names,
     ack_seen: &bool,
-) -> Result<Option<Read>, Fallback> {
+) -> Result<Option<(Read, usize)>, Fallback> {
+    let mut data = Data::new();
+    let (parts, end) = parts(rest, names.eager(), &mut data)?; // no name or time (a header): Python's
+                                                               // the record ends at the separator after the object and white space (a separator cannot
+                                                               // occur within the object: the parser takes no control character in a string or between
+                                                               // tokens, and an NDJSON caller ends ``rest`` at the line's end)
+    let mut i = end;
+    while let Some(&c) = rest.get(i) {
+        if c == sep || !matches!(c, b' ' | b'\t' | b'\r' | b'\n') {
+            break;
+        }
+        i += 1;
+    }
+    if rest.get(i) != Some(&sep) {
+        return Err(Fallback); // more after the object: not one JSON text
+    }
+    let record = &rest[..i];
     if may_be_over_budget(record) {
         return Err(Fallback); // the Python reader counts its values and reports it
-    }
-    let mut data = Data::new();
-    let (parts, end) = parts(record, names.eager(), &mut data)?; // no name or time (a header): Python's
-    let mut p = Parser { b: record, i: end, lines: 0 };
-    p.ws();
-    if p.i != record.len() {
-        return Err(Fallback); // more after the object: not one JSON text
     }
     let name = match names.find(parts.name)? {
         Some(i) => i,
@@ -303,7 +313,7 @@ fn read_record(
             }
         }
     }
-    Ok(Some(read))
+    Ok(Some((read, i)))
 }
 
 /// Whether a record holds only what `bytes.strip` removes (the Python reader skips it).
@@ -335,14 +345,25 @@ pub fn records(
     let mut names = Names::default();
     let mut ack_seen = wants.ack_seen;
     while pos < end {
-        let next = memchr::memchr(sep, &buf[pos + 1..=end]).map_or(end, |i| i + pos + 1);
-        let record = &buf[pos + 1..next];
-        if blank(record) {
-            pos = next;
-            continue;
+        // JSON-SEQ: the record's end is where its object ends (found by reading it); NDJSON:
+        // the line's end, searched for first (white space between tokens may hold a line feed,
+        // which ends an NDJSON record)
+        let rest = if sep == b'\n' {
+            let next = memchr::memchr(sep, &buf[pos + 1..=end]).map_or(end, |i| i + pos + 1);
+            &buf[pos + 1..=next]
+        } else {
+            &buf[pos + 1..=end]
+        };
+        if rest[0] != b'{' {
+            // empty or blank (skipped, as the Python reader skips it), or not an object
+            let next = memchr::memchr(sep, rest).map_or(end, |i| i + pos + 1);
+            if blank(&buf[pos + 1..next]) {
+                pos = next;
+                continue;
+            }
         }
-        let read = match read_record(record, clock, wants, &mut names, &ack_seen) {
-            Ok(Some(read)) => read,
+        let (read, next) = match read_record(rest, sep, clock, wants, &mut names, &ack_seen) {
+            Ok(Some((read, at))) => (read, pos + 1 + at),
             Ok(None) => {
                 out.again = true;
                 out.stop = pos;
