@@ -14,6 +14,7 @@ pub mod census;
 pub mod columns;
 pub mod contained;
 pub mod deriver;
+pub mod packets;
 pub mod record;
 pub mod scan;
 pub mod tables;

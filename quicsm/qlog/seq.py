@@ -48,6 +48,7 @@ from quicsm.qlog import budget
 from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES, TIMER_NEEDLE, TIMER_REQUIRED
 from quicsm.qlog.trace import (
     MetricSink,
+    NativePackets,
     NativeScan,
     TraceBuilder,
     TraceData,
@@ -591,6 +592,43 @@ class SeqScanner:
             self._decode_event(trace, buf[rs + 1 : re_], base + rs + 1)
             pos = re_
 
+    def _native_packets(
+        self,
+        trace: TraceBuilder,
+        columns: NativePackets,
+        ext: Any,
+        buf: Buffer,
+        s: int,
+        e: int,
+        base: int,
+        done: set[int],
+    ) -> None:
+        """The packet pass of :meth:`_decode_hits` done by the native core
+        (``native/src/packets.rs``): it visits the same records in the same order, reads the
+        packet events into ``columns`` and hands back each record it cannot read exactly as the
+        Python reader would (``packet_lost``, ``parameters_set``, any unusual shape or a bad
+        record); that record is decoded here, its hook fed between the chunks read natively."""
+        pairs = ext.packet_candidates(buf, s, e, self.sep[0], list(PACKET_NEEDLES))
+        at = np.frombuffer(pairs, dtype=np.int64).reshape(-1, 2)
+        if done:  # records the state pass decoded are not read again
+            at = at[~np.isin(at[:, 0], np.fromiter(done, dtype=np.int64))]
+            pairs = at.tobytes()
+        keep = not trace.discards()  # a derive pass follows: it skips what was read here
+        n, start = len(at), 0
+        while start < n:
+            stop, scid, sizes, chunk = ext.packet_records(
+                buf, pairs, start, trace.scale, columns.first_scid, columns.rows()
+            )
+            columns.absorb(scid, sizes, chunk)
+            if keep:
+                done.update(at[start:stop, 0].tolist())
+            if stop >= n:
+                return
+            rs, re_ = int(at[stop, 0]), int(at[stop, 1])
+            done.add(rs)
+            self._decode_event(trace, buf[rs + 1 : re_], base + rs + 1)
+            start = stop + 1
+
     def _decode_event(self, trace: TraceBuilder, record: Buffer, offset: int) -> None:
         values = budget.over_budget(record)
         if values is not None:
@@ -645,7 +683,12 @@ class SeqScanner:
         if hooked:
             # packets wanted (a reader of packets hooked them): the records that may name a
             # packet event are decoded too (each once: the derive pass below skips them)
-            self._decode_hits(trace, buf, s, e, base, PACKET_NEEDLES, done)
+            columns = trace.native_packets() if trace.counts is None else None
+            ext = native.module() if columns is not None else None
+            if columns is not None and ext is not None:
+                self._native_packets(trace, columns, ext, buf, s, e, base, done)
+            else:
+                self._decode_hits(trace, buf, s, e, base, PACKET_NEEDLES, done)
         if trace.metrics_wanted() or (
             not self.want_metrics and not trace.states and not trace.discards()
         ):

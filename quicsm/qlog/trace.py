@@ -76,6 +76,25 @@ NativeScan = Callable[
     tuple[int, int, float | None, float | None, bool, int],
 ]
 
+
+class NativePackets(Protocol):
+    """Columns that take a trace's ``packet_sent`` / ``packet_received`` events as the native
+    core reads them (``quicsm._native.packet_records``; :class:`quicsm.extract.packets.
+    PacketColumns`): the records it hands back go to :attr:`TraceBuilder.packet_hook` as
+    before, in file order between the chunks it read."""
+
+    #: the first source connection ID of the trace's packets so far
+    first_scid: str | None
+
+    def rows(self) -> int:
+        """How many packet rows the columns hold."""
+        ...
+
+    def absorb(self, first_scid: str | None, sizes: Any, columns: Any) -> None:
+        """A chunk of rows read natively (what ``packet_records`` returns after its stop)."""
+        ...
+
+
 #: given a trace's builder (its header is read), the sink of its metric, loss and timer events
 #: (instead of keeping them in ``metrics``), or ``None`` to keep them
 MetricSink = Callable[["TraceBuilder"], EventSink | None]
@@ -213,6 +232,9 @@ class TraceBuilder:
         self.loss_hook: PacketHook | None = None
         #: when set (a full read), every ``parameters_set`` event is handed to it as well
         self.parameters_hook: PacketHook | None = None
+        #: when set with :attr:`packet_hook`, the columns the native core reads packet events
+        #: into (the hook takes the records it hands back)
+        self.packet_columns: NativePackets | None = None
         self.last_derive_time: float | None = None
         self._sink = metric_sink(self) if metric_sink is not None else None
 
@@ -228,6 +250,12 @@ class TraceBuilder:
     def sink_wants(self) -> bool:
         """Whether the sink (if any) still wants events."""
         return self._sink is not None and self._sink.wanted()
+
+    def native_packets(self) -> NativePackets | None:
+        """The columns the native core may read this trace's packet events into (set by the
+        reader of packets with its :attr:`packet_hook`); the caller counts the events by
+        name when :attr:`counts` does."""
+        return None if self.packet_hook is None else self.packet_columns
 
     def native_scan(self) -> NativeScan | None:
         """The sink's native derive pass, if it has one (and events are not kept)."""
