@@ -608,6 +608,8 @@ class SeqScanner:
         packet events into ``columns`` and hands back each record it cannot read exactly as the
         Python reader would (``packet_lost``, ``parameters_set``, any unusual shape or a bad
         record); that record is decoded here, its hook fed between the chunks read natively."""
+        import numpy as np  # (a reader of packets has imported it: the columns are numpy's)
+
         pairs = ext.packet_candidates(buf, s, e, self.sep[0], list(PACKET_NEEDLES))
         at = np.frombuffer(pairs, dtype=np.int64).reshape(-1, 2)
         if done:  # records the state pass decoded are not read again
