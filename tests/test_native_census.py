@@ -303,3 +303,29 @@ def test_the_native_read_is_the_one_used(tmp_path: Path, on: bool) -> None:
     assert report.read[0].n_events == 5000
     assert len(decoded) == (1 if on else 5001)
     assert "metrics, cwnd, bytes_in_flight" in capability_lines(found)[1]
+
+
+def _hostile(directory: Path) -> dict[str, Path]:
+    """The hostile campaigns' JSON-SEQ and NDJSON families (:mod:`quicsm.testing.hostile`),
+    small."""
+    from quicsm.testing import hostile
+
+    d = directory
+    return {
+        "handed back": hostile.handed_back_metrics(d / "back.sqlog", 300),
+        "handed back, not JSON": hostile.handed_back_metrics(d / "bad.sqlog", 300, invalid=True),
+        "empty records": hostile.empty_records(d / "empty.sqlog", 5000),
+        "empty lines": hostile.empty_records(d / "empty.ndjson", 5000, sep=b"\n"),
+        "wide record": hostile.wide_record(d / "wide.sqlog", 20000),
+        "metrics only": hostile.metrics_only(d / "metrics.sqlog", 1 << 20),
+        "many tiny traces": hostile.many_tiny_traces(d / "tiny.sqlog", 300),
+        "tiny traces with packets": hostile.many_tiny_traces(d / "p.sqlog", 300, packets=True),
+        "packet -2": hostile.out_of_range_packets(d / "neg.sqlog", 20, number=-2, where="ack"),
+        "packet 2^62": hostile.out_of_range_packets(d / "big.sqlog", 20, number=1 << 62),
+    }
+
+
+def test_hostile_families_inspect_alike(tmp_path: Path) -> None:
+    for name, path in _hostile(tmp_path).items():
+        ours, reference = _inspected(path, on=True), _inspected(path, on=False)
+        assert ours == reference, name
