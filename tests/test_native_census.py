@@ -329,3 +329,27 @@ def test_hostile_families_inspect_alike(tmp_path: Path) -> None:
     for name, path in _hostile(tmp_path).items():
         ours, reference = _inspected(path, on=True), _inspected(path, on=False)
         assert ours == reference, name
+
+
+def test_inspect_starts_without_polars_numpy_or_rich(tmp_path: Path) -> None:
+    """``quicsm inspect`` of JSON-SEQ needs none of them (piped: no spinner)."""
+    import subprocess
+    import sys
+
+    path = hostile_metrics(tmp_path)
+    code = (
+        "import sys\nfrom quicsm.cli import main\n"
+        f"sys.argv = ['quicsm', 'inspect', {str(path)!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('numpy', 'polars', 'rich', 'scipy') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "events by name:" in out.stdout
+    assert out.stdout.strip().splitlines()[-1] == "HEAVY []"
+
+
+def hostile_metrics(directory: Path) -> Path:
+    from quicsm.testing import hostile
+
+    return hostile.metrics_only(directory / "metrics.sqlog", 1 << 16)
