@@ -616,6 +616,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(header_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(records_with, m)?)?;
     m.add_function(wrap_pyfunction!(contained_events, m)?)?;
+    m.add_function(wrap_pyfunction!(crate::census::bindings::census_records, m)?)?;
     m.add_function(wrap_pyfunction!(packet_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(packet_records, m)?)?;
     m.add_function(wrap_pyfunction!(packet_event, m)?)?;

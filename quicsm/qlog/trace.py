@@ -16,6 +16,7 @@ Time handling (qlog main schema, "time_format" / draft-00 "time_units"):
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -279,6 +280,33 @@ class TraceBuilder:
             return False, None
         deriver = getattr(sink, "native_deriver", None)
         return None if deriver is None else (True, deriver)
+
+    def native_census(self) -> tuple[bool, float, bool] | None:
+        """How a full read of JSON-SEQ/NDJSON records may read this trace's events natively
+        (``quicsm._native.census_records``): ``(capabilities, ssthresh_unset_from,
+        ack_seen)``, where ``capabilities`` says the sink sees capabilities (a sink with
+        ``ssthresh_unset_from``, ``ack_frames`` and ``native_capabilities``, which takes what
+        the native read saw; its packet hook is its own); ``None`` when they must be read in
+        Python (events kept in ``metrics``, another hook or sink)."""
+        if not self.full or self.counts is None:
+            return None
+        if self.loss_hook is not None or self.parameters_hook is not None:
+            return None
+        sink = self._sink
+        if sink is None:
+            return None
+        if not sink.wanted():
+            return (False, math.inf, False) if self.packet_hook is None else None
+        unset = getattr(sink, "ssthresh_unset_from", None)
+        if unset is None or self.packet_hook != getattr(sink, "packet_hook", None):
+            return None
+        return True, unset, bool(getattr(sink, "ack_frames", 0))
+
+    def census_read(self, capabilities: int, packets: int, ack_frames: bool) -> None:
+        """What a native census read saw of the capabilities (:meth:`native_census`)."""
+        take = getattr(self._sink, "native_capabilities", None)
+        if take is not None:
+            take(capabilities, packets, ack_frames)
 
     def read_natively(
         self,

@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from quicsm.core.numbers import format_p as format_p
+from quicsm.stats import distributions as dist
 from quicsm.stats.intervals import mean_design_effect
 from quicsm.stats.overdispersion import benjamini_hochberg
 
@@ -76,7 +76,7 @@ def mean_ci(values: Sequence[float] | np.ndarray, *, level: float = 0.95) -> Mea
     mean = float(x.mean())
     if n < 2:
         return MeanCI(mean, mean, mean, n)
-    half = float(sps.t.ppf(0.5 + level / 2, n - 1)) * float(x.std(ddof=1)) / math.sqrt(n)
+    half = dist.t_ppf(0.5 + level / 2, n - 1) * float(x.std(ddof=1)) / math.sqrt(n)
     return MeanCI(mean, mean - half, mean + half, n)
 
 
@@ -120,8 +120,8 @@ def welch(
     wa, wb = (va / na) / se2, (vb / nb) / se2
     df = 1.0 / (wa**2 / (na - 1) + wb**2 / (nb - 1))
     t = diff / se
-    p = float(2.0 * sps.t.sf(abs(t), df))
-    half = float(sps.t.ppf(0.5 + level / 2, df)) * se
+    p = 2.0 * dist.t_sf(abs(t), df)
+    half = dist.t_ppf(0.5 + level / 2, df) * se
     return WelchResult(diff, diff - half, diff + half, TestResult("welch", p, t))
 
 
@@ -241,7 +241,7 @@ def stratified_shift(
     total_w = float(sum(weights))
     stat = float(np.dot(weights, diffs))
     estimate = stat / total_w
-    z_level = float(sps.norm.ppf(0.5 + level / 2))
+    z_level = dist.norm_ppf(0.5 + level / 2)
     half = z_level * math.sqrt(se2) / total_w
     if null_var <= 0.0:
         return WelchResult(
@@ -288,7 +288,7 @@ def stratified_shift(
         r = within.result
         result = TestResult(r.test, r.p_value, z, strata_note, r.p_min)
     else:
-        result = TestResult("stratified", float(2.0 * sps.norm.sf(abs(z))), z, strata_note)
+        result = TestResult("stratified", 2.0 * dist.norm_sf(abs(z)), z, strata_note)
     return WelchResult(estimate, estimate - half, estimate + half, result)
 
 
@@ -300,7 +300,7 @@ def ranks_within(values: np.ndarray, strata: Sequence[str]) -> np.ndarray:
     out = np.zeros_like(x)
     for s in set(st.tolist()):
         mask = st == s
-        out[mask] = sps.rankdata(x[mask]) / (int(mask.sum()) + 1)
+        out[mask] = dist.rankdata(x[mask]) / (int(mask.sum()) + 1)
     return out
 
 
@@ -454,7 +454,7 @@ def contingency_test(
     if float(expected.min()) >= MIN_EXPECTED and not few_splits:
         dof = table.shape[1] - 1
         deff = mean_design_effect(a, b)
-        p = float(sps.chi2.sf(g / deff, dof))
+        p = dist.chi2_sf(g / deff, dof)
         return TestResult("g-test", p, g, f"design effect {deff:.2f}" if deff > 1.0 else "")
     return _permutation(np.vstack([a, b]), a.shape[0], g, permutations=permutations, seed=seed)
 
@@ -571,10 +571,9 @@ def mann_whitney(
     small = max(xa.size, xb.size) <= _MW_EXACT and np.unique(np.concatenate([xa, xb])).size == (
         xa.size + xb.size
     )
-    method = "exact" if small else "asymptotic"
-    res = sps.mannwhitneyu(xa, xb, alternative="two-sided", method=method)
+    statistic, p = dist.mann_whitney_u(xa, xb, exact=small)
     p_min = min(1.0, 2.0 / splits(int(xa.size), int(xb.size))) if small else 0.0
-    return TestResult("mann-whitney", float(res.pvalue), float(res.statistic), p_min=p_min)
+    return TestResult("mann-whitney", p, statistic, p_min=p_min)
 
 
 def fisher_traces(k_a: int, n_a: int, k_b: int, n_b: int, *, min_n: int = MIN_N) -> TestResult:
@@ -583,13 +582,13 @@ def fisher_traces(k_a: int, n_a: int, k_b: int, n_b: int, *, min_n: int = MIN_N)
     note = too_few(n_a, n_b, min_n=min_n)
     if note:
         return TestResult("fisher", None, note=note)
-    res = sps.fisher_exact([[k_a, n_a - k_a], [k_b, n_b - k_b]], alternative="two-sided")
+    odds, p = dist.fisher_exact([[k_a, n_a - k_a], [k_b, n_b - k_b]])
     k = k_a + k_b  # the margins are fixed: any k_a' with k_a' + k_b' = k could have been seen
     p_min = min(
-        float(sps.fisher_exact([[x, n_a - x], [k - x, n_b - k + x]]).pvalue)
+        dist.fisher_exact([[x, n_a - x], [k - x, n_b - k + x]])[1]
         for x in range(max(0, k - n_b), min(k, n_a) + 1)
     )
-    return TestResult("fisher", float(res.pvalue), float(res.statistic), p_min=p_min)
+    return TestResult("fisher", p, odds, p_min=p_min)
 
 
 def _row_subset_sums(units: np.ndarray, k: int) -> np.ndarray:

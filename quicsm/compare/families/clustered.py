@@ -14,10 +14,10 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats as sps
 
 from quicsm.stats import overdispersion as od
 from quicsm.stats import significance as sig
+from quicsm.stats.distributions import norm_sf
 
 __all__ = ["proportion_test", "stratified_proportion_test"]
 
@@ -63,7 +63,7 @@ def stratified_proportion_test(
             return None, math.nan
         return sig.TestResult("identical", 1.0, 0.0, "one outcome in both groups", 1.0), math.nan
     z = num / math.sqrt(den)
-    p = float(2.0 * sps.norm.sf(abs(z)))
+    p = 2.0 * norm_sf(abs(z))
     why = f"ρ {rho:.2f}, {used} strat{'um' if used == 1 else 'a'}" + (
         f" ({sparse} too sparse, left out)" if sparse else ""
     )
