@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -61,8 +61,12 @@ def test_t_survival(t: float, df: float) -> None:
 
 @settings(max_examples=400)
 @given(st.floats(1e-9, 1 - 1e-9), _DF.filter(lambda df: df >= 0.5))
+@example(q=0.5000000000000001, df=1.0)
 def test_t_quantile(q: float, df: float) -> None:
-    assert _close(d.t_ppf(q, df), stats.t.ppf(q, df), 1e-10 if df <= 1e5 else 1e-9)
+    ours, theirs = d.t_ppf(q, df), float(stats.t.ppf(q, df))
+    # near the median the quantile is ~0 and q itself is known to one ulp (~1e-16): the
+    # answer is only defined to about that over the density at 0 (>= 0.27 for df >= 0.5)
+    assert _close(ours, theirs, 1e-10 if df <= 1e5 else 1e-9) or abs(ours - theirs) <= 1e-14
 
 
 @settings(max_examples=200)

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
@@ -205,19 +205,41 @@ def test_mean_design_effect_weights_categories_by_one_minus_pooled_share() -> No
     assert d == pytest.approx(expected)
 
 
-def _brute_force_shift(a: list[float], b: list[float]) -> float:
+def _brute_force_shift(a: list[float], b: list[float], tie: float) -> float:
+    """The share of splits whose |difference of means| (weighted by n_a n_b / n, the
+    statistic of one stratum) is at least the observed one, less ``tie`` (relative)."""
     import itertools
 
     values = a + b
-    observed = abs(np.mean(b) - np.mean(a))
+    w = len(a) * len(b) / len(values)
+    observed = w * abs(np.mean(b) - np.mean(a))
     hits = total = 0
     for idx in itertools.combinations(range(len(values)), len(b)):
         xb = [values[i] for i in idx]
         xa = [values[i] for i in range(len(values)) if i not in idx]
         total += 1
-        # the implementation counts a split within 1e-9 (relative) of the observed one as a tie
-        hits += abs(np.mean(xb) - np.mean(xa)) >= observed - 1e-9 * max(1.0, observed)
+        hits += w * abs(np.mean(xb) - np.mean(xa)) >= observed - tie * max(1.0, observed)
     return hits / total
+
+
+_GRID = st.integers(0, 1000).map(lambda k: k / 1000)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(_GRID, min_size=3, max_size=5),
+    st.lists(_GRID, min_size=3, max_size=5),
+)
+def test_exact_mean_shift_equals_brute_force(a: list[float], b: list[float]) -> None:
+    # values on a grid: two splits' statistics are equal or apart by far more than the
+    # implementation's tie tolerance (1e-9 relative), so the count is defined exactly
+    w = sig.mean_shift(a, b)
+    if w.result.p_value is None:
+        return
+    assert w.result.test in ("permutation (exact)", "welch")
+    if w.result.test == "permutation (exact)":
+        assert w.result.p_value == pytest.approx(_brute_force_shift(a, b, 1e-9), abs=1e-9)
+        assert 0 < w.result.p_min <= w.result.p_value
 
 
 @settings(max_examples=30, deadline=None)
@@ -225,14 +247,16 @@ def _brute_force_shift(a: list[float], b: list[float]) -> float:
     st.lists(st.floats(0, 1), min_size=3, max_size=5),
     st.lists(st.floats(0, 1), min_size=3, max_size=5),
 )
-def test_exact_mean_shift_equals_brute_force(a: list[float], b: list[float]) -> None:
+@example(a=[0.0, 0.0, 0.0], b=[0.0, 1.0, 1e-09])
+@example(a=[0.0, 0.0, 0.0], b=[0.0, 0.0, 1.0, 1e-09])
+def test_exact_mean_shift_is_bracketed_by_brute_force(a: list[float], b: list[float]) -> None:
+    # any values: splits within ~1e-9 of the observed statistic may fall either side of the
+    # tie tolerance by rounding, so the p-value lies between the strict and lenient counts
     w = sig.mean_shift(a, b)
-    if w.result.p_value is None:
+    if w.result.p_value is None or w.result.test != "permutation (exact)":
         return
-    assert w.result.test in ("permutation (exact)", "welch")
-    if w.result.test == "permutation (exact)":
-        assert w.result.p_value == pytest.approx(_brute_force_shift(a, b), abs=1e-9)
-        assert 0 < w.result.p_min <= w.result.p_value
+    low, high = _brute_force_shift(a, b, -1e-7), _brute_force_shift(a, b, 1e-7)
+    assert low - 1e-9 <= w.result.p_value <= high + 1e-9
 
 
 def test_exact_test_over_five_traces_cannot_go_below_two_in_252() -> None:
