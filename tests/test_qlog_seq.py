@@ -310,3 +310,53 @@ def test_large_multi_trace_streams_read_the_same_whole_and_in_small_blocks() -> 
     assert [dataclasses.asdict(t) for t in traces_whole] == [
         dataclasses.asdict(t) for t in traces_pieces
     ]
+
+
+# -- record counting: the native count equals the Python expression it replaces -------------
+
+
+@given(
+    st.lists(st.sampled_from([b"\x1e", b"\n", b"x", b" ", b'{"time":1}']), max_size=60),
+    st.sampled_from([RS, LF]),
+    st.integers(0, 3),
+    st.data(),
+)
+def test_records_are_counted_alike_natively_and_in_python(
+    pieces: list[bytes], sep: bytes, pad: int, data: st.DataObject
+) -> None:
+    from quicsm.core import native
+    from quicsm.qlog import seq
+
+    ext = native.module()
+    if ext is None:
+        pytest.skip("the native core is not built")
+    buf = b"x" * pad + sep + b"".join(pieces) + sep
+    at = [i for i in range(len(buf)) if buf[i] == sep[0]]
+    s = data.draw(st.sampled_from(at))
+    e = data.draw(st.sampled_from([i for i in at if i >= s]))
+    by_python = buf.count(sep, s, e) - buf.count(sep + sep, s, e + 1)
+    assert ext.count_records(buf, s, e, sep[0]) == by_python
+    assert ext.count_records(bytearray(buf), s, e, sep[0]) == by_python
+    assert seq._count_records(buf, s, e, sep) == by_python
+    # the records of a stream without empty ones are its separators
+    if sep + sep not in buf[s : e + 1]:
+        assert by_python == buf.count(sep, s, e)
+
+
+@settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
+@given(streams(), st.sampled_from([RS, LF]), st.lists(st.integers(1, 64), max_size=8))
+def test_event_counts_do_not_depend_on_the_native_core(
+    records: list[dict[str, Any]], sep: bytes, chunks: list[int]
+) -> None:
+    blob = encode(records, sep).replace(sep, sep + sep, 3)  # some empty records too
+    native_counts = [t.n_events for t in run(blob, chunks, sep=sep, count=True)]
+    old = os.environ.get("QUICSM_NATIVE")
+    os.environ["QUICSM_NATIVE"] = "0"
+    try:
+        python_counts = [t.n_events for t in run(blob, chunks, sep=sep, count=True)]
+    finally:
+        if old is None:
+            del os.environ["QUICSM_NATIVE"]
+        else:
+            os.environ["QUICSM_NATIVE"] = old
+    assert native_counts == python_counts

@@ -330,6 +330,15 @@ fn records_with(
     header_candidates(buf, a, b, sep, needle, Vec::new())
 }
 
+/// How many records lie between the separators at `buf[a]` and `buf[b]`, counted as
+/// `quicsm.qlog.seq.SeqScanner._segment` counts them in Python (`scan::count_records`).
+#[pyfunction]
+fn count_records(buf: &Bound<'_, PyAny>, a: usize, b: usize, sep: u8) -> PyResult<usize> {
+    let view = PyBuffer::<u8>::get(buf)?;
+    let bytes = separated(&view, a, b, sep)?;
+    Ok(scan::count_records(bytes, a, b, sep))
+}
+
 /// What `Deriver.scan` returns: `(rs, re, latest, latest_other, checked, visited)`.
 type ScanOut = (i64, i64, Option<f64>, Option<f64>, bool, u64);
 
@@ -615,6 +624,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDeriver>()?;
     m.add_function(wrap_pyfunction!(header_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(records_with, m)?)?;
+    m.add_function(wrap_pyfunction!(count_records, m)?)?;
     m.add_function(wrap_pyfunction!(contained_events, m)?)?;
     m.add_function(wrap_pyfunction!(crate::census::bindings::census_records, m)?)?;
     m.add_function(wrap_pyfunction!(packet_candidates, m)?)?;

@@ -77,6 +77,30 @@ pub struct Outcome {
 
 /// Next hit of `finder` in `buf[from..end]` (absolute), `usize::MAX` if none.
 #[inline]
+/// How many records lie between the separators at `buf[a]` and `buf[b]` (`a <= b < buf.len()`),
+/// counted as `quicsm.qlog.seq` counts them without the native core: the separators in
+/// `buf[a..b]` less the non-overlapping pairs of separators in `buf[a..=b]` (a run of `n`
+/// consecutive separators holds `n / 2` such pairs). One pass over the bytes.
+pub fn count_records(buf: &[u8], a: usize, b: usize, sep: u8) -> usize {
+    let mut seps = 0usize;
+    let mut pairs = 0usize;
+    let mut run = 0usize; // the run of consecutive separators the last one found belongs to
+    let mut last = usize::MAX;
+    for i in memchr::memchr_iter(sep, &buf[a..=b]) {
+        if i < b - a {
+            seps += 1;
+        }
+        if last != usize::MAX && i == last + 1 {
+            run += 1;
+        } else {
+            pairs += run / 2;
+            run = 1;
+        }
+        last = i;
+    }
+    seps - (pairs + run / 2)
+}
+
 fn next_hit(finder: &Finder, buf: &[u8], from: usize, end: usize) -> usize {
     if from >= end {
         return usize::MAX;
@@ -203,4 +227,49 @@ pub fn scan_region(
         }
     }
     Outcome { fallback: None, order, visited, cursor: None }
+}
+
+#[cfg(test)]
+mod count_tests {
+    use super::count_records;
+
+    /// What the Python expression counts: `buf.count(sep, a, b) - buf.count(sep + sep, a, b + 1)`.
+    fn counted(buf: &[u8], a: usize, b: usize, sep: u8) -> usize {
+        let seps = buf[a..b].iter().filter(|&&c| c == sep).count();
+        let (mut pairs, mut i) = (0, a);
+        while i < b {
+            if buf[i] == sep && buf[i + 1] == sep {
+                pairs += 1;
+                i += 2;
+            } else {
+                i += 1;
+            }
+        }
+        seps - pairs
+    }
+
+    #[test]
+    fn counts_as_the_python_expression() {
+        let bytes = [b'\x1e', b'x', b'\n'];
+        // every buffer of up to 9 bytes over the separator, a record byte and a line feed
+        for n in 2..=9u32 {
+            for code in 0..3usize.pow(n) {
+                let mut c = code;
+                let buf: Vec<u8> = (0..n)
+                    .map(|_| {
+                        let b = bytes[c % 3];
+                        c /= 3;
+                        b
+                    })
+                    .collect();
+                for a in 0..buf.len() {
+                    for b in a..buf.len() {
+                        if buf[a] == 0x1e && buf[b] == 0x1e {
+                            assert_eq!(count_records(&buf, a, b, 0x1e), counted(&buf, a, b, 0x1e));
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
