@@ -70,6 +70,41 @@ def test_diff_graph_labels_every_edge_in_percentage_points() -> None:
     assert not re.search(r"label=\"(new|gone) [+−-]?0\.\d", dot)
 
 
+def test_an_installed_script_bundle_spares_an_empty_cache_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``install_bundle`` (run by scripts/setup) builds the bundle once into the installation;
+    a plot with an empty cache then reads it and builds nothing (nor writes the cache), and a
+    damaged installed copy is ignored: the bundle is built into the cache as without one."""
+    import vl_convert
+
+    installed = tmp_path / "package"
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("QUICSM_CACHE_DIR", str(cache))
+    monkeypatch.setattr(charts, "_installed_bundle", lambda name: installed / name)
+    calls: list[int] = []
+    real = vl_convert.javascript_bundle
+
+    def counting() -> str:
+        calls.append(1)
+        return str(real())
+
+    monkeypatch.setattr(vl_convert, "javascript_bundle", counting)
+    path = charts.install_bundle()
+    assert path.parent == installed and len(calls) == 1
+    assert charts.install_bundle() == path and len(calls) == 1  # a sound copy is kept
+    built = path.read_text().partition("\n")[2]
+    assert "vegaEmbed" in built
+    charts._bundle.cache_clear()
+    assert charts._bundle() == built and len(calls) == 1  # read, not built
+    assert not cache.exists()  # and nothing written to the cache
+    path.write_text(path.read_text().replace("vegaEmbed", "vegaEmbeD", 1))
+    charts._bundle.cache_clear()
+    assert charts._bundle() == built and len(calls) == 2  # damaged: built, kept in the cache
+    assert len(list(cache.glob("vega-bundle-*.js"))) == 1
+    charts._bundle.cache_clear()
+
+
 def test_the_script_bundle_is_kept_and_a_damaged_copy_built_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -79,6 +114,8 @@ def test_the_script_bundle_is_kept_and_a_damaged_copy_built_again(
     import vl_convert
 
     monkeypatch.setenv("QUICSM_CACHE_DIR", str(tmp_path))
+    # no installation's copy (install_bundle): the cache alone is looked at
+    monkeypatch.setattr(charts, "_installed_bundle", lambda name: tmp_path / "none" / name)
     built = vl_convert.javascript_bundle()
     charts._bundle.cache_clear()
     assert charts._bundle() == built

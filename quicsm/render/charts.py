@@ -27,6 +27,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from quicsm.core.errors import QuicsmError
@@ -1307,32 +1308,68 @@ def _bundle() -> str:
     """Vega, Vega-Lite and Vega-Embed in one script (defines ``window.vegaEmbed``).
 
     The renderer builds it anew at every call (about 1.8 s of CPU, more than the rest of a
-    one-connection plot), and it depends only on the renderer's version: it is kept in the
+    one-connection plot), and it depends only on the renderer's version: it is read from the
+    installation's copy (:func:`install_bundle`, which ``scripts/setup`` runs), else from the
     cache directory (:func:`quicsm.engine.cache.default_cache_dir`) as
-    ``vega-bundle-<version>.js`` and read from there afterwards. A cache that cannot be read or
-    written only means the bundle is built again."""
-    from importlib.metadata import PackageNotFoundError, version
+    ``vega-bundle-<version>.js``, else built and kept there. A copy that cannot be read (or
+    whose digest does not match) and a cache that cannot be written only mean the bundle is
+    built again."""
+    from importlib.metadata import PackageNotFoundError
 
     from quicsm.engine.cache import default_cache_dir
 
     try:
-        renderer = version("vl-convert-python")
+        name = _bundle_name()
     except PackageNotFoundError:  # pragma: no cover - installed without metadata
         return str(_vl_convert().javascript_bundle())
-    kept = default_cache_dir() / f"vega-bundle-{renderer}.js"
-    try:  # the first line holds the digest of the rest: a damaged copy is built again
-        digest, _, text = kept.read_text(encoding="utf-8").partition("\n")
-        if digest == _bundle_digest(text):
+    for kept in (_installed_bundle(name), default_cache_dir() / name):
+        text = _read_bundle(kept)
+        if text is not None:
             return text
-    except (OSError, UnicodeDecodeError):
-        pass
     text = str(_vl_convert().javascript_bundle())
     with contextlib.suppress(OSError):  # a read-only or full cache: built again next time
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        temp = kept.with_name(f".{kept.name}.{os.getpid()}")
-        temp.write_text(f"{_bundle_digest(text)}\n{text}", encoding="utf-8")
-        os.replace(temp, kept)  # whole or not at all: a reader never sees a partial copy
+        _write_bundle(default_cache_dir() / name, text)
     return text
+
+
+def install_bundle() -> Path:
+    """Builds the script bundle into the installation, beside this module (where
+    :func:`_bundle` reads it first), unless a sound copy is there already; returns its path.
+    ``scripts/setup`` runs it after installing quicsm, so that a first plot with an empty cache
+    does not build it; an installation without it builds the bundle into the cache directory
+    at its first plot instead."""
+    path = _installed_bundle(_bundle_name())
+    if _read_bundle(path) is None:
+        _write_bundle(path, str(_vl_convert().javascript_bundle()))
+    return path
+
+
+def _bundle_name() -> str:
+    from importlib.metadata import version
+
+    return f"vega-bundle-{version('vl-convert-python')}.js"
+
+
+def _installed_bundle(name: str) -> Path:
+    return Path(__file__).with_name(name)
+
+
+def _read_bundle(kept: Path) -> str | None:
+    """The bundle kept at ``kept``, if its first line holds the digest of the rest."""
+    try:
+        digest, _, text = kept.read_text(encoding="utf-8").partition("\n")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if digest == _bundle_digest(text) else None
+
+
+def _write_bundle(kept: Path, text: str) -> None:
+    """``text`` kept at ``kept`` with its digest, whole or not at all (a reader never sees a
+    partial copy)."""
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    temp = kept.with_name(f".{kept.name}.{os.getpid()}")
+    temp.write_text(f"{_bundle_digest(text)}\n{text}", encoding="utf-8")
+    os.replace(temp, kept)
 
 
 def _bundle_digest(text: str) -> str:
