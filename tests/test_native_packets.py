@@ -126,6 +126,35 @@ def test_packets_are_read_natively(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(calls) > 1000
 
 
+def test_the_chunks_read_natively_are_appended_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The native core stops at each record it hands back (every ``packet_lost`` of these
+    traces), and the chunks it read in between are held back and appended to the columns
+    together: far fewer appends than chunks, never more than ``_PENDING_CHUNKS`` held at a
+    time (what they hold is checked against the Python reader by the tests around)."""
+    from quicsm.extract import packets
+
+    chunks: list[int] = []
+    appends: list[int] = []
+    absorb, take = PacketColumns.absorb, PacketColumns._take
+
+    def counting_absorb(self: PacketColumns, *args: Any) -> None:
+        absorb(self, *args)
+        chunks.append(len(self._pending))
+
+    def counting_take(self: PacketColumns, columns: Any) -> None:
+        appends.append(1)
+        take(self, columns)
+
+    monkeypatch.setattr(PacketColumns, "absorb", counting_absorb)
+    monkeypatch.setattr(PacketColumns, "_take", counting_take)
+    path = ROOT / "traces" / "quic-go-v0.65.0.qlog"
+    with native(True):
+        out = read_packet_timelines(path, [trace_id(str(path), i) for i in range(20)])
+    assert len(out) == 20
+    assert len(chunks) > 200 and 5 * len(appends) < len(chunks), (len(chunks), len(appends))
+    assert max(chunks) < packets._PENDING_CHUNKS
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", SHIPPED, ids=[str(p.relative_to(ROOT)) for p in SHIPPED])
 def test_shipped_traces_give_the_same_packets(path: Path) -> None:

@@ -79,30 +79,32 @@ class PacketColumns:
     no metrics; :attr:`TraceBuilder.packet_hook` and :attr:`TraceBuilder.loss_hook` feed it)."""
 
     __slots__ = (
-        "ack_hi",
-        "ack_lo",
-        "ack_of",
+        "_ack_hi",
+        "_ack_lo",
+        "_ack_of",
+        "_flags",
+        "_numbers",
+        "_pending",
+        "_pending_rows",
+        "_streams",
+        "_times",
         "bytes",
         "first_scid",
-        "flags",
         "lost_numbers",
         "lost_raw",
         "lost_times",
         "lost_triggers",
-        "numbers",
-        "streams",
-        "times",
         "trigger_names",
     )
 
     def __init__(self) -> None:
-        self.times = array("d")
-        self.numbers = array("q")
-        self.flags = array("B")
+        self._times = array("d")
+        self._numbers = array("q")
+        self._flags = array("B")
         #: ACK ranges of application-space packets: the packet row they came in, lowest, highest
-        self.ack_of = array("q")
-        self.ack_lo = array("q")
-        self.ack_hi = array("q")
+        self._ack_of = array("q")
+        self._ack_lo = array("q")
+        self._ack_hi = array("q")
         self.lost_times = array("d")
         self.lost_numbers = array("q")
         #: each loss event's data as logged (JSON text), shown when its mark is clicked
@@ -111,16 +113,22 @@ class PacketColumns:
         self.trigger_names: dict[str, int] = {}
         self.first_scid: str | None = None
         #: the STREAM, ACK and flow-control frames, for the byte-offset panel
-        self.streams = StreamColumns()
+        self._streams = StreamColumns()
         #: ack-eliciting bytes by (logged as sent, sent by the capture's first sender)
         self.bytes = [0, 0, 0, 0]
+        #: chunks the native core read (:meth:`absorb`), not appended yet: appended together
+        #: (one call per column, not one per chunk) before the columns are next read
+        self._pending: list[Sequence[bytes]] = []
+        self._pending_rows = 0
 
     def packet(self, time: float, short: str, data: object, scale: float) -> None:
         """A ``packet_sent`` / ``packet_received`` event (``TraceBuilder.packet_hook``)."""
+        if self._pending:  # the rows read natively before it come first
+            self._flush()
         p = packet_of(time, short, data, scale)
         if p is None:
             return
-        self.streams.add(time, p, data)
+        self._streams.add(time, p, data)
         if self.first_scid is None and p.scid:
             self.first_scid = p.scid
         # from_one_side: packets addressed to the first source connection ID travel back
@@ -134,19 +142,19 @@ class PacketColumns:
         )
         if p.eliciting:
             self.bytes[2 * p.sent + from_first] += p.size
-        row = len(self.times)
-        self.times.append(time)
-        self.numbers.append(p.number if p.number is not None else -1)
-        self.flags.append(flags)
+        row = len(self._times)
+        self._times.append(time)
+        self._numbers.append(p.number if p.number is not None else -1)
+        self._flags.append(flags)
         if p.space == "application":
             for lo, hi in p.acks:
-                self.ack_of.append(row)
-                self.ack_lo.append(lo)
-                self.ack_hi.append(hi)
+                self._ack_of.append(row)
+                self._ack_lo.append(lo)
+                self._ack_hi.append(hi)
 
     def rows(self) -> int:
         """How many packet rows are held (:class:`quicsm.qlog.trace.NativePackets`)."""
-        return len(self.times)
+        return len(self._times) + self._pending_rows
 
     def absorb(
         self, first_scid: str | None, sizes: Sequence[int], columns: Sequence[bytes]
@@ -157,42 +165,61 @@ class PacketColumns:
         self.first_scid = first_scid
         for i, size in enumerate(sizes):
             self.bytes[i] += size
+        if not columns[0]:  # no row: nothing else either
+            return
+        self._pending.append(columns)
+        self._pending_rows += len(columns[0]) // 8  # float64 times
+        if len(self._pending) >= _PENDING_CHUNKS:
+            self._flush()
+
+    def _flush(self) -> None:
+        """The chunks held back by :meth:`absorb`, appended as one chunk (each column joined)."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending, self._pending_rows = [], 0
+        if len(pending) == 1:
+            self._take(pending[0])
+        else:  # every chunk has the same columns
+            self._take([b"".join(c) for c in zip(*pending, strict=True)])
+
+    def _take(self, columns: Sequence[bytes]) -> None:
         (times, numbers, flags, ack_of, ack_lo, ack_hi, *frames) = columns
         if not times:
             return
-        base = len(self.times)
-        self.times.frombytes(times)
-        self.numbers.frombytes(numbers)
-        self.flags.frombytes(flags)
+        base = len(self._times)
+        self._times.frombytes(times)
+        self._numbers.frombytes(numbers)
+        self._flags.frombytes(flags)
         if ack_of:
-            self.ack_of.frombytes(ack_of)
-            self.ack_lo.frombytes(ack_lo)
-            self.ack_hi.frombytes(ack_hi)
+            self._ack_of.frombytes(ack_of)
+            self._ack_lo.frombytes(ack_lo)
+            self._ack_hi.frombytes(ack_hi)
             rows = np.frombuffer(ack_of, dtype=np.int64) - base
             t = np.frombuffer(times, dtype=np.float64)[rows]
             sent = (np.frombuffer(flags, dtype=np.uint8)[rows] & _SENT) != 0
             lo, hi = np.frombuffer(ack_lo, dtype=np.int64), np.frombuffer(ack_hi, dtype=np.int64)
-            self.streams.acks.extend(
+            self._streams.acks.extend(
                 zip(t.tolist(), sent.tolist(), lo.tolist(), hi.tolist(), strict=True)
             )
         streams, limits, blocked = frames[:6], frames[6:10], frames[10:]
         if streams[0]:
-            self.streams.stream_rows.extend(zip(*_lists(streams), strict=True))
+            self._streams.stream_rows.extend(zip(*_lists(streams), strict=True))
         if limits[0]:
-            self.streams.limits.extend(zip(*_lists(limits), strict=True))
+            self._streams.limits.extend(zip(*_lists(limits), strict=True))
         if blocked[0]:
-            self.streams.blocked.extend(zip(*_lists(blocked), strict=True))
+            self._streams.blocked.extend(zip(*_lists(blocked), strict=True))
 
     def parameters(self, time: float, short: str, data: object, scale: float) -> None:
         """A ``parameters_set`` event (``TraceBuilder.parameters_hook``)."""
-        self.streams.transport_parameters(data)
+        self._streams.transport_parameters(data)
 
     def loss(self, time: float, short: str, data: object, scale: float) -> None:
         """A ``packet_lost`` event (``TraceBuilder.loss_hook``)."""
         space, number, trigger = lost_packet_of(data)
         if space != "application" or number is None:
             return
-        self.streams.losses.append((time, number))
+        self._streams.losses.append((time, number))
         self.lost_raw.append(_json_text(data))
         self.lost_times.append(time)
         self.lost_numbers.append(number)
@@ -212,9 +239,10 @@ class PacketColumns:
         on the columns as arrays (no object per packet); the timeline holds its series as
         compact arrays too. ``byte_offsets``: with the byte-offset view
         (:attr:`PacketTimeline.streams`, which only the plot draws; else None)."""
-        times = np.frombuffer(self.times, dtype=np.float64) if self.times else np.empty(0)
-        numbers = np.frombuffer(self.numbers, dtype=np.int64) if self.numbers else _NO_INTS
-        flags = np.frombuffer(self.flags, dtype=np.uint8) if self.flags else np.empty(0, np.uint8)
+        self._flush()
+        times = np.frombuffer(self._times, dtype=np.float64) if self._times else np.empty(0)
+        numbers = np.frombuffer(self._numbers, dtype=np.int64) if self._numbers else _NO_INTS
+        flags = np.frombuffer(self._flags, dtype=np.uint8) if self._flags else np.empty(0, np.uint8)
         sides = np.unique(flags & _SENT)
         captured = len(sides) == 1 and self.first_scid is not None
         if captured:  # direction: sent by the capture's first sender (the client)
@@ -233,9 +261,9 @@ class PacketColumns:
         unnumbered = int(np.count_nonzero(data & ~numbered))
         del order, t, n, f, data, numbered
         # ACKs travel the other way: their ranges, in the time order of their packets
-        rows = np.frombuffer(self.ack_of, dtype=np.int64) if self.ack_of else _NO_INTS
-        lo = np.frombuffer(self.ack_lo, dtype=np.int64) if self.ack_lo else _NO_INTS
-        hi = np.frombuffer(self.ack_hi, dtype=np.int64) if self.ack_hi else _NO_INTS
+        rows = np.frombuffer(self._ack_of, dtype=np.int64) if self._ack_of else _NO_INTS
+        lo = np.frombuffer(self._ack_lo, dtype=np.int64) if self._ack_lo else _NO_INTS
+        hi = np.frombuffer(self._ack_hi, dtype=np.int64) if self._ack_hi else _NO_INTS
         other = ((flags[rows] & bit) != 0) != own
         rows, lo, hi = rows[other], lo[other], hi[other]
         by_time = np.argsort(times[rows], kind="stable")
@@ -274,11 +302,51 @@ class PacketColumns:
             lost=lost,
             losses_here=losses_here,
             unnumbered=unnumbered,
-            streams=self.streams.timeline(start) if byte_offsets else None,
+            streams=self._streams.timeline(start) if byte_offsets else None,
             lost_events=raw,
-            sendable=None if captured else sendable_timeline(self.streams, start),
+            sendable=None if captured else sendable_timeline(self._streams, start),
         )
 
+    # the columns, with the chunks held back appended first
+    @property
+    def times(self) -> array[float]:
+        self._flush()
+        return self._times
+
+    @property
+    def numbers(self) -> array[int]:
+        self._flush()
+        return self._numbers
+
+    @property
+    def flags(self) -> array[int]:
+        self._flush()
+        return self._flags
+
+    @property
+    def ack_of(self) -> array[int]:
+        self._flush()
+        return self._ack_of
+
+    @property
+    def ack_lo(self) -> array[int]:
+        self._flush()
+        return self._ack_lo
+
+    @property
+    def ack_hi(self) -> array[int]:
+        self._flush()
+        return self._ack_hi
+
+    @property
+    def streams(self) -> StreamColumns:
+        self._flush()
+        return self._streams
+
+
+#: chunks :meth:`PacketColumns.absorb` holds back at most (a contained-JSON trace gives one per
+#: packet event)
+_PENDING_CHUNKS = 256
 
 _NO_INTS = np.empty(0, dtype=np.int64)
 
