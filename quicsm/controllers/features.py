@@ -518,10 +518,16 @@ def _cuts(
     loss_times = times[is_loss]
     rows = np.flatnonzero(~np.isnan(cwnd))
     out: list[tuple[int, int, bool]] = []
-    for i, (a, b) in enumerate(zip(rows, rows[1:], strict=False)):
+    # the one-step drops, found over all steps at once (the same comparisons, elementwise)
+    steps_before, steps_after = cwnd[rows[:-1]], cwnd[rows[1:]]
+    drops = np.flatnonzero(
+        (steps_before > 0)
+        & (COLLAPSE_BELOW * steps_before <= steps_after)
+        & (steps_after < (1 - DROP_SHARE) * steps_before)
+    )
+    for i in drops.tolist():
+        a, b = rows[i], rows[i + 1]
         before, after = cwnd[a], cwnd[b]
-        if not (before > 0 and COLLAPSE_BELOW * before <= after < (1 - DROP_SHARE) * before):
-            continue
         srtt = float(rtt[b]) if not math.isnan(rtt[b]) else DEFAULT_RTT_MS
         t_cut = times[b]
         near = loss_times[(loss_times <= t_cut) & (loss_times >= t_cut - 2 * srtt)]
