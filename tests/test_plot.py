@@ -368,7 +368,8 @@ def test_rtt_samples_are_drawn_as_points(series) -> None:  # type: ignore[no-unt
     layer = next(i for i, layer in enumerate(rtt["layer"]) if layer["mark"]["type"] == "circle")
     assert len(rtt["layer"][layer]["data"]["values"]) == n
     svg = charts.to_svg(charts.connections_spec([s]))
-    group = re.search(rf'class="mark-symbol role-mark concat_{index}_layer_{layer}_marks"'
+    name = rtt["layer"][layer].get("name") or f"concat_{index}_layer_{layer}"
+    group = re.search(rf'class="mark-symbol role-mark {name}_marks"'
                       r"[^>]*>(.*?)</g>", svg, re.S)  # fmt: skip
     assert group is not None and group.group(1).count("<path") == n
 
