@@ -311,15 +311,11 @@ def producer_pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _vega_spec(page: Path) -> dict:  # type: ignore[type-arg]
-    """The Vega specification a page draws (gzip, base64, in its #spec)."""
-    import base64
-    import gzip
-    import re
-
-    packed = re.search(r'id="spec">([^<]*)<', page.read_text()).group(1)  # type: ignore[union-attr]
+    """The Vega specification a page draws (packed in its #spec, its datasets as columns)."""
+    from quicsm.render import charts
     from quicsm.render.packed_data import unpack_spec
 
-    return unpack_spec(json.loads(gzip.decompress(base64.b64decode(packed))))
+    return unpack_spec(json.loads(charts.unpacked(page.read_text(), "spec")))
 
 
 def panel_values(spec: dict, lo: float, hi: float) -> dict[str, tuple[float, float]]:  # type: ignore[type-arg]

@@ -52,7 +52,15 @@ from quicsm.render.connection import (
 )
 from quicsm.render.escape import esc
 from quicsm.render.mark_records import band_record, band_records, record
-from quicsm.render.packed_data import UNPACK_JS, pack_spec, pack_values
+from quicsm.render.packed_data import (
+    TEXT_TO_BYTES_JS,
+    UNPACK_JS,
+    bytes_to_text,
+    js_ms,
+    pack_spec,
+    text_to_bytes,
+)
+from quicsm.render.record_table import UNPACK_RECORDS_JS, pack_records
 
 Spec = dict[str, Any]
 
@@ -178,7 +186,8 @@ def _bands_layer(
         starts, numbers = ([], []) if series.records is None else band_records(
             series.records, bands)  # fmt: skip
         for a, b, s, lv in band_levels(bands, end=end, columns=COLUMNS):
-            rows.append({"start": _r(a), "end": _r(b), "state": s, "ms": _r(b - a), "lv": lv})
+            rows.append({"start": _r(a), "end": _r(b), "state": s,
+                         "ms": js_ms(_r(a), _r(b)), "lv": lv})  # fmt: skip
             if series.records is not None:
                 rows[-1]["r"] = band_record(starts, numbers, a)
     else:
@@ -1408,9 +1417,7 @@ _EMBED: Final[str] = (
     r"""(function () {
 var chart = document.getElementById('chart');
 function unpack(id) {
-  var text = atob(document.getElementById(id).textContent.trim());
-  var bytes = new Uint8Array(text.length);
-  for (var i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+  var bytes = textToBytes(document.getElementById(id).textContent);
   var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
   return new Response(stream).text();
 }
@@ -1537,11 +1544,7 @@ function showRecord(event, item) {
   if (!records) records = document.getElementById('records') ?
     unpack('records').then(function (text) {
       var table = JSON.parse(text);
-      Object.keys(table).forEach(function (k) {
-        var of = table[k], texts = of.texts.split('\x1e'), byNumber = {};
-        unpackValues(of.numbers).forEach(function (row, i) { byNumber[row.n] = texts[i]; });
-        of.records = byNumber;
-      });
+      Object.keys(table).forEach(function (k) { table[k].records = unpackRecords(table[k]); });
       return table;
     }) : Promise.resolve({});
   return records.then(function (table) {
@@ -1684,15 +1687,31 @@ unpack('lib').then(function (code) {
   .catch(function (e) { document.body.dataset.drawn = 'failed'; console.error(String(e)); });
 """
     + UNPACK_JS
+    + "\n"
+    + TEXT_TO_BYTES_JS
+    + "\n"
+    + UNPACK_RECORDS_JS
     + "\n})();"
 )
 
 
 def _packed(text: str) -> str:
-    """``text`` gzip-compressed and base64-encoded (mtime 0: the same text, the same bytes)."""
+    """``text`` gzip-compressed (mtime 0: the same text, the same bytes), written with
+    :func:`~quicsm.render.packed_data.bytes_to_text`."""
     import gzip
 
-    return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode()
+    return bytes_to_text(gzip.compress(text.encode(), compresslevel=9, mtime=0))
+
+
+def unpacked(page: str, name: str) -> str:
+    """The text an interactive page carries packed in its element ``name`` (``spec``,
+    ``lib``, ``records``): :func:`_packed` undone."""
+    import gzip
+
+    found = re.search(rf'<script type="application/gzip" id="{re.escape(name)}">([^<]*)<', page)
+    if found is None:
+        raise QuicsmError(f"the page carries no {name}")
+    return gzip.decompress(text_to_bytes(found.group(1))).decode()
 
 
 @functools.cache
@@ -1890,9 +1909,8 @@ def _summary(series: ConnectionSeries) -> str:
 
 def _records_table(spec: Spec, series: Sequence[ConnectionSeries]) -> dict[str, Any]:
     """The records the marks of ``spec`` (before :func:`_share_data`) were drawn from, by
-    connection: ``{index: {file, trace, numbers, texts}}``, ``texts`` the records' texts joined
-    by RS in the order of ``numbers`` (packed: :func:`~quicsm.render.packed_data.pack_values`
-    of rows ``{n}``) (rows' ``r``; the layers
+    connection: ``{index: {file, trace, ...}}``, the records as
+    :func:`~quicsm.render.record_table.pack_records` packs them (rows' ``r``; the layers
     of connection ``i`` are named ``c<i>...``)."""
     wanted: dict[int, set[int]] = {}
 
@@ -1920,10 +1938,9 @@ def _records_table(spec: Spec, series: Sequence[ConnectionSeries]) -> dict[str, 
             continue
         # like events together (they compress better side by side), joined by the record
         # separator (no JSON string escapes)
-        order = sorted(wanted[i], key=lambda n: (rec.name_of(n), n))
+        order = sorted(wanted[i])
         table[str(i)] = {"file": rec.file, "trace": rec.trace,
-                         "numbers": pack_values([{"n": n} for n in order]),
-                         "texts": "\x1e".join(rec.text_of(n) for n in order)}  # fmt: skip
+                         **pack_records(order, [rec.text_of(n) for n in order])}  # fmt: skip
     return table
 
 
