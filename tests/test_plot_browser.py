@@ -528,3 +528,31 @@ def test_a_click_on_each_kind_of_mark_shows_its_record(
         if kind == "sent":
             header_ = event["data"].get("header", {})
             assert header_.get("packet_number") == datum["v"], (name, text)
+
+
+def test_a_resize_keeps_the_zoom(chromium: str, producer_pages: dict[str, Path]) -> None:
+    """Zoomed in time and, by a rectangle, in one panel's values: a narrower window redraws
+    the chart at its new width with the same time range on every panel and the same y range."""
+    page = producer_pages["quiche"]
+    with Browser(chromium) as browser:
+        session, load = browser.load(page.as_uri(), width=1400)
+        assert _drawn(browser, session) == "yes" and load.errors == []
+        whole = json.loads(browser.evaluate(session, DOMAINS))[0]
+        lo, hi = whole[0] + 0.3 * (whole[1] - whole[0]), whole[0] + 0.4 * (whole[1] - whole[0])
+        browser.evaluate(session, f"quicsmView.signal('zoom0_start', [{lo}, {hi}])"
+                                  ".signal('ry0_2', [10, 200]).run(); 1")  # fmt: skip
+        zoomed = _settled(browser, session, [whole] * 5)
+        assert zoomed[0] == pytest.approx([lo, hi])
+        width = browser.evaluate(session, "document.querySelector('#chart svg').clientWidth")
+        draws = int(browser.evaluate(session, "document.body.dataset.draws"))
+        browser.evaluate(session, "document.body.dataset.drawn = ''; 1")
+        browser.send("Emulation.setDeviceMetricsOverride",
+                     {"width": 1000, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+                     session=session)  # fmt: skip
+        assert _drawn(browser, session) == "yes"  # the redraw the resize causes, ended
+        assert int(browser.evaluate(session, "document.body.dataset.draws")) > draws
+        narrow = browser.evaluate(session, "document.querySelector('#chart svg').clientWidth")
+        assert narrow < width - 200, (width, narrow)
+        after = json.loads(browser.evaluate(session, DOMAINS))
+        assert all(d == pytest.approx([lo, hi]) for d in after), after
+        assert json.loads(browser.evaluate(session, Y_PACKETS)) == [10, 200]
