@@ -48,7 +48,8 @@ MAX_CONNECTIONS = 12
     default=None,
     help="html (interactive: fits the page's width; wheel zooms, drag pans, shift-drag zooms "
     "to a rectangle, the y axes refit; "
-    "click a loss for its event; with a time-in-state table), svg or png (static); default: "
+    "click a mark for the event it was drawn from; with a time-in-state table), svg or png "
+    "(static); default: "
     "from the file suffix.",
 )
 @click.option(
