@@ -2,12 +2,13 @@
 were drawn from: each event record's number in the file (1-based, as error messages count
 records: a JSON-SEQ record's separators counted from the file's start, an NDJSON record's
 line), its event name, its time in ms from the trace's first event (the plot's time axis),
-and its text exactly as written.
+and its text exactly as written. A contained-JSON file (one document) has no records: there,
+each event of the trace's ``events`` list counts (from 1) and its text is the event written
+compactly (the document's own layout is not kept).
 
 :func:`trace_records` reads one trace of a JSON-SEQ or NDJSON file (compressed or not);
 :meth:`TraceRecords.find` names the record a mark was drawn from, by the mark's time and the
-event names (and data) that draw it. A contained-JSON file (one document) has no records to
-number: :func:`trace_records` returns ``None`` for it, and the plot says so.
+event names (and data) that draw it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import orjson
 from quicsm.core.diagnostics import RecordProblem
 from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
 from quicsm.qlog.seq import LF, RS
-from quicsm.qlog.source import JSON_SEQ, NDJSON, detect, without_bom
+from quicsm.qlog.source import JSON, JSON_SEQ, NDJSON, detect, without_bom
 from quicsm.qlog.trace import TraceBuilder, is_header, object_event
 
 #: how event records begin (a header record never does): cheap to test before decoding
@@ -37,6 +38,9 @@ class TraceRecords:
 
     file: str
     trace: int
+    #: what a number counts: ``record`` (JSON-SEQ, NDJSON) or ``event`` (a contained JSON
+    #: document's events list)
+    unit: str = "record"
     #: each record's number in the file (1-based)
     numbers: list[int] = field(default_factory=list)
     #: each record's event name without its category (``packet_sent``, ``metrics_updated``)
@@ -111,13 +115,15 @@ def trace_records(
     path: str | Path, index: int, *, limits: ReadLimits = DEFAULT_LIMITS
 ) -> TraceRecords | None:
     """The event records of trace ``index`` (counted from 0, as trace ids count them) of a
-    JSON-SEQ or NDJSON file; ``None`` for another format (a contained JSON document, a
-    transitions table). Times are counted as the readers count them (the header's time
-    format, from the trace's first event). A record that does not decode is left out (the
+    JSON-SEQ or NDJSON file, or the events of a contained JSON document's trace; ``None`` for
+    a transitions table, or a trace not found. Times are counted as the readers count them
+    (the header's time format, from the trace's first event). A record that does not decode is left out (the
     plot's reading reported it already)."""
     source = DecompressedFile(Path(path), limits=limits)
     content = b"".join(without_bom(source.blocks()))
     kind = detect(content[: 1 << 16])
+    if kind == JSON:
+        return _contained(str(path), content, index)
     if kind not in (JSON_SEQ, NDJSON):
         return None
     sep = RS if kind == JSON_SEQ else LF
@@ -168,6 +174,33 @@ def trace_records(
             first = t
         out.add(number, name, t - first, data, record.decode("utf-8", "replace"))
     return out if builder is not None else None
+
+
+def _contained(file: str, content: bytes, index: int) -> TraceRecords | None:
+    """The events of trace ``index`` of a contained JSON document, numbered from 1."""
+    try:
+        doc = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return None
+    traces = doc.get("traces") if isinstance(doc, dict) else None
+    if not isinstance(traces, list) or not 0 <= index < len(traces):
+        return None
+    trace = traces[index]
+    events = trace.get("events") if isinstance(trace, dict) else None
+    if not isinstance(events, list):
+        return None
+    builder = TraceBuilder(index, doc, trace, JSON, want_metrics=False, full=False)
+    out = TraceRecords(file=file, trace=index, unit="event")
+    first: float | None = None
+    for number, event in enumerate(events, start=1):
+        try:
+            name, raw_time, data = object_event(event, None)
+            t = builder.event_time(raw_time, None)
+        except RecordProblem:  # an event the reading reported already (or an array event)
+            continue
+        first = t if first is None else first
+        out.add(number, name, t - first, data, orjson.dumps(event).decode())
+    return out
 
 
 __all__ = ["MAX_RECORD_CHARS", "TraceRecords", "trace_records"]

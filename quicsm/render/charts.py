@@ -1551,7 +1551,7 @@ function showRecord(event, item) {
     var of = table[conn], text = of && r >= 0 ? of.records[r] : undefined;
     out.textContent = text === undefined ?
       'no event of the trace drawn this mark (it carries a line on to the trace\'s end)' :
-      of.file + ', trace ' + of.trace + ', record ' + r + ':\n' + text;
+      of.file + ', trace ' + of.trace + ', ' + of.unit + ' ' + r + ':\n' + text;
     out.hidden = false;
     document.body.dataset.shown = String(r);
   });
@@ -1939,7 +1939,7 @@ def _records_table(spec: Spec, series: Sequence[ConnectionSeries]) -> dict[str, 
         # like events together (they compress better side by side), joined by the record
         # separator (no JSON string escapes)
         order = sorted(wanted[i])
-        table[str(i)] = {"file": rec.file, "trace": rec.trace,
+        table[str(i)] = {"file": rec.file, "trace": rec.trace, "unit": rec.unit,
                          **pack_records(order, [rec.text_of(n) for n in order])}  # fmt: skip
     return table
 
