@@ -117,8 +117,8 @@ def trace_records(
     """The event records of trace ``index`` (counted from 0, as trace ids count them) of a
     JSON-SEQ or NDJSON file, or the events of a contained JSON document's trace; ``None`` for
     a transitions table, or a trace not found. Times are counted as the readers count them
-    (the header's time format, from the trace's first event). A record that does not decode is left out (the
-    plot's reading reported it already)."""
+    (the header's time format, from the trace's first event). A record that does not decode
+    is left out (the plot's reading reported it already)."""
     source = DecompressedFile(Path(path), limits=limits)
     content = b"".join(without_bom(source.blocks()))
     kind = detect(content[: 1 << 16])
