@@ -1677,12 +1677,13 @@ window.addEventListener('resize', function () {
   clearTimeout(timer);
   timer = setTimeout(function () { if (source) first(); }, 200);
 });
+var spec = unpack('spec');  // inflated while the libraries are
 unpack('lib').then(function (code) {
   var script = document.createElement('script');
   script.textContent = code;
   document.head.appendChild(script);
   document.body.dataset.libMs = String(Math.round(performance.now()));
-  return unpack('spec');
+  return spec;
 }).then(function (text) { source = text; return first(); })
   .catch(function (e) { document.body.dataset.drawn = 'failed'; console.error(String(e)); });
 """
