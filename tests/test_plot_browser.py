@@ -556,3 +556,42 @@ def test_a_resize_keeps_the_zoom(chromium: str, producer_pages: dict[str, Path])
         after = json.loads(browser.evaluate(session, DOMAINS))
         assert all(d == pytest.approx([lo, hi]) for d in after), after
         assert json.loads(browser.evaluate(session, Y_PACKETS)) == [10, 200]
+
+
+#: every time domain of a small-multiples page, by scale name (concat_<conn>_concat_<panel>_x)
+ALL_DOMAINS = """JSON.stringify(Object.fromEntries(Object.entries(quicsmView._runtime.scales)
+  .filter(([k, v]) => /_x$/.test(k)).map(([k, v]) => [k, v.value.domain()])))"""
+
+
+def test_small_multiples_draw_zoom_apart_and_open_their_own_records(
+    chromium: str, tmp_path: Path
+) -> None:
+    """Two connections on one page: drawn without errors; a zoom of the second moves only the
+    second's time axes; a click on the second's mark opens a record of its own trace."""
+    page = tmp_path / "two.html"
+    result = CliRunner().invoke(
+        main, ["plot", f"{STACKS}#32", f"{STACKS}#2", "-o", str(page)]
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    with Browser(chromium) as browser:
+        session, load = browser.load(page.as_uri(), width=1400)
+        assert _drawn(browser, session) == "yes" and load.errors == []
+        before = json.loads(browser.evaluate(session, ALL_DOMAINS))
+        first = {k: v for k, v in before.items() if k.startswith("concat_0_")}
+        second = {k: v for k, v in before.items() if k.startswith("concat_1_")}
+        assert len(first) >= 5 and len(second) >= 5
+        hi = next(iter(second.values()))[1] / 10
+        browser.evaluate(session, f"quicsmView.signal('zoom1_start', [0, {hi}]).run(); 1")
+        give_up = time.monotonic() + 120  # against a hang only: a loaded machine redraws slowly
+        while (after := json.loads(browser.evaluate(session, ALL_DOMAINS))) == before:
+            assert time.monotonic() < give_up, "the second connection's axes did not move"
+            time.sleep(0.05)
+        assert all(after[k] == v for k, v in first.items())
+        overview = max(second, key=lambda k: int(k.split("_")[3]))  # never zoomed
+        assert all(after[k] == pytest.approx([0, hi]) for k in second if k != overview)
+        assert after[overview] == second[overview]
+        shown = browser.send("Runtime.evaluate", {
+            "expression": CLICK_EACH.replace("c0(r_", "c1(r_"), "awaitPromise": True,
+            "returnByValue": True}, session=session)["result"]["value"]  # fmt: skip
+    clicked = json.loads(shown)
+    assert clicked and all(f"{STACKS}, trace 2, record " in c["shown"] for c in clicked.values())

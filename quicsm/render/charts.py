@@ -1022,13 +1022,16 @@ def _connections_spec(series: Sequence[ConnectionSeries], *, points: int, static
         return {**connection_spec(series[0], points=points, static=static), "config": CONFIG}
     states = list(dict.fromkeys(st for s in series for st in s.states))
     metrics = [c for _, cols in PANELS for c in cols if any(c in s.lines for s in series)]
+    specs = [
+        connection_spec(s, points=points, index=i, states=states, metrics=metrics, static=static)
+        for i, s in enumerate(series)
+    ]
+    # every connection's parameters at the top: Vega-Lite defines a nested concatenation's
+    # variable parameters nowhere (the page failed on the first one its filters read)
+    params = [p for spec in specs for p in spec.pop("params", [])]
     return {
-        "vconcat": [
-            connection_spec(
-                s, points=points, index=i, states=states, metrics=metrics, static=static
-            )
-            for i, s in enumerate(series)
-        ],
+        "params": params,
+        "vconcat": specs,
         "spacing": 36,
         "resolve": {"scale": {"x": "independent", "y": "independent"}},
         "config": CONFIG,
