@@ -556,6 +556,23 @@ def test_a_resize_keeps_the_zoom(chromium: str, producer_pages: dict[str, Path])
         after = json.loads(browser.evaluate(session, DOMAINS))
         assert all(d == pytest.approx([lo, hi]) for d in after), after
         assert json.loads(browser.evaluate(session, Y_PACKETS)) == [10, 200]
+        # the redrawn view takes the next rectangle (not the view the resize replaced)
+        panel = browser.evaluate(session, PACKETS_PANEL)
+        browser.evaluate(session, f"window.scrollTo(0, {panel[1] - 300}); 1")
+        panel = browser.evaluate(session, PACKETS_PANEL)
+        px, py = panel[0] + panel[2] * 0.4, panel[1] + panel[3] * 0.3
+        for kind, at in (("mousePressed", (px, py)), ("mouseMoved", (px + 150, py + 60)),
+                         ("mouseReleased", (px + 150, py + 60))):
+            browser.send("Input.dispatchMouseEvent",
+                         {"type": kind, "x": at[0], "y": at[1], "button": "left", "buttons": 1,
+                          "clickCount": 1, "modifiers": 8}, session=session)  # fmt: skip
+        boxed = _settled(browser, session, after)
+        assert all(d == boxed[0] for d in boxed) and boxed[0][1] - boxed[0][0] < hi - lo
+        low, high = json.loads(
+            browser.evaluate(session, "JSON.stringify(quicsmView.signal('ry0_2'))")
+        )
+        assert [low, high] != [10, 200] and low < high
+        assert json.loads(browser.evaluate(session, Y_PACKETS)) == [low, high]
 
 
 #: every time domain of a small-multiples page, by scale name (concat_<conn>_concat_<panel>_x)

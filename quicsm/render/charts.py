@@ -1592,18 +1592,25 @@ function groups(item, x, y, out) {
   });
   return out;
 }
+var rectView = null;  // the view the rectangle and overview drags act on: the latest drawn
 function rectangle(view) {
-  var svg = chart.querySelector('svg'), start = null, box = document.createElement('div');
+  // installed once: a redraw (resize) only changes the view they act on (listeners of each
+  // redraw would pile up, the first, of a finalized view, stopping the others)
+  var installed = rectView !== null;
+  rectView = view;
+  if (installed) return;
+  var start = null, box = document.createElement('div');
   box.style.cssText = 'position:absolute;border:1px dashed #333;background:rgba(0,0,0,.08);' +
     'pointer-events:none;display:none';
   chart.style.position = 'relative';
   chart.appendChild(box);
   function at(e) {
-    var r = svg.getBoundingClientRect(), pad = view.padding(), o = view.origin();
+    var r = chart.querySelector('svg').getBoundingClientRect(), pad = rectView.padding(),
+      o = rectView.origin();
     return [e.clientX - r.left - pad.left - o[0], e.clientY - r.top - pad.top - o[1]];
   }
   function begin(e) {
-    if (!svg.contains(e.target)) return;
+    if (!chart.querySelector('svg').contains(e.target)) return;
     if (!e.shiftKey) { overviewStart(e); return; }
     e.stopImmediatePropagation(); e.preventDefault();
     if (!start) start = {client: [e.clientX, e.clientY], at: at(e)};
@@ -1612,7 +1619,7 @@ function rectangle(view) {
   window.addEventListener('mousedown', begin, true);
   var over = null;  // a drag along an overview strip: {group, conn, from}
   function overviewStart(e) {
-    var p = at(e), g = groups(view.scenegraph().root, 0, 0, []).filter(function (g) {
+    var p = at(e), g = groups(rectView.scenegraph().root, 0, 0, []).filter(function (g) {
       return g.overview && p[0] >= g.x && p[0] <= g.x + g.width && p[1] >= g.y &&
         p[1] <= g.y + g.height;
     })[0];
@@ -1621,13 +1628,13 @@ function rectangle(view) {
     over = {group: g, from: p[0]};
   }
   function overviewTo(e) {
-    var g = over.group, xs = view.scale(g.name + '_x'), p = at(e);
+    var g = over.group, xs = rectView.scale(g.name + '_x'), p = at(e);
     if (Math.abs(p[0] - over.from) < 3) return;
     var t = [xs.invert(over.from - g.x), xs.invert(p[0] - g.x)].sort(function (a, b) {
       return a - b; });
     var d = xs.domain();
-    view.signal('zoom' + g.conn + '_start', [Math.max(t[0], d[0]), Math.min(t[1], d[1])]);
-    view.runAsync();
+    rectView.signal('zoom' + g.conn + '_start', [Math.max(t[0], d[0]), Math.min(t[1], d[1])]);
+    rectView.runAsync();
   }
   window.addEventListener('pointermove', function (e) {
     if (over) { e.stopImmediatePropagation(); overviewTo(e); return; }
@@ -1646,13 +1653,14 @@ function rectangle(view) {
     var a = start.at, b = at(e);
     start = null; box.style.display = 'none';
     e.stopImmediatePropagation();
-    zoomTo(view, a, b);
+    zoomTo(rectView, a, b);
   }, true);
-  svg.addEventListener('dblclick', function () {
-    Object.keys(view.getState({signals: function (n) { return /^ry\d+_\d+$/.test(n); },
-                               data: function () { return false; }}).signals || {})
-      .forEach(function (n) { view.signal(n, null); });
-    view.runAsync();
+  chart.addEventListener('dblclick', function () {
+    var v = rectView;
+    Object.keys(v.getState({signals: function (n) { return /^ry\d+_\d+$/.test(n); },
+                            data: function () { return false; }}).signals || {})
+      .forEach(function (n) { v.signal(n, null); });
+    v.runAsync();
   });
 }
 function zoomTo(view, a, b) {  // a, b: corners in the view's coordinates
