@@ -74,6 +74,11 @@ from quicsm.extract.read import read_metrics
 print(read_metrics(sys.argv[1]).height)
 """
 
+#: what ``quicsm inspect`` imports before it reads (its start-up)
+INSPECT_IMPORTS = (
+    "import quicsm.cli, quicsm.cli.inspect, quicsm.extract.capabilities, quicsm.qlog.inspect"
+)
+
 TINY = """
 import sys, warnings
 warnings.simplefilter("ignore")
@@ -177,7 +182,7 @@ def long_connection(repeat: int, work: Path, size_mb: float) -> dict[str, object
         "import simdjson": ([sys.executable, "-c", "import simdjson"], None),
         "import quicsm.extract.read": ([sys.executable, "-c", "import quicsm.extract.read"], None),
         "import the CLI's inspect": (
-            [sys.executable, "-c", "import quicsm.cli, quicsm.qlog.inspect"],
+            [sys.executable, "-c", INSPECT_IMPORTS],
             None,
         ),
     }

@@ -12,9 +12,12 @@ traces per group:
   as a recording stops): *homogeneous* (every trace follows the chain, 10 + Poisson(50)
   transitions), *heterogeneous* (every trace draws its own transition rows from a Dirichlet
   centred on the chain's, concentration 15, and its own mean dwells, log-normal σ = 0.4) and
-  *long-vs-short* (A: n traces of 300 transitions, B: 3n traces of 15, the same chain): the
-  rate at which each family (time shares, transitions, dwell times, invariants), and their
-  union, has anything significant. Each should stay at most α + 0.02;
+  *long-vs-short* (A: n traces of 300 transitions, B: 3n traces of 15, the same chain) and
+  *long-vs-short, mixed* (A: n traces, a third of them (at least one) of 15 transitions, the
+  rest of 300; B: n of 300 and 2n of 15: the medians differ, but each length is in both
+  groups, so that the tests exchange traces within length strata): the rate at which each
+  family (time shares, transitions, dwell times, invariants), and their union, has anything
+  significant. Each should stay at most α + 0.02;
 - **10-point shift**: B's Recovery → CongestionAvoidance probability 0.86 → 0.76; power is the
   share of repetitions that flag that transition;
 - **confounded null** (10 and 30 traces): A ran 3/4 of its traces in a lossy condition and 1/4
@@ -33,6 +36,10 @@ prints the table of ``docs/diff.md`` from that file::
     nice .venv/bin/python benchmarks/diff_calibration.py --results docs/diff_calibration.json
     .venv/bin/python benchmarks/diff_calibration.py --markdown      # the docs table
     .venv/bin/python benchmarks/diff_calibration.py --check 3       # re-run 3 repetitions
+
+A run may be split between processes (``--first 150 --repetitions 150 --results part2.json``
+beside ``--repetitions 150 --results part1.json``) and joined (``--combine part1.json
+part2.json --results docs/diff_calibration.json``): the same outcomes as one run.
 """
 
 from __future__ import annotations
@@ -106,7 +113,7 @@ LONG, SHORT = 300, 15
 #: the per-trace variation of the heterogeneous design: Dirichlet concentration of every row
 #: of the chain, log-normal σ of every mean dwell
 HETERO_CONCENTRATION, HETERO_SIGMA = 15.0, 0.4
-DESIGNS = ("homogeneous", "heterogeneous", "long-vs-short")
+DESIGNS = ("homogeneous", "heterogeneous", "long-vs-short", "long-vs-short, mixed")
 #: the families counted separately, and their union
 CALIBRATED = ("states", "edges", "dwell", "invariants")
 
@@ -146,10 +153,18 @@ def design_groups(
     design: str, n: int, rng: np.random.Generator
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Group A and group B of one null comparison of ``design`` at ``n`` traces (per group;
-    long-vs-short: A has ``n`` long traces, B ``3n`` short ones), the same chain in both."""
+    long-vs-short: A has ``n`` long traces, B ``3n`` short ones; mixed: A has ``n`` traces of
+    which ``max(1, n // 3)`` short, the rest long, B ``n`` long and ``2n`` short), the same
+    chain in both."""
     if design == "long-vs-short":
         a = chain_traces([LONG] * n, rng, mixed=False, tag="a")
         return a, chain_traces([SHORT] * (3 * n), rng, mixed=False, tag="b")
+    if design == "long-vs-short, mixed":
+        # lengths differ, but both groups hold traces of both lengths: the tests that exchange
+        # traces do it within length strata, and those strata hold both groups
+        few = max(1, n // 3)
+        a = chain_traces([SHORT] * few + [LONG] * (n - few), rng, mixed=False, tag="a")
+        return a, chain_traces([LONG] * n + [SHORT] * (2 * n), rng, mixed=False, tag="b")
     mixed = design == "heterogeneous"
     lengths = [int(x) for x in 10 + rng.poisson(50, size=2 * n)]
     return (
@@ -216,7 +231,7 @@ def repetition(
 def run(args: argparse.Namespace) -> dict[str, Any]:
     bits: dict[str, list[str]] = {}
     start = time.perf_counter()
-    for rep in range(args.repetitions):
+    for rep in range(args.first, args.first + args.repetitions):
         for key, b in repetition(
             rep,
             alpha=args.alpha,
@@ -225,10 +240,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             earlier=args.earlier,
         ).items():
             bits.setdefault(key, []).append(b)
+        done = rep + 1 - args.first
         if args.progress:
-            print(f"{rep + 1}/{args.repetitions}", file=sys.stderr, end="\r")
+            print(f"{done}/{args.repetitions}", file=sys.stderr, end="\r")
         if args.checkpoint:
-            _write(args, _results(args, bits, rep + 1, start))
+            _write(args, _results(args, bits, done, start))
     return _results(args, bits, args.repetitions, start)
 
 
@@ -251,9 +267,38 @@ def _results(
             "permutations": args.permutations,
             "seed": args.seed,
             "earlier": args.earlier,
+            **({"first": args.first} if args.first else {}),
         },
         "seconds": round(time.perf_counter() - start, 1),
         "outcomes": {k: "".join(v) for k, v in bits.items()},
+    }
+
+
+def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Results files of consecutive repetitions (``--first``) made into one: a run split
+    between processes is the same run as one made in a single process (every repetition is
+    seeded by its number; where two parts overlap, the earlier part is cut where the later one
+    starts)."""
+    parts = sorted(parts, key=lambda r: r["settings"].get("first", 0))
+    head = parts[0]
+    keep = ("alpha", "permutations", "seed", "earlier")
+    bits: dict[str, str] = {k: "" for k in head["outcomes"]}
+    for part in parts:
+        if any(part["settings"][k] != head["settings"][k] for k in keep):
+            raise SystemExit("--combine: the parts were run with different settings")
+        first = part["settings"].get("first", 0)
+        done = len(next(iter(bits.values())))
+        if first > done:
+            raise SystemExit(f"--combine: repetitions {done} to {first - 1} missing")
+        for k in bits:
+            bits[k] = bits[k][:first] + part["outcomes"][k]
+    return {
+        "settings": {
+            **{k: v for k, v in head["settings"].items() if k != "first"},
+            "repetitions": len(next(iter(bits.values()))),
+        },
+        "seconds": round(sum(p["seconds"] for p in parts), 1),
+        "outcomes": bits,
     }
 
 
@@ -297,7 +342,9 @@ def markdown(results: dict[str, Any]) -> str:
         f"{s['repetitions']} repetitions per setting, α = {s['alpha']:g}, "
         f"{s['permutations']} random permutations when the splits are many; "
         "each rate with its 95% Wilson interval. Long-vs-short: A has n traces of "
-        f'{LONG} transitions, B 3n traces of {SHORT} ("5 vs 5" is 5 long vs 15 short).',
+        f'{LONG} transitions, B 3n traces of {SHORT} ("5 vs 5" is 5 long vs 15 short); '
+        f"mixed: A has n traces, a third of them (at least one) of {SHORT} transitions and the "
+        f"rest of {LONG}, B n traces of {LONG} and 2n of {SHORT}.",
         "",
         f"| design | false positives of | {head} |",
         "|---|---|" + "---|" * len(SIZES),
@@ -368,6 +415,20 @@ def main() -> None:
         f"(default: {RESULTS.relative_to(ROOT)})",
     )
     ap.add_argument(
+        "--first",
+        type=int,
+        default=0,
+        help="the first repetition to make (to split a run between processes; --combine "
+        "joins the parts)",
+    )
+    ap.add_argument(
+        "--combine",
+        type=Path,
+        nargs="+",
+        metavar="PART",
+        help="join results files of consecutive repetitions (--first) into the results file",
+    )
+    ap.add_argument(
         "--checkpoint",
         action="store_true",
         help="write the results file after every repetition (a run stopped early leaves the "
@@ -387,7 +448,10 @@ def main() -> None:
         problems = check(json.loads((args.results or RESULTS).read_text()), args.check)
         print("\n".join(problems) or f"the first {args.check} repetitions reproduce exactly")
         sys.exit(1 if problems else 0)
-    results = run(args)
+    if args.combine:
+        results = combine([json.loads(p.read_text()) for p in args.combine])
+    else:
+        results = run(args)
     print(f"written: {_write(args, results)}", file=sys.stderr)
     sys.stdout.write(markdown(results))
 

@@ -55,6 +55,7 @@ from quicsm.controllers.evaluation import (
     leave_one_out,
     load_labelled,
     predict,
+    undo_summary,
 )
 from quicsm.controllers.evaluation import senders as sender_traces
 from quicsm.controllers.signatures import boxes_table, fit_signatures, signatures_source
@@ -216,10 +217,28 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown(feature_summary(heldout)) + "\n")
     print(
         "## Growth since the cut (held-back senders; `cut_fit`: CUBIC's and Reno's own "
-        "predictions of the window after each cut, nothing fitted; evidence beside the others, "
-        "not yet a signature feature)\n"
+        "predictions of the window after each cut, nothing fitted; named by only the prior "
+        "*CUBIC by the growth since its cuts*)\n"
     )
     print(markdown(cut_fit_summary(heldout)) + "\n")
+    every = pl.concat([train, heldout, *calibrating], how="diagonal_relaxed")
+    print(
+        f"The same over every lab draw: fitting, calibration and held-back ({every.height} "
+        "senders; `max_cut_fit_exact_07` is the largest `cut_fit` of the senders the prior looks "
+        "at, two fits or more after cuts by an exact 0.66-0.74):\n"
+    )
+    print(markdown(cut_fit_summary(every)) + "\n")
+    print(
+        "## Undone cuts (`n_undone`: the window restored within an RTT after a spurious-loss "
+        "report; reported, names no controller)\n"
+    )
+    for label, part in (
+        ("fitting and calibration draws (the answers the calibration counts)",
+         pl.concat([train, *calibrating], how="diagonal_relaxed")),
+        ("held-back draws", heldout),
+    ):  # fmt: skip
+        print(f"On the {label}:\n")
+        print(markdown(undo_summary(part)) + "\n")
     print("## Fitted signatures (training runs)\n")
     print(markdown(boxes_table(boxes)) + "\n")
     print("## Confusion matrix (held-back senders; rows: true controller)\n")

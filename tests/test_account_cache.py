@@ -124,34 +124,51 @@ def test_a_files_packets_are_read_once_and_a_copy_is_served_with_its_own_ids(
 def test_counting_some_traces_reads_only_their_bytes(
     tmp_path: Path, small: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The packets of the traces counted are read from their spans alone (the file's index
-    locates them), not from the whole file."""
+    """The packets of the traces counted are read from their spans alone when the file's
+    index is kept (it locates them); a file not indexed yet is read whole, once, and not
+    indexed for it (indexing reads the whole file too)."""
     reads: list[object] = []
     real = accounts.read_packet_timelines
+    indexed: list[object] = []
+    index = accounts.trace_index
 
     def counted(paths: Any, *args: Any, **kwargs: Any) -> Any:
         reads.extend(paths)
         return real(paths, *args, **kwargs)
 
+    def indexing(paths: Any, *args: Any, **kwargs: Any) -> Any:
+        got = index(paths, *args, **kwargs)
+        indexed.append(got.height)
+        return got
+
     monkeypatch.setattr(accounts, "read_packet_timelines", counted)
+    monkeypatch.setattr(accounts, "trace_index", indexing)
     t, m, r = _read(small)
     ids = [str(x) for x in t.get_column("trace").unique(maintain_order=True)]
     some = ids[1:3]
-    got = _quiet(
-        cached_account, _only(t, some), _only(m, some), _only(r, some), cache_dir=tmp_path / "c"
-    )
+    cache = tmp_path / "c"
+    got = _quiet(cached_account, _only(t, some), _only(m, some), _only(r, some), cache_dir=cache)
     assert got.get_column("trace").cast(pl.String).to_list() == some
+    assert reads == [str(small)] and indexed == [0]  # not indexed: read whole
+    assert not list(cache.glob("*-index/*.parquet"))
+    _quiet(index, [small], cache_dir=cache)  # as FILE#N or --where index it
+    reads.clear()
+    other = ids[3:4]
+    again = _quiet(
+        cached_account, _only(t, other), _only(m, other), _only(r, other), cache_dir=cache
+    )
+    assert again.get_column("trace").cast(pl.String).to_list() == other
     (spans,) = reads
     assert isinstance(spans, TraceSpans)
-    assert [f"{small}#{s[0]:04d}" for s in spans.spans] == some
+    assert [f"{small}#{s[0]:04d}" for s in spans.spans] == other
 
 
 def test_no_cache_and_cache_dir_reach_the_index_and_the_account(
     tmp_path: Path, small: Path
 ) -> None:
-    """``quicsm diff --cache-dir D`` keeps the index and the account under D; ``--no-cache``
-    keeps nothing anywhere (the default directory included); ``infer FILE#N --cache-dir D``
-    keeps the index there."""
+    """``quicsm diff --cache-dir D`` keeps the account under D; ``--no-cache`` keeps nothing
+    anywhere (the default directory included); ``infer FILE#N --cache-dir D`` keeps the index
+    there."""
     default = tmp_path / "default"
     env = {"QUICSM_CACHE_DIR": str(default)}
     runner = CliRunner()
@@ -161,7 +178,7 @@ def test_no_cache_and_cache_dir_reach_the_index_and_the_account(
     args = ["diff", str(small), "--vs", str(other), "--cache-dir", str(chosen)]
     got = runner.invoke(main, args, env=env)
     assert got.exit_code == 0, got.output
-    assert list(chosen.glob("*/accounts/*.parquet")) and list(chosen.glob("*-index/*.parquet"))
+    assert list(chosen.glob("*/accounts/*.parquet"))
     assert not default.exists()
     got = runner.invoke(main, ["diff", str(small), "--vs", str(other), "--no-cache"], env=env)
     assert got.exit_code == 0, got.output

@@ -15,9 +15,23 @@ from hypothesis import strategies as st
 from identify_helpers import acked_trace, window_trace
 
 from quicsm.controllers.api import identify_frames
-from quicsm.controllers.evaluation import cut_fit_summary, fitting_set
-from quicsm.controllers.features import MIN_EPOCH_POINTS, cut_predictions, cut_score
-from quicsm.controllers.signatures import CUBIC, NEWRENO, UNKNOWN
+from quicsm.controllers.evaluation import cut_fit_summary, fitting_set, undo_summary
+from quicsm.controllers.features import (
+    MIN_EPOCH_POINTS,
+    cubic_w_max_after,
+    cut_predictions,
+    cut_score,
+)
+from quicsm.controllers.signatures import (
+    CUBIC,
+    CUT_FIT_CUBIC,
+    MIN_CUT_FITS,
+    NEWRENO,
+    PRIORS,
+    UNKNOWN,
+    Box,
+    evidence_of,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -129,3 +143,146 @@ def test_one_or_two_cuts_are_never_named_the_other_controller(
     assert row["family"] != other, row["evidence"]
     if row["family"] == UNKNOWN:
         assert "would settle it: " in row["evidence"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(before=st.floats(4.0, 2000.0), last=st.one_of(st.none(), st.floats(4.0, 2000.0)))
+def test_fast_convergence_lowers_w_max_only_below_the_last_one(
+    before: float, last: float | None
+) -> None:
+    """CUBIC's W_max after a cut (RFC 9438 section 4.7): the window before the cut when it
+    reached the last W_max, else (1 + 0.7) / 2 of it -- never above the window, never below
+    0.85 of it."""
+    w_max = cubic_w_max_after(before, last)
+    if last is None or before >= last:
+        assert w_max == before
+    else:
+        assert math.isclose(w_max, before * 0.85)
+    assert 0.85 * before - 1e-9 <= w_max <= before
+
+
+def _restored(*, undo: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A sender cut by 0.7 at two losses, growing a segment per RTT for 30 RTTs after the
+    first; when ``undo``, the first cut is restored 20 ms later (a spurious-loss report) and the
+    window grows from there."""
+    m, t = window_trace(beta=0.7, losses=2, rounds_between_losses=30)
+    rows = m.to_dicts()
+    losses = [i for i, r in enumerate(rows) if r["event"] == "packet_lost"]
+    cut = losses[0] + 1
+    before, after = rows[cut - 1]["cwnd_bytes"], rows[cut]["cwnd_bytes"]
+    if undo:
+        for r in rows[cut + 1 : losses[1] + 1]:
+            r["cwnd_bytes"] += before - after
+        rows.insert(cut + 1, {**rows[cut], "time_ms": rows[cut]["time_ms"] + 20.0,
+                              "cwnd_bytes": before})  # fmt: skip
+    return pl.DataFrame(rows, schema=m.schema), t
+
+
+@pytest.mark.parametrize("undo", [False, True])
+def test_an_undone_cut_is_counted_and_not_fitted(undo: bool) -> None:
+    """A cut whose window comes back within an RTT, in one step, to the window before it is
+    counted as undone (``n_undone``) and gives no cut fit; a cut that stands is not undone."""
+    m, t = _restored(undo=undo)
+    row = identify_frames(m, t).to_dicts()[0]
+    assert row["n_reductions"] == 2
+    assert row["n_undone"] == int(undo)
+    if undo:
+        assert row["n_cut_fits"] == 0
+    else:
+        assert row["n_cut_fits"] == 1
+
+
+def test_a_trace_whose_cuts_were_undone_says_so() -> None:
+    """The shipped quic-go v0.65.0 sender under jitter (reordering, nothing dropped by the
+    relay) whose cuts were undone: identify abstains and says the cuts did not stand and what
+    run would give one that does."""
+    frame = identify_frames_of(ROOT / "traces" / "quic-go-v0.65.0.qlog")
+    row = next(r for r in frame if str(r["trace"]).endswith("#0016"))
+    assert row["family"] == UNKNOWN
+    assert row["n_undone"] >= 4 and row["n_cut_fits"] == 0
+    assert "a cut that stood" in row["evidence"]
+    assert "rather than only reordering them" in row["evidence"]
+
+
+def identify_frames_of(path: Path) -> list[dict[str, object]]:
+    from quicsm.controllers.api import identify
+
+    return identify([path]).to_dicts()
+
+
+def _cut_fit_box() -> Box:
+    return next(box for box in PRIORS if "cut_fit" in box.intervals)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cut_fit=st.floats(-5.0, 5.0),
+    fits=st.integers(0, 12),
+    beta=st.floats(0.45, 0.9),
+    spread=st.floats(0.0, 0.05),
+    rtt=st.floats(0.2, 300.0),
+)
+def test_the_growth_since_the_cut_names_cubic_only_past_its_bounds(
+    cut_fit: float, fits: int, beta: float, spread: float, rtt: float
+) -> None:
+    """The prior that names CUBIC by the growth since its cuts takes a trace exactly when its
+    cuts are an exact 0.66-0.74, two cuts or more were followed by growth, the window there was
+    closer to CUBIC's prediction by CUT_FIT_CUBIC or more, and the RTT is above the timer
+    resolution (where CUBIC's curve in seconds says something)."""
+    row = {"n_reductions": max(fits, 1), "beta": beta, "beta_spread": spread,
+           "cut_fit": cut_fit if fits else None, "n_cut_fits": fits, "rtt_ms": rtt}  # fmt: skip
+    takes = _cut_fit_box().contains(evidence_of(row))
+    expected = (
+        fits >= MIN_CUT_FITS
+        and cut_fit >= CUT_FIT_CUBIC
+        and 0.66 <= beta <= 0.74
+        and spread <= 0.02
+        and rtt >= 2.0
+    )
+    assert takes == expected
+
+
+@settings(max_examples=20, deadline=None)
+@given(rtt=st.sampled_from([20.0, 40.0, 80.0, 150.0]), segment=st.sampled_from([1252.0, 1441.0]))
+def test_reno_cut_by_07_is_never_named_cubic_by_its_growth_since_the_cut(
+    rtt: float, segment: float
+) -> None:
+    """A Reno that cuts by quic-go's 0.7 and adds a segment per RTT after every cut: its growth
+    since the cut leans to Reno, and the shipped identify never names it CUBIC."""
+    m, t = window_trace(beta=0.7, rtt_ms=rtt, segment=segment, start_segments=80.0)
+    row = identify_frames(m, t).to_dicts()[0]
+    assert row["n_cut_fits"] >= 2 and row["cut_fit"] < CUT_FIT_CUBIC
+    assert row["family"] != CUBIC, row["evidence"]
+
+
+def test_real_growth_since_the_cut_names_only_cubic() -> None:
+    """On a held-back draw of every lab stack in nine network conditions, the prior that names
+    CUBIC by the growth since its cuts takes no sender of another controller, and takes CUBIC
+    senders of more than one stack."""
+    frame = fitting_set([ROOT / "benchmarks" / "corpora" / "identify-conditions-heldout.qlog"])
+    box = _cut_fit_box()
+    taken = frame.filter(
+        pl.Series([box.contains(evidence_of(r)) for r in frame.iter_rows(named=True)])
+    )
+    assert taken.height >= 5
+    assert set(taken["controller"]) == {CUBIC}, taken.select("stack", "controller", "cut_fit")
+    assert taken["stack"].n_unique() >= 2
+
+
+@settings(max_examples=50, deadline=None)
+@given(undone=st.lists(st.integers(0, 5), min_size=1, max_size=20))
+def test_undo_summary_counts_senders_and_cuts(undone: list[int]) -> None:
+    """The benchmark's table of undone cuts: per stack, version and controller, every sender
+    counted once, those with a cut undone, and the cuts undone summed."""
+    frame = pl.DataFrame(
+        {
+            "stack": ["quic-go"] * len(undone),
+            "version": ["v0.65.0"] * len(undone),
+            "controller": [NEWRENO if i % 2 else CUBIC for i in range(len(undone))],
+            "n_undone": undone,
+        }
+    )
+    table = undo_summary(frame)
+    assert table["senders"].sum() == len(undone)
+    assert table["senders_with_undone"].sum() == sum(1 for u in undone if u)
+    assert table["cuts_undone"].sum() == sum(undone)

@@ -127,7 +127,7 @@ pub struct Outcome {
 
 /// Whether `element` may hold more values than the budget allows (the cheap bound of
 /// `quicsm.qlog.budget`): such an element is the Python reader's to count and report.
-fn may_be_over_budget(element: &[u8]) -> bool {
+pub(crate) fn may_be_over_budget(element: &[u8]) -> bool {
     element.len() > MAX_RECORD_VALUES
         && memchr::memchr3_iter(b'{', b'[', b',', element).count() > MAX_RECORD_VALUES
 }
@@ -145,11 +145,11 @@ fn plain_string<'a>(p: &mut Parser<'a>) -> Result<&'a [u8], Fallback> {
 }
 
 /// `new`, `old` and `trigger` of a state event.
-type StateFields<'a> = (&'a [u8], Option<&'a [u8]>, Option<&'a [u8]>);
+pub(crate) type StateFields<'a> = (&'a [u8], Option<&'a [u8]>, Option<&'a [u8]>);
 
 /// `new`, `old` and `trigger` of a `congestion_state_updated` data object (`state_event`),
 /// or `Fallback` for anything but plain strings (and null for the optional two).
-fn state_fields(data: &[u8]) -> Result<StateFields<'_>, Fallback> {
+pub(crate) fn state_fields(data: &[u8]) -> Result<StateFields<'_>, Fallback> {
     let mut p = Parser { b: data, i: 0, lines: 0 };
     let (mut new, mut old, mut trigger) = (None, None, None);
     let (mut seen_old, mut seen_trigger) = (false, false);
@@ -190,7 +190,7 @@ fn state_fields(data: &[u8]) -> Result<StateFields<'_>, Fallback> {
     Ok((new.ok_or(Fallback)?, old, trigger))
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     // the element was checked to be UTF-8
     String::from_utf8_lossy(bytes).into_owned()
 }

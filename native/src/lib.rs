@@ -10,9 +10,11 @@
 //! `quicsm._native`. The tables both sides share are generated from `quicsm/core/tables.json`
 //! at build time (`build.rs`, `tables.rs`).
 
+pub mod census;
 pub mod columns;
 pub mod contained;
 pub mod deriver;
+pub mod packets;
 pub mod record;
 pub mod scan;
 pub mod tables;

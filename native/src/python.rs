@@ -7,6 +7,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::contained;
 use crate::deriver::{self, Cond, Deriver, Event, Profile, Rule, Thresholds, N_METRICS, N_STATES};
+use crate::packets;
 use crate::scan;
 use crate::tables;
 
@@ -422,6 +423,128 @@ fn contained_events(
     ))
 }
 
+/// `(rs, re)` of each record between the separators at `buf[a]` and `buf[b]` that holds one
+/// of `needles`, in file order and each once, as native-endian int64 pairs (bytes).
+#[pyfunction]
+fn packet_candidates(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    a: usize,
+    b: usize,
+    sep: u8,
+    needles: Vec<Vec<u8>>,
+) -> PyResult<Py<PyBytes>> {
+    let view = PyBuffer::<u8>::get(buf)?;
+    let bytes = separated(&view, a, b, sep)?;
+    let pairs: Vec<[u64; 2]> = packets::records_with_any(bytes, a, b, sep, &needles)
+        .into_iter()
+        .map(|(rs, re)| [rs as u64, re as u64])
+        .collect();
+    Ok(bytes_of(py, &pairs))
+}
+
+/// What `packet_records` returns: `(stop, first_scid, bytes, columns)`.
+type PacketsOut = (usize, Option<String>, [i64; 4], Vec<Py<PyBytes>>);
+
+/// The packet events among `records` (from `packet_candidates`), from the `start`-th on, read
+/// into columns until one is the Python reader's (`native/src/packets.rs`). `first_scid`: the
+/// trace's first source connection ID so far; `row_base`: its packet rows so far. Returns
+/// where it stopped (the number of records: at the end), the first source connection ID, the
+/// ack-eliciting bytes of the rows read (by sent, from the first sender) and the columns as
+/// bytes: times (float64), numbers (int64), flags (uint8), ACK rows, lowest, highest (int64),
+/// stream times (float64), sent, stream, offset, length, number (int64), limit times
+/// (float64), sent, stream, maximum (int64), blocked times (float64), sent, stream, limit
+/// (int64).
+#[pyfunction]
+#[pyo3(signature = (buf, records, start, scale, first_scid, row_base))]
+fn packet_records(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    records: &[u8],
+    start: usize,
+    scale: f64,
+    first_scid: Option<String>,
+    row_base: i64,
+) -> PyResult<PacketsOut> {
+    let view = PyBuffer::<u8>::get(buf)?;
+    if !view.is_c_contiguous() {
+        return Err(PyValueError::new_err("buf must be contiguous"));
+    }
+    // SAFETY: as in `separated`: the buffer stays exported and the GIL held while it is read
+    let bytes =
+        unsafe { std::slice::from_raw_parts(view.buf_ptr() as *const u8, view.len_bytes()) };
+    let mut rows = packets::PacketRows::default();
+    let mut scid = first_scid.map(String::into_bytes);
+    let stop =
+        packets::packet_records(bytes, records, start, scale, &mut rows, row_base, &mut scid)
+            .map_err(|_| PyValueError::new_err("records are not (rs, re) pairs of buf"))?;
+    let (scid, columns) = packet_columns(py, rows, scid)?;
+    Ok((stop, scid, columns.0, columns.1))
+}
+
+/// The rows read and the first source connection ID, as `packet_records` returns them.
+#[allow(clippy::type_complexity)]
+fn packet_columns(
+    py: Python<'_>,
+    rows: packets::PacketRows,
+    scid: Option<Vec<u8>>,
+) -> PyResult<(Option<String>, ([i64; 4], Vec<Py<PyBytes>>))> {
+    let scid = match scid {
+        Some(s) => Some(String::from_utf8(s).map_err(|_| PyValueError::new_err("scid"))?),
+        None => None,
+    };
+    let mut columns = vec![
+        bytes_of(py, &rows.times),
+        bytes_of(py, &rows.numbers),
+        bytes_of(py, &rows.flags),
+        bytes_of(py, &rows.ack_of),
+        bytes_of(py, &rows.ack_lo),
+        bytes_of(py, &rows.ack_hi),
+        bytes_of(py, &rows.stream_times),
+    ];
+    columns.extend(rows.stream.iter().map(|c| bytes_of(py, c)));
+    columns.push(bytes_of(py, &rows.limit_times));
+    columns.extend(rows.limits.iter().map(|c| bytes_of(py, c)));
+    columns.push(bytes_of(py, &rows.blocked_times));
+    columns.extend(rows.blocked.iter().map(|c| bytes_of(py, c)));
+    Ok((scid, (rows.bytes, columns)))
+}
+
+/// What `packet_event` returns: `(name, time, first_scid, bytes, columns)`.
+type PacketOut = (String, f64, Option<String>, [i64; 4], Vec<Py<PyBytes>>);
+
+/// One event (a contained-JSON element: `record` its bytes) read as `packet_records` reads a
+/// record: `(name, time, first_scid, bytes, columns)`, or None when it is the Python reader's.
+#[pyfunction]
+#[pyo3(signature = (record, scale, first_scid, row_base))]
+fn packet_event(
+    py: Python<'_>,
+    record: &[u8],
+    scale: f64,
+    first_scid: Option<String>,
+    row_base: i64,
+) -> PyResult<Option<PacketOut>> {
+    let mut rows = packets::PacketRows::default();
+    let mut scid = first_scid.map(String::into_bytes);
+    if crate::scan::may_be_over_budget(record) {
+        return Ok(None);
+    }
+    let name = match packets::packet_record(
+        record,
+        scale,
+        &mut rows,
+        row_base,
+        &mut scid,
+        &mut Vec::new(),
+    ) {
+        Ok(name) => String::from_utf8_lossy(name).into_owned(), // ASCII (`event_kind`)
+        Err(_) => return Ok(None),
+    };
+    let time = rows.times[0];
+    let (scid, columns) = packet_columns(py, rows, scid)?;
+    Ok(Some((name, time, scid, columns.0, columns.1)))
+}
+
 /// The tables this build was generated with (`quicsm/core/tables.json` through `build.rs`), as
 /// Python objects: tests compare them with the Python modules' own.
 #[pyfunction]
@@ -493,6 +616,10 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(header_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(records_with, m)?)?;
     m.add_function(wrap_pyfunction!(contained_events, m)?)?;
+    m.add_function(wrap_pyfunction!(crate::census::bindings::census_records, m)?)?;
+    m.add_function(wrap_pyfunction!(packet_candidates, m)?)?;
+    m.add_function(wrap_pyfunction!(packet_records, m)?)?;
+    m.add_function(wrap_pyfunction!(packet_event, m)?)?;
     m.add_function(wrap_pyfunction!(shared_tables, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -29,7 +29,7 @@ use crate::tables::{
 /// cheap bound of `quicsm.qlog.budget` (every `{`, `[` and `,`, strings included). A record that
 /// may be over is handed back, for the Python reader to count its values exactly (and report the
 /// record if it is over).
-fn may_be_over_budget(record: &[u8]) -> bool {
+pub(crate) fn may_be_over_budget(record: &[u8]) -> bool {
     record.len() > MAX_RECORD_VALUES
         && memchr::memchr3_iter(b'{', b'[', b',', record).count() > MAX_RECORD_VALUES
 }

@@ -252,3 +252,42 @@ fn every_python_condition_name_is_implemented() {
     }
     assert!(Cond::named("no_such_condition").is_none());
 }
+
+/// The packet reader (`packets.rs`): a quic-go and an aioquic packet read into one row each,
+/// with their ACK ranges and frames; what it must leave to Python handed back.
+#[test]
+fn packet_events_are_read_into_rows_or_handed_back() {
+    use quicsm_native::packets::{packet_record, PacketRows, ELICITING, NUMBERED, SENT};
+    let mut rows = PacketRows::default();
+    let mut scid = None;
+    let mut acks = Vec::new();
+    let sent = br#"{"time":2.5,"name":"transport:packet_sent","data":{"header":{"packet_type":"1RTT","packet_number":7,"scid":"aa","dcid":"bb"},"raw":{"length":1252},"frames":[{"frame_type":"stream","stream_id":4,"offset":100,"length":1200},{"frame_type":"max_data","maximum":9000}]}}"#;
+    let acked = br#"{"data":{"frames":[{"ack_delay":0.5,"acked_ranges":[[0,3],[5]],"frame_type":"ack"}],"header":{"packet_number":2,"packet_type":"1RTT","dcid":"aa"},"raw":{"length":40}},"name":"transport:packet_received","time":3}"#;
+    assert!(packet_record(sent, 1.0, &mut rows, 10, &mut scid, &mut acks).is_ok());
+    assert!(packet_record(acked, 0.001, &mut rows, 10, &mut scid, &mut acks).is_ok());
+    assert_eq!(rows.times, vec![2.5, 0.003]);
+    assert_eq!(rows.numbers, vec![7, 2]);
+    assert_eq!(rows.flags[0] & (SENT | ELICITING | NUMBERED), SENT | ELICITING | NUMBERED);
+    assert_eq!(rows.flags[1] & (SENT | ELICITING), 0);
+    assert_eq!((&rows.ack_of, &rows.ack_lo), (&vec![11, 11], &vec![0, 5]));
+    assert_eq!(rows.ack_hi, vec![3, 5]);
+    assert_eq!(rows.stream.iter().map(|c| c[0]).collect::<Vec<_>>(), vec![1, 4, 100, 1200, 7]);
+    assert_eq!(rows.limits.iter().map(|c| c[0]).collect::<Vec<_>>(), vec![1, -1, 9000]);
+    assert_eq!(rows.bytes, [0, 0, 0, 1252]); // sent, addressed away from the first scid
+    assert_eq!(scid.as_deref(), Some(&b"aa"[..]));
+    for handed_back in [
+        &br#"{"time":1,"name":"recovery:packet_lost","data":{"header":{"packet_number":1}}}"#[..],
+        br#"{"time":1,"name":"transport:packet_sent","data":{"header":{"packet_number":-1}}}"#,
+        br#"{"time":1,"name":"transport:packet_sent","data":{"header":{"packet_number":1.0}}}"#,
+        br#"{"time":1,"name":"transport:packet_sent","data":{"header":{"packet_number":"1"}}}"#,
+        br#"{"time":1,"name":"transport:packet_sent","data":{"header":{"dcid":"\u0061"}}}"#,
+        br#"{"time":1,"name":"transport:packet_sent","data":{"frames":[5]}}"#,
+        br#"{"time":1,"name":"transport:packet_sent","data":{"length":1,"length":2}}"#,
+        br#"{"time":1,"name":"transport:packet_sent","data":{}"#,
+        br#"{"time":1,"name":"transport:packet_sent"}"#,
+    ] {
+        let before = rows.times.len();
+        assert!(packet_record(handed_back, 1.0, &mut rows, 0, &mut scid, &mut acks).is_err());
+        assert_eq!(rows.times.len(), before);
+    }
+}

@@ -20,7 +20,9 @@ from :mod:`quicsm.stats.significance`:
 - dwell time per state: random-effects test of the mean log dwell
   (:mod:`quicsm.compare.families.dwell`);
 - invariants (AlwaysFollowedBy, NeverFollowedBy, AlwaysPrecedes) mined in each group that do not
-  hold in the other (:mod:`quicsm.compare.families.invariants`);
+  hold in the other, compared per chance to break them ("a NeverFollowedBy b" per return to
+  a, the others per trace that visits the antecedent:
+  :mod:`quicsm.compare.families.invariants`);
 - outcomes (per-trace numbers such as completion time, per cell such as a scenario), when given
   (:mod:`quicsm.compare.families.outcomes`).
 
@@ -29,7 +31,11 @@ are views (:mod:`quicsm.render.findings`, :mod:`quicsm.render.test_words`).
 
 With ``strata`` (a stratum per trace, e.g. its scenario), every test compares each trace only
 with traces of its own stratum, so that groups that ran different mixes of conditions are
-compared like with like.
+compared like with like. Groups whose traces differ in length by more than 2x are compared
+within length strata (:func:`quicsm.compare.keys.length_strata`) where a test has no unit
+free of length (time shares, dwell times, invariants per trace), and every permutation test
+exchanges traces only within their length stratum
+(:mod:`quicsm.compare.families.clustered`).
 
 **Two families** (:mod:`quicsm.compare.families.policy`): the *primary* family, fixed before
 looking (time share per state and every outcome per stratum; ``primary=`` names others, and a
@@ -137,9 +143,13 @@ def diff(
     families = {
         "outcomes": _outcomes.outcomes(outcomes, a, b, st, **opts),
         "states": _states.states(a, b, by_length, **opts),
-        **_transitions.transitions(a, b, st, seed=seed, exchangeable=not span.differ, **opts),
+        **_transitions.transitions(
+            a, b, st, seed=seed, lengths=by_length if span.differ else None, **opts
+        ),
         "dwell": _dwell.dwell(a, b, by_length, **opts),
-        "invariants": _invariants.invariants(a, b, by_length, **opts) if invariants else [],
+        "invariants": _invariants.invariants(a, b, st, by_length, seed=seed, **opts)
+        if invariants
+        else [],
     }
     check_primary_rows(families, chosen)
     family, exploratory = adjust(families, alpha=alpha, primary=chosen)

@@ -35,9 +35,10 @@ from typing import Any, Literal
 import orjson
 import polars as pl
 
-from quicsm.compare.labels import check_keys, label_text, matches
+from quicsm.compare.labels import check_keys, matches
 from quicsm.core.errors import InputError
 from quicsm.core.frames import KEY_DTYPE
+from quicsm.core.labels import label_text
 
 OnError = Literal["raise", "skip"]
 

@@ -122,9 +122,9 @@ LENGTH_RATIO = 2.0
 @dataclass(frozen=True)
 class Lengths:
     """How long the two groups' traces are, in states visited, and whether that differs by more
-    than :data:`LENGTH_RATIO` (then time shares, dwell times and invariants are compared within
-    length strata, and transitions without permuting traces between the groups: a long and a
-    short trace are not exchangeable)."""
+    than :data:`LENGTH_RATIO` (then time shares, dwell times and the invariants compared per
+    trace are compared within length strata, and a permutation test exchanges traces only
+    within their length stratum: a long and a short trace are not exchangeable)."""
 
     median_a: float
     median_b: float

@@ -17,6 +17,7 @@ import orjson
 import polars as pl
 
 from quicsm.core.errors import InputError
+from quicsm.core.labels import label_text
 
 #: schema of :func:`label_table`
 LABELS_SCHEMA: dict[str, pl.DataType] = {
@@ -24,17 +25,6 @@ LABELS_SCHEMA: dict[str, pl.DataType] = {
     "value": pl.String(),
     "traces": pl.Int64(),
 }
-
-
-def label_text(value: Any) -> str:
-    """A label value as the text ``--where`` and ``--by`` compare against."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if value is None:
-        return "null"
-    return str(value)
 
 
 def _dicts(labels: Iterable[str | Mapping[str, Any]]) -> list[Mapping[str, Any]]:

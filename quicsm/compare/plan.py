@@ -28,10 +28,10 @@ from __future__ import annotations
 import math
 
 import polars as pl
-from scipy import stats as sps
 
 from quicsm.compare.diff import DiffResult
 from quicsm.compare.families.policy import levels
+from quicsm.stats.distributions import norm_ppf
 from quicsm.stats.significance import MIN_N
 
 #: up to this many traces per group the per-trace tests are exact permutation tests (6 vs 6:
@@ -59,7 +59,7 @@ def _needed(
 ) -> int | None:
     if not (se == se and se > 0 and effect == effect and effect != 0 and n_now > 0):
         return None
-    z = float(sps.norm.ppf(1 - level / 2) + sps.norm.ppf(power))
+    z = norm_ppf(1 - level / 2) + norm_ppf(power)
     n = max(MIN_N, math.ceil(n_now * (z * se / abs(effect)) ** 2))
     if per_trace:  # an outcome or a transition: the exact test of n vs n must reach the level
         while n < EXACT_UP_TO and 2 / math.comb(2 * n, n) > level:

@@ -26,6 +26,7 @@ from quicsm.controllers.signatures import (
     BBR2,
     CUBIC,
     FAMILIES,
+    MIN_CUT_FITS,
     NEWRENO,
     UNKNOWN,
     Box,
@@ -310,8 +311,15 @@ def cut_fit_summary(frame: pl.DataFrame) -> pl.DataFrame:
     """Per stack and true controller, over senders with at least one cut followed by growth
     (``n_cut_fits`` > 0): how many, the median ``cut_fit`` and the shares leaning to CUBIC's
     prediction of the growth since the cut (> :data:`CUT_FIT_LEAN`) and to Reno's (<
-    -:data:`CUT_FIT_LEAN`)."""
+    -:data:`CUT_FIT_LEAN`), and the largest ``cut_fit`` among the senders the prior *CUBIC by the
+    growth since its cuts* looks at (:data:`~quicsm.controllers.signatures.MIN_CUT_FITS` fits or
+    more after cuts by an exact 0.66-0.74; null when none)."""
     part = frame.filter(pl.col("n_cut_fits") > 0)
+    in_domain = (
+        (pl.col("n_cut_fits") >= MIN_CUT_FITS)
+        & pl.col("beta").is_between(0.66, 0.74)
+        & (pl.col("beta_spread").fill_null(0.0) <= 0.02)
+    )
     return (
         part.group_by("stack", "controller")
         .agg(
@@ -320,8 +328,24 @@ def cut_fit_summary(frame: pl.DataFrame) -> pl.DataFrame:
             pl.col("cut_fit").median().alias("median_cut_fit"),
             (pl.col("cut_fit") > CUT_FIT_LEAN).mean().alias("share_cubic_closer"),
             (pl.col("cut_fit") < -CUT_FIT_LEAN).mean().alias("share_reno_closer"),
+            pl.col("cut_fit").filter(in_domain).max().alias("max_cut_fit_exact_07"),
         )
         .sort("stack", "controller")
+    )
+
+
+def undo_summary(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per stack, version and true controller: the senders, those with a cut undone
+    (``n_undone`` > 0: the window restored within an RTT after a spurious-loss report) and the
+    cuts undone."""
+    return (
+        frame.group_by("stack", "version", "controller")
+        .agg(
+            pl.len().alias("senders"),
+            (pl.col("n_undone") > 0).sum().alias("senders_with_undone"),
+            pl.col("n_undone").sum().alias("cuts_undone"),
+        )
+        .sort("stack", "version", "controller")
     )
 
 

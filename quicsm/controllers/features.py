@@ -56,7 +56,16 @@ with ``congestion_window`` and ``packet_lost`` events is enough.
   or more before the next loss: ln((1 + mean squared error of Reno's prediction) / (1 + that of
   CUBIC's)), in 1250-byte segments; ``cut_fit`` is the median over ``n_cut_fits`` such cuts:
   positive when CUBIC's prediction explains the growth since the cut better, negative when
-  Reno's does. It is evidence beside the others, reported, not yet a signature feature.
+  Reno's does. CUBIC's W_max follows fast convergence from cut to cut (RFC 9438 section 4.7: a
+  window cut before it regained the last W_max sets W_max to (1 + 0.7) / 2 of itself, as
+  aioquic 1.7.2 and quiche 0.30 do), and K is measured from the window after the cut. Cuts
+  that were undone are left out. One prior names CUBIC by it
+  (:data:`quicsm.controllers.signatures.CUT_FIT_CUBIC`).
+* **Undone cuts.** ``n_undone`` counts cuts after which, within :data:`UNDO_RTTS` smoothed RTTs
+  and in one step, the window came back to the window before the cut: the sender found its
+  losses spurious (reordering) and restored its state. quic-go v0.65.0 undoes only in Reno
+  mode, quiche 0.30's CUBIC rolls back too, so an undo names no controller by itself;
+  it tells why a trace shows no growth after its cuts.
 * **Steps.** ``step_bytes`` is the most common increase of the window inside
   congestion-avoidance intervals and ``step_share`` the share of increases of that size: whole
   segments for controllers that add a segment per window acknowledged (quic-go's and aioquic's
@@ -152,6 +161,7 @@ FEATURES_SCHEMA: Final[dict[str, pl.DataType]] = {
     "rounds_below_max": pl.Float64(),
     "cut_fit": pl.Float64(),
     "n_cut_fits": pl.Int64(),
+    "n_undone": pl.Int64(),
     "rtt_ms": pl.Float64(),
     "bbr_phases": pl.Int64(),
     "bbr2_phases": pl.Int64(),
@@ -433,31 +443,103 @@ def _window_limited_rounds(
 
 
 def cut_predictions(
-    w_max: float, beta: float, seconds: np.ndarray, rounds: np.ndarray
+    w_max: float,
+    beta: float,
+    seconds: np.ndarray,
+    rounds: np.ndarray,
+    *,
+    cubic_w_max: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(Reno's, CUBIC's) window after a cut from ``w_max`` to ``beta * w_max`` segments, at
     ``seconds`` and ``rounds`` (windows acknowledged) since the cut, in segments: Reno adds one
     segment per window acknowledged (RFC 9002 section 7.3.3); CUBIC takes the larger of its
-    curve C (t - K)^3 + W_max, K = (W_max (1 - beta) / C)^(1/3) (RFC 9438 section 4.2) and its
-    Reno-friendly estimate, alpha = 3 (1 - beta) / (1 + beta) segments per window (section
-    4.3)."""
+    curve C (t - K)^3 + W_max, K = ((W_max - beta w_max) / C)^(1/3) (RFC 9438 section 4.2) and
+    its Reno-friendly estimate, alpha = 3 (1 - beta) / (1 + beta) segments per window (section
+    4.3). CUBIC's W_max is ``cubic_w_max`` when given -- fast convergence (RFC 9438 section
+    4.7: a window cut below the last W_max sets W_max to (1 + beta) / 2 of it,
+    :func:`cubic_w_max_after`) -- else ``w_max``."""
     start = beta * w_max
     reno = start + rounds
-    k = np.cbrt(w_max * (1.0 - beta) / CUBIC_C)
-    curve = CUBIC_C * (seconds - k) ** 3 + w_max
+    target = w_max if cubic_w_max is None else cubic_w_max
+    k = np.cbrt(max(target - start, 0.0) / CUBIC_C)
+    curve = CUBIC_C * (seconds - k) ** 3 + target
     friendly = start + 3.0 * (1.0 - beta) / (1.0 + beta) * rounds
     return reno, np.maximum(curve, friendly)
 
 
+#: CUBIC's multiplicative factor (RFC 9438 section 4.6), which fast convergence uses to set
+#: W_max below a window cut short of the last one (section 4.7)
+CUBIC_BETA: Final[float] = 0.7
+
+
+def cubic_w_max_after(before: float, last_w_max: float | None) -> float:
+    """CUBIC's W_max after a cut of the window ``before`` (segments), with fast convergence
+    (RFC 9438 section 4.7): ``before`` when it reached the last W_max (or there is none), else
+    ``before`` (1 + beta_cubic) / 2 -- what aioquic 1.7.2 and quiche 0.30 do, both with
+    beta_cubic 0.7 (quic-go's CUBIC instead emulates its connections' shared W_max without this
+    step, which only shifts its K a little)."""
+    if last_w_max is None or before >= last_w_max:
+        return before
+    return before * (1.0 + CUBIC_BETA) / 2.0
+
+
 def cut_score(
-    w_max: float, beta: float, seconds: np.ndarray, rounds: np.ndarray, window: np.ndarray
+    w_max: float,
+    beta: float,
+    seconds: np.ndarray,
+    rounds: np.ndarray,
+    window: np.ndarray,
+    *,
+    cubic_w_max: float | None = None,
 ) -> float:
     """ln((1 + MSE of Reno's prediction) / (1 + MSE of CUBIC's)) of the ``window`` (segments)
     after one cut (:func:`cut_predictions`): positive when CUBIC's prediction is closer."""
-    reno, cubic = cut_predictions(w_max, beta, seconds, rounds)
+    reno, cubic = cut_predictions(w_max, beta, seconds, rounds, cubic_w_max=cubic_w_max)
     mse_reno = float(np.mean((window - reno) ** 2))
     mse_cubic = float(np.mean((window - cubic) ** 2))
     return math.log((1.0 + mse_reno) / (1.0 + mse_cubic))
+
+
+#: a cut is *undone* when, within this many smoothed RTTs of it and before the next cut, the
+#: window comes back in one step to at least UNDO_SHARE of the window before the cut: the
+#: sender learnt that the losses were spurious (reordering) and restored its state (quic-go
+#: v0.65.0's Reno, quiche's CUBIC rollback, Linux's undo)
+UNDO_RTTS: Final[float] = 1.0
+UNDO_SHARE: Final[float] = 0.995
+
+
+def _cuts(
+    events: list[str], times: np.ndarray, cwnd: np.ndarray, rtt: np.ndarray
+) -> list[tuple[int, int, bool]]:
+    """(row before, row after, undone) of every cut: a one-step drop of the window by a factor
+    between :data:`COLLAPSE_BELOW` and 1 - :data:`DROP_SHARE` within two smoothed RTTs after a
+    loss; undone as :data:`UNDO_RTTS` says."""
+    is_loss = np.array([e in ("packet_lost", "pto") for e in events], dtype=bool)
+    loss_times = times[is_loss]
+    rows = np.flatnonzero(~np.isnan(cwnd))
+    out: list[tuple[int, int, bool]] = []
+    for i, (a, b) in enumerate(zip(rows, rows[1:], strict=False)):
+        before, after = cwnd[a], cwnd[b]
+        if not (before > 0 and COLLAPSE_BELOW * before <= after < (1 - DROP_SHARE) * before):
+            continue
+        srtt = float(rtt[b]) if not math.isnan(rtt[b]) else DEFAULT_RTT_MS
+        t_cut = times[b]
+        near = loss_times[(loss_times <= t_cut) & (loss_times >= t_cut - 2 * srtt)]
+        if not len(near) or srtt <= 0:
+            continue
+        undone = False
+        previous = after
+        for c in rows[i + 2 :]:
+            if times[c] - t_cut > UNDO_RTTS * srtt or cwnd[c] < (1 - DROP_SHARE) * previous:
+                break
+            if previous < UNDO_SHARE * before <= cwnd[c] and cwnd[c] - previous >= 0.5 * (
+                before - after
+            ):
+                undone = True
+                break
+            previous = cwnd[c]
+        out.append((int(a), int(b), undone))
+    return out
 
 
 def _cut_fits(
@@ -466,25 +548,28 @@ def _cut_fits(
     cwnd: np.ndarray,
     rtt: np.ndarray,
     limited: np.ndarray | None,
-) -> list[float]:
-    """:func:`cut_score` of every cut (a one-step drop of the window by a factor between
-    :data:`COLLAPSE_BELOW` and 1 - :data:`DROP_SHARE`, within two smoothed RTTs of a loss) that
-    is followed by :data:`MIN_EPOCH_POINTS` distinct windows over :data:`MIN_EPOCH_RTTS` smoothed
-    RTTs or more before the next loss. Rounds are windows acknowledged while window-limited
-    (``limited``, cumulative), else smoothed RTTs of wall-clock time."""
+) -> tuple[list[float], int]:
+    """:func:`cut_score` of every cut (:func:`_cuts`) that stood (was not undone) and is
+    followed by :data:`MIN_EPOCH_POINTS` distinct windows over :data:`MIN_EPOCH_RTTS` smoothed
+    RTTs or more before the next loss, and the number of cuts undone. Rounds are windows
+    acknowledged while window-limited (``limited``, cumulative), else smoothed RTTs of
+    wall-clock time. CUBIC's W_max follows fast convergence from cut to cut
+    (:func:`cubic_w_max_after`)."""
     is_loss = np.array([e in ("packet_lost", "pto") for e in events], dtype=bool)
     loss_times = times[is_loss]
     rows = np.flatnonzero(~np.isnan(cwnd))
     scores: list[float] = []
-    for a, b in zip(rows, rows[1:], strict=False):
-        before, after = cwnd[a], cwnd[b]
-        if not (before > 0 and COLLAPSE_BELOW * before <= after < (1 - DROP_SHARE) * before):
+    undone = 0
+    last_w_max: float | None = None
+    for a, b, undo in _cuts(events, times, cwnd, rtt):
+        if undo:
+            undone += 1
             continue
+        before, after = cwnd[a], cwnd[b]
+        w_max = cubic_w_max_after(before / SEGMENT_BYTES, last_w_max)
+        last_w_max = w_max
         t_cut = times[b]
         srtt = float(rtt[b]) if not math.isnan(rtt[b]) else DEFAULT_RTT_MS
-        near = loss_times[(loss_times <= t_cut) & (loss_times >= t_cut - 2 * srtt)]
-        if not len(near) or srtt <= 0:
-            continue
         later = loss_times[loss_times > t_cut]
         end = float(later[0]) if len(later) else float(times[-1]) + 1.0
         inside = rows[(times[rows] > t_cut) & (times[rows] < end)]
@@ -504,9 +589,10 @@ def _cut_fits(
                 seconds,
                 rounds,
                 cwnd[inside] / SEGMENT_BYTES,
+                cubic_w_max=w_max,
             )
         )
-    return scores
+    return scores, undone
 
 
 def _rtt_ms(rtt: np.ndarray) -> np.ndarray:
@@ -576,7 +662,7 @@ def trace_features(
     below_max, rounds_below = _growth_below_max(
         intervals, times, cwnd, flight, acked, _median(betas)
     )
-    cuts = _cut_fits(markers, times, cwnd, rtt, _window_limited_rounds(cwnd, flight, acked))
+    cuts, undone = _cut_fits(markers, times, cwnd, rtt, _window_limited_rounds(cwnd, flight, acked))
     bbr, bbr2 = _phases(transitions) if transitions.height else (0, 0)
     explicit = bool(transitions.height) and bool(
         (transitions["source"].cast(pl.String) == "explicit").any()
@@ -607,6 +693,7 @@ def trace_features(
         "rounds_below_max": rounds_below,
         "cut_fit": _median(cuts),
         "n_cut_fits": len(cuts),
+        "n_undone": undone,
         "rtt_ms": float(np.nanmedian(rtt)) if np.any(~np.isnan(rtt)) else None,
         "bbr_phases": bbr,
         "bbr2_phases": bbr2,

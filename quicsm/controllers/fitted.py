@@ -65,6 +65,13 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
         "step_share": (0.0, 0.1),
         "n_reductions": (4.0, 1000000000.0),
     }, "prior"),
+    Box("Cubic", {
+        "beta": (0.66, 0.74),
+        "beta_spread": (0.0, 0.02),
+        "cut_fit": (0.5, 1000.0),
+        "n_cut_fits": (2.0, 1000000000.0),
+        "n_reductions": (2.0, 1000000000.0),
+    }, "prior"),
     Box("NewReno/Reno", {
         "beta": (0.47, 0.53),
         "beta_spread": (0.0, 0.005),

@@ -5,7 +5,9 @@ response, a third reduction, growth between cuts, growth below the window before
 whose RTT a wall-clock fit can use) and the kind of run that would give it. The words are built
 from the feature row alone, so they say the same thing wherever the row comes from, and
 :func:`count` writes a count with its noun in the right number ("1 window reduction", "2 window
-reductions").
+reductions"). A trace whose cuts were undone (the sender found its losses spurious and restored
+its window, ``n_undone``) and that grew after none of the others says so: no growth after a cut
+was there to be seen.
 """
 
 from __future__ import annotations
@@ -52,6 +54,10 @@ RUN_FOR_LABELS: Final = (
     "labelled runs of this stack and controller (a lab draw under these conditions) to fit a box on"
 )
 RUN_FOR_RTT: Final = f"a run on a path with an RTT of {RTT_RESOLUTION_MS:.0f} ms or more"
+RUN_FOR_STANDING_CUT: Final = (
+    "a path that drops packets (a queue shorter than the bandwidth-delay product, or random "
+    "loss) rather than only reordering them"
+)
 
 
 def missing_evidence(row: Mapping[str, Any], *, min_below_rounds: float) -> list[str]:
@@ -59,6 +65,13 @@ def missing_evidence(row: Mapping[str, Any], *, min_below_rounds: float) -> list
     when it has all of it. ``min_below_rounds`` is the number of window-limited rounds below
     the last maximum that make that growth evidence."""
     out = []
+    cuts, undone = int(row.get("n_reductions") or 0), int(row.get("n_undone") or 0)
+    if undone and not row.get("n_cut_fits") and not row.get("n_epochs"):
+        out.append(
+            f"a cut that stood ({undone} of {count(cuts, 'window reduction')} undone within "
+            "an RTT: the losses were spurious -- reordering, not loss -- and the sender restored "
+            "its window; no growth followed the others)"
+        )
     if not row.get("n_epochs"):
         out.append(
             f"growth between cuts (no congestion-avoidance interval of {MIN_EPOCH_RTTS:.0f} "
@@ -89,6 +102,8 @@ def settle(missing: list[str], lead: str) -> str:
             if item.startswith("the window's shape")
             else RUN_FOR_LOSS_RESPONSE
             if item.startswith("a loss response")
+            else RUN_FOR_STANDING_CUT
+            if item.startswith("a cut that stood")
             else RUN_FOR_MORE_CUTS
         )
         if run not in runs:

@@ -9,11 +9,12 @@ The mapping from every known producer's names onto these lives in :mod:`quicsm.c
 
 from __future__ import annotations
 
-from typing import Final
-
-import polars as pl
+from typing import TYPE_CHECKING, Any, Final
 
 from quicsm.core import tables
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: the paper's eight states; their order (positions are the deriver's state codes) is defined
 #: in tables.json, shared with the native core
@@ -43,5 +44,18 @@ CANONICAL_STATES: Final[tuple[str, ...]] = (
     *APP_LIMITED_CAUSES,
 )
 
-#: polars dtype of every ``state`` column.
-STATE_DTYPE: Final[pl.Enum] = pl.Enum(list(CANONICAL_STATES))
+if TYPE_CHECKING:
+    #: polars dtype of every ``state`` column.
+    STATE_DTYPE: pl.Enum
+
+
+def __getattr__(name: str) -> Any:
+    """``STATE_DTYPE``, made when first asked for: importing the taxonomy does not import
+    polars (a reader that needs no frame, such as ``quicsm inspect``, starts without it)."""
+    if name == "STATE_DTYPE":
+        import polars as pl
+
+        dtype = pl.Enum(list(CANONICAL_STATES))
+        globals()["STATE_DTYPE"] = dtype
+        return dtype
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,8 +9,10 @@ cache's directory, :class:`quicsm.engine.cache.PartitionCache`; ``key`` is
 :func:`quicsm.engine.cache.file_key`), one row per trace counted so far with its number in the
 file, and renamed to the path the file has now when it is loaded. Traces not counted yet are
 counted together, their packets read from their own bytes only when the file's index
-(:mod:`quicsm.engine.index`) locates them, and added to the file's rows. Only what was counted
-without anything to report is kept (a lenient read that skipped records is counted again).
+(:mod:`quicsm.engine.index`) is kept already and locates them (a file not indexed yet is read
+whole, once: indexing it would read it whole as well), and added to the file's rows. Only
+what was counted without anything to report is kept (a lenient read that skipped records is
+counted again).
 """
 
 from __future__ import annotations
@@ -128,7 +130,7 @@ def _count(
     diagnostics: Diagnostics | None,
 ) -> pl.DataFrame:
     """The account of the traces ``ids`` with their numbers (``number``, null for a table's
-    traces): their packets read from their own bytes where the index locates them. What
+    traces): their packets read from their own bytes where the kept index locates them. What
     reading reported goes to ``diagnostics``; the rows of a count that reported something are
     not numbered (so not kept)."""
     chosen = pl.Series("_t", list(ids), dtype=pl.String)
@@ -138,13 +140,17 @@ def _count(
 
     files = [str(f) for f in keep(transitions).get_column("file").unique(maintain_order=True)]
     own = Diagnostics()
-    index = trace_index(files, on_error=on_error, cache_dir=cache_dir, cache=cache)
+    # a file indexed already is read in its chosen traces' spans; another is read whole, once
+    # (indexing it first would read it whole too, then the spans again)
+    index = trace_index(files, on_error=on_error, cache_dir=cache_dir, cache=cache, build=False)
     located: list[PathLike] = list(
         spans_of(keep(index.with_columns(pl.col("trace").cast(pl.String))))
     )
     indexed = {str(f) for f in index.get_column("file").cast(pl.String).unique()}
     located += [f for f in files if f not in indexed]
-    packets = read_packet_timelines(located, ids, on_error=on_error, diagnostics=own)
+    packets = read_packet_timelines(
+        located, ids, on_error=on_error, diagnostics=own, byte_offsets=False
+    )
     account = read_account(
         keep(transitions),
         keep(metrics),

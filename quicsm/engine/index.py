@@ -43,12 +43,13 @@ def trace_index(
     on_error: str = "raise",
     cache_dir: Path | str | None = None,
     cache: bool = True,
+    build: bool = True,
 ) -> pl.DataFrame:
     """:func:`quicsm.extract.index.read_trace_index` of ``paths``, each file's part read from
     the cache in ``cache_dir`` (default :func:`quicsm.engine.cache.default_cache_dir`) when it
     holds it (and stored there when it did not); ``cache=False`` neither reads nor writes the
     cache. What reading reports is warned about as :func:`quicsm.extract.read.read_traces`
-    does."""
+    does. ``build=False``: only the files whose index is kept already (no file is read)."""
     lenient = on_error == "skip"
     reports: list[Diagnostics] = []
     parts: list[pl.DataFrame] = []
@@ -64,6 +65,8 @@ def trace_index(
             if loaded is not None:
                 parts.append(loaded)
                 continue
+        if not build:
+            continue
         own = Diagnostics()
         part = read_trace_index([file], on_error=on_error, diagnostics=own)
         parts.append(part)

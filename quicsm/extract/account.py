@@ -511,7 +511,12 @@ def read_account(
     files = [str(f) for f in transitions.get_column("file").unique(maintain_order=True)]
     if packets is None:
         packets = read_packet_timelines(
-            files, ids, on_error=on_error, diagnostics=diagnostics, limits=limits
+            files,
+            ids,
+            on_error=on_error,
+            diagnostics=diagnostics,
+            limits=limits,
+            byte_offsets=False,
         )
     m = metrics.with_columns(pl.col("trace").cast(pl.String), pl.col("event").cast(pl.String))
     events = _counts(m.group_by("trace", "event").len(), "event", "len")

@@ -168,7 +168,7 @@ def read_split(
     ids = [str(t) for t in al.get_column("trace").unique(maintain_order=True)]
     files = [str(f) for f in al.get_column("file").unique(maintain_order=True)]
     read = read_packet_timelines(
-        files, ids, on_error=on_error, diagnostics=diagnostics, limits=limits
+        files, ids, on_error=on_error, diagnostics=diagnostics, limits=limits, byte_offsets=False
     )
     return split_app_limited(transitions, {t: p.sendable for t, p in read.items()})
 

@@ -25,16 +25,20 @@ it to pick the derivation (metrics rules, probes from silences, or states from t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from quicsm.extract.profiles import detect_profile
+from quicsm.extract.profiles import Profile, detect_profile
 from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
 from quicsm.qlog.events import MetricEvent
 from quicsm.qlog.source import read_qlog
-from quicsm.qlog.trace import TraceBuilder
+from quicsm.qlog.trace import TraceBuilder, TraceData
+
+if TYPE_CHECKING:
+    from quicsm.qlog.inspect import Inspection
 
 METRICS = "metrics"
 CWND = "cwnd"
@@ -64,8 +68,10 @@ CAPABILITIES: Final[tuple[str, ...]] = (
 __all__ = [
     "CAPABILITIES",
     "TraceCapabilities",
+    "CapabilityReader",
     "capability_lines",
     "file_capabilities",
+    "inspect_capabilities",
     "derivations",
     "from_events",
     "from_status",
@@ -170,54 +176,120 @@ class TraceCapabilities:
     missing_pto: bool
 
 
+class _TraceSeen:
+    """What one trace shows of its capabilities as it is read: its metric sink (no event is
+    kept) and its packet hook; a native full read hands over what it saw
+    (:meth:`native_capabilities`)."""
+
+    def __init__(self, builder: TraceBuilder) -> None:
+        #: the threshold a native read compares with (the header is read: JSON-SEQ and NDJSON
+        #: name no member after their events)
+        self.ssthresh_unset_from = _profile_of(builder).ssthresh_unset_from
+        self.seen: set[str] = set()
+        #: the least slow-start threshold seen in Python (compared once the header is whole)
+        self.least_ssthresh = math.inf
+        self.packets = 0
+        self.ack_frames = 0
+        builder.packet_hook = self.packet_hook
+
+    def __call__(self, event: MetricEvent) -> None:
+        self.seen |= from_events([event], ssthresh_unset_from=-math.inf)
+        ssthresh = event.values.get("ssthresh_bytes")
+        if ssthresh is not None and ssthresh < self.least_ssthresh:
+            self.least_ssthresh = ssthresh
+
+    def wanted(self) -> bool:
+        return True
+
+    def packet_hook(self, time: float, short: str, data: object, scale: float) -> None:
+        self.packets += 1
+        frames = data.get("frames") if isinstance(data, dict) else None
+        if isinstance(frames, list) and any(
+            isinstance(f, dict)
+            and str(f.get("frame_type", f.get("type", ""))).lower() in ("ack", "ack_ecn")
+            for f in frames
+        ):
+            self.ack_frames += 1
+
+    def native_capabilities(self, bits: int, packets: int, ack_frames: bool) -> None:
+        """What a native full read saw: capability bits in :data:`CAPABILITIES` order (the
+        slow-start threshold compared with :attr:`ssthresh_unset_from`), packet events, and
+        whether one held an ACK frame (looked for only while none had: :attr:`ack_frames` is
+        a count of them in Python, at least 1 once one is seen natively)."""
+        self.seen |= {c for i, c in enumerate(CAPABILITIES) if bits >> i & 1}
+        self.packets += packets
+        self.ack_frames += ack_frames
+
+    def capabilities(self, unset_from: float) -> frozenset[str]:
+        out = set(self.seen)
+        if self.least_ssthresh < unset_from:
+            out.add(SSTHRESH)
+        if self.packets:
+            out.add(PACKETS)
+        if self.ack_frames:
+            out.add(ACK_FRAMES)
+        return frozenset(out)
+
+
+def _profile_of(trace: TraceBuilder | TraceData) -> Profile:
+    return detect_profile(title=trace.title, code_version=trace.code_version, labels=trace.labels)
+
+
+class CapabilityReader:
+    """The metric sink of a full read (``metric_sink=reader.sink``) that sees every trace's
+    capabilities without keeping its events; :meth:`found` after the read."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, _TraceSeen] = {}
+
+    def sink(self, builder: TraceBuilder) -> _TraceSeen:
+        seen = self._seen[builder.index] = _TraceSeen(builder)
+        return seen
+
+    def found(self, traces: Iterable[TraceData]) -> list[TraceCapabilities]:
+        """Each trace's capabilities, its profile taken from its whole header."""
+        out = []
+        for trace in traces:
+            seen = self._seen.get(trace.index)
+            profile = _profile_of(trace)
+            caps = frozenset() if seen is None else seen.capabilities(profile.ssthresh_unset_from)
+            out.append(
+                TraceCapabilities(
+                    trace.index,
+                    profile.name,
+                    caps,
+                    derivations(caps, profile_logs_pto=profile.logs_pto),
+                    profile.logs_pto and PTO not in caps and METRICS in caps,
+                )
+            )
+        return out
+
+
 def file_capabilities(
     path: str | Path, *, limits: ReadLimits = DEFAULT_LIMITS
 ) -> list[TraceCapabilities]:
     """Every trace's capabilities, reading the whole file (every record decoded, as
     ``quicsm inspect`` does); bad records are skipped."""
-    counts: dict[int, list[int]] = {}
-
-    def sink(builder: TraceBuilder) -> None:
-        seen = counts.setdefault(builder.index, [0, 0])
-
-        def hook(time: float, short: str, data: object, scale: float) -> None:
-            seen[0] += 1
-            frames = data.get("frames") if isinstance(data, dict) else None
-            if isinstance(frames, list) and any(
-                isinstance(f, dict)
-                and str(f.get("frame_type", f.get("type", ""))).lower() in ("ack", "ack_ecn")
-                for f in frames
-            ):
-                seen[1] += 1
-
-        builder.packet_hook = hook
-        return None
-
+    reader = CapabilityReader()
     read = read_qlog(
-        Path(path), full=True, want_metrics=True, lenient=True, limits=limits, metric_sink=sink
+        Path(path),
+        full=True,
+        want_metrics=True,
+        lenient=True,
+        limits=limits,
+        metric_sink=reader.sink,
     )
-    out = []
-    for trace in read.traces:
-        packets, acks = counts.get(trace.index, [0, 0])
-        profile = detect_profile(
-            title=trace.title, code_version=trace.code_version, labels=trace.labels
-        )
-        caps = from_events(
-            trace.metrics,
-            packets=packets,
-            ack_frames=acks,
-            ssthresh_unset_from=profile.ssthresh_unset_from,
-        )
-        out.append(
-            TraceCapabilities(
-                trace.index,
-                profile.name,
-                caps,
-                derivations(caps, profile_logs_pto=profile.logs_pto),
-                profile.logs_pto and PTO not in caps and METRICS in caps,
-            )
-        )
-    return out
+    return reader.found(read.traces)
+
+
+def inspect_capabilities(path: str | Path) -> tuple[Inspection, list[TraceCapabilities]]:
+    """What ``quicsm inspect`` prints of a file, in one read: its inspection
+    (:func:`quicsm.qlog.inspect.inspect_file`) and every trace's capabilities."""
+    from quicsm.qlog.inspect import inspect_file
+
+    reader = CapabilityReader()
+    inspection = inspect_file(path, metric_sink=reader.sink)
+    return inspection, reader.found(inspection.read)
 
 
 def capability_lines(found: list[TraceCapabilities]) -> list[str]:

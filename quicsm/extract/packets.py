@@ -144,6 +144,45 @@ class PacketColumns:
                 self.ack_lo.append(lo)
                 self.ack_hi.append(hi)
 
+    def rows(self) -> int:
+        """How many packet rows are held (:class:`quicsm.qlog.trace.NativePackets`)."""
+        return len(self.times)
+
+    def absorb(
+        self, first_scid: str | None, sizes: Sequence[int], columns: Sequence[bytes]
+    ) -> None:
+        """Rows the native core read (``quicsm._native.packet_records``), appended as
+        :meth:`packet` appends them, with the STREAM, ACK and flow-control frames given to
+        :attr:`streams` as :meth:`StreamColumns.add` keeps them."""
+        self.first_scid = first_scid
+        for i, size in enumerate(sizes):
+            self.bytes[i] += size
+        (times, numbers, flags, ack_of, ack_lo, ack_hi, *frames) = columns
+        if not times:
+            return
+        base = len(self.times)
+        self.times.frombytes(times)
+        self.numbers.frombytes(numbers)
+        self.flags.frombytes(flags)
+        if ack_of:
+            self.ack_of.frombytes(ack_of)
+            self.ack_lo.frombytes(ack_lo)
+            self.ack_hi.frombytes(ack_hi)
+            rows = np.frombuffer(ack_of, dtype=np.int64) - base
+            t = np.frombuffer(times, dtype=np.float64)[rows]
+            sent = (np.frombuffer(flags, dtype=np.uint8)[rows] & _SENT) != 0
+            lo, hi = np.frombuffer(ack_lo, dtype=np.int64), np.frombuffer(ack_hi, dtype=np.int64)
+            self.streams.acks.extend(
+                zip(t.tolist(), sent.tolist(), lo.tolist(), hi.tolist(), strict=True)
+            )
+        streams, limits, blocked = frames[:6], frames[6:10], frames[10:]
+        if streams[0]:
+            self.streams.stream_rows.extend(zip(*_lists(streams), strict=True))
+        if limits[0]:
+            self.streams.limits.extend(zip(*_lists(limits), strict=True))
+        if blocked[0]:
+            self.streams.blocked.extend(zip(*_lists(blocked), strict=True))
+
     def parameters(self, time: float, short: str, data: object, scale: float) -> None:
         """A ``parameters_set`` event (``TraceBuilder.parameters_hook``)."""
         self.streams.transport_parameters(data)
@@ -168,10 +207,11 @@ class PacketColumns:
     def wanted(self) -> bool:
         return False
 
-    def timeline(self, start: float) -> PacketTimeline:
+    def timeline(self, start: float, *, byte_offsets: bool = True) -> PacketTimeline:
         """The timeline, times counted from ``start`` (the trace's first event, ms). Computed
         on the columns as arrays (no object per packet); the timeline holds its series as
-        compact arrays too."""
+        compact arrays too. ``byte_offsets``: with the byte-offset view
+        (:attr:`PacketTimeline.streams`, which only the plot draws; else None)."""
         times = np.frombuffer(self.times, dtype=np.float64) if self.times else np.empty(0)
         numbers = np.frombuffer(self.numbers, dtype=np.int64) if self.numbers else _NO_INTS
         flags = np.frombuffer(self.flags, dtype=np.uint8) if self.flags else np.empty(0, np.uint8)
@@ -234,13 +274,26 @@ class PacketColumns:
             lost=lost,
             losses_here=losses_here,
             unnumbered=unnumbered,
-            streams=self.streams.timeline(start),
+            streams=self.streams.timeline(start) if byte_offsets else None,
             lost_events=raw,
             sendable=None if captured else sendable_timeline(self.streams, start),
         )
 
 
 _NO_INTS = np.empty(0, dtype=np.int64)
+
+
+def _lists(columns: Sequence[bytes]) -> list[list[object]]:
+    """Native frame columns (a float64 time, an int64 ``sent`` read as a bool, then int64
+    columns) as lists of Python values."""
+    times, sent, *rest = columns
+    return [
+        np.frombuffer(times, dtype=np.float64).tolist(),
+        (np.frombuffer(sent, dtype=np.int64) != 0).tolist(),
+        *(np.frombuffer(c, dtype=np.int64).tolist() for c in rest),
+    ]
+
+
 #: the longest raw event kept for a click on its mark (characters)
 RAW_EVENT_CHARS = 2000
 
@@ -337,6 +390,7 @@ def read_packet_timelines(
     on_error: str = "raise",
     diagnostics: Diagnostics | None = None,
     limits: ReadLimits = DEFAULT_LIMITS,
+    byte_offsets: bool = True,
 ) -> dict[str, PacketTimeline]:
     """The :class:`PacketTimeline` of each trace id in ``traces`` (``<file>#<nnnn>``, as
     :func:`quicsm.extract.read.read_transitions` names them) that logs packets. Files holding
@@ -346,7 +400,12 @@ def read_packet_timelines(
     those traces only, when the file is given as :class:`~quicsm.qlog.paths.TraceSpans`), the
     others checked for framing only (:mod:`quicsm.qlog.seq`): strict (``on_error="raise"``),
     the first bad record raises a :class:`~quicsm.core.errors.QlogError` naming the file and the
-    record; lenient (``"skip"``), bad records are skipped and reported in ``diagnostics``."""
+    record; lenient (``"skip"``), bad records are skipped and reported in ``diagnostics``.
+    With the native core, JSON-SEQ/NDJSON packet events are read by it into the columns
+    (:meth:`PacketColumns.absorb`); the records it hands back are decoded here as before.
+
+    ``byte_offsets``: each timeline with its byte-offset view (:attr:`PacketTimeline.streams`;
+    the connection account and the ApplicationLimited split read none of it)."""
     from quicsm.extract.loading import trace_id
 
     lenient = on_error == "skip"
@@ -373,11 +432,10 @@ def read_packet_timelines(
             builder.packet_hook = kept.packet
             builder.loss_hook = kept.loss
             builder.parameters_hook = kept.parameters
+            builder.packet_columns = kept
             return kept
 
-        read = read_qlog(
-            Path(path), lenient=lenient, limits=limits, metric_sink=sink, spans=spans
-        )
+        read = read_qlog(Path(path), lenient=lenient, limits=limits, metric_sink=sink, spans=spans)
         if read.kind in (CSV, PARQUET):
             continue
         if read.skipped and diagnostics is not None:
@@ -392,7 +450,7 @@ def read_packet_timelines(
             if kept is None or not len(kept.times):
                 continue
             start = trace.first_time if trace.first_time is not None else 0.0
-            out[trace_id(file, trace.index)] = kept.timeline(start)
+            out[trace_id(file, trace.index)] = kept.timeline(start, byte_offsets=byte_offsets)
             del columns[trace.index]  # its columns let go once its timeline is made
     return out
 

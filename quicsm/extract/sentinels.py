@@ -19,10 +19,11 @@ a time, carrying what it learnt (the unit, whether a real RTT was seen) in ``car
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
-import polars as pl
+if TYPE_CHECKING:  # imported where used: the constants are read without them
+    import numpy as np
+    import polars as pl
 
 #: an ``ssthresh`` at or above this, bytes, means "not set" (u64::MAX and its float image)
 SSTHRESH_UNSET_FROM: Final[float] = 2.0**62
@@ -44,6 +45,9 @@ def _real(column: str) -> str:
 def normalise_part(columns: dict[str, pl.Series], carry: dict[str, Any]) -> None:
     """Null the stand-ins of one part of a trace's metric rows (``columns``, replaced in place;
     ``carry`` holds what the trace's earlier parts showed)."""
+    import numpy as np
+    import polars as pl
+
     if _SCALE not in carry:
         first = _first_rtt(columns)
         if first is not None:  # decided by the trace's first RTT
@@ -76,6 +80,9 @@ def normalise_batch(
     """:func:`normalise_part` for the rows of many whole traces at once (``columns``, replaced
     in place): ``firsts`` holds each trace's first row, ``owner`` each row's trace. The same
     rows as :func:`normalise_part` applied to each trace on its own, with no call per trace."""
+    import numpy as np
+    import polars as pl
+
     k, n = len(firsts), len(owner)
     if n == 0:
         return
@@ -125,6 +132,8 @@ def _null_unset_windows_and_rates(columns: dict[str, pl.Series]) -> None:
 
 def _first_per_trace(mask: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The first row where ``mask`` holds in each trace that has one: (rows, their traces)."""
+    import numpy as np
+
     at = np.flatnonzero(mask)
     traces, first = np.unique(owner[at], return_index=True)
     return at[first], traces
@@ -132,6 +141,8 @@ def _first_per_trace(mask: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, n
 
 def _first_rtt(columns: dict[str, pl.Series]) -> float | None:
     """The first non-zero RTT of the part (any RTT column, the earliest row), if any."""
+    import numpy as np
+
     best: tuple[int, float] | None = None
     for column in RTT_COLUMNS:
         series = columns.get(column)

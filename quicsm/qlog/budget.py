@@ -15,11 +15,13 @@ The native decoder (``native/src/scan.rs``) hands every record over the cheap bo
 
 from __future__ import annotations
 
-from typing import Final
-
-import numpy as np
+from functools import cache
+from typing import TYPE_CHECKING, Final
 
 from quicsm.core import tables
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: the most objects, arrays and element separators one record may hold (about 75 MB of Python
 #: objects at most); defined in quicsm/core/tables.json, which the native scan reads too
@@ -27,8 +29,17 @@ MAX_RECORD_VALUES: Final[int] = tables.MAX_RECORD_VALUES
 
 _SLICE = 1 << 20
 _QUOTE, _BACKSLASH = 34, 92
-_COUNTED = np.zeros(256, dtype=bool)
-_COUNTED[list(b"{[,")] = True
+
+
+@cache
+def _counted() -> np.ndarray:
+    """The bytes counted, as a lookup table (numpy is imported only when a record is long
+    enough to need it)."""
+    import numpy as np
+
+    table = np.zeros(256, dtype=bool)
+    table[list(b"{[,")] = True
+    return table
 
 
 def expected() -> str:
@@ -51,6 +62,8 @@ def over_budget(record: bytes | bytearray | memoryview) -> int | None:
 
 def _count_outside_strings(data: bytes) -> int:
     """``{``, ``[`` and ``,`` outside JSON strings, a slice at a time (bounded index arrays)."""
+    import numpy as np
+
     total = 0
     in_string = False
     carried = 0  # backslashes ending the previous slice
@@ -70,7 +83,7 @@ def _count_outside_strings(data: bytes) -> int:
             quotes = quotes[run % 2 == 0]
         tail = len(v) - len(bytes(v).rstrip(b"\\"))
         carried = tail + (carried if tail == len(v) else 0)
-        counted = np.flatnonzero(_COUNTED[v])
+        counted = np.flatnonzero(_counted()[v])
         outside = (np.searchsorted(quotes, counted) + in_string) % 2 == 0
         total += int(outside.sum())
         in_string ^= bool(len(quotes) & 1)

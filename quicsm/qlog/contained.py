@@ -631,6 +631,11 @@ class ContainedParser:
         if values is not None:
             self._problem(RecordProblem(None, budget.expected(), f"{values:,}", where=where))
             return
+        builder = trace.builder
+        assert builder is not None
+        provisional = trace.index not in self._headers
+        if self._native is not None and self._native_packet(trace, builder, text, where):
+            return
         try:
             event = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
@@ -640,9 +645,6 @@ class ContainedParser:
             return
         if event == []:  # converter exports end their events with an empty array
             return
-        builder = trace.builder
-        assert builder is not None
-        provisional = trace.index not in self._headers
         if provisional and trace.columns is None and isinstance(event, list):
             trace.deferred = True  # event_fields may follow the events
             return
@@ -656,12 +658,39 @@ class ContainedParser:
             builder.n_events += 1
             builder.add(name, t, data, None, where=where)
         except RecordProblem as problem:
-            if not provisional:
-                self._problem(problem)
-            elif len(trace.pending) < (MAX_KEPT_PROBLEMS if self.lenient else 1):
-                trace.pending.append(problem)  # raised or kept once the header is complete
-            else:
-                trace.pending_more += 1
+            self._event_problem(trace, problem)
+
+    def _event_problem(self, trace: _Ctx, problem: RecordProblem) -> None:
+        if trace.index in self._headers:
+            self._problem(problem)
+        elif len(trace.pending) < (MAX_KEPT_PROBLEMS if self.lenient else 1):
+            trace.pending.append(problem)  # raised or kept once the header is complete
+        else:
+            trace.pending_more += 1
+
+    def _native_packet(self, trace: _Ctx, builder: TraceBuilder, text: bytes, where: str) -> bool:
+        """A ``packet_sent`` / ``packet_received`` event read by the native core into the
+        trace's packet columns (``quicsm._native.packet_event``, the reader of
+        ``native/src/packets.rs``), as :meth:`_element` would read it: whether it was (else the
+        Python parser reads it). Not for times summed (delta) or repaired."""
+        columns = builder.native_packets()
+        if columns is None or builder.delta or builder.repairs_backward:
+            return False
+        assert self._native is not None
+        got = self._native.packet_event(text, builder.scale, columns.first_scid, columns.rows())
+        if got is None:
+            return False
+        name, t, scid, sizes, chunk = got
+        try:
+            builder.observe(t, None, where=where)
+        except RecordProblem as problem:
+            self._event_problem(trace, problem)
+            return True
+        builder.n_events += 1
+        if builder.counts is not None:
+            builder.counts[name] += 1
+        columns.absorb(scid, sizes, chunk)
+        return True
 
     def _open_trace(self, pos: int, index: int) -> None:
         self._stack.append(_Ctx(_TRACE, ord("}"), pos, index=index))

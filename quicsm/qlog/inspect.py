@@ -12,15 +12,12 @@ from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 
-import polars as pl
-
 from quicsm.core.aliases import canonical_state
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.states import UNKNOWN
 from quicsm.qlog.blocks import DecompressedFile
 from quicsm.qlog.source import CSV, PARQUET, read_qlog, without_bom
-from quicsm.qlog.tabular import read_table
-from quicsm.qlog.trace import Discard
+from quicsm.qlog.trace import Discard, MetricSink, TraceData
 
 #: how many problems an inspection lists verbatim
 MAX_LISTED = 20
@@ -51,6 +48,8 @@ class Inspection:
     problems: list[str] = field(default_factory=list)
     n_problems: int = 0
     truncated: str | None = None
+    #: the traces as read (JSON-SEQ, NDJSON and JSON; their events are not kept)
+    read: list[TraceData] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         """The human-readable report."""
@@ -87,13 +86,27 @@ class Inspection:
         return out
 
 
-def inspect_file(path: str | PathLike[str]) -> Inspection:
-    """Decode and validate every record of ``path``; never raises for bad records."""
+def inspect_file(path: str | PathLike[str], *, metric_sink: MetricSink | None = None) -> Inspection:
+    """Decode and validate every record of ``path``; never raises for bad records.
+    ``metric_sink``: sees each trace's metric, loss and timer events (by default they are
+    checked, not kept)."""
     path = Path(path)
     # every event is decoded and validated; metric, loss and timer events are not kept
-    read = read_qlog(path, full=True, lenient=True, max_problems=MAX_LISTED, metric_sink=Discard.of)
+    read = read_qlog(
+        path,
+        full=True,
+        want_metrics=metric_sink is not None,
+        lenient=True,
+        max_problems=MAX_LISTED,
+        metric_sink=Discard.of if metric_sink is None else metric_sink,
+    )
     result = Inspection(path, read.kind, read.compression, truncated=read.truncated)
+    result.read = read.traces
     if read.kind in (CSV, PARQUET):
+        import polars as pl
+
+        from quicsm.qlog.tabular import read_table
+
         diag = Diagnostics()
         blocks = without_bom(DecompressedFile(path).blocks()) if read.kind == CSV else None
         table = read_table(path, read.kind, blocks=blocks, lenient=True, diagnostics=diag)

@@ -31,9 +31,9 @@ every complete record before it is kept.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import orjson
 
 from quicsm.core import native
@@ -48,12 +48,16 @@ from quicsm.qlog import budget
 from quicsm.qlog.events import DERIVE_NEEDLES, STATE_NEEDLES, TIMER_NEEDLE, TIMER_REQUIRED
 from quicsm.qlog.trace import (
     MetricSink,
+    NativePackets,
     NativeScan,
     TraceBuilder,
     TraceData,
     is_header,
     object_event,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: records that may hold an event a reader of packets hooks (:data:`quicsm.qlog.trace.
 #: PACKET_EVENTS`, ``packet_lost`` and the transport parameters' ``parameters_set``; qlog 0.1
@@ -83,7 +87,17 @@ _HEADER_NEEDLE = b"_format"
 #: aioquic and our packs of it: ``data`` first); a record that begins so is an event, never a
 #: header, and is not looked into for the header needle
 _EVENT_PREFIXES: tuple[bytes, ...] = (b'{"time":', b'{"name":', b'{"data":')
-_EVENT_PREFIX_WORDS = np.frombuffer(b"".join(_EVENT_PREFIXES), dtype="<u8")
+
+
+@cache
+def _event_prefix_words() -> np.ndarray:
+    """:data:`_EVENT_PREFIXES` as little-endian words (numpy is imported only where used: a
+    read by the native core needs none of it)."""
+    import numpy as np
+
+    return np.frombuffer(b"".join(_EVENT_PREFIXES), dtype="<u8")
+
+
 #: regions at least this large locate record starts with numpy (one vectorised pass over the
 #: separator byte, ~3 GB/s) instead of searching the 7-byte header needle (~1.2 GB/s)
 _VECTOR_MIN_BYTES = 1 << 20
@@ -107,6 +121,8 @@ def _header_candidates(buf: Buffer, a: int, b: int, sep: bytes) -> Iterator[tupl
                 yield rs, re_
             hit = buf.find(_HEADER_NEEDLE, re_, b)
         return
+    import numpy as np
+
     view = np.frombuffer(buf, dtype=np.uint8)
     seps = np.flatnonzero(view[a:b] == sep[0]) + a  # separators at a <= i < b
     starts = seps + 1
@@ -114,7 +130,7 @@ def _header_candidates(buf: Buffer, a: int, b: int, sep: bytes) -> Iterator[tupl
     idx = np.minimum(starts[:, None] + np.arange(8), len(view) - 1)
     words = np.ascontiguousarray(view[idx]).view("<u8").ravel()
     del view, idx  # release the export of ``buf`` (the I/O side reuses and resizes it)
-    maybe = np.flatnonzero(~np.isin(words, _EVENT_PREFIX_WORDS))
+    maybe = np.flatnonzero(~np.isin(words, _event_prefix_words()))
     ends = np.append(seps[1:], b)
     for i in maybe.tolist():
         rs, re_ = int(seps[i]), int(ends[i])
@@ -278,6 +294,8 @@ class SeqScanner:
     def _check_lengths(self, data: Buffer, first: int, last: int, base: int) -> None:
         """Every record between the separators at ``data[first]`` and ``data[last]`` within
         ``max_record_bytes`` (looked at only when the block could hold a longer one)."""
+        import numpy as np
+
         view = np.frombuffer(data, dtype=np.uint8, count=last + 1 - first, offset=first)
         seps = np.flatnonzero(view == self.sep[0])
         del view  # release the export of ``data`` (the I/O side reuses and resizes it)
@@ -429,9 +447,13 @@ class SeqScanner:
         trace.add(name, t, data, offset)
 
     def _full_region(self, buf: Buffer, pos: int, b: int, base: int) -> None:
-        """Decode every record (inspect, and traces with delta times)."""
+        """Decode every record (inspect, and traces with delta times); a full read's records
+        are read by the native core while it can (:meth:`_native_census`)."""
         sep = self.sep
+        ext = native.module() if self.full else None
         while True:
+            if ext is not None and self._trace is not None:
+                pos = self._native_census(ext, self._trace, buf, pos, b)
             pos = _next_record(buf, pos, b, sep)
             if pos >= b:
                 return
@@ -451,6 +473,38 @@ class SeqScanner:
                 self._event(trace, obj, base + start)
             except RecordProblem as problem:
                 self._problem(problem)
+
+    def _native_census(self, ext: Any, trace: TraceBuilder, buf: Buffer, pos: int, b: int) -> int:
+        """The records after the separator at ``buf[pos]`` read natively
+        (``native/src/census.rs``) while the native core reads them exactly as
+        :meth:`_full_region` would; returns the separator before the first it did not read
+        (``b``: none), which :meth:`_full_region` reads."""
+        while pos < b:
+            plan = trace.native_census()
+            if plan is None:
+                return pos
+            stop, again, events, clock, counts, states, seen = ext.census_records(
+                buf,
+                pos,
+                b,
+                self.sep[0],
+                trace.scale,
+                trace.delta,
+                trace._previous,
+                trace.first_time,
+                trace.last_time,
+                trace.latest,
+                trace.last_derive_time,
+                *plan,
+            )
+            if events:
+                trace.read_natively(clock, events, counts, states)
+                if plan[0]:
+                    trace.census_read(*seen)
+            pos = stop
+            if not again:
+                break
+        return pos
 
     def _decode_hits(
         self,
@@ -538,6 +592,45 @@ class SeqScanner:
             self._decode_event(trace, buf[rs + 1 : re_], base + rs + 1)
             pos = re_
 
+    def _native_packets(
+        self,
+        trace: TraceBuilder,
+        columns: NativePackets,
+        ext: Any,
+        buf: Buffer,
+        s: int,
+        e: int,
+        base: int,
+        done: set[int],
+    ) -> None:
+        """The packet pass of :meth:`_decode_hits` done by the native core
+        (``native/src/packets.rs``): it visits the same records in the same order, reads the
+        packet events into ``columns`` and hands back each record it cannot read exactly as the
+        Python reader would (``packet_lost``, ``parameters_set``, any unusual shape or a bad
+        record); that record is decoded here, its hook fed between the chunks read natively."""
+        import numpy as np  # (a reader of packets has imported it: the columns are numpy's)
+
+        pairs = ext.packet_candidates(buf, s, e, self.sep[0], list(PACKET_NEEDLES))
+        at = np.frombuffer(pairs, dtype=np.int64).reshape(-1, 2)
+        if done:  # records the state pass decoded are not read again
+            at = at[~np.isin(at[:, 0], np.fromiter(done, dtype=np.int64))]
+            pairs = at.tobytes()
+        keep = not trace.discards()  # a derive pass follows: it skips what was read here
+        n, start = len(at), 0
+        while start < n:
+            stop, scid, sizes, chunk = ext.packet_records(
+                buf, pairs, start, trace.scale, columns.first_scid, columns.rows()
+            )
+            columns.absorb(scid, sizes, chunk)
+            if keep:
+                done.update(at[start:stop, 0].tolist())
+            if stop >= n:
+                return
+            rs, re_ = int(at[stop, 0]), int(at[stop, 1])
+            done.add(rs)
+            self._decode_event(trace, buf[rs + 1 : re_], base + rs + 1)
+            start = stop + 1
+
     def _decode_event(self, trace: TraceBuilder, record: Buffer, offset: int) -> None:
         values = budget.over_budget(record)
         if values is not None:
@@ -592,7 +685,12 @@ class SeqScanner:
         if hooked:
             # packets wanted (a reader of packets hooked them): the records that may name a
             # packet event are decoded too (each once: the derive pass below skips them)
-            self._decode_hits(trace, buf, s, e, base, PACKET_NEEDLES, done)
+            columns = trace.native_packets() if trace.counts is None else None
+            ext = native.module() if columns is not None else None
+            if columns is not None and ext is not None:
+                self._native_packets(trace, columns, ext, buf, s, e, base, done)
+            else:
+                self._decode_hits(trace, buf, s, e, base, PACKET_NEEDLES, done)
         if trace.metrics_wanted() or (
             not self.want_metrics and not trace.states and not trace.discards()
         ):

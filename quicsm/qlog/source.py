@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import orjson
 
@@ -30,9 +30,11 @@ from quicsm.qlog.blocks import (
     ReadLimits,
     record_too_large,
 )
-from quicsm.qlog.contained import ContainedParser, Headers
 from quicsm.qlog.seq import LF, RS, Buffer, SeqScanner
 from quicsm.qlog.trace import MetricSink, TraceData
+
+if TYPE_CHECKING:  # contained JSON's parser is imported when one is read (it imports numpy)
+    from quicsm.qlog.contained import ContainedParser, Headers
 
 PARQUET_MAGIC = b"PAR1"
 BOM = b"\xef\xbb\xbf"
@@ -405,6 +407,8 @@ def _contained(
     headers: Headers | None,
     metric_sink: MetricSink | None,
 ) -> ContainedParser:
+    from quicsm.qlog.contained import ContainedParser
+
     parser = ContainedParser(
         want_metrics=want_metrics,
         lenient=lenient,

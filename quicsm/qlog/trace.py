@@ -16,6 +16,7 @@ Time handling (qlog main schema, "time_format" / draft-00 "time_units"):
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -74,6 +75,25 @@ NativeScan = Callable[
     [Any, int, int, int, float, float | None, float | None, bool, bool],
     tuple[int, int, float | None, float | None, bool, int],
 ]
+
+
+class NativePackets(Protocol):
+    """Columns that take a trace's ``packet_sent`` / ``packet_received`` events as the native
+    core reads them (``quicsm._native.packet_records``; :class:`quicsm.extract.packets.
+    PacketColumns`): the records it hands back go to :attr:`TraceBuilder.packet_hook` as
+    before, in file order between the chunks it read."""
+
+    #: the first source connection ID of the trace's packets so far
+    first_scid: str | None
+
+    def rows(self) -> int:
+        """How many packet rows the columns hold."""
+        ...
+
+    def absorb(self, first_scid: str | None, sizes: Any, columns: Any) -> None:
+        """A chunk of rows read natively (what ``packet_records`` returns after its stop)."""
+        ...
+
 
 #: given a trace's builder (its header is read), the sink of its metric, loss and timer events
 #: (instead of keeping them in ``metrics``), or ``None`` to keep them
@@ -212,6 +232,9 @@ class TraceBuilder:
         self.loss_hook: PacketHook | None = None
         #: when set (a full read), every ``parameters_set`` event is handed to it as well
         self.parameters_hook: PacketHook | None = None
+        #: when set with :attr:`packet_hook`, the columns the native core reads packet events
+        #: into (the hook takes the records it hands back)
+        self.packet_columns: NativePackets | None = None
         self.last_derive_time: float | None = None
         self._sink = metric_sink(self) if metric_sink is not None else None
 
@@ -227,6 +250,12 @@ class TraceBuilder:
     def sink_wants(self) -> bool:
         """Whether the sink (if any) still wants events."""
         return self._sink is not None and self._sink.wanted()
+
+    def native_packets(self) -> NativePackets | None:
+        """The columns the native core may read this trace's packet events into (set by the
+        reader of packets with its :attr:`packet_hook`); the caller counts the events by
+        name when :attr:`counts` does."""
+        return None if self.packet_hook is None else self.packet_columns
 
     def native_scan(self) -> NativeScan | None:
         """The sink's native derive pass, if it has one (and events are not kept)."""
@@ -251,6 +280,33 @@ class TraceBuilder:
             return False, None
         deriver = getattr(sink, "native_deriver", None)
         return None if deriver is None else (True, deriver)
+
+    def native_census(self) -> tuple[bool, float, bool] | None:
+        """How a full read of JSON-SEQ/NDJSON records may read this trace's events natively
+        (``quicsm._native.census_records``): ``(capabilities, ssthresh_unset_from,
+        ack_seen)``, where ``capabilities`` says the sink sees capabilities (a sink with
+        ``ssthresh_unset_from``, ``ack_frames`` and ``native_capabilities``, which takes what
+        the native read saw; its packet hook is its own); ``None`` when they must be read in
+        Python (events kept in ``metrics``, another hook or sink)."""
+        if not self.full or self.counts is None:
+            return None
+        if self.loss_hook is not None or self.parameters_hook is not None:
+            return None
+        sink = self._sink
+        if sink is None:
+            return None
+        if not sink.wanted():
+            return (False, math.inf, False) if self.packet_hook is None else None
+        unset = getattr(sink, "ssthresh_unset_from", None)
+        if unset is None or self.packet_hook != getattr(sink, "packet_hook", None):
+            return None
+        return True, unset, bool(getattr(sink, "ack_frames", 0))
+
+    def census_read(self, capabilities: int, packets: int, ack_frames: bool) -> None:
+        """What a native census read saw of the capabilities (:meth:`native_census`)."""
+        take = getattr(self._sink, "native_capabilities", None)
+        if take is not None:
+            take(capabilities, packets, ack_frames)
 
     def read_natively(
         self,

@@ -24,6 +24,7 @@ from quicsm.render.findings import (
     change_text,
     evidence_sentence,
     headline,
+    invariant_chances,
     outcome_value,
     scope_text,
     sentences,
@@ -481,7 +482,7 @@ def _presence_lines(d: DiffResult) -> list[str]:
         col = "violations_b" if side == "a" else "violations_a"
         n = d.n_b if side == "a" else d.n_a
         names = [
-            f"{r['a']} {r['kind']} {r['b']} (broken in {r[col]}/{n}, "
+            f"{r['a']} {r['kind']} {r['b']} (broken in {r[col]}/{n}{invariant_chances(r)}, "
             f"{format_p(r['p_value'], note=r['note'])})"
             for r in inv.iter_rows(named=True)
         ]

@@ -106,9 +106,22 @@ def finding_sentence(f: Finding, d: DiffResult) -> str:
             holds, breaks, k, n_hold, n_break = nb, na, r["violations_a"], d.n_b, d.n_a
         return (
             f"“{r['a']} {r['kind']} {r['b']}” holds in all {n_hold} traces of {holds}, "
-            f"broken in {k} of {n_break} of {breaks} ({adj})"
+            f"broken in {k} of {n_break} of {breaks}{invariant_chances(r)} ({adj})"
         )
     raise ValueError(f"no sentence for a finding of kind {f.kind!r}")
+
+
+def invariant_chances(r: Mapping[str, Any]) -> str:
+    """How often the breaking group broke an invariant per chance to break it (the rate its
+    test compares), e.g. ``", at 43 of 50 returns to Recovery"``; empty for older rows."""
+    unit = r.get("unit")
+    if not unit:
+        return ""
+    side = "b" if r["holds_in"] == "a" else "a"
+    k, n = r[f"broken_{side}"], r[f"opportunities_{side}"]
+    if unit.startswith("return to "):
+        return f", at {k} of {n} returns to {unit.removeprefix('return to ')}"
+    return f", {k} of the {n} that visit {unit.removeprefix('trace with ')}"
 
 
 def sentences(d: DiffResult) -> list[str]:

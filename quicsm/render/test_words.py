@@ -41,6 +41,14 @@ TEST_WORDS: dict[str, str] = {
         "the beta-binomial z (intra-trace correlation pooled over every transition of both "
         "groups) referred to its distribution over every split of the traces"
     ),
+    "permuted z within length strata": (
+        "the beta-binomial z referred to its distribution over random splits of the traces "
+        "that exchange traces only within their length stratum"
+    ),
+    "permuted z within length strata (exact)": (
+        "the beta-binomial z referred to its distribution over every split of the traces "
+        "that exchanges traces only within their length stratum"
+    ),
     "beta-binomial": (
         "the beta-binomial z-test (intra-trace correlation pooled over every transition of "
         "both groups), referred to Student's t"
@@ -51,7 +59,7 @@ TEST_WORDS: dict[str, str] = {
     "fisher (effective)": (
         "Fisher's exact test on the effective counts (each group's counts over its design effect)"
     ),
-    "fisher": "Fisher's exact test on the traces",
+    "fisher": "Fisher's exact test on the traces that visit the invariant's antecedent",
     "random effects": (
         "a random-effects test of the mean log dwell (within-trace variance from the visits, "
         "between-trace variance pooled over the states of both groups)"
@@ -59,6 +67,10 @@ TEST_WORDS: dict[str, str] = {
     "mann-whitney": "the Mann-Whitney U test on each trace's median",
     "stratified": "the stratified shift within strata (Cochran-Mantel-Haenszel weights)",
     "stratified (exact)": "the stratified shift within strata, exact over every split",
+    "stratified (random splits)": (
+        "the stratified shift within strata, referred to random splits of the traces within "
+        "their stratum"
+    ),
     "g-test": "the G-test on the pooled counts (Rao-Scott corrected)",
     "identical": "no test needed (one outcome in both groups)",
 }
@@ -166,8 +178,9 @@ def length_caution(d: Any) -> str | None:
         f"the traces of {a} and {b} differ in length (median {span['median_a']:g} vs "
         f"{span['median_b']:g} states visited, {span['ratio']:.1f}x): a difference in length "
         "alone changes time shares, dwell times and the chances to break an invariant, so "
-        "these are compared only between traces within a factor of 2 in length (no test when "
-        "no such traces are in both groups); transitions are compared per exit of their "
-        "source, the end of a trace being censoring, without exchanging long traces for short "
-        "ones"
+        "these are compared only between traces in the same length stratum (1, 2-3, 4-7, 8-15, "
+        "... states visited; no test when no stratum holds traces of both groups), invariants "
+        "per chance to break them where a chance has no length (a return to a state), and "
+        "transitions per exit of their source, the end of a trace being censoring; a "
+        "permutation test exchanges traces only within their length stratum"
     )

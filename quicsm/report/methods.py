@@ -57,9 +57,28 @@ def methods_items(
             "Invariants",
             "AlwaysFollowedBy / NeverFollowedBy / AlwaysPrecedes mined in each group (Synoptic), "
             "INITIAL and TERMINAL included; listed when they hold in one group and not the "
-            f"other, over states both visit; {used('invariants')}",
+            "other, over states both visit; compared per chance to break them, so that a longer "
+            "trace does not break more by construction: “a NeverFollowedBy b” per return to a "
+            "(from a visit of a to the next; the last visit's stretch, cut short by the end of "
+            "the recording, is censoring and not counted; per trace that visits a when too few "
+            "traces return to a), every other invariant per trace that "
+            "visits its antecedent (a; b for AlwaysPrecedes); "
+            f"{used('invariants')}",
         ),
     ]
+    if any((r.settings.get("lengths") or {}).get("differ") for r in results):
+        items.append(
+            (
+                "Lengths",
+                "the groups' traces differ in length by more than a factor of 2 (median states "
+                "visited): time shares, dwell times and the invariants compared per trace are "
+                "compared within length strata (1, 2-3, 4-7, 8-15, ... states visited, within "
+                "any given stratum); a permutation test exchanges traces only within their "
+                "length stratum, traces in a stratum of one group only staying in their group "
+                "(the notes say how many; when no stratum holds both groups, the z is referred "
+                "to Student's t)",
+            )
+        )
     if any(r.within for r in results):
         items.append(
             (

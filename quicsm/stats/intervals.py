@@ -31,9 +31,9 @@ Z95: Final[float] = 1.959963984540054
 
 
 def _z(level: float) -> float:
-    from scipy import stats as sps
+    from quicsm.stats.distributions import norm_ppf
 
-    return Z95 if level == 0.95 else float(sps.norm.ppf(0.5 + level / 2))
+    return Z95 if level == 0.95 else norm_ppf(0.5 + level / 2)
 
 
 def wilson(successes: float, n: float, *, level: float = 0.95) -> tuple[float, float]:

@@ -36,7 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
+
+from quicsm.stats import distributions as dist
 
 #: fewest expected events (and non-events) per group, in effective transitions, for the z-test
 MIN_EFFECTIVE = 5.0
@@ -149,7 +150,7 @@ def proportion_shift(
     ia, ib = _inflation(ma, rho), _inflation(mb, rho)
     eff = (big_a**2 / ia, big_b**2 / ib)
     diff = pb - pa
-    z_level = float(sps.norm.ppf(0.5 + level / 2))
+    z_level = dist.norm_ppf(0.5 + level / 2)
     se_alt = math.sqrt(pa * (1 - pa) * ia / big_a**2 + pb * (1 - pb) * ib / big_b**2)
     se0 = math.sqrt(p0 * (1 - p0) * (ia / big_a**2 + ib / big_b**2))
     # the interval: unpooled variances, and never narrower than the null's at the boundary
@@ -160,7 +161,7 @@ def proportion_shift(
     z = diff / se0
     trusted = min(min(e * p0, e * (1 - p0)) for e in eff) >= MIN_EFFECTIVE
     df = between_df(ma, mb, rho)
-    p = float(2.0 * sps.t.sf(abs(z), df)) if trusted else None
+    p = 2.0 * dist.t_sf(abs(z), df) if trusted else None
     return ProportionShift(diff, low, high, z, p, eff, rho, se0)
 
 
@@ -237,7 +238,7 @@ def detectable(se: float, *, alpha: float, power: float = 0.8) -> float:
     ``(z_{1−α/2} + z_{power}) · se``."""
     if se != se or se <= 0:
         return math.nan
-    return float((sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)) * se)
+    return float((dist.norm_ppf(1 - alpha / 2) + dist.norm_ppf(power)) * se)
 
 
 @dataclass(frozen=True)
@@ -303,11 +304,11 @@ def random_effects_shift(
     diff = mb - ma
     se = math.sqrt(sa2 + sb2)
     df = max(1, df)
-    z_level = float(sps.t.ppf(0.5 + level / 2, df))
+    z_level = dist.t_ppf(0.5 + level / 2, df)
     if se <= 0:
         return MeanShift(diff, diff, diff, 0.0, 1.0 if diff == 0 else None, 0.0)
     z = diff / se
-    p = float(2.0 * sps.t.sf(abs(z), df))
+    p = 2.0 * dist.t_sf(abs(z), df)
     return MeanShift(diff, diff - z_level * se, diff + z_level * se, z, p, se)
 
 

@@ -18,14 +18,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from quicsm.core.numbers import format_p as format_p
+from quicsm.stats import distributions as dist
 from quicsm.stats.intervals import mean_design_effect
 from quicsm.stats.overdispersion import benjamini_hochberg
 
 #: fewest traces per group for any test.
 MIN_N = 3
+#: up to this many traces in the smaller group, a stratified shift whose splits are too many to
+#: enumerate is referred to random splits within strata rather than to the normal distribution
+FEW_TRACES = 50
 #: a contingency table whose expected counts are all at least this uses the G-test.
 MIN_EXPECTED = 5.0
 #: Mann-Whitney is exact (over every split) up to this many values per group, without ties
@@ -73,7 +76,7 @@ def mean_ci(values: Sequence[float] | np.ndarray, *, level: float = 0.95) -> Mea
     mean = float(x.mean())
     if n < 2:
         return MeanCI(mean, mean, mean, n)
-    half = float(sps.t.ppf(0.5 + level / 2, n - 1)) * float(x.std(ddof=1)) / math.sqrt(n)
+    half = dist.t_ppf(0.5 + level / 2, n - 1) * float(x.std(ddof=1)) / math.sqrt(n)
     return MeanCI(mean, mean - half, mean + half, n)
 
 
@@ -117,8 +120,8 @@ def welch(
     wa, wb = (va / na) / se2, (vb / nb) / se2
     df = 1.0 / (wa**2 / (na - 1) + wb**2 / (nb - 1))
     t = diff / se
-    p = float(2.0 * sps.t.sf(abs(t), df))
-    half = float(sps.t.ppf(0.5 + level / 2, df)) * se
+    p = 2.0 * dist.t_sf(abs(t), df)
+    half = dist.t_ppf(0.5 + level / 2, df) * se
     return WelchResult(diff, diff - half, diff + half, TestResult("welch", p, t))
 
 
@@ -205,12 +208,14 @@ def stratified_shift(
     strata van Elteren's). Under the null that the grouping does not matter inside a stratum,
     shuffling traces within strata leaves ``T`` centred on 0 with variance ``Σ_s w_s S_s²``
     (``S_s²`` the variance of all values in the stratum). The p-value is exact (every such
-    shuffle) when there are at most ``permutations`` of them, else from the normal
-    approximation. ``difference`` is ``T / Σ w_s``, the weighted mean within-stratum
-    difference, with a normal interval from the within-group variances.
+    shuffle) when there are at most ``permutations`` of them, else from ``permutations``
+    random shuffles within strata while the smaller group has at most :data:`FEW_TRACES`
+    traces, else from the normal approximation. ``difference`` is ``T / Σ w_s``, the weighted
+    mean within-stratum difference, with a normal interval from the within-group variances.
 
-    Strata without traces in both groups carry no information and are left out; fewer than
-    ``min_n`` traces in a group over the remaining strata: no test.
+    Strata without traces in both groups carry no information and are left out (the note
+    says how many traces); fewer than ``min_n`` traces in a group over the remaining strata:
+    no test.
     """
     xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     sa, sb = np.asarray(a_strata, dtype=object), np.asarray(b_strata, dtype=object)
@@ -236,7 +241,7 @@ def stratified_shift(
     total_w = float(sum(weights))
     stat = float(np.dot(weights, diffs))
     estimate = stat / total_w
-    z_level = float(sps.norm.ppf(0.5 + level / 2))
+    z_level = dist.norm_ppf(0.5 + level / 2)
     half = z_level * math.sqrt(se2) / total_w
     if null_var <= 0.0:
         return WelchResult(
@@ -248,11 +253,42 @@ def stratified_shift(
     count = math.prod(splits(pa.size, pb.size) for pa, pb in zip(parts_a, parts_b, strict=True))
     z = stat / math.sqrt(null_var)
     strata_note = f"{len(shared)} strata" if len(shared) != 1 else "1 stratum"
+    left = xa.size + xb.size - na - nb
+    if left:
+        # said, never silently dropped: a trace alone with its group in its stratum has no
+        # trace of the other group to be compared with
+        strata_note += (
+            f"; {left} trace{'s' * (left != 1)} left out (their stratum holds one group only)"
+        )
     if count <= permutations:
         p, p_min = _exact_shift(parts_a, parts_b)
         result = TestResult("stratified (exact)", p, z, strata_note, p_min)
+    elif min(na, nb) <= FEW_TRACES:
+        # few traces: the normal approximation is not trusted (small strata and zero-heavy
+        # values make it too liberal); random splits within strata instead. T is the constant
+        # Σ w_s tot_s / n_b,s less A's sum over the strata, so a split only matters by A's sum
+        values = np.concatenate([*parts_a, *parts_b])
+        labels = [s for s, pa in zip(shared, parts_a, strict=True) for _ in range(pa.size)] + [
+            s for s, pb in zip(shared, parts_b, strict=True) for _ in range(pb.size)
+        ]
+        const = sum(
+            w * float(np.concatenate([pa, pb]).sum()) / pb.size
+            for w, pa, pb in zip(weights, parts_a, parts_b, strict=True)
+        )
+        within = permutation_within_strata(
+            values[:, None],
+            np.arange(values.size) < na,
+            labels,
+            lambda sums, _totals: np.abs(const - sums[:, 0]),
+            permutations=permutations,
+            seed=0,
+            name="stratified (random splits)",
+        )
+        assert within.result is not None  # every shared stratum holds both groups
+        r = within.result
+        result = TestResult(r.test, r.p_value, z, strata_note, r.p_min)
     else:
-        result = TestResult("stratified", float(2.0 * sps.norm.sf(abs(z))), z, strata_note)
+        result = TestResult("stratified", 2.0 * dist.norm_sf(abs(z)), z, strata_note)
     return WelchResult(estimate, estimate - half, estimate + half, result)
 
 
@@ -264,7 +300,7 @@ def ranks_within(values: np.ndarray, strata: Sequence[str]) -> np.ndarray:
     out = np.zeros_like(x)
     for s in set(st.tolist()):
         mask = st == s
-        out[mask] = sps.rankdata(x[mask]) / (int(mask.sum()) + 1)
+        out[mask] = dist.rankdata(x[mask]) / (int(mask.sum()) + 1)
     return out
 
 
@@ -418,7 +454,7 @@ def contingency_test(
     if float(expected.min()) >= MIN_EXPECTED and not few_splits:
         dof = table.shape[1] - 1
         deff = mean_design_effect(a, b)
-        p = float(sps.chi2.sf(g / deff, dof))
+        p = dist.chi2_sf(g / deff, dof)
         return TestResult("g-test", p, g, f"design effect {deff:.2f}" if deff > 1.0 else "")
     return _permutation(np.vstack([a, b]), a.shape[0], g, permutations=permutations, seed=seed)
 
@@ -535,10 +571,9 @@ def mann_whitney(
     small = max(xa.size, xb.size) <= _MW_EXACT and np.unique(np.concatenate([xa, xb])).size == (
         xa.size + xb.size
     )
-    method = "exact" if small else "asymptotic"
-    res = sps.mannwhitneyu(xa, xb, alternative="two-sided", method=method)
+    statistic, p = dist.mann_whitney_u(xa, xb, exact=small)
     p_min = min(1.0, 2.0 / splits(int(xa.size), int(xb.size))) if small else 0.0
-    return TestResult("mann-whitney", float(res.pvalue), float(res.statistic), p_min=p_min)
+    return TestResult("mann-whitney", p, statistic, p_min=p_min)
 
 
 def fisher_traces(k_a: int, n_a: int, k_b: int, n_b: int, *, min_n: int = MIN_N) -> TestResult:
@@ -547,10 +582,102 @@ def fisher_traces(k_a: int, n_a: int, k_b: int, n_b: int, *, min_n: int = MIN_N)
     note = too_few(n_a, n_b, min_n=min_n)
     if note:
         return TestResult("fisher", None, note=note)
-    res = sps.fisher_exact([[k_a, n_a - k_a], [k_b, n_b - k_b]], alternative="two-sided")
+    odds, p = dist.fisher_exact([[k_a, n_a - k_a], [k_b, n_b - k_b]])
     k = k_a + k_b  # the margins are fixed: any k_a' with k_a' + k_b' = k could have been seen
     p_min = min(
-        float(sps.fisher_exact([[x, n_a - x], [k - x, n_b - k + x]]).pvalue)
+        dist.fisher_exact([[x, n_a - x], [k - x, n_b - k + x]])[1]
         for x in range(max(0, k - n_b), min(k, n_a) + 1)
     )
-    return TestResult("fisher", float(res.pvalue), float(res.statistic), p_min=p_min)
+    return TestResult("fisher", p, odds, p_min=p_min)
+
+
+def _row_subset_sums(units: np.ndarray, k: int) -> np.ndarray:
+    """The column sums of every ``k``-subset of the rows of ``units``."""
+    n = units.shape[0]
+    out = np.zeros((math.comb(n, k), units.shape[1]))
+    for i, combo in enumerate(itertools.combinations(range(n), k)):
+        out[i] = units[list(combo)].sum(axis=0)
+    return out
+
+
+@dataclass(frozen=True)
+class WithinStrata:
+    """A permutation test within strata: its result (``None`` when no stratum holds traces of
+    both groups: nothing can be permuted), and the traces held in their group because their
+    stratum holds traces of one group only."""
+
+    result: TestResult | None
+    strata: int
+    held: int
+
+
+def permutation_within_strata(
+    units: np.ndarray,
+    in_a: np.ndarray,
+    strata: Sequence[str],
+    statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    *,
+    permutations: int,
+    seed: int,
+    name: str,
+) -> WithinStrata:
+    """:func:`permutation_over_traces` with traces exchanged only within their stratum (e.g. of
+    similar length): every split keeps each stratum's numbers of A and B traces. A stratum
+    holding traces of one group only cannot be permuted: its traces stay in their group in
+    every split (counted in ``held``). ``statistic`` must be the same for a split and its
+    mirror (as in :func:`permutation_over_traces`); each stratum draws its smaller side, so
+    that the p-value is the same with the groups swapped. Exact over every split when there
+    are at most ``permutations``."""
+    units = np.asarray(units, dtype=float)
+    in_a = np.asarray(in_a, dtype=bool)
+    labels = np.asarray(strata, dtype=object)
+    totals = units.sum(axis=0)
+    observed = float(statistic(units[in_a].sum(axis=0)[None, :], totals)[0])
+    fixed = np.zeros(units.shape[1])
+    parts: list[tuple[np.ndarray, int, bool]] = []  # (rows, drawn, drawn are A's)
+    held = 0
+    for s in sorted(set(labels.tolist())):
+        rows = labels == s
+        k, n = int((rows & in_a).sum()), int(rows.sum())
+        if k in (0, n):
+            fixed += units[rows & in_a].sum(axis=0)
+            held += n
+            continue
+        u = units[rows]
+        u = u[np.lexsort(u.T[::-1])]  # canonical: the same for (A, B) and (B, A)
+        drawn_a = k <= n - k
+        if not drawn_a:
+            fixed += u.sum(axis=0)  # A's part = the stratum less the B traces drawn
+        parts.append((u, min(k, n - k), drawn_a))
+    if not parts:
+        return WithinStrata(None, 0, held)
+    eps = 1e-9 * max(1.0, abs(observed))
+    count = math.prod(math.comb(u.shape[0], k) for u, k, _ in parts)
+    if count <= permutations:
+        sums = fixed[None, :]
+        for u, k, drawn_a in parts:
+            sub = _row_subset_sums(u, k) * (1.0 if drawn_a else -1.0)
+            sums = (sums[:, None, :] + sub[None, :, :]).reshape(-1, units.shape[1])
+        g = statistic(sums, totals)
+        top = float(g.max())
+        p = float(np.count_nonzero(g >= observed - eps)) / count
+        p_min = float(np.count_nonzero(g >= top - 1e-9 * max(1.0, top))) / count
+        return WithinStrata(
+            TestResult(f"{name} (exact)", p, observed, p_min=p_min), len(parts), held
+        )
+    rng = np.random.default_rng(seed)
+    block = max(1, min(permutations, _MASK_CELLS // max(1, units.shape[0])))
+    extreme = done = 0
+    distinct = [np.unique(u, axis=0, return_counts=True) for u, _, _ in parts]
+    while done < permutations:
+        size = min(block, permutations - done)
+        sums = np.repeat(fixed[None, :], size, axis=0)
+        for (rows, mult), (_, k, drawn_a) in zip(distinct, parts, strict=True):
+            draw = rng.multivariate_hypergeometric(mult, k, size=size) @ rows
+            sums += draw if drawn_a else -draw
+        extreme += int(np.count_nonzero(statistic(sums, totals) >= observed - eps))
+        done += size
+    p = (1.0 + extreme) / (permutations + 1.0)
+    return WithinStrata(
+        TestResult(name, p, observed, p_min=1.0 / (permutations + 1.0)), len(parts), held
+    )

@@ -30,6 +30,7 @@
 
 use quicsm_native::contained::{self, Clock, Stop};
 use quicsm_native::deriver::{Cond, Deriver, Profile, Rule, Thresholds};
+use quicsm_native::packets;
 use quicsm_native::record::decode;
 use quicsm_native::scan::{scan_region, Order};
 use quicsm_native::tables;
@@ -211,6 +212,43 @@ fn check_record(record: &[u8], scale: f64) {
     assert!(decoded.time.is_finite(), "time {} from {:?}", decoded.time, show());
 }
 
+/// The packet reader (`native/src/packets.rs`) accepts only what a JSON parser accepts, as an
+/// object with a numeric time, a packet event's string name and a `data` object, and reads one
+/// packet row of it: a number in 0..2^62-1 (or -1: none), ACK ranges and STREAM frames inside
+/// that range, non-empty STREAM frames.
+fn check_packet_record(record: &[u8], scale: f64) {
+    let mut rows = packets::PacketRows::default();
+    let mut scid = None;
+    if packets::packet_record(record, scale, &mut rows, 7, &mut scid, &mut Vec::new()).is_err() {
+        assert!(rows.times.is_empty(), "rows left by a record handed back");
+        return;
+    }
+    let show = || String::from_utf8_lossy(record).into_owned();
+    let mut de = serde_json::Deserializer::from_slice(record);
+    de.disable_recursion_limit();
+    let value: serde_json::Value = serde::Deserialize::deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v))
+        .unwrap_or_else(|e| panic!("read a packet record that is not JSON ({e}): {:?}", show()));
+    assert!(value.get("time").is_some_and(|t| t.is_number()), "no numeric time: {:?}", show());
+    let name = value.get("name").and_then(|n| n.as_str()).unwrap_or_default().to_lowercase();
+    assert!(
+        name.ends_with("packet_sent") || name.ends_with("packet_received"),
+        "not a packet event: {:?}",
+        show()
+    );
+    assert!(value.get("data").is_some_and(|d| d.is_object()), "no data object: {:?}", show());
+    assert_eq!(rows.times.len(), 1, "one packet row: {:?}", show());
+    assert!(rows.times[0].is_finite());
+    let max = (1i64 << 62) - 1;
+    assert!(rows.numbers[0] == -1 || (0..=max).contains(&rows.numbers[0]), "{:?}", show());
+    assert!(rows.ack_of.iter().all(|&r| r == 7), "ACK rows of another packet: {:?}", show());
+    for (lo, hi) in rows.ack_lo.iter().zip(&rows.ack_hi) {
+        assert!(0 <= *lo && lo <= hi && *hi <= max, "ACK range {lo}..{hi}: {:?}", show());
+    }
+    assert!(rows.stream[3].iter().all(|&l| l > 0), "an empty STREAM frame kept: {:?}", show());
+    assert!(rows.bytes.iter().all(|&b| b >= 0), "{:?}", show());
+}
+
 /// The deriver's rows: in time order, no state repeated, known states, every trigger named.
 pub fn assert_rows_invariants(times: &[f64], states: &[u8], triggers: &[u16], names: usize) {
     let show = || format!("times {times:?} states {states:?} triggers {triggers:?}");
@@ -235,6 +273,7 @@ pub fn check(data: &[u8]) {
     for scale in [1.0, 0.001] {
         for w in seps.windows(2) {
             check_record(&buf[w[0] + 1..w[1]], scale);
+            check_packet_record(&buf[w[0] + 1..w[1]], scale);
         }
         let resumed = read(&buf, &[0, end], sep, scale, true);
         let searched = read(&buf, &[0, end], sep, scale, false);

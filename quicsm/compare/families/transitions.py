@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import stats as sps
 
+from quicsm.compare.families.clustered import proportion_test, stratified_proportion_test
 from quicsm.compare.families.schema import TEST, VERDICT, F, I, S
 from quicsm.compare.keys import Strata, shift, state_names, state_order
 from quicsm.stats import overdispersion as od
@@ -67,10 +67,11 @@ def transitions(
     min_n: int,
     permutations: int,
     seed: int,
-    exchangeable: bool = True,
+    lengths: Strata | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """The transition rows and the source rows; ``exchangeable=False`` (groups of very
-    different lengths): no test permutes traces between the groups."""
+    """The transition rows and the source rows; ``lengths`` (groups of very different
+    lengths): the length stratum of every trace, within which alone a permutation test
+    exchanges traces (:mod:`quicsm.compare.families.clustered`)."""
     edges = _edge_list(a, b)
     ka, ma = _count_matrix(a, edges)
     kb, mb = _count_matrix(b, edges)
@@ -117,7 +118,7 @@ def transitions(
             mde = math.nan
             er: sig.TestResult | None
             if st is None:
-                er, mde = _edge_test(
+                er, mde = proportion_test(
                     this_a[:, 0],
                     row_a,
                     this_b[:, 0],
@@ -126,10 +127,12 @@ def transitions(
                     min_n=min_n,
                     permutations=permutations,
                     seed=seed,
-                    exchangeable=exchangeable,
+                    lengths=None
+                    if lengths is None
+                    else (lengths.labels(ka), lengths.labels(kb, b=True)),
                 )
             else:
-                er, mde = _stratified_edge_test(
+                er, mde = stratified_proportion_test(
                     this_a[:, 0],
                     row_a,
                     la,
@@ -216,126 +219,6 @@ class _Dispersion:
         # never below the pooled value: a transition's own few traces may say it is more
         # heterogeneous than the others, not (noisily) less
         return max(self.pooled, od.shrunk_rho(self.own[j], self.pooled, self.prior))
-
-
-def _stratified_edge_test(
-    ya: np.ndarray,
-    ma: np.ndarray,
-    la: np.ndarray,
-    yb: np.ndarray,
-    mb: np.ndarray,
-    lb: np.ndarray,
-    rho: float,
-    *,
-    min_n: int,
-) -> tuple[sig.TestResult | None, float]:
-    """One transition probability within strata: each stratum's beta-binomial difference,
-    combined with inverse-variance weights (under the null), so every transition of every
-    stratum counts and a trace is compared only with traces of its own stratum. Strata whose
-    counts are too sparse for the normal approximation are left out (and counted in the
-    note); None when every stratum is (the caller then tests one number per trace)."""
-    n_a, n_b = int(np.count_nonzero(ma)), int(np.count_nonzero(mb))
-    note = sig.too_few(n_a, n_b, min_n=min_n)
-    if note:
-        return sig.TestResult("none", None, note=note), math.nan
-    num = den = 0.0
-    used = sparse = 0
-    for s in sorted(set(la.tolist()) & set(lb.tolist())):
-        ia, ib = la == s, lb == s
-        if not (ma[ia] > 0).any() or not (mb[ib] > 0).any():
-            continue  # the source is left in one group only in this stratum: nothing to compare
-        shift = od.proportion_shift(ya[ia], ma[ia], yb[ib], mb[ib], rho)
-        if shift.se_null != shift.se_null:
-            continue  # one outcome in both groups of the stratum: nothing could differ
-        if shift.p_value is None or shift.se_null <= 0:
-            sparse += 1  # too few effective transitions here for the normal approximation
-            continue
-        w = 1.0 / shift.se_null**2
-        num += w * shift.difference
-        den += w
-        used += 1
-    if not used:
-        if sparse:
-            return None, math.nan
-        return sig.TestResult("identical", 1.0, 0.0, "one outcome in both groups", 1.0), math.nan
-    z = num / math.sqrt(den)
-    p = float(2.0 * sps.norm.sf(abs(z)))
-    why = f"ρ {rho:.2f}, {used} strat{'um' if used == 1 else 'a'}" + (
-        f" ({sparse} too sparse, left out)" if sparse else ""
-    )
-    return sig.TestResult("beta-binomial (stratified)", p, z, why), 1.0 / math.sqrt(den)
-
-
-def _edge_test(
-    ya: np.ndarray,
-    ma: np.ndarray,
-    yb: np.ndarray,
-    mb: np.ndarray,
-    rho: float,
-    *,
-    min_n: int,
-    permutations: int,
-    seed: int,
-    exchangeable: bool = True,
-) -> tuple[sig.TestResult, float]:
-    """One transition probability, B against A: the overdispersed (beta-binomial) z with the
-    pooled intra-trace correlation. With few traces (at most ``od.FEW_TRACES`` in a group) the
-    z is referred to its permutation distribution over traces, exact whatever the traces'
-    heterogeneity; with more, to the normal / Satterthwaite t. When the effective counts are
-    too small for the normal approximation: Fisher's test on the effective counts (or a
-    permutation test of the counts over traces). Returns the test and the smallest
-    difference it would detect with 80% power."""
-    n_a, n_b = int(np.count_nonzero(ma)), int(np.count_nonzero(mb))
-    note = sig.too_few(n_a, n_b, min_n=min_n)
-    if note:
-        return sig.TestResult("none", None, note=note), math.nan
-    shift = od.proportion_shift(ya, ma, yb, mb, rho)
-    mde = shift.se_null
-    if shift.p_value is not None and shift.se_null != shift.se_null:
-        # every exit of the source, in both groups, takes this transition (or none does):
-        # whichever way the traces fell into the groups, nothing could differ
-        return sig.TestResult("identical", 1.0, 0.0, "one outcome in both groups", 1.0), mde
-    why = f"ρ {rho:.2f}, effective transitions {shift.effective[0]:.0f} vs " + (
-        f"{shift.effective[1]:.0f}"
-    )
-    va, vb = ma > 0, mb > 0
-    few_traces = min(int(va.sum()), int(vb.sum())) <= od.FEW_TRACES
-    if shift.p_value is not None and few_traces and exchangeable:
-        # few traces: the same z, referred to its distribution over the splits of the traces
-        # (exact whatever their heterogeneity). Not for sparse counts: there the z rests on
-        # the few traces holding the events, and groups whose traces differ in their numbers
-        # of exits would make it differ between the groups with the same probability
-        units = np.vstack(
-            [od.trace_units(ya[va], ma[va], rho), od.trace_units(yb[vb], mb[vb], rho)]
-        )
-        res = sig.permutation_over_traces(
-            units,
-            int(va.sum()),
-            od.abs_z_statistics,
-            permutations=permutations,
-            seed=seed,
-            name="permuted z",
-        )
-        return sig.TestResult(res.test, res.p_value, shift.z, why, res.p_min), mde
-    if shift.p_value is not None:
-        if not exchangeable:
-            why += "; lengths differ: not permuted"
-        return sig.TestResult("beta-binomial", shift.p_value, shift.z, why), mde
-    few = f"fewer than {od.MIN_EFFECTIVE:g} expected in a group"
-    counts = od.effective_counts(ya, ma, yb, mb, rho)
-    if counts is not None:
-        # Fisher's exact test on the counts each group is worth once the clustering is
-        # accounted for (each group's counts divided by its design effect)
-        (ka, na), (kb, nb) = counts
-        res = sig.fisher_traces(ka, na, kb, nb, min_n=1)
-        why = f"ρ {rho:.2f}, effective transitions {na} vs {nb}; {few}"
-        return sig.TestResult("fisher (effective)", res.p_value, res.statistic, why, res.p_min), mde
-    two_a = np.column_stack([ya, ma - ya])[ma > 0]
-    two_b = np.column_stack([yb, mb - yb])[mb > 0]
-    res = sig.permutation_g(two_a, two_b, permutations=permutations, seed=seed)
-    return sig.TestResult(
-        res.test, res.p_value, res.statistic, f"{res.note}; {few}" if res.note else few, res.p_min
-    ), mde
 
 
 # -- dwell times ------------------------------------------------------------------------------
