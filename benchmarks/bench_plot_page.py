@@ -41,6 +41,7 @@ CONNECTIONS = {
 
 def _series(path: str, index: int):  # type: ignore[no-untyped-def]
     from quicsm.extract.packets import read_packet_timelines
+    from quicsm.extract.raw_events import trace_records
     from quicsm.extract.read import read_metrics, read_transitions
     from quicsm.render.connection import connection_series
 
@@ -48,7 +49,9 @@ def _series(path: str, index: int):  # type: ignore[no-untyped-def]
     transitions = read_transitions([path])
     metrics = read_metrics([path])
     packets = read_packet_timelines([path], [trace])
-    return connection_series(transitions, metrics, trace, packets=packets.get(trace))
+    # the records a click on a mark shows travel in the page, as `quicsm plot` makes it
+    return connection_series(transitions, metrics, trace, packets=packets.get(trace),
+                             records=trace_records(path, index))  # fmt: skip
 
 
 def _renderer_cpu_s(browser) -> dict[int, float]:  # type: ignore[no-untyped-def]

@@ -82,13 +82,15 @@ def test_overview_strip_zooms_and_follows(chromium: str, producer_pages: dict[st
         assert window[1] == pytest.approx(0.1 * frame[2], abs=2)
 
 
-#: clicks the first mark that carries a raw event; what the page then shows under the chart
-CLICK_LOSS = """(() => { const el = Array.from(document.querySelectorAll('#chart svg path'))
-  .find(e => e.__data__ && e.__data__.datum && e.__data__.datum.raw);
-  if (!el) return 'no mark with an event';
+#: clicks the first loss mark of the packets panel; what the page then shows under the chart
+CLICK_LOSS = """(async () => { const el = Array.from(document.querySelectorAll(
+  '#chart svg g.c0r_lost_marks path')).find(e => e.__data__ && e.__data__.datum);
+  if (!el) return 'no loss mark';
   const r = el.getBoundingClientRect();
   el.dispatchEvent(new MouseEvent('click', {bubbles: true, clientX: r.x + r.width / 2,
                                             clientY: r.y + r.height / 2}));
+  for (let i = 0; i < 400 && !document.body.dataset.shown; i++)
+    await new Promise(res => setTimeout(res, 25));
   const out = document.getElementById('raw');
   return out.hidden ? 'nothing shown' : out.textContent; })()"""
 
@@ -126,15 +128,18 @@ def test_plot_html_in_chromium(chromium: str, tmp_path: Path) -> None:
         )  # fmt: skip
         assert SCRIPT in labels  # the chart's subtitle shows the label as text
         # a click on a loss mark shows the loss event as logged, as text
-        shown = browser.evaluate(session, CLICK_LOSS)
-        assert shown.startswith("packet_lost at ") and '"packet_number"' in shown, shown
+        shown = browser.send("Runtime.evaluate", {
+            "expression": CLICK_LOSS, "awaitPromise": True, "returnByValue": True},
+            session=session)["result"]["value"]  # fmt: skip
+        assert ", trace 0, record " in shown and "packet_lost" in shown, shown
+        assert '"packet_number"' in shown, shown
         assert browser.evaluate(session, "document.querySelectorAll('img').length") == 0
-        # the packed specification and libraries, the loader, and the libraries it unpacked
-        # and ran (allowed by their hash): no script from a label
+        # the packed specification, records and libraries, the loader, and the libraries it
+        # unpacked and ran (allowed by their hash): no script from a label
         scripts = browser.evaluate(
             session, "Array.from(document.scripts).map(s => [s.type, s.id, s.textContent.length])"
         )
-        assert len(scripts) == 4, scripts
+        assert len(scripts) == 5, scripts
         assert browser.evaluate(
             session, "Array.from(document.scripts).filter(s => !s.type && !s.src).length"
         ) == 2  # fmt: skip
@@ -306,13 +311,11 @@ def producer_pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _vega_spec(page: Path) -> dict:  # type: ignore[type-arg]
-    """The Vega specification a page draws (gzip, base64, in its #spec)."""
-    import base64
-    import gzip
-    import re
+    """The Vega specification a page draws (packed in its #spec, its datasets as columns)."""
+    from quicsm.render import charts
+    from quicsm.render.packed_data import unpack_spec
 
-    packed = re.search(r'id="spec">([^<]*)<', page.read_text()).group(1)  # type: ignore[union-attr]
-    return json.loads(gzip.decompress(base64.b64decode(packed)))  # type: ignore[no-any-return]
+    return unpack_spec(json.loads(charts.unpacked(page.read_text(), "spec")))
 
 
 def panel_values(spec: dict, lo: float, hi: float) -> dict[str, tuple[float, float]]:  # type: ignore[type-arg]
@@ -422,3 +425,190 @@ def test_each_producer_fits_every_width_and_refits_when_zoomed(
             for panel, (low, high) in in_view.items():
                 assert_fits(domains[panel], low, high, (width, "zoomed", panel))
             browser.screenshot(session, keep / f"plot-{producer}-{width}-zoomed.png", width=width)
+
+
+#: clicks one mark of each layer of the first connection that draws from events (named
+#: ``c0r_<kind>``; the bands ``c0p<k>``, ``c0pk``, ``c0ps``, ``c0pe``), at its first element
+#: with a record, and collects what the page then shows
+CLICK_EACH = """(async () => {
+  const out = {}, groups = Array.from(document.querySelectorAll('#chart svg g.role-mark'));
+  for (const g of groups) {
+    const name = Array.from(g.classList).find(c => /^c0(r_\\w+|p\\w*)_marks$/.test(c));
+    if (!name || out[name]) continue;
+    const el = Array.from(g.children).find(e => e.__data__ && e.__data__.datum &&
+      typeof e.__data__.datum.r === 'number' && e.__data__.datum.r >= 0);
+    if (!el) continue;
+    const r = el.getBoundingClientRect();
+    document.body.dataset.shown = '';
+    el.dispatchEvent(new MouseEvent('click', {bubbles: true, clientX: r.x + r.width / 2,
+                                              clientY: r.y + r.height / 2}));
+    for (let i = 0; i < 400 && !document.body.dataset.shown; i++)
+      await new Promise(res => setTimeout(res, 25));
+    out[name] = {picked: window.quicsmPicked, shown: document.getElementById('raw').textContent};
+  }
+  return JSON.stringify(out); })()"""
+
+
+def _file_records(path: Path) -> list[bytes]:
+    """The file's JSON-SEQ records, read here on their own: item ``n`` is record ``n`` (the
+    text after the ``n``-th separator; item 0 is what precedes the first)."""
+    import zstandard
+
+    with path.open("rb") as f:
+        content = zstandard.ZstdDecompressor().stream_reader(f).read()
+    return [part.strip() for part in content.split(b"\x1e")]
+
+
+#: mark kind (its layer's name) -> the event names it may be drawn from
+KIND_EVENTS = {
+    "sent": {"packet_sent", "packet_received"},
+    "acked": {"packet_received", "packet_sent"},
+    "lost": {"packet_lost"},
+    "spurious": {"packet_lost"},
+    "ev_packet_lost": {"packet_lost"},
+    "ev_spurious_loss": {"packet_lost"},
+    "stream_sent": {"packet_sent", "packet_received"},
+    "stream_acked": {"packet_received", "packet_sent"},
+    "stream_lost": {"packet_lost"},
+    "max_data": {"packet_received", "packet_sent", "parameters_set"},
+    "max_stream_data": {"packet_received", "packet_sent", "parameters_set"},
+}
+METRIC_FIELDS = {"cwnd_bytes": {"congestion_window", "cwnd"},
+                 "bytes_in_flight": {"bytes_in_flight"}, "ssthresh_bytes": {"ssthresh"},
+                 "smoothed_rtt_ms": {"smoothed_rtt"}, "min_rtt_ms": {"min_rtt"},
+                 "rtt_sample": {"latest_rtt"}}  # fmt: skip
+
+
+@pytest.mark.parametrize("producer", list(PRODUCERS))
+def test_a_click_on_each_kind_of_mark_shows_its_record(
+    chromium: str, producer: str, producer_pages: dict[str, Path]
+) -> None:
+    """One mark of each kind on each producer's page, clicked: the page shows the record it
+    was drawn from, exactly as the file has it (compared with the file read here), named by
+    file, trace and record number; the record is an event of that kind (a packet mark's of
+    its packet number, a line's logging its metric) at the mark's time."""
+    page = producer_pages[producer]
+    records = _file_records(STACKS)
+    with Browser(chromium) as browser:
+        session, load = browser.load(page.as_uri(), width=1400)
+        assert _drawn(browser, session) == "yes" and load.errors == []
+        trace = int(browser.evaluate(session, "document.querySelector('h1').textContent")
+                    .split("#")[1].split(" ")[0])  # fmt: skip
+        clicked = json.loads(browser.send("Runtime.evaluate", {
+            "expression": CLICK_EACH, "awaitPromise": True, "returnByValue": True},
+            session=session)["result"]["value"])  # fmt: skip
+    kinds = {name.removeprefix("c0").removesuffix("_marks") for name in clicked}
+    assert {"r_sent", "r_cwnd_bytes"} <= kinds, kinds  # quinn logs no ACK frames
+    assert any(k.startswith("p") for k in kinds), kinds  # a state band
+    # the trace's first event: its time is the plot's zero
+    events = (b'{"time"', b'{"name"', b'{"data"')
+    headers = [i for i, r in enumerate(records)
+               if r and not r.startswith(events) and "name" not in json.loads(r)]  # fmt: skip
+    zero = json.loads(records[headers[trace] + 1])["time"]
+    for name, got in clicked.items():
+        kind = name.removeprefix("c0").removesuffix("_marks").removeprefix("r_")
+        picked, shown = got["picked"], got["shown"]
+        number = picked["r"]
+        assert headers[trace] < number < (headers + [len(records)])[trace + 1], (name, number)
+        text = records[number].decode()
+        assert shown == f"{STACKS}, trace {trace}, record {number}:\n{text}", (name, shown)
+        event = json.loads(text)
+        short = event["name"].rpartition(":")[2]
+        at = float(event["time"]) - zero
+        datum = picked["datum"]
+        if kind.startswith("p"):  # a state band: the change that began it, within the band
+            assert datum["start"] - 0.002 <= at <= datum["end"] + 0.002, (name, at, datum)
+            continue
+        when = datum.get("first", datum["t"])
+        assert at == pytest.approx(when, abs=0.002), (name, at, datum)
+        if kind in METRIC_FIELDS:
+            assert "metrics" in short and METRIC_FIELDS[kind] & event["data"].keys(), (name, text)
+        elif kind in KIND_EVENTS:
+            assert short in KIND_EVENTS[kind], (name, text)
+        if kind == "sent":
+            header_ = event["data"].get("header", {})
+            assert header_.get("packet_number") == datum["v"], (name, text)
+
+
+def test_a_resize_keeps_the_zoom(chromium: str, producer_pages: dict[str, Path]) -> None:
+    """Zoomed in time and, by a rectangle, in one panel's values: a narrower window redraws
+    the chart at its new width with the same time range on every panel and the same y range."""
+    page = producer_pages["quiche"]
+    with Browser(chromium) as browser:
+        session, load = browser.load(page.as_uri(), width=1400)
+        assert _drawn(browser, session) == "yes" and load.errors == []
+        whole = json.loads(browser.evaluate(session, DOMAINS))[0]
+        lo, hi = whole[0] + 0.3 * (whole[1] - whole[0]), whole[0] + 0.4 * (whole[1] - whole[0])
+        browser.evaluate(session, f"quicsmView.signal('zoom0_start', [{lo}, {hi}])"
+                                  ".signal('ry0_2', [10, 200]).run(); 1")  # fmt: skip
+        zoomed = _settled(browser, session, [whole] * 5)
+        assert zoomed[0] == pytest.approx([lo, hi])
+        width = browser.evaluate(session, "document.querySelector('#chart svg').clientWidth")
+        draws = int(browser.evaluate(session, "document.body.dataset.draws"))
+        browser.evaluate(session, "document.body.dataset.drawn = ''; 1")
+        browser.send("Emulation.setDeviceMetricsOverride",
+                     {"width": 1000, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+                     session=session)  # fmt: skip
+        assert _drawn(browser, session) == "yes"  # the redraw the resize causes, ended
+        assert int(browser.evaluate(session, "document.body.dataset.draws")) > draws
+        narrow = browser.evaluate(session, "document.querySelector('#chart svg').clientWidth")
+        assert narrow < width - 200, (width, narrow)
+        after = json.loads(browser.evaluate(session, DOMAINS))
+        assert all(d == pytest.approx([lo, hi]) for d in after), after
+        assert json.loads(browser.evaluate(session, Y_PACKETS)) == [10, 200]
+        # the redrawn view takes the next rectangle (not the view the resize replaced)
+        panel = browser.evaluate(session, PACKETS_PANEL)
+        browser.evaluate(session, f"window.scrollTo(0, {panel[1] - 300}); 1")
+        panel = browser.evaluate(session, PACKETS_PANEL)
+        px, py = panel[0] + panel[2] * 0.4, panel[1] + panel[3] * 0.3
+        for kind, at in (("mousePressed", (px, py)), ("mouseMoved", (px + 150, py + 60)),
+                         ("mouseReleased", (px + 150, py + 60))):
+            browser.send("Input.dispatchMouseEvent",
+                         {"type": kind, "x": at[0], "y": at[1], "button": "left", "buttons": 1,
+                          "clickCount": 1, "modifiers": 8}, session=session)  # fmt: skip
+        boxed = _settled(browser, session, after)
+        assert all(d == boxed[0] for d in boxed) and boxed[0][1] - boxed[0][0] < hi - lo
+        low, high = json.loads(
+            browser.evaluate(session, "JSON.stringify(quicsmView.signal('ry0_2'))")
+        )
+        assert [low, high] != [10, 200] and low < high
+        assert json.loads(browser.evaluate(session, Y_PACKETS)) == [low, high]
+
+
+#: every time domain of a small-multiples page, by scale name (concat_<conn>_concat_<panel>_x)
+ALL_DOMAINS = """JSON.stringify(Object.fromEntries(Object.entries(quicsmView._runtime.scales)
+  .filter(([k, v]) => /_x$/.test(k)).map(([k, v]) => [k, v.value.domain()])))"""
+
+
+def test_small_multiples_draw_zoom_apart_and_open_their_own_records(
+    chromium: str, tmp_path: Path
+) -> None:
+    """Two connections on one page: drawn without errors; a zoom of the second moves only the
+    second's time axes; a click on the second's mark opens a record of its own trace."""
+    page = tmp_path / "two.html"
+    result = CliRunner().invoke(
+        main, ["plot", f"{STACKS}#32", f"{STACKS}#2", "-o", str(page)]
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    with Browser(chromium) as browser:
+        session, load = browser.load(page.as_uri(), width=1400)
+        assert _drawn(browser, session) == "yes" and load.errors == []
+        before = json.loads(browser.evaluate(session, ALL_DOMAINS))
+        first = {k: v for k, v in before.items() if k.startswith("concat_0_")}
+        second = {k: v for k, v in before.items() if k.startswith("concat_1_")}
+        assert len(first) >= 5 and len(second) >= 5
+        hi = next(iter(second.values()))[1] / 10
+        browser.evaluate(session, f"quicsmView.signal('zoom1_start', [0, {hi}]).run(); 1")
+        give_up = time.monotonic() + 120  # against a hang only: a loaded machine redraws slowly
+        while (after := json.loads(browser.evaluate(session, ALL_DOMAINS))) == before:
+            assert time.monotonic() < give_up, "the second connection's axes did not move"
+            time.sleep(0.05)
+        assert all(after[k] == v for k, v in first.items())
+        overview = max(second, key=lambda k: int(k.split("_")[3]))  # never zoomed
+        assert all(after[k] == pytest.approx([0, hi]) for k in second if k != overview)
+        assert after[overview] == second[overview]
+        shown = browser.send("Runtime.evaluate", {
+            "expression": CLICK_EACH.replace("c0(r_", "c1(r_"), "awaitPromise": True,
+            "returnByValue": True}, session=session)["result"]["value"]  # fmt: skip
+    clicked = json.loads(shown)
+    assert clicked and all(f"{STACKS}, trace 2, record " in c["shown"] for c in clicked.values())

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from quicsm.core.diagnostics import Diagnostics
+    from quicsm.extract.raw_events import TraceRecords
     from quicsm.qlog.paths import PathLike
     from quicsm.render.connection import ConnectionSeries
 
@@ -47,7 +48,8 @@ MAX_CONNECTIONS = 12
     default=None,
     help="html (interactive: fits the page's width; wheel zooms, drag pans, shift-drag zooms "
     "to a rectangle, the y axes refit; "
-    "click a loss for its event; with a time-in-state table), svg or png (static); default: "
+    "click a mark for the event it was drawn from; with a time-in-state table), svg or png "
+    "(static); default: "
     "from the file suffix.",
 )
 @click.option(
@@ -116,6 +118,7 @@ def plot_command(
             labels=_labels(chosen, on_error=on_error),
             on_error=on_error,
             diagnostics=diagnostics,
+            with_records=fmt == "html",
         )
         stage.update("drawing")
         if fmt == "html":
@@ -156,9 +159,11 @@ def connections(
     labels: dict[str, dict[str, object]],
     on_error: str,
     diagnostics: Diagnostics,
+    with_records: bool = False,
 ) -> list[ConnectionSeries]:
     """What ``quicsm plot`` draws of each trace id of ``traces``, from the frames read: its
-    packets are read here, and its counts are the connection account's."""
+    packets are read here, and its counts are the connection account's; ``with_records``: its
+    event records too (an interactive plot's marks open them)."""
     from quicsm.extract.account import facts_of, read_account
     from quicsm.extract.packets import read_packet_timelines
     from quicsm.render.connection import connection_series
@@ -181,9 +186,18 @@ def connections(
             not_logged=_not_logged(labels.get(trace, {})),
             packets=packets.get(trace),
             account=facts_of(account, trace),
+            records=_records(trace) if with_records else None,
         )
         for trace in traces
     ]
+
+
+def _records(trace: str) -> TraceRecords | None:
+    """The event records of trace id ``trace`` (``<file>#<n>``), numbered as in its file."""
+    from quicsm.extract.raw_events import trace_records
+
+    file, _, number = trace.rpartition("#")
+    return trace_records(file, int(number)) if number.isdigit() else None
 
 
 def _check_count(traces: list[str], paths: tuple[str, ...]) -> None:

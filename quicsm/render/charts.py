@@ -25,13 +25,14 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from quicsm.core.errors import QuicsmError
 from quicsm.extract.account import SERIES
+from quicsm.extract.raw_events import TraceRecords
 from quicsm.extract.streams import StreamTimeline
 from quicsm.render.colours import STATE_TINT, state_colour, tint
 from quicsm.render.connection import (
@@ -51,6 +52,16 @@ from quicsm.render.connection import (
     zoom_levels,
 )
 from quicsm.render.escape import esc
+from quicsm.render.mark_records import band_record, band_records, record
+from quicsm.render.packed_data import (
+    TEXT_TO_BYTES_JS,
+    UNPACK_JS,
+    bytes_to_text,
+    js_ms,
+    pack_spec,
+    text_to_bytes,
+)
+from quicsm.render.record_table import UNPACK_RECORDS_JS, pack_records
 
 Spec = dict[str, Any]
 
@@ -173,8 +184,13 @@ def _bands_layer(
         bands = pixel_bands(bands, end=end, columns=columns)
     rows: list[dict[str, Any]] = []
     if index is not None and columns is None:
+        starts, numbers = ([], []) if series.records is None else band_records(
+            series.records, bands)  # fmt: skip
         for a, b, s, lv in band_levels(bands, end=end, columns=COLUMNS):
-            rows.append({"start": _r(a), "end": _r(b), "state": s, "ms": _r(b - a), "lv": lv})
+            rows.append({"start": _r(a), "end": _r(b), "state": s,
+                         "ms": js_ms(_r(a), _r(b)), "lv": lv})  # fmt: skip
+            if series.records is not None:
+                rows[-1]["r"] = band_record(starts, numbers, a)
     else:
         rows = [{"start": _r(a), "end": _r(b), "state": s, "ms": _r(b - a)}
                 for a, b, s in bands if b > a]  # fmt: skip
@@ -220,12 +236,14 @@ def _rows_in_view(
     end: float,
     static: bool,
     step: bool = False,
+    mark: Callable[[float, float], int] | None = None,
 ) -> list[dict[str, Any]]:
     """A series' rows ``t``, ``v``, and in an interactive chart ``lv``, the zoom level of
     :func:`quicsm.render.connection.zoom_levels` (see :func:`_view_filter`), and for a step
     line ``u``, the time its row holds until (the next row of its level); a static chart's
     are reduced to its pixel columns. ``step``: a step line, whose repeated values are dropped
-    first (each holds until the next change: the same drawing)."""
+    first (each holds until the next change: the same drawing). ``mark``: the record each
+    row of an interactive chart was drawn from, by its time and value (``r``)."""
     if step:
         xs, ys = drop_repeats(xs, ys)
     span = (0.0, max(end, 1e-3))
@@ -234,8 +252,17 @@ def _rows_in_view(
         return [{"t": _r(x), "v": _r(y)} for x, y in zip(rx, ry, strict=True)]
     rows = zoom_levels(xs, ys, columns=points, span=span)
     if step:
-        return [{"t": _r(x), "v": _r(y), "u": _r(u), "lv": lv} for x, y, u, lv in rows]
-    return [{"t": _r(x), "v": _r(y), "lv": lv} for x, y, _, lv in rows]
+        out = [{"t": _r(x), "v": _r(y), "u": _r(u), "lv": lv} for x, y, u, lv in rows]
+    else:
+        out = [{"t": _r(x), "v": _r(y), "lv": lv} for x, y, _, lv in rows]
+    if mark is not None:
+        known: dict[tuple[float, float], int] = {}  # a point is in several levels
+        for row, (x, y, _, _) in zip(out, rows, strict=True):
+            key = (x, y)
+            if key not in known:
+                known[key] = mark(x, y)
+            row["r"] = known[key]
+    return out
 
 
 def _view_signals(index: int, end: float) -> list[Spec]:
@@ -294,8 +321,10 @@ def _lines_layers(
         times, values = series.lines[column]
         if times and times[-1] < end:  # the last value holds until the trace ends
             times, values = [*times, end], [*values, values[-1]]
-        rows = _rows_in_view(times, values, points=points, end=end, static=static, step=True)
+        rows = _rows_in_view(times, values, points=points, end=end, static=static, step=True,
+                             mark=_marker(series, "metric", column=column))  # fmt: skip
         layer: Spec = {
+            "name": f"c{index}r_{column}",
             "data": {"values": rows},
             "mark": {"type": "line", "interpolate": "step-after", "clip": True,
                      "strokeWidth": 2.4 if column == "cwnd_bytes" else 1.5},
@@ -327,10 +356,25 @@ def _lines_layers(
     return layers
 
 
+def _marker(
+    series: ConnectionSeries, kind: str, *, column: str | None = None
+) -> Callable[[float, float], int] | None:
+    """The record of each row of a series (:func:`quicsm.render.mark_records.record`), by its
+    time and value (a packet number for ``sent``); None when the records were not read."""
+    records = series.records
+    if records is None:
+        return None
+    if kind == "sent":
+        return lambda t, v: record(records, kind, t, number=(int(v), int(v)))
+    return lambda t, v: record(records, kind, t, column=column)
+
+
 def _samples_layer(series: ConnectionSeries, *, points: int, index: int, static: bool) -> Spec:
     times, values = series.rtt_samples
-    rows = _rows_in_view(times, values, points=points, end=series.end_ms, static=static)
+    rows = _rows_in_view(times, values, points=points, end=series.end_ms, static=static,
+                         mark=_marker(series, "metric", column="latest_rtt_ms"))  # fmt: skip
     layer: Spec = {
+        "name": f"c{index}r_rtt_sample",
         "data": {"values": rows},
         "mark": {"type": "circle", "size": 9, "opacity": 0.55, "color": RTT_SAMPLE_COLOUR,
                  "clip": True},
@@ -405,6 +449,9 @@ def _events_panel(
                 rows.append({"t": _r((first + last) / 2), "first": _r(first), "last": _r(last),
                              "n": n, "count": str(n) if n > 1 else "", "kind": kind,
                              "row": label})  # fmt: skip
+                if series.records is not None and columns is None:  # the first event's
+                    what = "pto" if kind == "pto" else "lost"
+                    rows[-1]["r"] = record(series.records, what, first)
     y = {"field": "row", "type": "nominal", "title": None, "sort": order,
          "scale": {"domain": order}, "axis": {"labelLimit": 300}}  # fmt: skip
     index = int(name[1:].split("p")[0])
@@ -415,6 +462,7 @@ def _events_panel(
         shape, colour, filled = EVENT_MARKS[kind]
         layers.append(
             {
+                "name": f"c{index}r_ev_{kind}",
                 "data": {"values": [r for r in rows if r["kind"] == kind]},
                 "mark": {"type": "point", "shape": shape, "filled": filled, "color": colour,
                          "strokeWidth": 1.6, "clip": True, "opacity": 0.9},
@@ -479,11 +527,13 @@ def _packets_panel(
     times, numbers = p.sent
     label = {k: v[0] for k, v in PACKET_MARKS.items()}
     static = columns is not None
-    sent = _rows_in_view(times, numbers, points=points, end=end, static=static)
+    sent = _rows_in_view(times, numbers, points=points, end=end, static=static,
+                         mark=_marker(series, "sent"))  # fmt: skip
     at, top = list(p.largest_acked[0]), list(p.largest_acked[1])
     if at and at[-1] < end:
         at, top = [*at, end], [*top, top[-1]]
-    acked = _rows_in_view(at, top, points=points, end=end, static=static, step=True)
+    acked = _rows_in_view(at, top, points=points, end=end, static=static, step=True,
+                          mark=_marker(series, "ack"))  # fmt: skip
     high = max(max(numbers, default=1), max(top, default=1), *(n for _, n, _, _ in p.lost), 1)
     gap_number = high * 6 / PANEL_HEIGHT  # marks about 6 px apart or closer merge
     marks: list[dict[str, Any]] = []
@@ -498,10 +548,8 @@ def _packets_panel(
                           "numbers": f"{lo}" if lo == hi else f"{lo}-{hi}"})  # fmt: skip
             if not static:  # drawn in every zoom level where it falls in view
                 marks[-1]["lv"] = 0
-                raw = p.lost_events.get(_r(first))
-                if raw is not None:  # a click shows the first loss event of the mark
-                    more = f"\n(and {count - 1} more losses in this mark)" if count > 1 else ""
-                    marks[-1]["raw"] = f"packet_lost at {_r(first)} ms:\n{raw}{more}"
+                if series.records is not None:  # a click shows the mark's first loss event
+                    marks[-1]["r"] = record(series.records, "lost", first, number=(lo, hi))
     domain = [label[k] for k in PACKET_MARKS]
     x = {"field": "t", "type": "quantitative"}
     y = {"field": "v", "type": "quantitative", "title": None, "axis": {"format": "~s"},
@@ -515,7 +563,7 @@ def _packets_panel(
     }  # fmt: skip
     layers: list[Spec] = [
         {**_bands_layer(series, states, columns=columns, index=index), "name": name},
-        {"data": {"values": sent},
+        {"name": f"c{index}r_sent", "data": {"values": sent},
          "transform": [] if static else _view_filter(index, sent),
          "mark": {"type": "point", "filled": True, "size": 8, "opacity": 1, "clip": True},
          "encoding": {"x": x, "y": y,
@@ -524,7 +572,8 @@ def _packets_panel(
                              "datum": label["sent"]} for k, v in legend.items()},
                       "tooltip": [{"field": "t", "title": "time (ms)"},
                                   {"field": "v", "title": "packet number"}]}},
-        {"data": {"values": acked}, "transform": [] if static else _view_filter(index, acked),
+        {"name": f"c{index}r_acked", "data": {"values": acked},
+         "transform": [] if static else _view_filter(index, acked),
          "mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.6,
                   "color": ACKED_COLOUR, "clip": True},
          "encoding": {"x": x, "y": y,
@@ -535,7 +584,8 @@ def _packets_panel(
         _, _, colour, filled = PACKET_MARKS[kind]
         rows = [m for m in marks if m["kind"] == label[kind]]
         layers.append(
-            {"data": {"values": rows}, "transform": [] if static else _view_filter(index, rows),
+            {"name": f"c{index}r_{kind}", "data": {"values": rows},
+             "transform": [] if static else _view_filter(index, rows),
              "mark": {"type": "point", "filled": filled, "strokeWidth": 1.8, "clip": True,
                       "opacity": 0.95},
              "encoding": {
@@ -592,6 +642,7 @@ def _streams_panel(
     end: float,
     points: int,
     static: bool,
+    records: TraceRecords | None = None,
 ) -> Spec:
     """The data of the connection's main stream by byte offset (y: where in the stream): a
     dot per STREAM frame when sent, another when an ACK first covered its packet, a cross
@@ -602,11 +653,18 @@ def _streams_panel(
          "scale": {"zero": static}}  # fmt: skip
     f = streams.frames
 
+    def mark(kind: str) -> Callable[[float, float], int] | None:
+        if records is None or static:
+            return None
+        if kind == "sent":
+            return lambda t, o: record(records, "sent", t, offset=int(o))
+        return lambda t, o: record(records, "ack" if kind == "acked" else kind, t)
+
     def dots(kind: str, pairs: list[tuple[float, int]], what: str) -> Spec:
         pairs.sort()
         rows = _rows_in_view([t for t, _ in pairs], [o for _, o in pairs], points=points,
-                             end=end, static=static)  # fmt: skip
-        return {"data": {"values": rows},
+                             end=end, static=static, mark=mark(kind))  # fmt: skip
+        return {"name": f"c{index}r_stream_{kind}", "data": {"values": rows},
                 "transform": [] if static else _view_filter(index, rows),
                 "mark": {"type": "circle", "size": 10, "opacity": 0.8,
                          "color": STREAM_COLOURS[kind], "clip": True},
@@ -622,8 +680,11 @@ def _streams_panel(
                           dots("acked", acked, "acknowledged")]  # fmt: skip
     if lost:
         crosses = [{"t": _r(t), "v": o, "lv": 0} for t, o in sorted(lost)]
+        if records is not None and not static:
+            for row in crosses:
+                row["r"] = record(records, "lost", row["t"])
         layers.append(
-            {"data": {"values": crosses},
+            {"name": f"c{index}r_stream_lost", "data": {"values": crosses},
              "transform": [] if static else _view_filter(index, crosses),
              "mark": {"type": "point", "shape": "cross", "filled": True, "size": 60,
                       "color": STREAM_COLOURS["lost"], "clip": True},
@@ -642,9 +703,11 @@ def _streams_panel(
         ts, vs = [t for t, _ in limits], [float(m) for _, m in limits]
         if ts[-1] < end:
             ts, vs = [*ts, end], [*vs, vs[-1]]
-        rows = _rows_in_view(ts, vs, points=points, end=end, static=static, step=True)
+        rows = _rows_in_view(ts, vs, points=points, end=end, static=static, step=True,
+                             mark=mark("limit"))  # fmt: skip
         layers.append(
-            {"data": {"values": rows}, "transform": [] if static else _view_filter(index, rows),
+            {"name": f"c{index}r_{kind}", "data": {"values": rows},
+             "transform": [] if static else _view_filter(index, rows),
              "mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.6,
                       "strokeDash": dash, "color": STREAM_COLOURS[kind], "clip": True},
              "encoding": {"x": x, "y": y,
@@ -855,6 +918,7 @@ def connection_spec(
                 end=end,
                 points=points,
                 static=static,
+                records=series.records,
             )
         )
     panels.append(
@@ -959,13 +1023,16 @@ def _connections_spec(series: Sequence[ConnectionSeries], *, points: int, static
         return {**connection_spec(series[0], points=points, static=static), "config": CONFIG}
     states = list(dict.fromkeys(st for s in series for st in s.states))
     metrics = [c for _, cols in PANELS for c in cols if any(c in s.lines for s in series)]
+    specs = [
+        connection_spec(s, points=points, index=i, states=states, metrics=metrics, static=static)
+        for i, s in enumerate(series)
+    ]
+    # every connection's parameters at the top: Vega-Lite defines a nested concatenation's
+    # variable parameters nowhere (the page failed on the first one its filters read)
+    params = [p for spec in specs for p in spec.pop("params", [])]
     return {
-        "vconcat": [
-            connection_spec(
-                s, points=points, index=i, states=states, metrics=metrics, static=static
-            )
-            for i, s in enumerate(series)
-        ],
+        "params": params,
+        "vconcat": specs,
         "spacing": 36,
         "resolve": {"scale": {"x": "independent", "y": "independent"}},
         "config": CONFIG,
@@ -1386,12 +1453,11 @@ def _hash(script: str) -> str:
 #: page's width (``data-width`` of #chart: the width they were made for) and draws them with the
 #: expression interpreter (no eval); redraws on a resize; a click on a mark that carries a raw
 #: event shows it under the chart; exposes the view for scripted checks
-_EMBED: Final[str] = r"""(function () {
+_EMBED: Final[str] = (
+    r"""(function () {
 var chart = document.getElementById('chart');
 function unpack(id) {
-  var text = atob(document.getElementById(id).textContent.trim());
-  var bytes = new Uint8Array(text.length);
-  for (var i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+  var bytes = textToBytes(document.getElementById(id).textContent);
   var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
   return new Response(stream).text();
 }
@@ -1427,11 +1493,17 @@ function room() {  // the figure's inner width (the chart's own box follows its 
   return box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
 }
 function draw(width, vertical) {
-  var spec = JSON.parse(source), made = Number(chart.dataset.width || 0), space = room();
+  var spec = unpackSpec(JSON.parse(source)), made = Number(chart.dataset.width || 0);
+  var space = room();
   if (made && width > 200) fit(spec, made, width);
   var run = ++drawn;
   document.body.dataset.embedMs = String(Math.round(performance.now()));
   function patch(vg) {
+    if (kept) {  // a redraw (the window resized) keeps the zoom: time range and y ranges
+      (vg.signals || []).forEach(function (s) {
+        if (kept[s.name] !== undefined && kept[s.name] !== null) s.value = kept[s.name];
+      });
+    }
     if (vertical) {
       vg.config = vg.config || {};
       vg.config.legend = vg.config.legend || {};
@@ -1455,10 +1527,7 @@ function draw(width, vertical) {
       if (window.quicsmView && window.quicsmView !== r.view) window.quicsmView.finalize();
       window.quicsmView = r.view;
       rectangle(r.view);
-      r.view.addEventListener('click', function (event, item) {
-        var raw = item && item.datum && item.datum.raw, out = document.getElementById('raw');
-        if (raw && out) { out.textContent = raw; out.hidden = false; }
-      });
+      r.view.addEventListener('click', function (event, item) { showRecord(event, item); });
       document.body.dataset.drawnMs = String(Math.round(performance.now()));
       document.body.dataset.draws = String(drawn);
       document.body.dataset.drawn = 'yes';
@@ -1491,8 +1560,52 @@ function tooltip(handler, event, item, value) {
   if (y + h > window.innerHeight) y = Math.max(0, event.clientY - h - 8);
   tip.style.left = x + 'px'; tip.style.top = y + 'px';
 }
+// a click on a mark: the record it was drawn from (its row's r), from the page's table of
+// records (#records, unpacked at the first click); on a line, the point left of the pointer
+var records = null;
+function pointOf(event, item) {
+  var mark = item.mark;
+  if (!mark || mark.marktype !== 'line' || !mark.items || !mark.items.length) return item;
+  var x = 0;
+  for (var g = mark.group; g; g = g.mark && g.mark.group) x += g.x || 0;
+  var svg = chart.querySelector('svg').getBoundingClientRect(), pad = window.quicsmView.padding();
+  var at = event.clientX - svg.left - pad.left - window.quicsmView.origin()[0] - x;
+  var best = mark.items[0];
+  mark.items.forEach(function (it) { if (it.x <= at + 0.5 && it.x >= best.x) best = it; });
+  return best;
+}
+function showRecord(event, item) {
+  var out = document.getElementById('raw');
+  if (!item || !item.datum || !out || !item.mark || !item.mark.name) return;
+  var point = pointOf(event, item), r = point.datum && point.datum.r;
+  var conn = (item.mark.name.match(/^c(\d+)/) || [])[1];
+  if (typeof r !== 'number' || conn === undefined) return;
+  window.quicsmPicked = {conn: Number(conn), r: r, datum: point.datum, mark: item.mark.name};
+  if (!records) records = document.getElementById('records') ?
+    unpack('records').then(function (text) {
+      var table = JSON.parse(text);
+      Object.keys(table).forEach(function (k) { table[k].records = unpackRecords(table[k]); });
+      return table;
+    }) : Promise.resolve({});
+  return records.then(function (table) {
+    var of = table[conn], text = of && r >= 0 ? of.records[r] : undefined;
+    out.textContent = text === undefined ?
+      'no event of the trace drawn this mark (it carries a line on to the trace\'s end)' :
+      of.file + ', trace ' + of.trace + ', ' + of.unit + ' ' + r + ':\n' + text;
+    out.hidden = false;
+    document.body.dataset.shown = String(r);
+  });
+}
+var kept = null;  // the zoom of the view a redraw replaces: {signal name: value}
+function keepZoom() {
+  var v = window.quicsmView;
+  if (!v) return null;
+  return v.getState({signals: function (n) { return /^(zoom\d+_start|ry\d+_\d+)$/.test(n); },
+                     data: function () { return false; }}).signals || null;
+}
 function first() {
   // legends side by side need about this much room; below it they stack from the start
+  kept = keepZoom();
   var space = room();
   tries = 0;
   return draw(space - Number(chart.dataset.margin || 0), space < 1500);
@@ -1516,18 +1629,25 @@ function groups(item, x, y, out) {
   });
   return out;
 }
+var rectView = null;  // the view the rectangle and overview drags act on: the latest drawn
 function rectangle(view) {
-  var svg = chart.querySelector('svg'), start = null, box = document.createElement('div');
+  // installed once: a redraw (resize) only changes the view they act on (listeners of each
+  // redraw would pile up, the first, of a finalized view, stopping the others)
+  var installed = rectView !== null;
+  rectView = view;
+  if (installed) return;
+  var start = null, box = document.createElement('div');
   box.style.cssText = 'position:absolute;border:1px dashed #333;background:rgba(0,0,0,.08);' +
     'pointer-events:none;display:none';
   chart.style.position = 'relative';
   chart.appendChild(box);
   function at(e) {
-    var r = svg.getBoundingClientRect(), pad = view.padding(), o = view.origin();
+    var r = chart.querySelector('svg').getBoundingClientRect(), pad = rectView.padding(),
+      o = rectView.origin();
     return [e.clientX - r.left - pad.left - o[0], e.clientY - r.top - pad.top - o[1]];
   }
   function begin(e) {
-    if (!svg.contains(e.target)) return;
+    if (!chart.querySelector('svg').contains(e.target)) return;
     if (!e.shiftKey) { overviewStart(e); return; }
     e.stopImmediatePropagation(); e.preventDefault();
     if (!start) start = {client: [e.clientX, e.clientY], at: at(e)};
@@ -1536,7 +1656,7 @@ function rectangle(view) {
   window.addEventListener('mousedown', begin, true);
   var over = null;  // a drag along an overview strip: {group, conn, from}
   function overviewStart(e) {
-    var p = at(e), g = groups(view.scenegraph().root, 0, 0, []).filter(function (g) {
+    var p = at(e), g = groups(rectView.scenegraph().root, 0, 0, []).filter(function (g) {
       return g.overview && p[0] >= g.x && p[0] <= g.x + g.width && p[1] >= g.y &&
         p[1] <= g.y + g.height;
     })[0];
@@ -1545,13 +1665,13 @@ function rectangle(view) {
     over = {group: g, from: p[0]};
   }
   function overviewTo(e) {
-    var g = over.group, xs = view.scale(g.name + '_x'), p = at(e);
+    var g = over.group, xs = rectView.scale(g.name + '_x'), p = at(e);
     if (Math.abs(p[0] - over.from) < 3) return;
     var t = [xs.invert(over.from - g.x), xs.invert(p[0] - g.x)].sort(function (a, b) {
       return a - b; });
     var d = xs.domain();
-    view.signal('zoom' + g.conn + '_start', [Math.max(t[0], d[0]), Math.min(t[1], d[1])]);
-    view.runAsync();
+    rectView.signal('zoom' + g.conn + '_start', [Math.max(t[0], d[0]), Math.min(t[1], d[1])]);
+    rectView.runAsync();
   }
   window.addEventListener('pointermove', function (e) {
     if (over) { e.stopImmediatePropagation(); overviewTo(e); return; }
@@ -1570,13 +1690,14 @@ function rectangle(view) {
     var a = start.at, b = at(e);
     start = null; box.style.display = 'none';
     e.stopImmediatePropagation();
-    zoomTo(view, a, b);
+    zoomTo(rectView, a, b);
   }, true);
-  svg.addEventListener('dblclick', function () {
-    Object.keys(view.getState({signals: function (n) { return /^ry\d+_\d+$/.test(n); },
-                               data: function () { return false; }}).signals || {})
-      .forEach(function (n) { view.signal(n, null); });
-    view.runAsync();
+  chart.addEventListener('dblclick', function () {
+    var v = rectView;
+    Object.keys(v.getState({signals: function (n) { return /^ry\d+_\d+$/.test(n); },
+                            data: function () { return false; }}).signals || {})
+      .forEach(function (n) { v.signal(n, null); });
+    v.runAsync();
   });
 }
 function zoomTo(view, a, b) {  // a, b: corners in the view's coordinates
@@ -1604,22 +1725,42 @@ window.addEventListener('resize', function () {
   clearTimeout(timer);
   timer = setTimeout(function () { if (source) first(); }, 200);
 });
+var spec = unpack('spec');  // inflated while the libraries are
 unpack('lib').then(function (code) {
   var script = document.createElement('script');
   script.textContent = code;
   document.head.appendChild(script);
   document.body.dataset.libMs = String(Math.round(performance.now()));
-  return unpack('spec');
+  return spec;
 }).then(function (text) { source = text; return first(); })
   .catch(function (e) { document.body.dataset.drawn = 'failed'; console.error(String(e)); });
-})();"""
+"""
+    + UNPACK_JS
+    + "\n"
+    + TEXT_TO_BYTES_JS
+    + "\n"
+    + UNPACK_RECORDS_JS
+    + "\n})();"
+)
 
 
 def _packed(text: str) -> str:
-    """``text`` gzip-compressed and base64-encoded (mtime 0: the same text, the same bytes)."""
+    """``text`` gzip-compressed (mtime 0: the same text, the same bytes), written with
+    :func:`~quicsm.render.packed_data.bytes_to_text`."""
     import gzip
 
-    return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode()
+    return bytes_to_text(gzip.compress(text.encode(), compresslevel=9, mtime=0))
+
+
+def unpacked(page: str, name: str) -> str:
+    """The text an interactive page carries packed in its element ``name`` (``spec``,
+    ``lib``, ``records``): :func:`_packed` undone."""
+    import gzip
+
+    found = re.search(rf'<script type="application/gzip" id="{re.escape(name)}">([^<]*)<', page)
+    if found is None:
+        raise QuicsmError(f"the page carries no {name}")
+    return gzip.decompress(text_to_bytes(found.group(1))).decode()
 
 
 @functools.cache
@@ -1636,12 +1777,15 @@ def interactive_page(
     css: str = "",
     fit_width: int | None = None,
     fit_margin: int = 0,
+    records: Mapping[str, Any] | None = None,
 ) -> str:
     """A self-contained HTML page: ``head_html``, the interactive chart, ``tail_html``.
     ``head_html`` and ``tail_html`` must be escaped already. The libraries and the
     specification travel gzip-compressed (a third of their size); ``fit_width``: every view
     of the specification that is this wide takes the page's width instead (less
-    ``fit_margin`` px for axes and legends), redrawn when the window is resized."""
+    ``fit_margin`` px for axes and legends), redrawn when the window is resized. ``records``:
+    connection index -> ``{file, trace, records: {number: text}}``, the events a click on a
+    mark shows (packed like the specification, unpacked at the first click)."""
     bundle = _bundle()
     spec = _for_page(spec)
     csp = (
@@ -1651,7 +1795,13 @@ def interactive_page(
     fit = ""
     if fit_width is not None:
         fit = f' data-width="{fit_width}" data-margin="{fit_margin}"'
-    text = json.dumps(to_vega(spec), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    text = json.dumps(
+        pack_spec(to_vega(spec)), ensure_ascii=False, sort_keys=True, separators=(",", ":")
+    )
+    table = ""
+    if records:
+        raw = json.dumps(records, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        table = f'<script type="application/gzip" id="records">{_packed(raw)}</script>'
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
@@ -1660,7 +1810,7 @@ def interactive_page(
         f'{head_html}<figure><div id="chart"{fit}></div>'
         '<pre id="raw" hidden></pre></figure>'
         f"{tail_html}</main>"
-        f'<script type="application/gzip" id="spec">{_packed(text)}</script>'
+        f'<script type="application/gzip" id="spec">{_packed(text)}</script>{table}'
         f'<script type="application/gzip" id="lib">{_packed_bundle()}</script>'
         f"<script>{_EMBED}</script></body></html>\n"
     )
@@ -1806,6 +1956,43 @@ def _summary(series: ConnectionSeries) -> str:
     return "; ".join(parts)
 
 
+def _records_table(spec: Spec, series: Sequence[ConnectionSeries]) -> dict[str, Any]:
+    """The records the marks of ``spec`` (before :func:`_share_data`) were drawn from, by
+    connection: ``{index: {file, trace, ...}}``, the records as
+    :func:`~quicsm.render.record_table.pack_records` packs them (rows' ``r``; the layers
+    of connection ``i`` are named ``c<i>...``)."""
+    wanted: dict[int, set[int]] = {}
+
+    def visit(node: Any) -> None:
+        if isinstance(node, list):
+            for n in node:
+                visit(n)
+            return
+        if not isinstance(node, dict):
+            return
+        found = re.match(r"c(\d+)", str(node.get("name", "")))
+        values = node.get("data", {}).get("values") if isinstance(node.get("data"), dict) else None
+        if found and isinstance(values, list):
+            numbers = wanted.setdefault(int(found.group(1)), set())
+            numbers.update(r["r"] for r in values if isinstance(r, dict) and r.get("r", -1) >= 0)
+        for k, v in node.items():
+            if k != "data":
+                visit(v)
+
+    visit(spec)
+    table: dict[str, Any] = {}
+    for i, s in enumerate(series):
+        rec = s.records
+        if rec is None or not wanted.get(i):
+            continue
+        # like events together (they compress better side by side), joined by the record
+        # separator (no JSON string escapes)
+        order = sorted(wanted[i])
+        table[str(i)] = {"file": rec.file, "trace": rec.trace, "unit": rec.unit,
+                         **pack_records(order, [rec.text_of(n) for n in order])}  # fmt: skip
+    return table
+
+
 def connection_page(series: Sequence[ConnectionSeries], *, points: int = COLUMNS) -> str:
     """``quicsm plot``'s HTML: the connections' interactive plot (wheel: zoom the time axis,
     drag: pan, double-click: reset), then the time in each state of each connection."""
@@ -1832,7 +2019,8 @@ def connection_page(series: Sequence[ConnectionSeries], *, points: int = COLUMNS
         "connection (the y axes refit to what is in view), drag pans, shift-drag zooms to a "
         "rectangle (its time range, and its value range on that panel), a drag along the overview "
         "strip under the panels chooses the range shown (the strip marks it), double-click resets; "
-        "hover a band, line or mark for its values, click a loss mark for the event as logged. "
+        "hover a band, line or mark for its values, click one for the event it was drawn from "
+        "(the record as the file has it, with its number). "
         "Share of time: the time a state lasts over "
         "the connection's time, from its first event to its last.</p>"
     )
@@ -1841,10 +2029,12 @@ def connection_page(series: Sequence[ConnectionSeries], *, points: int = COLUMNS
         if len(series) > 1:
             tail.append(f"<h2>{esc(name)}</h2>")
         tail.append(_durations_table(s))
+    spec = _connections_spec(series, points=points, static=False)
     return interactive_page(
         title=title,
         head_html="".join(head),
-        spec=connections_spec(series, points=points),
+        spec=_share_data(spec),
+        records=_records_table(spec, series),
         tail_html="".join(tail),
         css=_PLOT_CSS,
         fit_width=PLOT_WIDTH,

@@ -21,6 +21,7 @@ import polars as pl
 from quicsm.core.errors import InputError
 from quicsm.extract.account import Fact
 from quicsm.extract.packets import PacketTimeline
+from quicsm.extract.raw_events import TraceRecords
 
 #: the metric series a connection can have, in drawing order
 METRICS: Final[tuple[str, ...]] = (
@@ -68,6 +69,9 @@ class ConnectionSeries:
     #: the connection's account (:mod:`quicsm.extract.account`): its counts and series, each
     #: with its provenance; the counts the plot states are these
     account: Mapping[str, Fact] = field(default_factory=dict)
+    #: the trace's event records as its file has them (None: not read, or a format without
+    #: numbered records): an interactive plot's marks open the record they were drawn from
+    records: TraceRecords | None = None
 
     @property
     def states(self) -> list[str]:
@@ -112,13 +116,16 @@ def connection_series(
     not_logged: frozenset[str] = frozenset(),
     packets: PacketTimeline | None = None,
     account: Mapping[str, Fact] | None = None,
+    records: TraceRecords | None = None,
 ) -> ConnectionSeries:
     """The series of trace id ``trace`` (``<file>#<n>``) from the two frames. ``not_logged``
     names event kinds the trace's producer does not log (from its profile); a kind the trace
     does log is never reported as not logged. ``packets``: the trace's packets
     (:func:`quicsm.extract.packets.read_packet_timelines`), drawn as a panel of their own.
     ``account``: the trace's facts (:func:`quicsm.extract.account.facts_of`): the counts the
-    plot states, and spurious losses drawn from the packets where it counts them there."""
+    plot states, and spurious losses drawn from the packets where it counts them there.
+    ``records``: the trace's event records (:func:`quicsm.extract.raw_events.trace_records`),
+    which an interactive plot's marks open."""
     tr = transitions.filter(pl.col("trace").cast(pl.String) == trace).sort("time_ms")
     if tr.height == 0:
         raise InputError(f"{trace}: no such trace among the transitions read")
@@ -188,6 +195,7 @@ def connection_series(
         not_logged=frozenset(not_logged) - seen,
         packets=packets,
         account=facts,
+        records=records,
     )
 
 

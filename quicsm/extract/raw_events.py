@@ -1,0 +1,206 @@
+"""The records of one trace as its file has them, for a plot whose marks open the event they
+were drawn from: each event record's number in the file (1-based, as error messages count
+records: a JSON-SEQ record's separators counted from the file's start, an NDJSON record's
+line), its event name, its time in ms from the trace's first event (the plot's time axis),
+and its text exactly as written. A contained-JSON file (one document) has no records: there,
+each event of the trace's ``events`` list counts (from 1) and its text is the event written
+compactly (the document's own layout is not kept).
+
+:func:`trace_records` reads one trace of a JSON-SEQ or NDJSON file (compressed or not);
+:meth:`TraceRecords.find` names the record a mark was drawn from, by the mark's time and the
+event names (and data) that draw it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from quicsm.core.diagnostics import RecordProblem
+from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
+from quicsm.qlog.seq import LF, RS
+from quicsm.qlog.source import JSON, JSON_SEQ, NDJSON, detect, without_bom
+from quicsm.qlog.trace import TraceBuilder, is_header, object_event
+
+#: how event records begin (a header record never does): cheap to test before decoding
+_EVENT_STARTS: tuple[bytes, ...] = (b'{"time"', b'{"name"', b'{"data"')
+#: the longest record text a page keeps for a click on its mark (characters)
+MAX_RECORD_CHARS = 4000
+
+
+@dataclass
+class TraceRecords:
+    """The event records of one trace: parallel lists in file order."""
+
+    file: str
+    trace: int
+    #: what a number counts: ``record`` (JSON-SEQ, NDJSON) or ``event`` (a contained JSON
+    #: document's events list)
+    unit: str = "record"
+    #: each record's number in the file (1-based)
+    numbers: list[int] = field(default_factory=list)
+    #: each record's event name without its category (``packet_sent``, ``metrics_updated``)
+    names: list[str] = field(default_factory=list)
+    #: each record's time in ms from the trace's first event, rounded to the µs
+    times: list[float] = field(default_factory=list)
+    #: each record's decoded data (``None``: not an object)
+    data: list[Any] = field(default_factory=list)
+    #: each record's text as the file has it
+    texts: list[str] = field(default_factory=list)
+    _at: dict[float, list[int]] = field(default_factory=dict, repr=False)
+    _index: dict[int, int] = field(default_factory=dict, repr=False)
+
+    def add(self, number: int, name: str, time_ms: float, data: Any, text: str) -> None:
+        at = round(time_ms, 3)
+        self._at.setdefault(at, []).append(len(self.numbers))
+        self._index[number] = len(self.numbers)
+        self.numbers.append(number)
+        self.names.append(name.rpartition(":")[2].lower())
+        self.times.append(at)
+        self.data.append(data)
+        self.texts.append(text)
+
+    def find(
+        self,
+        time_ms: float,
+        names: Collection[str],
+        *,
+        test: Callable[[Any], bool] | None = None,
+        last: bool = False,
+    ) -> int | None:
+        """The number of the record a mark at ``time_ms`` was drawn from: of the records at
+        that time (to the µs) named one of ``names``, those whose data passes ``test`` when
+        any does; the first of them (``last``: the last, as a value logged twice at one time
+        holds the later one); ``None`` when no record at that time has such a name."""
+        at = round(time_ms, 3)
+        found: list[int] = []
+        for key in (at, round(at - 0.001, 3), round(at + 0.001, 3)):
+            found = [i for i in self._at.get(key, ()) if self.names[i] in names]
+            if found:
+                break
+        if not found:
+            return None
+        if test is not None:
+            passing = [i for i in found if test(self.data[i])]
+            found = passing or found
+        return self.numbers[found[-1] if last else found[0]]
+
+    def names_at(self, time_ms: float) -> frozenset[str]:
+        """The names of the events at ``time_ms`` (to the µs)."""
+        return frozenset(self.names[i] for i in self._at.get(round(time_ms, 3), ()))
+
+    def name_of(self, number: int) -> str:
+        """Record ``number``'s event name."""
+        return self.names[self._index[number]]
+
+    def text_of(self, number: int) -> str:
+        """Record ``number``'s text (cut to :data:`MAX_RECORD_CHARS`)."""
+        text = self.texts[self._index[number]]
+        return text if len(text) <= MAX_RECORD_CHARS else text[:MAX_RECORD_CHARS] + " …"
+
+    def heading(self, number: int) -> str:
+        """Where record ``number`` is, in words: file, trace, record, event, time."""
+        i = self._index[number]
+        return (
+            f"{self.file}, trace {self.trace}, record {number}: {self.names[i]} at "
+            f"{self.times[i]:g} ms"
+        )
+
+
+def trace_records(
+    path: str | Path, index: int, *, limits: ReadLimits = DEFAULT_LIMITS
+) -> TraceRecords | None:
+    """The event records of trace ``index`` (counted from 0, as trace ids count them) of a
+    JSON-SEQ or NDJSON file, or the events of a contained JSON document's trace; ``None`` for
+    a transitions table, or a trace not found. Times are counted as the readers count them
+    (the header's time format, from the trace's first event). A record that does not decode
+    is left out (the plot's reading reported it already)."""
+    source = DecompressedFile(Path(path), limits=limits)
+    content = b"".join(without_bom(source.blocks()))
+    kind = detect(content[: 1 << 16])
+    if kind == JSON:
+        return _contained(str(path), content, index)
+    if kind not in (JSON_SEQ, NDJSON):
+        return None
+    sep = RS if kind == JSON_SEQ else LF
+    out = TraceRecords(file=str(path), trace=index)
+    trace = -1
+    builder: TraceBuilder | None = None
+    first: float | None = None
+    pos = content.find(sep) if kind == JSON_SEQ else -1
+    number = 0
+    end = len(content)
+    while pos < end:
+        nxt = content.find(sep, pos + 1)
+        if nxt == -1:
+            nxt = end
+        number += 1
+        record = content[pos + 1 : nxt].strip()
+        pos = nxt
+        if not record:
+            continue
+        if not record.startswith(_EVENT_STARTS):
+            try:
+                obj = orjson.loads(record)
+            except orjson.JSONDecodeError:
+                continue
+            if is_header(obj):
+                trace += 1
+                if trace > index:
+                    break
+                if trace == index:
+                    inner = obj.get("trace")
+                    if not isinstance(inner, dict):
+                        many = obj.get("traces")
+                        inner = many[0] if isinstance(many, list) and many else {}
+                    builder = TraceBuilder(
+                        index, obj, inner if isinstance(inner, dict) else {}, kind,
+                        want_metrics=False, full=False,
+                    )  # fmt: skip
+                continue
+        if builder is None:
+            continue
+        try:
+            obj = orjson.loads(record)
+            name, raw_time, data = object_event(obj, None)
+            t = builder.event_time(raw_time, None)
+        except (orjson.JSONDecodeError, RecordProblem):  # the reading reported it already
+            continue
+        if first is None:
+            first = t
+        out.add(number, name, t - first, data, record.decode("utf-8", "replace"))
+    return out if builder is not None else None
+
+
+def _contained(file: str, content: bytes, index: int) -> TraceRecords | None:
+    """The events of trace ``index`` of a contained JSON document, numbered from 1."""
+    try:
+        doc = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return None
+    traces = doc.get("traces") if isinstance(doc, dict) else None
+    if not isinstance(traces, list) or not 0 <= index < len(traces):
+        return None
+    trace = traces[index]
+    events = trace.get("events") if isinstance(trace, dict) else None
+    if not isinstance(events, list):
+        return None
+    builder = TraceBuilder(index, doc, trace, JSON, want_metrics=False, full=False)
+    out = TraceRecords(file=file, trace=index, unit="event")
+    first: float | None = None
+    for number, event in enumerate(events, start=1):
+        try:
+            name, raw_time, data = object_event(event, None)
+            t = builder.event_time(raw_time, None)
+        except RecordProblem:  # an event the reading reported already (or an array event)
+            continue
+        first = t if first is None else first
+        out.add(number, name, t - first, data, orjson.dumps(event).decode())
+    return out
+
+
+__all__ = ["MAX_RECORD_CHARS", "TraceRecords", "trace_records"]

@@ -1,0 +1,108 @@
+"""The page's packed datasets (quicsm.render.packed_data) give back exactly the rows packed,
+and they are smaller; the browser tests draw pages made of them."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from quicsm.render.packed_data import (
+    ALPHABET,
+    PACKED,
+    bytes_to_text,
+    js_ms,
+    pack_values,
+    text_to_bytes,
+    unpack_values,
+)
+from quicsm.render.record_table import pack_records, unpack_records
+
+_NUMBER = st.one_of(
+    st.integers(-(2**60), 2**60),
+    st.floats(-1e12, 1e12, allow_nan=False).map(lambda x: round(x, 3)),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+
+
+@given(st.lists(st.tuples(_NUMBER, st.sampled_from(["a", "b", "SlowStart"]), st.integers(-1, 9)),
+                max_size=40))  # fmt: skip
+def test_unpacking_gives_back_the_rows(rows: list[tuple[float, str, int]]) -> None:
+    values = [{"t": t, "state": s, "lv": lv} for t, s, lv in rows]
+    packed = pack_values(values)
+    back = unpack_values(packed)
+    assert back == values
+    assert [list(r) for r in back] == [list(r) for r in values]  # the same fields, in order
+    # (a column of ints and floats may come back as floats: one number type in the browser)
+
+
+@given(st.lists(st.dictionaries(st.sampled_from("abc"), st.integers(0, 3)), max_size=20))
+def test_rows_of_different_fields_stay_as_they_are(rows: list[dict[str, int]]) -> None:
+    packed = pack_values(rows)
+    if len({tuple(r) for r in rows}) > 1:
+        assert packed == rows
+    assert unpack_values(packed) == rows
+
+
+def test_a_series_packs_smaller() -> None:
+    rows = [{"t": round(0.137 * i, 3), "v": 1200 + 3 * i, "lv": i % 2} for i in range(3000)]
+    packed = pack_values(rows)
+    assert isinstance(packed, dict) and packed[PACKED] == 1
+
+    def size(x: object) -> int:
+        return len(gzip.compress(json.dumps(x, separators=(",", ":")).encode(), 9))
+
+    assert size(packed) < size(rows) / 2
+
+
+@given(st.binary(max_size=300))
+def test_bytes_as_text_come_back(data: bytes) -> None:
+    text = bytes_to_text(data)
+    assert text_to_bytes(text) == data
+    body = text.partition(":")[2]
+    assert set(body) <= set(ALPHABET) and len(body) == 5 * ((len(data) + 3) // 4)
+    assert not set(body) & set("<>&\"'\\")  # never ends or escapes the element it is in
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.text(max_size=8)
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                               max_size=3),
+    max_leaves=8,
+)  # fmt: skip
+
+
+@given(st.lists(_JSON, max_size=12), st.booleans())
+def test_records_come_back_as_their_texts(events: list[object], indent: bool) -> None:
+    """Whatever JSON a record holds (compact or indented, numbers of any size): its exact
+    text comes back."""
+    import orjson
+
+    option = orjson.OPT_INDENT_2 if indent else 0
+    texts = [orjson.dumps({"time": i, "data": e}, option=option).decode()
+             for i, e in enumerate(events)]  # fmt: skip
+    numbers = [3 * i + 7 for i in range(len(texts))]
+    table = json.loads(json.dumps(pack_records(numbers, texts)))
+    assert unpack_records(table) == dict(zip(numbers, texts, strict=True))
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 10**6)), min_size=8, max_size=40))
+def test_columns_the_page_computes_come_back(rows: list[tuple[int, int]]) -> None:
+    """A step line's ``u`` (the next row's time in its level) and a band's ``ms`` are not
+    stored but computed, and come back the same."""
+    rows = sorted(rows)
+    times = [t / 1000 for _, t in rows]
+    levels = [lv for lv, _ in rows]
+    end = max(times) + 1
+    u = [next((times[j] for j in range(i + 1, len(rows)) if levels[j] == levels[i]), end)
+         for i in range(len(rows))]  # fmt: skip
+    step = [{"t": t, "v": 1, "u": x, "lv": lv} for t, x, lv in zip(times, u, levels, strict=True)]
+    packed = pack_values(step)
+    assert "next" in packed["cols"][2] and unpack_values(packed) == step
+    bands = [{"start": t, "end": x, "ms": js_ms(t, x), "lv": lv}
+             for t, x, lv in zip(times, u, levels, strict=True)]  # fmt: skip
+    packed = pack_values(bands)
+    assert "diff" in packed["cols"][2] and unpack_values(packed) == bands
