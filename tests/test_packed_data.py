@@ -96,7 +96,7 @@ def test_columns_the_page_computes_come_back(rows: list[tuple[int, int]]) -> Non
     rows = sorted(rows)
     times = [t / 1000 for _, t in rows]
     levels = [lv for lv, _ in rows]
-    end = max(times) + 1
+    end = (max(t for _, t in rows) + 1000) / 1000  # three decimals, as every other time
     u = [next((times[j] for j in range(i + 1, len(rows)) if levels[j] == levels[i]), end)
          for i in range(len(rows))]  # fmt: skip
     step = [{"t": t, "v": 1, "u": x, "lv": lv} for t, x, lv in zip(times, u, levels, strict=True)]
@@ -106,3 +106,45 @@ def test_columns_the_page_computes_come_back(rows: list[tuple[int, int]]) -> Non
              for t, x, lv in zip(times, u, levels, strict=True)]  # fmt: skip
     packed = pack_values(bands)
     assert "diff" in packed["cols"][2] and unpack_values(packed) == bands
+
+
+def _numbers_one_by_one(column: list[float]) -> dict[str, object] | None:
+    """The number-by-number reading the packing's numpy pass must agree with."""
+    import math
+
+    if not column or not all(isinstance(v, int | float) and not isinstance(v, bool)
+                             for v in column):  # fmt: skip
+        return None
+    for digits in range(4):
+        scale = 10**digits
+        ints = []
+        for v in column:
+            if not math.isfinite(v * scale):
+                return None
+            k = round(v * scale)
+            if abs(k) >= 2**53 or (k / scale if digits else float(k)) != v:
+                break
+            ints.append(k)
+        else:
+            out: dict[str, object] = {
+                "d": digits,
+                "z": [ints[0]] + [b - a for a, b in zip(ints, ints[1:], strict=False)],
+            }
+            if all(isinstance(v, int) for v in column):
+                out["int"] = 1
+            return out
+    return None
+
+
+_EDGE = st.sampled_from([0.0, -0.0, 0.5, 1.5, 2.5, 0.0005, 0.0015, 1e-3, 9007199254740.991,
+                         2.0**53, 2**53 - 1, -(2**53) + 1, 1e308, 1e300, 5e-324])  # fmt: skip
+
+
+@given(st.lists(st.one_of(_NUMBER, _EDGE), min_size=1, max_size=30))
+def test_numbers_are_packed_as_one_by_one(column: list[float]) -> None:
+    from quicsm.render.packed_data import _numbers
+
+    ours = _numbers(column)
+    assert ours == _numbers_one_by_one(column)
+    if ours is not None:
+        assert all(type(x) is int for x in ours["z"])  # plain ints in the page's JSON
