@@ -37,11 +37,21 @@ rows (not quicsm's): where the two agree, the rate is the data's, not a defect o
 Every setting runs at the CLI's default α = 0.05 (and at α = 0.01 when asked, ``--alpha
 0.05,0.01``).
 
+**Long traces against short ones.** A third design puts the same change beside a change in
+length: A has ``n`` long traces (about 30 CongestionAvoidance visits each, as above), B has
+``3n`` short ones (1 + Poisson(4) visits, about 5, each), B's CongestionAvoidance -> Recovery
+0.5 -> 0.7 as in the change above, homogeneous traces; at 5 v 5 and 10 v 10 (``n``: the long
+traces; "5 vs 5" is 5 long against 15 short). Its power rows are the exploratory and the named
+ones above. (Its false-positive rates, with no change, are diff_calibration.py's.)
+
 **Predicted power.** Beside each power row, the power the comparison itself predicts for the
-change (0.2): from the transition's standard error under the null (the reference its z is
-referred to) at the level a single discovery of its family faces (its share of α over the
-tests of its family, as the ``mde`` column), averaged over the repetitions, and how far the
-observed power is from it.
+change (0.2), from what its row reports (:func:`quicsm.stats.overdispersion.power_at`): the
+difference's standard error under the fitted model (``se``: each group's probability, the
+intra-trace correlation's unbiased pooled estimate, shrunk per transition), referred to the
+test's own reference (``df``: a permutation over ``N`` traces as Student's t with ``N - 2``
+degrees of freedom; the beta-binomial z's Satterthwaite t when it is not permuted) at the
+level a single discovery of its family faces (its share of α over the tests of its family, as
+the ``mde`` column), averaged over the repetitions, and how far the observed power is from it.
 
 Every repetition's outcome is stored in the results file (a run writes
 ``build/benchmarks/diff_power.json`` unless ``--results`` names one; the published one is
@@ -60,6 +70,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -68,10 +79,10 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import stats as sps
 
 from quicsm.compare.diff import DiffResult, diff
 from quicsm.compare.families.policy import levels
+from quicsm.stats import overdispersion as od
 from quicsm.stats.intervals import wilson
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,6 +92,9 @@ RESULTS = ROOT / "docs" / "diff_power.json"
 SCRATCH = ROOT / "build" / "benchmarks" / "diff_power.json"
 SIZES = (3, 5, 10, 30)
 VARIANTS = ("homogeneous", "heterogeneous")
+#: the design whose groups differ in length as well as in the transition, and its sizes
+LONG_SHORT = "long-vs-short"
+LONG_SHORT_SIZES = (5, 10)
 END = "END"
 
 CHAIN: dict[str, dict[str, float]] = {
@@ -107,6 +121,8 @@ CONCENTRATION = 20.0
 DWELL_SIGMA = 0.3
 MAX_STEPS = 2000
 VISITS = 30
+#: CongestionAvoidance visits of a short trace (long-vs-short design), on average
+SHORT_VISITS = 5
 #: the pre-named primary family of the "named in advance" settings: the one transition
 NAMED = ("edges:CongestionAvoidance->Recovery",)
 #: the levels the table is made at by default: the CLI's default
@@ -114,9 +130,16 @@ ALPHAS = (0.05,)
 
 
 def traces(
-    n: int, rng: np.random.Generator, chain: dict[str, dict[str, float]], *, mixed: bool, tag: str
+    n: int,
+    rng: np.random.Generator,
+    chain: dict[str, dict[str, float]],
+    *,
+    mixed: bool,
+    tag: str,
+    visits: int = VISITS,
 ) -> pl.DataFrame:
-    """``n`` traces of the chain as a transitions frame (``trace, time_ms, state``)."""
+    """``n`` traces of the chain as a transitions frame (``trace, time_ms, state``), each
+    ending after 1 + Poisson(``visits`` - 1) CongestionAvoidance visits."""
     rows: list[tuple[str, float, str, float]] = []
     for i in range(n):
         table = {}
@@ -131,7 +154,7 @@ def traces(
             for s, m in DWELL_MS.items()
         }
         state, clock, start = "Init", 0.0, len(rows)
-        budget = 1 + int(rng.poisson(VISITS - 1))  # the transfer's size, in CA visits
+        budget = 1 + int(rng.poisson(visits - 1))  # the transfer's size, in CA visits
         for _ in range(MAX_STEPS):
             rows.append((f"{tag}-{i}", clock, state, 0.0))
             clock += float(rng.exponential(scale[state]))
@@ -156,22 +179,19 @@ REFERENCE_SPLITS = 999
 
 
 def predicted_power(r: DiffResult, source: str, target: str, effect: float = EFFECT) -> float:
-    """The power the comparison itself predicts for a change of ``effect`` in the transition:
-    its test's standard error under the null (``se``: the reference the z is referred to), at
-    the level a single discovery of its family faces (the family's share of α over its tests,
-    as the ``mde`` column), ``Φ(effect / se − z_{1−level/2})``; 0 when its traces cannot reach
-    significance."""
+    """The power the comparison itself predicts for a change of ``effect`` in the transition,
+    from its row alone: the difference's standard error under the fitted model (``se``) and
+    the degrees of freedom of the test's reference (``df``), at the level a single discovery
+    of its family faces (``level``: the family's share of α over its tests, as the ``mde``
+    column); 0 when its traces cannot reach significance."""
     e = r.edges.filter((pl.col("source") == source) & (pl.col("target") == target))
     if e.height == 0 or e["p_unadjusted"][0] is None:
         return 0.0
     row = e.row(0, named=True)
     if "cannot reach" in (row["note"] or "") or not row["se"] or row["se"] != row["se"]:
         return 0.0
-    family = row["family"]
-    k = r.settings["family"] if family == "primary" else r.settings["exploratory"]
-    level = levels(r.alpha)[family] / max(1, k)
-    z = float(sps.norm.ppf(1 - level / 2))
-    return float(sps.norm.cdf(effect / float(row["se"]) - z))
+    df = math.inf if row["df"] is None else float(row["df"])
+    return od.power_at(effect, float(row["se"]), alpha=float(row["level"]), df=df)
 
 
 def exits(df: pl.DataFrame, source: str, target: str) -> np.ndarray:
@@ -267,6 +287,18 @@ def repetition(
             guess[f"{variant}/power-named/{n}"] = predicted_power(
                 r1, "CongestionAvoidance", "Recovery"
             )
+    for n in (n for n in sizes if n in LONG_SHORT_SIZES):
+        rng = np.random.default_rng([seed, rep, len(VARIANTS), n])
+        a = traces(n, rng, CHAIN, mixed=False, tag="a")
+        b1 = traces(3 * n, rng, CHANGED, mixed=False, tag="c", visits=SHORT_VISITS)
+        for key, named in (("power", False), ("power-named", True)):
+            if named:
+                r1 = diff(a, b1, alpha=alpha, seed=rep, primary=NAMED, invariants=False)
+            else:
+                r1 = diff(a, b1, alpha=alpha, seed=rep)
+            name = f"{LONG_SHORT}/{key}/{n}"
+            out[name] = str(int(_edge_flagged(r1, "CongestionAvoidance", "Recovery")))
+            guess[name] = predicted_power(r1, "CongestionAvoidance", "Recovery")
     return out
 
 
@@ -362,16 +394,29 @@ def _table(results: dict[str, Any]) -> str:
         f"| traces | setting | {head} |",
         "|---|---|" + "---|" * len(sizes),
     ]
-    for variant in VARIANTS:
+    for variant in (*VARIANTS, LONG_SHORT):
         for key, label in ROWS:
-            cells = [_rate(results["outcomes"][f"{variant}/{key}/{n}"]) for n in sizes]
+            if variant == LONG_SHORT and key not in PREDICTED:
+                continue  # no null here: diff_calibration.py measures it
+            keys = [f"{variant}/{key}/{n}" for n in sizes]
+            if not any(k in results["outcomes"] for k in keys):
+                continue
+            got = results["outcomes"]
+            cells = [_rate(got[k]) if k in got else "–" for k in keys]
             lines.append(f"| {variant} | {label} | " + " | ".join(cells) + " |")
             if key in PREDICTED and "predicted" in results:
-                cells = [_predicted(results, f"{variant}/{key}/{n}") for n in sizes]
+                cells = [_predicted(results, k) if k in got else "–" for k in keys]
                 lines.append(
                     f"| {variant} | predicted by the comparison itself (mean; observed − "
                     "predicted) | " + " | ".join(cells) + " |"
                 )
+    if any(k.startswith(f"{LONG_SHORT}/") for k in results["outcomes"]):
+        lines += [
+            "",
+            f"{LONG_SHORT}: A has n long traces (about {VISITS} CongestionAvoidance visits "
+            f"each), B 3n short ones (about {SHORT_VISITS}), B's transition changed; "
+            '"5 vs 5" is 5 long against 15 short.',
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -114,22 +114,23 @@ def transitions(
             target = edges[j][1]
             this_a, this_b = ma[:, [j]], mb[:, [j]]
             difference = float(qb[k] - qa[k]) if tot_a and tot_b else math.nan
-            mde = math.nan
+            se, df = math.nan, math.inf
             er: sig.TestResult | None
             if st is None:
-                er, mde = _edge_test(
+                er, se, df = _edge_test(
                     this_a[:, 0],
                     row_a,
                     this_b[:, 0],
                     row_b,
                     disp.rho(j),
+                    disp.model(j),
                     min_n=min_n,
                     permutations=permutations,
                     seed=seed,
                     exchangeable=exchangeable,
                 )
             else:
-                er, mde = _stratified_edge_test(
+                er, se = _stratified_edge_test(
                     this_a[:, 0],
                     row_a,
                     la,
@@ -170,7 +171,8 @@ def transitions(
                     "p_min": er.p_min,
                     "test": er.test,
                     "note": er.note,
-                    "se": mde,
+                    "se": se,
+                    "df": df,
                 }
             )
         if len(idx) == 2 and all(r["p_unadjusted"] is not None for r in edge_rows[-2:]):
@@ -195,6 +197,7 @@ class _Dispersion:
     pooled: float
     prior: float
     own: list[od.Moments]
+    total: od.Moments = od.Moments()
 
     @classmethod
     def make(
@@ -210,12 +213,17 @@ class _Dispersion:
             own.append(total)
         rows = [m for m in own if m.weight > 0]
         prior = sum(m.weight for m in rows) / len(rows) if rows else 0.0
-        return cls(od.pooled_rho(own), prior, own)
+        return cls(od.pooled_rho(own), prior, own, sum(own, od.Moments()))
 
     def rho(self, j: int) -> float:
         # never below the pooled value: a transition's own few traces may say it is more
         # heterogeneous than the others, not (noisily) less
         return max(self.pooled, od.shrunk_rho(self.own[j], self.pooled, self.prior))
+
+    def model(self, j: int) -> float:
+        """The ρ of the transition's detectable effect (:func:`od.model_rho`: unbiased, not
+        floored), where the test's (:meth:`rho`) errs on the safe side."""
+        return od.model_rho(self.own[j], self.total, self.prior)
 
 
 def _stratified_edge_test(
@@ -272,29 +280,39 @@ def _edge_test(
     yb: np.ndarray,
     mb: np.ndarray,
     rho: float,
+    model_rho: float,
     *,
     min_n: int,
     permutations: int,
     seed: int,
     exchangeable: bool = True,
-) -> tuple[sig.TestResult, float]:
+) -> tuple[sig.TestResult, float, float]:
     """One transition probability, B against A: the overdispersed (beta-binomial) z with the
     pooled intra-trace correlation. With few traces (at most ``od.FEW_TRACES`` in a group) the
     z is referred to its permutation distribution over traces, exact whatever the traces'
     heterogeneity; with more, to the normal / Satterthwaite t. When the effective counts are
     too small for the normal approximation: Fisher's test on the effective counts (or a
-    permutation test of the counts over traces). Returns the test and the smallest
-    difference it would detect with 80% power."""
+    permutation test of the counts over traces). Returns the test and what its power rests
+    on: the difference's standard error under the fitted model (each group's probability,
+    ``model_rho``) and the degrees of freedom of the reference (``inf``: the normal)."""
     n_a, n_b = int(np.count_nonzero(ma)), int(np.count_nonzero(mb))
     note = sig.too_few(n_a, n_b, min_n=min_n)
     if note:
-        return sig.TestResult("none", None, note=note), math.nan
+        return sig.TestResult("none", None, note=note), math.nan, math.inf
     shift = od.proportion_shift(ya, ma, yb, mb, rho)
-    mde = shift.se_null
     if shift.p_value is not None and shift.se_null != shift.se_null:
         # every exit of the source, in both groups, takes this transition (or none does):
         # whichever way the traces fell into the groups, nothing could differ
-        return sig.TestResult("identical", 1.0, 0.0, "one outcome in both groups", 1.0), mde
+        return (
+            sig.TestResult("identical", 1.0, 0.0, "one outcome in both groups", 1.0),
+            math.nan,
+            math.inf,
+        )
+    se = od.difference_se(ya, ma, yb, mb, model_rho)
+    if se != se:
+        se = shift.se_null
+    # a test over the traces learns its variance from them, as a two-sample t-test does
+    df = float(n_a + n_b - 2)
     why = f"ρ {rho:.2f}, effective transitions {shift.effective[0]:.0f} vs " + (
         f"{shift.effective[1]:.0f}"
     )
@@ -316,11 +334,12 @@ def _edge_test(
             seed=seed,
             name="permuted z",
         )
-        return sig.TestResult(res.test, res.p_value, shift.z, why, res.p_min), mde
+        return sig.TestResult(res.test, res.p_value, shift.z, why, res.p_min), se, df
     if shift.p_value is not None:
         if not exchangeable:
             why += "; lengths differ: not permuted"
-        return sig.TestResult("beta-binomial", shift.p_value, shift.z, why), mde
+        df = od.between_df(ma, mb, rho)
+        return sig.TestResult("beta-binomial", shift.p_value, shift.z, why), se, df
     few = f"fewer than {od.MIN_EFFECTIVE:g} expected in a group"
     counts = od.effective_counts(ya, ma, yb, mb, rho)
     if counts is not None:
@@ -329,13 +348,13 @@ def _edge_test(
         (ka, na), (kb, nb) = counts
         res = sig.fisher_traces(ka, na, kb, nb, min_n=1)
         why = f"ρ {rho:.2f}, effective transitions {na} vs {nb}; {few}"
-        return sig.TestResult("fisher (effective)", res.p_value, res.statistic, why, res.p_min), mde
+        test = sig.TestResult("fisher (effective)", res.p_value, res.statistic, why, res.p_min)
+        return test, se, df
     two_a = np.column_stack([ya, ma - ya])[ma > 0]
     two_b = np.column_stack([yb, mb - yb])[mb > 0]
     res = sig.permutation_g(two_a, two_b, permutations=permutations, seed=seed)
-    return sig.TestResult(
-        res.test, res.p_value, res.statistic, f"{res.note}; {few}" if res.note else few, res.p_min
-    ), mde
+    why = f"{res.note}; {few}" if res.note else few
+    return sig.TestResult(res.test, res.p_value, res.statistic, why, res.p_min), se, df
 
 
 # -- dwell times ------------------------------------------------------------------------------
