@@ -46,10 +46,11 @@ ones above. (Its false-positive rates, with no change, are diff_calibration.py's
 
 **Predicted power.** Beside each power row, the power the comparison itself predicts for the
 change (0.2), from what its row reports (:func:`quicsm.stats.overdispersion.power_at`): the
-difference's standard error under the fitted model (``se``: each group's probability, the
-intra-trace correlation's unbiased pooled estimate, shrunk per transition), referred to the
-test's own reference (``df``: a permutation over ``N`` traces as Student's t with ``N - 2``
-degrees of freedom; the beta-binomial z's Satterthwaite t when it is not permuted) at the
+difference's standard error (``se``) and the degrees of freedom of the test's reference
+(``df``): for a permutation over ``N`` traces, the fitted model's standard error (each group's
+probability, the intra-trace correlation's unbiased pooled estimate, shrunk per transition)
+on Student's t with ``N - 2`` degrees of freedom; for the beta-binomial z when it is not
+permuted (long-vs-short), the null standard error it is divided by, on its Satterthwaite t; at the
 level a single discovery of its family faces (its share of α over the tests of its family, as
 the ``mde`` column), averaged over the repetitions, and how far the observed power is from it.
 
@@ -57,8 +58,10 @@ Every repetition's outcome is stored in the results file (a run writes
 ``build/benchmarks/diff_power.json`` unless ``--results`` names one; the published one is
 ``docs/diff_power.json``) so that a part of the run can be checked to reproduce exactly
 (``--check``); ``--markdown`` prints the docs table. A run can be split between processes
-(``--first``, each part its own results file) and the parts joined (``--combine``): every
-repetition is seeded by its number, so the joined file is the one a single process makes::
+(``--first``, each part its own results file; ``--designs`` for some designs only) and the
+parts joined (``--combine``, laid over each other in the order given: where two hold the same
+repetitions of a setting, the later one's stand): every repetition is seeded by its number,
+so the joined file is the one a single process makes::
 
     nice .venv/bin/python benchmarks/diff_power.py --repetitions 300 --alpha 0.05 \\
         --results docs/diff_power.json
@@ -95,6 +98,7 @@ VARIANTS = ("homogeneous", "heterogeneous")
 #: the design whose groups differ in length as well as in the transition, and its sizes
 LONG_SHORT = "long-vs-short"
 LONG_SHORT_SIZES = (5, 10)
+DESIGNS = (*VARIANTS, LONG_SHORT)
 END = "END"
 
 CHAIN: dict[str, dict[str, float]] = {
@@ -254,12 +258,16 @@ def repetition(
     seed: int,
     sizes: tuple[int, ...] = SIZES,
     predicted: dict[str, float] | None = None,
+    designs: tuple[str, ...] = DESIGNS,
 ) -> dict[str, str]:
-    """One repetition of every setting: setting name -> outcome bits; ``predicted`` (when
-    given) receives the power each change's comparison predicts for the transition."""
+    """One repetition of every setting of ``designs``: setting name -> outcome bits;
+    ``predicted`` (when given) receives the power each change's comparison predicts for the
+    transition."""
     out: dict[str, str] = {}
     guess: dict[str, float] = {} if predicted is None else predicted
     for v, variant in enumerate(VARIANTS):
+        if variant not in designs:
+            continue
         for n in sizes:
             rng = np.random.default_rng([seed, rep, v, n])
             mixed = variant == "heterogeneous"
@@ -287,7 +295,7 @@ def repetition(
             guess[f"{variant}/power-named/{n}"] = predicted_power(
                 r1, "CongestionAvoidance", "Recovery"
             )
-    for n in (n for n in sizes if n in LONG_SHORT_SIZES):
+    for n in (n for n in sizes if n in LONG_SHORT_SIZES and LONG_SHORT in designs):
         rng = np.random.default_rng([seed, rep, len(VARIANTS), n])
         a = traces(n, rng, CHAIN, mixed=False, tag="a")
         b1 = traces(3 * n, rng, CHANGED, mixed=False, tag="c", visits=SHORT_VISITS)
@@ -311,6 +319,7 @@ def run(
     sizes: tuple[int, ...] = SIZES,
     checkpoint: Callable[[dict[str, Any]], None] | None = None,
     first: int = 0,
+    designs: tuple[str, ...] = DESIGNS,
 ) -> dict[str, Any]:
     """Repetitions ``first`` to ``first + repetitions - 1`` at one level; ``checkpoint``
     receives the results so far after each."""
@@ -319,15 +328,17 @@ def run(
     start = time.perf_counter()
     for i, rep in enumerate(range(first, first + repetitions)):
         guess: dict[str, float] = {}
-        for key, b in repetition(rep, alpha=alpha, seed=seed, sizes=sizes, predicted=guess).items():
+        for key, b in repetition(
+            rep, alpha=alpha, seed=seed, sizes=sizes, predicted=guess, designs=designs
+        ).items():
             bits.setdefault(key, []).append(b)
         for key, x in guess.items():
             predicted.setdefault(key, []).append(round(x, 4))
         if checkpoint is not None:
-            checkpoint(_results(bits, predicted, i + 1, alpha, seed, sizes, start, first))
+            checkpoint(_results(bits, predicted, i + 1, alpha, seed, sizes, start, first, designs))
         if progress:
             print(f"{i + 1}/{repetitions}", file=sys.stderr, end="\r")
-    return _results(bits, predicted, repetitions, alpha, seed, sizes, start, first)
+    return _results(bits, predicted, repetitions, alpha, seed, sizes, start, first, designs)
 
 
 def _results(
@@ -339,10 +350,12 @@ def _results(
     sizes: tuple[int, ...],
     start: float,
     first: int = 0,
+    designs: tuple[str, ...] = DESIGNS,
 ) -> dict[str, Any]:
     return {
         "settings": {
             **({"first": first} if first else {}),
+            **({"designs": list(designs)} if designs != DESIGNS else {}),
             "repetitions": done,
             "alpha": alpha,
             "seed": seed,
@@ -430,34 +443,43 @@ def _predicted(results: dict[str, Any], key: str) -> str:
 
 
 def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """Results files of consecutive repetitions (``--first``) made into one, level by level:
-    a run split between processes is the same run as one made in a single process (every
-    repetition is seeded by its number; where two parts overlap, the later part's first
-    repetitions are the earlier part's, and the earlier part is cut there)."""
+    """Results files made into one, level by level, in the order given: each part's
+    repetitions (from its ``--first``) are laid over what the parts before it made, setting by
+    setting, so that a run split between processes (``--first``) or between designs
+    (``--designs``) is the run one process makes of everything (every repetition is seeded by
+    its number). Where two parts hold the same repetitions of a setting, the later one's
+    stand. Every setting must end with the same repetitions, none missing."""
     levels_: dict[float, list[dict[str, Any]]] = {}
     for part in parts:
         for r in part["runs"]:
             levels_.setdefault(r["settings"]["alpha"], []).append(r)
     runs = []
     for alpha, pieces in levels_.items():
-        pieces.sort(key=lambda r: r["settings"].get("first", 0))
-        head = pieces[0]
-        bits: dict[str, str] = {k: "" for k in head["outcomes"]}
-        guess: dict[str, list[float]] = {k: [] for k in head["predicted"]}
+        bits: dict[str, str] = {}
+        guess: dict[str, list[float]] = {}
         for r in pieces:
             first = r["settings"].get("first", 0)
-            done = len(next(iter(bits.values())))
-            if first > done:
-                raise SystemExit(f"α {alpha:g}: repetitions {done} to {first - 1} missing")
-            for k in bits:
-                bits[k] = bits[k][:first] + r["outcomes"][k]
-            for k in guess:
-                guess[k] = guess[k][:first] + r["predicted"][k]
+            for k, new in r["outcomes"].items():
+                old = bits.get(k, "")
+                if first > len(old):
+                    raise SystemExit(
+                        f"α {alpha:g}, {k}: repetitions {len(old)} to {first - 1} missing"
+                    )
+                bits[k] = old[:first] + new + old[first + len(new) :]
+            for k, values in r["predicted"].items():
+                had = guess.get(k, [])
+                guess[k] = had[:first] + values + had[first + len(values) :]
+        counts = {len(b) for b in bits.values()}
+        if len(counts) != 1:
+            raise SystemExit(
+                f"α {alpha:g}: the settings hold different repetitions {sorted(counts)}"
+            )
+        head = pieces[0]["settings"]
         runs.append(
             {
                 "settings": {
-                    **{k: v for k, v in head["settings"].items() if k != "first"},
-                    "repetitions": len(next(iter(bits.values()))),
+                    **{k: v for k, v in head.items() if k not in ("first", "designs")},
+                    "repetitions": counts.pop(),
                 },
                 "seconds": round(sum(r["seconds"] for r in pieces), 1),
                 "outcomes": bits,
@@ -474,7 +496,13 @@ def check(results: dict[str, Any], count: int) -> list[str]:
     for run_ in results["runs"]:
         s = run_["settings"]
         for rep in range(count):
-            got = repetition(rep, alpha=s["alpha"], seed=s["seed"], sizes=tuple(s["sizes"]))
+            got = repetition(
+                rep,
+                alpha=s["alpha"],
+                seed=s["seed"],
+                sizes=tuple(s["sizes"]),
+                designs=tuple(s.get("designs", DESIGNS)),
+            )
             for key, bit in got.items():
                 stored = run_["outcomes"][key][rep]
                 if stored != bit:
@@ -524,6 +552,13 @@ def main() -> None:
         help="join results files of consecutive repetitions into the results file",
     )
     ap.add_argument(
+        "--designs",
+        type=str,
+        default=",".join(DESIGNS),
+        help="the designs to run, separated by commas (to split a run between processes by "
+        "design; --combine joins the parts)",
+    )
+    ap.add_argument(
         "--checkpoint",
         action="store_true",
         help="write the results file after every repetition (a run stopped early leaves the "
@@ -544,6 +579,9 @@ def main() -> None:
         print("\n".join(problems) or f"the first {args.check} repetitions reproduce exactly")
         sys.exit(1 if problems else 0)
     sizes = tuple(int(x) for x in args.sizes.split(","))
+    designs = tuple(d.strip() for d in args.designs.split(",") if d.strip())
+    if unknown := [d for d in designs if d not in DESIGNS]:
+        ap.error(f"unknown design {', '.join(unknown)}; the designs are {', '.join(DESIGNS)}")
     output = args.results or SCRATCH
     output.parent.mkdir(parents=True, exist_ok=True)
     if args.combine:
@@ -567,6 +605,7 @@ def main() -> None:
                 sizes=sizes,
                 checkpoint=write if args.checkpoint else None,
                 first=args.first,
+                designs=designs,
             )
         )
     results = {"runs": runs}

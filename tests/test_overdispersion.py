@@ -184,6 +184,28 @@ def test_power_benchmark_runs_on_a_tiny_configuration() -> None:
     assert "| homogeneous | power" in diff_power.markdown({"runs": [results]})
 
 
+def test_power_benchmark_parts_by_design_and_repetition_join_into_the_single_run() -> None:
+    """A run split by repetitions and by design (``--first``, ``--designs``) and joined
+    (``--combine``) is the run one process makes; a later part replaces what it overlaps, a
+    gap is refused."""
+    import diff_power
+
+    whole = diff_power.run(2, alpha=0.05, seed=3, sizes=(5,))
+    parts = [
+        diff_power.run(1, alpha=0.05, seed=3, sizes=(5,), designs=diff_power.VARIANTS),
+        diff_power.run(2, alpha=0.05, seed=3, sizes=(5,), designs=(diff_power.LONG_SHORT,)),
+        diff_power.run(1, alpha=0.05, seed=3, sizes=(5,), first=1),
+    ]
+    joined = diff_power.combine([{"runs": [p]} for p in parts])["runs"][0]
+    assert joined["outcomes"] == whole["outcomes"]
+    assert joined["predicted"] == whole["predicted"]
+    assert joined["settings"] == whole["settings"]
+    assert any(k.startswith("long-vs-short/power-named/5") for k in joined["outcomes"])
+    assert "| long-vs-short | power" in diff_power.markdown({"runs": [joined]})
+    with pytest.raises(SystemExit, match="missing"):
+        diff_power.combine([{"runs": [parts[2]]}])
+
+
 @pytest.mark.slow
 def test_diff_keeps_its_family_wise_error_on_heterogeneous_traces_at_5_per_group() -> None:
     """Seeded: 40 null comparisons, 5 traces per group, at α = 0.05, for each variant: each

@@ -338,8 +338,10 @@ def _edge_test(
     if shift.p_value is not None:
         if not exchangeable:
             why += "; lengths differ: not permuted"
+        # a fixed reference, not learnt from the traces: the z is decided against the standard
+        # error it is divided by (the null's, with the test's ρ), and so is its power
         df = od.between_df(ma, mb, rho)
-        return sig.TestResult("beta-binomial", shift.p_value, shift.z, why), se, df
+        return sig.TestResult("beta-binomial", shift.p_value, shift.z, why), shift.se_null, df
     few = f"fewer than {od.MIN_EFFECTIVE:g} expected in a group"
     counts = od.effective_counts(ya, ma, yb, mb, rho)
     if counts is not None:
