@@ -37,18 +37,31 @@ rows (not quicsm's): where the two agree, the rate is the data's, not a defect o
 Every setting runs at the CLI's default α = 0.05 (and at α = 0.01 when asked, ``--alpha
 0.05,0.01``).
 
+**Long traces against short ones.** A third design puts the same change beside a change in
+length: A has ``n`` long traces (about 30 CongestionAvoidance visits each, as above), B has
+``3n`` short ones (1 + Poisson(4) visits, about 5, each), B's CongestionAvoidance -> Recovery
+0.5 -> 0.7 as in the change above, homogeneous traces; at 5 v 5 and 10 v 10 (``n``: the long
+traces; "5 vs 5" is 5 long against 15 short). Its power rows are the exploratory and the named
+ones above. (Its false-positive rates, with no change, are diff_calibration.py's.)
+
 **Predicted power.** Beside each power row, the power the comparison itself predicts for the
-change (0.2): from the transition's standard error under the null (the reference its z is
-referred to) at the level a single discovery of its family faces (its share of α over the
-tests of its family, as the ``mde`` column), averaged over the repetitions, and how far the
-observed power is from it.
+change (0.2), from what its row reports (:func:`quicsm.stats.overdispersion.power_at`): the
+difference's standard error (``se``) and the degrees of freedom of the test's reference
+(``df``): for a permutation over ``N`` traces, the fitted model's standard error (each group's
+probability, the intra-trace correlation's unbiased pooled estimate, shrunk per transition)
+on Student's t with ``N - 2`` degrees of freedom; for the beta-binomial z when it is not
+permuted (long-vs-short), the null standard error it is divided by, on its Satterthwaite t; at the
+level a single discovery of its family faces (its share of α over the tests of its family, as
+the ``mde`` column), averaged over the repetitions, and how far the observed power is from it.
 
 Every repetition's outcome is stored in the results file (a run writes
 ``build/benchmarks/diff_power.json`` unless ``--results`` names one; the published one is
 ``docs/diff_power.json``) so that a part of the run can be checked to reproduce exactly
 (``--check``); ``--markdown`` prints the docs table. A run can be split between processes
-(``--first``, each part its own results file) and the parts joined (``--combine``): every
-repetition is seeded by its number, so the joined file is the one a single process makes::
+(``--first``, each part its own results file; ``--designs`` for some designs only) and the
+parts joined (``--combine``, laid over each other in the order given: where two hold the same
+repetitions of a setting, the later one's stand): every repetition is seeded by its number,
+so the joined file is the one a single process makes::
 
     nice .venv/bin/python benchmarks/diff_power.py --repetitions 300 --alpha 0.05 \\
         --results docs/diff_power.json
@@ -60,6 +73,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -68,10 +82,10 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import stats as sps
 
 from quicsm.compare.diff import DiffResult, diff
 from quicsm.compare.families.policy import levels
+from quicsm.stats import overdispersion as od
 from quicsm.stats.intervals import wilson
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,6 +95,10 @@ RESULTS = ROOT / "docs" / "diff_power.json"
 SCRATCH = ROOT / "build" / "benchmarks" / "diff_power.json"
 SIZES = (3, 5, 10, 30)
 VARIANTS = ("homogeneous", "heterogeneous")
+#: the design whose groups differ in length as well as in the transition, and its sizes
+LONG_SHORT = "long-vs-short"
+LONG_SHORT_SIZES = (5, 10)
+DESIGNS = (*VARIANTS, LONG_SHORT)
 END = "END"
 
 CHAIN: dict[str, dict[str, float]] = {
@@ -107,6 +125,8 @@ CONCENTRATION = 20.0
 DWELL_SIGMA = 0.3
 MAX_STEPS = 2000
 VISITS = 30
+#: CongestionAvoidance visits of a short trace (long-vs-short design), on average
+SHORT_VISITS = 5
 #: the pre-named primary family of the "named in advance" settings: the one transition
 NAMED = ("edges:CongestionAvoidance->Recovery",)
 #: the levels the table is made at by default: the CLI's default
@@ -114,9 +134,16 @@ ALPHAS = (0.05,)
 
 
 def traces(
-    n: int, rng: np.random.Generator, chain: dict[str, dict[str, float]], *, mixed: bool, tag: str
+    n: int,
+    rng: np.random.Generator,
+    chain: dict[str, dict[str, float]],
+    *,
+    mixed: bool,
+    tag: str,
+    visits: int = VISITS,
 ) -> pl.DataFrame:
-    """``n`` traces of the chain as a transitions frame (``trace, time_ms, state``)."""
+    """``n`` traces of the chain as a transitions frame (``trace, time_ms, state``), each
+    ending after 1 + Poisson(``visits`` - 1) CongestionAvoidance visits."""
     rows: list[tuple[str, float, str, float]] = []
     for i in range(n):
         table = {}
@@ -131,7 +158,7 @@ def traces(
             for s, m in DWELL_MS.items()
         }
         state, clock, start = "Init", 0.0, len(rows)
-        budget = 1 + int(rng.poisson(VISITS - 1))  # the transfer's size, in CA visits
+        budget = 1 + int(rng.poisson(visits - 1))  # the transfer's size, in CA visits
         for _ in range(MAX_STEPS):
             rows.append((f"{tag}-{i}", clock, state, 0.0))
             clock += float(rng.exponential(scale[state]))
@@ -156,22 +183,19 @@ REFERENCE_SPLITS = 999
 
 
 def predicted_power(r: DiffResult, source: str, target: str, effect: float = EFFECT) -> float:
-    """The power the comparison itself predicts for a change of ``effect`` in the transition:
-    its test's standard error under the null (``se``: the reference the z is referred to), at
-    the level a single discovery of its family faces (the family's share of α over its tests,
-    as the ``mde`` column), ``Φ(effect / se − z_{1−level/2})``; 0 when its traces cannot reach
-    significance."""
+    """The power the comparison itself predicts for a change of ``effect`` in the transition,
+    from its row alone: the difference's standard error under the fitted model (``se``) and
+    the degrees of freedom of the test's reference (``df``), at the level a single discovery
+    of its family faces (``level``: the family's share of α over its tests, as the ``mde``
+    column); 0 when its traces cannot reach significance."""
     e = r.edges.filter((pl.col("source") == source) & (pl.col("target") == target))
     if e.height == 0 or e["p_unadjusted"][0] is None:
         return 0.0
     row = e.row(0, named=True)
     if "cannot reach" in (row["note"] or "") or not row["se"] or row["se"] != row["se"]:
         return 0.0
-    family = row["family"]
-    k = r.settings["family"] if family == "primary" else r.settings["exploratory"]
-    level = levels(r.alpha)[family] / max(1, k)
-    z = float(sps.norm.ppf(1 - level / 2))
-    return float(sps.norm.cdf(effect / float(row["se"]) - z))
+    df = math.inf if row["df"] is None else float(row["df"])
+    return od.power_at(effect, float(row["se"]), alpha=float(row["level"]), df=df)
 
 
 def exits(df: pl.DataFrame, source: str, target: str) -> np.ndarray:
@@ -234,12 +258,16 @@ def repetition(
     seed: int,
     sizes: tuple[int, ...] = SIZES,
     predicted: dict[str, float] | None = None,
+    designs: tuple[str, ...] = DESIGNS,
 ) -> dict[str, str]:
-    """One repetition of every setting: setting name -> outcome bits; ``predicted`` (when
-    given) receives the power each change's comparison predicts for the transition."""
+    """One repetition of every setting of ``designs``: setting name -> outcome bits;
+    ``predicted`` (when given) receives the power each change's comparison predicts for the
+    transition."""
     out: dict[str, str] = {}
     guess: dict[str, float] = {} if predicted is None else predicted
     for v, variant in enumerate(VARIANTS):
+        if variant not in designs:
+            continue
         for n in sizes:
             rng = np.random.default_rng([seed, rep, v, n])
             mixed = variant == "heterogeneous"
@@ -267,6 +295,18 @@ def repetition(
             guess[f"{variant}/power-named/{n}"] = predicted_power(
                 r1, "CongestionAvoidance", "Recovery"
             )
+    for n in (n for n in sizes if n in LONG_SHORT_SIZES and LONG_SHORT in designs):
+        rng = np.random.default_rng([seed, rep, len(VARIANTS), n])
+        a = traces(n, rng, CHAIN, mixed=False, tag="a")
+        b1 = traces(3 * n, rng, CHANGED, mixed=False, tag="c", visits=SHORT_VISITS)
+        for key, named in (("power", False), ("power-named", True)):
+            if named:
+                r1 = diff(a, b1, alpha=alpha, seed=rep, primary=NAMED, invariants=False)
+            else:
+                r1 = diff(a, b1, alpha=alpha, seed=rep)
+            name = f"{LONG_SHORT}/{key}/{n}"
+            out[name] = str(int(_edge_flagged(r1, "CongestionAvoidance", "Recovery")))
+            guess[name] = predicted_power(r1, "CongestionAvoidance", "Recovery")
     return out
 
 
@@ -279,6 +319,7 @@ def run(
     sizes: tuple[int, ...] = SIZES,
     checkpoint: Callable[[dict[str, Any]], None] | None = None,
     first: int = 0,
+    designs: tuple[str, ...] = DESIGNS,
 ) -> dict[str, Any]:
     """Repetitions ``first`` to ``first + repetitions - 1`` at one level; ``checkpoint``
     receives the results so far after each."""
@@ -287,15 +328,17 @@ def run(
     start = time.perf_counter()
     for i, rep in enumerate(range(first, first + repetitions)):
         guess: dict[str, float] = {}
-        for key, b in repetition(rep, alpha=alpha, seed=seed, sizes=sizes, predicted=guess).items():
+        for key, b in repetition(
+            rep, alpha=alpha, seed=seed, sizes=sizes, predicted=guess, designs=designs
+        ).items():
             bits.setdefault(key, []).append(b)
         for key, x in guess.items():
             predicted.setdefault(key, []).append(round(x, 4))
         if checkpoint is not None:
-            checkpoint(_results(bits, predicted, i + 1, alpha, seed, sizes, start, first))
+            checkpoint(_results(bits, predicted, i + 1, alpha, seed, sizes, start, first, designs))
         if progress:
             print(f"{i + 1}/{repetitions}", file=sys.stderr, end="\r")
-    return _results(bits, predicted, repetitions, alpha, seed, sizes, start, first)
+    return _results(bits, predicted, repetitions, alpha, seed, sizes, start, first, designs)
 
 
 def _results(
@@ -307,10 +350,12 @@ def _results(
     sizes: tuple[int, ...],
     start: float,
     first: int = 0,
+    designs: tuple[str, ...] = DESIGNS,
 ) -> dict[str, Any]:
     return {
         "settings": {
             **({"first": first} if first else {}),
+            **({"designs": list(designs)} if designs != DESIGNS else {}),
             "repetitions": done,
             "alpha": alpha,
             "seed": seed,
@@ -362,16 +407,29 @@ def _table(results: dict[str, Any]) -> str:
         f"| traces | setting | {head} |",
         "|---|---|" + "---|" * len(sizes),
     ]
-    for variant in VARIANTS:
+    for variant in (*VARIANTS, LONG_SHORT):
         for key, label in ROWS:
-            cells = [_rate(results["outcomes"][f"{variant}/{key}/{n}"]) for n in sizes]
+            if variant == LONG_SHORT and key not in PREDICTED:
+                continue  # no null here: diff_calibration.py measures it
+            keys = [f"{variant}/{key}/{n}" for n in sizes]
+            if not any(k in results["outcomes"] for k in keys):
+                continue
+            got = results["outcomes"]
+            cells = [_rate(got[k]) if k in got else "–" for k in keys]
             lines.append(f"| {variant} | {label} | " + " | ".join(cells) + " |")
             if key in PREDICTED and "predicted" in results:
-                cells = [_predicted(results, f"{variant}/{key}/{n}") for n in sizes]
+                cells = [_predicted(results, k) if k in got else "–" for k in keys]
                 lines.append(
                     f"| {variant} | predicted by the comparison itself (mean; observed − "
                     "predicted) | " + " | ".join(cells) + " |"
                 )
+    if any(k.startswith(f"{LONG_SHORT}/") for k in results["outcomes"]):
+        lines += [
+            "",
+            f"{LONG_SHORT}: A has n long traces (about {VISITS} CongestionAvoidance visits "
+            f"each), B 3n short ones (about {SHORT_VISITS}), B's transition changed; "
+            '"5 vs 5" is 5 long against 15 short.',
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -385,34 +443,43 @@ def _predicted(results: dict[str, Any], key: str) -> str:
 
 
 def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """Results files of consecutive repetitions (``--first``) made into one, level by level:
-    a run split between processes is the same run as one made in a single process (every
-    repetition is seeded by its number; where two parts overlap, the later part's first
-    repetitions are the earlier part's, and the earlier part is cut there)."""
+    """Results files made into one, level by level, in the order given: each part's
+    repetitions (from its ``--first``) are laid over what the parts before it made, setting by
+    setting, so that a run split between processes (``--first``) or between designs
+    (``--designs``) is the run one process makes of everything (every repetition is seeded by
+    its number). Where two parts hold the same repetitions of a setting, the later one's
+    stand. Every setting must end with the same repetitions, none missing."""
     levels_: dict[float, list[dict[str, Any]]] = {}
     for part in parts:
         for r in part["runs"]:
             levels_.setdefault(r["settings"]["alpha"], []).append(r)
     runs = []
     for alpha, pieces in levels_.items():
-        pieces.sort(key=lambda r: r["settings"].get("first", 0))
-        head = pieces[0]
-        bits: dict[str, str] = {k: "" for k in head["outcomes"]}
-        guess: dict[str, list[float]] = {k: [] for k in head["predicted"]}
+        bits: dict[str, str] = {}
+        guess: dict[str, list[float]] = {}
         for r in pieces:
             first = r["settings"].get("first", 0)
-            done = len(next(iter(bits.values())))
-            if first > done:
-                raise SystemExit(f"α {alpha:g}: repetitions {done} to {first - 1} missing")
-            for k in bits:
-                bits[k] = bits[k][:first] + r["outcomes"][k]
-            for k in guess:
-                guess[k] = guess[k][:first] + r["predicted"][k]
+            for k, new in r["outcomes"].items():
+                old = bits.get(k, "")
+                if first > len(old):
+                    raise SystemExit(
+                        f"α {alpha:g}, {k}: repetitions {len(old)} to {first - 1} missing"
+                    )
+                bits[k] = old[:first] + new + old[first + len(new) :]
+            for k, values in r["predicted"].items():
+                had = guess.get(k, [])
+                guess[k] = had[:first] + values + had[first + len(values) :]
+        counts = {len(b) for b in bits.values()}
+        if len(counts) != 1:
+            raise SystemExit(
+                f"α {alpha:g}: the settings hold different repetitions {sorted(counts)}"
+            )
+        head = pieces[0]["settings"]
         runs.append(
             {
                 "settings": {
-                    **{k: v for k, v in head["settings"].items() if k != "first"},
-                    "repetitions": len(next(iter(bits.values()))),
+                    **{k: v for k, v in head.items() if k not in ("first", "designs")},
+                    "repetitions": counts.pop(),
                 },
                 "seconds": round(sum(r["seconds"] for r in pieces), 1),
                 "outcomes": bits,
@@ -429,7 +496,13 @@ def check(results: dict[str, Any], count: int) -> list[str]:
     for run_ in results["runs"]:
         s = run_["settings"]
         for rep in range(count):
-            got = repetition(rep, alpha=s["alpha"], seed=s["seed"], sizes=tuple(s["sizes"]))
+            got = repetition(
+                rep,
+                alpha=s["alpha"],
+                seed=s["seed"],
+                sizes=tuple(s["sizes"]),
+                designs=tuple(s.get("designs", DESIGNS)),
+            )
             for key, bit in got.items():
                 stored = run_["outcomes"][key][rep]
                 if stored != bit:
@@ -479,6 +552,13 @@ def main() -> None:
         help="join results files of consecutive repetitions into the results file",
     )
     ap.add_argument(
+        "--designs",
+        type=str,
+        default=",".join(DESIGNS),
+        help="the designs to run, separated by commas (to split a run between processes by "
+        "design; --combine joins the parts)",
+    )
+    ap.add_argument(
         "--checkpoint",
         action="store_true",
         help="write the results file after every repetition (a run stopped early leaves the "
@@ -499,6 +579,9 @@ def main() -> None:
         print("\n".join(problems) or f"the first {args.check} repetitions reproduce exactly")
         sys.exit(1 if problems else 0)
     sizes = tuple(int(x) for x in args.sizes.split(","))
+    designs = tuple(d.strip() for d in args.designs.split(",") if d.strip())
+    if unknown := [d for d in designs if d not in DESIGNS]:
+        ap.error(f"unknown design {', '.join(unknown)}; the designs are {', '.join(DESIGNS)}")
     output = args.results or SCRATCH
     output.parent.mkdir(parents=True, exist_ok=True)
     if args.combine:
@@ -522,6 +605,7 @@ def main() -> None:
                 sizes=sizes,
                 checkpoint=write if args.checkpoint else None,
                 first=args.first,
+                designs=designs,
             )
         )
     results = {"runs": runs}

@@ -274,3 +274,32 @@ def test_methods_state_the_units_and_the_length_strata() -> None:
     assert "a permutation test exchanges traces only within their length stratum" in methods
     same = Comparison(a=group_from_frame("A", a), b=group_from_frame("B", a.clone()))
     assert "within length strata (1, 2-3" not in build_report([same], fmt="md")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 5), st.integers(0, 3))
+def test_a_permutation_within_length_strata_has_traces_minus_two_per_stratum_df(
+    seed: int, per_stratum: int, alone: int
+) -> None:
+    """The reference of a permutation within length strata learns two means per stratum that
+    holds both groups: its degrees of freedom (what its MDE and predicted power rest on) are
+    the traces of those strata less two per stratum; traces of a stratum of one group only
+    stay in their group and do not count."""
+    from quicsm.compare.families.clustered import proportion_test
+
+    rng = np.random.default_rng(seed)
+    labels_a = ["short"] * per_stratum + ["long"] * per_stratum + ["longest"] * alone
+    labels_b = ["short"] * per_stratum + ["long"] * per_stratum
+    ma = rng.integers(20, 40, len(labels_a)).astype(float)
+    mb = rng.integers(20, 40, len(labels_b)).astype(float)
+    ya = rng.binomial(ma.astype(int), 0.4).astype(float)
+    yb = rng.binomial(mb.astype(int), 0.4).astype(float)
+    res, se, df = proportion_test(
+        ya, ma, yb, mb, 0.0, min_n=2, permutations=200, seed=1, lengths=(labels_a, labels_b)
+    )
+    assert res.test.startswith("permuted z within length strata")
+    assert df == 4 * per_stratum - 2 * 2
+    assert se > 0 and se == od.difference_se(ya, ma, yb, mb, 0.0)
+    # without strata: one permutation over all the traces, N - 2
+    res, _, df = proportion_test(ya, ma, yb, mb, 0.0, min_n=2, permutations=200, seed=1)
+    assert res.test.startswith("permuted z") and df == len(ma) + len(mb) - 2

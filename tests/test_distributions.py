@@ -171,3 +171,31 @@ def test_no_scipy_on_the_way(module: str) -> None:
     code = f"import sys, {module}; print(any(m.startswith('scipy') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(0.5, 10.0),
+    st.one_of(st.floats(1.0, 60.0), st.floats(60.0, 1000.0)),
+    st.floats(0.0, 12.0),
+)
+def test_noncentral_t_tails(crit: float, df: float, shift: float) -> None:
+    """Both tails of the noncentral t over the ranges an MDE uses (a critical value of a test
+    at levels down to 1e-6 or so, the degrees of freedom of 3 + 3 traces up to the normal's
+    stand-in, effects up to 12 standard errors) are scipy's, to 1e-9 absolute."""
+    upper, lower = d.nct_tails(crit, df, shift)
+    assert upper == pytest.approx(float(stats.nct.sf(crit, df, shift)), abs=1e-9)
+    want = float(stats.nct.cdf(-crit, df, shift))
+    if want == want:  # far in its tail scipy's lower tail can be NaN where it is ~0
+        assert lower == pytest.approx(want, abs=1e-9)
+    else:
+        assert 0.0 <= lower < 1e-9
+
+
+def test_noncentral_t_edges() -> None:
+    # no shift: the central t's two tails; infinite df: the normal's
+    upper, lower = d.nct_tails(2.5, 7.0, 0.0)
+    assert upper == pytest.approx(d.t_sf(2.5, 7.0), rel=1e-10) == lower
+    assert d.nct_tails(1.96, math.inf, 1.0) == (d.norm_sf(0.96), d.norm_sf(2.96))
+    assert all(math.isnan(x) for x in d.nct_tails(2.0, 0.0, 1.0))
+    assert all(math.isnan(x) for x in d.nct_tails(math.nan, 5.0, 1.0))

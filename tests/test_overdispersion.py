@@ -111,6 +111,69 @@ def test_detectable_effect_is_the_power_formula() -> None:
     assert np.isnan(od.detectable(float("nan"), alpha=0.05))
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    se=st.floats(0.01, 1.0),
+    level=st.floats(1e-4, 0.1),
+    df=st.one_of(st.just(math.inf), st.floats(2.0, 500.0)),
+    power=st.floats(0.5, 0.95),
+)
+def test_detectable_effect_is_where_the_power_reaches_its_target(
+    se: float, level: float, df: float, power: float
+) -> None:
+    """The MDE inverts the power curve of the same reference, and a t reference (a test that
+    learns its variance from few traces) never asks for less than the normal."""
+    mde = od.detectable(se, alpha=level, power=power, df=df)
+    assert od.power_at(mde, se, alpha=level, df=df) == pytest.approx(power, abs=1e-3)
+    assert mde >= od.detectable(se, alpha=level, power=power) * (1 - 1e-6)
+    assert od.power_at(0.5 * mde, se, alpha=level, df=df) < power
+
+
+def test_power_at_agrees_with_a_simulated_t_test() -> None:
+    """Seeded: the noncentral-t power of a two-sample t-test on 6 + 6 normal values (df 10)
+    is the rejection rate a simulation of that t-test finds (4,000 draws: within 3 points)."""
+    rng = np.random.default_rng(5)
+    delta, level, n = 1.5, 0.01, 6
+    a = rng.normal(0.0, 1.0, (4000, n))
+    b = rng.normal(delta, 1.0, (4000, n))
+    p = np.array([sig_t(x, y) for x, y in zip(a, b, strict=True)])
+    se = math.sqrt(2 / n)
+    assert float(np.mean(p < level)) == pytest.approx(
+        od.power_at(delta, se, alpha=level, df=2 * n - 2), abs=0.03
+    )
+    # the normal reference would promise more than the t-test delivers
+    assert od.power_at(delta, se, alpha=level) > float(np.mean(p < level)) + 0.05
+
+
+def sig_t(x: np.ndarray, y: np.ndarray) -> float:
+    from scipy import stats as sps
+
+    return float(sps.ttest_ind(x, y).pvalue)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(3, 12))
+def test_difference_se_is_the_binomial_one_without_heterogeneity(seed: int, n: int) -> None:
+    rng = np.random.default_rng(seed)
+    ma, mb = rng.integers(1, 40, n).astype(float), rng.integers(1, 40, n).astype(float)
+    ya, yb = rng.binomial(ma.astype(int), 0.3).astype(float), rng.binomial(mb.astype(int), 0.6)
+    pa, pb = ya.sum() / ma.sum(), yb.sum() / mb.sum()
+    want = math.sqrt(pa * (1 - pa) / ma.sum() + pb * (1 - pb) / mb.sum())
+    if want > 0:
+        assert od.difference_se(ya, ma, yb, mb, 0.0) == pytest.approx(want)
+        assert od.difference_se(ya, ma, yb, mb, 0.1) > want
+
+
+def test_model_rho_is_not_rounded_up() -> None:
+    """Homogeneous rows whose moments fall below their expectation give a ρ below 0 (the
+    unbiased estimate), where the test's own ρ is floored at 0 and at the pooled value."""
+    own = od.Moments(-2.0, 40.0)
+    pooled = od.Moments(-1.0, 400.0)
+    assert od.model_rho(own, pooled, 40.0) < 0.0 == od.shrunk_rho(own, 0.0, 40.0)
+    assert od.model_rho(od.Moments(), od.Moments(8.0, 100.0), 10.0) == pytest.approx(0.08)
+    assert od.model_rho(od.Moments(-1e6, 1.0), pooled, 0.0) == pytest.approx(-1.0 / 99.0)
+
+
 def test_power_benchmark_runs_on_a_tiny_configuration() -> None:
     import diff_power
 
@@ -119,6 +182,28 @@ def test_power_benchmark_runs_on_a_tiny_configuration() -> None:
         f"{v}/{k}/3" for v in diff_power.VARIANTS for k, _ in diff_power.ROWS
     }
     assert "| homogeneous | power" in diff_power.markdown({"runs": [results]})
+
+
+def test_power_benchmark_parts_by_design_and_repetition_join_into_the_single_run() -> None:
+    """A run split by repetitions and by design (``--first``, ``--designs``) and joined
+    (``--combine``) is the run one process makes; a later part replaces what it overlaps, a
+    gap is refused."""
+    import diff_power
+
+    whole = diff_power.run(2, alpha=0.05, seed=3, sizes=(5,))
+    parts = [
+        diff_power.run(1, alpha=0.05, seed=3, sizes=(5,), designs=diff_power.VARIANTS),
+        diff_power.run(2, alpha=0.05, seed=3, sizes=(5,), designs=(diff_power.LONG_SHORT,)),
+        diff_power.run(1, alpha=0.05, seed=3, sizes=(5,), first=1),
+    ]
+    joined = diff_power.combine([{"runs": [p]} for p in parts])["runs"][0]
+    assert joined["outcomes"] == whole["outcomes"]
+    assert joined["predicted"] == whole["predicted"]
+    assert joined["settings"] == whole["settings"]
+    assert any(k.startswith("long-vs-short/power-named/5") for k in joined["outcomes"])
+    assert "| long-vs-short | power" in diff_power.markdown({"runs": [joined]})
+    with pytest.raises(SystemExit, match="missing"):
+        diff_power.combine([{"runs": [parts[2]]}])
 
 
 @pytest.mark.slow

@@ -44,7 +44,9 @@ Benjamini-Hochberg-adjusted. ``p_value`` is the p-value adjusted within the row'
 ``p_unadjusted`` the test's own; "significant" means adjusted p < ``alpha``.
 ``primary_significant`` is what ``--fail-on-significant`` acts on. Every row carries ``mde``:
 the smallest difference (in the row's effect units) its test would detect with 80% power at
-the level it faced in its family.
+the level it faced in its family, from the difference's standard error (``se``) and the degrees
+of freedom of the reference its test is decided by (``df``; :func:`quicsm.stats.overdispersion.
+power_at` gives the power at any other difference).
 
 Differences are always ``b - a``. A group with fewer than ``min_n`` traces gets no p-value, and
 the reason is stated (``"n=2 < 3: no test"``).

@@ -7,7 +7,9 @@ compares them over wide argument ranges):
 - the normal distribution's survival function and quantiles (``norm.sf``, ``norm.ppf``): the
   complementary error function of :mod:`math` and the inverse of :class:`statistics.NormalDist`;
 - Student's t (``t.sf``, ``t.ppf``) through the regularized incomplete beta function (a
-  continued fraction), and the chi-squared survival function (``chi2.sf``) through the
+  continued fraction); the two tails of the noncentral t (``nct.sf``, ``nct.cdf``) as one
+  integral over the scale of its denominator (Gauss-Legendre); and the chi-squared survival
+  function (``chi2.sf``) through the
   regularized incomplete gamma function (a series or a continued fraction);
 - mid-ranks (``rankdata``), Fisher's exact test of a 2x2 table (``fisher_exact``, two-sided:
   hypergeometric probabilities from exact binomial coefficients) and the two-sided
@@ -28,6 +30,7 @@ __all__ = [
     "chi2_sf",
     "fisher_exact",
     "mann_whitney_u",
+    "nct_tails",
     "norm_ppf",
     "norm_sf",
     "rankdata",
@@ -202,6 +205,55 @@ def _t_upper(tail: float, df: float) -> float:
             return new
         t = new
     return t
+
+
+#: Gauss-Legendre nodes on [-1, 1] and their weights, for each panel (at most one unit of
+#: log S wide) of the noncentral t's integral
+_LEGENDRE: Final = np.polynomial.legendre.leggauss(24)
+_NORM_SF_ARRAY: Final = np.frompyfunc(norm_sf, 1, 1)
+
+
+def nct_tails(crit: float, df: float, shift: float) -> tuple[float, float]:
+    """P(T > ``crit``) and P(T < −``crit``) for the noncentral t with ``df`` degrees of freedom
+    and noncentrality ``shift``: T = (Z + shift) / S with S² a chi-squared over ``df``, so each
+    tail is the normal's averaged over S, e.g. P(T > c) = E[Φ(shift − c·S)]. The average is
+    taken over y = log S, whose density ∝ exp(df·(y − e^{2y}/2)) is smooth for any ``df`` > 0,
+    in panels narrower than its spread; outside the panels' span it is below e^{−40} of its
+    peak (:func:`_log_scale_span`)."""
+    if math.isnan(crit) or math.isnan(df) or math.isnan(shift) or df <= 0.0:
+        return math.nan, math.nan
+    if math.isinf(df):
+        return norm_sf(crit - shift), norm_sf(crit + shift)
+    lo, hi = _log_scale_span(df)
+    # panels narrower than the density's spread (about 1 / sqrt(2 df)) when df is large
+    panels = math.ceil((hi - lo) / min(1.0, 2.0 / math.sqrt(df)))
+    x, w = _LEGENDRE
+    edges = np.linspace(lo, hi, panels + 1)
+    half = (edges[1] - edges[0]) / 2.0
+    y = (edges[:-1, None] + half + half * x[None, :]).ravel()
+    w = np.tile(w, panels)
+    log_density = df * (y - np.exp(2.0 * y) / 2.0)
+    density = w * np.exp(log_density - log_density.max())
+    density /= density.sum()
+    s = np.exp(y)
+    upper = _NORM_SF_ARRAY(crit * s - shift).astype(float)
+    lower = _NORM_SF_ARRAY(crit * s + shift).astype(float)
+    return float(density @ upper), float(density @ lower)
+
+
+def _log_scale_span(df: float) -> tuple[float, float]:
+    """Where df·(y − e^{2y}/2 + 1/2), the log density of y = log S against its peak at 0, is
+    above −40: bisection on the left of 0 from −40/df − 1/2 (where it is below), and √(40/df)
+    on the right (below: e^{2y} ≥ 1 + 2y + 2y²)."""
+    drop = -40.0 / df
+    lo, hi = drop - 0.5, 0.0
+    for _ in range(60):
+        mid = (lo + hi) / 2.0
+        if mid - math.expm1(2.0 * mid) / 2.0 < drop:
+            lo = mid
+        else:
+            hi = mid
+    return lo, math.sqrt(-drop)
 
 
 def _gamma_series(a: float, x: float) -> float:

@@ -48,6 +48,9 @@ MAX_RHO = 0.99
 #: heterogeneity) rather than to Student's t: with few traces the estimated ``ρ`` is too
 #: noisy for any large-sample reference (docs/diff.md, "Measured false-positive rate")
 FEW_TRACES = 50
+#: beyond this many degrees of freedom Student's t is taken for the normal (the noncentral t's
+#: power and a printed MDE no longer tell them apart)
+NORMAL_DF = 1000.0
 
 
 @dataclass(frozen=True)
@@ -232,13 +235,75 @@ def effective_counts(
     return out[0], out[1]
 
 
-def detectable(se: float, *, alpha: float, power: float = 0.8) -> float:
-    """The smallest true difference a two-sided z-test at level ``alpha`` detects with
-    probability ``power``, given the standard error ``se`` of the difference:
-    ``(z_{1−α/2} + z_{power}) · se``."""
+def detectable(se: float, *, alpha: float, power: float = 0.8, df: float = math.inf) -> float:
+    """The smallest true difference a two-sided test at level ``alpha`` detects with
+    probability ``power``, given the standard error ``se`` of the difference and the degrees
+    of freedom ``df`` of the reference its statistic is referred to (``inf``: the normal,
+    ``(z_{1−α/2} + z_{power}) · se``; else the noncentral t of :func:`power_at`, solved for
+    the difference)."""
     if se != se or se <= 0:
         return math.nan
-    return float((dist.norm_ppf(1 - alpha / 2) + dist.norm_ppf(power)) * se)
+    if not 0 < df <= NORMAL_DF:
+        return float((dist.norm_ppf(1 - alpha / 2) + dist.norm_ppf(power)) * se)
+    crit = dist.t_ppf(1 - alpha / 2, df)
+    low, high = 0.0, crit + dist.norm_ppf(power) + 1.0
+    while power_at(high * se, se, alpha=alpha, df=df) < power:
+        low, high = high, high * 2.0
+    # bisection in units of se, to 1e-4 of one (a printed MDE has three digits); the power
+    # grows with the difference
+    while high - low > 1e-4:
+        mid = (low + high) / 2.0
+        if power_at(mid * se, se, alpha=alpha, df=df) < power:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2.0 * se
+
+
+def power_at(effect: float, se: float, *, alpha: float, df: float = math.inf) -> float:
+    """The probability that a two-sided test at level ``alpha`` rejects when the true
+    difference is ``effect`` and its estimate has standard error ``se``: the statistic is
+    ``effect / se`` away from 0, referred to Student's t with ``df`` degrees of freedom (the
+    reference's own: a permutation test over ``N`` traces learns its variance from them, like
+    a two-sample t-test, ``N − 2``) or, with ``df = inf``, to the normal."""
+    if se != se or se <= 0 or effect != effect:
+        return math.nan
+    shift = abs(effect) / se
+    if not 0 < df <= NORMAL_DF:
+        crit = dist.norm_ppf(1 - alpha / 2)
+        return dist.norm_sf(crit - shift) + dist.norm_sf(crit + shift)
+    upper, lower = dist.nct_tails(dist.t_ppf(1 - alpha / 2, df), df, shift)
+    return upper + lower
+
+
+def model_rho(own: Moments, pooled: Moments, prior_weight: float) -> float:
+    """The intra-trace correlation of one row *for its detectable effect*: its own moments
+    shrunk towards the pooled ones (as :func:`shrunk_rho`), but neither floored at the pooled
+    value nor truncated at 0 — a truncated moment estimate is biased upwards (homogeneous
+    traces would look heterogeneous and their power be underrated). Bounded below by the
+    smallest value that keeps a trace's variance positive for traces of up to 100 exits."""
+    total = pooled.excess / pooled.weight if pooled.weight > 0 else 0.0
+    w = own.weight + prior_weight
+    rho = (own.excess + prior_weight * total) / w if w > 0 else total
+    return min(MAX_RHO, max(-1.0 / 99.0, rho))
+
+
+def difference_se(
+    ya: np.ndarray, ma: np.ndarray, yb: np.ndarray, mb: np.ndarray, rho: float
+) -> float:
+    """The standard error of ``p_b − p_a`` under the beta-binomial at each group's own
+    probability (traces with ``m = 0`` do not take part): the spread of the estimated
+    difference the fitted model expects, for the power of a test of it."""
+    out = 0.0
+    for y, m in ((ya, ma), (yb, mb)):
+        y, m = np.asarray(y, dtype=float), np.asarray(m, dtype=float)
+        y, m = y[m > 0], m[m > 0]
+        big = float(m.sum())
+        if big <= 0:
+            return math.nan
+        p = float(y.sum()) / big
+        out += p * (1.0 - p) * max(0.0, _inflation(m, rho)) / big**2
+    return math.sqrt(out) if out > 0 else math.nan
 
 
 @dataclass(frozen=True)

@@ -82,25 +82,38 @@ def proportion_test(
     seed: int,
     lengths: tuple[Sequence[str], Sequence[str]] | None = None,
     unit: str = "transitions",
-) -> tuple[sig.TestResult, float]:
+    model_rho: float | None = None,
+) -> tuple[sig.TestResult, float, float]:
     """One proportion, B against A: the overdispersed (beta-binomial) z with the pooled
     intra-trace correlation ``rho``. With few traces (at most ``od.FEW_TRACES`` in a group) the
     z is referred to its permutation distribution over traces, exact whatever the traces'
     heterogeneity (within length strata when ``lengths`` gives each trace's: see the module
     docstring); with more, to the normal / Satterthwaite t. When the effective counts are
     too small for the normal approximation: Fisher's test on the effective counts (or a
-    permutation test of the counts over traces). Returns the test and the standard error
-    behind the smallest difference it would detect."""
+    permutation test of the counts over traces). Returns the test and what its power rests
+    on: the difference's standard error under the fitted model (each group's probability,
+    ``model_rho``, by default ``rho``) and the degrees of freedom of the reference (``inf``:
+    the normal). A permutation over traces learns its variance from them, as a two-sample
+    t-test does: ``N − 2`` over ``N`` traces, and within length strata ``N − 2·S`` over the
+    ``N`` traces of the ``S`` strata that hold both groups (each stratum's two means are
+    fixed)."""
     n_a, n_b = int(np.count_nonzero(ma)), int(np.count_nonzero(mb))
     note = sig.too_few(n_a, n_b, min_n=min_n)
     if note:
-        return sig.TestResult("none", None, note=note), math.nan
+        return sig.TestResult("none", None, note=note), math.nan, math.inf
     shift = od.proportion_shift(ya, ma, yb, mb, rho)
-    mde = shift.se_null
     if shift.p_value is not None and shift.se_null != shift.se_null:
         # every opportunity, in both groups, is an event (or none is): whichever way the
         # traces fell into the groups, nothing could differ
-        return sig.TestResult("identical", 1.0, 0.0, "one outcome in both groups", 1.0), mde
+        return (
+            sig.TestResult("identical", 1.0, 0.0, "one outcome in both groups", 1.0),
+            math.nan,
+            math.inf,
+        )
+    se = od.difference_se(ya, ma, yb, mb, rho if model_rho is None else model_rho)
+    if se != se:
+        se = shift.se_null
+    df = float(n_a + n_b - 2)
     why = f"ρ {rho:.2f}, effective {unit} {shift.effective[0]:.0f} vs " + (
         f"{shift.effective[1]:.0f}"
     )
@@ -123,7 +136,7 @@ def proportion_test(
                 seed=seed,
                 name="permuted z",
             )
-            return sig.TestResult(res.test, res.p_value, shift.z, why, res.p_min), mde
+            return sig.TestResult(res.test, res.p_value, shift.z, why, res.p_min), se, df
         labels = [*np.asarray(lengths[0], dtype=object)[va], *np.asarray(lengths[1])[vb]]
         within = sig.permutation_within_strata(
             units,
@@ -144,10 +157,21 @@ def proportion_test(
                     f", {within.held} traces held in their group (their length stratum has "
                     "traces of one group only)"
                 )
-            return sig.TestResult(res.test, res.p_value, shift.z, why, res.p_min), mde
+            used = units.shape[0] - within.held
+            return (
+                sig.TestResult(res.test, res.p_value, shift.z, why, res.p_min),
+                se,
+                float(max(1, used - 2 * within.strata)),
+            )
         why += "; no length stratum holds traces of both groups: not permuted"
     if shift.p_value is not None:
-        return sig.TestResult("beta-binomial", shift.p_value, shift.z, why), mde
+        # a fixed reference, not learnt from the traces: the z is decided against the standard
+        # error it is divided by (the null's, with the test's ρ), and so is its power
+        return (
+            sig.TestResult("beta-binomial", shift.p_value, shift.z, why),
+            shift.se_null,
+            od.between_df(ma, mb, rho),
+        )
     few = f"fewer than {od.MIN_EFFECTIVE:g} expected in a group"
     counts = od.effective_counts(ya, ma, yb, mb, rho)
     if counts is not None:
@@ -156,10 +180,10 @@ def proportion_test(
         (ka, na), (kb, nb) = counts
         res = sig.fisher_traces(ka, na, kb, nb, min_n=1)
         why = f"ρ {rho:.2f}, effective {unit} {na} vs {nb}; {few}"
-        return sig.TestResult("fisher (effective)", res.p_value, res.statistic, why, res.p_min), mde
+        test = sig.TestResult("fisher (effective)", res.p_value, res.statistic, why, res.p_min)
+        return test, se, df
     two_a = np.column_stack([ya, ma - ya])[ma > 0]
     two_b = np.column_stack([yb, mb - yb])[mb > 0]
     res = sig.permutation_g(two_a, two_b, permutations=permutations, seed=seed)
-    return sig.TestResult(
-        res.test, res.p_value, res.statistic, f"{res.note}; {few}" if res.note else few, res.p_min
-    ), mde
+    why = f"{res.note}; {few}" if res.note else few
+    return sig.TestResult(res.test, res.p_value, res.statistic, why, res.p_min), se, df

@@ -90,6 +90,8 @@ def dwell(
                 "test": res.test,
                 "note": res.note,
                 "se": mde / math.log(2),
+                # the random-effects mean is referred to Student's t over the traces
+                "df": float(xa.size + xb.size - 2) if mde == mde else math.inf,
             }
         )
     return rows

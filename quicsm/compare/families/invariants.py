@@ -125,6 +125,7 @@ def invariants(
                     if breaking[1].sum()
                     else math.nan,
                     "se": res[1],
+                    "df": res[2],
                     "p_unadjusted": res[0].p_value,
                     "p_min": res[0].p_min,
                     "test": res[0].test,
@@ -144,7 +145,7 @@ def _per_return(
     min_n: int,
     permutations: int,
     seed: int,
-) -> tuple[sig.TestResult, float]:
+) -> tuple[sig.TestResult, float, float]:
     """Returns that visit the forbidden state, out of every return, B against A: the test of
     a clustered proportion, with the intra-trace correlation of both groups' returns (within
     the given strata when there are)."""
@@ -167,7 +168,7 @@ def _per_return(
     lb = np.array(st.labels(keys[1], b=True), dtype=object)
     res, se = stratified_proportion_test(ya, ma, la, yb, mb, lb, rho, min_n=min_n)
     if res is not None:
-        return res, se
+        return res, se, math.inf
     # sparse in every stratum: one number per trace, its share of its returns
     va, vb = ma > 0, mb > 0
     w = shift(
@@ -179,7 +180,7 @@ def _per_return(
         min_n=min_n,
         permutations=permutations,
     )
-    return w.result, se_of(w)
+    return w.result, se_of(w), math.inf
 
 
 def _per_trace(
@@ -192,14 +193,14 @@ def _per_trace(
     by_length: Strata | None,
     min_n: int,
     permutations: int,
-) -> tuple[sig.TestResult, float]:
+) -> tuple[sig.TestResult, float, float]:
     """The share of the traces visiting the antecedent that break the invariant."""
     va, vb = ma > 0, mb > 0
     if by_length is None:
         res = sig.fisher_traces(
             int(ya.sum()), int(va.sum()), int(yb.sum()), int(vb.sum()), min_n=min_n
         )
-        return res, math.nan
+        return res, math.nan, math.inf
     w = shift(
         ya[va],
         [k for k, v in zip(keys_a, va, strict=True) if v],
@@ -209,7 +210,7 @@ def _per_trace(
         min_n=min_n,
         permutations=permutations,
     )
-    return w.result, se_of(w)
+    return w.result, se_of(w), math.inf
 
 
 def _opportunities(

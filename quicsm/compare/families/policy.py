@@ -170,7 +170,10 @@ def adjust(
     for group, k, name in ((first, k_primary, "primary"), (rest, k_explore, "exploratory")):
         for r in group:
             r["level"] = level[name] / max(1, k)
-            r["mde"] = od.detectable(r.get("se", math.nan), alpha=r["level"])
+            df = r.get("df")
+            r["mde"] = od.detectable(
+                r.get("se", math.nan), alpha=r["level"], df=math.inf if df is None else df
+            )
             if r["p_unadjusted"] is not None and "cannot reach" in (r["note"] or ""):
                 r["mde"] = math.inf
     return k_primary, k_explore

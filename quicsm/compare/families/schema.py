@@ -17,14 +17,16 @@ B = pl.Boolean()
 
 #: the verdict on a row, set by :func:`quicsm.compare.families.policy.adjust`: the p-value
 #: adjusted within the row's family, whether it is significant, the family, the smallest
-#: difference the test would detect with 80% power (``mde``, from the test's standard error
-#: ``se``) at the ``level`` the row faced in its family
+#: difference the test would detect with 80% power (``mde``) at the ``level`` the row faced in
+#: its family: from the difference's standard error ``se`` and the degrees of freedom ``df`` of
+#: the reference the test's statistic is referred to (null or infinite: the normal)
 VERDICT: dict[str, pl.DataType] = {
     "p_value": F,
     "significant": B,
     "family": S,
     "mde": F,
     "se": F,
+    "df": F,
     "level": F,
 }
 #: the test itself: its own p-value, its name and what it says about the data

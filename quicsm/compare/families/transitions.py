@@ -115,10 +115,10 @@ def transitions(
             target = edges[j][1]
             this_a, this_b = ma[:, [j]], mb[:, [j]]
             difference = float(qb[k] - qa[k]) if tot_a and tot_b else math.nan
-            mde = math.nan
+            se, df = math.nan, math.inf
             er: sig.TestResult | None
             if st is None:
-                er, mde = proportion_test(
+                er, se, df = proportion_test(
                     this_a[:, 0],
                     row_a,
                     this_b[:, 0],
@@ -127,12 +127,13 @@ def transitions(
                     min_n=min_n,
                     permutations=permutations,
                     seed=seed,
+                    model_rho=disp.model(j),
                     lengths=None
                     if lengths is None
                     else (lengths.labels(ka), lengths.labels(kb, b=True)),
                 )
             else:
-                er, mde = stratified_proportion_test(
+                er, se = stratified_proportion_test(
                     this_a[:, 0],
                     row_a,
                     la,
@@ -173,7 +174,8 @@ def transitions(
                     "p_min": er.p_min,
                     "test": er.test,
                     "note": er.note,
-                    "se": mde,
+                    "se": se,
+                    "df": df,
                 }
             )
         if len(idx) == 2 and all(r["p_unadjusted"] is not None for r in edge_rows[-2:]):
@@ -198,6 +200,7 @@ class _Dispersion:
     pooled: float
     prior: float
     own: list[od.Moments]
+    total: od.Moments = od.Moments()
 
     @classmethod
     def make(
@@ -213,12 +216,17 @@ class _Dispersion:
             own.append(total)
         rows = [m for m in own if m.weight > 0]
         prior = sum(m.weight for m in rows) / len(rows) if rows else 0.0
-        return cls(od.pooled_rho(own), prior, own)
+        return cls(od.pooled_rho(own), prior, own, sum(own, od.Moments()))
 
     def rho(self, j: int) -> float:
         # never below the pooled value: a transition's own few traces may say it is more
         # heterogeneous than the others, not (noisily) less
         return max(self.pooled, od.shrunk_rho(self.own[j], self.pooled, self.prior))
+
+    def model(self, j: int) -> float:
+        """The ρ of the transition's detectable effect (:func:`od.model_rho`: unbiased, not
+        floored), where the test's (:meth:`rho`) errs on the safe side."""
+        return od.model_rho(self.own[j], self.total, self.prior)
 
 
 # -- dwell times ------------------------------------------------------------------------------
