@@ -71,3 +71,39 @@ def test_a_mark_opens_an_event_of_its_kind_at_its_time(seed: int, kind: str) -> 
                   if abs(RECORDS.times[k] - t) <= 0.0011}  # fmt: skip
     if names_here & NAMES[kind]:
         assert RECORDS.names[j] in NAMES[kind]
+
+
+SHIPPED = Path(__file__).parent.parent / "traces" / "quic-go-v0.65.0.qlog"
+
+
+def _fields(r: object) -> tuple[object, ...]:
+    return tuple(getattr(r, k) for k in ("file", "trace", "unit", "numbers", "names", "times",
+                                          "data", "texts"))  # fmt: skip
+
+
+@settings(max_examples=8)
+@given(st.sampled_from([0, 1, 2, 37, 74]), st.sampled_from([4096, 65536, 1 << 20]))
+def test_records_are_the_same_whatever_the_blocks(trace: int, block_size: int) -> None:
+    """The file is read in blocks as far as the trace's end: small blocks (separators falling
+    across them) give the records the default blocks give."""
+    assert _fields(trace_records(SHIPPED, trace, block_size=block_size)) == _fields(
+        trace_records(SHIPPED, trace)
+    )
+
+
+def test_a_trace_near_the_start_reads_a_part_of_the_file() -> None:
+    from quicsm.qlog.blocks import count_bytes
+
+    read: list[int] = []
+    with count_bytes(read.append):
+        first = trace_records(SHIPPED, 0)
+    assert first is not None and first.numbers
+    assert sum(read) < SHIPPED.stat().st_size / 4  # of the 75 traces, the first few only
+    read.clear()
+    with count_bytes(read.append):
+        last = trace_records(SHIPPED, 74)
+    assert last is not None and last.numbers and sum(read) == SHIPPED.stat().st_size
+    # the last trace's records are the file's last records
+    with zstandard.open(SHIPPED, "rb") as f:
+        records = [part.strip() for part in f.read().split(b"\x1e")]
+    assert last.texts[-1].encode() == records[last.numbers[-1]]

@@ -13,7 +13,7 @@ event names (and data) that draw it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,35 +111,97 @@ class TraceRecords:
         )
 
 
+class _Window:
+    """The decompressed content read as far as needed: the bytes from the record being read
+    on, more blocks pulled only when a separator is looked for past them (a trace near the
+    start of a long file does not decompress the rest of it). Offsets are the content's."""
+
+    def __init__(self, first: bytes, rest: Iterator[bytes]) -> None:
+        self.buf = first
+        self.base = 0  # the content offset of buf[0]
+        self.kept = 0  # what lies before it has been taken
+        self.rest = rest
+        self.done = False
+
+    def find(self, sep: bytes, start: int) -> int:
+        """The offset of the first ``sep`` at or after ``start``, or -1 when the content has
+        none (all of it read by then)."""
+        while True:
+            i = self.buf.find(sep, max(0, start - self.base))
+            if i != -1:
+                return self.base + i
+            if self.done:
+                return -1
+            block = next(self.rest, None)
+            if block is None:
+                self.done = True
+            else:
+                # what was taken is not needed again: dropped once per block, not per record
+                self.buf = self.buf[self.kept - self.base :] + block
+                self.base = self.kept
+
+    @property
+    def total(self) -> int:
+        """The content's length (once :meth:`find` has read all of it)."""
+        return self.base + len(self.buf)
+
+    def take(self, start: int, end: int) -> bytes:
+        """``content[start:end]``; what lies before ``end`` is not needed again."""
+        out = self.buf[start - self.base : end - self.base]
+        self.kept = end
+        return out
+
+
 def trace_records(
-    path: str | Path, index: int, *, limits: ReadLimits = DEFAULT_LIMITS
+    path: str | Path, index: int, *, limits: ReadLimits = DEFAULT_LIMITS, block_size: int = 0
 ) -> TraceRecords | None:
     """The event records of trace ``index`` (counted from 0, as trace ids count them) of a
     JSON-SEQ or NDJSON file, or the events of a contained JSON document's trace; ``None`` for
     a transitions table, or a trace not found. Times are counted as the readers count them
     (the header's time format, from the trace's first event). A record that does not decode
-    is left out (the plot's reading reported it already)."""
-    source = DecompressedFile(Path(path), limits=limits)
-    content = b"".join(without_bom(source.blocks()))
-    kind = detect(content[: 1 << 16])
+    is left out (the plot's reading reported it already). The file is decompressed only as
+    far as the trace's last record (``block_size``: the blocks read, 0 for the default)."""
+    source = (
+        DecompressedFile(Path(path), limits=limits, block_size=block_size)
+        if block_size
+        else DecompressedFile(Path(path), limits=limits)
+    )
+    blocks = without_bom(source.blocks())
+    try:
+        return _trace_records(str(path), blocks, index)
+    finally:
+        close = getattr(blocks, "close", None)
+        if close is not None:
+            close()
+
+
+def _trace_records(file: str, blocks: Iterator[bytes], index: int) -> TraceRecords | None:
+    head = b""
+    for block in blocks:
+        head += block
+        if len(head) >= 1 << 16:
+            break
+    kind = detect(head[: 1 << 16])
     if kind == JSON:
-        return _contained(str(path), content, index)
+        return _contained(file, head + b"".join(blocks), index)
     if kind not in (JSON_SEQ, NDJSON):
         return None
     sep = RS if kind == JSON_SEQ else LF
-    out = TraceRecords(file=str(path), trace=index)
+    content = _Window(head, blocks)
+    out = TraceRecords(file=file, trace=index)
     trace = -1
     builder: TraceBuilder | None = None
     first: float | None = None
-    pos = content.find(sep) if kind == JSON_SEQ else -1
+    pos = content.find(sep, 0) if kind == JSON_SEQ else -1
     number = 0
-    end = len(content)
-    while pos < end:
+    while True:
         nxt = content.find(sep, pos + 1)
         if nxt == -1:
-            nxt = end
+            if pos >= content.total:
+                break
+            nxt = content.total
         number += 1
-        record = content[pos + 1 : nxt].strip()
+        record = content.take(pos + 1, nxt).strip()
         pos = nxt
         if not record:
             continue
