@@ -204,6 +204,26 @@ fn is(kind: &[u8], name: &[u8]) -> bool {
     kind.eq_ignore_ascii_case(name)
 }
 
+/// A `raw` object's one length member `name` (a frame's `payload_length`, a packet's
+/// `length`), if it has one; anything but an object, or the member twice, is handed back.
+fn raw_length(p: &mut Parser, name: &[u8]) -> R<Option<i64>> {
+    if p.peek()? != b'{' {
+        return Err(Fallback);
+    }
+    let mut length = Once::Absent;
+    p.object(|p, key, escaped| {
+        if escaped {
+            return Err(Fallback);
+        }
+        if key == name {
+            length.set(uint(p)?)
+        } else {
+            p.skip(3)
+        }
+    })?;
+    Ok(length.get())
+}
+
 fn frame<'a>(p: &mut Parser<'a>, f: &mut Frame<'a>, acks: &mut Vec<(i64, i64)>) -> R<()> {
     if p.peek()? != b'{' {
         return Err(Fallback); // not an object: Python's to skip
@@ -239,23 +259,7 @@ fn frame<'a>(p: &mut Parser<'a>, f: &mut Frame<'a>, acks: &mut Vec<(i64, i64)>) 
             b"length" => f.length.set(uint(p)?),
             b"maximum" => f.maximum.set(uint(p)?),
             b"limit" => f.limit.set(uint(p)?),
-            b"raw" => {
-                if p.peek()? != b'{' {
-                    return Err(Fallback);
-                }
-                let mut length = Once::Absent;
-                p.object(|p, key, escaped| {
-                    if escaped {
-                        return Err(Fallback);
-                    }
-                    if key == b"payload_length" {
-                        length.set(uint(p)?)
-                    } else {
-                        p.skip(3)
-                    }
-                })?;
-                f.payload_length.set(length.get())
-            }
+            b"raw" => f.payload_length.set(raw_length(p, b"payload_length")?),
             _ => p.skip(2),
         }
     })?;
@@ -381,23 +385,7 @@ pub fn packet_record<'a>(
             b"type" => d.type_.set(ascii(p)?),
             b"packet_size" => d.packet_size.set(uint(p)?),
             b"length" => d.length.set(uint(p)?),
-            b"raw" => {
-                if p.peek()? != b'{' {
-                    return Err(Fallback);
-                }
-                let mut length = Once::Absent;
-                p.object(|p, key, escaped| {
-                    if escaped {
-                        return Err(Fallback);
-                    }
-                    if key == b"length" {
-                        length.set(uint(p)?)
-                    } else {
-                        p.skip(3)
-                    }
-                })?;
-                d.raw_length.set(length.get())
-            }
+            b"raw" => d.raw_length.set(raw_length(p, b"length")?),
             b"frames" => {
                 d.frames.set(())?;
                 if p.peek()? != b'[' {
