@@ -455,10 +455,10 @@ mod tests {
 #[cfg(feature = "python")]
 pub(crate) mod bindings {
     use pyo3::buffer::PyBuffer;
-    use pyo3::exceptions::PyValueError;
     use pyo3::prelude::*;
 
     use super::{records, Clock, Wants};
+    use crate::python::separated;
 
     /// What `census_records` returns: `(stop, again, events, (previous, first_time,
     /// last_time, latest, last_derive_time), counts, states, (capabilities, packets,
@@ -501,19 +501,7 @@ pub(crate) mod bindings {
         ack_seen: bool,
     ) -> PyResult<CensusOut> {
         let view = PyBuffer::<u8>::get(buf)?;
-        if !view.is_c_contiguous() {
-            return Err(PyValueError::new_err("buf must be contiguous"));
-        }
-        let len = view.len_bytes();
-        if pos > end || end >= len {
-            return Err(PyValueError::new_err("pos <= end < len(buf) is required"));
-        }
-        // SAFETY: the buffer stays exported and the GIL held while it is read (nothing here
-        // releases the GIL, so no Python code can resize it meanwhile)
-        let bytes = unsafe { std::slice::from_raw_parts(view.buf_ptr() as *const u8, len) };
-        if bytes[pos] != sep || bytes[end] != sep {
-            return Err(PyValueError::new_err("buf[pos] and buf[end] must be separators"));
-        }
+        let bytes = separated(&view, pos, end, sep)?;
         let mut clock = Clock {
             scale,
             delta,

@@ -268,7 +268,7 @@ impl PyDeriver {
 
 /// The bytes of a contiguous buffer (bytes, bytearray, memoryview), checked to hold
 /// separators at `a` and `b`.
-fn separated(view: &PyBuffer<u8>, a: usize, b: usize, sep: u8) -> PyResult<&[u8]> {
+pub(crate) fn separated(view: &PyBuffer<u8>, a: usize, b: usize, sep: u8) -> PyResult<&[u8]> {
     if !view.is_c_contiguous() {
         return Err(PyValueError::new_err("buf must be contiguous"));
     }
