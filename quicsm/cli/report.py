@@ -157,14 +157,15 @@ def report_command(
         text = _build(comps, output=output, fmt=fmt, alpha=alpha, seed=seed, matrix=matrix_labels,
                       metric=metric_name, title=title, primary=primary,
                       conformance=conformance,
-                      chart_cache=None if no_cache else _chart_cache(cache_dir))  # fmt: skip
+                      cache_dir=None if no_cache else _report_cache(cache_dir))  # fmt: skip
     show_caveats(comps)
     write_file(output, text, what="the report", follow_symlinks=follow_symlinks)
     click.echo(f"wrote {output}", err=True)
 
 
-def _chart_cache(cache_dir: Path | None) -> Path:
-    """Where the report's charts are kept: the engine's cache directory."""
+def _report_cache(cache_dir: Path | None) -> Path:
+    """Where the report keeps its charts and the controllers it named: the engine's cache
+    directory."""
     from quicsm.engine.cache import default_cache_dir
 
     return cache_dir if cache_dir is not None else default_cache_dir()
@@ -182,7 +183,7 @@ def _build(
     title: str | None,
     primary: Sequence[str] = (),
     conformance: str | None = None,
-    chart_cache: Path | None = None,
+    cache_dir: Path | None = None,
 ) -> str:
     from quicsm.report import build_report
 
@@ -199,6 +200,6 @@ def _build(
         primary=primary,
         conformance=conformance,
         generated_at=_generated_at(),
-        chart_cache=chart_cache,
+        cache_dir=cache_dir,
         command=shlex.join(["quicsm", *sys.argv[1:]]) if sys.argv[1:2] == ["report"] else None,
     )

@@ -38,14 +38,15 @@ def build_report(
     command: str | None = None,
     primary: Sequence[str] = (),
     conformance: str | None = None,
-    chart_cache: Path | None = None,
+    cache_dir: Path | None = None,
 ) -> str:
     """The report text. ``generated_at`` and ``command`` are shown in Methods when given (pass
     them in; the report never reads the clock, so the same inputs give the same bytes).
     ``conformance``: add the conformance section against the group whose comparison label
     (``--by``, else ``stack``) has this value (:mod:`quicsm.report.conformance`).
-    ``chart_cache``: a directory where the charts drawn are kept and read again by the next
-    report that draws the same (:func:`quicsm.render.charts.to_svg`; None: every chart drawn)."""
+    ``cache_dir``: a directory where the charts drawn (:func:`quicsm.render.charts.to_svg`) and
+    the controllers named (:mod:`quicsm.report.controllers`) are kept and read again by the next
+    report of the same groups (None: all drawn and named anew)."""
     from quicsm.compare.diff import keyed_transitions
     from quicsm.compare.run import run_comparison
     from quicsm.model.inference import infer
@@ -59,7 +60,7 @@ def build_report(
         raise InputError("nothing to compare")
     from quicsm.report.controllers import with_controller_notes
 
-    comparisons = [with_controller_notes(c) for c in comparisons]
+    comparisons = [with_controller_notes(c, cache_dir=cache_dir) for c in comparisons]
     compared = [
         run_comparison(c, alpha=alpha, seed=seed, permutations=permutations, primary=primary)
         for c in comparisons
@@ -93,7 +94,7 @@ def build_report(
         )  # fmt: skip
     return render_html(
         views, alpha=alpha, title=title, generated_at=generated_at, command=command,
-        extra=extra, chart_cache=chart_cache,
+        extra=extra, chart_cache=cache_dir,
     )  # fmt: skip
 
 

@@ -388,9 +388,11 @@ def _series(view: ComparisonView, chart_cache: Path | None = None) -> str:
         if g.series is not None and g.series.times_ms:
             end = max([*g.series.times_ms, *(b[1] for b in g.series.bands)])
             drawn.append((g.name, f"{_short(where)} · {end:.0f} ms", g.series))
-    chart = charts.to_svg(
-        charts.traces_spec(drawn), css_class="chart traces", cache_dir=chart_cache
-    ) if drawn else ""
+    chart = (
+        charts.to_svg(charts.traces_spec(drawn), css_class="chart traces", cache_dir=chart_cache)
+        if drawn
+        else ""
+    )
     scope = (
         f"Both traces come from <b>{esc(view.stratum)}</b>"
         + (" (where the first change above was found)" if view.explanations else "")
@@ -414,9 +416,7 @@ def _short(text: str, room: int = 60) -> str:
     return ellipsize(text, room)
 
 
-def _matrix(
-    view: ComparisonView, *, a: str, b: str, chart_cache: Path | None = None
-) -> str:
+def _matrix(view: ComparisonView, *, a: str, b: str, chart_cache: Path | None = None) -> str:
     m = view.matrix
     if m is None:
         return f'<p class="quiet">{esc(view.matrix_note)}</p>'
