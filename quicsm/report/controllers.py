@@ -5,8 +5,9 @@ of controller, not of the version, may then explain what the report shows.
 Naming them computes every trace's features (:func:`quicsm.controllers.api.identify_frames`);
 given a cache directory, a group's counts are kept there (``families/<hash>.json``) under the
 hash of what they are computed from: the group's metric and transition rows, the source of
-:mod:`quicsm.controllers` and the versions of quicsm and polars (whose row hash is used). The
-same groups again are counted once."""
+:mod:`quicsm.controllers` and of the readers it imports (``core``, ``qlog``, ``extract``), and
+the versions of quicsm and polars (whose row hash is used). The same groups again are counted
+once."""
 
 from __future__ import annotations
 
@@ -56,11 +57,12 @@ def group_families(group: Group, *, cache_dir: Path | None = None) -> Counter[st
 
 @functools.cache
 def _fingerprint() -> str:
-    """The source of :mod:`quicsm.controllers` (features, signatures, calibration) and the
-    versions of quicsm and polars."""
-    from quicsm.core.version import __version__
+    """The source of :mod:`quicsm.controllers` (features, signatures, calibration) and of what
+    it imports (the readers' fingerprint: ``quicsm.core``, ``quicsm.qlog``, ``quicsm.extract``
+    and quicsm's version), and polars's version."""
+    from quicsm.engine.cache import extractor_fingerprint
 
-    h = hashlib.sha256(f"quicsm {__version__}\npolars {pl.__version__}\n".encode())
+    h = hashlib.sha256(f"{extractor_fingerprint()}\npolars {pl.__version__}\n".encode())
     package = Path(__file__).resolve().parent.parent / "controllers"
     for path in sorted(package.rglob("*.py")):
         h.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
