@@ -44,7 +44,10 @@ def compile_vega(
     """The Vega of the Vega-Lite ``spec``, as ``compile_spec`` (the renderer's compiler,
     ``version`` its version) gives it, through the shape kept under ``cache_dir`` (None: no
     cache, the shape compiled each time)."""
-    shape, values = without_data(spec)
+    stripped = without_data(spec)
+    if stripped is None:
+        return compile_spec(spec)
+    shape, values = stripped
     key = shape_key(shape, version=version)
     kept = None if cache_dir is None else cache_dir / "vega" / f"{key}.json"
     compiled = None if kept is None else read_kept(kept)
@@ -57,17 +60,30 @@ def compile_vega(
     return compile_spec(spec) if out is None else out
 
 
-def without_data(spec: Spec) -> tuple[Spec, list[list[Any]]]:
+def without_data(spec: Spec) -> tuple[Spec, list[list[Any]]] | None:
     """``spec`` with each non-empty list of inline values replaced by ``[{MARK: k}]``, and the
-    lists by ``k`` (equal lists share one ``k``)."""
+    lists by ``k``, as the engine hands them back (:func:`_as_engine_gives`); lists the engine
+    holds equal (it compares them as JSON with sorted keys: ``1`` and ``1.0`` alike) share one
+    ``k`` and the first one's rows, as the engine shares their source. None (compile the whole
+    specification) where the rows hold what this comparison cannot tell as the engine does
+    (a -0, not a number, an infinity) or keys the engine reorders."""
     numbers: dict[str, int] = {}
     values: list[list[Any]] = []
 
+    class _Unlike(Exception):
+        pass
+
     def placeholder(rows: list[Any]) -> list[Any]:
-        text = json.dumps(rows, sort_keys=True, separators=(",", ":"))
+        given = _as_engine_gives(rows)
+        if given is None:
+            raise _Unlike
+        try:
+            text = json.dumps(given, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        except ValueError:
+            raise _Unlike from None
         k = numbers.setdefault(text, len(numbers))
         if k == len(values):
-            values.append(rows)
+            values.append(given)
         return [{MARK: k}]
 
     def visit(node: Any) -> Any:
@@ -89,7 +105,10 @@ def without_data(spec: Spec) -> tuple[Spec, list[list[Any]]]:
                 out[key] = visit(value)
         return out
 
-    return visit(spec), values
+    try:
+        return visit(spec), values
+    except _Unlike:
+        return None
 
 
 def with_data(compiled: Spec, values: list[list[Any]]) -> Spec | None:
@@ -103,10 +122,9 @@ def with_data(compiled: Spec, values: list[list[Any]]) -> Spec | None:
         rows = entry.get("values") if isinstance(entry, dict) else None
         k = _placeholder(rows)
         if k is not None:
-            rows = _as_engine_gives(values[k]) if 0 <= k < len(values) else None
-            if rows is None:
+            if not 0 <= k < len(values):
                 return None
-            entry = {**entry, "values": rows}
+            entry = {**entry, "values": values[k]}
             put += 1
         out.append(entry)
     text = json.dumps(compiled, separators=(",", ":"))
@@ -122,33 +140,68 @@ _INT_HI: Final[int] = 2**32 - 1
 
 def _as_engine_gives(rows: list[Any]) -> list[Any] | None:
     """``rows`` as they come back from the renderer's JavaScript engine: a number is an integer
-    where the engine keeps it as one (whole, not -0, within 32 bits signed or unsigned) and a
-    float otherwise; None (compile them whole) when an object has a key the engine would
-    reorder (an array index)."""
-
-    def value(v: Any) -> Any:
-        if type(v) is float:
-            if v.is_integer() and _INT_LO <= v <= _INT_HI and (v or math.copysign(1, v) > 0):
-                return int(v)
-            return v
-        if type(v) is int:
-            return v if _INT_LO <= v <= _INT_HI else float(v)
-        if isinstance(v, dict):
-            if any(_index_like(k) for k in v):
-                raise _Reordered
-            return {k: value(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [value(x) for x in v]
-        return v
-
+    where the engine keeps it as one (whole, within 32 bits signed or unsigned) and a float
+    otherwise; None when an object has a key the engine would reorder (an array index) or a
+    number is -0 (which the engine hands back as a float but compares equal to 0)."""
+    out: list[Any] = []
+    checked: Any = None  # the keys of the last row checked (rows mostly share their keys)
     try:
-        return [value(r) for r in rows]
+        for row in rows:
+            if type(row) is not dict:
+                out.append(_value(row))
+                continue
+            keys = row.keys()
+            if keys != checked:
+                if any(_index_like(k) for k in keys):
+                    return None
+                checked = keys
+            new = {}
+            for k, v in row.items():  # _value, inlined for the plain numbers of most rows
+                t = type(v)
+                if t is float:
+                    if v.is_integer() and _INT_LO <= v <= _INT_HI:
+                        if not (v or _positive(v)):
+                            raise _Reordered
+                        v = int(v)
+                elif t is int:
+                    if not _INT_LO <= v <= _INT_HI:
+                        v = float(v)
+                elif t is dict or t is list:
+                    v = _value(v)
+                new[k] = v
+            out.append(new)
     except _Reordered:
         return None
+    return out
+
+
+def _value(v: Any) -> Any:
+    """One value as the engine gives it back (see :func:`_as_engine_gives`)."""
+    if type(v) is float:
+        if v.is_integer() and _INT_LO <= v <= _INT_HI:
+            if not (v or _positive(v)):
+                raise _Reordered
+            return int(v)
+        return v
+    if type(v) is int:
+        return v if _INT_LO <= v <= _INT_HI else float(v)
+    if isinstance(v, dict):
+        if any(_index_like(k) for k in v):
+            raise _Reordered
+        return {k: _value(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_value(x) for x in v]
+    return v
+
+
+def _positive(zero: float) -> bool:
+    """Whether a zero is +0."""
+    return math.copysign(1.0, zero) > 0
 
 
 class _Reordered(Exception):
-    """An object whose keys the engine would put in another order."""
+    """Rows the engine would not give back as :func:`_as_engine_gives` tells: an object whose
+    keys it puts in another order, or a -0."""
 
 
 def _index_like(key: str) -> bool:
