@@ -3,11 +3,15 @@ diff graph's edge labels in one unit."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from quicsm.render import charts
 from quicsm.render.dot import diff_dot
@@ -187,3 +191,55 @@ def test_the_script_bundle_is_kept_and_a_damaged_copy_built_again(
     charts._bundle.cache_clear()
     assert charts._bundle() == built and len(calls) == 2
     charts._bundle.cache_clear()
+
+
+def _shared_by_definition(spec: dict[str, Any]) -> dict[str, Any]:
+    """Inline data met more than once (equal as JSON text), stored once as a named dataset, in
+    the order first met: every list written out and compared."""
+    seen: dict[str, int] = {}
+    names: dict[str, tuple[str, list[Any]]] = {}
+
+    def visit(node: Any, count: bool) -> Any:
+        if isinstance(node, list):
+            return [visit(n, count) for n in node]
+        if not isinstance(node, dict):
+            return node
+        data = node.get("data")
+        if isinstance(data, dict) and isinstance(data.get("values"), list) and data["values"]:
+            text = json.dumps(data["values"], sort_keys=True, separators=(",", ":"))
+            if count:
+                seen[text] = seen.get(text, 0) + 1
+            elif seen.get(text, 0) > 1:
+                names.setdefault(text, (f"shared{len(names)}", data["values"]))
+                node = {**node, "data": {"name": names[text][0]}}
+        return {k: (v if k == "data" else visit(v, count)) for k, v in node.items()}
+
+    visit(spec, True)
+    out = visit(spec, False)
+    if names:
+        out["datasets"] = {name: values for name, values in names.values()}
+    return out
+
+
+@given(
+    st.lists(
+        st.lists(st.dictionaries(st.sampled_from("tvr"), st.integers(0, 2), max_size=2),
+                 max_size=3),
+        min_size=1,
+        max_size=4,
+    ),
+    st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.booleans()), max_size=10),
+)  # fmt: skip
+def test_shared_data_is_the_definition(
+    pool: list[list[dict[str, int]]], uses: list[tuple[int, bool, bool]]
+) -> None:
+    """Data met more than once, whether the same list, an equal copy, or another list of the
+    same length, nested at any depth: shared exactly as by writing every list out."""
+    layers: list[Any] = []
+    for which, copy, nest in uses:
+        values = pool[which % len(pool)]
+        layer = {"mark": "point", "data": {"values": json.loads(json.dumps(values)) if copy
+                                           else values}}  # fmt: skip
+        layers.append({"layer": [layer]} if nest else layer)
+    spec = {"vconcat": layers, "data": {"values": pool[0]}}
+    assert charts._share_data(spec) == _shared_by_definition(spec)

@@ -984,27 +984,50 @@ def _overview(series: ConnectionSeries, *, states: Sequence[str], index: int, en
 
 def _share_data(spec: Spec) -> Spec:
     """``spec`` with inline data that occurs more than once (a connection's state bands behind
-    each of its panels) stored once, as a named dataset."""
-    seen: dict[str, int] = {}
+    each of its panels) stored once, as a named dataset. Only lists as long as another are
+    compared (as JSON text): the long series, each of its own length, are not written out."""
+    lists: list[list[Any]] = []
 
-    def visit(node: Any, count: bool) -> Any:
+    def collect(node: Any) -> None:
         if isinstance(node, list):
-            return [visit(n, count) for n in node]
+            for n in node:
+                collect(n)
+        elif isinstance(node, dict):
+            data = node.get("data")
+            if isinstance(data, dict) and isinstance(data.get("values"), list) and data["values"]:
+                lists.append(data["values"])
+            for k, v in node.items():
+                if k != "data":
+                    collect(v)
+
+    collect(spec)
+    lengths: dict[int, int] = {}
+    for values in lists:
+        lengths[len(values)] = lengths.get(len(values), 0) + 1
+    text_of: dict[int, str] = {}  # id of a list -> its JSON text, for lists that may repeat
+    seen: dict[str, int] = {}
+    for values in lists:
+        if lengths[len(values)] > 1 and id(values) not in text_of:
+            text_of[id(values)] = json.dumps(values, sort_keys=True, separators=(",", ":"))
+        if id(values) in text_of:
+            seen[text_of[id(values)]] = seen.get(text_of[id(values)], 0) + 1
+        # (a list met twice by identity counts twice, as the same text met twice would)
+
+    def visit(node: Any) -> Any:
+        if isinstance(node, list):
+            return [visit(n) for n in node]
         if not isinstance(node, dict):
             return node
         data = node.get("data")
         if isinstance(data, dict) and isinstance(data.get("values"), list) and data["values"]:
-            text = json.dumps(data["values"], sort_keys=True, separators=(",", ":"))
-            if count:
-                seen[text] = seen.get(text, 0) + 1
-            elif seen.get(text, 0) > 1:
+            text = text_of.get(id(data["values"]))
+            if text is not None and seen.get(text, 0) > 1:
                 names.setdefault(text, (f"shared{len(names)}", data["values"]))
                 node = {**node, "data": {"name": names[text][0]}}
-        return {k: (v if k == "data" else visit(v, count)) for k, v in node.items()}
+        return {k: (v if k == "data" else visit(v)) for k, v in node.items()}
 
     names: dict[str, tuple[str, list[Any]]] = {}
-    visit(spec, True)
-    out = visit(spec, False)
+    out = visit(spec)
     if names:
         out["datasets"] = {name: values for name, values in names.values()}
     return out
