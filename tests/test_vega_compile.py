@@ -129,6 +129,7 @@ row = st.dictionaries(st.sampled_from(["t", "y", "r", "0", "7", "01", "kind"]), 
 @example([[{"t": -0.0}], [{"t": 0}]])
 @example([[{"t": 1, "y": "a"}], [{"y": "a", "t": 1.0}]])
 @example([[{"t": 2.0**32}], [{"t": 2**32}], [{"t": float("nan")}]])
+@example([[{"t": float("inf")}, {"t": 1}], [{"y": [float("nan")]}]])  # lists of their own length
 def test_any_rows_come_back_as_the_engine_gives_them(datasets: list[list[dict[str, Any]]]) -> None:
     """Numbers the engine turns into integers (or floats), keys it reorders, equal and empty
     datasets (which it shares): the shape's compilation with the rows put back is the whole

@@ -67,21 +67,44 @@ def without_data(spec: Spec) -> tuple[Spec, list[list[Any]]] | None:
     ``k`` and the first one's rows, as the engine shares their source. None (compile the whole
     specification) where the rows hold what this comparison cannot tell as the engine does
     (a -0, not a number, an infinity) or keys the engine reorders."""
-    numbers: dict[str, int] = {}
-    values: list[list[Any]] = []
 
     class _Unlike(Exception):
         pass
+
+    lengths: dict[int, int] = {}
+
+    def count(node: Any) -> None:  # how many lists of each length (only those can be equal)
+        if isinstance(node, list):
+            for n in node:
+                count(n)
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if key == "data" and isinstance(value, dict):
+                    rows = value.get("values")
+                    if isinstance(rows, list) and rows:
+                        lengths[len(rows)] = lengths.get(len(rows), 0) + 1
+                elif key == "datasets" and isinstance(value, dict):
+                    for rows in value.values():
+                        if isinstance(rows, list) and rows:
+                            lengths[len(rows)] = lengths.get(len(rows), 0) + 1
+                else:
+                    count(value)
+
+    numbers: dict[str, int] = {}
+    values: list[list[Any]] = []
 
     def placeholder(rows: list[Any]) -> list[Any]:
         given = _as_engine_gives(rows)
         if given is None:
             raise _Unlike
+        if lengths[len(rows)] == 1:  # no other list as long: none equal to it
+            values.append(given)
+            return [{MARK: len(values) - 1}]
         try:
             text = json.dumps(given, sort_keys=True, separators=(",", ":"), allow_nan=False)
         except ValueError:
             raise _Unlike from None
-        k = numbers.setdefault(text, len(numbers))
+        k = numbers.setdefault(text, len(values))
         if k == len(values):
             values.append(given)
         return [{MARK: k}]
@@ -105,6 +128,7 @@ def without_data(spec: Spec) -> tuple[Spec, list[list[Any]]] | None:
                 out[key] = visit(value)
         return out
 
+    count(spec)
     try:
         return visit(spec), values
     except _Unlike:
@@ -142,7 +166,8 @@ def _as_engine_gives(rows: list[Any]) -> list[Any] | None:
     """``rows`` as they come back from the renderer's JavaScript engine: a number is an integer
     where the engine keeps it as one (whole, within 32 bits signed or unsigned) and a float
     otherwise; None when an object has a key the engine would reorder (an array index) or a
-    number is -0 (which the engine hands back as a float but compares equal to 0)."""
+    number is -0 (which the engine hands back as a float but compares equal to 0), not a
+    number or infinite."""
     out: list[Any] = []
     checked: Any = None  # the keys of the last row checked (rows mostly share their keys)
     try:
@@ -163,6 +188,8 @@ def _as_engine_gives(rows: list[Any]) -> list[Any] | None:
                         if not (v or _positive(v)):
                             raise _Reordered
                         v = int(v)
+                    elif v - v != 0.0:  # not a number, or infinite
+                        raise _Reordered
                 elif t is int:
                     if not _INT_LO <= v <= _INT_HI:
                         v = float(v)
@@ -182,6 +209,8 @@ def _value(v: Any) -> Any:
             if not (v or _positive(v)):
                 raise _Reordered
             return int(v)
+        if v - v != 0.0:  # not a number, or infinite
+            raise _Reordered
         return v
     if type(v) is int:
         return v if _INT_LO <= v <= _INT_HI else float(v)
@@ -201,7 +230,7 @@ def _positive(zero: float) -> bool:
 
 class _Reordered(Exception):
     """Rows the engine would not give back as :func:`_as_engine_gives` tells: an object whose
-    keys it puts in another order, or a -0."""
+    keys it puts in another order, a -0, a NaN or an infinity."""
 
 
 def _index_like(key: str) -> bool:
