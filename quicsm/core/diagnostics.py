@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from quicsm.core.errors import QlogError
@@ -18,6 +19,19 @@ from quicsm.core.errors import QlogError
 MAX_REASONS = 5
 #: how many problems a parser keeps (the rest are only counted: memory stays bounded)
 MAX_KEPT_PROBLEMS = 64
+
+
+#: a skipped record's identity within its file: its byte offset in the decompressed content
+#: (JSON-SEQ, NDJSON) or its place (contained JSON: ``traces[0].events[17]``); the same record
+#: has the same key in every read of the same content, so two reads that skip it count it once
+RecordKey = int | str
+
+
+def record_key(problem: RecordProblem) -> RecordKey | None:
+    """The :data:`RecordKey` of a problem's record (None: the problem names no record)."""
+    if problem.where is not None:
+        return problem.where
+    return problem.offset
 
 
 class QuicsmWarning(UserWarning):
@@ -102,6 +116,11 @@ class Diagnostics:
     #: ``(trace, states, reason)``: states a trace's events cannot show (derived states;
     #: ``states`` empty: none can be shown)
     derivation: list[tuple[str, str, str]] = field(default_factory=list)
+    #: each file's skipped records by :data:`RecordKey` (the records counted in
+    #: ``skipped_records`` that a read could name; the rest it only counted)
+    skipped_at: dict[str, set[RecordKey]] = field(default_factory=dict)
+    #: the record each of ``reasons`` is about, ``(file, key)`` (None: not known)
+    reason_at: list[tuple[str, RecordKey] | None] = field(default_factory=list)
 
     def cannot_derive(self, trace: str, states: str, reason: str) -> None:
         self.derivation.append((trace, states, reason))
@@ -127,6 +146,57 @@ class Diagnostics:
             self.skipped_records += 1
         if len(self.reasons) < MAX_REASONS:
             self.reasons.append(str(error))
+            self.reason_at.append(None)
+
+    def skip_records(
+        self,
+        file: str,
+        *,
+        skipped: int,
+        keys: Iterable[RecordKey],
+        reasons: Sequence[tuple[RecordKey | None, str]],
+    ) -> None:
+        """One read of ``file`` skipped ``skipped`` records, those of ``keys`` among them (the
+        rest it could not name), the first ones for ``reasons`` (``(key, reason)``). A record
+        an earlier read of the file skipped already is neither counted nor given again."""
+        part = Diagnostics(skipped_records=skipped, skipped_at={file: set(keys)})
+        for key, reason in reasons:
+            part.reasons.append(reason)
+            part.reason_at.append(None if key is None else (file, key))
+        self.absorb(part)
+
+    def unnamed_records(self) -> int:
+        """How many of the skipped records no key names (counted, never deduplicated)."""
+        return max(0, self.skipped_records - sum(len(k) for k in self.skipped_at.values()))
+
+    def absorb(self, other: Diagnostics) -> None:
+        """Add what ``other`` reported: a record both skipped (the same file and key) is
+        counted, and its reason given, once; everything else is added."""
+        known: dict[str, set[RecordKey]] = {}  # of other's records, those counted before
+        new = 0
+        for file, keys in other.skipped_at.items():
+            mine = self.skipped_at.setdefault(file, set())
+            known[file] = keys & mine
+            mine |= keys
+            new += len(keys) - len(known[file])
+        self.skipped_records += other.unnamed_records() + new
+        self.skipped_files += other.skipped_files
+        at_list = other.reason_at + [None] * (len(other.reasons) - len(other.reason_at))
+        given = {at for at in self.reason_at if at is not None}
+        for reason, at in zip(other.reasons, at_list, strict=False):
+            if len(self.reasons) >= MAX_REASONS:
+                break
+            if at is not None and (at in given or at[1] in known.get(at[0], ())):
+                continue  # that record was reported already
+            self.reasons.append(reason)
+            self.reason_at.append(at)
+            if at is not None:
+                given.add(at)
+        self.truncated.extend(t for t in other.truncated if t not in self.truncated)
+        self.unknown_states.update(other.unknown_states)
+        for note in other.notes:
+            self.note(note)
+        self.derivation.extend(other.derivation)
 
     def unknown_state(self, raw: str) -> None:
         self.unknown_states[raw] += 1
@@ -169,6 +239,11 @@ class Diagnostics:
                 "unknown_states": dict(self.unknown_states),
                 "notes": self.notes,
                 "derivation": [list(d) for d in self.derivation],
+                "skipped_at": {
+                    f: sorted(k, key=lambda v: (isinstance(v, str), v))
+                    for f, k in sorted(self.skipped_at.items())
+                },
+                "reason_at": [None if a is None else list(a) for a in self.reason_at],
             },
             sort_keys=True,
         )
@@ -190,6 +265,8 @@ class Diagnostics:
             unknown_states=Counter({k: int(v) for k, v in d["unknown_states"].items()}),
             notes=[moved(n) for n in d["notes"]],
             derivation=[(moved(t), s, moved(r)) for t, s, r in d["derivation"]],
+            skipped_at={moved(f): set(k) for f, k in d.get("skipped_at", {}).items()},
+            reason_at=[None if a is None else (moved(a[0]), a[1]) for a in d.get("reason_at", [])],
         )
 
     def warn(self, *, stacklevel: int = 3) -> None:

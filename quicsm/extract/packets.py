@@ -474,7 +474,7 @@ def read_packet_timelines(
 
     ``byte_offsets``: each timeline with its byte-offset view (:attr:`PacketTimeline.streams`;
     the connection account and the ApplicationLimited split read none of it)."""
-    from quicsm.extract.loading import trace_id
+    from quicsm.extract.loading import report_skipped, trace_id
 
     lenient = on_error == "skip"
     wanted = set(traces)
@@ -506,13 +506,8 @@ def read_packet_timelines(
         read = read_qlog(Path(path), lenient=lenient, limits=limits, metric_sink=sink, spans=spans)
         if read.kind in (CSV, PARQUET):
             continue
-        if read.skipped and diagnostics is not None:
-            n = read.skipped
-            diagnostics.note(
-                f"{file}: {n} record{'s' * (n != 1)} could not be decoded when its packets were "
-                f"read and {'were' if n != 1 else 'was'} left out of the packets panel (first: "
-                f"{read.problems[0] if read.problems else 'not recorded'})"
-            )
+        if diagnostics is not None:  # a record the states' read skipped is counted once
+            report_skipped(diagnostics, read)
         for trace in read.traces:
             kept = columns.get(trace.index)
             if kept is None or not len(kept.times):

@@ -1,0 +1,128 @@
+"""A lenient read reports each bad record once, however many reads of its file skip it: the
+states' read and the packets' read of ``--split-app-limited`` (and of the states derived from
+packets) decode some of the same records; the report names the file, the record, what was
+expected and the trace, and counts exactly. On a real quic-go trace, through the library and
+the CLI (fresh and from the cache); the union of the reads as a property."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+import zstandard
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from quicsm.cli import main
+from quicsm.core.diagnostics import MAX_REASONS, Diagnostics, QuicsmWarning
+from quicsm.engine.task import merge_diagnostics
+from quicsm.extract.read import read_transitions
+
+ROOT = Path(__file__).resolve().parents[1]
+QUIC_GO = ROOT / "traces" / "quic-go-v0.65.0.qlog"
+
+#: a loss record cut short: the states' read (derived states read losses) and the packets' read
+#: (the ApplicationLimited split) both decode it
+BAD_LOSS = b'{"time":12.5,"name":"recovery:packet_lost","data":{"header":\n'
+#: a packet record cut short: only the packets' read decodes it
+BAD_PACKET = b'{"time":13.5,"name":"transport:packet_sent","data":{"header":\n'
+
+
+def _broken(tmp_path: Path, *bad: bytes) -> Path:
+    """The first two traces of the shipped quic-go v0.65.0 file (JSON-SEQ) with ``bad``
+    records after the first trace's 99th record (so records 100, 101, ... of the file)."""
+    text = zstandard.ZstdDecompressor().stream_reader(QUIC_GO.open("rb")).read()
+    records = text.split(b"\x1e")
+    headers = [i for i, r in enumerate(records) if b'"file_schema"' in r or b'"qlog_version"' in r]
+    kept = records[: headers[2]]  # the empty piece before the first separator, two traces
+    path = tmp_path / "broken.sqlog"
+    path.write_bytes(b"\x1e".join([*kept[:100], *bad, *kept[100:]]))
+    return path
+
+
+def _read(path: Path, **kwargs: object) -> Diagnostics:
+    diag = Diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        read_transitions(path, on_error="skip", diagnostics=diag, **kwargs)  # type: ignore[arg-type]
+    return diag
+
+
+def test_a_record_both_reads_skip_is_counted_once(tmp_path: Path) -> None:
+    path = _broken(tmp_path, BAD_LOSS)
+    alone = _read(path, states="derived")
+    assert alone.skipped_records == 1  # the states' read skips it
+    split = _read(path, states="derived", split_app_limited=True)
+    assert split.skipped_records == 1
+    (reason,) = split.reasons
+    assert reason == (
+        f"{path}: record 100 (line 100): expected a JSON text, got "
+        """'{"time":12.5,"name":"recovery:packet_los' """
+        f"(trace {path}#0000)"
+    )
+    assert split.notes == []
+
+
+def test_records_only_the_packets_read_sees_are_added(tmp_path: Path) -> None:
+    path = _broken(tmp_path, BAD_LOSS, BAD_PACKET)
+    assert _read(path, states="derived").skipped_records == 1
+    split = _read(path, states="derived", split_app_limited=True)
+    assert split.skipped_records == 2
+    assert [r.split(":")[1] for r in split.reasons] == [
+        " record 100 (line 100)",
+        " record 101 (line 101)",
+    ]
+    # hybrid: quic-go logs its states, so the states' read decodes no loss record; the
+    # packets' read skips both
+    hybrid = _read(path, split_app_limited=True)
+    assert hybrid.skipped_records == 2 and len(hybrid.reasons) == 2
+
+
+def test_cli_reports_the_record_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``quicsm infer --lenient --split-app-limited``: one warning naming the record once, the
+    same when the states come from the cache."""
+    monkeypatch.setenv("QUICSM_CACHE_DIR", str(tmp_path / "cache"))
+    path = _broken(tmp_path, BAD_LOSS)
+    runner = CliRunner()
+    args = ["infer", str(path), "--states", "derived", "--lenient", "--split-app-limited", "-q"]
+    for run in ("fresh", "cached"):
+        result = runner.invoke(main, [*args, "-o", str(tmp_path / run)])
+        assert result.exit_code == 0, result.output
+        err = result.stderr
+        assert err.count("skipped 1 record;") == 1, err
+        assert err.count("record 100 (line 100)") == 1, err
+        assert f"(trace {path}#0000)" in err
+        assert "could not be decoded" not in err
+
+
+_KEYS = st.one_of(st.integers(0, 50), st.sampled_from(["traces[0].events[3]", "events[7]"]))
+_READ = st.tuples(
+    st.sampled_from(["a.sqlog", "b.sqlog"]),
+    st.sets(_KEYS, max_size=8),
+    st.integers(0, 3),  # records the read skipped but could not name
+)
+
+
+def _diagnostics(file: str, keys: set[int | str], unnamed: int) -> Diagnostics:
+    d = Diagnostics()
+    ordered = sorted(keys, key=lambda k: (isinstance(k, str), k))
+    reasons = [(k, f"{file}: {k}: expected x") for k in ordered[:MAX_REASONS]]
+    d.skip_records(file, skipped=len(keys) + unnamed, keys=keys, reasons=reasons)
+    return d
+
+
+@given(st.lists(_READ, max_size=6))
+def test_merged_reads_count_the_union(reads: list[tuple[str, set[int | str], int]]) -> None:
+    """However reads overlap, merged (in any order, through the cache's JSON or not) they
+    count every named record once and every unnamed one, and give no reason twice."""
+    parts = [_diagnostics(*r) for r in reads]
+    union = {(f, k) for f, keys, _ in reads for k in keys}
+    expected = len(union) + sum(u for _, _, u in reads)
+    for order in (parts, parts[::-1]):
+        merged = merge_diagnostics(order)
+        assert merged.skipped_records == expected
+        assert len(merged.reasons) == len(set(merged.reasons)) <= MAX_REASONS
+        again = merge_diagnostics([Diagnostics.from_json(d.to_json()) for d in order])
+        assert again.skipped_records == expected and again.reasons == merged.reasons
