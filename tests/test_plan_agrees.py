@@ -7,8 +7,9 @@ lengths differ."""
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
-import diff_power
 import numpy as np
 import polars as pl
 import pytest
@@ -20,6 +21,9 @@ from quicsm.compare.plan import df_at, plan, traces_needed
 from quicsm.render.diff_format import plan_text
 from quicsm.stats import overdispersion as od
 from quicsm.stats.significance import MIN_N
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import diff_power  # noqa: E402  (the benchmark's generator of transitions)
 
 
 def _traces(n: int, rng: np.random.Generator, changed: bool, tag: str, visits: int) -> pl.DataFrame:
