@@ -126,3 +126,25 @@ def test_merged_reads_count_the_union(reads: list[tuple[str, set[int | str], int
         assert len(merged.reasons) == len(set(merged.reasons)) <= MAX_REASONS
         again = merge_diagnostics([Diagnostics.from_json(d.to_json()) for d in order])
         assert again.skipped_records == expected and again.reasons == merged.reasons
+
+
+def test_the_accounts_packets_read_adds_only_new_records(tmp_path: Path) -> None:
+    """The connection account reads the packets again: handed the states' diagnostics, it adds
+    the record only the packets' read skips, not the one both skip."""
+    from quicsm.engine.accounts import cached_account
+    from quicsm.extract.read import read_metrics, read_traces
+
+    path = _broken(tmp_path, BAD_LOSS, BAD_PACKET)
+    diag = _read(path, states="derived")
+    assert diag.skipped_records == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        transitions = read_transitions(path, on_error="skip", states="derived")
+        metrics = read_metrics(path, on_error="skip")
+        traces = read_traces(path, on_error="skip")
+    cached_account(transitions, metrics, traces, on_error="skip", cache=False, diagnostics=diag)
+    assert diag.skipped_records == 2
+    assert [r.split(":")[1] for r in diag.reasons] == [
+        " record 100 (line 100)",
+        " record 101 (line 101)",
+    ]
