@@ -148,3 +148,51 @@ def test_the_accounts_packets_read_adds_only_new_records(tmp_path: Path) -> None
         " record 100 (line 100)",
         " record 101 (line 101)",
     ]
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stderr
+
+
+def _skip_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("warning: skipped")]
+
+
+def test_cli_plot_counts_a_record_its_reads_share_once(tmp_path: Path) -> None:
+    """``quicsm plot --lenient`` reads the states, the metrics and the packets: one count of
+    the file's two bad records, each named once, however many reads skipped them."""
+    path = _broken(tmp_path, BAD_LOSS, BAD_PACKET)
+    code, err = _cli("plot", f"{path}#0000", "--lenient", "-o", str(tmp_path / "p.svg"))
+    assert code == 0, err
+    assert _skip_lines(err) == ["warning: skipped 2 records; first 2 reasons:"], err
+    assert err.count("record 100 (line 100)") == err.count("record 101 (line 101)") == 1
+
+
+def test_cli_diff_says_what_each_read_adds(tmp_path: Path) -> None:
+    """Two groups read apart: the second read's records are said as more, with the total."""
+    a = _broken(tmp_path, BAD_LOSS)
+    b = tmp_path / "b.sqlog"
+    b.write_bytes(a.read_bytes())
+    code, err = _cli(
+        "diff", str(a), "--vs", str(b), "--states", "derived", "--lenient", "--no-cache"
+    )
+    assert code == 0, err
+    assert _skip_lines(err) == [
+        "warning: skipped 1 record; first 1 reason:",
+        "warning: skipped 1 more record (2 in all); first 1 reason:",
+    ], err
+    assert f"  {a}: record 100" in err and f"  {b}: record 100" in err
+
+
+def test_a_file_two_reads_skip_is_one_file(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.sqlog"
+    junk.write_text("not a trace")
+    diag = Diagnostics()
+    for _ in range(2):
+        other = Diagnostics()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", QuicsmWarning)
+            read_transitions([junk, QUIC_GO], on_error="skip", diagnostics=other)
+        diag.absorb(other)
+    assert (diag.skipped_files, diag.skipped_records, len(diag.reasons)) == (1, 0, 1)

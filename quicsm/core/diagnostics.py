@@ -35,7 +35,11 @@ def record_key(problem: RecordProblem) -> RecordKey | None:
 
 
 class QuicsmWarning(UserWarning):
-    """Something was read but deserves attention: skipped records, truncation, unknown states."""
+    """Something was read but deserves attention: skipped records, truncation, unknown states.
+    ``diagnostics``: the :class:`Diagnostics` it summarises (:meth:`Diagnostics.warn`), so that
+    a reporter can tell what of it was reported already."""
+
+    diagnostics: Diagnostics | None = None
 
 
 class RecordProblem(Exception):
@@ -121,6 +125,8 @@ class Diagnostics:
     skipped_at: dict[str, set[RecordKey]] = field(default_factory=dict)
     #: the record each of ``reasons`` is about, ``(file, key)`` (None: not known)
     reason_at: list[tuple[str, RecordKey] | None] = field(default_factory=list)
+    #: the files counted in ``skipped_files`` that a read could name
+    skipped_file_names: set[str] = field(default_factory=set)
 
     def cannot_derive(self, trace: str, states: str, reason: str) -> None:
         self.derivation.append((trace, states, reason))
@@ -141,7 +147,10 @@ class Diagnostics:
 
     def skip(self, error: QlogError, *, file_level: bool = False) -> None:
         if file_level:
+            if error.file in self.skipped_file_names:
+                return  # that file was skipped (and its reason given) already
             self.skipped_files += 1
+            self.skipped_file_names.add(error.file)
         else:
             self.skipped_records += 1
         if len(self.reasons) < MAX_REASONS:
@@ -180,7 +189,10 @@ class Diagnostics:
             mine |= keys
             new += len(keys) - len(known[file])
         self.skipped_records += other.unnamed_records() + new
-        self.skipped_files += other.skipped_files
+        files = other.skipped_file_names - self.skipped_file_names
+        unnamed_files = max(0, other.skipped_files - len(other.skipped_file_names))
+        self.skipped_files += len(files) + unnamed_files
+        self.skipped_file_names |= files
         at_list = other.reason_at + [None] * (len(other.reasons) - len(other.reason_at))
         given = {at for at in self.reason_at if at is not None}
         for reason, at in zip(other.reasons, at_list, strict=False):
@@ -188,6 +200,8 @@ class Diagnostics:
                 break
             if at is not None and (at in given or at[1] in known.get(at[0], ())):
                 continue  # that record was reported already
+            if at is None and reason in self.reasons:
+                continue  # a file's reason (or an unnamed record's), given already
             self.reasons.append(reason)
             self.reason_at.append(at)
             if at is not None:
@@ -205,18 +219,39 @@ class Diagnostics:
         if message not in self.notes:
             self.notes.append(message)
 
+    def skip_lines(
+        self, *, records: int | None = None, files: int | None = None, reasons: Sequence[str] = ()
+    ) -> list[str]:
+        """What was skipped: ``skipped N records and M files; first K reasons:`` and the
+        reasons. ``records``, ``files`` and ``reasons`` say only those (what a reporter has not
+        said yet), with the totals in words (``1 more record (3 in all)``)."""
+        more = records is not None or files is not None
+        n_records = self.skipped_records if records is None else records
+        n_files = self.skipped_files if files is None else files
+        shown = list(self.reasons) if not more else list(reasons)
+        if not (n_records or n_files):
+            return []
+        what = []
+        extra = " more" if more else ""
+        if n_records:
+            total = f" ({self.skipped_records} in all)" if more else ""
+            what.append(f"{n_records}{extra} record{'s' * (n_records != 1)}{total}")
+        if n_files:
+            total = f" ({self.skipped_files} in all)" if more else ""
+            what.append(f"{n_files}{extra} file{'s' * (n_files != 1)}{total}")
+        k = len(shown)
+        head = f"skipped {' and '.join(what)}"
+        if not k:
+            return [head]
+        return [f"{head}; first {k} reason{'s' * (k != 1)}:", *(f"  {r}" for r in shown)]
+
     def messages(self) -> list[str]:
         """Human-readable lines, most important first (what the CLI prints on stderr)."""
+        return [*self.skip_lines(), *self.other_messages()]
+
+    def other_messages(self) -> list[str]:
+        """The lines of :meth:`messages` after what was skipped."""
         out: list[str] = []
-        if self.skipped_records or self.skipped_files:
-            what = []
-            if self.skipped_records:
-                what.append(f"{self.skipped_records} record{'s' * (self.skipped_records != 1)}")
-            if self.skipped_files:
-                what.append(f"{self.skipped_files} file{'s' * (self.skipped_files != 1)}")
-            shown = len(self.reasons)
-            out.append(f"skipped {' and '.join(what)}; first {shown} reason{'s' * (shown != 1)}:")
-            out.extend(f"  {r}" for r in self.reasons)
         out.extend(self.truncated)
         if self.unknown_states:
             names = ", ".join(f"{k!r} ({v}x)" for k, v in sorted(self.unknown_states.items()))
@@ -244,6 +279,7 @@ class Diagnostics:
                     for f, k in sorted(self.skipped_at.items())
                 },
                 "reason_at": [None if a is None else list(a) for a in self.reason_at],
+                "skipped_file_names": sorted(self.skipped_file_names),
             },
             sort_keys=True,
         )
@@ -267,10 +303,13 @@ class Diagnostics:
             derivation=[(moved(t), s, moved(r)) for t, s, r in d["derivation"]],
             skipped_at={moved(f): set(k) for f, k in d.get("skipped_at", {}).items()},
             reason_at=[None if a is None else (moved(a[0]), a[1]) for a in d.get("reason_at", [])],
+            skipped_file_names={moved(f) for f in d.get("skipped_file_names", [])},
         )
 
     def warn(self, *, stacklevel: int = 3) -> None:
         """Emit one :class:`QuicsmWarning` summarising everything, if there is anything."""
         lines = self.messages()
         if lines:
-            warnings.warn("\n".join(lines), QuicsmWarning, stacklevel=stacklevel)
+            warning = QuicsmWarning("\n".join(lines))
+            warning.diagnostics = self
+            warnings.warn(warning, stacklevel=stacklevel)
