@@ -276,3 +276,24 @@ def test_a_capture_is_told_apart_by_connection_ids(tmp_path: Path) -> None:
              for n in range(d["frames"][0]["acked_ranges"][0][0],
                             d["frames"][0]["acked_ranges"][0][1] + 1)}  # fmt: skip
     assert p.acknowledged == len(acked & set(sent)) and 60 not in acked
+
+
+def test_reading_packets_serialises_no_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trace's losses are kept as numbers only: reading its packets turns no event into JSON
+    text (the records a click shows are read apart, :mod:`quicsm.extract.raw_events`), so the
+    work does not grow with the losses' data. Counts ``orjson.dumps`` calls on a real trace
+    that declares losses."""
+    import orjson
+
+    calls = []
+    real = orjson.dumps
+
+    def counted(*args: object, **kwargs: object) -> bytes:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(orjson, "dumps", counted)
+    trace = f"{SERVER}#0000"
+    timeline = read_packet_timelines(SERVER, [trace])[trace]
+    assert timeline.lost  # the trace declares losses
+    assert calls == []
