@@ -61,7 +61,6 @@ def _columns(path: Path, *, on: bool, lenient: bool) -> tuple[Any, ...]:
             c.first_scid,
             c.lost_times,
             c.lost_numbers,
-            c.lost_raw,
             c.lost_triggers,
             c.trigger_names,
             c.streams.stream_rows,

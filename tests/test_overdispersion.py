@@ -279,12 +279,13 @@ def test_plan_turns_a_pilot_into_traces_per_group() -> None:
 def test_plan_floor_is_the_exact_tests_for_outcomes_only() -> None:
     """A huge effect needs few traces: an outcome (exact permutation test) is planned at the
     smallest n whose 2 / C(2n, n) reaches the level, anything else at 3."""
-    from quicsm.compare.plan import _needed
+    from quicsm.compare.plan import traces_needed
 
     level = 0.01 / 8
     floor = min(n for n in range(3, 9) if 2 / math.comb(2 * n, n) <= level)
-    assert _needed(0.01, 10.0, level, 5, 0.8, per_trace=True) == floor > 3
-    assert _needed(0.01, 10.0, level, 5, 0.8, per_trace=False) == 3
+    assert traces_needed(0.01, 10.0, level, 5, 0.8, per_trace=True) == floor > 3
+    assert traces_needed(0.01, 10.0, level, 5, 0.8, per_trace=False) == 3
+    assert traces_needed(0.01, 10.0, level, 5, 0.8, df=8.0, per_trace=False) == 3
 
 
 @given(
