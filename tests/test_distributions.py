@@ -199,3 +199,42 @@ def test_noncentral_t_edges() -> None:
     assert d.nct_tails(1.96, math.inf, 1.0) == (d.norm_sf(0.96), d.norm_sf(2.96))
     assert all(math.isnan(x) for x in d.nct_tails(2.0, 0.0, 1.0))
     assert all(math.isnan(x) for x in d.nct_tails(math.nan, 5.0, 1.0))
+
+
+def _nct_tails_by_object_array(crit: float, df: float, shift: float) -> tuple[float, float]:
+    """The noncentral t's tails as :func:`d.nct_tails` computed them before its nodes were
+    cached per ``df`` and its normal tails taken over a list: the quadrature built on every
+    call and :func:`d.norm_sf` mapped over an object array."""
+    lo, hi = d._log_scale_span(df)
+    panels = math.ceil((hi - lo) / min(1.0, 2.0 / math.sqrt(df)))
+    x, w = np.polynomial.legendre.leggauss(24)
+    edges = np.linspace(lo, hi, panels + 1)
+    half = (edges[1] - edges[0]) / 2.0
+    y = (edges[:-1, None] + half + half * x[None, :]).ravel()
+    w = np.tile(w, panels)
+    log_density = df * (y - np.exp(2.0 * y) / 2.0)
+    density = w * np.exp(log_density - log_density.max())
+    density /= density.sum()
+    s = np.exp(y)
+    each = np.frompyfunc(d.norm_sf, 1, 1)
+    upper = each(crit * s - shift).astype(float)
+    lower = each(crit * s + shift).astype(float)
+    return float(density @ upper), float(density @ lower)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(0.0, 40.0),
+    st.one_of(st.floats(0.05, 60.0), st.floats(60.0, 1e6)),
+    st.floats(-40.0, 40.0),
+)
+@example(1.96, 10.0, 2.8)  # a search asks again for the same df: the cached nodes
+@example(1.96, 10.0, 2.9)
+def test_noncentral_t_tails_are_the_per_call_quadrature(
+    crit: float, df: float, shift: float
+) -> None:
+    """The cached nodes and the list of normal tails give the floats the quadrature built on
+    every call gave, whatever the arguments (to 1e-12, absolute: they are probabilities)."""
+    assert d.nct_tails(crit, df, shift) == pytest.approx(
+        _nct_tails_by_object_array(crit, df, shift), rel=0, abs=1e-12
+    )

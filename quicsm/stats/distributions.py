@@ -211,7 +211,7 @@ def _t_upper(tail: float, df: float) -> float:
 #: Gauss-Legendre nodes on [-1, 1] and their weights, for each panel (at most one unit of
 #: log S wide) of the noncentral t's integral
 _LEGENDRE: Final = np.polynomial.legendre.leggauss(24)
-_NORM_SF_ARRAY: Final = np.frompyfunc(norm_sf, 1, 1)
+_SQRT2: Final = math.sqrt(2.0)
 
 
 def nct_tails(crit: float, df: float, shift: float) -> tuple[float, float]:
@@ -220,11 +220,30 @@ def nct_tails(crit: float, df: float, shift: float) -> tuple[float, float]:
     tail is the normal's averaged over S, e.g. P(T > c) = E[Φ(shift − c·S)]. The average is
     taken over y = log S, whose density ∝ exp(df·(y − e^{2y}/2)) is smooth for any ``df`` > 0,
     in panels narrower than its spread; outside the panels' span it is below e^{−40} of its
-    peak (:func:`_log_scale_span`)."""
+    peak (:func:`_log_scale_span`). The nodes and their weights depend on ``df`` only
+    (:func:`_log_scale_nodes`: a power search asks again with another ``shift``)."""
     if math.isnan(crit) or math.isnan(df) or math.isnan(shift) or df <= 0.0:
         return math.nan, math.nan
     if math.isinf(df):
         return norm_sf(crit - shift), norm_sf(crit + shift)
+    density, s = _log_scale_nodes(df)
+    scaled = crit * s
+    upper = _norm_sf_array(scaled - shift)
+    lower = _norm_sf_array(scaled + shift)
+    return float(density @ upper), float(density @ lower)
+
+
+def _norm_sf_array(x: np.ndarray) -> np.ndarray:
+    """:func:`norm_sf` of each value of ``x``, the same floats (the same divisions and
+    ``math.erfc``; numpy has no erfc of its own)."""
+    erfc = math.erfc
+    return 0.5 * np.array([erfc(v) for v in (x / _SQRT2).tolist()])
+
+
+@functools.lru_cache(maxsize=256)  # one per degrees of freedom: a power search asks again
+def _log_scale_nodes(df: float) -> tuple[np.ndarray, np.ndarray]:
+    """The quadrature of :func:`nct_tails` for ``df``: each node's weight times the density of
+    y = log S there, normalised to sum to 1, and S = e^y at each node (read-only arrays)."""
     lo, hi = _log_scale_span(df)
     # panels narrower than the density's spread (about 1 / sqrt(2 df)) when df is large
     panels = math.ceil((hi - lo) / min(1.0, 2.0 / math.sqrt(df)))
@@ -237,9 +256,9 @@ def nct_tails(crit: float, df: float, shift: float) -> tuple[float, float]:
     density = w * np.exp(log_density - log_density.max())
     density /= density.sum()
     s = np.exp(y)
-    upper = _NORM_SF_ARRAY(crit * s - shift).astype(float)
-    lower = _NORM_SF_ARRAY(crit * s + shift).astype(float)
-    return float(density @ upper), float(density @ lower)
+    density.flags.writeable = False
+    s.flags.writeable = False
+    return density, s
 
 
 @functools.lru_cache(maxsize=256)  # one per degrees of freedom: a power search asks again
