@@ -86,6 +86,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
@@ -353,7 +354,8 @@ def _epochs(
         keep = np.concatenate(([True], np.diff(w) != 0))  # one point per window value
         t, w = t[keep], w[keep]
         r = rtt[inside][keep]
-        srtt = float(np.nanmedian(r)) if np.any(~np.isnan(r)) else DEFAULT_RTT_MS
+        known = r[~np.isnan(r)]  # the median of the known RTTs (nanmedian's, without its checks)
+        srtt = float(np.median(known)) if len(known) else DEFAULT_RTT_MS
         if len(np.unique(w)) < MIN_EPOCH_POINTS or srtt <= 0:
             continue
         if acked is not None:
@@ -642,16 +644,71 @@ def _phases(transitions: pl.DataFrame) -> tuple[int, int]:
     return bbr, bbr2
 
 
+@dataclass(frozen=True)
+class TraceColumns:
+    """One trace's rows of the metrics frame as the features read them: its events and its
+    times, windows, flights and smoothed RTTs as floats (NaN where not logged)."""
+
+    events: list[str]
+    times: np.ndarray
+    cwnd: np.ndarray
+    flight: np.ndarray
+    rtt: np.ndarray
+
+    @classmethod
+    def of(cls, metrics: pl.DataFrame) -> TraceColumns:
+        """The columns of ``metrics`` (one trace's rows, or several traces' together)."""
+        nan = float("nan")
+        return cls(
+            metrics["event"].to_list(),
+            metrics["time_ms"].to_numpy().astype(float),
+            metrics["cwnd_bytes"].fill_null(nan).to_numpy().astype(float),
+            metrics["bytes_in_flight"].fill_null(nan).to_numpy().astype(float),
+            metrics["smoothed_rtt_ms"].fill_null(nan).to_numpy().astype(float),
+        )
+
+    def rows(self, index: np.ndarray) -> TraceColumns:
+        """The rows ``index`` (in that order)."""
+        events = self.events
+        return TraceColumns(
+            [events[i] for i in index.tolist()],
+            self.times[index],
+            self.cwnd[index],
+            self.flight[index],
+            self.rtt[index],
+        )
+
+
+def _columns_by_trace(metrics: pl.DataFrame) -> dict[str, TraceColumns]:
+    """Each trace's :class:`TraceColumns`, its rows in their order in ``metrics``: the frame's
+    columns converted once, not once per trace."""
+    groups = (
+        metrics.select("trace")
+        .with_row_index("row")
+        .group_by("trace", maintain_order=True)
+        .agg(pl.col("row"))
+    )
+    columns = TraceColumns.of(metrics)
+    order = groups["row"].explode().to_numpy().astype(np.int64)
+    ends = np.cumsum(groups["row"].list.len().to_numpy())
+    starts = ends - groups["row"].list.len().to_numpy()
+    return {
+        str(trace): columns.rows(order[start:end])
+        for trace, start, end in zip(
+            groups["trace"].to_list(), starts.tolist(), ends.tolist(), strict=True
+        )
+    }
+
+
 def trace_features(
-    trace: str, vantage: str, metrics: pl.DataFrame, transitions: pl.DataFrame
+    trace: str, vantage: str, metrics: pl.DataFrame | TraceColumns, transitions: pl.DataFrame
 ) -> dict[str, Any]:
-    """The features of one trace from its own rows of the two frames."""
-    events = metrics["event"].to_list()
-    times = metrics["time_ms"].to_numpy().astype(float)
-    cwnd = metrics["cwnd_bytes"].fill_null(float("nan")).to_numpy().astype(float)
-    flight = metrics["bytes_in_flight"].fill_null(float("nan")).to_numpy().astype(float)
-    rtt = _rtt_ms(metrics["smoothed_rtt_ms"].fill_null(float("nan")).to_numpy().astype(float))
-    n_losses = sum(1 for e in events if e == "packet_lost")
+    """The features of one trace from its own rows of the two frames (its metrics rows as a
+    frame or as their :class:`TraceColumns`)."""
+    columns = metrics if isinstance(metrics, TraceColumns) else TraceColumns.of(metrics)
+    events, times, cwnd, flight = columns.events, columns.times, columns.cwnd, columns.flight
+    rtt = _rtt_ms(columns.rtt)
+    n_losses = events.count("packet_lost")
     markers = events
     if not n_losses and transitions.height:
         markers = _recovery_markers(events, times, transitions)
@@ -679,7 +736,7 @@ def trace_features(
     return {
         "trace": trace,
         "vantage": vantage,
-        "n_metrics": sum(1 for e in events if e == "metrics"),
+        "n_metrics": events.count("metrics"),
         "cwnd_gain": _gain(cwnd),
         "n_losses": n_losses,
         "n_reductions": len(betas),
@@ -710,12 +767,13 @@ def trace_features(
 
 def compute_features(metrics: pl.DataFrame, transitions: pl.DataFrame) -> pl.DataFrame:
     """One row of :data:`FEATURES_SCHEMA` per trace of ``transitions`` (in its order)."""
-    by_trace: dict[str, pl.DataFrame] = {
-        str(key[0]): frame for key, frame in metrics.group_by("trace", maintain_order=True)
-    }
-    empty = metrics.clear()
+    by_trace = _columns_by_trace(metrics)
+    empty = TraceColumns.of(metrics.clear())
     rows: list[dict[str, Any]] = []
-    traces: Iterable[tuple[Any, ...]] = transitions.group_by("trace", maintain_order=True)
+    # the traces' frames split at once (iterating a group-by gathers each group apart)
+    traces: Iterable[tuple[Any, ...]] = transitions.partition_by(
+        "trace", maintain_order=True, as_dict=True
+    ).items()
     for key, frame in traces:
         trace = str(key[0])
         vantage = str(frame["vantage"][0])
