@@ -84,6 +84,7 @@ with ``congestion_window`` and ``packet_lost`` events is enough.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -183,6 +184,10 @@ def _reductions(
     flights: list[float] = []
     collapses = 0
     n = len(events)
+    # the rows read one at a time as Python floats (the same values and arithmetic, without a
+    # numpy scalar per read); the RTT before each loss found by bisection when times are sorted
+    ordered = bool(np.all(times[1:] >= times[:-1]))
+    times_array, times, cwnd, rtt = times, times.tolist(), cwnd.tolist(), rtt.tolist()
     i = 0
     while i < n:
         if events[i] not in ("packet_lost", "pto") or math.isnan(cwnd[i]):
@@ -191,8 +196,12 @@ def _reductions(
         start = i
         srtt = rtt[i] if not math.isnan(rtt[i]) else DEFAULT_RTT_MS
         before = cwnd[i]
-        recent = (times >= times[i] - srtt) & (times <= times[i])
-        flight_before = float(np.nanmax(flight[recent])) if np.any(~np.isnan(flight[recent])) else 0
+        if ordered:
+            first = bisect.bisect_left(times, times[i] - srtt)
+            recent_flight = flight[first : bisect.bisect_right(times, times[i])]
+        else:
+            recent_flight = flight[(times_array >= times[i] - srtt) & (times_array <= times[i])]
+        flight_before = float(np.nanmax(recent_flight)) if np.any(~np.isnan(recent_flight)) else 0
         # the loss event: every loss/pto within two RTTs (more while losses keep coming, up to
         # four RTTs); each single-step drop of the window in it is one reduction, its factor
         # the window after the step over the window just before it (a controller cuts in one
@@ -353,10 +362,12 @@ def _epochs(
             continue
         keep = np.concatenate(([True], np.diff(w) != 0))  # one point per window value
         t, w = t[keep], w[keep]
+        if len(w) < MIN_EPOCH_POINTS or len(np.unique(w)) < MIN_EPOCH_POINTS:
+            continue
         r = rtt[inside][keep]
         known = r[~np.isnan(r)]  # the median of the known RTTs (nanmedian's, without its checks)
         srtt = float(np.median(known)) if len(known) else DEFAULT_RTT_MS
-        if len(np.unique(w)) < MIN_EPOCH_POINTS or srtt <= 0:
+        if srtt <= 0:
             continue
         if acked is not None:
             # ack-clocked rounds: windows of data acknowledged, whatever the wall clock did
