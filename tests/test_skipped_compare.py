@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 import zstandard
 from click.testing import CliRunner
-from test_skipped_once import BAD_LOSS, BAD_PACKET, _broken
+from hypothesis import given
+from hypothesis import strategies as st
+from test_skipped_once import _READ, BAD_LOSS, BAD_PACKET, _broken, _diagnostics
 
 from quicsm.cli import main
 from quicsm.compare.load import compare_by_label, compare_paths
@@ -189,3 +191,44 @@ def test_the_accounts_wire_pass_reports_what_it_skips(tmp_path: Path) -> None:
     )
     with pytest.raises(QlogError, match=r"record 100 \(line 100\): expected a JSON text"):
         read_account(*strict)
+
+
+#: a metrics record cut short: the metrics' read decodes it, the packets' read does not
+BAD_METRICS = b'{"time":53.51,"name":"recovery:metrics_updated","data":{"congestion_window":\n'
+
+
+def test_identify_counts_the_union_of_its_reads(tmp_path: Path) -> None:
+    """``identify`` reads the states, the metrics, the trace headers and the account's packets:
+    the metrics' read skips the metrics and the loss record, the account's the loss and the
+    packet record; three records (the larger of the reads' counts said two, and never named the
+    packet record), each named once."""
+    from quicsm.controllers.api import identify
+
+    path = _broken(tmp_path, BAD_METRICS, BAD_LOSS, BAD_PACKET)
+    diag = Diagnostics()
+    _, caught = _quiet(identify, path, on_error="skip", diagnostics=diag)
+    assert diag.skipped_records == 3
+    assert [r.split(" (line")[0] for r in diag.reasons] == [
+        f"{path}: record {n}" for n in (100, 101, 102)
+    ]
+    assert len(caught) == 1 and caught[0].diagnostics is diag
+    code, err = _cli("identify", str(path), "--lenient")
+    assert code == 0, err
+    assert _skip_lines(err) == ["warning: skipped 3 records; first 3 reasons:"], err
+    assert _reason(path, 102, PACKET_GOT) in err.splitlines(), err
+    assert err.count("record 101 (line 101)") == 1, err
+
+
+@given(st.lists(_READ, max_size=6))
+def test_identify_merges_its_reads_as_their_union(
+    reads: list[tuple[str, set[int | str], int]],
+) -> None:
+    """However identify's reads overlap, its report counts every named record once and every
+    unnamed one."""
+    from quicsm.controllers.api import _merge
+
+    into = Diagnostics()
+    _merge(into, [_diagnostics(*r) for r in reads])
+    union = {(f, k) for f, keys, _ in reads for k in keys}
+    assert into.skipped_records == len(union) + sum(u for _, _, u in reads)
+    assert len(into.reasons) == len(set(into.reasons))
