@@ -193,6 +193,48 @@ def test_the_script_bundle_is_kept_and_a_damaged_copy_built_again(
     charts._bundle.cache_clear()
 
 
+def test_a_drawn_chart_is_kept_and_read_back_as_drawn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a cache directory, a chart is drawn once and kept (``charts/<hash>.svg``); the same
+    specification again is read back, not drawn, into the same bytes as a chart drawn without
+    the cache (in any CSS class); a damaged copy is drawn again, another chart is kept apart,
+    and a cache that cannot be written only means the chart is drawn every time."""
+    import vl_convert
+
+    cells = {("jitter", "c"): charts.Cell(-96.0, True, "p < 0.001", (10, 10))}
+    spec = charts.heatmap_spec(["jitter"], ["c"], cells, row_label="scenario", col_label="",
+                               title="completion_ms")  # fmt: skip
+    drawn = charts.to_svg(spec)
+    calls: list[int] = []
+    real = vl_convert.vegalite_to_svg
+
+    def counting(*args: object, **kwargs: object) -> str:
+        calls.append(1)
+        return str(real(*args, **kwargs))
+
+    monkeypatch.setattr(vl_convert, "vegalite_to_svg", counting)
+    cache = tmp_path / "cache"
+    assert charts.to_svg(spec, cache_dir=cache) == drawn and len(calls) == 1
+    (kept,) = (cache / "charts").glob("*.svg")
+    assert charts.to_svg(spec, cache_dir=cache) == drawn and len(calls) == 1  # read, not drawn
+    other = charts.to_svg(spec, css_class="chart wide", cache_dir=cache)
+    assert len(calls) == 1 and other == charts.to_svg(spec, css_class="chart wide")
+    assert len(calls) == 2 and ' class="chart wide"' in other[: other.index(">")]
+    kept.write_text(kept.read_text().replace("jitter", "jitteR", 1))
+    assert charts.to_svg(spec, cache_dir=cache) == drawn and len(calls) == 3  # damaged: drawn
+    assert charts.to_svg(spec, cache_dir=cache) == drawn and len(calls) == 3  # and kept again
+    cells[("loss", "c")] = charts.Cell(30.0, True, "p = 0.003", (5, 5))
+    spec2 = charts.heatmap_spec(["jitter", "loss"], ["c"], cells, row_label="scenario",
+                                col_label="", title="completion_ms")  # fmt: skip
+    assert charts.to_svg(spec2, cache_dir=cache) != drawn and len(calls) == 4
+    assert len(list((cache / "charts").glob("*.svg"))) == 2
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    assert charts.to_svg(spec, cache_dir=blocked) == drawn and len(calls) == 5
+    assert charts.to_svg(spec, cache_dir=blocked) == drawn and len(calls) == 6
+
+
 def _shared_by_definition(spec: dict[str, Any]) -> dict[str, Any]:
     """Inline data met more than once (equal as JSON text), stored once as a named dataset, in
     the order first met: every list written out and compared."""

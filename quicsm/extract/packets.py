@@ -80,6 +80,7 @@ class PacketColumns:
         "_ack_hi",
         "_ack_lo",
         "_ack_of",
+        "_byte_offsets",
         "_flags",
         "_numbers",
         "_pending",
@@ -94,7 +95,10 @@ class PacketColumns:
         "trigger_names",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, byte_offsets: bool = True) -> None:
+        #: keep what only the byte-offset view reads (the ACK ranges as rows of
+        #: :attr:`streams`); without it :meth:`timeline` gives no byte-offset view
+        self._byte_offsets = byte_offsets
         self._times = array("d")
         self._numbers = array("q")
         self._flags = array("B")
@@ -190,6 +194,7 @@ class PacketColumns:
             self._ack_of.frombytes(ack_of)
             self._ack_lo.frombytes(ack_lo)
             self._ack_hi.frombytes(ack_hi)
+        if ack_of and self._byte_offsets:
             rows = np.frombuffer(ack_of, dtype=np.int64) - base
             t = np.frombuffer(times, dtype=np.float64)[rows]
             sent = (np.frombuffer(flags, dtype=np.uint8)[rows] & _SENT) != 0
@@ -232,7 +237,10 @@ class PacketColumns:
         """The timeline, times counted from ``start`` (the trace's first event, ms). Computed
         on the columns as arrays (no object per packet); the timeline holds its series as
         compact arrays too. ``byte_offsets``: with the byte-offset view
-        (:attr:`PacketTimeline.streams`, which only the plot draws; else None)."""
+        (:attr:`PacketTimeline.streams`, which only the plot draws; else None; columns made
+        without it give none)."""
+        if byte_offsets and not self._byte_offsets:
+            raise ValueError("these packet columns were kept without their byte-offset view")
         self._flush()
         times = np.frombuffer(self._times, dtype=np.float64) if self._times else np.empty(0)
         numbers = np.frombuffer(self._numbers, dtype=np.int64) if self._numbers else _NO_INTS
@@ -470,7 +478,7 @@ def read_packet_timelines(
         ) -> PacketColumns | _Discard:
             if builder.index not in indices:
                 return _Discard()  # another trace of the file: nothing of it is kept
-            kept = columns[builder.index] = PacketColumns()
+            kept = columns[builder.index] = PacketColumns(byte_offsets=byte_offsets)
             builder.packet_hook = kept.packet
             builder.loss_hook = kept.loss
             builder.parameters_hook = kept.parameters
