@@ -8,12 +8,13 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quicsm.controllers.features import compute_features, trace_features
+from quicsm.controllers.features import _rows_between, compute_features, trace_features
 from quicsm.extract.read import read_metrics, read_transitions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,3 +74,24 @@ def test_a_trace_without_metrics_rows_has_empty_features(
     first = transitions["trace"][0]
     row = compute_features(metrics.filter(pl.col("trace") != first), transitions).row(0, named=True)
     assert row["trace"] == str(first) and row["n_metrics"] == 0 and row["beta"] is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    times=st.lists(st.floats(0.0, 1000.0), max_size=60),
+    windows=st.lists(st.one_of(st.none(), st.floats(1.0, 1e6)), min_size=60, max_size=60),
+    start=st.floats(-10.0, 1010.0),
+    length=st.floats(0.0, 500.0),
+)
+def test_rows_between_by_bisection_are_the_rows_compared(
+    times: list[float], windows: list[float | None], start: float, length: float
+) -> None:
+    """Over sorted times the bisection finds the rows that comparing every time finds (ties at
+    either end included)."""
+    t = np.array(sorted(times), dtype=float)
+    w = np.array([np.nan if v is None else v for v in windows[: len(t)]], dtype=float)
+    ends = [(x, x + length) for x in t[:3]] + [(x - length, x) for x in t[-3:]]
+    for begin, end in [(start, start + length), (start, start), *ends]:
+        fast = _rows_between(t, w, begin, end, ordered=True)
+        slow = _rows_between(t, w, begin, end, ordered=False)
+        assert fast.tolist() == slow.tolist()

@@ -295,13 +295,14 @@ def _acked_rounds(events: list[str], cwnd: np.ndarray, flight: np.ndarray) -> np
     on acknowledgements (:data:`ACKED_UP_SHARE`: then a fall is acknowledgements net of
     sends, not the data acknowledged). A fall across a loss event is the lost packets leaving
     the flight, not data acknowledged, and is not counted."""
-    logged = np.array([e == "metrics" for e in events], dtype=bool) & ~np.isnan(flight)
+    kinds = np.array(events, dtype=object)  # compared elementwise in one call each
+    logged = (kinds == "metrics") & ~np.isnan(flight)
     index = np.flatnonzero(logged)
     if len(index) < 2:
         return None
     values = flight[index]
     steps = np.diff(values)
-    lossy = np.cumsum([e in ("packet_lost", "pto") for e in events])
+    lossy = np.cumsum((kinds == "packet_lost") | (kinds == "pto"))
     crossed = lossy[index[1:]] != lossy[index[:-1]]
     clean = steps[~crossed]
     if (
@@ -331,9 +332,9 @@ def _steps(
     recomputes its window on every ACK (quic-go's and aioquic's CUBIC) logs small ones of
     every size."""
     increases: list[float] = []
+    ordered = bool(np.all(times[1:] >= times[:-1]))
     for start, end in intervals:
-        w = cwnd[(times >= start) & (times < end)]
-        w = w[~np.isnan(w)]
+        w = cwnd[_rows_between(times, cwnd, start, end, ordered=ordered)]
         d = np.diff(w)
         increases += [float(x) for x in np.round(d[d > 0])]
     if len(increases) < MIN_EPOCH_POINTS:
@@ -341,6 +342,17 @@ def _steps(
     values, counts = np.unique(increases, return_counts=True)
     mode = int(np.argmax(counts))
     return float(values[mode]), float(counts[mode] / len(increases))
+
+
+def _rows_between(
+    times: np.ndarray, cwnd: np.ndarray, start: float, end: float, *, ordered: bool
+) -> np.ndarray:
+    """The rows (in order) with ``start`` <= time < ``end`` and a window logged: by bisection
+    when the times are ``ordered`` (the same rows as comparing every time)."""
+    if ordered:
+        lo, hi = np.searchsorted(times, [start, end], side="left").tolist()
+        return lo + np.flatnonzero(~np.isnan(cwnd[lo:hi]))
+    return np.flatnonzero((times >= start) & (times < end) & ~np.isnan(cwnd))
 
 
 def _epochs(
@@ -354,8 +366,9 @@ def _epochs(
     interval. A round is a window of acknowledged data when ``acked`` (cumulative rounds per
     row, :func:`_acked_rounds`) is given, else a smoothed RTT of wall-clock time."""
     out = []
+    ordered = bool(np.all(times[1:] >= times[:-1]))
     for start, end in intervals:
-        inside = (times >= start) & (times < end) & ~np.isnan(cwnd)
+        inside = _rows_between(times, cwnd, start, end, ordered=ordered)
         t = times[inside]
         w = cwnd[inside]
         if len(w) < 2:
@@ -428,8 +441,9 @@ def _growth_below_max(
     limited = np.nan_to_num(_carried(flight), nan=-1.0) >= np.nan_to_num(floor, nan=np.inf)
     counted = np.cumsum(np.where(limited, np.diff(acked, prepend=0.0), 0.0))
     grown = rounds = 0.0
+    ordered = bool(np.all(times[1:] >= times[:-1]))
     for start, end in intervals:
-        rows = np.flatnonzero((times >= start) & (times < end) & ~np.isnan(cwnd))
+        rows = _rows_between(times, cwnd, start, end, ordered=ordered)
         if len(rows) < 2:
             continue
         w = cwnd[rows]
@@ -680,6 +694,15 @@ class TraceColumns:
 
     def rows(self, index: np.ndarray) -> TraceColumns:
         """The rows ``index`` (in that order)."""
+        if len(index) and index[-1] - index[0] + 1 == len(index) and np.all(np.diff(index) == 1):
+            start, end = int(index[0]), int(index[-1]) + 1  # one run of rows: slices of them
+            return TraceColumns(
+                self.events[start:end],
+                self.times[start:end],
+                self.cwnd[start:end],
+                self.flight[start:end],
+                self.rtt[start:end],
+            )
         events = self.events
         return TraceColumns(
             [events[i] for i in index.tolist()],
