@@ -17,6 +17,7 @@ from pathlib import Path
 
 from quicsm.compare.grouping import Comparison
 from quicsm.core.atomic import write_file
+from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import InputError
 
 __all__ = ["build_report", "write_report"]
@@ -39,6 +40,7 @@ def build_report(
     primary: Sequence[str] = (),
     conformance: str | None = None,
     cache_dir: Path | None = None,
+    diagnostics: Diagnostics | None = None,
 ) -> str:
     """The report text. ``generated_at`` and ``command`` are shown in Methods when given (pass
     them in; the report never reads the clock, so the same inputs give the same bytes).
@@ -46,7 +48,9 @@ def build_report(
     (``--by``, else ``stack``) has this value (:mod:`quicsm.report.conformance`).
     ``cache_dir``: a directory where the charts drawn (:func:`quicsm.render.charts.to_svg`) and
     the controllers named (:mod:`quicsm.report.controllers`) are kept and read again by the next
-    report of the same groups (None: all drawn and named anew)."""
+    report of the same groups (None: all drawn and named anew). ``diagnostics``: what the reads
+    of the groups skipped (``on_error="skip"``), shown in the report (a box above the
+    comparisons and an item of Methods: file, record, line, what was expected, trace)."""
     from quicsm.compare.diff import keyed_transitions
     from quicsm.compare.run import run_comparison
     from quicsm.model.inference import infer
@@ -90,11 +94,11 @@ def build_report(
     if fmt == "md":
         return render_markdown(
             views, alpha=alpha, title=title, generated_at=generated_at, command=command,
-            extra=extra,
+            extra=extra, skipped=diagnostics,
         )  # fmt: skip
     return render_html(
         views, alpha=alpha, title=title, generated_at=generated_at, command=command,
-        extra=extra, chart_cache=cache_dir,
+        extra=extra, chart_cache=cache_dir, skipped=diagnostics,
     )  # fmt: skip
 
 
