@@ -20,7 +20,7 @@ from quicsm.core.atomic import checked_target, write_file
 from quicsm.core.errors import InputError
 
 if TYPE_CHECKING:  # imported when the command runs, not for --help
-    from quicsm.compare.grouping import Comparison
+    from quicsm.compare.grouping import Comparison, OnError
     from quicsm.core.diagnostics import Diagnostics
 
 
@@ -162,6 +162,7 @@ def report_command(
         text = _build(comps, output=output, fmt=fmt, alpha=alpha, seed=seed, matrix=matrix_labels,
                       metric=metric_name, title=title, primary=primary,
                       conformance=conformance, skipped=skipped,
+                      on_error="skip" if lenient else "raise",
                       cache_dir=None if no_cache else _report_cache(cache_dir))  # fmt: skip
     show_caveats(comps)
     write_file(output, text, what="the report", follow_symlinks=follow_symlinks)
@@ -190,6 +191,7 @@ def _build(
     conformance: str | None = None,
     cache_dir: Path | None = None,
     skipped: Diagnostics | None = None,
+    on_error: OnError = "raise",
 ) -> str:
     from quicsm.report import build_report
 
@@ -208,5 +210,6 @@ def _build(
         generated_at=_generated_at(),
         cache_dir=cache_dir,
         diagnostics=skipped,
+        on_error=on_error,
         command=shlex.join(["quicsm", *sys.argv[1:]]) if sys.argv[1:2] == ["report"] else None,
     )

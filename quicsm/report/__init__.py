@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from quicsm.compare.grouping import Comparison
+from quicsm.compare.grouping import Comparison, OnError
 from quicsm.core.atomic import write_file
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import InputError
@@ -40,6 +40,7 @@ def build_report(
     primary: Sequence[str] = (),
     conformance: str | None = None,
     cache_dir: Path | None = None,
+    on_error: OnError = "raise",
     diagnostics: Diagnostics | None = None,
 ) -> str:
     """The report text. ``generated_at`` and ``command`` are shown in Methods when given (pass
@@ -50,7 +51,10 @@ def build_report(
     the controllers named (:mod:`quicsm.report.controllers`) are kept and read again by the next
     report of the same groups (None: all drawn and named anew). ``diagnostics``: what the reads
     of the groups skipped (``on_error="skip"``), shown in the report (a box above the
-    comparisons and an item of Methods: file, record, line, what was expected, trace)."""
+    comparisons and an item of Methods: file, record, line, what was expected, trace).
+    ``on_error``: how the report's own reads (the metrics of a group that has none, to name
+    its controller) read (``"skip"``: lenient, what they skip added to ``diagnostics`` and
+    shown)."""
     from quicsm.compare.diff import keyed_transitions
     from quicsm.compare.run import run_comparison
     from quicsm.model.inference import infer
@@ -64,7 +68,12 @@ def build_report(
         raise InputError("nothing to compare")
     from quicsm.report.controllers import with_controller_notes
 
-    comparisons = [with_controller_notes(c, cache_dir=cache_dir) for c in comparisons]
+    if diagnostics is None and on_error == "skip":
+        diagnostics = Diagnostics()
+    comparisons = [
+        with_controller_notes(c, cache_dir=cache_dir, on_error=on_error, diagnostics=diagnostics)
+        for c in comparisons
+    ]
     compared = [
         run_comparison(c, alpha=alpha, seed=seed, permutations=permutations, primary=primary)
         for c in comparisons
