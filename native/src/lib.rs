@@ -17,6 +17,7 @@ pub mod deriver;
 pub mod packets;
 pub mod record;
 pub mod scan;
+pub mod sendable;
 pub mod tables;
 
 #[cfg(feature = "python")]

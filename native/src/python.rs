@@ -631,6 +631,7 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(packet_records, m)?)?;
     m.add_function(wrap_pyfunction!(packet_event, m)?)?;
     m.add_function(wrap_pyfunction!(shared_tables, m)?)?;
+    m.add_function(wrap_pyfunction!(crate::sendable::bindings::sendable_timeline, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -23,7 +23,7 @@ from quicsm.compare.grouping import (
     split_by_label,
     split_paths,
 )
-from quicsm.core.diagnostics import Diagnostics
+from quicsm.core.diagnostics import Diagnostics, warned_once
 from quicsm.core.errors import InputError
 
 __all__ = [
@@ -83,14 +83,41 @@ def read_labelled(
     ``reader`` reads them instead of :mod:`quicsm.extract.read` (the engine's,
     :mod:`quicsm.engine`). ``split_app_limited``: ApplicationLimited split by cause
     (:mod:`quicsm.extract.app_limited_split`; a reader's transitions split already stay so).
-    What every read skipped is added to ``diagnostics`` (a record two reads skipped once); each
-    read warns of its own as well (:class:`~quicsm.core.diagnostics.QuicsmWarning`)."""
+    What every read skipped is added to ``diagnostics`` (a record two reads skipped once) and
+    warned of once, in one :class:`~quicsm.core.diagnostics.QuicsmWarning` for the call."""
+    own = Diagnostics()
+    with warned_once(own):
+        out = _read_labelled(
+            paths,
+            on_error=on_error,
+            metrics=metrics,
+            states=states,
+            notes=notes,
+            reader=reader,
+            split_app_limited=split_app_limited,
+            union=own,
+        )
+    if diagnostics is not None:
+        diagnostics.absorb(own)
+    return out
+
+
+def _read_labelled(
+    paths: Sequence[str],
+    *,
+    on_error: OnError,
+    metrics: bool,
+    states: str,
+    notes: list[str] | None,
+    reader: Reader | None,
+    split_app_limited: bool,
+    union: Diagnostics,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     from quicsm.extract.app_limited_split import read_split
     from quicsm.extract.read import read_metrics, read_traces, read_transitions
 
     if not paths:
         raise InputError("no input paths given")
-    union = diagnostics if diagnostics is not None else Diagnostics()
     if reader is not None:
         transitions, table, frame, read_diag = reader(paths, on_error, metrics, states)
         union.absorb(read_diag)
@@ -174,10 +201,47 @@ def compare_paths(
     ``split_app_limited`` too; ``accounts`` counts the connection account (see
     :func:`attach_accounts`). What the reads skipped (``on_error="skip"``: the states', the
     metrics', the trace headers' and the account's packets) is added to ``diagnostics``, a
-    record several reads skipped counted once."""
+    record several reads skipped counted once, and warned of in one
+    :class:`~quicsm.core.diagnostics.QuicsmWarning` for the call (a record is in one warning,
+    however many reads skipped it)."""
+    own = Diagnostics()
+    with warned_once(own):
+        out = _compare_paths(
+            a_paths,
+            b_paths,
+            where=where,
+            within=within,
+            on_error=on_error,
+            names=names,
+            metrics=metrics,
+            states=states,
+            reader=reader,
+            accounts=accounts,
+            split_app_limited=split_app_limited,
+            diag=own,
+        )
+    if diagnostics is not None:
+        diagnostics.absorb(own)
+    return out
+
+
+def _compare_paths(
+    a_paths: Sequence[str],
+    b_paths: Sequence[str],
+    *,
+    where: Mapping[str, str] | None = None,
+    within: Sequence[str] = (),
+    on_error: OnError = "raise",
+    names: tuple[str, str] | None = None,
+    metrics: bool = True,
+    states: str = "hybrid",
+    reader: Reader | None = None,
+    accounts: Accounts | None = None,
+    split_app_limited: bool = False,
+    diag: Diagnostics,
+) -> Comparison:
     if not b_paths:
         raise InputError("--vs needs at least one path for group B")
-    diag = diagnostics if diagnostics is not None else Diagnostics()
     derivation: list[str] = []
     ta, ra, ma = read_labelled(
         a_paths,
@@ -242,7 +306,42 @@ def compare_by_label(
     """One comparison per pair of values of ``label`` among the traces under ``paths``
     (``accounts``: see :func:`attach_accounts`; ``split_app_limited`` and ``diagnostics`` as
     in :func:`compare_paths`)."""
-    diag = diagnostics if diagnostics is not None else Diagnostics()
+    own = Diagnostics()
+    with warned_once(own):
+        out = _compare_by_label(
+            paths,
+            label,
+            where=where,
+            baseline=baseline,
+            within=within,
+            on_error=on_error,
+            metrics=metrics,
+            states=states,
+            reader=reader,
+            accounts=accounts,
+            split_app_limited=split_app_limited,
+            diag=own,
+        )
+    if diagnostics is not None:
+        diagnostics.absorb(own)
+    return out
+
+
+def _compare_by_label(
+    paths: Sequence[str],
+    label: str,
+    *,
+    where: Mapping[str, str] | None = None,
+    baseline: str | None = None,
+    within: Sequence[str] = (),
+    on_error: OnError = "raise",
+    metrics: bool = True,
+    states: str = "hybrid",
+    reader: Reader | None = None,
+    accounts: Accounts | None = None,
+    split_app_limited: bool = False,
+    diag: Diagnostics,
+) -> list[Comparison]:
     derivation: list[str] = []
     transitions, traces, frame = read_labelled(
         paths,

@@ -27,7 +27,11 @@ from pathlib import Path
 import numpy as np
 
 from quicsm.core.diagnostics import Diagnostics
-from quicsm.extract.sendable import SendableTimeline, sendable_timeline
+from quicsm.extract.sendable import (
+    SendableTimeline,
+    native_sendable_timeline,
+    sendable_timeline,
+)
 from quicsm.extract.streams import StreamColumns, StreamTimeline
 from quicsm.extract.wire import lost_packet_of, packet_of
 from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
@@ -82,6 +86,7 @@ class PacketColumns:
         "_ack_of",
         "_byte_offsets",
         "_flags",
+        "_frames",
         "_numbers",
         "_pending",
         "_pending_rows",
@@ -113,6 +118,11 @@ class PacketColumns:
         self.first_scid: str | None = None
         #: the STREAM, ACK and flow-control frames, for the byte-offset panel
         self._streams = StreamColumns()
+        #: without the byte-offset view, the STREAM, MAX_* and *_BLOCKED frames are kept as the
+        #: native core read them, chunks of columns in the order read (those decoded here are
+        #: put in order among them, :meth:`_seal`), for the native sendable timeline; None: kept
+        #: as rows of :attr:`_streams` (the byte-offset view, or a value no column holds)
+        self._frames: list[Sequence[bytes]] | None = None if byte_offsets else []
         #: ack-eliciting bytes by (logged as sent, sent by the capture's first sender)
         self.bytes = [0, 0, 0, 0]
         #: chunks the native core read (:meth:`absorb`), not appended yet: appended together
@@ -202,6 +212,11 @@ class PacketColumns:
             self._streams.acks.extend(
                 zip(t.tolist(), sent.tolist(), lo.tolist(), hi.tolist(), strict=True)
             )
+        if self._frames is not None and (frames[0] or frames[6] or frames[10]):
+            self._seal()  # the rows decoded here before this chunk come first
+            if self._frames is not None:
+                self._frames.append(frames)
+                return
         streams, limits, blocked = frames[:6], frames[6:10], frames[10:]
         if streams[0]:
             self._streams.stream_rows.extend(zip(*_lists(streams), strict=True))
@@ -209,6 +224,65 @@ class PacketColumns:
             self._streams.limits.extend(zip(*_lists(limits), strict=True))
         if blocked[0]:
             self._streams.blocked.extend(zip(*_lists(blocked), strict=True))
+
+    def _seal(self) -> None:
+        """The STREAM, MAX_* and *_BLOCKED rows decoded here (not natively) since the last
+        chunk, appended to :attr:`_frames` as a chunk of columns; when a value fits no column
+        (an integer beyond 64 bits, a time not a float) every chunk is turned back into rows
+        of :attr:`_streams` instead (:meth:`_unseal`)."""
+        c = self._streams
+        if self._frames is None or not (c.stream_rows or c.limits or c.blocked):
+            return
+        try:
+            chunk = [
+                *_columns_of(c.stream_rows, 6),
+                *_columns_of(c.limits, 4),
+                *_columns_of(c.blocked, 4),
+            ]
+        except (OverflowError, TypeError):
+            self._unseal()
+            return
+        c.stream_rows, c.limits, c.blocked = [], [], []
+        self._frames.append(chunk)
+
+    def _unseal(self) -> None:
+        """The chunks of :attr:`_frames` as rows of :attr:`_streams`, in the order read
+        (before the rows decoded here since the last chunk); the frames are kept as rows
+        from then on."""
+        chunks, self._frames = self._frames, None
+        if not chunks:
+            return
+        c = self._streams
+        rows, limits, blocked = c.stream_rows, c.limits, c.blocked
+        c.stream_rows, c.limits, c.blocked = [], [], []
+        for frames in chunks:
+            streams, lim, blo = frames[:6], frames[6:10], frames[10:]
+            if streams[0]:
+                c.stream_rows.extend(zip(*_lists(streams), strict=True))
+            if lim[0]:
+                c.limits.extend(zip(*_lists(lim), strict=True))
+            if blo[0]:
+                c.blocked.extend(zip(*_lists(blo), strict=True))
+        c.stream_rows += rows
+        c.limits += limits
+        c.blocked += blocked
+
+    def _sendable(self, start: float) -> SendableTimeline | None:
+        """The sendable timeline (:mod:`quicsm.extract.sendable`): in the native core from
+        the frames kept as columns where it can, else from the rows."""
+        self._seal()
+        if self._frames is not None:
+            joined = [b"".join(column) for column in zip(*self._frames, strict=True)]
+            if not joined:
+                joined = [b""] * 14
+            peer = self._streams.parameters.get(False, {})
+            done, made = native_sendable_timeline(
+                joined[:6], joined[6:10], joined[10:], peer, start
+            )
+            if done:
+                return made
+            self._unseal()
+        return sendable_timeline(self._streams, start)
 
     def parameters(self, time: float, short: str, data: object, scale: float) -> None:
         """A ``parameters_set`` event (``TraceBuilder.parameters_hook``)."""
@@ -301,7 +375,7 @@ class PacketColumns:
             losses_here=losses_here,
             unnumbered=unnumbered,
             streams=self._streams.timeline(start) if byte_offsets else None,
-            sendable=None if captured else sendable_timeline(self._streams, start),
+            sendable=None if captured else self._sendable(start),
         )
 
     # the columns, with the chunks held back appended first
@@ -337,7 +411,9 @@ class PacketColumns:
 
     @property
     def streams(self) -> StreamColumns:
+        """The frames as rows (those kept as columns are turned into rows first)."""
         self._flush()
+        self._unseal()
         return self._streams
 
 
@@ -346,6 +422,25 @@ class PacketColumns:
 _PENDING_CHUNKS = 256
 
 _NO_INTS = np.empty(0, dtype=np.int64)
+
+
+def _columns_of(rows: Sequence[tuple[object, ...]], width: int) -> list[bytes]:
+    """Rows ``(time, sent, int, ...)`` (``width`` values each) as the native core's columns:
+    float64 times, int64 for the rest (``sent`` as 0 or 1). Raises OverflowError for an
+    integer beyond 64 bits and TypeError for a time that is not a float or a value that is
+    not an integer (none is put in a column it would not come back from the same)."""
+    if not rows:
+        return [b""] * width
+    times, sent, *rest = zip(*rows, strict=True)
+    if any(type(t) is not float for t in times):
+        raise TypeError("a time that is not a float")
+    ints = [int(bool(x)) for x in sent]
+    out = [array("d", times).tobytes(), array("q", ints).tobytes()]
+    for column in rest:
+        if any(type(v) is not int for v in column):
+            raise TypeError("a value that is not an integer")
+        out.append(array("q", column).tobytes())
+    return out
 
 
 def _lists(columns: Sequence[bytes]) -> list[list[object]]:

@@ -22,16 +22,21 @@ A sender is short of data (ApplicationLimited, Kakhki et al.) because
 as they were read) and returns a :class:`SendableTimeline`, the cause at every moment as
 piecewise-constant segments; :func:`split_intervals` measures a set of intervals (a trace's
 ApplicationLimited visits) against it, and :func:`segments_in` cuts them where the cause
-changes.
+changes. :func:`native_sendable_timeline` computes the same timeline in the native core
+(``native/src/sendable.rs``) from the frames kept as columns of numbers (as the native packet
+reader gives them); :func:`sendable_timeline` stays the reference.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from quicsm.extract.streams import StreamColumns
+import numpy as np
+
+from quicsm.core import native
+from quicsm.extract.streams import INITIAL_LIMITS, StreamColumns
 
 APPLICATION: Final = "application"
 FLOW_CONTROL_CONNECTION: Final = "flow_control_connection"
@@ -197,6 +202,48 @@ def sendable_timeline(columns: StreamColumns, start: float) -> SendableTimeline 
     )
 
 
+#: what a 64-bit column holds (the native core's integers)
+_INT64: Final = range(-(1 << 63), 1 << 63)
+
+
+def native_sendable_timeline(
+    streams: Sequence[bytes],
+    limits: Sequence[bytes],
+    blocked: Sequence[bytes],
+    peer: Mapping[str, int],
+    start: float,
+) -> tuple[bool, SendableTimeline | None]:
+    """:func:`sendable_timeline` computed in the native core from the frames as columns:
+    ``streams`` (time float64, sent, stream, offset, length as int64), ``limits`` and
+    ``blocked`` (time float64, sent, stream or -1, maximum or limit as int64), ``peer`` the
+    peer's transport parameters (``StreamColumns.parameters[False]``). Returns whether it
+    could (the native core is there, every initial limit fits 64 bits and no time is NaN:
+    else the caller reads the frames with :func:`sendable_timeline`) and the timeline."""
+    ext = native.module()
+    compute = getattr(ext, "sendable_timeline", None)  # a core built before it: none
+    if compute is None:
+        return False, None
+    initial = tuple(peer.get(name) for name in INITIAL_LIMITS)
+    if any(v is not None and v not in _INT64 for v in initial):
+        return False, None
+    try:
+        made = compute(list(streams[:5]), list(limits[:4]), list(blocked[:4]), initial, start)
+    except ValueError:  # a time that is not a number: Python's sort order is the reference
+        return False, None
+    if made is None:
+        return True, None
+    times, causes, logged, bytes_sent, blocked_frames = made
+    return True, SendableTimeline(
+        times=tuple(np.frombuffer(times, dtype=np.float64).tolist()),
+        causes=tuple(_CODES[c] for c in causes),
+        logged=tuple(b != 0 for b in logged),
+        bytes_sent=bytes_sent,
+        blocked_frames=blocked_frames,
+        limit_frames=int(np.count_nonzero(np.frombuffer(limits[1], dtype=np.int64) == 0)),
+        initial_limits=bool(peer),
+    )
+
+
 @dataclass(frozen=True)
 class Split:
     """Some intervals' time by cause (ms), and how much of each cause logged frames say."""
@@ -263,6 +310,7 @@ __all__ = [
     "UNKNOWN",
     "SendableTimeline",
     "Split",
+    "native_sendable_timeline",
     "segments_in",
     "sendable_timeline",
     "split_intervals",
