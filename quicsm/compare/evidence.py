@@ -221,15 +221,66 @@ def group_account(group: Group) -> pl.DataFrame | None:
     return group.account
 
 
+@dataclass(frozen=True)
+class GroupIndicators:
+    """What :func:`indicators` reads of a group whatever the traces asked for: the connection
+    account and transitions with their keys cast, each indicator's counts per trace, the
+    application-limited share of every trace and the traces' labels (made once per group when
+    one explanation after another asks, :func:`group_indicators`)."""
+
+    account: pl.DataFrame | None
+    #: per account fact: (indicator, fact, its counts per trace: file, trace, value)
+    facts: list[tuple[str, str, pl.DataFrame]]
+    #: per transition indicator: its counts per trace
+    counters: list[tuple[str, pl.DataFrame]]
+    app_limited: dict[str, float]
+    labels: dict[tuple[str, str], dict[str, Any]]
+
+
+def group_indicators(group: Group) -> GroupIndicators:
+    """The pieces of :func:`indicators` that do not depend on the traces asked for."""
+    tr = group.transitions.with_columns(
+        pl.col("file").cast(KEY_DTYPE), pl.col("trace").cast(KEY_DTYPE)
+    )
+    account = group_account(group)
+    acc = None
+    facts = []
+    if account is not None:
+        acc = account.with_columns(pl.col("file").cast(KEY_DTYPE), pl.col("trace").cast(KEY_DTYPE))
+        for name, fact in ACCOUNT_FACTS.items():
+            counted = acc.select("file", "trace", pl.col(fact).alias("value")).drop_nulls()
+            facts.append((name, fact, counted))
+    from_facts = {name for name, _, _ in facts}
+    counters = [
+        (name, counter(tr)) for name, counter in _TRANSITION_INDICATORS if name not in from_facts
+    ]
+    # ApplicationLimited whole, or its causes summed when the model splits it
+    ids, shares = fractions(keyed_transitions(tr), [APP_LIMITED, *APP_LIMITED_CAUSES])
+    labels = {
+        (str(f), str(t)): d
+        for (f, t), d in zip(
+            group.traces.select("file", "trace").iter_rows(), group.label_dicts(), strict=True
+        )
+    }
+    return GroupIndicators(
+        acc, facts, counters, dict(zip(ids, shares.sum(axis=1).tolist(), strict=True)), labels
+    )
+
+
 def indicators(
     group: Group,
     keys: Sequence[tuple[str, str]],
     provenance: dict[str, Provenance] | None = None,
+    *,
+    pieces: GroupIndicators | None = None,
 ) -> tuple[dict[str, tuple[str, np.ndarray]], set[str]]:
     """Every indicator's value for each trace of ``keys`` (in that order): name -> (unit,
     values), and the event indicators of which the group's traces log none at all. Event
     indicators only when the group has metrics; their counts are the connection account's
-    (:mod:`quicsm.extract.account`), whose provenance per indicator goes to ``provenance``."""
+    (:mod:`quicsm.extract.account`), whose provenance per indicator goes to ``provenance``.
+    ``pieces``: the group's :func:`group_indicators`, when already made."""
+    if pieces is None:
+        pieces = group_indicators(group)
     frame = pl.DataFrame(
         {"file": [k[0] for k in keys], "trace": [k[1] for k in keys]},
         schema={"file": KEY_DTYPE, "trace": KEY_DTYPE},
@@ -248,36 +299,21 @@ def indicators(
 
     out: dict[str, tuple[str, np.ndarray]] = {}
     unlogged: set[str] = set()
-    tr = group.transitions.with_columns(
-        pl.col("file").cast(KEY_DTYPE), pl.col("trace").cast(KEY_DTYPE)
-    )
-    account = group_account(group)
-    if account is not None:
-        acc = account.with_columns(pl.col("file").cast(KEY_DTYPE), pl.col("trace").cast(KEY_DTYPE))
-        for name, fact in ACCOUNT_FACTS.items():
-            counted = acc.select("file", "trace", pl.col(fact).alias("value")).drop_nulls()
-            wanted = counted.join(frame, on=["file", "trace"], how="semi")
-            if wanted.height == 0:
-                unlogged.add(name)
-            out[name] = ("per trace", per_trace(counted))
-            if provenance is not None:
-                provenance[name] = _provenance(acc, fact, keys)
-    for name, counter in _TRANSITION_INDICATORS:
-        if name not in out:
-            out[name] = ("per trace", per_trace(counter(tr)))
-    # ApplicationLimited whole, or its causes summed when the model splits it
-    ids, shares = fractions(keyed_transitions(tr), [APP_LIMITED, *APP_LIMITED_CAUSES])
-    share = dict(zip(ids, shares.sum(axis=1).tolist(), strict=True))
+    for name, fact, counted in pieces.facts:
+        wanted = counted.join(frame, on=["file", "trace"], how="semi")
+        if wanted.height == 0:
+            unlogged.add(name)
+        out[name] = ("per trace", per_trace(counted))
+        if provenance is not None and pieces.account is not None:
+            provenance[name] = _provenance(pieces.account, fact, keys)
+    for name, counted in pieces.counters:
+        out[name] = ("per trace", per_trace(counted))
+    share = pieces.app_limited
     out["time application-limited"] = (
         "share",
         np.array([share.get(f"{f}\x1f{t}", 0.0) for f, t in keys]),
     )
-    labels = {
-        (str(f), str(t)): d
-        for (f, t), d in zip(
-            group.traces.select("file", "trace").iter_rows(), group.label_dicts(), strict=True
-        )
-    }
+    labels = pieces.labels
     for metric in OUTCOMES:
         values = [labels.get(k, {}).get(metric) for k in keys]
         if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values) and values:
@@ -332,12 +368,18 @@ def _example(keys: Sequence[tuple[str, str]], values: np.ndarray, *, high: bool)
 
 
 def _evidence(
-    comp: Comparison, cell: str | None, *, outcomes: bool = True
+    comp: Comparison,
+    cell: str | None,
+    *,
+    outcomes: bool = True,
+    pieces: Callable[[], tuple[GroupIndicators, GroupIndicators]] | None = None,
 ) -> tuple[_Scope, list[Evidence]]:
     ka, kb = _keys(comp.a, cell, comp), _keys(comp.b, cell, comp)
     pa: dict[str, Provenance] = {}
     pb: dict[str, Provenance] = {}
-    (ia, none_a), (ib, none_b) = indicators(comp.a, ka, pa), indicators(comp.b, kb, pb)
+    ga, gb = pieces() if pieces is not None else (None, None)
+    (ia, none_a) = indicators(comp.a, ka, pa, pieces=ga)
+    (ib, none_b) = indicators(comp.b, kb, pb, pieces=gb)
     rows: list[Evidence] = []
     for name, (unit, va) in ia.items():
         if name not in ib or (not outcomes and unit.startswith("outcome:")):
@@ -398,6 +440,14 @@ def explain(
     changes (by relative change, among cells with at least 3 traces per group) whether
     significant or not — said which."""
     out: list[Explanation] = []
+    made: list[tuple[GroupIndicators, GroupIndicators]] = []
+
+    def pieces() -> tuple[GroupIndicators, GroupIndicators]:
+        """Both groups' :func:`group_indicators`, made at the first explanation that asks."""
+        if not made:
+            made.append((group_indicators(comp.a), group_indicators(comp.b)))
+        return made[0]
+
     outcomes = result.outcomes.filter(
         (pl.col("n_a") >= 3) & (pl.col("n_b") >= 3) & pl.col("change").is_not_nan()
     )
@@ -416,7 +466,7 @@ def explain(
             continue  # one explanation per cell (completion time and throughput move together)
         cells_seen.add(r["cell"])
         cell = None if r["cell"] == "all" else r["cell"]
-        scope, rows = _evidence(comp, cell, outcomes=False)
+        scope, rows = _evidence(comp, cell, outcomes=False, pieces=pieces)
         out.append(
             Explanation(
                 bool(r["significant"]),
@@ -432,7 +482,7 @@ def explain(
         if f.kind == "outcome":
             continue
         cell = _cell_of_largest_change(comp, f.kind, f.subject)
-        scope, rows = _evidence(comp, cell)
+        scope, rows = _evidence(comp, cell, pieces=pieces)
         out.append(
             Explanation(
                 True,
