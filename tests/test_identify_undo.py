@@ -102,13 +102,19 @@ def _row(**changes: object) -> dict[str, object]:
     return row
 
 
+@pytest.mark.parametrize("beta", [0.5, 0.7, 0.6999])
 @pytest.mark.parametrize("reductions", [1, 2, 6])
-def test_a_cut_undone_into_slow_start_names_reno(reductions: int) -> None:
-    """Cuts by an exact 0.7 undone into slow start name Reno by their own rule, however few:
-    the number of cuts, which holds back one or two cuts by 0.7 otherwise, is not the evidence."""
-    verdict = classify(_row(n_reductions=reductions), PRIORS)
-    assert verdict.family == NEWRENO and verdict.basis == "undo-slow-start"
-    assert "undone into slow start" in verdict.evidence
+def test_a_cut_undone_into_slow_start_names_reno(reductions: int, beta: float) -> None:
+    """Cuts by one of Reno's exact factors undone into slow start name Reno by their own rule,
+    however few: the number of cuts, which holds back one or two cuts by 0.7 otherwise, is not
+    the evidence."""
+    verdict = classify(_row(n_reductions=reductions, beta=beta), PRIORS)
+    assert verdict.family == NEWRENO
+    if verdict.basis != "undo-slow-start":
+        # two exact halvings or more are named by RFC 9002's prior first
+        assert beta == 0.5 and reductions >= 2 and verdict.basis == "boxes"
+    else:
+        assert "undone into slow start" in verdict.evidence
 
 
 @pytest.mark.parametrize(
@@ -116,15 +122,16 @@ def test_a_cut_undone_into_slow_start_names_reno(reductions: int) -> None:
     [
         {"n_undone_slow_start": 0},  # undone, but not into slow start: quiche's CUBIC rollback
         {"beta_spread": 0.05},  # a factor that varies (quinn's BBR drops)
-        {"beta": UNDO_FACTORS[1] + 0.05},
-        {"beta": UNDO_FACTORS[0] - 0.05},
+        {"beta": 0.733},  # the kernel's gradual cut seen in one drop (CUBIC's, undone by Linux)
+        {"beta": 0.60},
+        {"beta": max(UNDO_FACTORS) + 0.05},
     ],
 )
 def test_the_undo_rule_needs_an_exact_cut_undone_into_slow_start(
     changes: dict[str, object],
 ) -> None:
-    """Without a cut undone into slow start, or with a factor that is not one exact Reno factor,
-    the rule does not name the trace."""
+    """Without a cut undone into slow start, or with a factor that is not one of Reno's exact
+    factors (0.7, 0.5), the rule does not name the trace."""
     verdict = classify(_row(**changes), PRIORS)
     assert verdict.basis != "undo-slow-start"
 

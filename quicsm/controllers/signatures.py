@@ -300,14 +300,17 @@ WHOLE_SEGMENT: Final[float] = 1000.0
 #: tell Reno from CUBIC": quic-go's Reno and CUBIC both cut by 0.7
 MIN_SHARED_REDUCTIONS: Final[int] = 3
 REDUCTIONS_SHARED: Final[tuple[float, float]] = (0.6, 0.8)
-#: Reno by an undo into slow start: a cut by one exact factor (between these bounds, spread at
-#: most UNDO_SPREAD: quic-go's renoBeta 0.7, RFC 9002's 0.5) undone, after which the window
-#: went on doubling (``n_undone_slow_start``, :func:`quicsm.controllers.features.
-#: _undone_into_slow_start`): the sender restored its slow-start threshold with its window.
-#: quic-go v0.65.0 keeps undo state only in Reno mode and restores window, threshold and state;
-#: quiche 0.30's CUBIC, the other controller of the lab that undoes, never rolls back into slow
-#: start; no other controller of the lab undoes a cut by an exact factor
-UNDO_FACTORS: Final[tuple[float, float]] = (0.45, 0.75)
+#: Reno by an undo into slow start: cuts by one of Reno's exact factors (quic-go's renoBeta 0.7,
+#: RFC 9002's 0.5, within UNDO_FACTOR_TOLERANCE; spread at most UNDO_SPREAD) and one of them
+#: undone, after which the window went on doubling (``n_undone_slow_start``,
+#: :func:`quicsm.controllers.features._undone_into_slow_start`): the sender restored its
+#: slow-start threshold with its window. quic-go v0.65.0 keeps undo state only in Reno mode and
+#: restores window, threshold and state (factor 0.69999-0.70000); quiche 0.30's CUBIC, the other
+#: controller of the lab that undoes, never rolls back into slow start. Linux's TCP undoes into
+#: slow start for any controller, but its cuts are gradual (proportional rate reduction: one
+#: drop of the window seen as 0.73 of it, CUBIC's included), not one exact factor
+UNDO_FACTORS: Final[tuple[float, ...]] = (0.5, 0.7)
+UNDO_FACTOR_TOLERANCE: Final[float] = 0.005
 UNDO_SPREAD: Final[float] = 0.02
 #: ProbeRTT depth (window in ProbeRTT over the window before) at or below which BBR is v1 (4
 #: packets), and at or above which it is v2/v3 (half the BDP)
@@ -330,7 +333,7 @@ class Verdict:
 
 #: the rules that name a controller: explicit BBRv2/v3 sub-phases, BBR phases with a ProbeRTT
 #: depth, losses without any decrease, boxes alone, boxes with the tie broken by the window's
-#: steps, a cut by an exact factor undone into slow start (Reno, :data:`UNDO_FACTORS`)
+#: steps, a cut by one of Reno's exact factors undone into slow start (:data:`UNDO_FACTORS`)
 BASES: Final[tuple[str, ...]] = (
     "bbr-phases", "bbr-probe-rtt", "no-decrease", "boxes", "steps", "undo-slow-start"
 )  # fmt: skip
@@ -591,10 +594,9 @@ def _undo_verdict(
     """Reno by an undo into slow start (:data:`UNDO_FACTORS`), or ``unknown`` when boxes of
     another family take the trace; None when the trace shows no such undo. ``boxed`` are the
     families whose boxes take the trace."""
-    lo, hi = UNDO_FACTORS
     if (
         not row.get("n_undone_slow_start")
-        or not lo <= evidence["beta"] <= hi
+        or not any(abs(evidence["beta"] - f) <= UNDO_FACTOR_TOLERANCE for f in UNDO_FACTORS)
         or evidence.get("beta_spread", 0.0) > UNDO_SPREAD
     ):
         return None
