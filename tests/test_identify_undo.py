@@ -154,3 +154,33 @@ def test_the_shipped_sender_under_reordering_is_named_reno() -> None:
     assert row["n_undone_slow_start"] >= 1 and row["n_cut_fits"] == 0
     assert row["family"] == NEWRENO and row["confidence"] >= 0.8
     assert "undone into slow start" in row["evidence"]
+
+
+CORPORA = ROOT / "benchmarks" / "corpora"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "senders", "named_at_least"),
+    [("identify-reorder.qlog", 220, 184), ("identify-reorder-heldout.qlog", 132, 115)],
+)
+def test_the_reordering_draws_are_never_wrong(name: str, senders: int, named_at_least: int) -> None:
+    """Guards docs/identify.md's numbers on the draws under reordering without loss (the
+    development draw that calibrates the undo rule, and the held-back draw classified once):
+    no wrong answer, every quic-go v0.65.0 Reno sender named Reno, and the coverage reported."""
+    import polars as pl
+
+    from quicsm.controllers.evaluation import fitting_set, predict
+    from quicsm.controllers.fitted import DEFAULT_CALIBRATION, DEFAULT_SIGNATURES
+
+    frame = fitting_set([CORPORA / name])
+    assert frame.height == senders
+    predicted = predict(frame, DEFAULT_SIGNATURES, calibration=DEFAULT_CALIBRATION)
+    named = predicted.filter(pl.col("family") != UNKNOWN)
+    assert named.height >= named_at_least
+    assert named.filter(pl.col("family") != pl.col("controller")).is_empty()
+    reno = predicted.filter(
+        (pl.col("stack") == "quic-go") & (pl.col("version") == "v0.65.0")
+        & (pl.col("controller") == NEWRENO)
+    )  # fmt: skip
+    assert reno.height and set(reno["family"]) == {NEWRENO}

@@ -579,7 +579,10 @@ def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
             f"{count(MAX_DENSE_EPOCHS, 'congestion-avoidance interval')}: cut every few RTTs, "
             "where a CUBIC whose Reno-friendly estimate grows with the time since the cut "
             "(quinn's) climbs like Reno in the rounds that count"
-            + settle(["growth between cuts (cuts too close together)"], "Reno or CUBIC"),
+            + settle(
+                ["growth between cuts (the cuts came too close together)"],
+                "too little growth between cuts to tell Reno from CUBIC",
+            ),
             tuple(families),
         )
     unseen = _unseen_rtt(evidence, families[0], signatures)
