@@ -184,3 +184,15 @@ def test_the_reordering_draws_are_never_wrong(name: str, senders: int, named_at_
         & (pl.col("controller") == NEWRENO)
     )  # fmt: skip
     assert reno.height and set(reno["family"]) == {NEWRENO}
+
+
+def test_one_drop_by_085_is_not_named_bbr_by_boxes() -> None:
+    """A single drop of the window by 0.86 (the kernel's CUBIC, a gradual cut seen in one step)
+    is taken by a box fitted on quiche's BBRv2 (0.85 every time), but one drop is no loss
+    response to name BBR by: unknown, and the reason says so; two such drops are named."""
+    box = Box("BBRv2/v3", {"beta": (0.82, 0.88), "beta_spread": (0.0, 0.02)}, "fit:quiche/x")
+    row = {"n_reductions": 1, "beta": 0.86, "n_losses": 3, "cwnd_gain": 8.0, "rtt_ms": 40.0}
+    verdict = classify(row, (box,))
+    assert verdict.family == UNKNOWN and "too few to name BBR" in verdict.evidence
+    twice = classify({**row, "n_reductions": 2, "beta_spread": 0.0}, (box,))
+    assert twice.family == "BBRv2/v3"

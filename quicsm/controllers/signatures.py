@@ -288,6 +288,12 @@ PRIORS: Final[tuple[Box, ...]] = (
 #: wall-clock time passes between cuts and quic-go's Reno with loss is named by its growth
 DENSE_CUTS: Final[int] = 20
 MAX_DENSE_EPOCHS: Final[int] = 1
+#: a BBR answer by boxes (quiche's BBRv2 cuts its window by 0.85 after losses) needs this many
+#: reductions: one drop by 0.85 is any controller's gradual cut seen in one step (the kernel's
+#: CUBIC under an outage, proportional rate reduction: 0.86, named BBRv2/v3 at 0.933 before this
+#: rule); no BBR sender of the lab or of the stock traces is named by boxes at all (their phases
+#: name them)
+MIN_BBR_BOX_CUTS: Final[int] = 2
 #: a fitted box whose step share reaches no lower than this was fitted on whole-segment steps ...
 WHOLE_STEPS_SHARE: Final[float] = 0.5
 #: ... and does not take a trace whose step share is below this (small steps of every size:
@@ -564,6 +570,16 @@ def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
                 _missing_words(row, min_below_rounds=MIN_BELOW_ROUNDS),
                 f"ambiguous between {' and '.join(families)}",
             ),
+            tuple(families),
+        )
+    if families[0] in (BBR1, BBR2) and len(families) == 1 and reductions < MIN_BBR_BOX_CUTS:
+        return Verdict(
+            UNKNOWN,
+            0.0,
+            described + f"; {count(reductions, 'reduction')} by {evidence['beta']:.2f}: one drop "
+            "of the window is no loss response to name BBR by (a gradual cut of any controller, "
+            "as Linux's proportional rate reduction, is seen as one drop by 0.7-0.9)"
+            + settle([f"{MIN_BBR_BOX_CUTS} reductions or more"], "too few to name BBR by its cuts"),
             tuple(families),
         )
     if (
