@@ -37,9 +37,11 @@ import orjson
 from quicsm.core import native
 from quicsm.core.diagnostics import (
     MAX_KEPT_PROBLEMS,
+    RecordKey,
     RecordProblem,
     RecordTooLarge,
     describe,
+    record_key,
 )
 from quicsm.core.errors import released
 from quicsm.qlog import budget
@@ -94,6 +96,10 @@ class _Ctx:
     #: problems of events read before the trace's header was known to be complete
     pending: list[RecordProblem] = field(default_factory=list)
     pending_more: int = 0  # beyond the ones kept in ``pending``
+    #: lenient: the places (``traces[i].events[j]``) of those beyond, so that each is known by
+    #: its :data:`~quicsm.core.diagnostics.RecordKey` as every other skipped record is (another
+    #: read of the file that skips it does not count it again)
+    pending_keys: list[RecordKey] = field(default_factory=list)
     #: array events met before event_fields: the trace must be read again
     deferred: bool = False
     #: a skipped container: the nesting depth inside it (its closer goes below it)
@@ -136,6 +142,8 @@ class ContainedParser:
         self.problems: list[RecordProblem] = []
         #: how many records a lenient read skipped (only the first few are in ``problems``)
         self.skipped = 0
+        #: the :data:`~quicsm.core.diagnostics.RecordKey` of each record skipped that has one
+        self.skipped_keys: set[int | str] = set()
         #: stream offset where a document cut mid-write was cut, and its 1-based line
         self.truncated_at: int | None = None
         self.truncated_line: int | None = None
@@ -403,6 +411,9 @@ class ContainedParser:
         if not self.lenient:
             raise problem
         self.skipped += 1
+        key = record_key(problem)
+        if key is not None:
+            self.skipped_keys.add(key)
         if len(self.problems) < MAX_KEPT_PROBLEMS:
             released(problem)  # kept: without the decoder's error (it holds the record's text)
             self.problems.append(problem)
@@ -667,6 +678,9 @@ class ContainedParser:
             trace.pending.append(problem)  # raised or kept once the header is complete
         else:
             trace.pending_more += 1
+            key = record_key(problem)
+            if self.lenient and key is not None:
+                trace.pending_keys.append(key)
 
     def _native_packet(self, trace: _Ctx, builder: TraceBuilder, text: bytes, where: str) -> bool:
         """A ``packet_sent`` / ``packet_received`` event read by the native core into the
@@ -773,6 +787,7 @@ class ContainedParser:
             for problem in ctx.pending:
                 self._problem(problem)
             self.skipped += ctx.pending_more
+            self.skipped_keys.update(ctx.pending_keys)
         self._trace_members.append(members)
         self.traces.append(builder.finish())
 
