@@ -181,6 +181,43 @@ fn digits_at(b: &[u8], start: usize, acc: u64) -> (usize, u64) {
 const POW10: [f64; 16] =
     [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
 
+/// From `i`, the first position of a 16-byte block of `b` holding a quote, a backslash, a
+/// control character or (with `high`) a byte above 0x7f, or the start of the last partial
+/// block: the string loop's wide step.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn special_at_16(b: &[u8], mut i: usize, high: bool) -> usize {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is part of the x86-64 baseline; each unaligned load reads b[i..i + 16],
+    // within b
+    unsafe {
+        let quote = _mm_set1_epi8(b'"' as i8);
+        let backslash = _mm_set1_epi8(b'\\' as i8);
+        let below_space = _mm_set1_epi8(0x1f);
+        while i + 16 <= b.len() {
+            let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
+            // a control character is a byte whose unsigned minimum with 0x1f is itself
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, below_space), v);
+            let special = _mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                control,
+            );
+            let mut mask = _mm_movemask_epi8(special) as u32;
+            if high {
+                mask |= _mm_movemask_epi8(v) as u32; // the high bit of each byte
+            }
+            if mask != 0 {
+                return i + mask.trailing_zeros() as usize;
+            }
+            i += 16;
+        }
+    }
+    i
+}
+
 pub(crate) struct Parser<'a> {
     pub(crate) b: &'a [u8],
     pub(crate) i: usize,
@@ -191,13 +228,21 @@ pub(crate) struct Parser<'a> {
 const MAX_DEPTH: u32 = 256;
 
 impl<'a> Parser<'a> {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn ws(&mut self) {
-        // the common case first: no white space at all
+        // the common case first, in one comparison: no white space at all (every byte above
+        // the space is not white space; the end of the bytes is not either)
         match self.b.get(self.i) {
+            Some(&c) if c > b' ' => return,
             Some(b' ' | b'\t' | b'\r' | b'\n') => {}
             _ => return,
         }
+        self.ws_run();
+    }
+
+    /// The white space at `self.i` onwards (at least one byte of it), line feeds counted.
+    #[inline(never)]
+    fn ws_run(&mut self) {
         let b = self.b;
         let mut i = self.i;
         while let Some(&c) = b.get(i) {
@@ -237,9 +282,18 @@ impl<'a> Parser<'a> {
         let mut ascii = true;
         let mut high: u64 = 0x8080_8080_8080_8080; // non-ASCII stops the word loop until seen
         loop {
-            // eight bytes at a time while none is a quote, a backslash, a control character
-            // or non-ASCII (the lowest flagged byte of each test is exact)
-            while let Some(word) = b.get(i..i + 8) {
+            // sixteen bytes at a time (SSE2, in every x86-64) while none is a quote, a
+            // backslash, a control character or (until one was seen) non-ASCII
+            #[cfg(target_arch = "x86_64")]
+            let found = {
+                i = special_at_16(b, i, high != 0);
+                i + 16 <= b.len() // the byte at i is the one flagged: no word loop
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let found = false;
+            // else eight bytes at a time, as above (the lowest flagged byte of each test is
+            // exact)
+            while let Some(word) = b.get(i..i + 8).filter(|_| !found) {
                 let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
                 const ONES: u64 = 0x0101_0101_0101_0101;
                 const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -458,10 +512,49 @@ impl<'a> Parser<'a> {
             b't' => self.literal(b"true")?,
             b'f' => self.literal(b"false")?,
             b'n' => self.literal(b"null")?,
-            _ => {
-                self.number(false)?;
+            _ => self.skip_number()?,
+        }
+        Ok(())
+    }
+
+    /// Checks and skips a number whose value is not needed: what [`Parser::number`] with
+    /// `value` false accepts, without computing a value. A plain number of at most 18
+    /// characters (no exponent) is checked here by its grammar alone (every such number is
+    /// one orjson reads: an integer within 64 bits, or a finite decimal); any other is left to
+    /// `number`, read again from its start.
+    #[inline]
+    fn skip_number(&mut self) -> R<()> {
+        let b = self.b;
+        let start = self.i;
+        let mut i = start;
+        if b.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        match b.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => {
+                i += 1;
+                while b.get(i).is_some_and(u8::is_ascii_digit) {
+                    i += 1;
+                }
+            }
+            _ => return Err(Fallback),
+        }
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            let from = i;
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            if i == from {
+                return Err(Fallback);
             }
         }
+        if matches!(b.get(i), Some(b'e' | b'E')) || i - start > 18 {
+            self.number(false)?; // exponents and long numbers: their value decides
+            return Ok(());
+        }
+        self.i = i;
         Ok(())
     }
 
@@ -842,6 +935,92 @@ mod tests {
         let v = p.number(true).ok()?;
         assert_eq!(p.i, text.len(), "{text}");
         Some(v)
+    }
+
+    /// A fixed LCG (the tests' random bytes).
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        *seed >> 33
+    }
+
+    #[test]
+    fn a_skipped_number_is_what_number_accepts() {
+        // texts over the bytes of numbers and a few others: skip_number accepts exactly what
+        // number(false) accepts, and ends where it ends
+        let alphabet = b"0123456789-+.eE 0119x";
+        let mut seed: u64 = 7;
+        for n in 1..=26usize {
+            for _ in 0..4000 {
+                let text: Vec<u8> =
+                    (0..n).map(|_| alphabet[lcg(&mut seed) as usize % alphabet.len()]).collect();
+                let mut a = Parser { b: &text, i: 0, lines: 0 };
+                let mut b = Parser { b: &text, i: 0, lines: 0 };
+                let (ra, rb) = (a.skip_number().is_ok(), b.number(false).is_ok());
+                assert_eq!(ra, rb, "{:?}", String::from_utf8_lossy(&text));
+                if ra {
+                    assert_eq!(a.i, b.i, "{:?}", String::from_utf8_lossy(&text));
+                }
+            }
+        }
+    }
+
+    /// What `Parser::string` reads, byte by byte: the content up to the closing quote, whether
+    /// it holds an escape, or None (an error).
+    fn string_reference(b: &[u8]) -> Option<(usize, bool)> {
+        if b.first() != Some(&b'"') {
+            return None;
+        }
+        let mut i = 1;
+        let mut escaped = false;
+        loop {
+            match *b.get(i)? {
+                b'"' => {
+                    std::str::from_utf8(&b[1..i]).ok()?;
+                    return Some((i, escaped));
+                }
+                b'\\' => {
+                    escaped = true;
+                    match *b.get(i + 1)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                        b'u' => {
+                            let hex = std::str::from_utf8(b.get(i + 2..i + 6)?).ok()?;
+                            let v = u32::from_str_radix(hex, 16).ok()?;
+                            if hex.starts_with('+') || (0xD800..=0xDFFF).contains(&v) {
+                                return None;
+                            }
+                            i += 6;
+                        }
+                        _ => return None,
+                    }
+                }
+                0..=0x1f => return None,
+                _ => i += 1,
+            }
+        }
+    }
+
+    #[test]
+    fn strings_read_wide_as_byte_by_byte() {
+        // strings of every length to 70 (across the 16- and 8-byte steps) over plain bytes,
+        // quotes, escapes, control characters and UTF-8 (valid and not)
+        let pieces: [&[u8]; 9] =
+            [b"a", b"\"", b"\\n", b"\\u00e9", b"\x01", "é".as_bytes(), b"\xff", b"\\q", b"z"];
+        let mut seed: u64 = 11;
+        for n in 0..70usize {
+            for _ in 0..400 {
+                let mut text = vec![b'"'];
+                while text.len() < n + 1 {
+                    let weights = lcg(&mut seed) % 100;
+                    let piece = if weights < 80 { b"x" } else { pieces[weights as usize % 9] };
+                    text.extend_from_slice(piece);
+                }
+                text.push(b'"');
+                text.extend_from_slice(b"  tail");
+                let mut p = Parser { b: &text, i: 0, lines: 0 };
+                let ours = p.string().ok().map(|(s, escaped)| (s.len() + 1, escaped));
+                assert_eq!(ours, string_reference(&text), "{:?}", String::from_utf8_lossy(&text));
+            }
+        }
     }
 
     #[test]
