@@ -23,8 +23,8 @@ import polars as pl
 from quicsm.core import native, tables
 from quicsm.core.frames import EVENT_DTYPE, METRICS_SCHEMA
 from quicsm.extract.native import make_recorder
-from quicsm.extract.sentinels import normalise_batch, normalise_part
-from quicsm.extract.times import round_ms
+from quicsm.extract.sentinels import NORMALISED_COLUMNS, learn, normalise_batch, part_plan
+from quicsm.extract.times import round_ms, round_ms_exprs
 from quicsm.qlog.events import METRIC_FIELDS, MetricEvent
 from quicsm.qlog.trace import TraceBuilder
 
@@ -283,7 +283,7 @@ def _codes_to_names(codes: pl.Series, names: pl.Series) -> pl.Series:
     """``names[codes]``; one code throughout is one name repeated (its text stored once)."""
     n = len(codes)
     if n and codes.min() == codes.max():
-        return pl.repeat(names[int(codes[0])], n, dtype=names.dtype, eager=True)
+        return names.new_from_index(int(codes[0]), n)
     return names.gather(codes.cast(pl.UInt32))
 
 
@@ -307,15 +307,10 @@ def _finish(
     """A raw part as rows of :func:`read_metrics`: time from the trace's start, the file and
     trace, every metric carried forward from the part before (``carry``, updated), stand-ins
     for "not set yet" as null (:mod:`quicsm.extract.sentinels`)."""
+    # one query for the part (a few, not one per column): carried forward, timed, normalised
     n = part.height
-    time_ms = round_ms(part.get_column("_t") - start)  # as Python rounds
-    columns: dict[str, pl.Series] = {
-        "file": pl.repeat(file, n, dtype=METRICS_SCHEMA["file"], eager=True),
-        "trace": pl.repeat(tid, n, dtype=METRICS_SCHEMA["trace"], eager=True),
-        "vantage": pl.repeat(vantage, n, dtype=METRICS_SCHEMA["vantage"], eager=True),
-        "time_ms": time_ms,
-        "event": part.get_column("event"),
-    }
+    thousands = pl.Series("_k", [1000.0]).new_from_index(0, n)  # a column: not a literal
+    frame = part.hstack([thousands]).lazy()
     fills = []
     for column in METRIC_COLUMNS:  # every value carried forward within the trace
         before = carry.get(column)
@@ -323,15 +318,35 @@ def _finish(
         if before is not None:
             filled = filled.fill_null(pl.lit(before, dtype=METRICS_SCHEMA[column]))
         fills.append(filled)
-    carried = part.select(fills)
+    frame = frame.with_columns(fills)
+    # time from the trace's start rounded as Python rounds (quicsm.extract.times: rint of the
+    # product, divided by a column of 1000.0; rows near a half or too large are Python's)
+    time_ms, slow = round_ms_exprs(pl.col("_t") - start, pl.col("_k"))
+    normalised, learning = part_plan(carry, list(NORMALISED_COLUMNS))
+    replaced = {e.meta.output_name(): e for e in normalised}
+    rows = frame.select(
+        pl.lit(file, dtype=METRICS_SCHEMA["file"]).alias("file"),
+        pl.lit(tid, dtype=METRICS_SCHEMA["trace"]).alias("trace"),
+        pl.lit(vantage, dtype=METRICS_SCHEMA["vantage"]).alias("vantage"),
+        time_ms.alias("time_ms"),
+        pl.col("event"),
+        *(replaced.get(c, pl.col(c)).alias(c) for c in METRIC_COLUMNS),
+        replaced[_SAMPLE].alias(_SAMPLE),  # the event's own: not carried
+        pl.col("trigger"),
+    )
+    learnt = frame.select(
+        *(pl.col(c).last().alias(f"last:{c}") for c in METRIC_COLUMNS),
+        slow.alias("_slow"),
+        *learning,
+    )
+    out, summary = pl.collect_all([rows, learnt])
+    seen = summary.row(0, named=True)
     for column in METRIC_COLUMNS:
-        series = carried.get_column(column)
-        carry[column] = series[-1] if n else carry.get(column)
-        columns[column] = series
-    columns[_SAMPLE] = part.get_column(_SAMPLE)  # the event's own: not carried
-    columns["trigger"] = part.get_column("trigger")
-    normalise_part(columns, carry)  # sentinels and placeholders as null, RTTs in ms
-    return pl.DataFrame({name: columns[name].alias(name) for name in METRICS_SCHEMA})
+        carry[column] = seen[f"last:{column}"] if n else carry.get(column)
+    learn(carry, seen)  # sentinels and placeholders as null, RTTs in ms: what the part showed
+    if seen["_slow"]:  # rare: a time next to a half, or beyond 2**31 ms
+        out = out.with_columns(round_ms(part.get_column("_t") - start).alias("time_ms"))
+    return out
 
 
 class MetricsStream:

@@ -46,30 +46,78 @@ def normalise_part(columns: dict[str, pl.Series], carry: dict[str, Any]) -> None
     ``carry`` holds what the trace's earlier parts showed). Polars only: no numpy imported."""
     import polars as pl
 
-    if _SCALE not in carry:
-        first = _first_rtt(columns)
-        if first is not None:  # decided by the trace's first RTT
-            carry[_SCALE] = 1000.0 if abs(first - INITIAL_RTT_MS / 1000.0) < 1e-9 else 1.0
-    scale = carry.get(_SCALE, 1.0)
-    for column in RTT_COLUMNS:
-        series = columns.get(column)
-        if series is None or series.null_count() == len(series):
-            continue
-        values = series.cast(pl.Float64)
-        frame = pl.DataFrame({"v": values * scale if scale != 1.0 else values})
-        v = pl.col("v")
+    present = [c for c in NORMALISED_COLUMNS if c in columns]
+    if not present:
+        return
+    frame = pl.DataFrame([columns[c].alias(c) for c in present]).lazy()
+    exprs, aggregates = part_plan(carry, present)
+    out, learnt = pl.collect_all([frame.select(exprs), frame.select(aggregates)])
+    learn(carry, learnt.row(0, named=True))
+    for column in out.columns:
+        columns[column] = out.get_column(column)
+
+
+#: the columns :func:`part_plan` normalises
+NORMALISED_COLUMNS: Final[tuple[str, ...]] = (*RTT_COLUMNS, "ssthresh_bytes", "pacing_rate_bps")
+#: the aggregates of :func:`part_plan` that :func:`learn` reads
+_FIRST_RTT = "_first_rtt"
+
+
+def part_plan(carry: dict[str, Any], present: list[str]) -> tuple[list[pl.Expr], list[pl.Expr]]:
+    """What :func:`normalise_part` does to one part of a trace, as polars expressions over its
+    columns ``present`` (of :data:`NORMALISED_COLUMNS`): the normalised columns, and the aggregates
+    that :func:`learn` adds to ``carry`` (the trace's RTT unit when this part decides it, the
+    columns where a real RTT was seen). One query can hold both, with the rest of a part's
+    work (:func:`quicsm.extract.metric_columns._finish`)."""
+    import polars as pl
+
+    rtt = [c for c in RTT_COLUMNS if c in present]
+    aggregates: list[pl.Expr] = []
+    if _SCALE in carry:
+        scale: pl.Expr = pl.lit(carry[_SCALE], dtype=pl.Float64)
+    elif rtt:  # decided by the part's first non-zero RTT (the earliest row; then column order)
+        values = [pl.when(pl.col(c) != 0).then(pl.col(c).cast(pl.Float64)) for c in rtt]
+        first = pl.coalesce(values).drop_nulls().first()
+        aggregates.append(first.alias(_FIRST_RTT))
+        seconds = ((first - INITIAL_RTT_MS / 1000.0).abs() < 1e-9).fill_null(False)
+        scale = pl.when(seconds).then(1000.0).otherwise(1.0)
+    else:
+        scale = pl.lit(1.0)
+    exprs: list[pl.Expr] = []
+    for column in rtt:
+        v = pl.col(column).cast(pl.Float64) * scale
         unset = v == 0.0
         if not carry.get(_real(column)):
             # the placeholder before the first real value of this column
             near = (v - INITIAL_RTT_MS).abs() <= 1e-6
             real = ((v != 0.0) & ~near).fill_null(False)
             unset = unset | (near & (real.cum_sum() == 0))
-            if frame.select(real.any()).item():
-                carry[_real(column)] = True
-        columns[column] = frame.select(
-            pl.when(unset).then(None).otherwise(v).alias(column)
-        ).to_series()
-    _null_unset_windows_and_rates(columns)
+            aggregates.append(real.any().alias(_real(column)))
+        exprs.append(pl.when(unset).then(None).otherwise(v).alias(column))
+    if "ssthresh_bytes" in present:  # u64::MAX: not set
+        ssthresh = pl.col("ssthresh_bytes")
+        exprs.append(
+            pl.when(ssthresh >= SSTHRESH_UNSET_FROM)
+            .then(None)
+            .otherwise(ssthresh)
+            .alias("ssthresh_bytes")
+        )
+    if "pacing_rate_bps" in present:  # no rate yet
+        pacing = pl.col("pacing_rate_bps")
+        exprs.append(pl.when(pacing == 0).then(None).otherwise(pacing).alias("pacing_rate_bps"))
+    if not aggregates:
+        aggregates.append(pl.len().alias("_rows"))
+    return exprs, aggregates
+
+
+def learn(carry: dict[str, Any], learnt: dict[str, Any]) -> None:
+    """What the aggregates of :func:`part_plan` showed, added to ``carry``."""
+    first = learnt.get(_FIRST_RTT)
+    if first is not None and _SCALE not in carry:
+        carry[_SCALE] = 1000.0 if abs(first - INITIAL_RTT_MS / 1000.0) < 1e-9 else 1.0
+    for column in RTT_COLUMNS:
+        if learnt.get(_real(column)):
+            carry[_real(column)] = True
 
 
 def normalise_batch(columns: dict[str, pl.Series], owner: pl.Series) -> None:
@@ -123,22 +171,6 @@ def _null_unset_windows_and_rates(columns: dict[str, pl.Series]) -> None:
     pacing = columns.get("pacing_rate_bps")
     if pacing is not None and pacing.null_count() < len(pacing):
         columns["pacing_rate_bps"] = pacing.set(pacing == 0, None)
-
-
-def _first_rtt(columns: dict[str, pl.Series]) -> float | None:
-    """The first non-zero RTT of the part (any RTT column, the earliest row), if any."""
-    best: tuple[int, float] | None = None
-    for column in RTT_COLUMNS:
-        series = columns.get(column)
-        if series is None or series.null_count() == len(series):
-            continue
-        known = (series != 0).fill_null(False)
-        if not known.any():
-            continue
-        at = known.arg_true()[0]
-        if best is None or at < best[0]:
-            best = (at, float(series[at]))
-    return None if best is None else best[1]
 
 
 def is_stand_in(column: str, value: float) -> bool:

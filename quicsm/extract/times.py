@@ -49,3 +49,13 @@ def round_ms(times: pl.Series) -> pl.Series:
         exact = [round(x, DECIMALS) for x in times.gather(where).to_list()]
         result = result.scatter(where, exact)
     return result
+
+
+def round_ms_exprs(t: pl.Expr, thousands: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """:func:`round_ms` inside a query: ``(rounded, slow)``, ``rounded`` right wherever
+    ``slow`` (an aggregate: whether any row is one Python must round, see
+    :func:`round_ms`) is false; ``thousands`` is a column of 1000.0."""
+    scaled = t * 1000.0
+    rounded = scaled.round(0) / thousands
+    slow = (~(t.abs() < _FAST_BOUND) | ((scaled - scaled.floor() - 0.5).abs() < _NEAR_HALF)).any()
+    return rounded, slow
