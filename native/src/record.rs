@@ -476,44 +476,92 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Checks and skips any value.
+    /// Checks and skips any value; `depth` is its nesting (a value nested deeper than
+    /// `MAX_DEPTH` is handed back). One loop over the value's tokens with a stack of the open
+    /// containers (a bit each: object or array), not a call per nested value: it accepts what
+    /// the recursive reading of the grammar accepted (`skip_recursive`, kept in the tests as
+    /// the reference).
     pub(crate) fn skip(&mut self, depth: u32) -> R<()> {
-        if depth > MAX_DEPTH {
-            return Err(Fallback);
-        }
-        match self.peek()? {
-            b'"' => {
-                self.string()?;
+        // the containers open, innermost last: bit set = object
+        let mut objects = [0u64; (MAX_DEPTH as usize + 2).div_ceil(64)];
+        let mut open: usize = 0;
+        'value: loop {
+            if depth + open as u32 > MAX_DEPTH {
+                return Err(Fallback);
             }
-            b'{' => {
-                self.object(|p, _, _| p.skip(depth + 1))?;
-            }
-            b'[' => {
-                self.i += 1;
-                self.ws();
-                if self.peek()? == b']' {
-                    self.i += 1;
-                    return Ok(());
+            match self.peek()? {
+                b'"' => {
+                    self.string()?;
                 }
-                loop {
+                b'{' => {
+                    self.i += 1;
                     self.ws();
-                    self.skip(depth + 1)?;
-                    self.ws();
-                    match self.peek()? {
-                        b',' => self.i += 1,
-                        b']' => {
-                            self.i += 1;
-                            return Ok(());
-                        }
-                        _ => return Err(Fallback),
+                    if self.peek()? == b'}' {
+                        self.i += 1;
+                    } else {
+                        objects[open / 64] |= 1 << (open % 64);
+                        open += 1;
+                        self.member_key()?;
+                        continue 'value;
                     }
                 }
+                b'[' => {
+                    self.i += 1;
+                    self.ws();
+                    if self.peek()? == b']' {
+                        self.i += 1;
+                    } else {
+                        objects[open / 64] &= !(1 << (open % 64));
+                        open += 1;
+                        self.ws();
+                        continue 'value;
+                    }
+                }
+                b't' => self.literal(b"true")?,
+                b'f' => self.literal(b"false")?,
+                b'n' => self.literal(b"null")?,
+                _ => self.skip_number()?,
             }
-            b't' => self.literal(b"true")?,
-            b'f' => self.literal(b"false")?,
-            b'n' => self.literal(b"null")?,
-            _ => self.skip_number()?,
+            // after a value: the containers it ends
+            loop {
+                if open == 0 {
+                    return Ok(());
+                }
+                let object = objects[(open - 1) / 64] & (1 << ((open - 1) % 64)) != 0;
+                self.ws();
+                match self.peek()? {
+                    b',' => {
+                        self.i += 1;
+                        if object {
+                            self.ws();
+                            self.member_key()?;
+                        } else {
+                            self.ws();
+                        }
+                        continue 'value;
+                    }
+                    b'}' if object => {
+                        self.i += 1;
+                        open -= 1;
+                    }
+                    b']' if !object => {
+                        self.i += 1;
+                        open -= 1;
+                    }
+                    _ => return Err(Fallback),
+                }
+            }
         }
+    }
+
+    /// A member's key and its colon, the white space around them: the parser at its value.
+    #[inline(always)]
+    fn member_key(&mut self) -> R<()> {
+        self.ws();
+        self.string()?;
+        self.ws();
+        self.expect(b':')?;
+        self.ws();
         Ok(())
     }
 
@@ -941,6 +989,104 @@ mod tests {
     fn lcg(seed: &mut u64) -> u64 {
         *seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
         *seed >> 33
+    }
+
+    /// The recursive reading of the grammar that `Parser::skip` replaced: its reference.
+    fn skip_recursive(p: &mut Parser, depth: u32) -> R<()> {
+        if depth > MAX_DEPTH {
+            return Err(Fallback);
+        }
+        match p.peek()? {
+            b'"' => {
+                p.string()?;
+            }
+            b'{' => {
+                p.object(|p, _, _| skip_recursive(p, depth + 1))?;
+            }
+            b'[' => {
+                p.i += 1;
+                p.ws();
+                if p.peek()? == b']' {
+                    p.i += 1;
+                    return Ok(());
+                }
+                loop {
+                    p.ws();
+                    skip_recursive(p, depth + 1)?;
+                    p.ws();
+                    match p.peek()? {
+                        b',' => p.i += 1,
+                        b']' => {
+                            p.i += 1;
+                            return Ok(());
+                        }
+                        _ => return Err(Fallback),
+                    }
+                }
+            }
+            b't' => p.literal(b"true")?,
+            b'f' => p.literal(b"false")?,
+            b'n' => p.literal(b"null")?,
+            _ => p.skip_number()?,
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn skipping_in_a_loop_is_skipping_by_recursion() {
+        // token soups (valid JSON and near misses), and nesting around the depth limit: the
+        // same outcome, the same end and the same line count
+        let tokens: [&[u8]; 16] = [
+            b"{",
+            b"}",
+            b"[",
+            b"]",
+            b",",
+            b":",
+            b"\"k\"",
+            b"1",
+            b"-2.5",
+            b"true",
+            b"null",
+            b" ",
+            b"\n",
+            b"\"s\\\"\"",
+            b"{\"a\":",
+            b"[1,",
+        ];
+        let mut seed: u64 = 5;
+        for n in 1..=14usize {
+            for _ in 0..6000 {
+                let mut text = Vec::new();
+                for _ in 0..n {
+                    text.extend_from_slice(tokens[lcg(&mut seed) as usize % tokens.len()]);
+                }
+                for depth in [0, MAX_DEPTH - 2, MAX_DEPTH] {
+                    let mut a = Parser { b: &text, i: 0, lines: 0 };
+                    let mut b = Parser { b: &text, i: 0, lines: 0 };
+                    let (ra, rb) = (a.skip(depth).is_ok(), skip_recursive(&mut b, depth).is_ok());
+                    assert_eq!(ra, rb, "{:?} at {depth}", String::from_utf8_lossy(&text));
+                    if ra {
+                        assert_eq!(
+                            (a.i, a.lines),
+                            (b.i, b.lines),
+                            "{:?}",
+                            String::from_utf8_lossy(&text)
+                        );
+                    }
+                }
+            }
+        }
+        for n in [250usize, 256, 257, 258, 300] {
+            for inner in [&b"1"[..], b"[]", b"{}", b"{\"a\":[1]}"] {
+                let mut text = b"[".repeat(n);
+                text.extend_from_slice(inner);
+                text.extend_from_slice(&b"]".repeat(n));
+                let mut a = Parser { b: &text, i: 0, lines: 0 };
+                let mut b = Parser { b: &text, i: 0, lines: 0 };
+                assert_eq!(a.skip(0).is_ok(), skip_recursive(&mut b, 0).is_ok(), "{n}");
+            }
+        }
     }
 
     #[test]
