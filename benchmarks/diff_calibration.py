@@ -45,7 +45,6 @@ part2.json --results docs/diff_calibration.json``): the same outcomes as one run
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -54,6 +53,14 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from _repeated_runs import (
+    add_run_options,
+    answered_from_results,
+    laid_over,
+    parts_named,
+    seconds_of,
+    write_results,
+)
 
 from quicsm.compare.diff import DiffResult, diff
 from quicsm.stats.intervals import wilson
@@ -249,10 +256,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _write(args: argparse.Namespace, results: dict[str, Any]) -> Path:
-    output: Path = args.results or SCRATCH
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(results, indent=1) + "\n")
-    return output
+    return write_results(args, results, scratch=SCRATCH)
 
 
 def _results(
@@ -277,8 +281,7 @@ def _results(
 def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """Results files of consecutive repetitions (``--first``) made into one: a run split
     between processes is the same run as one made in a single process (every repetition is
-    seeded by its number; where two parts overlap, the earlier part is cut where the later one
-    starts)."""
+    seeded by its number; where two parts overlap, the later part's repetitions stand)."""
     parts = sorted(parts, key=lambda r: r["settings"].get("first", 0))
     head = parts[0]
     keep = ("alpha", "permutations", "seed", "earlier")
@@ -287,17 +290,14 @@ def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
         if any(part["settings"][k] != head["settings"][k] for k in keep):
             raise SystemExit("--combine: the parts were run with different settings")
         first = part["settings"].get("first", 0)
-        done = len(next(iter(bits.values())))
-        if first > done:
-            raise SystemExit(f"--combine: repetitions {done} to {first - 1} missing")
         for k in bits:
-            bits[k] = bits[k][:first] + part["outcomes"][k]
+            bits[k] = "".join(laid_over(bits[k], part["outcomes"][k], first, where="--combine: "))
     return {
         "settings": {
             **{k: v for k, v in head["settings"].items() if k != "first"},
             "repetitions": len(next(iter(bits.values()))),
         },
-        "seconds": round(sum(p["seconds"] for p in parts), 1),
+        "seconds": seconds_of(parts),
         "outcomes": bits,
     }
 
@@ -393,65 +393,21 @@ def check(results: dict[str, Any], count: int) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repetitions", type=int, default=300, help="simulated diffs per setting")
+    add_run_options(ap, unit="setting", root=ROOT, scratch=SCRATCH, published=RESULTS)
     ap.add_argument("--alpha", type=float, default=0.05, help="family-wise level")
     ap.add_argument(
         "--permutations", type=int, default=999, help="permutations per permutation test"
     )
-    ap.add_argument("--seed", type=int, default=0, help="base seed of the repetitions")
-    ap.add_argument("--progress", action="store_true", help="print each setting as it finishes")
     ap.add_argument(
         "--earlier",
         action="store_true",
         help="also the earlier settings (the project's generator: a shifted transition, "
         "confounded mixes within and across strata)",
     )
-    ap.add_argument(
-        "--results",
-        type=Path,
-        default=None,
-        help=f"the results file to write (default: {SCRATCH.relative_to(ROOT)}; name "
-        f"{RESULTS.relative_to(ROOT)} to publish) or, with --markdown and --check, to read "
-        f"(default: {RESULTS.relative_to(ROOT)})",
-    )
-    ap.add_argument(
-        "--first",
-        type=int,
-        default=0,
-        help="the first repetition to make (to split a run between processes; --combine "
-        "joins the parts)",
-    )
-    ap.add_argument(
-        "--combine",
-        type=Path,
-        nargs="+",
-        metavar="PART",
-        help="join results files of consecutive repetitions (--first) into the results file",
-    )
-    ap.add_argument(
-        "--checkpoint",
-        action="store_true",
-        help="write the results file after every repetition (a run stopped early leaves the "
-        "repetitions it made, and says how many)",
-    )
-    ap.add_argument(
-        "--markdown", action="store_true", help="print the docs table from the results file"
-    )
-    ap.add_argument(
-        "--check", type=int, metavar="N", help="re-run the first N repetitions and compare"
-    )
     args = ap.parse_args()
-    if args.markdown:
-        sys.stdout.write(markdown(json.loads((args.results or RESULTS).read_text())))
+    if answered_from_results(args, published=RESULTS, markdown=markdown, check=check):
         return
-    if args.check is not None:
-        problems = check(json.loads((args.results or RESULTS).read_text()), args.check)
-        print("\n".join(problems) or f"the first {args.check} repetitions reproduce exactly")
-        sys.exit(1 if problems else 0)
-    if args.combine:
-        results = combine([json.loads(p.read_text()) for p in args.combine])
-    else:
-        results = run(args)
+    results = combine(parts_named(args)) if args.combine else run(args)
     print(f"written: {_write(args, results)}", file=sys.stderr)
     sys.stdout.write(markdown(results))
 

@@ -72,7 +72,6 @@ so the joined file is the one a single process makes::
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -82,6 +81,14 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from _repeated_runs import (
+    add_run_options,
+    answered_from_results,
+    laid_over,
+    parts_named,
+    seconds_of,
+    write_results,
+)
 
 from quicsm.compare.diff import DiffResult, diff
 from quicsm.compare.families.policy import levels
@@ -460,15 +467,10 @@ def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
         for r in pieces:
             first = r["settings"].get("first", 0)
             for k, new in r["outcomes"].items():
-                old = bits.get(k, "")
-                if first > len(old):
-                    raise SystemExit(
-                        f"α {alpha:g}, {k}: repetitions {len(old)} to {first - 1} missing"
-                    )
-                bits[k] = old[:first] + new + old[first + len(new) :]
+                where = f"α {alpha:g}, {k}: "
+                bits[k] = "".join(laid_over(bits.get(k, ""), new, first, where=where))
             for k, values in r["predicted"].items():
-                had = guess.get(k, [])
-                guess[k] = had[:first] + values + had[first + len(values) :]
+                guess[k] = laid_over(guess.get(k, []), values, first, where=f"α {alpha:g}, {k}: ")
         counts = {len(b) for b in bits.values()}
         if len(counts) != 1:
             raise SystemExit(
@@ -481,7 +483,7 @@ def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
                     **{k: v for k, v in head.items() if k not in ("first", "designs")},
                     "repetitions": counts.pop(),
                 },
-                "seconds": round(sum(r["seconds"] for r in pieces), 1),
+                "seconds": seconds_of(pieces),
                 "outcomes": bits,
                 "predicted": guess,
             }
@@ -514,42 +516,18 @@ def check(results: dict[str, Any], count: int) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repetitions", type=int, default=300, help="simulated diffs per cell")
+    add_run_options(ap, unit="cell", root=ROOT, scratch=SCRATCH, published=RESULTS)
     ap.add_argument(
         "--alpha",
         type=str,
         default=",".join(map(str, ALPHAS)),
         help="family-wise levels, separated by commas",
     )
-    ap.add_argument("--seed", type=int, default=0, help="base seed of the repetitions")
     ap.add_argument(
         "--sizes",
         type=str,
         default=",".join(map(str, SIZES)),
         help="traces per group, separated by commas",
-    )
-    ap.add_argument("--progress", action="store_true", help="print each cell as it finishes")
-    ap.add_argument(
-        "--results",
-        type=Path,
-        default=None,
-        help=f"the results file to write (default: {SCRATCH.relative_to(ROOT)}; name "
-        f"{RESULTS.relative_to(ROOT)} to publish) or, with --markdown and --check, to read "
-        f"(default: {RESULTS.relative_to(ROOT)})",
-    )
-    ap.add_argument(
-        "--first",
-        type=int,
-        default=0,
-        help="the first repetition to make (to split a run between processes; --combine "
-        "joins the parts)",
-    )
-    ap.add_argument(
-        "--combine",
-        type=Path,
-        nargs="+",
-        metavar="PART",
-        help="join results files of consecutive repetitions into the results file",
     )
     ap.add_argument(
         "--designs",
@@ -558,42 +536,22 @@ def main() -> None:
         help="the designs to run, separated by commas (to split a run between processes by "
         "design; --combine joins the parts)",
     )
-    ap.add_argument(
-        "--checkpoint",
-        action="store_true",
-        help="write the results file after every repetition (a run stopped early leaves the "
-        "repetitions it made, and says how many)",
-    )
-    ap.add_argument(
-        "--markdown", action="store_true", help="print the docs table from the results file"
-    )
-    ap.add_argument(
-        "--check", type=int, metavar="N", help="re-run the first N repetitions and compare"
-    )
     args = ap.parse_args()
-    if args.markdown:
-        sys.stdout.write(markdown(json.loads((args.results or RESULTS).read_text())))
+    if answered_from_results(args, published=RESULTS, markdown=markdown, check=check):
         return
-    if args.check is not None:
-        problems = check(json.loads((args.results or RESULTS).read_text()), args.check)
-        print("\n".join(problems) or f"the first {args.check} repetitions reproduce exactly")
-        sys.exit(1 if problems else 0)
     sizes = tuple(int(x) for x in args.sizes.split(","))
     designs = tuple(d.strip() for d in args.designs.split(",") if d.strip())
     if unknown := [d for d in designs if d not in DESIGNS]:
         ap.error(f"unknown design {', '.join(unknown)}; the designs are {', '.join(DESIGNS)}")
-    output = args.results or SCRATCH
-    output.parent.mkdir(parents=True, exist_ok=True)
     if args.combine:
-        results = combine([json.loads(p.read_text()) for p in args.combine])
-        output.write_text(json.dumps(results, indent=1) + "\n")
-        print(f"written: {output}", file=sys.stderr)
+        results = combine(parts_named(args))
+        print(f"written: {write_results(args, results, scratch=SCRATCH)}", file=sys.stderr)
         sys.stdout.write(markdown(results))
         return
     runs: list[dict[str, Any]] = []
 
     def write(latest: dict[str, Any]) -> None:
-        output.write_text(json.dumps({"runs": [*runs, latest]}, indent=1) + "\n")
+        write_results(args, {"runs": [*runs, latest]}, scratch=SCRATCH)
 
     for a in args.alpha.split(","):
         runs.append(
@@ -609,8 +567,7 @@ def main() -> None:
             )
         )
     results = {"runs": runs}
-    output.write_text(json.dumps(results, indent=1) + "\n")
-    print(f"written: {output}", file=sys.stderr)
+    print(f"written: {write_results(args, results, scratch=SCRATCH)}", file=sys.stderr)
     sys.stdout.write(markdown(results))
 
 

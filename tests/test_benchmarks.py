@@ -12,9 +12,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS = sorted((ROOT / "benchmarks").glob("*.py")) + sorted((ROOT / "benchmarks").glob("*.sh"))
+#: the benchmarks, and the modules some of them share (``_*.py``: imported, never run)
+SCRIPTS = [
+    p
+    for p in sorted((ROOT / "benchmarks").glob("*.py")) + sorted((ROOT / "benchmarks").glob("*.sh"))
+    if not p.name.startswith("_")
+]
+SHARED = sorted((ROOT / "benchmarks").glob("_*.py"))
 
 
 def _options_without_help(path: Path) -> list[str]:
@@ -33,7 +41,9 @@ def _options_without_help(path: Path) -> list[str]:
 
 def test_every_benchmark_option_has_help() -> None:
     assert len(SCRIPTS) > 20
-    missing = [m for path in SCRIPTS if path.suffix == ".py" for m in _options_without_help(path)]
+    assert SHARED  # the options two benchmarks share are checked where they are added
+    py = [path for path in [*SCRIPTS, *SHARED] if path.suffix == ".py"]
+    missing = [m for path in py for m in _options_without_help(path)]
     assert missing == []
 
 
@@ -41,6 +51,28 @@ def test_the_help_check_finds_an_option_without_help(tmp_path: Path) -> None:
     script = tmp_path / "b.py"
     script.write_text('ap.add_argument("--x", type=int)\nap.add_argument("--y", help="y")\n')
     assert _options_without_help(script) == ["b.py:1: '--x'"]
+
+
+@given(st.text(alphabet="01", max_size=40), st.lists(st.integers(0, 40), max_size=6))
+def test_parts_laid_over_one_another_are_the_whole_run(whole: str, cuts: list[int]) -> None:
+    """``--combine`` of the simulation benchmarks: a run split at any repetitions, its parts
+    laid over one another in order, is the run; a part laid again changes nothing; a part
+    past the end names the repetitions missing."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from _repeated_runs import laid_over
+    finally:
+        sys.path.pop(0)
+    starts = sorted({0, *(c for c in cuts if c < len(whole))})
+    ends = [*starts[1:], len(whole)]
+    got = ""
+    for a, b in zip(starts, ends, strict=True):
+        got = "".join(laid_over(got, whole[a:b], a, where=""))
+    assert got == whole
+    a, b = starts[-1], ends[-1]
+    assert "".join(laid_over(got, whole[a:b], a, where="")) == whole
+    with pytest.raises(SystemExit, match=f"x: repetitions {len(whole)} to {len(whole)} missing"):
+        laid_over(whole, "1", len(whole) + 1, where="x: ")
 
 
 def _tracked_copy(tmp_path: Path) -> Path:

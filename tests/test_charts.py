@@ -3,11 +3,15 @@ diff graph's edge labels in one unit."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from quicsm.render import charts
 from quicsm.render.dot import diff_dot
@@ -105,6 +109,53 @@ def test_an_installed_script_bundle_spares_an_empty_cache_the_build(
     charts._bundle.cache_clear()
 
 
+def test_the_packed_bundle_is_installed_beside_it_and_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``install_bundle`` also keeps the bundle as the page carries it (gzip at its best
+    compression, ~45 ms of CPU): a page then packs no bundle, and its bytes are those of a page
+    packed anew; a damaged copy, or one packed from another bundle or by another zlib, is
+    packed again (into the cache) and gives the same bytes."""
+    installed = tmp_path / "package"
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("QUICSM_CACHE_DIR", str(cache))
+    charts._bundle.cache_clear()
+    charts._packed_bundle.cache_clear()
+    fresh = charts._packed(charts._bundle())  # packed anew, as before any copy was kept
+    monkeypatch.setattr(charts, "_installed_bundle", lambda name: installed / name)
+    packs: list[int] = []
+    real = charts._packed
+
+    def counting(text: str) -> str:
+        packs.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(charts, "_packed", counting)
+    charts.install_bundle()
+    (kept,) = installed.glob("*.packed")
+    assert len(packs) == 1
+    for damage in (None, "truncated", "another zlib", "another bundle"):
+        if damage == "truncated":
+            kept.write_bytes(kept.read_bytes()[:-100])
+        elif damage is not None:
+            bundle = charts._bundle() + ("" if damage == "another zlib" else " ")
+            source = charts._packed_source(bundle)
+            if damage == "another zlib":
+                source = source.replace(" zlib ", " zlib 0.")
+            charts._write_bundle(kept, f"{source}\n{fresh}")
+        for copy in cache.glob("*.packed"):  # the cache's copy, kept at the damage before
+            copy.unlink()
+        packs.clear()
+        charts._packed_bundle.cache_clear()
+        assert charts._packed_bundle() == fresh
+        assert len(packs) == (0 if damage is None else 1), damage
+    charts._packed_bundle.cache_clear()
+    # packed into the cache when the installed copy would not do: read from there since
+    packs.clear()
+    assert charts._packed_bundle() == fresh and not packs
+    charts._packed_bundle.cache_clear()
+
+
 def test_the_script_bundle_is_kept_and_a_damaged_copy_built_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -140,3 +191,97 @@ def test_the_script_bundle_is_kept_and_a_damaged_copy_built_again(
     charts._bundle.cache_clear()
     assert charts._bundle() == built and len(calls) == 2
     charts._bundle.cache_clear()
+
+
+def test_a_drawn_chart_is_kept_and_read_back_as_drawn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a cache directory, a chart is drawn once and kept (``charts/<hash>.svg``); the same
+    specification again is read back, not drawn, into the same bytes as a chart drawn without
+    the cache (in any CSS class); a damaged copy is drawn again, another chart is kept apart,
+    and a cache that cannot be written only means the chart is drawn every time."""
+    import vl_convert
+
+    cells = {("jitter", "c"): charts.Cell(-96.0, True, "p < 0.001", (10, 10))}
+    spec = charts.heatmap_spec(["jitter"], ["c"], cells, row_label="scenario", col_label="",
+                               title="completion_ms")  # fmt: skip
+    drawn = charts.to_svg(spec)
+    calls: list[int] = []
+    real = vl_convert.vegalite_to_svg
+
+    def counting(*args: object, **kwargs: object) -> str:
+        calls.append(1)
+        return str(real(*args, **kwargs))
+
+    monkeypatch.setattr(vl_convert, "vegalite_to_svg", counting)
+    cache = tmp_path / "cache"
+    assert charts.to_svg(spec, cache_dir=cache) == drawn and len(calls) == 1
+    (kept,) = (cache / "charts").glob("*.svg")
+    assert charts.to_svg(spec, cache_dir=cache) == drawn and len(calls) == 1  # read, not drawn
+    other = charts.to_svg(spec, css_class="chart wide", cache_dir=cache)
+    assert len(calls) == 1 and other == charts.to_svg(spec, css_class="chart wide")
+    assert len(calls) == 2 and ' class="chart wide"' in other[: other.index(">")]
+    kept.write_text(kept.read_text().replace("jitter", "jitteR", 1))
+    assert charts.to_svg(spec, cache_dir=cache) == drawn and len(calls) == 3  # damaged: drawn
+    assert charts.to_svg(spec, cache_dir=cache) == drawn and len(calls) == 3  # and kept again
+    cells[("loss", "c")] = charts.Cell(30.0, True, "p = 0.003", (5, 5))
+    spec2 = charts.heatmap_spec(["jitter", "loss"], ["c"], cells, row_label="scenario",
+                                col_label="", title="completion_ms")  # fmt: skip
+    assert charts.to_svg(spec2, cache_dir=cache) != drawn and len(calls) == 4
+    assert len(list((cache / "charts").glob("*.svg"))) == 2
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    assert charts.to_svg(spec, cache_dir=blocked) == drawn and len(calls) == 5
+    assert charts.to_svg(spec, cache_dir=blocked) == drawn and len(calls) == 6
+
+
+def _shared_by_definition(spec: dict[str, Any]) -> dict[str, Any]:
+    """Inline data met more than once (equal as JSON text), stored once as a named dataset, in
+    the order first met: every list written out and compared."""
+    seen: dict[str, int] = {}
+    names: dict[str, tuple[str, list[Any]]] = {}
+
+    def visit(node: Any, count: bool) -> Any:
+        if isinstance(node, list):
+            return [visit(n, count) for n in node]
+        if not isinstance(node, dict):
+            return node
+        data = node.get("data")
+        if isinstance(data, dict) and isinstance(data.get("values"), list) and data["values"]:
+            text = json.dumps(data["values"], sort_keys=True, separators=(",", ":"))
+            if count:
+                seen[text] = seen.get(text, 0) + 1
+            elif seen.get(text, 0) > 1:
+                names.setdefault(text, (f"shared{len(names)}", data["values"]))
+                node = {**node, "data": {"name": names[text][0]}}
+        return {k: (v if k == "data" else visit(v, count)) for k, v in node.items()}
+
+    visit(spec, True)
+    out = visit(spec, False)
+    if names:
+        out["datasets"] = {name: values for name, values in names.values()}
+    return out
+
+
+@given(
+    st.lists(
+        st.lists(st.dictionaries(st.sampled_from("tvr"), st.integers(0, 2), max_size=2),
+                 max_size=3),
+        min_size=1,
+        max_size=4,
+    ),
+    st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.booleans()), max_size=10),
+)  # fmt: skip
+def test_shared_data_is_the_definition(
+    pool: list[list[dict[str, int]]], uses: list[tuple[int, bool, bool]]
+) -> None:
+    """Data met more than once, whether the same list, an equal copy, or another list of the
+    same length, nested at any depth: shared exactly as by writing every list out."""
+    layers: list[Any] = []
+    for which, copy, nest in uses:
+        values = pool[which % len(pool)]
+        layer = {"mark": "point", "data": {"values": json.loads(json.dumps(values)) if copy
+                                           else values}}  # fmt: skip
+        layers.append({"layer": [layer]} if nest else layer)
+    spec = {"vconcat": layers, "data": {"values": pool[0]}}
+    assert charts._share_data(spec) == _shared_by_definition(spec)

@@ -89,7 +89,8 @@ def test_bad_record_exact_text(tmp_path: Path) -> None:
     assert code == 0
     assert err == (
         "warning: skipped 1 record; first 1 reason:\n"
-        f'  {path}: record 2 (line 2): expected an object with "time" and "name", got an array\n'
+        f'  {path}: record 2 (line 2): expected an object with "time" and "name", got an array '
+        f"(trace {path}#0000)\n"
         "warning: no state can be derived: the trace logs no recovery metrics, losses or "
         f"timers ({path}#0000)\n"
     )

@@ -61,7 +61,6 @@ def _columns(path: Path, *, on: bool, lenient: bool) -> tuple[Any, ...]:
             c.first_scid,
             c.lost_times,
             c.lost_numbers,
-            c.lost_raw,
             c.lost_triggers,
             c.trigger_names,
             c.streams.stream_rows,
@@ -324,3 +323,26 @@ def test_mutated_real_files_give_the_same_packets(
     path.write_bytes(mutate(data, random.Random(rng_seed), kinds=kinds))
     for lenient in (False, True):
         _same(path, lenient=lenient, timelines=False)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in FIXTURES if p.name.startswith(("aioquic", "quicgo_0.3", "packed", "quiche_quic"))],
+    ids=lambda p: p.name,
+)
+def test_timelines_without_byte_offsets_are_the_same_less_that_view(path: Path) -> None:
+    """Read for the connection account (``byte_offsets=False``: the ACK ranges are not kept as
+    rows of the byte-offset view), every trace's timeline is the one read for the plot without
+    its byte-offset view; columns kept so refuse to make that view."""
+    import dataclasses
+
+    ids = [trace_id(str(path), i) for i in IDS]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = read_packet_timelines(path, ids, on_error="skip")
+        lean = read_packet_timelines(path, ids, on_error="skip", byte_offsets=False)
+    assert full
+    assert lean == {t: dataclasses.replace(tl, streams=None) for t, tl in full.items()}
+    columns = PacketColumns(byte_offsets=False)
+    with pytest.raises(ValueError, match="without their byte-offset view"):
+        columns.timeline(0.0)

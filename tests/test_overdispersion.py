@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from quicsm.stats import distributions as dist
 from quicsm.stats import overdispersion as od
 from quicsm.stats import significance as sig
 
@@ -127,6 +128,31 @@ def test_detectable_effect_is_where_the_power_reaches_its_target(
     assert od.power_at(mde, se, alpha=level, df=df) == pytest.approx(power, abs=1e-3)
     assert mde >= od.detectable(se, alpha=level, power=power) * (1 - 1e-6)
     assert od.power_at(0.5 * mde, se, alpha=level, df=df) < power
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    se=st.floats(0.01, 1.0),
+    level=st.floats(1e-4, 0.1),
+    df=st.floats(2.0, 500.0),
+    power=st.floats(0.5, 0.95),
+)
+def test_detectable_effect_is_the_search_over_power_at(
+    se: float, level: float, df: float, power: float
+) -> None:
+    """The MDE's search (which computes the t quantile once) gives exactly what the same
+    bisection over :func:`power_at` gives."""
+    crit = dist.t_ppf(1 - level / 2, df)
+    low, high = 0.0, crit + dist.norm_ppf(power) + 1.0
+    while od.power_at(high * se, se, alpha=level, df=df) < power:
+        low, high = high, high * 2.0
+    while high - low > 1e-4:
+        mid = (low + high) / 2.0
+        if od.power_at(mid * se, se, alpha=level, df=df) < power:
+            low = mid
+        else:
+            high = mid
+    assert od.detectable(se, alpha=level, power=power, df=df) == (low + high) / 2.0 * se
 
 
 def test_power_at_agrees_with_a_simulated_t_test() -> None:
@@ -253,12 +279,13 @@ def test_plan_turns_a_pilot_into_traces_per_group() -> None:
 def test_plan_floor_is_the_exact_tests_for_outcomes_only() -> None:
     """A huge effect needs few traces: an outcome (exact permutation test) is planned at the
     smallest n whose 2 / C(2n, n) reaches the level, anything else at 3."""
-    from quicsm.compare.plan import _needed
+    from quicsm.compare.plan import traces_needed
 
     level = 0.01 / 8
     floor = min(n for n in range(3, 9) if 2 / math.comb(2 * n, n) <= level)
-    assert _needed(0.01, 10.0, level, 5, 0.8, per_trace=True) == floor > 3
-    assert _needed(0.01, 10.0, level, 5, 0.8, per_trace=False) == 3
+    assert traces_needed(0.01, 10.0, level, 5, 0.8, per_trace=True) == floor > 3
+    assert traces_needed(0.01, 10.0, level, 5, 0.8, per_trace=False) == 3
+    assert traces_needed(0.01, 10.0, level, 5, 0.8, df=8.0, per_trace=False) == 3
 
 
 @given(

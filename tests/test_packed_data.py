@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from quicsm.render.packed_data import (
@@ -18,7 +19,7 @@ from quicsm.render.packed_data import (
     text_to_bytes,
     unpack_values,
 )
-from quicsm.render.record_table import pack_records, unpack_records
+from quicsm.render.record_table import HOLE, _split, pack_records, unpack_records
 
 _NUMBER = st.one_of(
     st.integers(-(2**60), 2**60),
@@ -87,6 +88,40 @@ def test_records_come_back_as_their_texts(events: list[object], indent: bool) ->
     numbers = [3 * i + 7 for i in range(len(texts))]
     table = json.loads(json.dumps(pack_records(numbers, texts)))
     assert unpack_records(table) == dict(zip(numbers, texts, strict=True))
+
+
+def _split_by_hand(text: str) -> tuple[str, list[str]]:
+    """The record table's split read match by match: a string followed by a colon is a key and
+    stays in the template; any other string or number is a value, a hole in the template."""
+    token = re.compile(r'("(?:[^"\\]|\\.)*")(\s*:)?|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?')
+    values: list[str] = []
+
+    def hole(m: re.Match[str]) -> str:
+        if m.group(2) is not None:
+            return m.group(0)
+        values.append(m.group(0))
+        return HOLE
+
+    return token.sub(hole, text), values
+
+
+_JSON_TEXT = st.one_of(
+    _JSON.map(lambda e: json.dumps({"data": e}, indent=None)),
+    _JSON.map(lambda e: json.dumps({"data": e}, indent=1, ensure_ascii=False)),
+    st.text(alphabet='"\\:{}[], -.e0123456789abn\n\t', max_size=40),  # not JSON at all
+)
+
+
+@given(_JSON_TEXT, st.integers(0, 60))
+@example('{"a" : 1, "b"\n:"c", "d": [2, "e"]}', 60)  # space before a key's colon
+@example('{"a\\"b": "c\\\\", "d": -1.5e3, "f": "12 34 \\u0041"}', 30)  # escapes; cut inside
+@example('"1"2":"3\\', 4)  # not JSON: strings and numbers run together, a lone backslash
+def test_the_split_is_the_match_by_match_reading(text: str, cut: int) -> None:
+    """Each record's template and values, as one pass of the expression gives them, are those
+    of reading it match by match; also cut short (a long record is shown cut, maybe inside a
+    string) and on text that is not JSON."""
+    for part in (text, text[:cut] + " …"):
+        assert _split(part) == _split_by_hand(part)
 
 
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 10**6)), min_size=8, max_size=40))

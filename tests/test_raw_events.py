@@ -107,3 +107,69 @@ def test_a_trace_near_the_start_reads_a_part_of_the_file() -> None:
     with zstandard.open(SHIPPED, "rb") as f:
         records = [part.strip() for part in f.read().split(b"\x1e")]
     assert last.texts[-1].encode() == records[last.numbers[-1]]
+
+
+def _starts(path: Path) -> dict[int, int]:
+    """Each trace's start in the file's decompressed content, from its index."""
+    from quicsm.extract.index import read_trace_index
+
+    index = read_trace_index([path])
+    return {int(n): int(s) for n, s in index.select("number", "start").iter_rows()}
+
+
+def test_a_trace_read_from_its_start_in_the_index_is_the_trace_read_from_the_files_start(
+    tmp_path: Path,
+) -> None:
+    """Given where a trace begins (the file's index), the records before it are only counted:
+    the same records, numbers and texts as reading from the file's first record, in JSON-SEQ
+    and NDJSON, whatever the blocks; a start where no record begins is not trusted."""
+    starts = _starts(SHIPPED)
+    assert len(starts) == 75
+    for trace in (0, 1, 2, 37, 73, 74):
+        whole = _fields(trace_records(SHIPPED, trace))
+        assert _fields(trace_records(SHIPPED, trace, start=starts[trace])) == whole
+        assert _fields(trace_records(SHIPPED, trace, start=starts[trace], block_size=4096)) == whole
+        for wrong in (starts[trace] + 1, starts[trace] - 1, 10**12):
+            assert _fields(trace_records(SHIPPED, trace, start=wrong)) == whole
+    # NDJSON: the same traces as lines (a header, then its events), a blank line among them
+    with zstandard.open(SHIPPED, "rb") as f:
+        parts = [p.strip() for p in f.read().split(b"\x1e")]
+    heads = [i for i, p in enumerate(parts) if p and not p.startswith(b'{"time"')][:4]
+    chosen = [q for h in heads for q in parts[h : h + 300]]  # four traces, shortened
+    lines = b"\n".join(chosen[:100] + [b""] + chosen[100:]) + b"\n"
+    nd = tmp_path / "traces.ndjson"
+    nd.write_bytes(lines)
+    nd_starts = _starts(nd)
+    assert len(nd_starts) == 4
+    for trace, start in nd_starts.items():
+        whole = _fields(trace_records(nd, trace))
+        assert whole[3]  # it has records
+        assert _fields(trace_records(nd, trace, start=start, block_size=4096)) == whole
+        assert _fields(trace_records(nd, trace, start=start + 3)) == whole
+
+
+def test_a_late_trace_is_read_past_the_others_without_decoding_them() -> None:
+    """From its start, the last trace of the 75 decodes its own records only: the records
+    before it are counted, not parsed (the count of JSON decodes says so)."""
+    import quicsm.extract.raw_events as raw
+
+    calls = 0
+    real = raw.orjson.loads
+
+    def counting(data: bytes) -> object:
+        nonlocal calls
+        calls += 1
+        return real(data)
+
+    start = _starts(SHIPPED)[74]
+    whole = trace_records(SHIPPED, 74)
+    assert whole is not None
+    try:
+        raw.orjson.loads = counting  # type: ignore[assignment]
+        assert _fields(trace_records(SHIPPED, 74, start=start)) == _fields(whole)
+        from_start = calls
+        calls = 0
+        trace_records(SHIPPED, 74)
+    finally:
+        raw.orjson.loads = real  # type: ignore[assignment]
+    assert from_start <= len(whole.numbers) + 1 < calls

@@ -239,6 +239,7 @@ def test_lenient_counts_exactly_what_it_skipped(tmp_path: Path) -> None:
     assert diag.reasons[0].startswith(f"{tmp_path / 'junk.sqlog'}: expected a qlog file")
     assert diag.reasons[1] == (
         f'{path}: record 3 (line 3): expected congestion_state_updated data with "new", got none'
+        f" (trace {path}#0000)"
     )
     with pytest.raises(QlogError):
         read_transitions(tmp_path)

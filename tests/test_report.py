@@ -123,6 +123,30 @@ def test_cli_writes_html_and_md(corpus: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0 and md.read_text().startswith("# quicsm report")
 
 
+def test_cli_keeps_its_charts_in_the_cache_and_draws_the_same_page(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """The report's charts and the controllers it named are kept in the cache directory
+    (``--cache-dir``) and read back by the next report of the same groups, which writes the
+    same bytes; ``--no-cache`` keeps none and writes the same page."""
+    cache = tmp_path / "cache"
+    pages = []
+    for i, extra in enumerate((["--cache-dir", str(cache)], ["--cache-dir", str(cache)],
+                               ["--no-cache"])):  # fmt: skip
+        out = tmp_path / f"r{i}.html"
+        args = ["report", str(corpus / "v1"), "--vs", str(corpus / "v2<b>"), "-o", str(out)]
+        result = CliRunner().invoke(main, [*args, *extra], env={"SOURCE_DATE_EPOCH": "0"})
+        assert result.exit_code == 0, result.output
+        pages.append(out.read_text(encoding="utf-8"))
+        kept = sorted([*(cache / "charts").glob("*.svg"), *(cache / "families").glob("*.json")])
+        if i == 0:
+            first = kept
+    assert pages[0].count("<svg") == pages[1].count("<svg") >= 4
+    assert pages[1] == pages[0] and pages[2] == pages[0]
+    assert [p.suffix for p in first].count(".svg") == 4 and len(first) == 6
+    assert kept == first  # the second report and --no-cache added none
+
+
 def test_cli_errors(corpus: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(
         main,

@@ -57,9 +57,7 @@ class _Group(click.Group):
                 raise click.ClickException(report_warnings.terminal_safe(str(exc))) from None
             finally:
                 for w in caught:  # reported once, in the CLI's own words
-                    text = str(w.message)
-                    if not report_warnings.already_reported(text):
-                        report_warnings.warn(text)
+                    report_warnings.warned(w.message)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -186,18 +186,25 @@ def connections(
             not_logged=_not_logged(labels.get(trace, {})),
             packets=packets.get(trace),
             account=facts_of(account, trace),
-            records=_records(trace) if with_records else None,
+            records=_records(trace, paths) if with_records else None,
         )
         for trace in traces
     ]
 
 
-def _records(trace: str) -> TraceRecords | None:
-    """The event records of trace id ``trace`` (``<file>#<n>``), numbered as in its file."""
+def _records(trace: str, paths: Sequence[PathLike]) -> TraceRecords | None:
+    """The event records of trace id ``trace`` (``<file>#<n>``), numbered as in its file; read
+    from where the trace begins when ``paths`` locate it (the file's index), not from the
+    file's first record."""
     from quicsm.extract.raw_events import trace_records
+    from quicsm.qlog.paths import TraceSpans
 
     file, _, number = trace.rpartition("#")
-    return trace_records(file, int(number)) if number.isdigit() else None
+    if not number.isdigit():
+        return None
+    starts = [start for p in paths if isinstance(p, TraceSpans) and p.path == file
+              for n, start, _ in p.spans if n == int(number)]  # fmt: skip
+    return trace_records(file, int(number), start=starts[0] if starts else None)
 
 
 def _check_count(traces: list[str], paths: tuple[str, ...]) -> None:

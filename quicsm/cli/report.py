@@ -156,10 +156,19 @@ def report_command(
         )
         text = _build(comps, output=output, fmt=fmt, alpha=alpha, seed=seed, matrix=matrix_labels,
                       metric=metric_name, title=title, primary=primary,
-                      conformance=conformance)  # fmt: skip
+                      conformance=conformance,
+                      cache_dir=None if no_cache else _report_cache(cache_dir))  # fmt: skip
     show_caveats(comps)
     write_file(output, text, what="the report", follow_symlinks=follow_symlinks)
     click.echo(f"wrote {output}", err=True)
+
+
+def _report_cache(cache_dir: Path | None) -> Path:
+    """Where the report keeps its charts and the controllers it named: the engine's cache
+    directory."""
+    from quicsm.engine.cache import default_cache_dir
+
+    return cache_dir if cache_dir is not None else default_cache_dir()
 
 
 def _build(
@@ -174,6 +183,7 @@ def _build(
     title: str | None,
     primary: Sequence[str] = (),
     conformance: str | None = None,
+    cache_dir: Path | None = None,
 ) -> str:
     from quicsm.report import build_report
 
@@ -190,5 +200,6 @@ def _build(
         primary=primary,
         conformance=conformance,
         generated_at=_generated_at(),
+        cache_dir=cache_dir,
         command=shlex.join(["quicsm", *sys.argv[1:]]) if sys.argv[1:2] == ["report"] else None,
     )

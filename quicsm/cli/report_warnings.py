@@ -16,6 +16,12 @@ from quicsm.core.diagnostics import Diagnostics
 
 _printed: set[str] = set()
 _quiet = False
+#: every read's diagnostics reported in this command (by identity, as they are now): what was
+#: skipped is said once for all of them, a record two reads skipped once
+_reads: dict[int, Diagnostics] = {}
+#: the records and files said to be skipped so far, and the reasons given
+_said = [0, 0]
+_reasons_given: set[str] = set()
 
 
 def terminal_safe(text: str, *, keep_newlines: bool = True) -> str:
@@ -38,6 +44,9 @@ def reset() -> None:
     global _quiet
     _printed.clear()
     _quiet = False
+    _reads.clear()
+    _said[:] = [0, 0]
+    _reasons_given.clear()
 
 
 def set_quiet(quiet: bool) -> None:
@@ -70,9 +79,41 @@ def note(text: str) -> None:
 
 
 def print_warnings(diagnostics: Diagnostics) -> None:
-    """A read's diagnostics (lenient skips, truncation, unknown state names)."""
-    for line in diagnostics.messages():
+    """A read's diagnostics (lenient skips, truncation, unknown state names). What was skipped
+    is counted over every read of the command (:meth:`Diagnostics.absorb`: a record that two
+    reads skipped is one) and only what was not said yet is said: ``skipped 2 records``, then
+    after another read ``skipped 1 more record (3 in all)``."""
+    _reads[id(diagnostics)] = diagnostics
+    union = Diagnostics()
+    for d in _reads.values():
+        union.absorb(d)
+    records = union.skipped_records - _said[0]
+    files = union.skipped_files - _said[1]
+    reasons = [r for r in union.reasons if r not in _reasons_given]
+    if records > 0 or files > 0:
+        first = not any(_said)
+        lines = (
+            union.skip_lines()
+            if first
+            else union.skip_lines(records=max(0, records), files=max(0, files), reasons=reasons)
+        )
+        _said[:] = [union.skipped_records, union.skipped_files]
+        _reasons_given.update(union.reasons)
+        for line in lines:
+            warn(line)
+    for line in diagnostics.other_messages():
         warn(line)
+
+
+def warned(warning: Warning | str) -> None:
+    """A Python warning raised while a command ran, in the CLI's words; a
+    :class:`~quicsm.core.diagnostics.QuicsmWarning` summarising a read's diagnostics says only
+    what was not said yet."""
+    diagnostics = getattr(warning, "diagnostics", None)
+    if isinstance(diagnostics, Diagnostics):
+        print_warnings(diagnostics)
+    elif not already_reported(str(warning)):
+        warn(str(warning))
 
 
 def already_reported(text: str) -> bool:

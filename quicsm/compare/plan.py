@@ -2,19 +2,28 @@
 needs to detect a change with 80% power, from the pilot's own variance.
 
 Every tested row of a :class:`quicsm.compare.diff.DiffResult` carries the standard error of its
-difference (``se``). With the traces planned, every test of a family can reach significance,
-so the level a single discovery needs is its family's share of α
-(:func:`quicsm.compare.families.policy.levels`) over K for the K primary tests run (Holm's
-first step) and over m for the m exploratory ones (Benjamini-Hochberg's first rank). A
-standard error shrinks as one over the square root of the traces per group, so the traces
-per group a test needs to detect an effect ``δ`` with power ``1 − β`` are
+difference (``se``) and the degrees of freedom of the reference its statistic is referred to
+(``df``; none: the normal). The plan asks of each row what the results ask for its minimum
+detectable effect, with the same functions (:func:`quicsm.stats.overdispersion.power_at`,
+:func:`~quicsm.stats.overdispersion.detectable`: the noncentral t, or the normal): ``mde`` is
+the row's MDE in the results, and the traces per group a test needs to detect an effect ``δ``
+with power ``1 − β`` are the fewest ``n`` with
 
-    n = n_now · ((z_{1−level/2} + z_{1−β}) · se / δ)²
+    power_at(δ, se · √(n_now / n), level, df(n)) ≥ 1 − β
 
-with ``n_now`` the mean of the two groups' traces. ``δ`` is the pilot's own difference unless
-one is asked for: ``effect`` is read in each family's units — a share or probability
-difference for states and transitions (``0.1`` = 10 points), a relative change for outcomes
-(``0.1`` = 10%), a ratio for dwell times (``1.5`` = 1.5 times as long).
+with ``n_now`` the mean of the two groups' traces: a standard error shrinks as one over the
+square root of the traces per group, and the reference's degrees of freedom grow with the
+traces, ``df(n) = df · (2n − 2) / (2 n_now − 2)`` (the pilot's share of them kept: what length
+strata or the traces' heterogeneity cost the pilot, they cost the runs to come). At ``n_now``
+and the level a row faced, the effect planned for with ``n_now`` traces is its MDE.
+
+With the traces planned, every test of a family can reach significance, so the level a single
+discovery needs is its family's share of α (:func:`quicsm.compare.families.policy.levels`) over
+K for the K primary tests run (Holm's first step) and over m for the m exploratory ones
+(Benjamini-Hochberg's first rank). ``δ`` is the pilot's own difference unless one is asked for:
+``effect`` is read in each family's units — a share or probability difference for states and
+transitions (``0.1`` = 10 points), a relative change for outcomes (``0.1`` = 10%), a ratio for
+dwell times (``1.5`` = 1.5 times as long).
 
 This is a plan, not a promise: it assumes the pilot's variance is the variance of the runs to
 come. Never fewer than 3 traces (no test below), and for the outcomes and the transitions,
@@ -31,6 +40,7 @@ import polars as pl
 
 from quicsm.compare.diff import DiffResult
 from quicsm.compare.families.policy import levels
+from quicsm.stats import overdispersion as od
 from quicsm.stats.distributions import norm_ppf
 from quicsm.stats.significance import MIN_N
 
@@ -38,7 +48,10 @@ from quicsm.stats.significance import MIN_N
 #: 924 splits, 7 vs 7: 3,432, within the default 4,999)
 EXACT_UP_TO = 8
 
-__all__ = ["PLAN_SCHEMA", "plan"]
+__all__ = ["PLAN_SCHEMA", "df_at", "plan", "traces_needed"]
+
+#: the most traces per group a plan names (beyond: no plan, ``None``)
+MOST_TRACES = 10**9
 
 PLAN_SCHEMA: dict[str, pl.DataType] = {
     "family": pl.String(),
@@ -49,18 +62,61 @@ PLAN_SCHEMA: dict[str, pl.DataType] = {
     "effect": pl.Float64(),
     "units": pl.String(),
     "se": pl.Float64(),
+    "df": pl.Float64(),
     "level": pl.Float64(),
+    "mde": pl.Float64(),
     "traces_per_group": pl.Int64(),
 }
 
 
-def _needed(
-    se: float, effect: float, level: float, n_now: float, power: float, *, per_trace: bool
+def df_at(n: float, df: float, n_now: float) -> float:
+    """The degrees of freedom of a reference with ``df`` at ``n_now`` traces per group, at
+    ``n`` per group: in proportion to the traces less two (``inf`` stays so)."""
+    if not (df == df and math.isfinite(df)) or 2 * n_now - 2 <= 0:
+        return df
+    return max(1.0, df * (2 * n - 2) / (2 * n_now - 2))
+
+
+def traces_needed(
+    se: float,
+    effect: float,
+    level: float,
+    n_now: float,
+    power: float = 0.8,
+    *,
+    df: float = math.inf,
+    per_trace: bool = False,
 ) -> int | None:
+    """The fewest traces per group (at least ``MIN_N``) with which a test whose difference has
+    standard error ``se`` and whose reference has ``df`` degrees of freedom at ``n_now`` traces
+    per group detects ``effect`` at ``level`` with ``power``
+    (:func:`quicsm.stats.overdispersion.power_at`; see the module docstring). ``per_trace``: an
+    outcome or a transition, whose exact test of n vs n must reach the level. None when nothing
+    can be planned (no standard error, no effect, or more than :data:`MOST_TRACES`)."""
     if not (se == se and se > 0 and effect == effect and effect != 0 and n_now > 0):
         return None
+
+    def enough(n: int) -> bool:
+        at = od.power_at(effect, se * math.sqrt(n_now / n), alpha=level, df=df_at(n, df, n_now))
+        return at >= power
+
+    # the normal's answer is a lower bound (a t reference asks for more): search up from it
     z = norm_ppf(1 - level / 2) + norm_ppf(power)
-    n = max(MIN_N, math.ceil(n_now * (z * se / abs(effect)) ** 2))
+    low = max(MIN_N, math.ceil(n_now * (z * se / abs(effect)) ** 2) - 1)
+    if low > MOST_TRACES:
+        return None
+    if enough(low):
+        n = low
+    else:
+        high = low
+        while not enough(high):
+            low, high = high, high * 2
+            if low > MOST_TRACES:
+                return None
+        while high - low > 1:  # enough(high), not enough(low)
+            mid = (low + high) // 2
+            low, high = (low, mid) if enough(mid) else (mid, high)
+        n = high
     if per_trace:  # an outcome or a transition: the exact test of n vs n must reach the level
         while n < EXACT_UP_TO and 2 / math.comb(2 * n, n) > level:
             n += 1
@@ -94,6 +150,8 @@ def plan(result: DiffResult, *, effect: float | None = None, power: float = 0.8)
                 1, run.get(r["family"], 1)
             )
             se = float(r["se"])
+            df = math.inf if r.get("df") is None else float(r["df"])
+            faced = r.get("level")
             n_a = r.get("n_a", result.n_a)
             n_b = r.get("n_b", result.n_b)
             n_now = (n_a + n_b) / 2
@@ -122,17 +180,29 @@ def plan(result: DiffResult, *, effect: float | None = None, power: float = 0.8)
                     "effect": shown,
                     "units": units,
                     "se": se,
+                    "df": df,
                     "level": level,
-                    "traces_per_group": _needed(
-                        se, delta, level, n_now, power, per_trace=kind in ("outcome", "edge")
+                    # what the results say this row could have detected (the same function,
+                    # at the level the row faced there)
+                    "mde": math.nan
+                    if faced is None
+                    else od.detectable(se, alpha=float(faced), power=power, df=df),
+                    "traces_per_group": traces_needed(
+                        se,
+                        delta,
+                        level,
+                        n_now,
+                        power,
+                        df=df,
+                        per_trace=kind in ("outcome", "edge"),
                     ),
                 }
             )
-    df = (
+    table = (
         pl.DataFrame(rows, schema=PLAN_SCHEMA, orient="row")
         if rows
         else pl.DataFrame(schema=PLAN_SCHEMA)
     )
-    return df.sort(
+    return table.sort(
         [pl.col("family") != "primary", "traces_per_group", "kind", "subject"], nulls_last=True
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from quicsm.core.errors import QlogError
@@ -20,8 +21,25 @@ MAX_REASONS = 5
 MAX_KEPT_PROBLEMS = 64
 
 
+#: a skipped record's identity within its file: its byte offset in the decompressed content
+#: (JSON-SEQ, NDJSON) or its place (contained JSON: ``traces[0].events[17]``); the same record
+#: has the same key in every read of the same content, so two reads that skip it count it once
+RecordKey = int | str
+
+
+def record_key(problem: RecordProblem) -> RecordKey | None:
+    """The :data:`RecordKey` of a problem's record (None: the problem names no record)."""
+    if problem.where is not None:
+        return problem.where
+    return problem.offset
+
+
 class QuicsmWarning(UserWarning):
-    """Something was read but deserves attention: skipped records, truncation, unknown states."""
+    """Something was read but deserves attention: skipped records, truncation, unknown states.
+    ``diagnostics``: the :class:`Diagnostics` it summarises (:meth:`Diagnostics.warn`), so that
+    a reporter can tell what of it was reported already."""
+
+    diagnostics: Diagnostics | None = None
 
 
 class RecordProblem(Exception):
@@ -102,6 +120,13 @@ class Diagnostics:
     #: ``(trace, states, reason)``: states a trace's events cannot show (derived states;
     #: ``states`` empty: none can be shown)
     derivation: list[tuple[str, str, str]] = field(default_factory=list)
+    #: each file's skipped records by :data:`RecordKey` (the records counted in
+    #: ``skipped_records`` that a read could name; the rest it only counted)
+    skipped_at: dict[str, set[RecordKey]] = field(default_factory=dict)
+    #: the record each of ``reasons`` is about, ``(file, key)`` (None: not known)
+    reason_at: list[tuple[str, RecordKey] | None] = field(default_factory=list)
+    #: the files counted in ``skipped_files`` that a read could name
+    skipped_file_names: set[str] = field(default_factory=set)
 
     def cannot_derive(self, trace: str, states: str, reason: str) -> None:
         self.derivation.append((trace, states, reason))
@@ -122,11 +147,70 @@ class Diagnostics:
 
     def skip(self, error: QlogError, *, file_level: bool = False) -> None:
         if file_level:
+            if error.file in self.skipped_file_names:
+                return  # that file was skipped (and its reason given) already
             self.skipped_files += 1
+            self.skipped_file_names.add(error.file)
         else:
             self.skipped_records += 1
         if len(self.reasons) < MAX_REASONS:
             self.reasons.append(str(error))
+            self.reason_at.append(None)
+
+    def skip_records(
+        self,
+        file: str,
+        *,
+        skipped: int,
+        keys: Iterable[RecordKey],
+        reasons: Sequence[tuple[RecordKey | None, str]],
+    ) -> None:
+        """One read of ``file`` skipped ``skipped`` records, those of ``keys`` among them (the
+        rest it could not name), the first ones for ``reasons`` (``(key, reason)``). A record
+        an earlier read of the file skipped already is neither counted nor given again."""
+        part = Diagnostics(skipped_records=skipped, skipped_at={file: set(keys)})
+        for key, reason in reasons:
+            part.reasons.append(reason)
+            part.reason_at.append(None if key is None else (file, key))
+        self.absorb(part)
+
+    def unnamed_records(self) -> int:
+        """How many of the skipped records no key names (counted, never deduplicated)."""
+        return max(0, self.skipped_records - sum(len(k) for k in self.skipped_at.values()))
+
+    def absorb(self, other: Diagnostics) -> None:
+        """Add what ``other`` reported: a record both skipped (the same file and key) is
+        counted, and its reason given, once; everything else is added."""
+        known: dict[str, set[RecordKey]] = {}  # of other's records, those counted before
+        new = 0
+        for file, keys in other.skipped_at.items():
+            mine = self.skipped_at.setdefault(file, set())
+            known[file] = keys & mine
+            mine |= keys
+            new += len(keys) - len(known[file])
+        self.skipped_records += other.unnamed_records() + new
+        files = other.skipped_file_names - self.skipped_file_names
+        unnamed_files = max(0, other.skipped_files - len(other.skipped_file_names))
+        self.skipped_files += len(files) + unnamed_files
+        self.skipped_file_names |= files
+        at_list = other.reason_at + [None] * (len(other.reasons) - len(other.reason_at))
+        given = {at for at in self.reason_at if at is not None}
+        for reason, at in zip(other.reasons, at_list, strict=False):
+            if len(self.reasons) >= MAX_REASONS:
+                break
+            if at is not None and (at in given or at[1] in known.get(at[0], ())):
+                continue  # that record was reported already
+            if at is None and reason in self.reasons:
+                continue  # a file's reason (or an unnamed record's), given already
+            self.reasons.append(reason)
+            self.reason_at.append(at)
+            if at is not None:
+                given.add(at)
+        self.truncated.extend(t for t in other.truncated if t not in self.truncated)
+        self.unknown_states.update(other.unknown_states)
+        for note in other.notes:
+            self.note(note)
+        self.derivation.extend(other.derivation)
 
     def unknown_state(self, raw: str) -> None:
         self.unknown_states[raw] += 1
@@ -135,18 +219,39 @@ class Diagnostics:
         if message not in self.notes:
             self.notes.append(message)
 
+    def skip_lines(
+        self, *, records: int | None = None, files: int | None = None, reasons: Sequence[str] = ()
+    ) -> list[str]:
+        """What was skipped: ``skipped N records and M files; first K reasons:`` and the
+        reasons. ``records``, ``files`` and ``reasons`` say only those (what a reporter has not
+        said yet), with the totals in words (``1 more record (3 in all)``)."""
+        more = records is not None or files is not None
+        n_records = self.skipped_records if records is None else records
+        n_files = self.skipped_files if files is None else files
+        shown = list(self.reasons) if not more else list(reasons)
+        if not (n_records or n_files):
+            return []
+        what = []
+        extra = " more" if more else ""
+        if n_records:
+            total = f" ({self.skipped_records} in all)" if more else ""
+            what.append(f"{n_records}{extra} record{'s' * (n_records != 1)}{total}")
+        if n_files:
+            total = f" ({self.skipped_files} in all)" if more else ""
+            what.append(f"{n_files}{extra} file{'s' * (n_files != 1)}{total}")
+        k = len(shown)
+        head = f"skipped {' and '.join(what)}"
+        if not k:
+            return [head]
+        return [f"{head}; first {k} reason{'s' * (k != 1)}:", *(f"  {r}" for r in shown)]
+
     def messages(self) -> list[str]:
         """Human-readable lines, most important first (what the CLI prints on stderr)."""
+        return [*self.skip_lines(), *self.other_messages()]
+
+    def other_messages(self) -> list[str]:
+        """The lines of :meth:`messages` after what was skipped."""
         out: list[str] = []
-        if self.skipped_records or self.skipped_files:
-            what = []
-            if self.skipped_records:
-                what.append(f"{self.skipped_records} record{'s' * (self.skipped_records != 1)}")
-            if self.skipped_files:
-                what.append(f"{self.skipped_files} file{'s' * (self.skipped_files != 1)}")
-            shown = len(self.reasons)
-            out.append(f"skipped {' and '.join(what)}; first {shown} reason{'s' * (shown != 1)}:")
-            out.extend(f"  {r}" for r in self.reasons)
         out.extend(self.truncated)
         if self.unknown_states:
             names = ", ".join(f"{k!r} ({v}x)" for k, v in sorted(self.unknown_states.items()))
@@ -169,6 +274,12 @@ class Diagnostics:
                 "unknown_states": dict(self.unknown_states),
                 "notes": self.notes,
                 "derivation": [list(d) for d in self.derivation],
+                "skipped_at": {
+                    f: sorted(k, key=lambda v: (isinstance(v, str), v))
+                    for f, k in sorted(self.skipped_at.items())
+                },
+                "reason_at": [None if a is None else list(a) for a in self.reason_at],
+                "skipped_file_names": sorted(self.skipped_file_names),
             },
             sort_keys=True,
         )
@@ -190,10 +301,15 @@ class Diagnostics:
             unknown_states=Counter({k: int(v) for k, v in d["unknown_states"].items()}),
             notes=[moved(n) for n in d["notes"]],
             derivation=[(moved(t), s, moved(r)) for t, s, r in d["derivation"]],
+            skipped_at={moved(f): set(k) for f, k in d.get("skipped_at", {}).items()},
+            reason_at=[None if a is None else (moved(a[0]), a[1]) for a in d.get("reason_at", [])],
+            skipped_file_names={moved(f) for f in d.get("skipped_file_names", [])},
         )
 
     def warn(self, *, stacklevel: int = 3) -> None:
         """Emit one :class:`QuicsmWarning` summarising everything, if there is anything."""
         lines = self.messages()
         if lines:
-            warnings.warn("\n".join(lines), QuicsmWarning, stacklevel=stacklevel)
+            warning = QuicsmWarning("\n".join(lines))
+            warning.diagnostics = self
+            warnings.warn(warning, stacklevel=stacklevel)

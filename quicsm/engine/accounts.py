@@ -159,8 +159,8 @@ def _count(
         diagnostics=own,
         packets=packets,
     )
-    if diagnostics is not None:
-        diagnostics.notes.extend(n for n in own.notes if n not in diagnostics.notes)
+    if diagnostics is not None:  # a record it reported already is not counted again
+        diagnostics.absorb(own)
     numbers = [
         None if own else _number(t, f)
         for f, t in account.select(pl.col("file", "trace").cast(pl.String)).iter_rows()

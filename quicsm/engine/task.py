@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from quicsm.core.diagnostics import MAX_REASONS, Diagnostics, QuicsmWarning
+from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.core.frames import METRICS_SCHEMA, TRANSITIONS_SCHEMA
 from quicsm.engine.aggregate import Aggregate
 from quicsm.engine.cache import INDEX_SCHEMA, PartitionCache, file_key
@@ -63,17 +63,11 @@ class TaskResult:
 
 
 def merge_diagnostics(parts: Iterable[Diagnostics]) -> Diagnostics:
-    """Diagnostics of consecutive reads as one read would have reported them."""
+    """Diagnostics of consecutive reads as one read would have reported them (a record two
+    reads of its file skipped counted once: :meth:`Diagnostics.absorb`)."""
     out = Diagnostics()
     for d in parts:
-        out.skipped_records += d.skipped_records
-        out.skipped_files += d.skipped_files
-        out.reasons.extend(d.reasons[: max(0, MAX_REASONS - len(out.reasons))])
-        out.truncated.extend(d.truncated)
-        out.unknown_states.update(d.unknown_states)
-        for note in d.notes:
-            out.note(note)
-        out.derivation.extend(d.derivation)
+        out.absorb(d)
     return out
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from quicsm.core.diagnostics import Diagnostics
+from quicsm.core.diagnostics import Diagnostics, RecordKey
 from quicsm.core.errors import InputError, QlogError
 from quicsm.extract.profiles import Profile
 from quicsm.extract.sidecar import sidecar_labels
@@ -23,7 +23,7 @@ from quicsm.extract.streaming import StreamedStates
 from quicsm.extract.wire import PacketRead
 from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
 from quicsm.qlog.paths import PathLike, expand_spans
-from quicsm.qlog.source import CSV, PARQUET, FileRead, read_qlog, without_bom
+from quicsm.qlog.source import CSV, PARQUET, FileRead, Span, read_qlog, without_bom
 from quicsm.qlog.tabular import read_table
 from quicsm.qlog.trace import Discard, MetricSink
 
@@ -37,6 +37,35 @@ TIME_DECIMALS = 3
 
 def trace_id(file: str, index: int) -> str:
     return f"{file}#{index:04d}"
+
+
+def report_skipped(diag: Diagnostics, read: FileRead) -> None:
+    """The records a lenient read skipped, into ``diag``: counted, the first few with their
+    reasons, each reason naming the file, the record (or line), what was expected and the
+    trace holding the record where the file tells it. A record that another read of the same
+    file reported already (the same :data:`~quicsm.core.diagnostics.RecordKey`: the states and
+    the packets of a file are read apart) is neither counted nor given again."""
+    if not read.skipped:
+        return
+    file = str(read.path)
+    reasons = []
+    for key, error in zip(read.problem_keys, read.problems, strict=False):
+        index = _trace_of(key, read.spans)
+        reason = str(error) if index is None else f"{error} (trace {trace_id(file, index)})"
+        reasons.append((key, reason))
+    diag.skip_records(file, skipped=read.skipped, keys=read.skipped_keys, reasons=reasons)
+
+
+def _trace_of(key: RecordKey | None, spans: list[Span] | None) -> int | None:
+    """The index of the trace whose bytes hold the record at offset ``key`` (JSON-SEQ,
+    NDJSON); None where it is not known or the key names it itself (contained JSON's
+    ``traces[i].events[j]``)."""
+    if not isinstance(key, int) or not spans:
+        return None
+    for index, start, end in spans:
+        if start <= key < end:
+            return index
+    return None
 
 
 @dataclass
@@ -131,9 +160,7 @@ def load_all(
             diag.skip(error, file_level=True)
             continue
         if read is not None:
-            for problem in read.problems:
-                diag.skip(problem)
-            diag.skipped_records += max(0, read.skipped - len(read.problems))
+            report_skipped(diag, read)
             if read.truncated:
                 diag.truncated.append(read.truncated)
             for trace in read.traces:

@@ -63,8 +63,6 @@ class PacketTimeline:
     unnumbered: int = 0
     #: the stream data by byte offset and the flow-control limits (None: no STREAM frames)
     streams: StreamTimeline | None = None
-    #: a loss event's data as logged (JSON text), by the time of the loss (first one wins)
-    lost_events: dict[float, str] = field(default_factory=dict)
     #: the log owner's sendable data and what held it, over time (None: no STREAM frames, or
     #: a capture, whose sender is not the log owner)
     sendable: SendableTimeline | None = None
@@ -82,6 +80,7 @@ class PacketColumns:
         "_ack_hi",
         "_ack_lo",
         "_ack_of",
+        "_byte_offsets",
         "_flags",
         "_numbers",
         "_pending",
@@ -91,13 +90,15 @@ class PacketColumns:
         "bytes",
         "first_scid",
         "lost_numbers",
-        "lost_raw",
         "lost_times",
         "lost_triggers",
         "trigger_names",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, byte_offsets: bool = True) -> None:
+        #: keep what only the byte-offset view reads (the ACK ranges as rows of
+        #: :attr:`streams`); without it :meth:`timeline` gives no byte-offset view
+        self._byte_offsets = byte_offsets
         self._times = array("d")
         self._numbers = array("q")
         self._flags = array("B")
@@ -107,8 +108,6 @@ class PacketColumns:
         self._ack_hi = array("q")
         self.lost_times = array("d")
         self.lost_numbers = array("q")
-        #: each loss event's data as logged (JSON text), shown when its mark is clicked
-        self.lost_raw: list[str] = []
         self.lost_triggers = array("H")  # 0: none, else 1 + index in trigger_names
         self.trigger_names: dict[str, int] = {}
         self.first_scid: str | None = None
@@ -195,6 +194,7 @@ class PacketColumns:
             self._ack_of.frombytes(ack_of)
             self._ack_lo.frombytes(ack_lo)
             self._ack_hi.frombytes(ack_hi)
+        if ack_of and self._byte_offsets:
             rows = np.frombuffer(ack_of, dtype=np.int64) - base
             t = np.frombuffer(times, dtype=np.float64)[rows]
             sent = (np.frombuffer(flags, dtype=np.uint8)[rows] & _SENT) != 0
@@ -220,7 +220,6 @@ class PacketColumns:
         if space != "application" or number is None:
             return
         self._streams.losses.append((time, number))
-        self.lost_raw.append(_json_text(data))
         self.lost_times.append(time)
         self.lost_numbers.append(number)
         code = 0
@@ -238,7 +237,10 @@ class PacketColumns:
         """The timeline, times counted from ``start`` (the trace's first event, ms). Computed
         on the columns as arrays (no object per packet); the timeline holds its series as
         compact arrays too. ``byte_offsets``: with the byte-offset view
-        (:attr:`PacketTimeline.streams`, which only the plot draws; else None)."""
+        (:attr:`PacketTimeline.streams`, which only the plot draws; else None; columns made
+        without it give none)."""
+        if byte_offsets and not self._byte_offsets:
+            raise ValueError("these packet columns were kept without their byte-offset view")
         self._flush()
         times = np.frombuffer(self._times, dtype=np.float64) if self._times else np.empty(0)
         numbers = np.frombuffer(self._numbers, dtype=np.int64) if self._numbers else _NO_INTS
@@ -289,10 +291,6 @@ class PacketColumns:
                     declared, later, self.lost_triggers, strict=True
                 )
             )
-        raw: dict[float, str] = {}
-        if losses_here:
-            for when, text in zip(self.lost_times, self.lost_raw, strict=True):
-                raw.setdefault(round(when - start, 3), text)
         return PacketTimeline(
             own_sends=own,
             captured=captured,
@@ -303,7 +301,6 @@ class PacketColumns:
             losses_here=losses_here,
             unnumbered=unnumbered,
             streams=self._streams.timeline(start) if byte_offsets else None,
-            lost_events=raw,
             sendable=None if captured else sendable_timeline(self._streams, start),
         )
 
@@ -360,21 +357,6 @@ def _lists(columns: Sequence[bytes]) -> list[list[object]]:
         (np.frombuffer(sent, dtype=np.int64) != 0).tolist(),
         *(np.frombuffer(c, dtype=np.int64).tolist() for c in rest),
     ]
-
-
-#: the longest raw event kept for a click on its mark (characters)
-RAW_EVENT_CHARS = 2000
-
-
-def _json_text(data: object) -> str:
-    """An event's data as indented JSON text (cut to :data:`RAW_EVENT_CHARS`)."""
-    import orjson
-
-    try:
-        text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
-    except TypeError:
-        text = repr(data)
-    return text if len(text) <= RAW_EVENT_CHARS else text[:RAW_EVENT_CHARS] + "\n…"
 
 
 #: ACK ranges turned into Python numbers at a time (bounded transient objects)
@@ -474,7 +456,7 @@ def read_packet_timelines(
 
     ``byte_offsets``: each timeline with its byte-offset view (:attr:`PacketTimeline.streams`;
     the connection account and the ApplicationLimited split read none of it)."""
-    from quicsm.extract.loading import trace_id
+    from quicsm.extract.loading import report_skipped, trace_id
 
     lenient = on_error == "skip"
     wanted = set(traces)
@@ -496,7 +478,7 @@ def read_packet_timelines(
         ) -> PacketColumns | _Discard:
             if builder.index not in indices:
                 return _Discard()  # another trace of the file: nothing of it is kept
-            kept = columns[builder.index] = PacketColumns()
+            kept = columns[builder.index] = PacketColumns(byte_offsets=byte_offsets)
             builder.packet_hook = kept.packet
             builder.loss_hook = kept.loss
             builder.parameters_hook = kept.parameters
@@ -506,13 +488,8 @@ def read_packet_timelines(
         read = read_qlog(Path(path), lenient=lenient, limits=limits, metric_sink=sink, spans=spans)
         if read.kind in (CSV, PARQUET):
             continue
-        if read.skipped and diagnostics is not None:
-            n = read.skipped
-            diagnostics.note(
-                f"{file}: {n} record{'s' * (n != 1)} could not be decoded when its packets were "
-                f"read and {'were' if n != 1 else 'was'} left out of the packets panel (first: "
-                f"{read.problems[0] if read.problems else 'not recorded'})"
-            )
+        if diagnostics is not None:  # a record the states' read skipped is counted once
+            report_skipped(diagnostics, read)
         for trace in read.traces:
             kept = columns.get(trace.index)
             if kept is None or not len(kept.times):

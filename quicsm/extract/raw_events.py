@@ -140,6 +140,31 @@ class _Window:
                 self.buf = self.buf[self.kept - self.base :] + block
                 self.base = self.kept
 
+    def skip(self, offset: int, sep: bytes) -> tuple[int, int | None]:
+        """Passes over the content before ``offset`` without keeping it: how many ``sep`` it
+        holds (from what was taken on), and its last byte (None at offset 0, or past the
+        content's end)."""
+        count = 0
+        last: int | None = None
+        while self.base + len(self.buf) < offset:
+            count += self.buf.count(sep, max(self.kept - self.base, 0))
+            if self.buf:
+                last = self.buf[-1]
+            self.base += len(self.buf)
+            self.kept = self.base
+            block = next(self.rest, None)
+            if block is None:
+                self.done = True
+                self.buf = b""
+                return count, None
+            self.buf = block
+        at = offset - self.base
+        count += self.buf.count(sep, max(self.kept - self.base, 0), at)
+        if at > 0:
+            last = self.buf[at - 1]
+        self.kept = offset
+        return count, last if offset > 0 else None
+
     @property
     def total(self) -> int:
         """The content's length (once :meth:`find` has read all of it)."""
@@ -153,14 +178,40 @@ class _Window:
 
 
 def trace_records(
-    path: str | Path, index: int, *, limits: ReadLimits = DEFAULT_LIMITS, block_size: int = 0
+    path: str | Path,
+    index: int,
+    *,
+    limits: ReadLimits = DEFAULT_LIMITS,
+    block_size: int = 0,
+    start: int | None = None,
 ) -> TraceRecords | None:
     """The event records of trace ``index`` (counted from 0, as trace ids count them) of a
     JSON-SEQ or NDJSON file, or the events of a contained JSON document's trace; ``None`` for
     a transitions table, or a trace not found. Times are counted as the readers count them
     (the header's time format, from the trace's first event). A record that does not decode
     is left out (the plot's reading reported it already). The file is decompressed only as
-    far as the trace's last record (``block_size``: the blocks read, 0 for the default)."""
+    far as the trace's last record (``block_size``: the blocks read, 0 for the default).
+
+    ``start``: where the trace begins in the decompressed content, from the file's index
+    (:attr:`quicsm.qlog.paths.TraceSpans.spans`: its header's separator in JSON-SEQ, its
+    first byte in NDJSON): the records before it are not looked at, only their separators
+    counted (the numbers stay the file's). A start where no record begins is not trusted:
+    the trace is then found by reading from the file's start."""
+    if start is not None:
+        found = _read(path, index, limits, block_size, start)
+        if found is not _MISPLACED:
+            return found  # type: ignore[return-value]
+    found = _read(path, index, limits, block_size, None)
+    return None if found is _MISPLACED else found  # type: ignore[return-value]
+
+
+#: what a read from a ``start`` where no record begins gives
+_MISPLACED = object()
+
+
+def _read(
+    path: str | Path, index: int, limits: ReadLimits, block_size: int, start: int | None
+) -> object:
     source = (
         DecompressedFile(Path(path), limits=limits, block_size=block_size)
         if block_size
@@ -168,14 +219,16 @@ def trace_records(
     )
     blocks = without_bom(source.blocks())
     try:
-        return _trace_records(str(path), blocks, index)
+        return _trace_records(str(path), blocks, index, start)
     finally:
         close = getattr(blocks, "close", None)
         if close is not None:
             close()
 
 
-def _trace_records(file: str, blocks: Iterator[bytes], index: int) -> TraceRecords | None:
+def _trace_records(
+    file: str, blocks: Iterator[bytes], index: int, start: int | None = None
+) -> object:
     head = b""
     for block in blocks:
         head += block
@@ -194,6 +247,17 @@ def _trace_records(file: str, blocks: Iterator[bytes], index: int) -> TraceRecor
     first: float | None = None
     pos = content.find(sep, 0) if kind == JSON_SEQ else -1
     number = 0
+    if start is not None and start > max(pos, 0):  # skip to the trace (see trace_records)
+        before, last = content.skip(start, sep)
+        if kind == JSON_SEQ:
+            if content.find(sep, start) != start:
+                return _MISPLACED
+            pos, number = start, before
+        else:
+            if last != sep[0]:
+                return _MISPLACED
+            pos, number = start - 1, before
+        trace = index - 1
     while True:
         nxt = content.find(sep, pos + 1)
         if nxt == -1:

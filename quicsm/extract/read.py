@@ -28,6 +28,7 @@ The readers are thin: the I/O driver is :mod:`quicsm.extract.loading` (run label
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,19 +173,32 @@ def read_transitions(
     visit split by why the sender was short of data, into the states
     :data:`quicsm.core.states.APP_LIMITED_CAUSES`
     (:mod:`quicsm.extract.app_limited_split`; the files' packets are read for it)."""
-    frame = scan_transitions(
-        paths,
-        on_error=on_error,
-        diagnostics=diagnostics,
-        states=states,
-        profile=profile,
-        limits=limits,
-    ).collect()
     if not split_app_limited:
-        return frame
+        return scan_transitions(
+            paths,
+            on_error=on_error,
+            diagnostics=diagnostics,
+            states=states,
+            profile=profile,
+            limits=limits,
+        ).collect()
     from quicsm.extract.app_limited_split import read_split
 
-    return read_split(frame, on_error=on_error, diagnostics=diagnostics, limits=limits)
+    # one warning for both reads of the files (states, then packets), a bad record in it once
+    diag = diagnostics if diagnostics is not None else Diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", QuicsmWarning)
+        frame = scan_transitions(
+            paths,
+            on_error=on_error,
+            diagnostics=diag,
+            states=states,
+            profile=profile,
+            limits=limits,
+        ).collect()
+    frame = read_split(frame, on_error=on_error, diagnostics=diag, limits=limits)
+    diag.warn(stacklevel=2)
+    return frame
 
 
 def read_metrics(

@@ -54,7 +54,7 @@ from typing import Any, Final
 from quicsm.core.diagnostics import RecordProblem
 from quicsm.extract.wire_quicgo import QuicGoController
 from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
-from quicsm.qlog.source import read_qlog
+from quicsm.qlog.source import FileRead, read_qlog
 from quicsm.qlog.trace import TraceBuilder
 
 INIT = "Init"
@@ -350,12 +350,19 @@ class _NoMetrics:
 
 @dataclass
 class PacketRead:
-    """Every trace's packets (by the trace's position in its file), and the records of the file
-    that could not be decoded (skipped: the first one's reason, and how many)."""
+    """Every trace's packets (by the trace's position in its file), and what the read of the
+    file skipped (its traces let go: ``read.traces`` is empty)."""
 
     packets: dict[int, list[Packet]]
-    skipped: int = 0
-    first_problem: str | None = None
+    read: FileRead
+
+    @property
+    def skipped(self) -> int:
+        return self.read.skipped
+
+    @property
+    def first_problem(self) -> str | None:
+        return str(self.read.problems[0]) if self.read.problems else None
 
 
 def read_packets(
@@ -364,11 +371,12 @@ def read_packets(
     """Read every record of ``path`` and keep its packets. The readers' fast path checks only
     the framing of packet records: a packet record that does not decode (or names a packet
     number outside 0..2^62-1) raises :class:`~quicsm.core.errors.QlogError` here, naming the
-    file and record, or when ``lenient`` is skipped and counted (the caller reports it)."""
+    file and record, or when ``lenient`` is skipped and counted (the caller reports it:
+    :func:`quicsm.extract.loading.report_skipped`)."""
     collector = PacketCollector()
     read = read_qlog(Path(path), full=True, lenient=lenient, limits=limits, metric_sink=collector)
-    first = str(read.problems[0]) if read.problems else None
-    return PacketRead(collector.packets, read.skipped, first)
+    read.traces = []
+    return PacketRead(collector.packets, read)
 
 
 # -- the sender, rebuilt ------------------------------------------------------------------------

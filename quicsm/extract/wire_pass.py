@@ -8,7 +8,7 @@ from quicsm.core.diagnostics import Diagnostics
 from quicsm.extract.capabilities import METRICS, PTO, from_status
 from quicsm.extract.derive import Derivation
 from quicsm.extract.deriver import DerivedState
-from quicsm.extract.loading import LoadedFile
+from quicsm.extract.loading import LoadedFile, report_skipped
 from quicsm.extract.wire import Packet, read_packets, tail_probes, wire_states
 from quicsm.qlog.source import CSV, PARQUET
 from quicsm.qlog.trace import PACKET_EVENTS, TraceData
@@ -24,14 +24,8 @@ def packets_of(loaded: LoadedFile, index: int, diag: Diagnostics) -> list[Packet
     if loaded.packets is None:
         # strict: the first packet record that does not decode raises, naming its record
         loaded.packets = read_packets(loaded.path, limits=loaded.limits, lenient=loaded.lenient)
-        # records the first reading skipped (a lenient read) were reported by it already
-        n = loaded.packets.skipped - (loaded.read.skipped if loaded.read is not None else 0)
-        if n > 0:
-            diag.note(
-                f"{loaded.path}: {n} record{'s' * (n != 1)} could not be decoded when its "
-                f"packets were read and {'were' if n != 1 else 'was'} left out of the states "
-                f"derived from packets (first: {loaded.packets.first_problem})"
-            )
+        # a record the first reading skipped too (a lenient read) is counted once
+        report_skipped(diag, loaded.packets.read)
     return loaded.packets.packets.get(index, [])
 
 

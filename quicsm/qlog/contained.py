@@ -40,6 +40,7 @@ from quicsm.core.diagnostics import (
     RecordProblem,
     RecordTooLarge,
     describe,
+    record_key,
 )
 from quicsm.core.errors import released
 from quicsm.qlog import budget
@@ -136,6 +137,8 @@ class ContainedParser:
         self.problems: list[RecordProblem] = []
         #: how many records a lenient read skipped (only the first few are in ``problems``)
         self.skipped = 0
+        #: the :data:`~quicsm.core.diagnostics.RecordKey` of each record skipped that has one
+        self.skipped_keys: set[int | str] = set()
         #: stream offset where a document cut mid-write was cut, and its 1-based line
         self.truncated_at: int | None = None
         self.truncated_line: int | None = None
@@ -403,6 +406,9 @@ class ContainedParser:
         if not self.lenient:
             raise problem
         self.skipped += 1
+        key = record_key(problem)
+        if key is not None:
+            self.skipped_keys.add(key)
         if len(self.problems) < MAX_KEPT_PROBLEMS:
             released(problem)  # kept: without the decoder's error (it holds the record's text)
             self.problems.append(problem)

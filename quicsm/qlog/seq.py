@@ -316,6 +316,12 @@ class SeqScanner:
                 )
             )
 
+    @property
+    def skipped_keys(self) -> set[int]:
+        """The offsets of the records a lenient read skipped (the rest of ``skipped`` had
+        none: :data:`quicsm.core.diagnostics.RecordKey`)."""
+        return self._reported
+
     def _problem(self, problem: RecordProblem) -> None:
         if problem.offset is not None:
             if problem.offset in self._reported:

@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Final
 
 import orjson
 
-from quicsm.core.diagnostics import MAX_REASONS, RecordProblem, RecordTooLarge
+from quicsm.core.diagnostics import (
+    MAX_REASONS,
+    RecordKey,
+    RecordProblem,
+    RecordTooLarge,
+    record_key,
+)
 from quicsm.core.errors import QlogError, QuicsmError, out_of_memory, released
 from quicsm.qlog.blocks import (
     BLOCK_SIZE,
@@ -58,6 +64,10 @@ class FileRead:
     problems: list[QlogError] = field(default_factory=list)
     #: how many records a lenient read skipped
     skipped: int = 0
+    #: the :data:`~quicsm.core.diagnostics.RecordKey` of each skipped record that has one
+    skipped_keys: set[RecordKey] = field(default_factory=set)
+    #: the key of the record each of ``problems`` is about (None: none)
+    problem_keys: list[RecordKey | None] = field(default_factory=list)
     truncated: str | None = None
     #: JSON-SEQ and NDJSON: where each trace read lies in the decompressed content, as
     #: ``(trace index, start, end)`` byte offsets (a later read can take it alone: ``spans`` of
@@ -296,6 +306,7 @@ def _read_qlog(
                 )
             result.traces = parser.traces
             problems, skipped = parser.problems, parser.skipped
+            result.skipped_keys = parser.skipped_keys
             if parser.truncated_at is not None:
                 kept = sum(t.n_events or 0 for t in result.traces)
                 result.truncated = (
@@ -336,6 +347,7 @@ def _read_qlog(
                 result.traces += traces
                 problems += scanner.problems
                 skipped += scanner.skipped
+                result.skipped_keys |= scanner.skipped_keys
                 if scanner.truncated_at is not None:
                     truncated_at = scanner.truncated_at
             if truncated_at is not None:
@@ -354,6 +366,7 @@ def _read_qlog(
         result.truncated = cut if result.truncated is None else f"{result.truncated}; {cut}"
     result.skipped = skipped
     result.problems = [to_error(path, p, source, sep) for p in problems[:max_problems]]
+    result.problem_keys = [record_key(p) for p in problems[:max_problems]]
     return result
 
 

@@ -984,27 +984,50 @@ def _overview(series: ConnectionSeries, *, states: Sequence[str], index: int, en
 
 def _share_data(spec: Spec) -> Spec:
     """``spec`` with inline data that occurs more than once (a connection's state bands behind
-    each of its panels) stored once, as a named dataset."""
-    seen: dict[str, int] = {}
+    each of its panels) stored once, as a named dataset. Only lists as long as another are
+    compared (as JSON text): the long series, each of its own length, are not written out."""
+    lists: list[list[Any]] = []
 
-    def visit(node: Any, count: bool) -> Any:
+    def collect(node: Any) -> None:
         if isinstance(node, list):
-            return [visit(n, count) for n in node]
+            for n in node:
+                collect(n)
+        elif isinstance(node, dict):
+            data = node.get("data")
+            if isinstance(data, dict) and isinstance(data.get("values"), list) and data["values"]:
+                lists.append(data["values"])
+            for k, v in node.items():
+                if k != "data":
+                    collect(v)
+
+    collect(spec)
+    lengths: dict[int, int] = {}
+    for values in lists:
+        lengths[len(values)] = lengths.get(len(values), 0) + 1
+    text_of: dict[int, str] = {}  # id of a list -> its JSON text, for lists that may repeat
+    seen: dict[str, int] = {}
+    for values in lists:
+        if lengths[len(values)] > 1 and id(values) not in text_of:
+            text_of[id(values)] = json.dumps(values, sort_keys=True, separators=(",", ":"))
+        if id(values) in text_of:
+            seen[text_of[id(values)]] = seen.get(text_of[id(values)], 0) + 1
+        # (a list met twice by identity counts twice, as the same text met twice would)
+
+    def visit(node: Any) -> Any:
+        if isinstance(node, list):
+            return [visit(n) for n in node]
         if not isinstance(node, dict):
             return node
         data = node.get("data")
         if isinstance(data, dict) and isinstance(data.get("values"), list) and data["values"]:
-            text = json.dumps(data["values"], sort_keys=True, separators=(",", ":"))
-            if count:
-                seen[text] = seen.get(text, 0) + 1
-            elif seen.get(text, 0) > 1:
+            text = text_of.get(id(data["values"]))
+            if text is not None and seen.get(text, 0) > 1:
                 names.setdefault(text, (f"shared{len(names)}", data["values"]))
                 node = {**node, "data": {"name": names[text][0]}}
-        return {k: (v if k == "data" else visit(v, count)) for k, v in node.items()}
+        return {k: (v if k == "data" else visit(v)) for k, v in node.items()}
 
     names: dict[str, tuple[str, list[Any]]] = {}
-    visit(spec, True)
-    out = visit(spec, False)
+    out = visit(spec)
     if names:
         out["datasets"] = {name: values for name, values in names.values()}
     return out
@@ -1326,40 +1349,93 @@ def _vl_convert() -> Any:
 _ID = re.compile(r'\bid="([^"]+)"')
 
 
-def to_svg(spec: Spec, *, css_class: str = "chart") -> str:
+#: what :func:`to_svg` makes of the renderer's output; bump when that changes (charts kept in
+#: a cache directory by an older version are then drawn anew)
+SVG_FORMAT: Final = "quicsm-svg/1"
+
+
+def to_svg(spec: Spec, *, css_class: str = "chart", cache_dir: Path | None = None) -> str:
     """The chart as an ``<svg>`` element (no XML prolog), with ``class`` ``css_class``.
 
     The renderer numbers gradient and clip ids per process; they are renamed after the
     specification's hash and their order, so the same chart gives the same bytes and two
-    charts inlined in one page never share an id."""
-    try:
-        svg = str(_vl_convert().vegalite_to_svg(spec))
-    except ValueError as exc:  # the renderer's message names what it could not draw
-        raise QuicsmError(f"the chart could not be drawn: {exc}") from None
-    svg = svg[svg.index("<svg") :]
+    charts inlined in one page never share an id.
+
+    ``cache_dir``: drawn charts are kept there (``charts/<hash>.svg``, the hash of the
+    specification, the renderer's version and :data:`SVG_FORMAT`), so the same chart again is
+    read, not drawn (the renderer's first chart in a process costs about half a second of CPU,
+    starting its script engine). A kept copy that cannot be read or whose digest does not
+    match is drawn again; a cache that cannot be written only means the chart is drawn again
+    next time."""
     text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
     prefix = "q" + hashlib.sha256(text.encode()).hexdigest()[:10]
-    names = {old: f"{prefix}-{i}" for i, old in enumerate(dict.fromkeys(_ID.findall(svg)))}
-    if names:
-        refs = re.compile(
-            r'(id="|url\(#|href="#)(' + "|".join(map(re.escape, names)) + r')(?=[")])'
-        )
-        svg = refs.sub(lambda m: m.group(1) + names[m.group(2)], svg)
+    kept = _kept_chart(cache_dir, text) if cache_dir is not None else None
+    svg = _read_bundle(kept) if kept is not None else None
+    if svg is None:
+        svg = _draw_svg(spec, prefix)
+        if kept is not None:
+            with contextlib.suppress(OSError):  # a read-only or full cache: drawn again
+                _write_bundle(kept, svg)
     root = svg[: svg.index(">")]
     if ' class="marks"' in root:  # the renderer's own class on the root: keep one attribute
         return svg.replace(' class="marks"', f' class="{esc(css_class)}"', 1)
     return svg.replace("<svg ", f'<svg class="{esc(css_class)}" ', 1)
 
 
+def _kept_chart(cache_dir: Path, text: str) -> Path | None:
+    """Where the chart of the specification ``text`` is kept under ``cache_dir`` (None: the
+    renderer's version is unknown, so nothing is kept)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        renderer = version("vl-convert-python")
+    except PackageNotFoundError:  # pragma: no cover - installed without metadata
+        return None
+    key = hashlib.sha256(f"{SVG_FORMAT}\n{renderer}\n{text}".encode()).hexdigest()
+    return cache_dir / "charts" / f"{key}.svg"
+
+
+def _draw_svg(spec: Spec, prefix: str) -> str:
+    """The renderer's ``<svg>`` element of ``spec``, its ids renamed after ``prefix``."""
+    try:
+        svg = str(_vl_convert().vegalite_to_svg(spec))
+    except ValueError as exc:  # the renderer's message names what it could not draw
+        raise QuicsmError(f"the chart could not be drawn: {exc}") from None
+    svg = svg[svg.index("<svg") :]
+    names = {old: f"{prefix}-{i}" for i, old in enumerate(dict.fromkeys(_ID.findall(svg)))}
+    if names:
+        refs = re.compile(
+            r'(id="|url\(#|href="#)(' + "|".join(map(re.escape, names)) + r')(?=[")])'
+        )
+        svg = refs.sub(lambda m: m.group(1) + names[m.group(2)], svg)
+    return svg
+
+
 def to_vega(spec: Spec) -> Spec:
     """The Vega specification the Vega-Lite ``spec`` compiles to: an interactive page ships
     this, so the browser does not compile it at every load and redraw (a fifth to a third of
-    a connection's drawing time)."""
+    a connection's drawing time). Compiled once per shape (the specification without its
+    data) and kept in the cache directory (:mod:`quicsm.render.vega_compile`): the same chart
+    drawn again starts no JavaScript engine."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from quicsm.engine.cache import default_cache_dir
+    from quicsm.render.vega_compile import compile_vega
+
+    def compile_spec(part: Spec) -> Spec:
+        try:
+            out: Spec = _vl_convert().vegalite_to_vega(part)
+        except ValueError as exc:
+            raise QuicsmError(f"the chart could not be drawn: {exc}") from None
+        return out
+
     try:
-        out: Spec = _vl_convert().vegalite_to_vega(spec)
-    except ValueError as exc:
-        raise QuicsmError(f"the chart could not be drawn: {exc}") from None
-    return out
+        renderer = version("vl-convert-python")
+    except PackageNotFoundError:  # pragma: no cover - installed without metadata
+        return compile_spec(spec)
+    return compile_vega(
+        spec, compile_spec=compile_spec, version=renderer, cache_dir=default_cache_dir()
+    )
 
 
 def to_png(spec: Spec, *, scale: float = 2.0) -> bytes:
@@ -1406,8 +1482,13 @@ def install_bundle() -> Path:
     does not build it; an installation without it builds the bundle into the cache directory
     at its first plot instead."""
     path = _installed_bundle(_bundle_name())
-    if _read_bundle(path) is None:
-        _write_bundle(path, str(_vl_convert().javascript_bundle()))
+    text = _read_bundle(path)
+    if text is None:
+        text = str(_vl_convert().javascript_bundle())
+        _write_bundle(path, text)
+    packed = _installed_bundle(_packed_name())
+    if _read_packed(packed, text) is None:
+        _write_bundle(packed, _packed_record(text))
     return path
 
 
@@ -1417,12 +1498,39 @@ def _bundle_name() -> str:
     return f"vega-bundle-{version('vl-convert-python')}.js"
 
 
+def _packed_name() -> str:
+    return _bundle_name() + ".packed"
+
+
+def _packed_record(bundle: str) -> str:
+    """What a kept packed bundle holds: a line naming the bundle (its digest) and the zlib that
+    packed it, then the packed text (:func:`_packed`)."""
+    return f"{_packed_source(bundle)}\n{_packed(bundle)}"
+
+
+def _packed_source(bundle: str) -> str:
+    import zlib
+
+    return f"{_bundle_digest(bundle)} zlib {zlib.ZLIB_RUNTIME_VERSION} level 9"
+
+
+def _read_packed(kept: Path, bundle: str) -> str | None:
+    """The packed ``bundle`` kept at ``kept`` (digest-checked like the bundle), if it was packed
+    from this bundle by this zlib (another zlib may pack the same text into other bytes)."""
+    record = _read_bundle(kept)
+    if record is None:
+        return None
+    source, _, packed = record.partition("\n")
+    return packed if source == _packed_source(bundle) else None
+
+
 def _installed_bundle(name: str) -> Path:
     return Path(__file__).with_name(name)
 
 
 def _read_bundle(kept: Path) -> str | None:
-    """The bundle kept at ``kept``, if its first line holds the digest of the rest."""
+    """The text (the bundle, a chart) kept at ``kept``, if its first line holds the digest of
+    the rest."""
     try:
         digest, _, text = kept.read_text(encoding="utf-8").partition("\n")
     except (OSError, UnicodeDecodeError):
@@ -1744,12 +1852,18 @@ unpack('lib').then(function (code) {
 )
 
 
-def _packed(text: str) -> str:
-    """``text`` gzip-compressed (mtime 0: the same text, the same bytes), written with
-    :func:`~quicsm.render.packed_data.bytes_to_text`."""
+#: gzip's level for what a page packs as it is made (its specification and records): 6, a
+#: quarter of the CPU of 9 for 2% more bytes of them; the script bundle, packed once when
+#: installed (:func:`install_bundle`) and about two thirds of a page, takes 9
+PAGE_LEVEL: Final[int] = 6
+
+
+def _packed(text: str, *, level: int = 9) -> str:
+    """``text`` gzip-compressed at ``level`` (mtime 0: the same text, the same bytes), written
+    with :func:`~quicsm.render.packed_data.bytes_to_text`."""
     import gzip
 
-    return bytes_to_text(gzip.compress(text.encode(), compresslevel=9, mtime=0))
+    return bytes_to_text(gzip.compress(text.encode(), compresslevel=level, mtime=0))
 
 
 def unpacked(page: str, name: str) -> str:
@@ -1765,7 +1879,26 @@ def unpacked(page: str, name: str) -> str:
 
 @functools.cache
 def _packed_bundle() -> str:
-    return _packed(_bundle())
+    """:func:`_bundle` packed for the page (about 45 ms of CPU: gzip at its best compression of
+    a megabyte): read like the bundle from the installation's copy (:func:`install_bundle`),
+    else from the cache directory, else packed and kept there."""
+    from importlib.metadata import PackageNotFoundError
+
+    from quicsm.engine.cache import default_cache_dir
+
+    bundle = _bundle()
+    try:
+        name = _packed_name()
+    except PackageNotFoundError:  # pragma: no cover - installed without metadata
+        return _packed(bundle)
+    for kept in (_installed_bundle(name), default_cache_dir() / name):
+        packed = _read_packed(kept, bundle)
+        if packed is not None:
+            return packed
+    packed = _packed(bundle)
+    with contextlib.suppress(OSError):  # a read-only or full cache: packed again next time
+        _write_bundle(default_cache_dir() / name, f"{_packed_source(bundle)}\n{packed}")
+    return packed
 
 
 def interactive_page(
@@ -1801,7 +1934,8 @@ def interactive_page(
     table = ""
     if records:
         raw = json.dumps(records, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-        table = f'<script type="application/gzip" id="records">{_packed(raw)}</script>'
+        packed = _packed(raw, level=PAGE_LEVEL)
+        table = f'<script type="application/gzip" id="records">{packed}</script>'
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
@@ -1810,7 +1944,8 @@ def interactive_page(
         f'{head_html}<figure><div id="chart"{fit}></div>'
         '<pre id="raw" hidden></pre></figure>'
         f"{tail_html}</main>"
-        f'<script type="application/gzip" id="spec">{_packed(text)}</script>{table}'
+        f'<script type="application/gzip" id="spec">{_packed(text, level=PAGE_LEVEL)}</script>'
+        f"{table}"
         f'<script type="application/gzip" id="lib">{_packed_bundle()}</script>'
         f"<script>{_EMBED}</script></body></html>\n"
     )

@@ -30,7 +30,7 @@ from quicsm.render.findings import (
     sentences,
     why_items,
 )
-from quicsm.render.test_words import length_caution, policy_sentence
+from quicsm.render.test_words import length_caution, plan_length_words, policy_sentence
 
 if TYPE_CHECKING:
     from quicsm.compare.diff import DiffResult
@@ -617,10 +617,15 @@ def plan_text(d: DiffResult, table: pl.DataFrame, *, effect: float | None = None
         f"Plan from the pilot A = {a} ({_traces(d.n_a)}), B = {b} ({_traces(d.n_b)}): traces "
         f"per group for 80% power to detect {target} at α = {d.alpha:g} (the K primary tests "
         f"at {PRIMARY_SHARE:g}α/K, Holm; the m exploratory ones at {1 - PRIMARY_SHARE:g}α/m, a "
-        "single discovery under Benjamini-Hochberg), from the pilot's own variance; outcomes "
-        "and transitions never below what their exact test needs to reach that level."
+        "single discovery under Benjamini-Hochberg), from the pilot's own variance and the "
+        "reference each test's results use (Student's t, its degrees of freedom growing with "
+        "the traces, or the normal); outcomes and transitions never below what their exact "
+        "test needs to reach that level."
     )
     lines = [*textwrap.wrap(intro, width=100, subsequent_indent="  "), ""]
+    strata = plan_length_words(d)
+    if strata is not None:
+        lines += [*textwrap.wrap(strata, width=100, subsequent_indent="  "), ""]
     head = ["family", "test of", "effect", "traces per group"]
     rows = [
         [

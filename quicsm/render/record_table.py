@@ -15,8 +15,12 @@ from typing import Any, Final
 
 from quicsm.render.packed_data import pack_values, unpack_values
 
-#: a JSON string (a key when a colon follows it) or a number, outside any string
-_TOKEN: Final = re.compile(r'("(?:[^"\\]|\\.)*")(\s*:)?|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?')
+#: a JSON string (its escapes unrolled: no alternation per character) and a number
+_STRING: Final[str] = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+_NUMBER: Final[str] = r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
+#: outside any string, an object key (a string a colon follows: group 1) or a value (a string
+#: or a number: group 2); ``split`` hands back the text between them and both groups
+_TOKEN: Final = re.compile(rf"({_STRING}\s*:)|({_STRING}|{_NUMBER})")
 #: stands for a value in a template (never in JSON text: a control character)
 HOLE: Final[str] = "\x00"
 _INTEGER: Final = re.compile(r"-?(?:0|[1-9]\d*)")
@@ -24,15 +28,15 @@ _LIMIT: Final[int] = 2**53
 
 
 def _split(text: str) -> tuple[str, list[str]]:
-    values: list[str] = []
-
-    def hole(m: re.Match[str]) -> str:
-        if m.group(2) is not None:  # a key: part of the template
-            return m.group(0)
-        values.append(m.group(0))
-        return HOLE
-
-    return _TOKEN.sub(hole, text), values
+    """``text`` as its template (each value a :data:`HOLE`, keys kept) and its values, in one
+    pass of the regular expression (no call back into Python per value)."""
+    pieces = _TOKEN.split(text)  # text, key or None, value or None, text, ...
+    between = pieces[0::3]
+    holes = [HOLE if key is None else key for key in pieces[1::3]]
+    template: list[str] = [""] * (len(between) + len(holes))
+    template[0::2] = between
+    template[1::2] = holes
+    return "".join(template), [v for v in pieces[2::3] if v is not None]
 
 
 def _column(values: list[str]) -> dict[str, Any]:

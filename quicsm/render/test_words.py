@@ -9,6 +9,7 @@ used.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ from quicsm.compare.families.policy import PRIMARY_SHARE
 __all__ = [
     "TEST_WORDS",
     "length_caution",
+    "plan_length_words",
     "policy_sentence",
     "primary_words",
     "describe_tests",
@@ -183,4 +185,79 @@ def length_caution(d: Any) -> str | None:
         "per chance to break them where a chance has no length (a return to a state), and "
         "transitions per exit of their source, the end of a trace being censoring; a "
         "permutation test exchanges traces only within their length stratum"
+    )
+
+
+#: what the notes of the tests say when length strata cost them (quicsm.compare.keys,
+#: quicsm.compare.families.clustered)
+_NO_STRATUM = ("no stratum with traces in both groups", "no length stratum holds traces of both")
+_WITHIN = re.compile(r"permuted within (\d+) length strat")
+_HELD = re.compile(r"(\d+) traces held in their group")
+
+
+def plan_length_words(d: Any) -> str | None:
+    """What testing within length strata costs a plan (``quicsm diff --plan``), when the
+    groups' traces differ in length by more than 2x (as :func:`length_caution`); None
+    otherwise: the tests it leaves without a test or unpermuted, and the degrees of freedom
+    and traces the permuted ones lose, as the pilot's rows say."""
+    span = d.settings.get("lengths") or {}
+    if not span.get("differ"):
+        return None
+    untested = unpermuted = 0
+    kept: set[tuple[int, int, int, int]] = set()  # (df, df unstratified, strata, held)
+    for frame in d.frames():
+        if "note" not in frame.columns:
+            continue
+        dfs = frame["df"] if "df" in frame.columns else pl.Series([None] * frame.height)
+        for p, note, df in zip(frame["p_unadjusted"], frame["note"], dfs, strict=True):
+            note = note or ""
+            if _NO_STRATUM[0] in note and p is None:
+                untested += 1
+            elif _NO_STRATUM[1] in note:
+                unpermuted += 1
+            found = _WITHIN.search(note)
+            if found and df is not None and df == df:
+                strata = int(found.group(1))
+                got = _HELD.search(note)
+                held = int(got.group(1)) if got else 0
+                # the reference has the traces used less two per stratum; unstratified, all
+                # the traces less two
+                kept.add((round(df), round(df) + 2 * strata + held - 2, strata, held))
+    a, b = d.names
+    words = (
+        f"The traces of {a} and {b} differ in length (median {span['median_a']:g} vs "
+        f"{span['median_b']:g} states visited, {span['ratio']:.1f}x), so time shares, dwell "
+        "times and the invariants compared per trace are tested within length strata (1, 2-3, "
+        "4-7, 8-15, ... states visited), and a permutation test exchanges traces only within "
+        "their length stratum. That costs power: each stratum's two means cost the test a "
+        "degree of freedom each, and a trace whose stratum holds traces of one group only is "
+        "not compared."
+    )
+    if kept:
+        parts = [
+            f"{df} of the {full} degrees of freedom ({strata} strat"
+            f"{'um' if strata == 1 else 'a'}, {held} trace{'s' * (held != 1)} held in "
+            f"{'its' if held == 1 else 'their'} group)"
+            for df, full, strata, held in sorted(kept, key=lambda k: (k[0] / max(1, k[1]), k))
+        ]
+        shown = parts if len(parts) <= 2 else [parts[0], parts[-1]]
+        words += (
+            " In this pilot the tests permuted within length strata kept "
+            + (" to ".join(shown) if len(parts) > 2 else " and ".join(shown))
+            + " that their traces would give unstratified."
+        )
+    if unpermuted:
+        words += (
+            f" {unpermuted} test{'s' * (unpermuted != 1)} had no length stratum holding both "
+            "groups and were referred to Student's t instead of permuted."
+        )
+    if untested:
+        words += (
+            f" {untested} test{'s' * (untested != 1)} had no stratum holding both groups and "
+            "ran no test: not planned, since more runs decide them only if their lengths "
+            "overlap."
+        )
+    return (
+        words + " The traces per group assume the runs to come fall into the strata as the "
+        "pilot's did."
     )

@@ -38,11 +38,15 @@ def build_report(
     command: str | None = None,
     primary: Sequence[str] = (),
     conformance: str | None = None,
+    cache_dir: Path | None = None,
 ) -> str:
     """The report text. ``generated_at`` and ``command`` are shown in Methods when given (pass
     them in; the report never reads the clock, so the same inputs give the same bytes).
     ``conformance``: add the conformance section against the group whose comparison label
-    (``--by``, else ``stack``) has this value (:mod:`quicsm.report.conformance`)."""
+    (``--by``, else ``stack``) has this value (:mod:`quicsm.report.conformance`).
+    ``cache_dir``: a directory where the charts drawn (:func:`quicsm.render.charts.to_svg`) and
+    the controllers named (:mod:`quicsm.report.controllers`) are kept and read again by the next
+    report of the same groups (None: all drawn and named anew)."""
     from quicsm.compare.diff import keyed_transitions
     from quicsm.compare.run import run_comparison
     from quicsm.model.inference import infer
@@ -56,7 +60,7 @@ def build_report(
         raise InputError("nothing to compare")
     from quicsm.report.controllers import with_controller_notes
 
-    comparisons = [with_controller_notes(c) for c in comparisons]
+    comparisons = [with_controller_notes(c, cache_dir=cache_dir) for c in comparisons]
     compared = [
         run_comparison(c, alpha=alpha, seed=seed, permutations=permutations, primary=primary)
         for c in comparisons
@@ -83,10 +87,15 @@ def build_report(
 
         for view in conf.conformance_views(comparisons, reference=conformance, seed=seed):
             extra.append(conf.to_html(view) if fmt == "html" else conf.to_markdown(view))
-    render = render_html if fmt == "html" else render_markdown
-    return render(
-        views, alpha=alpha, title=title, generated_at=generated_at, command=command, extra=extra
-    )
+    if fmt == "md":
+        return render_markdown(
+            views, alpha=alpha, title=title, generated_at=generated_at, command=command,
+            extra=extra,
+        )  # fmt: skip
+    return render_html(
+        views, alpha=alpha, title=title, generated_at=generated_at, command=command,
+        extra=extra, chart_cache=cache_dir,
+    )  # fmt: skip
 
 
 def write_report(path: str | Path, comparisons: Sequence[Comparison], **options: object) -> Path:

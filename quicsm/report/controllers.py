@@ -1,11 +1,23 @@
 """Which congestion controller each group of a comparison ran (``quicsm identify``), as notes
 on the comparison: the family found in each group and a warning when the two differ — a change
-of controller, not of the version, may then explain what the report shows."""
+of controller, not of the version, may then explain what the report shows.
+
+Naming them computes every trace's features (:func:`quicsm.controllers.api.identify_frames`);
+given a cache directory, a group's counts are kept there (``families/<hash>.json``) under the
+hash of what they are computed from: the group's metric and transition rows, the source of
+:mod:`quicsm.controllers` and of the readers it imports (``core``, ``qlog``, ``extract``), and
+the versions of quicsm and polars (whose row hash is used). The same groups again are counted
+once."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import json
+import os
 from collections import Counter
+from pathlib import Path
 
 import polars as pl
 
@@ -16,15 +28,13 @@ from quicsm.core.errors import QuicsmError
 from quicsm.core.frames import KEY_DTYPE
 
 
-def group_families(group: Group) -> Counter[str] | None:
+def group_families(group: Group, *, cache_dir: Path | None = None) -> Counter[str] | None:
     """How many traces of the group ``identify`` names each controller family (``unknown``
     included); ``None`` when the group has no metrics to identify from (a group built from a
     transitions frame alone, or whose files are gone). Raises :class:`QuicsmError` if its files
-    cannot be read."""
+    cannot be read. ``cache_dir``: the counts are kept there and read back (see above)."""
     metrics = group.metrics
     if metrics is None:
-        from pathlib import Path
-
         from quicsm.extract.read import read_metrics
 
         files = sorted({str(f) for f in group.traces["file"].to_list() if f})
@@ -35,8 +45,74 @@ def group_families(group: Group) -> Counter[str] | None:
         return Counter({UNKNOWN: group.n_traces})
     keys = group.traces.select(pl.col("file").cast(KEY_DTYPE), pl.col("trace").cast(KEY_DTYPE))
     metrics = metrics.join(keys, on=["file", "trace"], how="semi")
-    frame = identify_frames(metrics, group.transitions)
-    return Counter(str(f) for f in frame["family"].to_list())
+    kept = _kept(cache_dir, metrics, group.transitions) if cache_dir is not None else None
+    counts = _read_kept(kept) if kept is not None else None
+    if counts is None:
+        frame = identify_frames(metrics, group.transitions)
+        counts = Counter(str(f) for f in frame["family"].to_list())
+        if kept is not None:
+            _write_kept(kept, counts)
+    return counts
+
+
+@functools.cache
+def _fingerprint() -> str:
+    """The source of :mod:`quicsm.controllers` (features, signatures, calibration) and of what
+    it imports (the readers' fingerprint: ``quicsm.core``, ``quicsm.qlog``, ``quicsm.extract``
+    and quicsm's version), and polars's version."""
+    from quicsm.engine.cache import extractor_fingerprint
+
+    h = hashlib.sha256(f"{extractor_fingerprint()}\npolars {pl.__version__}\n".encode())
+    package = Path(__file__).resolve().parent.parent / "controllers"
+    for path in sorted(package.rglob("*.py")):
+        h.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def _rows_digest(frame: pl.DataFrame) -> bytes:
+    """A digest of the rows of ``frame`` in order, with its column names and types; categories
+    are hashed by their text (their codes differ from process to process)."""
+    text = frame.with_columns(
+        pl.col(c).cast(pl.String)
+        for c, t in frame.schema.items()
+        if isinstance(t, pl.Categorical | pl.Enum)
+    )
+    h = hashlib.sha256(repr(list(frame.schema.items())).encode())
+    h.update(text.hash_rows(seed=0).to_numpy().tobytes())
+    return h.digest()
+
+
+def _kept(cache_dir: Path, metrics: pl.DataFrame, transitions: pl.DataFrame) -> Path:
+    h = hashlib.sha256(_fingerprint().encode())
+    h.update(_rows_digest(metrics))
+    h.update(_rows_digest(transitions))
+    return cache_dir / "families" / f"{h.hexdigest()}.json"
+
+
+def _read_kept(kept: Path) -> Counter[str] | None:
+    """The counts kept at ``kept``; None if there are none or they cannot be read whole."""
+    try:
+        value = json.loads(kept.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    counts = value.get("families") if isinstance(value, dict) else None
+    if not isinstance(counts, dict) or not all(
+        isinstance(n, int) and n > 0 for n in counts.values()
+    ):
+        return None
+    return Counter({str(f): n for f, n in counts.items()})
+
+
+def _write_kept(kept: Path, counts: Counter[str]) -> None:
+    """Keep ``counts`` at ``kept``, whole or not at all; a cache that cannot be written only
+    means they are counted again next time."""
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        temp = kept.with_name(f".{kept.name}.{os.getpid()}")
+        temp.write_text(json.dumps({"families": dict(sorted(counts.items()))}), encoding="utf-8")
+        os.replace(temp, kept)
+    except OSError:
+        return
 
 
 def _dominant(counts: Counter[str]) -> str | None:
@@ -62,12 +138,12 @@ def _describe(name: str, counts: Counter[str]) -> str:
     return f"{name}: {named} of {total} traces ({unknown} unknown)"
 
 
-def controller_notes(comparison: Comparison) -> list[str]:
+def controller_notes(comparison: Comparison, *, cache_dir: Path | None = None) -> list[str]:
     """The identified controller of each group, and a warning when they differ (nothing when a
-    group has no metrics)."""
+    group has no metrics); ``cache_dir`` as in :func:`group_families`."""
     try:
-        a = group_families(comparison.a)
-        b = group_families(comparison.b)
+        a = group_families(comparison.a, cache_dir=cache_dir)
+        b = group_families(comparison.b, cache_dir=cache_dir)
     except QuicsmError as exc:
         return [f"congestion controllers not identified: {exc}"]
     if a is None or b is None:
@@ -87,6 +163,7 @@ def controller_notes(comparison: Comparison) -> list[str]:
     return notes
 
 
-def with_controller_notes(comparison: Comparison) -> Comparison:
+def with_controller_notes(comparison: Comparison, *, cache_dir: Path | None = None) -> Comparison:
     """A copy of ``comparison`` with :func:`controller_notes` added to its notes."""
-    return dataclasses.replace(comparison, notes=[*comparison.notes, *controller_notes(comparison)])
+    notes = controller_notes(comparison, cache_dir=cache_dir)
+    return dataclasses.replace(comparison, notes=[*comparison.notes, *notes])

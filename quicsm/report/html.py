@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from quicsm.core.numbers import format_p, pp
@@ -84,8 +85,10 @@ def render_html(
     generated_at: str | None = None,
     command: str | None = None,
     extra: Sequence[str] = (),
+    chart_cache: Path | None = None,
 ) -> str:
-    """``extra``: further sections (HTML), placed before Methods."""
+    """``extra``: further sections (HTML), placed before Methods; ``chart_cache``: a directory
+    where the charts drawn are kept and read again (:func:`quicsm.render.charts.to_svg`)."""
     head = heading(views, title)
     parts = [
         "<!DOCTYPE html>",
@@ -103,7 +106,7 @@ def render_html(
         links = "".join(f'<a href="#cmp{i}">{esc(v.title)}</a>' for i, v in enumerate(views))
         parts.append(f'<nav>Comparisons: {links}<a href="#methods">Methods</a></nav>')
     for i, view in enumerate(views):
-        parts.append(_comparison(view, i, alpha=alpha))
+        parts.append(_comparison(view, i, alpha=alpha, chart_cache=chart_cache))
     parts.extend(extra)
     parts.append(_methods(views, alpha=alpha, generated_at=generated_at, command=command))
     parts.append("</main></body></html>")
@@ -118,7 +121,9 @@ def _card(number: int, title: str, body: str) -> str:
     return f'<div class="card"><h3><span class="num">{number}.</span>{esc(title)}</h3>{body}</div>'
 
 
-def _comparison(view: ComparisonView, index: int, *, alpha: float) -> str:
+def _comparison(
+    view: ComparisonView, index: int, *, alpha: float, chart_cache: Path | None = None
+) -> str:
     r = view.result
     a, b = r.names
     groups = (
@@ -133,9 +138,9 @@ def _comparison(view: ComparisonView, index: int, *, alpha: float) -> str:
     out = [f'<section class="comparison" id="cmp{index}"><h2>{esc(view.title)}</h2>', groups]
     out.append(_card(1, "What changed", _summary(view, alpha=alpha)))
     out.append(_card(2, "State machines", _fsms(view)))
-    out.append(_card(3, "Time in state and dwell times", _time_in_state(view)))
-    out.append(_card(4, "Congestion window of a representative trace", _series(view)))
-    out.append(_card(5, "Scenario matrix", _matrix(view, a=a, b=b)))
+    out.append(_card(3, "Time in state and dwell times", _time_in_state(view, chart_cache)))
+    out.append(_card(4, "Congestion window of a representative trace", _series(view, chart_cache)))
+    out.append(_card(5, "Scenario matrix", _matrix(view, a=a, b=b, chart_cache=chart_cache)))
     out.append("</section>")
     return "\n".join(out)
 
@@ -322,7 +327,7 @@ def _tables(view: ComparisonView) -> str:
     )
 
 
-def _time_in_state(view: ComparisonView) -> str:
+def _time_in_state(view: ComparisonView, chart_cache: Path | None = None) -> str:
     r = view.result
     bars = []
     for s in r.states.iter_rows(named=True):
@@ -350,17 +355,21 @@ def _time_in_state(view: ComparisonView) -> str:
         )
     dwell = charts.dwell_spec(boxes, names=r.names)
     return (
-        charts.to_svg(charts.time_in_state_spec(bars, names=r.names))
+        charts.to_svg(charts.time_in_state_spec(bars, names=r.names), cache_dir=chart_cache)
         + f'<p class="quiet">{esc(SHARE_OF_TIME)}; with 95% confidence intervals; ranked by '
         "the size of the difference; the test of each row is in the tables of the diff.</p>"
-        + (charts.to_svg(dwell) if dwell is not None else "<p>No dwell times.</p>")
+        + (
+            charts.to_svg(dwell, cache_dir=chart_cache)
+            if dwell is not None
+            else "<p>No dwell times.</p>"
+        )
         + '<p class="quiet">Dwell time of each visit: whiskers p10–p90, box p25–p75, line '
         f"median (log scale). Test: {esc(describe_tests([r.dwell]))}; the ratio is B's median "
         "over A's.</p>"
     )
 
 
-def _series(view: ComparisonView) -> str:
+def _series(view: ComparisonView, chart_cache: Path | None = None) -> str:
     """The groups' representative traces as small multiples, each on its own axes."""
     drawn: list[tuple[str, str, charts.Series]] = []
     notes = []
@@ -379,7 +388,11 @@ def _series(view: ComparisonView) -> str:
         if g.series is not None and g.series.times_ms:
             end = max([*g.series.times_ms, *(b[1] for b in g.series.bands)])
             drawn.append((g.name, f"{_short(where)} · {end:.0f} ms", g.series))
-    chart = charts.to_svg(charts.traces_spec(drawn), css_class="chart traces") if drawn else ""
+    chart = (
+        charts.to_svg(charts.traces_spec(drawn), css_class="chart traces", cache_dir=chart_cache)
+        if drawn
+        else ""
+    )
     scope = (
         f"Both traces come from <b>{esc(view.stratum)}</b>"
         + (" (where the first change above was found)" if view.explanations else "")
@@ -403,7 +416,7 @@ def _short(text: str, room: int = 60) -> str:
     return ellipsize(text, room)
 
 
-def _matrix(view: ComparisonView, *, a: str, b: str) -> str:
+def _matrix(view: ComparisonView, *, a: str, b: str, chart_cache: Path | None = None) -> str:
     m = view.matrix
     if m is None:
         return f'<p class="quiet">{esc(view.matrix_note)}</p>'
@@ -417,7 +430,7 @@ def _matrix(view: ComparisonView, *, a: str, b: str) -> str:
         row_label=m.row_label,
         col_label=m.col_label or "",
         title=f"{what}: % difference of {b} from {a}",
-    ))  # fmt: skip
+    ), cache_dir=chart_cache)  # fmt: skip
     return chart + (
         f'<p class="legend">Each cell: (mean in {esc(b)} − mean in {esc(a)}) / mean in {esc(a)}. '
         '<b class="up">Red</b>: lower in B, <b class="down">blue</b>: higher in B (for '

@@ -19,6 +19,7 @@ compares them over wide argument ranges):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from statistics import NormalDist
@@ -241,6 +242,7 @@ def nct_tails(crit: float, df: float, shift: float) -> tuple[float, float]:
     return float(density @ upper), float(density @ lower)
 
 
+@functools.lru_cache(maxsize=256)  # one per degrees of freedom: a power search asks again
 def _log_scale_span(df: float) -> tuple[float, float]:
     """Where df·(y − e^{2y}/2 + 1/2), the log density of y = log S against its peak at 0, is
     above −40: bisection on the left of 0 from −40/df − 1/2 (where it is below), and √(40/df)

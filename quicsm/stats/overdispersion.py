@@ -247,13 +247,13 @@ def detectable(se: float, *, alpha: float, power: float = 0.8, df: float = math.
         return float((dist.norm_ppf(1 - alpha / 2) + dist.norm_ppf(power)) * se)
     crit = dist.t_ppf(1 - alpha / 2, df)
     low, high = 0.0, crit + dist.norm_ppf(power) + 1.0
-    while power_at(high * se, se, alpha=alpha, df=df) < power:
+    while _t_power(abs(high * se) / se, crit, df) < power:
         low, high = high, high * 2.0
     # bisection in units of se, to 1e-4 of one (a printed MDE has three digits); the power
     # grows with the difference
     while high - low > 1e-4:
         mid = (low + high) / 2.0
-        if power_at(mid * se, se, alpha=alpha, df=df) < power:
+        if _t_power(abs(mid * se) / se, crit, df) < power:
             low = mid
         else:
             high = mid
@@ -272,7 +272,13 @@ def power_at(effect: float, se: float, *, alpha: float, df: float = math.inf) ->
     if not 0 < df <= NORMAL_DF:
         crit = dist.norm_ppf(1 - alpha / 2)
         return dist.norm_sf(crit - shift) + dist.norm_sf(crit + shift)
-    upper, lower = dist.nct_tails(dist.t_ppf(1 - alpha / 2, df), df, shift)
+    return _t_power(shift, dist.t_ppf(1 - alpha / 2, df), df)
+
+
+def _t_power(shift: float, crit: float, df: float) -> float:
+    """:func:`power_at` referred to Student's t, given its critical value ``crit`` (a search
+    over the difference computes that quantile once, not at every step)."""
+    upper, lower = dist.nct_tails(crit, df, shift)
     return upper + lower
 
 
