@@ -800,15 +800,29 @@ impl<'a> Parts<'a> {
         scale: f64,
     ) -> R<Option<Event>> {
         let mut out = blank_event();
-        let has_event = match self.data_span {
+        let has_event = self.event_in(record, data, kind, time, scale, &mut out)?;
+        Ok(has_event.then_some(out))
+    }
+
+    /// [`Parts::event`] written into `out` (a caller reading many records reuses one: no copy
+    /// of an event per record); whether there is one (`out` holds it only then).
+    pub(crate) fn event_in(
+        &self,
+        record: &'a [u8],
+        data: &Data<'a>,
+        kind: EventKind,
+        time: f64,
+        scale: f64,
+        out: &mut Event,
+    ) -> R<bool> {
+        match self.data_span {
             Some((a, _)) if !self.data_read => {
                 let mut read = Data::new();
                 Parser { b: record, i: a, lines: 0 }.data(&mut read)?;
-                event_into(kind, time, Some(&read), scale, &mut out)?
+                event_into(kind, time, Some(&read), scale, out)
             }
-            span => event_into(kind, time, span.is_some().then_some(data), scale, &mut out)?,
-        };
-        Ok(has_event.then_some(out))
+            span => event_into(kind, time, span.is_some().then_some(data), scale, out),
+        }
     }
 }
 
