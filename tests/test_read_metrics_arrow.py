@@ -101,3 +101,31 @@ def test_read_metrics_of_json_seq_imports_no_numpy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "NUMPY False"
+
+
+_TIMES = st.lists(
+    st.one_of(
+        st.floats(-1e13, 1e13, allow_nan=False),
+        st.integers(-(10**9), 10**9).map(lambda k: k / 1000 + 0.0005),  # beside a half
+        st.integers(0, 10**7).map(lambda k: k / 16),  # exact binary halves of 1/1000ths
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TIMES)
+def test_times_round_as_python_rounds_them(times: list[float]) -> None:
+    """``round_ms`` and the query form the frames use (``round_ms_exprs``) give Python's
+    ``round(t, 3)``, bit for bit: polars divides by a literal as a multiplication by its
+    reciprocal, so the division is by a column."""
+    from quicsm.extract.times import DECIMALS, round_ms, round_ms_exprs
+
+    expected = [round(t, DECIMALS).hex() for t in times]  # bit for bit: -0.0 is not 0.0
+    series = pl.Series(times, dtype=pl.Float64)
+    assert [x.hex() for x in round_ms(series).to_list()] == expected
+    frame = pl.DataFrame({"t": series, "k": pl.Series([1000.0] * len(times))})
+    rounded, slow = round_ms_exprs(pl.col("t"), pl.col("k"))
+    out = frame.select(rounded.alias("r"), slow.alias("slow"))
+    if times and not out.get_column("slow")[0]:  # else the frames take round_ms's values
+        assert [x.hex() for x in out.get_column("r").to_list()] == expected
