@@ -240,3 +240,55 @@ def test_report_text_fits_at_every_width(chromium: str, report_file: Path, width
             session, "document.querySelector('.verdict').getBoundingClientRect().top"
         )
         assert top < 900  # on the first screen
+
+
+#: the skipped-input box, if any: [visible, its text, its top, the first comparison's top]
+_SKIPPED_BOX = """(() => { const box = document.getElementById('skipped');
+  if (!box) return null;
+  const r = box.getBoundingClientRect(), s = getComputedStyle(box);
+  const first = document.querySelector('section.comparison').getBoundingClientRect();
+  return [r.width > 0 && r.height > 0 && s.display !== 'none' && s.visibility !== 'hidden',
+          box.innerText, r.top, first.top]; })()"""
+
+
+def test_lenient_report_shows_what_it_skipped(chromium: str, tmp_path: Path) -> None:
+    """``quicsm report --lenient`` of a damaged file: a box above the comparison names the
+    records skipped (file, record, line, what was expected, trace); the report of undamaged
+    files, lenient too, has none."""
+    from click.testing import CliRunner
+    from test_skipped_once import BAD_LOSS, BAD_PACKET, _broken
+
+    from quicsm.cli import main
+
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "clean").mkdir()
+    bad = _broken(tmp_path / "bad", BAD_LOSS, BAD_PACKET)
+    clean = _broken(tmp_path / "clean")
+    pages = {}
+    for name, a in (("damaged", bad), ("undamaged", tmp_path / "clean2.sqlog")):
+        if name == "undamaged":
+            a.write_bytes(clean.read_bytes())
+        out = tmp_path / f"{name}.html"
+        result = CliRunner().invoke(
+            main, ["report", str(a), "--vs", str(clean), "--lenient", "--no-cache", "-o", str(out)]
+        )
+        assert result.exit_code == 0, result.output
+        pages[name] = out
+    with Browser(chromium) as browser:
+        session, load = browser.load(pages["damaged"].as_uri())
+        assert load.errors == []
+        visible, text, top, first = browser.evaluate(session, _SKIPPED_BOX)
+        assert visible and top < first, (top, first)
+        assert f"skipped 2 records (2 of {bad})" in text, text
+        for record in (100, 101):
+            assert f"{bad}: record {record} (line {record}): expected a JSON text, got" in text, (
+                text
+            )
+        assert text.count(f"(trace {bad}#0000)") == 2, text
+        methods = browser.evaluate(session, "document.getElementById('methods').innerText")
+        assert f"Skipped input: skipped 2 records (2 of {bad})" in methods
+        browser.screenshot(session, tmp_path / "skipped.png")
+        session, load = browser.load(pages["undamaged"].as_uri())
+        assert load.errors == []
+        assert browser.evaluate(session, _SKIPPED_BOX) is None
+        assert "Skipped input" not in browser.evaluate(session, "document.body.innerText")

@@ -108,13 +108,21 @@ def diff_command(
     quicsm diff traces/*.qlog --by version --where stack=quic-go --where scenario=jitter --format md
     """
     from quicsm.compare.run import run_comparison
-    from quicsm.render.diff_format import to_dict, to_json, to_markdown, to_table
+    from quicsm.core.diagnostics import Diagnostics
+    from quicsm.render.diff_format import md_cell, to_dict, to_markdown, to_table
+    from quicsm.render.skipped import (
+        anything_skipped,
+        skipped_dict,
+        skipped_markdown,
+        skipped_text,
+    )
 
     # every argument is checked before a trace is read
     if effect is not None and not plan_mode:
         raise InputError("--effect only applies with --plan")
     if output is not None:
         checked_target(output, follow_symlinks=follow_symlinks)
+    skipped = Diagnostics()  # what lenient reading skipped: said in the output too
     with reading("reading traces") as stage:
         comps = load_comparisons(
             paths=paths,
@@ -131,6 +139,7 @@ def diff_command(
             cache_dir=cache_dir,
             no_cache=no_cache,
             split_app_limited=split_app_limited,
+            diagnostics=skipped,
         )
         done = []
         for i, comp in enumerate(comps, 1):
@@ -148,7 +157,7 @@ def diff_command(
         import orjson
 
         if len(done) == 1:
-            text = to_json(
+            doc = to_dict(
                 done[0].result, explanations=done[0].explanations, accounts=accounts(done[0])
             )
         else:
@@ -158,10 +167,14 @@ def diff_command(
                     for c in done
                 ]
             }
-            text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
+        if anything_skipped(skipped):  # the key only when something was skipped
+            doc["skipped"] = skipped_dict(skipped)
+        text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
     else:
         view = to_markdown if fmt == "md" else to_table
-        text = "\n".join(
+        said = skipped_markdown(skipped, md_cell=md_cell) if fmt == "md" else skipped_text(skipped)
+        text = "\n".join(said) + "\n" if said else ""
+        text += "\n".join(
             view(c.result, explanations=c.explanations, accounts=accounts(c)) for c in done
         )
     if output is not None:

@@ -65,7 +65,8 @@ class EngineChoice:
 
     def accounts(self) -> Accounts:
         """Counts the connection accounts for :mod:`quicsm.compare.load`, kept in this choice's
-        cache (:func:`quicsm.engine.accounts.cached_account`)."""
+        cache (:func:`quicsm.engine.accounts.cached_account`); what reading their packets
+        skipped goes to the diagnostics it is given (the caller warns of it)."""
 
         def count(
             transitions: pl.DataFrame,
@@ -73,6 +74,7 @@ class EngineChoice:
             traces: pl.DataFrame,
             on_error: str,
             states: str,
+            diagnostics: Diagnostics,
         ) -> pl.DataFrame:
             from quicsm.engine.accounts import cached_account
 
@@ -84,6 +86,7 @@ class EngineChoice:
                 states=states,
                 cache_dir=self.cache_dir,
                 cache=self.cache,
+                diagnostics=diagnostics,
             )
 
         return count

@@ -14,6 +14,7 @@ from quicsm.core.errors import InputError
 if TYPE_CHECKING:  # imported when a command runs, not for --help
     from quicsm.compare.grouping import Comparison, OnError
     from quicsm.compare.load import Accounts, Reader
+    from quicsm.core.diagnostics import Diagnostics
 
 
 class GroupCommand(click.Command):
@@ -148,10 +149,11 @@ def comparisons(
     states: str = "hybrid",
     reader: Reader | None = None,
     accounts: Accounts | None = None,
+    diagnostics: Diagnostics | None = None,
 ) -> list[Comparison]:
     """Turn the group options into comparisons (one, or several with ``--by``); ``reader``
     reads the files and ``accounts`` counts their connection accounts (an engine's, see
-    :mod:`quicsm.cli.engine_options`)."""
+    :mod:`quicsm.cli.engine_options`); what the reads skipped is added to ``diagnostics``."""
     from quicsm.compare.grouping import parse_where
     from quicsm.compare.load import compare_by_label, compare_paths
 
@@ -173,6 +175,7 @@ def comparisons(
                 states=states,
                 reader=reader,
                 accounts=accounts,
+                diagnostics=diagnostics,
             )
         ]
     if by_label:
@@ -187,5 +190,6 @@ def comparisons(
             states=states,
             reader=reader,
             accounts=accounts,
+            diagnostics=diagnostics,
         )
     raise InputError("say how to form the two groups: A_PATH... --vs B_PATH..., or --by LABEL")

@@ -16,6 +16,7 @@ from quicsm.cli.report_warnings import caution, note
 
 if TYPE_CHECKING:  # imported when a command runs, not for --help
     from quicsm.compare.grouping import Comparison
+    from quicsm.core.diagnostics import Diagnostics
 
 
 def load_comparisons(
@@ -34,9 +35,11 @@ def load_comparisons(
     cache_dir: Path | None,
     no_cache: bool,
     split_app_limited: bool = False,
+    diagnostics: Diagnostics | None = None,
 ) -> list[Comparison]:
     """Read the groups of every comparison the options describe (with their metrics, which
-    the outcome tests and the report's charts use)."""
+    the outcome tests and the report's charts use); what the reads skipped (``lenient``) is
+    added to ``diagnostics``, for the output to show."""
     choice = engine_choice(
         engine=engine, scheduler=scheduler, workers=workers, cache_dir=cache_dir, no_cache=no_cache
     )
@@ -52,6 +55,7 @@ def load_comparisons(
         metrics=True,
         reader=choice.reader(split_app_limited=split_app_limited),
         accounts=choice.accounts(),
+        diagnostics=diagnostics,
     )
 
 

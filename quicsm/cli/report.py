@@ -20,7 +20,8 @@ from quicsm.core.atomic import checked_target, write_file
 from quicsm.core.errors import InputError
 
 if TYPE_CHECKING:  # imported when the command runs, not for --help
-    from quicsm.compare.grouping import Comparison
+    from quicsm.compare.grouping import Comparison, OnError
+    from quicsm.core.diagnostics import Diagnostics
 
 
 def _generated_at() -> str:
@@ -133,6 +134,9 @@ def report_command(
     # every argument is checked before a trace is read
     matrix_labels, metric_name = _matrix(matrix), _metric(metric)
     checked_target(output, follow_symlinks=follow_symlinks)
+    from quicsm.core.diagnostics import Diagnostics
+
+    skipped = Diagnostics()  # what lenient reading skipped: said in the report too
     with reading("reading traces") as stage:
         comps = load_comparisons(
             paths=paths,
@@ -149,6 +153,7 @@ def report_command(
             cache_dir=cache_dir,
             no_cache=no_cache,
             split_app_limited=split_app_limited,
+            diagnostics=skipped,
         )
         stage.update(
             f"testing and drawing {len(comps)} comparison{'s' * (len(comps) != 1)} "
@@ -156,7 +161,8 @@ def report_command(
         )
         text = _build(comps, output=output, fmt=fmt, alpha=alpha, seed=seed, matrix=matrix_labels,
                       metric=metric_name, title=title, primary=primary,
-                      conformance=conformance,
+                      conformance=conformance, skipped=skipped,
+                      on_error="skip" if lenient else "raise",
                       cache_dir=None if no_cache else _report_cache(cache_dir))  # fmt: skip
     show_caveats(comps)
     write_file(output, text, what="the report", follow_symlinks=follow_symlinks)
@@ -184,6 +190,8 @@ def _build(
     primary: Sequence[str] = (),
     conformance: str | None = None,
     cache_dir: Path | None = None,
+    skipped: Diagnostics | None = None,
+    on_error: OnError = "raise",
 ) -> str:
     from quicsm.report import build_report
 
@@ -201,5 +209,7 @@ def _build(
         conformance=conformance,
         generated_at=_generated_at(),
         cache_dir=cache_dir,
+        diagnostics=skipped,
+        on_error=on_error,
         command=shlex.join(["quicsm", *sys.argv[1:]]) if sys.argv[1:2] == ["report"] else None,
     )

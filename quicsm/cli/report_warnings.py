@@ -83,6 +83,9 @@ def print_warnings(diagnostics: Diagnostics) -> None:
     is counted over every read of the command (:meth:`Diagnostics.absorb`: a record that two
     reads skipped is one) and only what was not said yet is said: ``skipped 2 records``, then
     after another read ``skipped 1 more record (3 in all)``."""
+    for key, earlier in list(_reads.items()):
+        if earlier is not diagnostics and diagnostics.covers(earlier):
+            del _reads[key]  # a union of reads said before (one warning for a call's reads)
     _reads[id(diagnostics)] = diagnostics
     union = Diagnostics()
     for d in _reads.values():

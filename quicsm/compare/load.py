@@ -23,7 +23,7 @@ from quicsm.compare.grouping import (
     split_by_label,
     split_paths,
 )
-from quicsm.core.diagnostics import Diagnostics
+from quicsm.core.diagnostics import Diagnostics, warned_once
 from quicsm.core.errors import InputError
 
 __all__ = [
@@ -46,10 +46,14 @@ Reader = Callable[
 ]
 
 #: counts the connection account (:func:`quicsm.extract.account.read_account`) of the traces
-#: read: given their transitions, metrics, trace table (``trace, labels``), on_error and the
-#: states mode, returns the account's rows; how an engine's cache
-#: (:func:`quicsm.engine.accounts.cached_account`) replaces counting from the files every time
-Accounts = Callable[[pl.DataFrame, pl.DataFrame, pl.DataFrame, OnError, str], pl.DataFrame]
+#: read: given their transitions, metrics, trace table (``trace, labels``), on_error, the
+#: states mode and the diagnostics of the reads so far, returns the account's rows and adds to
+#: those diagnostics what reading the packets skipped (a record they hold already is not
+#: counted again); how an engine's cache (:func:`quicsm.engine.accounts.cached_account`)
+#: replaces counting from the files every time
+Accounts = Callable[
+    [pl.DataFrame, pl.DataFrame, pl.DataFrame, OnError, str, Diagnostics], pl.DataFrame
+]
 
 
 def traces_where(
@@ -71,38 +75,77 @@ def read_labelled(
     notes: list[str] | None = None,
     reader: Reader | None = None,
     split_app_limited: bool = False,
+    diagnostics: Diagnostics | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     """Transitions, labelled traces (``file, trace, labels``) and, when asked, metrics of
     every trace under ``paths``; ``states`` as in :func:`quicsm.extract.read.read_transitions`.
     The states the traces cannot show ("... cannot be derived: ...") are added to ``notes``.
     ``reader`` reads them instead of :mod:`quicsm.extract.read` (the engine's,
     :mod:`quicsm.engine`). ``split_app_limited``: ApplicationLimited split by cause
-    (:mod:`quicsm.extract.app_limited_split`; a reader's transitions split already stay so)."""
+    (:mod:`quicsm.extract.app_limited_split`; a reader's transitions split already stay so).
+    What every read skipped is added to ``diagnostics`` (a record two reads skipped once) and
+    warned of once, in one :class:`~quicsm.core.diagnostics.QuicsmWarning` for the call."""
+    own = Diagnostics()
+    with warned_once(own):
+        out = _read_labelled(
+            paths,
+            on_error=on_error,
+            metrics=metrics,
+            states=states,
+            notes=notes,
+            reader=reader,
+            split_app_limited=split_app_limited,
+            union=own,
+        )
+    if diagnostics is not None:
+        diagnostics.absorb(own)
+    return out
+
+
+def _read_labelled(
+    paths: Sequence[str],
+    *,
+    on_error: OnError,
+    metrics: bool,
+    states: str,
+    notes: list[str] | None,
+    reader: Reader | None,
+    split_app_limited: bool,
+    union: Diagnostics,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
     from quicsm.extract.app_limited_split import read_split
-    from quicsm.extract.read import read_metrics, read_transitions
+    from quicsm.extract.read import read_metrics, read_traces, read_transitions
 
     if not paths:
         raise InputError("no input paths given")
     if reader is not None:
         transitions, table, frame, read_diag = reader(paths, on_error, metrics, states)
+        union.absorb(read_diag)
         if split_app_limited:
-            transitions = read_split(transitions, on_error=on_error)
+            split_diag = Diagnostics()
+            transitions = read_split(transitions, on_error=on_error, diagnostics=split_diag)
+            split_diag.warn()
+            union.absorb(split_diag)
         if notes is not None:
             notes.extend(m for m in read_diag.derivation_messages() if m not in notes)
         traces = labelled_traces(table, where={})
         return _files_of_traces(transitions, traces), traces, frame
-    traces = traces_where(paths, where={}, on_error=on_error)
-    diag = Diagnostics()
+    reads = [Diagnostics() for _ in range(3)]
+    traces = labelled_traces(
+        read_traces(list(paths), on_error=on_error, diagnostics=reads[0]), where={}
+    )
     transitions = read_transitions(
         list(paths),
         on_error=on_error,
-        diagnostics=diag,
+        diagnostics=reads[1],
         states=states,
         split_app_limited=split_app_limited,
     )
     if notes is not None:
-        notes.extend(m for m in diag.derivation_messages() if m not in notes)
-    frame = read_metrics(list(paths), on_error=on_error) if metrics else None
+        notes.extend(m for m in reads[1].derivation_messages() if m not in notes)
+    frame = read_metrics(list(paths), on_error=on_error, diagnostics=reads[2]) if metrics else None
+    for read in reads:
+        union.absorb(read)
     return _files_of_traces(transitions, traces), traces, frame
 
 
@@ -151,11 +194,52 @@ def compare_paths(
     reader: Reader | None = None,
     accounts: Accounts | None = None,
     split_app_limited: bool = False,
+    diagnostics: Diagnostics | None = None,
 ) -> Comparison:
     """Group A = traces under ``a_paths``, group B = traces under ``b_paths``; ``states`` as
     in :func:`quicsm.extract.read.read_transitions` (what the traces cannot show is noted), and
     ``split_app_limited`` too; ``accounts`` counts the connection account (see
-    :func:`attach_accounts`)."""
+    :func:`attach_accounts`). What the reads skipped (``on_error="skip"``: the states', the
+    metrics', the trace headers' and the account's packets) is added to ``diagnostics``, a
+    record several reads skipped counted once, and warned of in one
+    :class:`~quicsm.core.diagnostics.QuicsmWarning` for the call (a record is in one warning,
+    however many reads skipped it)."""
+    own = Diagnostics()
+    with warned_once(own):
+        out = _compare_paths(
+            a_paths,
+            b_paths,
+            where=where,
+            within=within,
+            on_error=on_error,
+            names=names,
+            metrics=metrics,
+            states=states,
+            reader=reader,
+            accounts=accounts,
+            split_app_limited=split_app_limited,
+            diag=own,
+        )
+    if diagnostics is not None:
+        diagnostics.absorb(own)
+    return out
+
+
+def _compare_paths(
+    a_paths: Sequence[str],
+    b_paths: Sequence[str],
+    *,
+    where: Mapping[str, str] | None = None,
+    within: Sequence[str] = (),
+    on_error: OnError = "raise",
+    names: tuple[str, str] | None = None,
+    metrics: bool = True,
+    states: str = "hybrid",
+    reader: Reader | None = None,
+    accounts: Accounts | None = None,
+    split_app_limited: bool = False,
+    diag: Diagnostics,
+) -> Comparison:
     if not b_paths:
         raise InputError("--vs needs at least one path for group B")
     derivation: list[str] = []
@@ -167,6 +251,7 @@ def compare_paths(
         notes=derivation,
         reader=reader,
         split_app_limited=split_app_limited,
+        diagnostics=diag,
     )
     tb, rb, mb = read_labelled(
         b_paths,
@@ -176,6 +261,7 @@ def compare_paths(
         notes=derivation,
         reader=reader,
         split_app_limited=split_app_limited,
+        diagnostics=diag,
     )
     if names is None:
         names = (
@@ -196,7 +282,9 @@ def compare_paths(
     )
     comparison.notes.extend(derivation)
     if metrics:
-        attach_accounts([comparison], on_error=on_error, states=states, accounts=accounts)
+        attach_accounts(
+            [comparison], on_error=on_error, states=states, accounts=accounts, diagnostics=diag
+        )
     return comparison
 
 
@@ -213,10 +301,47 @@ def compare_by_label(
     reader: Reader | None = None,
     accounts: Accounts | None = None,
     split_app_limited: bool = False,
+    diagnostics: Diagnostics | None = None,
 ) -> list[Comparison]:
     """One comparison per pair of values of ``label`` among the traces under ``paths``
-    (``accounts``: see :func:`attach_accounts`; ``split_app_limited`` as in
-    :func:`compare_paths`)."""
+    (``accounts``: see :func:`attach_accounts`; ``split_app_limited`` and ``diagnostics`` as
+    in :func:`compare_paths`)."""
+    own = Diagnostics()
+    with warned_once(own):
+        out = _compare_by_label(
+            paths,
+            label,
+            where=where,
+            baseline=baseline,
+            within=within,
+            on_error=on_error,
+            metrics=metrics,
+            states=states,
+            reader=reader,
+            accounts=accounts,
+            split_app_limited=split_app_limited,
+            diag=own,
+        )
+    if diagnostics is not None:
+        diagnostics.absorb(own)
+    return out
+
+
+def _compare_by_label(
+    paths: Sequence[str],
+    label: str,
+    *,
+    where: Mapping[str, str] | None = None,
+    baseline: str | None = None,
+    within: Sequence[str] = (),
+    on_error: OnError = "raise",
+    metrics: bool = True,
+    states: str = "hybrid",
+    reader: Reader | None = None,
+    accounts: Accounts | None = None,
+    split_app_limited: bool = False,
+    diag: Diagnostics,
+) -> list[Comparison]:
     derivation: list[str] = []
     transitions, traces, frame = read_labelled(
         paths,
@@ -226,6 +351,7 @@ def compare_by_label(
         notes=derivation,
         reader=reader,
         split_app_limited=split_app_limited,
+        diagnostics=diag,
     )
     comparisons = split_by_label(
         transitions,
@@ -240,7 +366,9 @@ def compare_by_label(
     for comparison in comparisons:
         comparison.notes.extend(derivation)
     if metrics:
-        attach_accounts(comparisons, on_error=on_error, states=states, accounts=accounts)
+        attach_accounts(
+            comparisons, on_error=on_error, states=states, accounts=accounts, diagnostics=diag
+        )
     return comparisons
 
 
@@ -250,11 +378,14 @@ def attach_accounts(
     on_error: OnError,
     states: str = "hybrid",
     accounts: Accounts | None = None,
+    diagnostics: Diagnostics | None = None,
 ) -> None:
     """Give every group with metrics its connection account (:mod:`quicsm.extract.account`),
     computed once for all the traces compared (a trace in several groups is read once) by
     ``accounts`` (default: the packets of their files are read here, for the counts that come
-    from packets); ``states``: how their transitions were read."""
+    from packets); ``states``: how their transitions were read. What reading the packets
+    skipped (``on_error="skip"``) is warned of (:class:`~quicsm.core.diagnostics.QuicsmWarning`)
+    and added to ``diagnostics``, where a record an earlier read skipped is not counted again."""
 
     groups = [g for c in comparisons for g in (c.a, c.b) if g.metrics is not None]
     if not groups:
@@ -285,13 +416,18 @@ def attach_accounts(
         metrics.append(keep(g.metrics))
         traces.append(keep(g.traces).select("trace", "labels"))
     count = accounts if accounts is not None else _read_accounts
+    own = Diagnostics()
     account = count(
         pl.concat(transitions, how="vertical_relaxed"),
         pl.concat(metrics, how="vertical_relaxed"),
         pl.concat(traces, how="vertical_relaxed"),
         on_error,
         states,
+        own,
     )
+    own.warn()
+    if diagnostics is not None:
+        diagnostics.absorb(own)
     for g in groups:
         g.account = account.join(
             g.traces.select(pl.col("trace").cast(pl.String).alias("_t")),
@@ -307,8 +443,9 @@ def _read_accounts(
     traces: pl.DataFrame,
     on_error: OnError,
     states: str,
+    diagnostics: Diagnostics,
 ) -> pl.DataFrame:
     """The account counted from the files (no cache): :func:`read_account`."""
     from quicsm.extract.account import read_account
 
-    return read_account(transitions, metrics, traces, on_error=on_error)
+    return read_account(transitions, metrics, traces, on_error=on_error, diagnostics=diagnostics)

@@ -15,6 +15,7 @@ acknowledgements) is normally ``unknown``.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
@@ -26,7 +27,7 @@ from quicsm.controllers.features import FEATURES_SCHEMA, compute_features
 from quicsm.controllers.fitted import DEFAULT_CALIBRATION, DEFAULT_SIGNATURES
 from quicsm.controllers.signatures import Box, classify
 from quicsm.core.aliases import CC_ALGORITHM_KEYS
-from quicsm.core.diagnostics import MAX_REASONS, Diagnostics, QuicsmWarning
+from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.core.frames import KEY_DTYPE
 from quicsm.extract.account import read_account
 from quicsm.extract.read import OnError, read_metrics, read_traces, read_transitions
@@ -121,29 +122,26 @@ def identify(
     :data:`quicsm.controllers.fitted.DEFAULT_SIGNATURES`.
     """
     files = expand_paths(paths)
-    states, values = Diagnostics(), Diagnostics()
+    reads = [Diagnostics() for _ in range(4)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", QuicsmWarning)  # reported once, below
-        transitions = read_transitions(files, on_error=on_error, diagnostics=states)
-        metrics = read_metrics(files, on_error=on_error, diagnostics=values)
-        traces = read_traces(files, on_error=on_error, diagnostics=Diagnostics())
-        account = read_account(transitions, metrics, traces, on_error=on_error)
+        transitions = read_transitions(files, on_error=on_error, diagnostics=reads[0])
+        metrics = read_metrics(files, on_error=on_error, diagnostics=reads[1])
+        traces = read_traces(files, on_error=on_error, diagnostics=reads[2])
+        account = read_account(
+            transitions, metrics, traces, on_error=on_error, diagnostics=reads[3]
+        )
     diag = diagnostics if diagnostics is not None else Diagnostics()
-    _merge(diag, states, values)
+    _merge(diag, reads)
     diag.warn()
     return identify_frames(metrics, transitions, traces, signatures=signatures, account=account)
 
 
-def _merge(into: Diagnostics, states: Diagnostics, values: Diagnostics) -> None:
-    """One report of two reads of the same files: the state read decodes state records, the
-    metrics read metrics and loss records too, so a bad record is counted once (the larger
-    count) and each reason once."""
-    into.skipped_records += max(states.skipped_records, values.skipped_records)
-    into.skipped_files += max(states.skipped_files, values.skipped_files)
-    for reason in [*values.reasons, *states.reasons]:
-        if reason not in into.reasons and len(into.reasons) < MAX_REASONS:
-            into.reasons.append(reason)
-    into.truncated.extend(t for t in dict.fromkeys([*states.truncated, *values.truncated]))
-    into.unknown_states.update(states.unknown_states)
-    for note in [*states.notes, *values.notes]:
-        into.note(note)
+def _merge(into: Diagnostics, reads: Sequence[Diagnostics]) -> None:
+    """One report of several reads of the same files (the states, the metrics, the trace
+    headers, the account's packets): what they skipped is their union
+    (:meth:`Diagnostics.absorb`: a record or file two reads skipped is counted and named once).
+    The states' notices of what cannot be derived are not identify's to report (it names
+    controllers from the metrics; ``quicsm infer`` reports them)."""
+    for read in reads:
+        into.absorb(dataclasses.replace(read, derivation=[]))

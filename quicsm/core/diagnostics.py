@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from quicsm.core.errors import QlogError
@@ -306,6 +307,29 @@ class Diagnostics:
             skipped_file_names={moved(f) for f in d.get("skipped_file_names", [])},
         )
 
+    def covers(self, other: Diagnostics) -> bool:
+        """Whether everything ``other`` reports is reported here too: its named records and
+        files, no more unnamed records than here, its reasons and its other messages."""
+        if any(not keys <= self.skipped_at.get(f, set()) for f, keys in other.skipped_at.items()):
+            return False
+        if not other.skipped_file_names <= self.skipped_file_names:
+            return False
+        if other.unnamed_records() > self.unnamed_records():
+            return False
+        if max(0, other.skipped_files - len(other.skipped_file_names)) > max(
+            0, self.skipped_files - len(self.skipped_file_names)
+        ):
+            return False
+        given = set(self.reasons)
+        at_list = other.reason_at + [None] * (len(other.reasons) - len(other.reason_at))
+        full = len(self.reasons) >= MAX_REASONS  # a reason not kept here was counted
+        for reason, at in zip(other.reasons, at_list, strict=False):
+            counted = at is not None and at[1] in self.skipped_at.get(at[0], ())
+            if not (full or reason in given or counted):
+                return False
+        mine = set(self.other_messages())
+        return all(m in mine for m in other.other_messages())
+
     def warn(self, *, stacklevel: int = 3) -> None:
         """Emit one :class:`QuicsmWarning` summarising everything, if there is anything."""
         lines = self.messages()
@@ -313,3 +337,26 @@ class Diagnostics:
             warning = QuicsmWarning("\n".join(lines))
             warning.diagnostics = self
             warnings.warn(warning, stacklevel=stacklevel)
+
+
+@contextmanager
+def warned_once(union: Diagnostics, *, stacklevel: int = 5) -> Iterator[None]:
+    """Within: the :class:`QuicsmWarning` of each read whose diagnostics ``union`` covers
+    (:meth:`Diagnostics.covers`: the reads add what they report to ``union``) is held back;
+    on leaving, ``union`` is warned of once (:meth:`Diagnostics.warn`), so that a record several
+    reads skipped is in one warning, and every other warning is given as it was. When the
+    block raises, every warning held back is given as it was."""
+    caught: list[warnings.WarningMessage] = []
+    done = False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+        done = True
+    finally:
+        for w in caught:
+            d = getattr(w.message, "diagnostics", None)
+            if done and isinstance(d, Diagnostics) and (d is union or union.covers(d)):
+                continue
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    union.warn(stacklevel=stacklevel)

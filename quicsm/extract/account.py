@@ -521,18 +521,29 @@ def read_account(
     m = metrics.with_columns(pl.col("trace").cast(pl.String), pl.col("event").cast(pl.String))
     events = _counts(m.group_by("trace", "event").len(), "event", "len")
     wanted = [t for t in ids if t in packets and needs_wire(labels.get(t, {}), events.get(t, {}))]
-    wire = _wire_results(wanted, limits=limits)
+    wire = _wire_results(wanted, limits=limits, on_error=on_error, diagnostics=diagnostics)
     return account_frame(transitions, metrics, labels, packets=packets, wire=wire)
 
 
-def _wire_results(ids: Iterable[str], *, limits: ReadLimits) -> dict[str, WireResult]:
-    """:func:`quicsm.extract.wire.wire_states` of each trace id (each file read once)."""
+def _wire_results(
+    ids: Iterable[str],
+    *,
+    limits: ReadLimits,
+    on_error: str = "raise",
+    diagnostics: Diagnostics | None = None,
+) -> dict[str, WireResult]:
+    """:func:`quicsm.extract.wire.wire_states` of each trace id (each file read once); the
+    records a lenient read skipped go to ``diagnostics`` (strict: the first raises)."""
+    from quicsm.extract.loading import report_skipped
+
     by_file: dict[str, list[str]] = {}
     for t in ids:
         by_file.setdefault(t.rsplit("#", 1)[0], []).append(t)
     out: dict[str, WireResult] = {}
     for file, chosen in by_file.items():
-        read = read_packets(file, limits=limits)
+        read = read_packets(file, limits=limits, lenient=on_error == "skip")
+        if diagnostics is not None:
+            report_skipped(diagnostics, read.read)
         for t in chosen:
             index = int(t.rsplit("#", 1)[1])
             found = read.packets.get(index)

@@ -37,6 +37,7 @@ import orjson
 from quicsm.core import native
 from quicsm.core.diagnostics import (
     MAX_KEPT_PROBLEMS,
+    RecordKey,
     RecordProblem,
     RecordTooLarge,
     describe,
@@ -95,6 +96,10 @@ class _Ctx:
     #: problems of events read before the trace's header was known to be complete
     pending: list[RecordProblem] = field(default_factory=list)
     pending_more: int = 0  # beyond the ones kept in ``pending``
+    #: lenient: the places (``traces[i].events[j]``) of those beyond, so that each is known by
+    #: its :data:`~quicsm.core.diagnostics.RecordKey` as every other skipped record is (another
+    #: read of the file that skips it does not count it again)
+    pending_keys: list[RecordKey] = field(default_factory=list)
     #: array events met before event_fields: the trace must be read again
     deferred: bool = False
     #: a skipped container: the nesting depth inside it (its closer goes below it)
@@ -673,6 +678,9 @@ class ContainedParser:
             trace.pending.append(problem)  # raised or kept once the header is complete
         else:
             trace.pending_more += 1
+            key = record_key(problem)
+            if self.lenient and key is not None:
+                trace.pending_keys.append(key)
 
     def _native_packet(self, trace: _Ctx, builder: TraceBuilder, text: bytes, where: str) -> bool:
         """A ``packet_sent`` / ``packet_received`` event read by the native core into the
@@ -779,6 +787,7 @@ class ContainedParser:
             for problem in ctx.pending:
                 self._problem(problem)
             self.skipped += ctx.pending_more
+            self.skipped_keys.update(ctx.pending_keys)
         self._trace_members.append(members)
         self.traces.append(builder.finish())
 

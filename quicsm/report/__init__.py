@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from quicsm.compare.grouping import Comparison
+from quicsm.compare.grouping import Comparison, OnError
 from quicsm.core.atomic import write_file
+from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import InputError
 
 __all__ = ["build_report", "write_report"]
@@ -39,6 +40,8 @@ def build_report(
     primary: Sequence[str] = (),
     conformance: str | None = None,
     cache_dir: Path | None = None,
+    on_error: OnError = "raise",
+    diagnostics: Diagnostics | None = None,
 ) -> str:
     """The report text. ``generated_at`` and ``command`` are shown in Methods when given (pass
     them in; the report never reads the clock, so the same inputs give the same bytes).
@@ -46,7 +49,12 @@ def build_report(
     (``--by``, else ``stack``) has this value (:mod:`quicsm.report.conformance`).
     ``cache_dir``: a directory where the charts drawn (:func:`quicsm.render.charts.to_svg`) and
     the controllers named (:mod:`quicsm.report.controllers`) are kept and read again by the next
-    report of the same groups (None: all drawn and named anew)."""
+    report of the same groups (None: all drawn and named anew). ``diagnostics``: what the reads
+    of the groups skipped (``on_error="skip"``), shown in the report (a box above the
+    comparisons and an item of Methods: file, record, line, what was expected, trace).
+    ``on_error``: how the report's own reads (the metrics of a group that has none, to name
+    its controller) read (``"skip"``: lenient, what they skip added to ``diagnostics`` and
+    shown)."""
     from quicsm.compare.diff import keyed_transitions
     from quicsm.compare.run import run_comparison
     from quicsm.model.inference import infer
@@ -60,7 +68,12 @@ def build_report(
         raise InputError("nothing to compare")
     from quicsm.report.controllers import with_controller_notes
 
-    comparisons = [with_controller_notes(c, cache_dir=cache_dir) for c in comparisons]
+    if diagnostics is None and on_error == "skip":
+        diagnostics = Diagnostics()
+    comparisons = [
+        with_controller_notes(c, cache_dir=cache_dir, on_error=on_error, diagnostics=diagnostics)
+        for c in comparisons
+    ]
     compared = [
         run_comparison(c, alpha=alpha, seed=seed, permutations=permutations, primary=primary)
         for c in comparisons
@@ -90,11 +103,11 @@ def build_report(
     if fmt == "md":
         return render_markdown(
             views, alpha=alpha, title=title, generated_at=generated_at, command=command,
-            extra=extra,
+            extra=extra, skipped=diagnostics,
         )  # fmt: skip
     return render_html(
         views, alpha=alpha, title=title, generated_at=generated_at, command=command,
-        extra=extra, chart_cache=cache_dir,
+        extra=extra, chart_cache=cache_dir, skipped=diagnostics,
     )  # fmt: skip
 
 

@@ -21,18 +21,27 @@ from pathlib import Path
 
 import polars as pl
 
-from quicsm.compare.grouping import Comparison, Group
+from quicsm.compare.grouping import Comparison, Group, OnError
 from quicsm.controllers.api import identify_frames
 from quicsm.controllers.signatures import UNKNOWN
+from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.errors import QuicsmError
 from quicsm.core.frames import KEY_DTYPE
 
 
-def group_families(group: Group, *, cache_dir: Path | None = None) -> Counter[str] | None:
+def group_families(
+    group: Group,
+    *,
+    cache_dir: Path | None = None,
+    on_error: OnError = "raise",
+    diagnostics: Diagnostics | None = None,
+) -> Counter[str] | None:
     """How many traces of the group ``identify`` names each controller family (``unknown``
     included); ``None`` when the group has no metrics to identify from (a group built from a
-    transitions frame alone, or whose files are gone). Raises :class:`QuicsmError` if its files
-    cannot be read. ``cache_dir``: the counts are kept there and read back (see above)."""
+    transitions frame alone, or whose files are gone). A group without metrics has them read
+    from its files: strict, :class:`QuicsmError` if they cannot be read; ``on_error="skip"``,
+    what the read skipped is warned of and added to ``diagnostics``. ``cache_dir``: the counts
+    are kept there and read back (see above)."""
     metrics = group.metrics
     if metrics is None:
         from quicsm.extract.read import read_metrics
@@ -40,7 +49,10 @@ def group_families(group: Group, *, cache_dir: Path | None = None) -> Counter[st
         files = sorted({str(f) for f in group.traces["file"].to_list() if f})
         if not files or not all(Path(f).is_file() for f in files):
             return None
-        metrics = read_metrics(files)
+        own = Diagnostics()
+        metrics = read_metrics(files, on_error=on_error, diagnostics=own)
+        if diagnostics is not None:
+            diagnostics.absorb(own)
     if group.transitions.height == 0:
         return Counter({UNKNOWN: group.n_traces})
     keys = group.traces.select(pl.col("file").cast(KEY_DTYPE), pl.col("trace").cast(KEY_DTYPE))
@@ -138,12 +150,20 @@ def _describe(name: str, counts: Counter[str]) -> str:
     return f"{name}: {named} of {total} traces ({unknown} unknown)"
 
 
-def controller_notes(comparison: Comparison, *, cache_dir: Path | None = None) -> list[str]:
+def controller_notes(
+    comparison: Comparison,
+    *,
+    cache_dir: Path | None = None,
+    on_error: OnError = "raise",
+    diagnostics: Diagnostics | None = None,
+) -> list[str]:
     """The identified controller of each group, and a warning when they differ (nothing when a
-    group has no metrics); ``cache_dir`` as in :func:`group_families`."""
+    group has no metrics); ``cache_dir``, ``on_error`` and ``diagnostics`` as in
+    :func:`group_families`."""
+    how = {"cache_dir": cache_dir, "on_error": on_error, "diagnostics": diagnostics}
     try:
-        a = group_families(comparison.a, cache_dir=cache_dir)
-        b = group_families(comparison.b, cache_dir=cache_dir)
+        a = group_families(comparison.a, **how)  # type: ignore[arg-type]
+        b = group_families(comparison.b, **how)  # type: ignore[arg-type]
     except QuicsmError as exc:
         return [f"congestion controllers not identified: {exc}"]
     if a is None or b is None:
@@ -163,7 +183,15 @@ def controller_notes(comparison: Comparison, *, cache_dir: Path | None = None) -
     return notes
 
 
-def with_controller_notes(comparison: Comparison, *, cache_dir: Path | None = None) -> Comparison:
+def with_controller_notes(
+    comparison: Comparison,
+    *,
+    cache_dir: Path | None = None,
+    on_error: OnError = "raise",
+    diagnostics: Diagnostics | None = None,
+) -> Comparison:
     """A copy of ``comparison`` with :func:`controller_notes` added to its notes."""
-    notes = controller_notes(comparison, cache_dir=cache_dir)
+    notes = controller_notes(
+        comparison, cache_dir=cache_dir, on_error=on_error, diagnostics=diagnostics
+    )
     return dataclasses.replace(comparison, notes=[*comparison.notes, *notes])

@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.numbers import format_p, pp
 from quicsm.render import charts, dot
 from quicsm.render.diff_format import caveat_lines, what_changed
 from quicsm.render.escape import esc
 from quicsm.render.findings import change_text, evidence_short, scope_text, why_items
+from quicsm.render.skipped import skipped_html
 from quicsm.render.test_words import describe_tests, policy_sentence
 from quicsm.report.methods import methods_items
 from quicsm.report.page import byline, heading
@@ -86,9 +88,12 @@ def render_html(
     command: str | None = None,
     extra: Sequence[str] = (),
     chart_cache: Path | None = None,
+    skipped: Diagnostics | None = None,
 ) -> str:
     """``extra``: further sections (HTML), placed before Methods; ``chart_cache``: a directory
-    where the charts drawn are kept and read again (:func:`quicsm.render.charts.to_svg`)."""
+    where the charts drawn are kept and read again (:func:`quicsm.render.charts.to_svg`);
+    ``skipped``: what lenient reading skipped, in a box above the comparisons and in Methods
+    (nothing when it skipped nothing)."""
     head = heading(views, title)
     parts = [
         "<!DOCTYPE html>",
@@ -102,13 +107,18 @@ def render_html(
         f"<p>{esc(byline(alpha=alpha, generated_at=generated_at))}</p></header>",
         "<main>",
     ]
+    box = skipped_html(skipped)
+    if box:
+        parts.append(box)
     if len(views) > 1:
         links = "".join(f'<a href="#cmp{i}">{esc(v.title)}</a>' for i, v in enumerate(views))
         parts.append(f'<nav>Comparisons: {links}<a href="#methods">Methods</a></nav>')
     for i, view in enumerate(views):
         parts.append(_comparison(view, i, alpha=alpha, chart_cache=chart_cache))
     parts.extend(extra)
-    parts.append(_methods(views, alpha=alpha, generated_at=generated_at, command=command))
+    parts.append(
+        _methods(views, alpha=alpha, generated_at=generated_at, command=command, skipped=skipped)
+    )
     parts.append("</main></body></html>")
     return "\n".join(parts) + "\n"
 
@@ -447,8 +457,11 @@ def _methods(
     alpha: float,
     generated_at: str | None,
     command: str | None,
+    skipped: Diagnostics | None = None,
 ) -> str:
-    items = methods_items(views, alpha=alpha, generated_at=generated_at, command=command)
+    items = methods_items(
+        views, alpha=alpha, generated_at=generated_at, command=command, skipped=skipped
+    )
     lis = "".join(f"<li><b>{esc(k)}</b>: {esc(v)}</li>" for k, v in items)
     files: list[str] = []
     for v in views:

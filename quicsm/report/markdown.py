@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from quicsm.core.diagnostics import Diagnostics
 from quicsm.render.app_limited import group_accounts
 from quicsm.render.diff_format import app_limited_markdown, md_cell, to_markdown
+from quicsm.render.skipped import skipped_markdown
 from quicsm.report.methods import methods_items
 from quicsm.report.page import byline, heading
 from quicsm.report.sections import ComparisonView, loss_rows
@@ -19,10 +21,13 @@ def render_markdown(
     generated_at: str | None = None,
     command: str | None = None,
     extra: Sequence[str] = (),
+    skipped: Diagnostics | None = None,
 ) -> str:
-    """``extra``: further sections (Markdown), placed before Methods."""
+    """``extra``: further sections (Markdown), placed before Methods; ``skipped``: what lenient
+    reading skipped, said under the byline and in Methods (nothing when it skipped nothing)."""
     out = [f"# {md_cell(heading(views, title))}", ""]
     out += [md_cell(byline(alpha=alpha, generated_at=generated_at)), ""]
+    out += skipped_markdown(skipped, md_cell=md_cell)
     for view in views:
         out.append(
             to_markdown(view.result, heading="##", explanations=view.explanations).rstrip("\n")
@@ -88,6 +93,8 @@ def render_markdown(
     for section in extra:
         out += [section.rstrip("\n"), ""]
     out += ["## Methods", ""]
-    items = methods_items(views, alpha=alpha, generated_at=generated_at, command=command)
+    items = methods_items(
+        views, alpha=alpha, generated_at=generated_at, command=command, skipped=skipped
+    )
     out += [f"- **{md_cell(k)}**: {md_cell(v)}" for k, v in items]
     return "\n".join(out) + "\n"

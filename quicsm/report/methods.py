@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.version import __version__
+from quicsm.render.skipped import anything_skipped, skipped_summary
 from quicsm.render.test_words import describe_tests, primary_words, split_words
 from quicsm.stats import significance as sig
 
@@ -23,7 +25,10 @@ def methods_items(
     alpha: float,
     generated_at: str | None,
     command: str | None,
+    skipped: Diagnostics | None = None,
 ) -> list[tuple[str, str]]:
+    """The Methods items; ``skipped``: what lenient reading skipped, an item of its own when
+    it skipped anything (nothing changes otherwise)."""
     settings = views[0].result.settings if views else {}
     results = [v.result for v in views]
 
@@ -122,6 +127,8 @@ def methods_items(
                 f"{b.name}: {_count(b.n_traces, 'trace')} in {_count(len(b.files), 'file')}",
             )
         )
+    if skipped is not None and anything_skipped(skipped):
+        items.append(("Skipped input", skipped_summary(skipped)))
     items.append(("quicsm version", __version__))
     if generated_at:
         items.append(("Generated", generated_at))
