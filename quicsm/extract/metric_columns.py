@@ -68,14 +68,17 @@ class MetricColumns:
         "scan_records",
         "times",
         "trigger_codes",
+        "trigger_names",
         "triggers",
         "values",
     )
 
     def __init__(self) -> None:
-        #: the finished blocks: raw time ``_t``, ``event``, the metric columns (not carried
-        #: forward yet), the sample and ``trigger``
+        #: the finished blocks, as the native core's columns (:func:`_frame`: raw time ``_t``,
+        #: ``kind``, the metrics as logged, ``trigger`` codes into ``trigger_names``, which only
+        #: grows, so its last state names the codes of every block)
         self.parts: list[pl.DataFrame] = []
+        self.trigger_names: list[str] = []
         #: whether every event so far came at or after the one before it (then no sort)
         self.ordered = True
         self.last = -math.inf
@@ -207,7 +210,11 @@ class MetricColumns:
         """The current block as a frame part; its arrays are let go."""
         block = self._block()
         if block is not None:
-            self.parts.append(_raw_part(_frame([block[0]]), block[1]))
+            self._keep(block)
+
+    def _keep(self, block: _Pending) -> None:
+        self.parts.append(_frame([block[0]]))
+        self.trigger_names = block[1]
 
     def take_short(self) -> _Pending | None:
         """All of a short trace's events as one block (for :class:`MetricsBatch`), if it is
@@ -218,7 +225,7 @@ class MetricColumns:
         block = self._block()
         if block is None or not self.ordered:
             if block is not None:
-                self.parts.append(_raw_part(_frame([block[0]]), block[1]))
+                self._keep(block)
             return None
         return block
 
@@ -235,9 +242,10 @@ class MetricColumns:
             del whole
         carry: dict[str, Any] = {}
         out: list[pl.DataFrame] = []
+        names = pl.Series([None, *self.trigger_names], dtype=pl.String)
         parts.reverse()
         while parts:  # each raw part let go once finished
-            out.append(_finish(parts.pop(), file, tid, vantage, start, carry))
+            out.append(_finish(parts.pop(), file, tid, vantage, start, carry, names))
         return out
 
 
@@ -259,24 +267,6 @@ def _frame(sources: list[Any]) -> pl.DataFrame:
     ext = native.module()
     assert ext is not None  # native blocks come from the native core
     return pl.DataFrame(sources[0] if len(sources) == 1 else ext.concat_blocks(sources))
-
-
-def _raw_part(frame: pl.DataFrame, trigger_names: list[str]) -> pl.DataFrame:
-    """A block of the native core's columns (``_t``, ``kind``, the metrics by name with nulls,
-    ``trigger`` codes: 0 none, else 1 + the position in ``trigger_names``) as a raw frame part
-    (:meth:`MetricColumns.frames` finishes it): ``_t``, ``event``, :data:`METRIC_COLUMNS`, the
-    sample and ``trigger``."""
-    names = pl.Series([None, *trigger_names], dtype=pl.String)
-    columns: dict[str, pl.Series] = {
-        "_t": frame.get_column("_t"),
-        "event": _codes_to_names(frame.get_column("kind"), _EVENT_SERIES),
-    }
-    for column in METRIC_COLUMNS:
-        series = frame.get_column(column)
-        columns[column] = series.cast(pl.Int64) if column == "pto_count" else series
-    columns[_SAMPLE] = frame.get_column(_SAMPLE)
-    columns["trigger"] = _codes_to_names(frame.get_column("trigger"), names)
-    return pl.DataFrame([v.alias(k) for k, v in columns.items()])
 
 
 def _codes_to_names(codes: pl.Series, names: pl.Series) -> pl.Series:
@@ -303,10 +293,13 @@ def _finish(
     vantage: str,
     start: float,
     carry: dict[str, Any],
+    trigger_names: pl.Series,
 ) -> pl.DataFrame:
-    """A raw part as rows of :func:`read_metrics`: time from the trace's start, the file and
-    trace, every metric carried forward from the part before (``carry``, updated), stand-ins
-    for "not set yet" as null (:mod:`quicsm.extract.sentinels`)."""
+    """A part (the native core's columns, :func:`_frame`) as rows of :func:`read_metrics`:
+    time from the trace's start, the file and trace, the event and trigger by name
+    (``trigger_names``: null, then the names the codes count from 1), every metric carried
+    forward from the part before (``carry``, updated), stand-ins for "not set yet" as null
+    (:mod:`quicsm.extract.sentinels`)."""
     # one query for the part (a few, not one per column): carried forward, timed, normalised
     n = part.height
     thousands = pl.Series("_k", [1000.0]).new_from_index(0, n)  # a column: not a literal
@@ -314,7 +307,8 @@ def _finish(
     fills = []
     for column in METRIC_COLUMNS:  # every value carried forward within the trace
         before = carry.get(column)
-        filled = pl.col(column).forward_fill()
+        logged = pl.col(column).cast(pl.Int64) if column == "pto_count" else pl.col(column)
+        filled = logged.forward_fill()
         if before is not None:
             filled = filled.fill_null(pl.lit(before, dtype=METRICS_SCHEMA[column]))
         fills.append(filled)
@@ -329,10 +323,10 @@ def _finish(
         pl.lit(tid, dtype=METRICS_SCHEMA["trace"]).alias("trace"),
         pl.lit(vantage, dtype=METRICS_SCHEMA["vantage"]).alias("vantage"),
         time_ms.alias("time_ms"),
-        pl.col("event"),
+        pl.lit(_EVENT_SERIES).gather(pl.col("kind").cast(pl.UInt32)).alias("event"),
         *(replaced.get(c, pl.col(c)).alias(c) for c in METRIC_COLUMNS),
         replaced[_SAMPLE].alias(_SAMPLE),  # the event's own: not carried
-        pl.col("trigger"),
+        pl.lit(trigger_names).gather(pl.col("trigger").cast(pl.UInt32)).alias("trigger"),
     )
     learnt = frame.select(
         *(pl.col(c).last().alias(f"last:{c}") for c in METRIC_COLUMNS),
