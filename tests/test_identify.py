@@ -346,8 +346,9 @@ def heldout() -> pl.DataFrame:
     return fitting_set(HELDOUT).with_columns(pl.lit("heldout").alias("split"))
 
 
-#: the development draw over network conditions: never fitted on, it calibrates the confidence
-CALIBRATING = CORPORA / "identify-conditions.qlog"
+#: the development draws over network conditions and under reordering: never fitted on, they
+#: calibrate the confidence
+CALIBRATING = [CORPORA / "identify-conditions.qlog", CORPORA / "identify-reorder.qlog"]
 #: the held-back draw over network conditions, committed before it was classified
 CONDITIONS_HELDOUT = CORPORA / "identify-conditions-heldout.qlog"
 
@@ -360,7 +361,9 @@ def test_shipped_signatures_are_the_fit_on_the_fitting_corpora(fitting: pl.DataF
 
     fitted = fit_signatures(fitting)
     assert fitted == DEFAULT_SIGNATURES
-    counts = calibration_counts(calibration_answers(fitting, [fitting_set([CALIBRATING])]))
+    counts = calibration_counts(
+        calibration_answers(fitting, [fitting_set([path]) for path in CALIBRATING])
+    )
     assert counts == DEFAULT_CALIBRATION
     source = (ROOT / "quicsm" / "controllers" / "fitted.py").read_text()
     assert source == signatures_source(fitted, counts)

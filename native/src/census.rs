@@ -13,7 +13,7 @@
 
 use crate::contained::{may_be_over_budget, state_fields, text, Clock, State};
 use crate::deriver::{Event, Kind};
-use crate::record::{event_kind, parts, Data, Fallback, Parser};
+use crate::record::{blank_event, event_kind, parts, Data, Fallback, Parser};
 use crate::tables::{
     EventKind, BYTES_IN_FLIGHT, CWND_BYTES, LATEST_RTT_MS, PTO_COUNT, SSTHRESH_BYTES,
 };
@@ -251,6 +251,7 @@ fn read_record(
     wants: Wants,
     names: &mut Names,
     ack_seen: &bool,
+    event: &mut Event,
 ) -> Result<Option<(Read, usize)>, Fallback> {
     let mut data = Data::new();
     let (parts, end) = parts(rest, names.eager(), &mut data)?; // no name or time (a header): Python's
@@ -308,8 +309,8 @@ fn read_record(
         Some(EventKind::MvfstMetric) => return Err(Fallback),
         Some(k) => {
             // checked as metric_event checks it; what it shows is seen
-            if let Some(event) = parts.event(record, &data, k, time, clock.scale)? {
-                read.capabilities = event_capabilities(&event, wants.ssthresh_unset_from);
+            if parts.event_in(record, &data, k, time, clock.scale, event)? {
+                read.capabilities = event_capabilities(event, wants.ssthresh_unset_from);
             }
         }
     }
@@ -344,6 +345,7 @@ pub fn records(
     };
     let mut names = Names::default();
     let mut ack_seen = wants.ack_seen;
+    let mut event = blank_event(); // each metric event's, written in place
     while pos < end {
         // JSON-SEQ: the record's end is where its object ends (found by reading it); NDJSON:
         // the line's end, searched for first (white space between tokens may hold a line feed,
@@ -362,7 +364,8 @@ pub fn records(
                 continue;
             }
         }
-        let (read, next) = match read_record(rest, sep, clock, wants, &mut names, &ack_seen) {
+        let read = read_record(rest, sep, clock, wants, &mut names, &ack_seen, &mut event);
+        let (read, next) = match read {
             Ok(Some((read, at))) => (read, pos + 1 + at),
             Ok(None) => {
                 out.again = true;

@@ -7,7 +7,9 @@
 //! and fed the same way). The Python side takes the columns every block of events
 //! (`quicsm.extract.native.NativeMetricColumns`), so they never hold more than a block.
 
+use crate::arrow::{Column, Values};
 use crate::deriver::{Event, N_METRICS};
+use crate::tables::METRIC_KEYS;
 
 #[derive(Default, Debug)]
 pub struct Columns {
@@ -68,5 +70,37 @@ impl Columns {
             triggers: std::mem::take(&mut self.triggers),
             trigger_names: self.trigger_names.clone(),
         }
+    }
+
+    /// The events so far as named columns for polars ([`crate::arrow`]): `_t` (the times),
+    /// `kind` (uint8), each metric by its name in `METRIC_KEYS` (float64, null where the event
+    /// does not carry it) and `trigger` (uint16 codes, as in [`Columns::push`]); this keeps
+    /// none of the events (the trigger names stay: [`Columns::take`]).
+    pub fn take_arrow(&mut self) -> Vec<Column> {
+        let taken = self.take();
+        let mut out = Vec::with_capacity(N_METRICS + 3);
+        out.push(Column {
+            name: "_t".into(),
+            values: Values::F64(taken.times),
+            nan_is_null: false,
+        });
+        out.push(Column {
+            name: "kind".into(),
+            values: Values::U8(taken.kinds),
+            nan_is_null: false,
+        });
+        for (name, values) in METRIC_KEYS.iter().zip(taken.values) {
+            out.push(Column {
+                name: (*name).into(),
+                values: Values::F64(values),
+                nan_is_null: true,
+            });
+        }
+        out.push(Column {
+            name: "trigger".into(),
+            values: Values::U16(taken.triggers),
+            nan_is_null: false,
+        });
+        out
     }
 }

@@ -10,6 +10,7 @@
 //! `quicsm._native`. The tables both sides share are generated from `quicsm/core/tables.json`
 //! at build time (`build.rs`, `tables.rs`).
 
+pub mod arrow;
 pub mod census;
 pub mod columns;
 pub mod contained;

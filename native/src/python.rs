@@ -187,6 +187,15 @@ impl PyDeriver {
         ))
     }
 
+    /// A recorder's events, taken as [`crate::arrow::bindings::ArrowBlock`] (`pl.DataFrame`
+    /// of it: `_t`, `kind`, the metrics by name, `trigger`) and the trigger names so far.
+    fn take_arrow(&mut self) -> PyResult<(crate::arrow::bindings::ArrowBlock, Vec<String>)> {
+        let columns =
+            self.inner.columns.as_mut().ok_or_else(|| PyValueError::new_err("not a recorder"))?;
+        let block = crate::arrow::bindings::ArrowBlock::new(columns.take_arrow());
+        Ok((block, columns.trigger_names.clone()))
+    }
+
     /// The derive pass over the records between the separators at `buf[pos]` and `buf[end]`.
     /// Returns `(rs, re, latest, latest_other, checked, visited)`: `rs`, `re` the separators of
     /// a record the caller must handle (-1 when the pass finished), then the trace's
@@ -622,6 +631,8 @@ fn shared_tables(py: Python<'_>) -> PyResult<Py<PyDict>> {
 #[pyo3(name = "_native")]
 fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDeriver>()?;
+    m.add_class::<crate::arrow::bindings::ArrowBlock>()?;
+    m.add_function(wrap_pyfunction!(crate::arrow::bindings::concat_blocks, m)?)?;
     m.add_function(wrap_pyfunction!(header_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(records_with, m)?)?;
     m.add_function(wrap_pyfunction!(count_records, m)?)?;

@@ -181,6 +181,43 @@ fn digits_at(b: &[u8], start: usize, acc: u64) -> (usize, u64) {
 const POW10: [f64; 16] =
     [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
 
+/// From `i`, the first position of a 16-byte block of `b` holding a quote, a backslash, a
+/// control character or (with `high`) a byte above 0x7f, or the start of the last partial
+/// block: the string loop's wide step.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn special_at_16(b: &[u8], mut i: usize, high: bool) -> usize {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is part of the x86-64 baseline; each unaligned load reads b[i..i + 16],
+    // within b
+    unsafe {
+        let quote = _mm_set1_epi8(b'"' as i8);
+        let backslash = _mm_set1_epi8(b'\\' as i8);
+        let below_space = _mm_set1_epi8(0x1f);
+        while i + 16 <= b.len() {
+            let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
+            // a control character is a byte whose unsigned minimum with 0x1f is itself
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, below_space), v);
+            let special = _mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                control,
+            );
+            let mut mask = _mm_movemask_epi8(special) as u32;
+            if high {
+                mask |= _mm_movemask_epi8(v) as u32; // the high bit of each byte
+            }
+            if mask != 0 {
+                return i + mask.trailing_zeros() as usize;
+            }
+            i += 16;
+        }
+    }
+    i
+}
+
 pub(crate) struct Parser<'a> {
     pub(crate) b: &'a [u8],
     pub(crate) i: usize,
@@ -191,13 +228,21 @@ pub(crate) struct Parser<'a> {
 const MAX_DEPTH: u32 = 256;
 
 impl<'a> Parser<'a> {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn ws(&mut self) {
-        // the common case first: no white space at all
+        // the common case first, in one comparison: no white space at all (every byte above
+        // the space is not white space; the end of the bytes is not either)
         match self.b.get(self.i) {
+            Some(&c) if c > b' ' => return,
             Some(b' ' | b'\t' | b'\r' | b'\n') => {}
             _ => return,
         }
+        self.ws_run();
+    }
+
+    /// The white space at `self.i` onwards (at least one byte of it), line feeds counted.
+    #[inline(never)]
+    fn ws_run(&mut self) {
         let b = self.b;
         let mut i = self.i;
         while let Some(&c) = b.get(i) {
@@ -237,9 +282,18 @@ impl<'a> Parser<'a> {
         let mut ascii = true;
         let mut high: u64 = 0x8080_8080_8080_8080; // non-ASCII stops the word loop until seen
         loop {
-            // eight bytes at a time while none is a quote, a backslash, a control character
-            // or non-ASCII (the lowest flagged byte of each test is exact)
-            while let Some(word) = b.get(i..i + 8) {
+            // sixteen bytes at a time (SSE2, in every x86-64) while none is a quote, a
+            // backslash, a control character or (until one was seen) non-ASCII
+            #[cfg(target_arch = "x86_64")]
+            let found = {
+                i = special_at_16(b, i, high != 0);
+                i + 16 <= b.len() // the byte at i is the one flagged: no word loop
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let found = false;
+            // else eight bytes at a time, as above (the lowest flagged byte of each test is
+            // exact)
+            while let Some(word) = b.get(i..i + 8).filter(|_| !found) {
                 let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
                 const ONES: u64 = 0x0101_0101_0101_0101;
                 const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -422,46 +476,133 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Checks and skips any value.
+    /// Checks and skips any value; `depth` is its nesting (a value nested deeper than
+    /// `MAX_DEPTH` is handed back). One loop over the value's tokens with a stack of the open
+    /// containers (a bit each: object or array), not a call per nested value: it accepts what
+    /// the recursive reading of the grammar accepted (`skip_recursive`, kept in the tests as
+    /// the reference).
     pub(crate) fn skip(&mut self, depth: u32) -> R<()> {
-        if depth > MAX_DEPTH {
-            return Err(Fallback);
-        }
-        match self.peek()? {
-            b'"' => {
-                self.string()?;
+        // the containers open, innermost last: bit set = object
+        let mut objects = [0u64; (MAX_DEPTH as usize + 2).div_ceil(64)];
+        let mut open: usize = 0;
+        'value: loop {
+            if depth + open as u32 > MAX_DEPTH {
+                return Err(Fallback);
             }
-            b'{' => {
-                self.object(|p, _, _| p.skip(depth + 1))?;
-            }
-            b'[' => {
-                self.i += 1;
-                self.ws();
-                if self.peek()? == b']' {
-                    self.i += 1;
-                    return Ok(());
+            match self.peek()? {
+                b'"' => {
+                    self.string()?;
                 }
-                loop {
+                b'{' => {
+                    self.i += 1;
                     self.ws();
-                    self.skip(depth + 1)?;
-                    self.ws();
-                    match self.peek()? {
-                        b',' => self.i += 1,
-                        b']' => {
-                            self.i += 1;
-                            return Ok(());
-                        }
-                        _ => return Err(Fallback),
+                    if self.peek()? == b'}' {
+                        self.i += 1;
+                    } else {
+                        objects[open / 64] |= 1 << (open % 64);
+                        open += 1;
+                        self.member_key()?;
+                        continue 'value;
                     }
                 }
+                b'[' => {
+                    self.i += 1;
+                    self.ws();
+                    if self.peek()? == b']' {
+                        self.i += 1;
+                    } else {
+                        objects[open / 64] &= !(1 << (open % 64));
+                        open += 1;
+                        self.ws();
+                        continue 'value;
+                    }
+                }
+                b't' => self.literal(b"true")?,
+                b'f' => self.literal(b"false")?,
+                b'n' => self.literal(b"null")?,
+                _ => self.skip_number()?,
             }
-            b't' => self.literal(b"true")?,
-            b'f' => self.literal(b"false")?,
-            b'n' => self.literal(b"null")?,
-            _ => {
-                self.number(false)?;
+            // after a value: the containers it ends
+            loop {
+                if open == 0 {
+                    return Ok(());
+                }
+                let object = objects[(open - 1) / 64] & (1 << ((open - 1) % 64)) != 0;
+                self.ws();
+                match self.peek()? {
+                    b',' => {
+                        self.i += 1;
+                        if object {
+                            self.ws();
+                            self.member_key()?;
+                        } else {
+                            self.ws();
+                        }
+                        continue 'value;
+                    }
+                    b'}' if object => {
+                        self.i += 1;
+                        open -= 1;
+                    }
+                    b']' if !object => {
+                        self.i += 1;
+                        open -= 1;
+                    }
+                    _ => return Err(Fallback),
+                }
             }
         }
+    }
+
+    /// A member's key and its colon, the white space around them: the parser at its value.
+    #[inline(always)]
+    fn member_key(&mut self) -> R<()> {
+        self.ws();
+        self.string()?;
+        self.ws();
+        self.expect(b':')?;
+        self.ws();
+        Ok(())
+    }
+
+    /// Checks and skips a number whose value is not needed: what [`Parser::number`] with
+    /// `value` false accepts, without computing a value. A plain number of at most 18
+    /// characters (no exponent) is checked here by its grammar alone (every such number is
+    /// one orjson reads: an integer within 64 bits, or a finite decimal); any other is left to
+    /// `number`, read again from its start.
+    #[inline]
+    fn skip_number(&mut self) -> R<()> {
+        let b = self.b;
+        let start = self.i;
+        let mut i = start;
+        if b.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        match b.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => {
+                i += 1;
+                while b.get(i).is_some_and(u8::is_ascii_digit) {
+                    i += 1;
+                }
+            }
+            _ => return Err(Fallback),
+        }
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            let from = i;
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            if i == from {
+                return Err(Fallback);
+            }
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) || i - start > 18 {
+            self.number(false)?; // exponents and long numbers: their value decides
+            return Ok(());
+        }
+        self.i = i;
         Ok(())
     }
 
@@ -659,15 +800,29 @@ impl<'a> Parts<'a> {
         scale: f64,
     ) -> R<Option<Event>> {
         let mut out = blank_event();
-        let has_event = match self.data_span {
+        let has_event = self.event_in(record, data, kind, time, scale, &mut out)?;
+        Ok(has_event.then_some(out))
+    }
+
+    /// [`Parts::event`] written into `out` (a caller reading many records reuses one: no copy
+    /// of an event per record); whether there is one (`out` holds it only then).
+    pub(crate) fn event_in(
+        &self,
+        record: &'a [u8],
+        data: &Data<'a>,
+        kind: EventKind,
+        time: f64,
+        scale: f64,
+        out: &mut Event,
+    ) -> R<bool> {
+        match self.data_span {
             Some((a, _)) if !self.data_read => {
                 let mut read = Data::new();
                 Parser { b: record, i: a, lines: 0 }.data(&mut read)?;
-                event_into(kind, time, Some(&read), scale, &mut out)?
+                event_into(kind, time, Some(&read), scale, out)
             }
-            span => event_into(kind, time, span.is_some().then_some(data), scale, &mut out)?,
-        };
-        Ok(has_event.then_some(out))
+            span => event_into(kind, time, span.is_some().then_some(data), scale, out),
+        }
     }
 }
 
@@ -842,6 +997,190 @@ mod tests {
         let v = p.number(true).ok()?;
         assert_eq!(p.i, text.len(), "{text}");
         Some(v)
+    }
+
+    /// A fixed LCG (the tests' random bytes).
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        *seed >> 33
+    }
+
+    /// The recursive reading of the grammar that `Parser::skip` replaced: its reference.
+    fn skip_recursive(p: &mut Parser, depth: u32) -> R<()> {
+        if depth > MAX_DEPTH {
+            return Err(Fallback);
+        }
+        match p.peek()? {
+            b'"' => {
+                p.string()?;
+            }
+            b'{' => {
+                p.object(|p, _, _| skip_recursive(p, depth + 1))?;
+            }
+            b'[' => {
+                p.i += 1;
+                p.ws();
+                if p.peek()? == b']' {
+                    p.i += 1;
+                    return Ok(());
+                }
+                loop {
+                    p.ws();
+                    skip_recursive(p, depth + 1)?;
+                    p.ws();
+                    match p.peek()? {
+                        b',' => p.i += 1,
+                        b']' => {
+                            p.i += 1;
+                            return Ok(());
+                        }
+                        _ => return Err(Fallback),
+                    }
+                }
+            }
+            b't' => p.literal(b"true")?,
+            b'f' => p.literal(b"false")?,
+            b'n' => p.literal(b"null")?,
+            _ => p.skip_number()?,
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn skipping_in_a_loop_is_skipping_by_recursion() {
+        // token soups (valid JSON and near misses), and nesting around the depth limit: the
+        // same outcome, the same end and the same line count
+        let tokens: [&[u8]; 16] = [
+            b"{",
+            b"}",
+            b"[",
+            b"]",
+            b",",
+            b":",
+            b"\"k\"",
+            b"1",
+            b"-2.5",
+            b"true",
+            b"null",
+            b" ",
+            b"\n",
+            b"\"s\\\"\"",
+            b"{\"a\":",
+            b"[1,",
+        ];
+        let mut seed: u64 = 5;
+        for n in 1..=14usize {
+            for _ in 0..6000 {
+                let mut text = Vec::new();
+                for _ in 0..n {
+                    text.extend_from_slice(tokens[lcg(&mut seed) as usize % tokens.len()]);
+                }
+                for depth in [0, MAX_DEPTH - 2, MAX_DEPTH] {
+                    let mut a = Parser { b: &text, i: 0, lines: 0 };
+                    let mut b = Parser { b: &text, i: 0, lines: 0 };
+                    let (ra, rb) = (a.skip(depth).is_ok(), skip_recursive(&mut b, depth).is_ok());
+                    assert_eq!(ra, rb, "{:?} at {depth}", String::from_utf8_lossy(&text));
+                    if ra {
+                        assert_eq!(
+                            (a.i, a.lines),
+                            (b.i, b.lines),
+                            "{:?}",
+                            String::from_utf8_lossy(&text)
+                        );
+                    }
+                }
+            }
+        }
+        for n in [250usize, 256, 257, 258, 300] {
+            for inner in [&b"1"[..], b"[]", b"{}", b"{\"a\":[1]}"] {
+                let mut text = b"[".repeat(n);
+                text.extend_from_slice(inner);
+                text.extend_from_slice(&b"]".repeat(n));
+                let mut a = Parser { b: &text, i: 0, lines: 0 };
+                let mut b = Parser { b: &text, i: 0, lines: 0 };
+                assert_eq!(a.skip(0).is_ok(), skip_recursive(&mut b, 0).is_ok(), "{n}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_skipped_number_is_what_number_accepts() {
+        // texts over the bytes of numbers and a few others: skip_number accepts exactly what
+        // number(false) accepts, and ends where it ends
+        let alphabet = b"0123456789-+.eE 0119x";
+        let mut seed: u64 = 7;
+        for n in 1..=26usize {
+            for _ in 0..4000 {
+                let text: Vec<u8> =
+                    (0..n).map(|_| alphabet[lcg(&mut seed) as usize % alphabet.len()]).collect();
+                let mut a = Parser { b: &text, i: 0, lines: 0 };
+                let mut b = Parser { b: &text, i: 0, lines: 0 };
+                let (ra, rb) = (a.skip_number().is_ok(), b.number(false).is_ok());
+                assert_eq!(ra, rb, "{:?}", String::from_utf8_lossy(&text));
+                if ra {
+                    assert_eq!(a.i, b.i, "{:?}", String::from_utf8_lossy(&text));
+                }
+            }
+        }
+    }
+
+    /// What `Parser::string` reads, byte by byte: the content up to the closing quote, whether
+    /// it holds an escape, or None (an error).
+    fn string_reference(b: &[u8]) -> Option<(usize, bool)> {
+        if b.first() != Some(&b'"') {
+            return None;
+        }
+        let mut i = 1;
+        let mut escaped = false;
+        loop {
+            match *b.get(i)? {
+                b'"' => {
+                    std::str::from_utf8(&b[1..i]).ok()?;
+                    return Some((i, escaped));
+                }
+                b'\\' => {
+                    escaped = true;
+                    match *b.get(i + 1)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                        b'u' => {
+                            let hex = std::str::from_utf8(b.get(i + 2..i + 6)?).ok()?;
+                            let v = u32::from_str_radix(hex, 16).ok()?;
+                            if hex.starts_with('+') || (0xD800..=0xDFFF).contains(&v) {
+                                return None;
+                            }
+                            i += 6;
+                        }
+                        _ => return None,
+                    }
+                }
+                0..=0x1f => return None,
+                _ => i += 1,
+            }
+        }
+    }
+
+    #[test]
+    fn strings_read_wide_as_byte_by_byte() {
+        // strings of every length to 70 (across the 16- and 8-byte steps) over plain bytes,
+        // quotes, escapes, control characters and UTF-8 (valid and not)
+        let pieces: [&[u8]; 9] =
+            [b"a", b"\"", b"\\n", b"\\u00e9", b"\x01", "é".as_bytes(), b"\xff", b"\\q", b"z"];
+        let mut seed: u64 = 11;
+        for n in 0..70usize {
+            for _ in 0..400 {
+                let mut text = vec![b'"'];
+                while text.len() < n + 1 {
+                    let weights = lcg(&mut seed) % 100;
+                    let piece = if weights < 80 { b"x" } else { pieces[weights as usize % 9] };
+                    text.extend_from_slice(piece);
+                }
+                text.push(b'"');
+                text.extend_from_slice(b"  tail");
+                let mut p = Parser { b: &text, i: 0, lines: 0 };
+                let ours = p.string().ok().map(|(s, escaped)| (s.len() + 1, escaped));
+                assert_eq!(ours, string_reference(&text), "{:?}", String::from_utf8_lossy(&text));
+            }
+        }
     }
 
     #[test]

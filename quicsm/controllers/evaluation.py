@@ -336,14 +336,17 @@ def cut_fit_summary(frame: pl.DataFrame) -> pl.DataFrame:
 
 def undo_summary(frame: pl.DataFrame) -> pl.DataFrame:
     """Per stack, version and true controller: the senders, those with a cut undone
-    (``n_undone`` > 0: the window restored within an RTT after a spurious-loss report) and the
-    cuts undone."""
+    (``n_undone`` > 0: the window restored within an RTT after a spurious-loss report), the
+    cuts undone, and the senders and cuts undone into slow start (``n_undone_slow_start``: the
+    window doubling again after it was restored)."""
     return (
         frame.group_by("stack", "version", "controller")
         .agg(
             pl.len().alias("senders"),
             (pl.col("n_undone") > 0).sum().alias("senders_with_undone"),
             pl.col("n_undone").sum().alias("cuts_undone"),
+            (pl.col("n_undone_slow_start") > 0).sum().alias("senders_undone_into_slow_start"),
+            pl.col("n_undone_slow_start").sum().alias("cuts_undone_into_slow_start"),
         )
         .sort("stack", "version", "controller")
     )

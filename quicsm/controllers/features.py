@@ -65,7 +65,13 @@ with ``congestion_window`` and ``packet_lost`` events is enough.
   and in one step, the window came back to the window before the cut: the sender found its
   losses spurious (reordering) and restored its state. quic-go v0.65.0 undoes only in Reno
   mode, quiche 0.30's CUBIC rolls back too, so an undo names no controller by itself;
-  it tells why a trace shows no growth after its cuts.
+  it tells why a trace shows no growth after its cuts. ``n_undone_slow_start`` counts the
+  undone cuts after which the window went on doubling (:func:`_undone_into_slow_start`): the
+  sender restored its slow-start threshold with its window. quic-go v0.65.0's Reno restores
+  window, threshold and state (into slow start when the cut was made there); quiche 0.30's CUBIC
+  never rolls back into slow start (its rollback returns early when the window before the cut
+  was below the threshold). One rule names Reno by it
+  (:data:`quicsm.controllers.signatures.BASES`, ``undo-slow-start``).
 * **Steps.** ``step_bytes`` is the most common increase of the window inside
   congestion-avoidance intervals and ``step_share`` the share of increases of that size: whole
   segments for controllers that add a segment per window acknowledged (quic-go's and aioquic's
@@ -164,6 +170,7 @@ FEATURES_SCHEMA: Final[dict[str, pl.DataType]] = {
     "cut_fit": pl.Float64(),
     "n_cut_fits": pl.Int64(),
     "n_undone": pl.Int64(),
+    "n_undone_slow_start": pl.Int64(),
     "rtt_ms": pl.Float64(),
     "bbr_phases": pl.Int64(),
     "bbr2_phases": pl.Int64(),
@@ -533,6 +540,18 @@ def cut_score(
 #: v0.65.0's Reno, quiche's CUBIC rollback, Linux's undo)
 UNDO_RTTS: Final[float] = 1.0
 UNDO_SHARE: Final[float] = 0.995
+#: an undone cut went back *into slow start* when, within UNDO_GROWTH_RTTS smoothed RTTs after
+#: the window was restored (and before it next fell), the window grew by SLOW_START_SEGMENTS
+#: 1250-byte segments or more at SLOW_START_RATE doublings per smoothed RTT or more (time
+#: counted from at least SLOW_START_MIN_RTTS): the sender restored its slow-start threshold with
+#: its window and doubles again. Congestion avoidance adds about one segment per RTT there
+#: (quiche 0.30's CUBIC, which never rolls back into slow start: at most 1.1 times the restored
+#: window within an RTT on the development draws); quic-go v0.65.0's Reno, whose undo restores
+#: the threshold and the state, 1.2-2.3 times
+UNDO_GROWTH_RTTS: Final[float] = 2.0
+SLOW_START_SEGMENTS: Final[float] = 4.0
+SLOW_START_RATE: Final[float] = 0.5
+SLOW_START_MIN_RTTS: Final[float] = 0.25
 
 
 def _cuts(
@@ -575,16 +594,48 @@ def _cuts(
     return out
 
 
+def _undone_into_slow_start(
+    times: np.ndarray, cwnd: np.ndarray, rtt: np.ndarray, a: int, b: int
+) -> bool:
+    """Whether the undone cut from row ``a`` to row ``b`` went back into slow start: after the
+    row that restored the window (the first after ``b`` at :data:`UNDO_SHARE` of the window
+    before the cut), the window grew at a slow-start rate (:data:`SLOW_START_RATE`,
+    :data:`SLOW_START_SEGMENTS`) within :data:`UNDO_GROWTH_RTTS` smoothed RTTs, before it next
+    fell by :data:`DROP_SHARE`."""
+    rows = np.flatnonzero(~np.isnan(cwnd))
+    later = rows[rows > b]
+    restored = later[cwnd[later] >= UNDO_SHARE * cwnd[a]]
+    if not len(restored):
+        return False
+    c = int(restored[0])
+    srtt = float(rtt[c]) if not math.isnan(rtt[c]) else DEFAULT_RTT_MS
+    if srtt <= 0:
+        return False
+    start, previous = cwnd[c], cwnd[c]
+    top, top_time = start, times[c]
+    for r in later[later > c]:
+        if times[r] - times[c] > UNDO_GROWTH_RTTS * srtt or cwnd[r] < (1 - DROP_SHARE) * previous:
+            break
+        previous = cwnd[r]
+        if cwnd[r] > top:
+            top, top_time = cwnd[r], times[r]
+    if top - start < SLOW_START_SEGMENTS * SEGMENT_BYTES:
+        return False
+    rtts = max((top_time - times[c]) / srtt, SLOW_START_MIN_RTTS)
+    return math.log2(top / start) / rtts >= SLOW_START_RATE
+
+
 def _cut_fits(
     events: list[str],
     times: np.ndarray,
     cwnd: np.ndarray,
     rtt: np.ndarray,
     limited: np.ndarray | None,
-) -> tuple[list[float], int]:
+) -> tuple[list[float], int, int]:
     """:func:`cut_score` of every cut (:func:`_cuts`) that stood (was not undone) and is
     followed by :data:`MIN_EPOCH_POINTS` distinct windows over :data:`MIN_EPOCH_RTTS` smoothed
-    RTTs or more before the next loss, and the number of cuts undone. Rounds are windows
+    RTTs or more before the next loss, the number of cuts undone and of those that went back
+    into slow start (:func:`_undone_into_slow_start`). Rounds are windows
     acknowledged while window-limited (``limited``, cumulative), else smoothed RTTs of
     wall-clock time. CUBIC's W_max follows fast convergence from cut to cut
     (:func:`cubic_w_max_after`)."""
@@ -592,11 +643,12 @@ def _cut_fits(
     loss_times = times[is_loss]
     rows = np.flatnonzero(~np.isnan(cwnd))
     scores: list[float] = []
-    undone = 0
+    undone = into_slow_start = 0
     last_w_max: float | None = None
     for a, b, undo in _cuts(events, times, cwnd, rtt):
         if undo:
             undone += 1
+            into_slow_start += _undone_into_slow_start(times, cwnd, rtt, a, b)
             continue
         before, after = cwnd[a], cwnd[b]
         w_max = cubic_w_max_after(before / SEGMENT_BYTES, last_w_max)
@@ -625,7 +677,7 @@ def _cut_fits(
                 cubic_w_max=w_max,
             )
         )
-    return scores, undone
+    return scores, undone, into_slow_start
 
 
 def _rtt_ms(rtt: np.ndarray) -> np.ndarray:
@@ -759,7 +811,9 @@ def trace_features(
     below_max, rounds_below = _growth_below_max(
         intervals, times, cwnd, flight, acked, _median(betas)
     )
-    cuts, undone = _cut_fits(markers, times, cwnd, rtt, _window_limited_rounds(cwnd, flight, acked))
+    cuts, undone, undone_slow_start = _cut_fits(
+        markers, times, cwnd, rtt, _window_limited_rounds(cwnd, flight, acked)
+    )
     bbr, bbr2 = _phases(transitions) if transitions.height else (0, 0)
     explicit = bool(transitions.height) and bool(
         (transitions["source"].cast(pl.String) == "explicit").any()
@@ -791,6 +845,7 @@ def trace_features(
         "cut_fit": _median(cuts),
         "n_cut_fits": len(cuts),
         "n_undone": undone,
+        "n_undone_slow_start": undone_slow_start,
         "rtt_ms": float(np.nanmedian(rtt)) if np.any(~np.isnan(rtt)) else None,
         "bbr_phases": bbr,
         "bbr2_phases": bbr2,

@@ -225,11 +225,12 @@ DEFAULT_SIGNATURES: Final[tuple[Box, ...]] = (
 )
 #: answer kind -> (right, answers) on the calibration draws (calibration.py)
 DEFAULT_CALIBRATION: Final[dict[str, tuple[int, int]]] = {
-    "bbr-phases": (30, 30),
-    "bbr-probe-rtt": (31, 31),
-    "boxes/reductions 0-2": (11, 11),
-    "boxes/reductions 10+": (43, 43),
-    "boxes/reductions 3-4": (72, 72),
-    "boxes/reductions 5-9": (117, 117),
+    "bbr-phases": (50, 50),
+    "bbr-probe-rtt": (51, 51),
+    "boxes/reductions 0-2": (13, 13),
+    "boxes/reductions 10+": (141, 141),
+    "boxes/reductions 3-4": (83, 83),
+    "boxes/reductions 5-9": (130, 130),
+    "undo-slow-start": (20, 20),
 }
 # fmt: on

@@ -7,7 +7,8 @@ from the feature row alone, so they say the same thing wherever the row comes fr
 :func:`count` writes a count with its noun in the right number ("1 window reduction", "2 window
 reductions"). A trace whose cuts were undone (the sender found its losses spurious and restored
 its window, ``n_undone``) and that grew after none of the others says so: no growth after a cut
-was there to be seen.
+was there to be seen; and whether any was undone into slow start (``n_undone_slow_start``,
+which names Reno by its own rule when the factor is one exact Reno factor).
 """
 
 from __future__ import annotations
@@ -67,10 +68,11 @@ def missing_evidence(row: Mapping[str, Any], *, min_below_rounds: float) -> list
     out = []
     cuts, undone = int(row.get("n_reductions") or 0), int(row.get("n_undone") or 0)
     if undone and not row.get("n_cut_fits") and not row.get("n_epochs"):
+        into = "" if row.get("n_undone_slow_start") else ", none into slow start"
         out.append(
             f"a cut that stood ({undone} of {count(cuts, 'window reduction')} undone within "
-            "an RTT: the losses were spurious -- reordering, not loss -- and the sender restored "
-            "its window; no growth followed the others)"
+            f"an RTT{into}: the losses were spurious -- reordering, not loss -- and the sender "
+            "restored its window; no growth followed the others)"
         )
     if not row.get("n_epochs"):
         out.append(

@@ -278,6 +278,22 @@ PRIORS: Final[tuple[Box, ...]] = (
     Box(NEWRENO, {"beta": (0.47, 0.53), "beta_spread": (0.0, 0.005),
                   "n_reductions": (2.0, 1e9)}),
 )  # fmt: skip
+#: a Reno answer by boxes needs growth over more than MAX_DENSE_EPOCHS congestion-avoidance
+#: intervals when the window was cut DENSE_CUTS times or more: cut every few RTTs (reordering
+#: without loss: 124-183 cuts in a 2 MB transfer), quinn's CUBIC -- whose Reno-friendly estimate
+#: W_est grows with the wall-clock time since the cut while the acknowledgements of the first
+#: RTT after it do not count -- climbs 1.1-1.3 segments per window acknowledged in the rounds
+#: that count, like a Reno (identify-reorder: 3 of its 20 senders named Reno by the whole-step
+#: Reno boxes before this rule). Not below the timer resolution (loopback), where no RTT of
+#: wall-clock time passes between cuts and quic-go's Reno with loss is named by its growth
+DENSE_CUTS: Final[int] = 20
+MAX_DENSE_EPOCHS: Final[int] = 1
+#: a BBR answer by boxes (quiche's BBRv2 cuts its window by 0.85 after losses) needs this many
+#: reductions: one drop by 0.85 is any controller's gradual cut seen in one step (the kernel's
+#: CUBIC under an outage, proportional rate reduction: 0.86, named BBRv2/v3 at 0.933 before this
+#: rule); no BBR sender of the lab or of the stock traces is named by boxes at all (their phases
+#: name them)
+MIN_BBR_BOX_CUTS: Final[int] = 2
 #: a fitted box whose step share reaches no lower than this was fitted on whole-segment steps ...
 WHOLE_STEPS_SHARE: Final[float] = 0.5
 #: ... and does not take a trace whose step share is below this (small steps of every size:
@@ -290,6 +306,18 @@ WHOLE_SEGMENT: Final[float] = 1000.0
 #: tell Reno from CUBIC": quic-go's Reno and CUBIC both cut by 0.7
 MIN_SHARED_REDUCTIONS: Final[int] = 3
 REDUCTIONS_SHARED: Final[tuple[float, float]] = (0.6, 0.8)
+#: Reno by an undo into slow start: cuts by one of Reno's exact factors (quic-go's renoBeta 0.7,
+#: RFC 9002's 0.5, within UNDO_FACTOR_TOLERANCE; spread at most UNDO_SPREAD) and one of them
+#: undone, after which the window went on doubling (``n_undone_slow_start``,
+#: :func:`quicsm.controllers.features._undone_into_slow_start`): the sender restored its
+#: slow-start threshold with its window. quic-go v0.65.0 keeps undo state only in Reno mode and
+#: restores window, threshold and state (factor 0.69999-0.70000); quiche 0.30's CUBIC, the other
+#: controller of the lab that undoes, never rolls back into slow start. Linux's TCP undoes into
+#: slow start for any controller, but its cuts are gradual (proportional rate reduction: one
+#: drop of the window seen as 0.73 of it, CUBIC's included), not one exact factor
+UNDO_FACTORS: Final[tuple[float, ...]] = (0.5, 0.7)
+UNDO_FACTOR_TOLERANCE: Final[float] = 0.005
+UNDO_SPREAD: Final[float] = 0.02
 #: ProbeRTT depth (window in ProbeRTT over the window before) at or below which BBR is v1 (4
 #: packets), and at or above which it is v2/v3 (half the BDP)
 BBR1_PROBE_RTT_DEPTH: Final[float] = 0.1
@@ -311,8 +339,10 @@ class Verdict:
 
 #: the rules that name a controller: explicit BBRv2/v3 sub-phases, BBR phases with a ProbeRTT
 #: depth, losses without any decrease, boxes alone, boxes with the tie broken by the window's
-#: steps
-BASES: Final[tuple[str, ...]] = ("bbr-phases", "bbr-probe-rtt", "no-decrease", "boxes", "steps")
+#: steps, a cut by one of Reno's exact factors undone into slow start (:data:`UNDO_FACTORS`)
+BASES: Final[tuple[str, ...]] = (
+    "bbr-phases", "bbr-probe-rtt", "no-decrease", "boxes", "steps", "undo-slow-start"
+)  # fmt: skip
 
 
 def evidence_of(row: Mapping[str, Any]) -> dict[str, float]:
@@ -372,6 +402,11 @@ def _describe(row: Mapping[str, Any]) -> str:
             f"factor {row['beta']:.2f}"
             + (f" (spread {spread:.3f})" if spread is not None else "")
             + (f", {int(row['n_undone'])} undone" if row.get("n_undone") else "")
+            + (
+                f" ({int(row['n_undone_slow_start'])} into slow start)"
+                if row.get("n_undone_slow_start")
+                else ""
+            )
         )
     elif row.get("n_losses"):
         parts.append(f"{count(int(row['n_losses']), 'loss')}, no window reduction")
@@ -485,6 +520,9 @@ def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
         # too few cuts by a factor Reno and CUBIC share: only a box made for few cuts (its
         # n_reductions reaches below MIN_SHARED_REDUCTIONS: the growth after a cut) may take it
         few = [box for box in signatures if _few_cuts(box) and box.contains(evidence)]
+        undo = _undo_verdict(row, evidence, described, {box.family for box in few})
+        if undo is not None:
+            return undo
         if len({box.family for box in few}) != 1:
             return Verdict(
                 UNKNOWN,
@@ -499,6 +537,10 @@ def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
         described += "; RTT below timer resolution: growth per RTT not measurable"
     matched = [box for box in signatures if box.contains(evidence)]
     families = sorted({box.family for box in matched})
+    if set(families) != {NEWRENO}:
+        undo = _undo_verdict(row, evidence, described, set(families))
+        if undo is not None:
+            return undo
     if not families:
         return Verdict(
             UNKNOWN,
@@ -530,10 +572,68 @@ def _classify(row: Mapping[str, Any], signatures: Sequence[Box]) -> Verdict:
             ),
             tuple(families),
         )
+    if families[0] in (BBR1, BBR2) and len(families) == 1 and reductions < MIN_BBR_BOX_CUTS:
+        return Verdict(
+            UNKNOWN,
+            0.0,
+            described + f"; {count(reductions, 'reduction')} by {evidence['beta']:.2f}: one drop "
+            "of the window is no loss response to name BBR by (a gradual cut of any controller, "
+            "as Linux's proportional rate reduction, is seen as one drop by 0.7-0.9)"
+            + settle([f"{MIN_BBR_BOX_CUTS} reductions or more"], "too few to name BBR by its cuts"),
+            tuple(families),
+        )
+    if (
+        families == [NEWRENO]
+        and reductions >= DENSE_CUTS
+        and int(row.get("n_epochs") or 0) <= MAX_DENSE_EPOCHS
+        and not _below_resolution(row)
+    ):
+        return Verdict(
+            UNKNOWN,
+            0.0,
+            described + f"; {count(reductions, 'reduction')} with growth over at most "
+            f"{count(MAX_DENSE_EPOCHS, 'congestion-avoidance interval')}: cut every few RTTs, "
+            "where a CUBIC whose Reno-friendly estimate grows with the time since the cut "
+            "(quinn's) climbs like Reno in the rounds that count"
+            + settle(
+                ["growth between cuts (the cuts came too close together)"],
+                "too little growth between cuts to tell Reno from CUBIC",
+            ),
+            tuple(families),
+        )
     unseen = _unseen_rtt(evidence, families[0], signatures)
     if unseen:
         return Verdict(UNKNOWN, 0.0, described + "; " + unseen, tuple(families))
     return Verdict(families[0], round(_amount(row), 3), described, tuple(families), basis)
+
+
+def _undo_verdict(
+    row: Mapping[str, Any], evidence: Mapping[str, float], described: str, boxed: set[str]
+) -> Verdict | None:
+    """Reno by an undo into slow start (:data:`UNDO_FACTORS`), or ``unknown`` when boxes of
+    another family take the trace; None when the trace shows no such undo. ``boxed`` are the
+    families whose boxes take the trace."""
+    if (
+        not row.get("n_undone_slow_start")
+        or not any(abs(evidence["beta"] - f) <= UNDO_FACTOR_TOLERANCE for f in UNDO_FACTORS)
+        or evidence.get("beta_spread", 0.0) > UNDO_SPREAD
+    ):
+        return None
+    words = (
+        "; a cut undone into slow start: the window restored and doubling again, so its "
+        "threshold was restored with it (Reno's undo in quic-go; quiche's CUBIC never rolls back "
+        "into slow start, quic-go's CUBIC keeps no undo state)"
+    )
+    if boxed - {NEWRENO}:
+        return Verdict(
+            UNKNOWN,
+            0.0,
+            described + words + f"; but {' and '.join(sorted(boxed - {NEWRENO}))} boxes take it: "
+            "ambiguous",
+            tuple(sorted(boxed | {NEWRENO})),
+        )
+    return Verdict(NEWRENO, round(_amount(row), 3), described + words, (NEWRENO,),
+                   basis="undo-slow-start")  # fmt: skip
 
 
 def _few_cuts(box: Box) -> bool:

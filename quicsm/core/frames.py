@@ -7,13 +7,15 @@ and consecutive repeats of a state are not transitions.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import numpy as np
 import polars as pl
 
 from quicsm.core.errors import InputError
 from quicsm.core.states import STATE_DTYPE
+
+if TYPE_CHECKING:  # imported where used: reading a file does not need numpy
+    import numpy as np
 
 VANTAGE_DTYPE: Final[pl.Enum] = pl.Enum(["client", "server", "unknown"])
 SOURCE_DTYPE: Final[pl.Enum] = pl.Enum(["explicit", "derived"])
@@ -97,6 +99,8 @@ def normalize_transitions(df: pl.DataFrame) -> pl.DataFrame:
     - drops consecutive repeats of the same state within a trace;
     - fills a missing ``end_ms`` with the trace's last transition time.
     """
+    import numpy as np
+
     missing = {"trace", "time_ms", "state"} - set(df.columns)
     if missing:
         raise InputError(

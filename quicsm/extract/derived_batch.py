@@ -3,14 +3,16 @@ derivers' arrays (:class:`DerivedBatch`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import polars as pl
 
 from quicsm.core.frames import TRANSITIONS_SCHEMA
 from quicsm.extract.deriver import STATE_CODES, CompactRows
 from quicsm.extract.loading import TIME_DECIMALS
+
+if TYPE_CHECKING:  # imported where used: reading a file does not need numpy
+    import numpy as np
 
 
 class DerivedBatch:
@@ -54,6 +56,8 @@ class DerivedBatch:
 
     def frame(self) -> pl.DataFrame:
         """Every trace's rows, in the order the traces were added."""
+        import numpy as np
+
         schema = TRANSITIONS_SCHEMA
         lengths = np.asarray(self.lengths, dtype=np.int64)
         k, n = len(lengths), int(lengths.sum())

@@ -41,9 +41,8 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import numpy as np
 import polars as pl
 from polars.exceptions import PanicException as _PanicException
 
@@ -53,6 +52,9 @@ from quicsm.core.errors import QlogError, QuicsmError, out_of_memory, released
 from quicsm.core.frames import KEY_DTYPE, TRANSITIONS_SCHEMA
 from quicsm.core.states import STATE_DTYPE, UNKNOWN
 from quicsm.qlog.events import MAX_MAGNITUDE
+
+if TYPE_CHECKING:  # imported where used: reading a file does not need numpy
+    import numpy as np
 
 REQUIRED: Final[tuple[str, ...]] = ("trace", "time_ms", "state")
 OPTIONAL: Final[tuple[str, ...]] = (
@@ -89,6 +91,8 @@ class _LineEnds:
         self.cuts: list[int] = []  # where chunks end: line ends about chunk_bytes apart
 
     def scan(self, data: bytes) -> None:
+        import numpy as np
+
         for lo in range(0, len(data), _SCAN_BYTES):
             hi = min(lo + _SCAN_BYTES, len(data))
             plain = not self.odd and self.max_line_bytes >= _SCAN_BYTES
@@ -548,6 +552,8 @@ def _finish(parts: list[pl.DataFrame], summary: list[pl.DataFrame] | None = None
     traces one after another (no hashing of the ids), a window over integer ids otherwise (a
     nested window over the ids themselves cost time superlinear in their number: 44 s at a
     million traces). The table's :func:`trace_summary` goes to ``summary`` when it is given."""
+    import numpy as np
+
     if not parts:
         if summary is not None:
             summary.append(trace_summary(pl.DataFrame(schema=TRANSITIONS_SCHEMA)))
@@ -599,6 +605,8 @@ def trace_groups(trace: pl.Series) -> pl.Series:
 def _run_starts(trace: pl.Series) -> np.ndarray | None:
     """Where the runs of equal ids start when each trace is one run (its rows one after
     another), else None; ids without nulls."""
+    import numpy as np
+
     if trace.null_count():
         return None
     if trace.len() < 2:
