@@ -19,6 +19,15 @@ mkdir -p "$build"
 log() { echo "build.sh: $*" >&2; }
 die() { echo "build.sh: ERROR: $*" >&2; exit 1; }
 hash_of() { cat "$@" | sha256sum | cut -c1-16; }
+# built_from STAMP FILE...: the stamp and the files it hashes, as members of a stacks.json
+# entry; the lab hashes the files again and refuses a stack whose sources changed since.
+built_from() {
+  local stamp="$1" sep="" f
+  shift
+  printf ', "stamp": "%s", "sources": [' "$stamp"
+  for f in "$@"; do printf '%s"%s"' "$sep" "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")"; sep=", "; done
+  printf ']'
+}
 
 # apply_patch SRC_DIR PATCH: a patch that does not apply exactly is a hard error.
 apply_patch() {
@@ -73,8 +82,8 @@ EOF
       die "quic-go $version: build failed"
     echo "$stamp" >"$dir/.stamp"
   fi
-  entries+=("$(printf '{"stack": "quic-go", "version": "%s", "patch": "quic-go/%s.patch", "server": ["%s"], "client": ["%s"], "env": {}, "controllers": %s}' \
-    "$version" "$version" "$bin" "$bin" "$ccs")")
+  entries+=("$(printf '{"stack": "quic-go", "version": "%s", "patch": "quic-go/%s.patch", "server": ["%s"], "client": ["%s"], "env": {}, "controllers": %s%s}' \
+    "$version" "$version" "$bin" "$bin" "$ccs" "$(built_from "$stamp" "$patchfile" "$labsrc" "$0")")")
 }
 
 # ------------------------------------------------------------------ aioquic (Python package index)
@@ -105,8 +114,9 @@ build_aioquic() {
     "$venv/bin/python" -m pip install -q "$dir/src" || die "aioquic $version: install failed"
     echo "$stamp" >"$dir/.stamp"
   fi
-  entries+=("$(printf '{"stack": "aioquic", "version": "%s", "patch": "aioquic/%s.patch", "server": ["%s", "%s"], "client": ["%s", "%s"], "env": {}, "controllers": ["cubic", "reno"]}' \
-    "$version" "$version" "$venv/bin/python" "$labsrc" "$venv/bin/python" "$labsrc")")
+  entries+=("$(printf '{"stack": "aioquic", "version": "%s", "patch": "aioquic/%s.patch", "server": ["%s", "%s"], "client": ["%s", "%s"], "env": {}, "controllers": ["cubic", "reno"]%s}' \
+    "$version" "$version" "$venv/bin/python" "$labsrc" "$venv/bin/python" "$labsrc" \
+    "$(built_from "$stamp" "$patchfile" "$0")")")
 }
 
 # ------------------------------------------------------------------ Rust crates (cargo's registry)
@@ -165,8 +175,8 @@ build_rust() {
     cp "$cargo_target/release/quicsm-$stack" "$bin"
     echo "$stamp" >"$dir/.stamp"
   fi
-  entries+=("$(printf '{"stack": "%s", "version": "%s", "patch": "%s", "server": ["%s"], "client": ["%s"], "env": {}, "controllers": %s}' \
-    "$stack" "$version" "$5" "$bin" "$bin" "$ccs")")
+  entries+=("$(printf '{"stack": "%s", "version": "%s", "patch": "%s", "server": ["%s"], "client": ["%s"], "env": {}, "controllers": %s%s}' \
+    "$stack" "$version" "$5" "$bin" "$bin" "$ccs" "$(built_from "$stamp" "$patchfile" "$labsrc" "$0")")")
 }
 
 # ------------------------------------------------------------------ stock quic-go (no patch)
@@ -199,8 +209,8 @@ build_quicgo_stock() {
       die "quic-go $version (stock): build failed"
     echo "$stamp" >"$dir/.stamp"
   fi
-  stock_entries+=("$(printf '{"stack": "quic-go-stock", "version": "%s", "patch": "", "server": ["%s"], "client": ["%s"], "env": {}}' \
-    "$version" "$bin" "$bin")")
+  stock_entries+=("$(printf '{"stack": "quic-go-stock", "version": "%s", "patch": "", "server": ["%s"], "client": ["%s"], "env": {}%s}' \
+    "$version" "$bin" "$bin" "$(built_from "$stamp" "$labsrc" "$0")")")
 }
 
 want() { [[ -z "$only" || "$1" == *"$only"* ]]; }

@@ -167,3 +167,76 @@ def test_kernel_tcp_runs_only_when_named(tmp_path: Path) -> None:
     assert [r.stack.key for r in named] == [s.key for s in kernel if s.cc_algorithm == "cubic"]
     assert not needs_built_stacks(("linux-tcp", "linux-tcp@6/bbr"))
     assert needs_built_stacks(()) and needs_built_stacks(("linux-tcp", "quinn"))
+
+
+def _stamp(*paths: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()[:16]
+
+
+def test_a_stack_built_from_changed_sources_is_refused_when_planned(tmp_path: Path) -> None:
+    patch, lab = tmp_path / "v1.patch", tmp_path / "main.go"
+    patch.write_text("--- a\n+++ b\n")
+    lab.write_text("package main\n")
+    sources = [str(patch), str(lab)]
+    entry = _entry(controllers=["cubic"], stamp=_stamp(patch, lab), sources=sources)
+    (fresh,) = load_stacks(_write(tmp_path, [entry]))
+    assert fresh.stale == ""
+    scen = tmp_path / "s.toml"
+    scen.write_text('[run]\nrepetitions = 1\n[[scenario]]\nname = "x"\n')
+    assert [r.stack for r in plan_runs(load_plan(scen), [fresh])] == [fresh]
+
+    lab.write_text("package main\n// a flag added since the build\n")
+    (old,) = load_stacks(_write(tmp_path, [entry]))
+    assert "quinn 0.11.12" in old.stale and "v1.patch, main.go changed since" in old.stale
+    refused = r"entry 1 \(quinn 0.11.12\).*rebuild it with scripts/setup"
+    with pytest.raises(InputError, match=refused):
+        plan_runs(load_plan(scen), [old])
+    # a stack not planned is not in the way
+    other = Stack(stack="quic-go", version="1", server=("s",), client=("c",))
+    assert [r.stack for r in plan_runs(load_plan(scen), [other, old], only=("quic-go",))] == [other]
+
+    lab.unlink()
+    (gone,) = load_stacks(_write(tmp_path, [entry]))
+    assert f"its source {lab} is gone" in gone.stale
+
+
+@pytest.mark.parametrize(
+    "over",
+    [{"stamp": "ab"}, {"sources": ["/x"]}, {"stamp": 1, "sources": ["/x"]},
+     {"stamp": "a", "sources": []}, {"stamp": "a", "sources": [1]}],
+)  # fmt: skip
+def test_a_malformed_stamp_names_file_and_entry(tmp_path: Path, over: dict[str, object]) -> None:
+    with pytest.raises(InputError, match=r"stacks.json: entry 1: expected .*sources"):
+        load_stacks(_write(tmp_path, [_entry(**over)]))
+
+
+def test_build_script_records_the_stamp_the_lab_checks(tmp_path: Path) -> None:
+    """The shell's built_from and hash_of, run as build.sh defines them, give the members the
+    lab reads and a stamp it computes again."""
+    import subprocess
+
+    script = (ROOT / "instrumentation-patches" / "build.sh").read_text()
+    helpers = "\n".join(
+        line for line in script.splitlines() if line.startswith(("hash_of()", "built_from()"))
+    )
+    start = script.index("built_from() {")
+    body = script[start : script.index("\n}\n", start) + 3]
+    a, b = tmp_path / "one.patch", tmp_path / "lab" / "main.rs"
+    b.parent.mkdir()
+    a.write_text("one\n")
+    b.write_text("two\n")
+    shell = (
+        f"{helpers.splitlines()[0]}\n{body}\n"
+        f'stamp="$(hash_of {a} {b})"\n'
+        'printf \'[{"stack": "s", "version": "1", "server": ["/bin/q"], '
+        '"client": ["/bin/q"]%s}]\' '
+        f'"$(built_from "$stamp" {a} {b})"\n'
+    )
+    out = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, check=True).stdout
+    entry = json.loads(out)[0]
+    assert entry["sources"] == [str(a), str(b)] and entry["stamp"] == _stamp(a, b)
+    path = tmp_path / "stacks.json"
+    path.write_text(out)
+    assert load_stacks(path)[0].stale == ""

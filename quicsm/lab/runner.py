@@ -48,7 +48,7 @@ from quicsm.lab.ippath import (
 from quicsm.lab.link import link_config_to_dict
 from quicsm.lab.procs import Child, stop_all
 from quicsm.lab.scenario import Plan, Scenario
-from quicsm.lab.stacks import KERNEL_TCP, Stack, select_stacks
+from quicsm.lab.stacks import KERNEL_TCP, Stack, refuse_stale, select_stacks
 
 Labels = dict[str, Any]
 
@@ -99,6 +99,7 @@ def plan_runs(plan: Plan, stacks: list[Stack], *, only: tuple[str, ...] = ()) ->
             # a scenario for every stack runs the kernel's TCP too when --stack names it
             base = chosen if scenario.stacks else stacks
             chosen = [s for s in base if any(s.matches(o) for o in only)]
+        refuse_stale(chosen)
         reps: list[list[RunSpec]] = []
         for n in range(1, scenario.repetitions + 1):
             seed = run_seed(plan.seed, scenario.name, n)

@@ -2,19 +2,25 @@
 
 ``instrumentation-patches/build.sh`` writes that file: a list of objects
 ``{"stack", "version", "server": [argv...], "client": [argv...], "env": {...}}`` (optionally
-``"patch"`` and ``"controllers"``). Every program speaks the same command line (``server
---listen HOST:PORT --qlog-dir DIR`` / ``client --connect HOST:PORT --objects N --object-size
-BYTES --qlog-dir DIR [--parallel P]``). Relative paths in argv are resolved against the file's
-directory.
+``"patch"``, ``"controllers"``, and ``"stamp"`` with ``"sources"``). Every program speaks the
+same command line (``server --listen HOST:PORT --qlog-dir DIR`` / ``client --connect HOST:PORT
+--objects N --object-size BYTES --qlog-dir DIR [--parallel P]``). Relative paths in argv are
+resolved against the file's directory.
 
 ``"controllers"`` lists the congestion controllers the program can run; each becomes one
 :class:`Stack` whose environment sets ``QUICSM_CC`` to it (the programs read it at start-up)
 and whose runs are labelled ``cc_algorithm``. An entry without ``controllers`` is one stack
 without a ``cc_algorithm`` label.
+
+``"sources"`` are the files a program was built from and ``"stamp"`` the first 16 hex digits
+of the SHA-256 of their bytes end to end. The lab computes it again: a stack whose patch or
+lab program changed since it was built is *stale*, and planning a run of it is an error that
+says to rebuild (a program older than its sources may lack an option the runner passes).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import re
@@ -41,6 +47,8 @@ class Stack:
     env: dict[str, str] = field(default_factory=dict)
     patch: str = ""
     cc_algorithm: str = ""
+    #: why the built program no longer matches its sources ("" when it does, or is unknown)
+    stale: str = ""
 
     @property
     def key(self) -> str:
@@ -86,6 +94,28 @@ def _controllers(value: object, where: str) -> list[str]:
     return list(value)
 
 
+def _stale(entry: dict[str, object], where: str) -> str:
+    """Why the entry's program is older than its sources, or "" (no ``stamp`` recorded, or
+    the same hash)."""
+    stamp, sources = entry.get("stamp"), entry.get("sources")
+    if stamp is None and sources is None:
+        return ""
+    if not isinstance(stamp, str) or not isinstance(sources, list) or not sources:
+        raise InputError(f"{where}: expected 'stamp' (a string) with 'sources' (a list of paths)")
+    digest = hashlib.sha256()
+    for source in sources:
+        if not isinstance(source, str):
+            raise InputError(f"{where}: expected 'sources' to list paths, got {source!r}")
+        try:
+            digest.update(Path(source).read_bytes())
+        except OSError:
+            return f"its source {source} is gone"
+    if digest.hexdigest()[:16] != stamp:
+        names = ", ".join(Path(s).name for s in sources)
+        return f"built from other sources than these ({names} changed since)"
+    return ""
+
+
 def load_stacks(path: str | Path = DEFAULT_STACKS_FILE) -> list[Stack]:
     """Read the stacks file; errors name the file and the entry."""
     path = Path(path)
@@ -111,6 +141,7 @@ def load_stacks(path: str | Path = DEFAULT_STACKS_FILE) -> list[Stack]:
         controllers = _controllers(entry.get("controllers"), where)
         server = _argv(entry.get("server"), path.parent, f"{where}.server")
         client = _argv(entry.get("client"), path.parent, f"{where}.client")
+        stale = _stale(entry, where)
         for cc in controllers:
             stacks.append(
                 Stack(
@@ -121,6 +152,7 @@ def load_stacks(path: str | Path = DEFAULT_STACKS_FILE) -> list[Stack]:
                     env={str(k): str(v) for k, v in env.items()} | ({CC_ENV: cc} if cc else {}),
                     patch=str(entry.get("patch", "")),
                     cc_algorithm=cc,
+                    stale=f"{where} ({entry['stack']} {entry['version']}): {stale}" * bool(stale),
                 )
             )
     return stacks
@@ -179,3 +211,13 @@ def select_stacks(stacks: list[Stack], selectors: tuple[str, ...], *, where: str
             raise InputError(f"{where}: stack {sel!r} is not built (built: {known})")
         chosen.extend(s for s in found if s not in chosen)
     return chosen
+
+
+def refuse_stale(stacks: list[Stack]) -> None:
+    """An error naming the first stack whose program is older than its sources."""
+    for s in stacks:
+        if s.stale:
+            raise InputError(
+                f"{s.stale}: rebuild it with scripts/setup --lab "
+                f"(or instrumentation-patches/build.sh {s.stack})"
+            )
