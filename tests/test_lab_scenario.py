@@ -145,6 +145,7 @@ def test_shipped_scenario_files_load(path: Path) -> None:
         "identify-conditions": 1,
         "identify-loopback": 2,
         "identify-stock": 2,
+        "identify-reorder": 3,
         "packet-states": 2,
     }
     least = next((n for k, n in fewer.items() if path.name.startswith(k)), 5)
