@@ -37,6 +37,7 @@ from quicsm.controllers.features import (
     LIMITED_SHARE,
     LIMITED_SLACK_BYTES,
     MIN_EPOCH_POINTS,
+    MIN_EPOCH_RTTS,
     SEGMENT_BYTES,
     UNDO_RTTS,
     UNDO_SHARE,
@@ -93,8 +94,12 @@ def _run_medians(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.nda
     for first, last in zip(
         np.concatenate(([0], bounds)).tolist(), np.append(bounds, len(values)).tolist(), strict=True
     ):
-        if last > first:
-            out[group[first]] = np.median(values[first:last])
+        size = last - first
+        if size % 2:
+            out[group[first]] = np.partition(values[first:last], size // 2)[size // 2]
+        elif size:
+            middle = np.partition(values[first:last], (size // 2 - 1, size // 2))
+            out[group[first]] = (middle[size // 2 - 1] + middle[size // 2]) / 2.0
     return out
 
 
@@ -145,8 +150,12 @@ class _Columns:
             dtype=np.int64,
         )
         code = np.repeat(run_codes, np.diff(np.append(runs, metrics.height)))
-        order = np.argsort(code, kind="stable")
-        order = order[code[order] >= 0]
+        if len(run_codes) and np.all(run_codes[1:] > run_codes[:-1]) and run_codes[0] >= 0:
+            order = np.arange(metrics.height)  # the traces' rows already one trace after another
+        else:
+            order = np.argsort(code, kind="stable")
+            order = order[code[order] >= 0]
+        self.in_order = len(order) == metrics.height
         self.n_traces = len(names)
         self.trace = code[order]
         counts = np.bincount(self.trace, minlength=len(names))
@@ -155,10 +164,11 @@ class _Columns:
 
         def floats(name: str) -> np.ndarray:
             column = metrics[name].fill_null(float("nan")).to_numpy().astype(float)
-            return np.ascontiguousarray(column[order])
+            return column if self.in_order else np.ascontiguousarray(column[order])
 
         def flags(value: str) -> np.ndarray:
-            return (metrics["event"] == value).fill_null(False).to_numpy()[order]
+            column = (metrics["event"] == value).fill_null(False).to_numpy()
+            return column if self.in_order else column[order]
 
         self.metrics = metrics
         self.order = order
@@ -391,7 +401,20 @@ def _epochs(
     filled = spans.hi > spans.lo
     points = np.zeros(len(spans.lo), dtype=np.int64)
     points[filled] = 1 + changes[spans.hi[filled] - 1] - changes[spans.lo[filled]]
-    for k in np.flatnonzero((spans.hi - spans.lo >= 2) & (points >= MIN_EPOCH_POINTS)).tolist():
+    usable = (spans.hi - spans.lo >= 2) & (points >= MIN_EPOCH_POINTS)
+    # ack-clocked rounds: too few between the first point kept and the last (the check of
+    # features._epoch, on those two points)
+    changed = np.concatenate(
+        ([-1], np.where(window[1:] != window[:-1], np.arange(1, len(window)), -1))
+    )
+    last_change = np.maximum.accumulate(changed) if len(changed) else changed
+    acked_spans = np.flatnonzero(usable & has_acked[spans.trace])
+    if len(acked_spans):
+        lo, hi = spans.lo[acked_spans], spans.hi[acked_spans]
+        last_point = np.maximum(last_change[hi - 1], lo)
+        total = acked[known[last_point]] - acked[known[lo]]
+        usable[acked_spans[total < MIN_EPOCH_RTTS]] = False
+    for k in np.flatnonzero(usable).tolist():
         rows = known[spans.lo[k] : spans.hi[k]]
         g = int(spans.trace[k])
         epoch = _epoch(
@@ -548,19 +571,26 @@ def _cut_fits(
     before_end = _searches(c.times, c.starts, trace, end_time, "left")
     lo = np.searchsorted(known, after_cut, side="left")
     hi = np.maximum(np.searchsorted(known, before_end, side="left"), lo)
+    # too short a time after the cut (the check of features._cut_fit, on the last row)
+    spans_short = np.zeros(len(p), dtype=bool)
+    filled = hi > lo
+    spans_short[filled] = (c.times[known[hi[filled] - 1]] - t_cut[filled]) < (
+        MIN_EPOCH_RTTS * srtt[filled]
+    )
     last_w_max: list[float | None] = [None] * n
     for k in range(len(p)):
         g = int(trace[k])
         if is_undone[k]:
             undone[g] += 1
-            s, e = int(c.starts[g]), int(c.ends[g])
+            # the trace's rows from the cut's on: the function reads none before
+            s, e = int(a[k]), int(c.ends[g])
             into_slow_start[g] += _undone_into_slow_start(
-                c.times[s:e], c.cwnd[s:e], rtt[s:e], int(a[k]) - s, int(b[k]) - s
+                c.times[s:e], c.cwnd[s:e], rtt[s:e], 0, int(b[k]) - s
             )
             continue
         w_max = cubic_w_max_after(float(w_before[k]) / SEGMENT_BYTES, last_w_max[g])
         last_w_max[g] = w_max
-        if hi[k] - lo[k] < MIN_EPOCH_POINTS:
+        if hi[k] - lo[k] < MIN_EPOCH_POINTS or spans_short[k]:
             continue
         rows = known[lo[k] : hi[k]]
         score = _cut_fit(
@@ -610,7 +640,12 @@ def compute_features(metrics: pl.DataFrame, transitions: pl.DataFrame) -> pl.Dat
     median_raw = _run_medians(c.rtt_raw[rtt_rows], c.trace[rtt_rows], n)
     seconds = (np.abs(first_rtt - 0.333) < 0.0005) & (median_raw < 1.0)
     rtt = np.where(seconds[c.trace], c.rtt_raw * 1000.0, c.rtt_raw)
-    rtt_median = _run_medians(rtt[rtt_rows], c.trace[rtt_rows], n)
+    rtt_median = median_raw.copy()
+    if seconds.any():
+        scaled = seconds[c.trace[rtt_rows]]
+        rtt_median[seconds] = _run_medians(rtt[rtt_rows][scaled], c.trace[rtt_rows][scaled], n)[
+            seconds
+        ]
     # the loss markers: loss events, or entries into Recovery where none is logged
     n_losses = count(c.is_lost)
     is_metrics = c.is_metrics.copy()
