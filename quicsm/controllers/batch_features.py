@@ -80,9 +80,10 @@ def _medians(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray
     odd = counts % 2 == 1
     some = counts > 0
     upper = starts + counts // 2
-    out[some & odd] = ranked[upper[some & odd]]
+    # np.median's mean of the middle value(s) adds them to 0.0 (so -0.0 comes out 0.0)
+    out[some & odd] = 0.0 + ranked[upper[some & odd]]
     even = some & ~odd
-    out[even] = (ranked[upper[even] - 1] + ranked[upper[even]]) / 2.0
+    out[even] = ((0.0 + ranked[upper[even] - 1]) + ranked[upper[even]]) / 2.0
     return out
 
 
@@ -96,10 +97,10 @@ def _run_medians(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.nda
     ):
         size = last - first
         if size % 2:
-            out[group[first]] = np.partition(values[first:last], size // 2)[size // 2]
+            out[group[first]] = 0.0 + np.partition(values[first:last], size // 2)[size // 2]
         elif size:
             middle = np.partition(values[first:last], (size // 2 - 1, size // 2))
-            out[group[first]] = (middle[size // 2 - 1] + middle[size // 2]) / 2.0
+            out[group[first]] = ((0.0 + middle[size // 2 - 1]) + middle[size // 2]) / 2.0
     return out
 
 
@@ -150,12 +151,13 @@ class _Columns:
             dtype=np.int64,
         )
         code = np.repeat(run_codes, np.diff(np.append(runs, metrics.height)))
-        if len(run_codes) and np.all(run_codes[1:] > run_codes[:-1]) and run_codes[0] >= 0:
-            order = np.arange(metrics.height)  # the traces' rows already one trace after another
+        # the traces' rows already one trace after another, in the traces' order
+        self.in_order = bool(np.all(run_codes[1:] > run_codes[:-1]) and np.all(run_codes >= 0))
+        if self.in_order:
+            order = np.arange(metrics.height)
         else:
             order = np.argsort(code, kind="stable")
             order = order[code[order] >= 0]
-        self.in_order = len(order) == metrics.height
         self.n_traces = len(names)
         self.trace = code[order]
         counts = np.bincount(self.trace, minlength=len(names))
@@ -205,6 +207,8 @@ class _Columns:
 
 def _carried_before(values: np.ndarray, trace: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """The last value logged strictly before each row in its trace (NaN before the first)."""
+    if not len(values):
+        return values.copy()
     known = ~np.isnan(values)
     last = np.maximum.accumulate(np.where(known, np.arange(len(values)), -1))
     before = np.concatenate(([-1], last[:-1]))
@@ -214,6 +218,8 @@ def _carried_before(values: np.ndarray, trace: np.ndarray, starts: np.ndarray) -
 
 def _carried_at(values: np.ndarray, trace: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """The last value logged at or before each row in its trace (NaN before the first)."""
+    if not len(values):
+        return values.copy()
     known = ~np.isnan(values)
     last = np.maximum.accumulate(np.where(known, np.arange(len(values)), -1))
     valid = last >= starts[trace]
