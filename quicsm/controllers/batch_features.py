@@ -104,25 +104,6 @@ def _run_medians(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.nda
     return out
 
 
-def _searches(
-    times: np.ndarray, starts: np.ndarray, group: np.ndarray, values: np.ndarray, side: str
-) -> np.ndarray:
-    """For each value, the row (global) where it would go in its trace's times (``group``: the
-    trace of each value, in non-decreasing order)."""
-    out = np.empty(len(values), dtype=np.int64)
-    if not len(values):
-        return out
-    bounds = np.flatnonzero(np.diff(group)) + 1
-    firsts = np.concatenate(([0], bounds))
-    lasts = np.concatenate((bounds, [len(values)]))
-    ends = np.append(starts[1:], len(times))
-    for first, last in zip(firsts.tolist(), lasts.tolist(), strict=True):
-        g = int(group[first])
-        s, e = int(starts[g]), int(ends[g])
-        out[first:last] = s + np.searchsorted(times[s:e], values[first:last], side=side)  # type: ignore[call-overload]
-    return out
-
-
 def _segment_sums(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """``values[lo:hi].sum()`` of every range, as numpy sums each (0 for an empty one)."""
     out = np.zeros(len(lo))
@@ -173,6 +154,7 @@ class _Columns:
             return column if self.in_order else column[order]
 
         self.metrics = metrics
+        self._keys: np.ndarray | None = None
         self.order = order
         self.times = floats("time_ms")
         self.cwnd = floats("cwnd_bytes")
@@ -181,6 +163,20 @@ class _Columns:
         self.is_metrics = flags("metrics")
         self.is_lost = flags("packet_lost")
         self.is_pto = flags("pto")
+
+    def search(self, trace: np.ndarray, values: np.ndarray, side: str) -> np.ndarray:
+        """For each value, the row (global) where it would go among its trace's times, as
+        ``np.searchsorted`` of the trace's times finds it: one search of all rows, ordered by
+        trace and then by time (complex numbers compare by their real part, then their
+        imaginary part; a time that is not a number, in a trace out of order, which takes the
+        per-trace path, counts as 0 so as not to disturb the order)."""
+        if self._keys is None:
+            self._keys = np.empty(len(self.times), dtype=complex)
+            self._keys.real = self.trace
+            self._keys.imag = np.nan_to_num(self.times, nan=0.0)
+        query = np.empty(len(values), dtype=complex)
+        query.real, query.imag = trace, values
+        return np.searchsorted(self._keys, query, side=side)  # type: ignore[call-overload,no-any-return]
 
     def per_trace(self, flags: np.ndarray) -> np.ndarray:
         """How many rows of each trace have ``flags``."""
@@ -290,10 +286,10 @@ def _reductions(
     first, srtt, horizon = _loss_events(c, is_loss, rtt)
     trace = c.trace[first]
     t0 = c.times[first]
-    end = np.maximum(_searches(c.times, c.starts, trace, horizon, "right"), first + 1)
+    end = np.maximum(c.search(trace, horizon, "right"), first + 1)
     # the most bytes in flight in the RTT before each loss event (0 without any)
-    lo = _searches(c.times, c.starts, trace, t0 - srtt, "left")
-    hi = _searches(c.times, c.starts, trace, t0, "right")
+    lo = c.search(trace, t0 - srtt, "left")
+    hi = c.search(trace, t0, "right")
     flight_before = np.zeros(len(first))
     known_flight = np.concatenate(([0], np.cumsum(~np.isnan(c.flight))))
     some = (hi > lo) & (known_flight[np.maximum(hi, lo)] > known_flight[lo])
@@ -380,8 +376,8 @@ class _Intervals:
     ) -> None:
         order = np.argsort(trace, kind="stable")
         self.trace, self.start, self.end = trace[order], start[order], end[order]
-        first_row = _searches(c.times, c.starts, self.trace, self.start, "left")
-        last_row = _searches(c.times, c.starts, self.trace, self.end, "left")
+        first_row = c.search(self.trace, self.start, "left")
+        last_row = c.search(self.trace, self.end, "left")
         self.lo = np.searchsorted(known, first_row, side="left")
         self.hi = np.maximum(np.searchsorted(known, last_row, side="left"), self.lo)
 
@@ -531,8 +527,7 @@ def _cut_fits(
     t_cut = c.times[b]
     losses = np.concatenate(([0], np.cumsum(is_loss)))
     near = (
-        losses[_searches(c.times, c.starts, trace, t_cut, "right")]
-        - losses[_searches(c.times, c.starts, trace, t_cut - 2 * srtt, "left")]
+        losses[c.search(trace, t_cut, "right")] - losses[c.search(trace, t_cut - 2 * srtt, "left")]
     )
     cut = (near > 0) & (srtt > 0)
     p, a, b, trace, srtt, t_cut = p[cut], a[cut], b[cut], trace[cut], srtt[cut], t_cut[cut]
@@ -541,7 +536,7 @@ def _cut_fits(
     # a step back to UNDO_SHARE of the window before the cut (the rows scanned end past the
     # time limit, found with some slack and checked row by row)
     margin = 1e-9 * (np.abs(t_cut) + np.abs(srtt)) + 1e-300
-    limit = _searches(c.times, c.starts, trace, t_cut + UNDO_RTTS * srtt + margin, "right")
+    limit = c.search(trace, t_cut + UNDO_RTTS * srtt + margin, "right")
     scan_end = np.maximum(np.searchsorted(known, limit, side="left"), p + 2)
     scanned, owner = _ranges(p + 2, scan_end)
     previous, current = window[scanned - 1], window[scanned]
@@ -562,7 +557,7 @@ def _cut_fits(
     is_undone = first_back < first_stop
     # the rows with a window logged after each cut and before the next loss
     loss_rows = np.flatnonzero(is_loss)
-    after_cut = _searches(c.times, c.starts, trace, t_cut, "right")
+    after_cut = c.search(trace, t_cut, "right")
     next_loss = np.searchsorted(loss_rows, after_cut, side="left")
     ends = c.ends[trace]
     has_next = next_loss < len(loss_rows)
@@ -574,7 +569,7 @@ def _cut_fits(
         else 0.0,
         c.times[ends - 1] + 1.0,
     )
-    before_end = _searches(c.times, c.starts, trace, end_time, "left")
+    before_end = c.search(trace, end_time, "left")
     lo = np.searchsorted(known, after_cut, side="left")
     hi = np.maximum(np.searchsorted(known, before_end, side="left"), lo)
     # too short a time after the cut (the check of features._cut_fit, on the last row)
@@ -623,7 +618,7 @@ def _recovery_markers(c: _Columns, transitions: pl.DataFrame, no_losses: np.ndar
     code, t = code[pick], entries["time_ms"].to_numpy().astype(float)[pick]
     order = np.argsort(code, kind="stable")
     code, t = code[order], t[order]
-    k = _searches(c.times, c.starts, code, t, "left") - 1
+    k = c.search(code, t, "left") - 1
     inside = k >= c.starts[code]
     return k[inside]
 
