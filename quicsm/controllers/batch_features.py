@@ -84,6 +84,7 @@ def _medians(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray
     out[some & odd] = 0.0 + ranked[upper[some & odd]]
     even = some & ~odd
     out[even] = ((0.0 + ranked[upper[even] - 1]) + ranked[upper[even]]) / 2.0
+    out[np.bincount(group[np.isnan(values)], minlength=n_groups) > 0] = np.nan  # as np.median
     return out
 
 
@@ -176,7 +177,7 @@ class _Columns:
             self._keys.imag = np.nan_to_num(self.times, nan=0.0)
         query = np.empty(len(values), dtype=complex)
         query.real, query.imag = trace, values
-        return np.searchsorted(self._keys, query, side=side)  # type: ignore[call-overload,no-any-return]
+        return np.searchsorted(self._keys, query, side=side)  # type: ignore[call-overload]
 
     def per_trace(self, flags: np.ndarray) -> np.ndarray:
         """How many rows of each trace have ``flags``."""
@@ -731,10 +732,16 @@ def compute_features(metrics: pl.DataFrame, transitions: pl.DataFrame) -> pl.Dat
         bounds[0::2], bounds[1::2] = first_known[gainful], last_known
         largest[gainful] = np.maximum.reduceat(np.append(c.cwnd[known], np.nan), bounds)[0::2]
     n_metrics = count(c.is_metrics)
+    # the medians over each trace's epochs and cut fits
+    fitted = np.array([g for g in range(n) for _ in epochs[g]], dtype=np.int64)
+    fits = np.array([e for own in epochs for e in own], dtype=float).reshape(-1, 4)
+    growth, curvature, cubic_fit = (_medians(fits[:, k], fitted, n) for k in (0, 1, 3))
+    scored = np.array([g for g in range(n) for _ in cuts[g]], dtype=np.int64)
+    cut_fit = _medians(np.array([x for own in cuts for x in own], dtype=float), scored, n)
+    n_flights = np.bincount(flight_trace, minlength=n)
     rows: list[dict[str, Any]] = []
     for g in range(n):
         first_window = c.cwnd[known[first_known[g]]] if has_cwnd[g] else math.nan
-        fits = epochs[g]
         rows.append(
             {
                 "trace": names[g],
@@ -746,20 +753,20 @@ def compute_features(metrics: pl.DataFrame, transitions: pl.DataFrame) -> pl.Dat
                 "n_losses": int(n_losses[g]),
                 "n_reductions": int(n_betas[g]),
                 "n_collapses": int(collapses[g]),
-                "beta": _value(beta[g]),
-                "beta_spread": _value(spread[g]) if n_betas[g] >= 2 else None,
-                "beta_flight": _value(beta_flight[g]),
-                "n_epochs": len(fits),
-                "epoch_rtts": float(sum(e[2] for e in fits)),
+                "beta": _some(beta[g], n_betas[g]),
+                "beta_spread": float(spread[g]) if n_betas[g] >= 2 else None,
+                "beta_flight": _some(beta_flight[g], n_flights[g]),
+                "n_epochs": len(epochs[g]),
+                "epoch_rtts": float(sum(e[2] for e in epochs[g])),
                 "round_basis": "acked" if has_acked[g] else "rtt",
                 "step_bytes": step_bytes[g],
                 "step_share": step_share[g],
-                "growth": _median([e[0] for e in fits]),
-                "curvature": _median([e[1] for e in fits]),
-                "cubic_fit": _median([e[3] for e in fits]),
+                "growth": _some(growth[g], len(epochs[g])),
+                "curvature": _some(curvature[g], len(epochs[g])),
+                "cubic_fit": _some(cubic_fit[g], len(epochs[g])),
                 "growth_below_max": below_max[g],
                 "rounds_below_max": rounds_below[g],
-                "cut_fit": _median(cuts[g]),
+                "cut_fit": _some(cut_fit[g], len(cuts[g])),
                 "n_cut_fits": len(cuts[g]),
                 "n_undone": int(undone[g]),
                 "n_undone_slow_start": int(undone_slow_start[g]),
@@ -785,5 +792,6 @@ def _value(x: float) -> float | None:
     return None if math.isnan(x) else float(x)
 
 
-def _median(values: list[float]) -> float | None:
-    return float(np.median(values)) if values else None
+def _some(median: float, count: int) -> float | None:
+    """A median of ``count`` values: None of none (NaN stays NaN, as ``np.median`` gives it)."""
+    return float(median) if count else None
