@@ -18,7 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from quicsm.controllers.batch_features import _medians, _run_medians, compute_features
+from quicsm.controllers.batch_features import (
+    _medians,
+    _run_medians,
+    _segment_sums,
+    compute_features,
+)
 from quicsm.controllers.features import FEATURES_SCHEMA, compute_features_per_trace
 from quicsm.extract.read import read_metrics, read_transitions
 
@@ -178,9 +183,28 @@ def test_generated_traces_have_the_per_trace_features(
     frames: tuple[pl.DataFrame, pl.DataFrame],
 ) -> None:
     metrics, transitions = frames
-    assert_same_features(
-        compute_features(metrics, transitions), compute_features_per_trace(metrics, transitions)
-    )
+    try:
+        want = compute_features_per_trace(metrics, transitions)
+    except np.linalg.LinAlgError:  # numpy's fit of degenerate windows: the same error both ways
+        with pytest.raises(np.linalg.LinAlgError):
+            compute_features(metrics, transitions)
+        return
+    assert_same_features(compute_features(metrics, transitions), want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(st.floats(-1e9, 1e9), min_size=1, max_size=300),
+    ranges=st.lists(st.tuples(st.integers(0, 299), st.integers(0, 40)), max_size=30),
+)
+def test_segment_sums_are_numpys(values: list[float], ranges: list[tuple[int, int]]) -> None:
+    v = np.array(values)
+    lo = np.array([min(a, len(v)) for a, _ in ranges], dtype=np.int64)
+    hi = np.array([min(a + n, len(v)) for a, n in ranges], dtype=np.int64)
+    got = _segment_sums(v, lo, hi)
+    assert [_bits(float(x)) for x in got] == [
+        _bits(float(v[a:b].sum())) for a, b in zip(lo, hi, strict=True)
+    ]
 
 
 @settings(max_examples=200, deadline=None)

@@ -51,10 +51,6 @@ from quicsm.controllers.features import (
 )
 from quicsm.core.states import BBR_STATES
 
-#: numpy adds at most this many values in order (its pairwise summation starts above it), so
-#: segment sums up to this length are numpy's own sums
-_SEQUENTIAL_SUM: int = 8
-
 
 def _ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The positions of every range [lo, hi) one after the other, and the range each is of
@@ -106,16 +102,16 @@ def _run_medians(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.nda
 
 
 def _segment_sums(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """``values[lo:hi].sum()`` of every range, as numpy sums each (0 for an empty one)."""
+    """``values[lo:hi].sum()`` of every range, as numpy sums each (0 for an empty one): one or
+    two values added directly, more by numpy (whose order of additions, in pairs and blocks,
+    is its own)."""
     out = np.zeros(len(lo))
     lengths = hi - lo
-    short = np.flatnonzero((lengths > 0) & (lengths <= _SEQUENTIAL_SUM))
-    if len(short):
-        padded = np.append(values, 0.0)
-        bounds = np.empty(2 * len(short), dtype=np.int64)
-        bounds[0::2], bounds[1::2] = lo[short], hi[short]
-        out[short] = np.add.reduceat(padded, bounds)[0::2]
-    for k in np.flatnonzero(lengths > _SEQUENTIAL_SUM).tolist():
+    one = lengths == 1
+    out[one] = values[lo[one]]
+    two = lengths == 2
+    out[two] = values[lo[two]] + values[lo[two] + 1]
+    for k in np.flatnonzero(lengths > 2).tolist():
         out[k] = values[lo[k] : hi[k]].sum()
     return out
 
