@@ -774,9 +774,10 @@ def compute_features(metrics: pl.DataFrame, transitions: pl.DataFrame) -> pl.Dat
             }
         )
     # the per-trace path where it is needed: BBR's ProbeRTT depth, traces out of time order
-    for g in [g for g in range(n) if bbr[g]] + c.unordered().tolist():
+    unordered = set(c.unordered().tolist())
+    for g in sorted({g for g in range(n) if bbr[g]} | unordered):
         own = states.filter(pl.col("code") == g).drop("name", "code", "next_ms")
-        if g in set(c.unordered().tolist()):
+        if g in unordered:
             rows[g] = trace_features(names[g], vantage[g], c.trace_columns(g), own)
         else:
             s, e = int(c.starts[g]), int(c.ends[g])
