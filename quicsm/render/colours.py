@@ -37,6 +37,8 @@ STATE_COLOURS: Final[dict[str, str]] = {
     "ApplicationLimited (unknown)": "#a9c9cc",
 }
 OTHER_STATE_COLOUR: Final[str] = "#cccccc"
+#: colours of group A and group B in every chart (blue and red: apart in every dichromacy)
+GROUP_COLOURS: Final[tuple[str, str]] = ("#4e79a7", "#e15759")
 #: how strongly a state's colour fills a band or a node (0 = white, 1 = the colour)
 STATE_TINT: Final[float] = 0.45
 #: the smallest CIEDE2000 between two of the eight states at :data:`STATE_TINT`, in normal
