@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from quicsm.render.escape import esc
-from quicsm.render.svg_charts.text import ASCENT, DESCENT, FONT_FAMILY, text_width
+from quicsm.render.svg_charts.text import ASCENT, DESCENT, FONT_FAMILY, fit, text_width
 
 #: colour of a chart's text, of its axes and frame, and of its grid lines
 INK: Final[str] = "#222222"
@@ -147,10 +147,16 @@ def legend_height(
     title: str | None, entries: Sequence[Entry], width: float
 ) -> tuple[float, int, float]:
     """(height, columns, column width) of :func:`legend` within ``width`` px."""
-    column = max(_SYMBOL + 6 + text_width(e[2], LEGEND_SIZE) + 22 for e in entries)
+    column = max(_SYMBOL + 6 + text_width(_label(e[2], width), LEGEND_SIZE) + 22
+                 for e in entries)  # fmt: skip
     columns = max(1, min(len(entries), int(width // column)))
     rows = math.ceil(len(entries) / columns)
     return (_ROW if title else 0) + rows * _ROW, columns, column
+
+
+def _label(text: str, width: float) -> str:
+    """An entry's label, cut to the legend's width."""
+    return fit(text, width - _SYMBOL - 8, LEGEND_SIZE)
 
 
 def legend(
@@ -162,7 +168,8 @@ def legend(
     d.open("legend", title or "legend")
     top = y
     if title:
-        d.text(x, baseline_for_centre(y + _ROW / 2, LEGEND_SIZE), title, size=LEGEND_SIZE,
+        d.text(x, baseline_for_centre(y + _ROW / 2, LEGEND_SIZE),
+               fit(title, width, LEGEND_SIZE, bold=True), size=LEGEND_SIZE,
                bold=True, cls="legend-title")  # fmt: skip
         top += _ROW
     for i, (kind, colour, label) in enumerate(entries):
@@ -175,7 +182,8 @@ def legend(
         else:
             d.rect(cx, cy - 6, _SYMBOL - 2, 12, fill=colour,
                    stroke="#666666" if kind == "band" else None)  # fmt: skip
-        d.text(cx + _SYMBOL + 6, baseline_for_centre(cy, LEGEND_SIZE), label, size=LEGEND_SIZE,
+        d.text(cx + _SYMBOL + 6, baseline_for_centre(cy, LEGEND_SIZE), _label(label, width),
+               size=LEGEND_SIZE,
                cls="legend-label")  # fmt: skip
     d.close()
     return height

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from quicsm.render.svg_charts.data import Cell
-from quicsm.render.svg_charts.draw import AXIS, INK, Drawing, baseline_for_centre, num
+from quicsm.render.svg_charts.draw import AXIS, Drawing, baseline_for_centre, num
 from quicsm.render.svg_charts.text import ASCENT, fit, text_width, wrap
 
 PAD: Final[float] = 8
@@ -31,6 +31,9 @@ DIVERGING: Final[tuple[str, ...]] = (
 #: how strongly a cell whose difference is not significant shows its colour (0 = white)
 PALE: Final[float] = 0.4
 NO_VALUE: Final[str] = "#ececec"
+#: a cell's inks: whichever stands out more from its fill has a contrast of at least 4.58:1
+#: (WCAG's 4.5:1 for text) on any fill
+DARK_INK: Final[str] = "#000000"
 LIGHT_INK: Final[str] = "#ffffff"
 LEGEND_LENGTH: Final[float] = 160
 LEGEND_STEPS: Final[int] = 64
@@ -78,8 +81,8 @@ def contrast(a: str, b: str) -> float:
 
 
 def ink_on(fill: str) -> str:
-    """The text colour that stands out more from ``fill``: dark or white."""
-    return INK if contrast(INK, fill) >= contrast(LIGHT_INK, fill) else LIGHT_INK
+    """The text colour that stands out more from ``fill``: black or white."""
+    return DARK_INK if contrast(DARK_INK, fill) >= contrast(LIGHT_INK, fill) else LIGHT_INK
 
 
 def cell_fill(cell: Cell, extent: float) -> str:

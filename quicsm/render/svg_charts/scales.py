@@ -106,9 +106,8 @@ def minus(text: str) -> str:
 
 
 def grouped(value: float) -> str:
-    """``2,000``, ``0.5``, ``-1,500`` (the fewest decimals that write the value, up to 3)."""
-    text = f"{value:,.3f}"
-    return minus(_trim(text))
+    """``2,000``, ``0.5``, ``−1,500`` (the fewest decimals that write the value, up to 6)."""
+    return minus(_trim(f"{value:,.6f}"))
 
 
 def percent(value: float) -> str:
@@ -116,15 +115,15 @@ def percent(value: float) -> str:
     return minus(_trim(f"{value * 100:.1f}")) + "%"
 
 
-_SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+_SI = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
 
 def si(value: float) -> str:
-    """``0``, ``500``, ``10k``, ``1.2M``."""
+    """``0``, ``500``, ``10k``, ``1.25M`` (up to four decimals of the unit)."""
     for factor, unit in _SI:
         if abs(value) >= factor:
-            return minus(_trim(f"{value / factor:.2f}")) + unit
-    return minus(_trim(f"{value:.2f}"))
+            return minus(_trim(f"{value / factor:,.4f}")) + unit
+    return minus(_trim(f"{value:.6f}"))
 
 
 def general(value: float) -> str:
