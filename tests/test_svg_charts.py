@@ -115,11 +115,24 @@ def _sound(svg: str) -> tuple[object, list[str]]:
     assert title is not None and title.text and desc is not None and desc.text
     assert finite(numbers(root))
     boxes = text_boxes(root)
+    ticks = sorted(
+        (b for b, el in zip(boxes, _texts(root), strict=True)
+         if "tick" in classes(el) and el.get("text-anchor") == "middle"),
+        key=lambda b: (b.top, b.left),
+    )  # fmt: skip
+    for a, b in zip(ticks, ticks[1:], strict=False):  # an x axis' labels read apart
+        assert a.top != b.top or b.left - a.right >= 4, (a, b)
     page = canvas(root)
     outside = [b.text for b in boxes if not b.within(page)]
     assert not outside, (outside, page)
     assert not overlapping(boxes), overlapping(boxes)
     return root, sorted(classes(root))
+
+
+def _texts(root: object) -> list[object]:
+    """The non-empty text elements, in the order of :func:`svg_layout.text_boxes`."""
+    assert hasattr(root, "iter")
+    return [t for t in root.iter(f"{NS}text") if (t.text or "").strip()]
 
 
 def _inside_frames(root: object, marks: tuple[str, ...]) -> int:

@@ -102,11 +102,16 @@ class _Rows:
                cls="frame")  # fmt: skip
         lo, hi = self.ticks[0], self.ticks[-1]
         d.open("axis x", f"x axis: {self.axis_title}, {self.fmt(lo)} to {self.fmt(hi)}")
-        for v in self.ticks:
+        # every tick drawn; a label on every k-th, k the fewest that stand 8 px apart
+        widest = max(text_width(self.fmt(v), TICK_SIZE) for v in self.ticks)
+        spacing = abs(self.x(self.ticks[1]) - self.x(self.ticks[0])) if len(self.ticks) > 1 else 0
+        every = 1 if spacing <= 0 else max(1, math.ceil((widest + 8) / spacing))
+        for i, v in enumerate(self.ticks):
             x = self.x(v)
             d.line(x, self.bottom, x, self.bottom + 5, stroke=AXIS)
-            d.text(x, self.bottom + 8 + 0.93 * TICK_SIZE, self.fmt(v), size=TICK_SIZE,
-                   anchor="middle", cls="tick")  # fmt: skip
+            if i % every == 0:
+                d.text(x, self.bottom + 8 + 0.93 * TICK_SIZE, self.fmt(v), size=TICK_SIZE,
+                       anchor="middle", cls="tick")  # fmt: skip
         d.text((self.left + self.right) / 2, self.bottom + 40, self.axis_title, size=12,
                anchor="middle", cls="axis-title")  # fmt: skip
         d.close()

@@ -127,7 +127,9 @@ def si(value: float) -> str:
 
 
 def general(value: float) -> str:
-    """``0.01``, ``1``, ``1000``: a decade of a log axis."""
+    """``0.01``, ``1``, ``1000``, ``10k``: a decade of a log axis."""
+    if value >= 10_000:
+        return si(value)
     if value >= 1:
         return f"{value:.0f}"
-    return _trim(f"{value:.6f}")
+    return _trim(f"{value:.12f}")
