@@ -47,7 +47,7 @@ def test_heatmap_colours_diverge_from_white_with_a_legend() -> None:
     assert min(fills["baseline"]) > 200  # near white
     assert '<g class="legend gradient"' in svg
     labels = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
-    assert "−100" in labels and "+100" in labels and "-96%" in labels
+    assert "−100" in labels and "+100" in labels and "−96%" in labels
 
 
 def test_diff_graph_labels_every_edge_in_percentage_points() -> None:

@@ -57,7 +57,11 @@ class Drawing:
         self, x: float, y: float, w: float, h: float, *, fill: str, cls: str = "",
         stroke: str | None = None, opacity: float | None = None, title: str | None = None,
     ) -> None:  # fmt: skip
-        attrs = f'x="{num(x)}" y="{num(y)}" width="{num(max(w, 0.0))}" height="{num(max(h, 0.0))}"'
+        # the far edges rounded as the near ones are: a rectangle ends where its neighbour or
+        # its plot does
+        x0, y0 = round(x, 2), round(y, 2)
+        w, h = max(round(x + w, 2) - x0, 0.0), max(round(y + h, 2) - y0, 0.0)
+        attrs = f'x="{num(x0)}" y="{num(y0)}" width="{num(w)}" height="{num(h)}"'
         attrs += f' fill="{fill}"'
         if stroke is not None:
             attrs += f' stroke="{stroke}"'

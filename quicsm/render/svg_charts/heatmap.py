@@ -105,12 +105,15 @@ def big_text(cell: Cell) -> str:
     pct = cell.percent
     if pct is None or not math.isfinite(pct):
         return "–"
-    return "±0%" if abs(pct) < 0.5 else f"{pct:+.0f}%"
+    return "±0%" if abs(pct) < 0.5 else _signed(pct) + "%"
 
 
 def _signed(v: float) -> str:
+    """``+30``, ``−96``, ``0``: a whole number with its sign (a typographic minus)."""
     text = f"{v:+.0f}"
-    return "−" + text[1:] if text.startswith("-") else ("0" if v == 0 else text)
+    if text in ("+0", "-0"):
+        return "0"
+    return "−" + text[1:] if text.startswith("-") else text
 
 
 def heatmap_svg(
