@@ -1053,50 +1053,19 @@ def _vl_convert() -> Any:
 _ID = re.compile(r'\bid="([^"]+)"')
 
 
-#: what :func:`to_svg` makes of the renderer's output; bump when that changes (charts kept in
-#: a cache directory by an older version are then drawn anew)
-SVG_FORMAT: Final = "quicsm-svg/1"
-
-
-def to_svg(spec: Spec, *, css_class: str = "chart", cache_dir: Path | None = None) -> str:
+def to_svg(spec: Spec, *, css_class: str = "chart") -> str:
     """The chart as an ``<svg>`` element (no XML prolog), with ``class`` ``css_class``.
 
     The renderer numbers gradient and clip ids per process; they are renamed after the
     specification's hash and their order, so the same chart gives the same bytes and two
-    charts inlined in one page never share an id.
-
-    ``cache_dir``: drawn charts are kept there (``charts/<hash>.svg``, the hash of the
-    specification, the renderer's version and :data:`SVG_FORMAT`), so the same chart again is
-    read, not drawn (the renderer's first chart in a process costs about half a second of CPU,
-    starting its script engine). A kept copy that cannot be read or whose digest does not
-    match is drawn again; a cache that cannot be written only means the chart is drawn again
-    next time."""
+    charts inlined in one page never share an id."""
     text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
     prefix = "q" + hashlib.sha256(text.encode()).hexdigest()[:10]
-    kept = _kept_chart(cache_dir, text) if cache_dir is not None else None
-    svg = _read_bundle(kept) if kept is not None else None
-    if svg is None:
-        svg = _draw_svg(spec, prefix)
-        if kept is not None:
-            with contextlib.suppress(OSError):  # a read-only or full cache: drawn again
-                _write_bundle(kept, svg)
+    svg = _draw_svg(spec, prefix)
     root = svg[: svg.index(">")]
     if ' class="marks"' in root:  # the renderer's own class on the root: keep one attribute
         return svg.replace(' class="marks"', f' class="{esc(css_class)}"', 1)
     return svg.replace("<svg ", f'<svg class="{esc(css_class)}" ', 1)
-
-
-def _kept_chart(cache_dir: Path, text: str) -> Path | None:
-    """Where the chart of the specification ``text`` is kept under ``cache_dir`` (None: the
-    renderer's version is unknown, so nothing is kept)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        renderer = version("vl-convert-python")
-    except PackageNotFoundError:  # pragma: no cover - installed without metadata
-        return None
-    key = hashlib.sha256(f"{SVG_FORMAT}\n{renderer}\n{text}".encode()).hexdigest()
-    return cache_dir / "charts" / f"{key}.svg"
 
 
 def _draw_svg(spec: Spec, prefix: str) -> str:
