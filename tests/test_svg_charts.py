@@ -260,7 +260,7 @@ def test_the_charts_say_what_they_show() -> None:
     dwell = svg_charts.dwell_svg([box], names=("v1", "v2"))
     assert dwell is not None
     assert re.findall(r'<text class="tick"[^>]*>([^<]+)</text>', dwell) == [
-        "0.1", "1", "10", "100", "1000"]  # fmt: skip
+        "0.1", "1", "10", "100", "1k"]  # fmt: skip
     assert "median 10 ms" in dwell and "12 visits" in dwell
 
 

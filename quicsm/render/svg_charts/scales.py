@@ -127,8 +127,8 @@ def si(value: float) -> str:
 
 
 def general(value: float) -> str:
-    """``0.01``, ``1``, ``1000``, ``10k``: a decade of a log axis."""
-    if value >= 10_000:
+    """``0.01``, ``1``, ``100``, ``1k``, ``10M``: a decade of a log axis."""
+    if value >= 1000:
         return si(value)
     if value >= 1:
         return f"{value:.0f}"
