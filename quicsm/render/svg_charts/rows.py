@@ -23,7 +23,7 @@ from quicsm.render.svg_charts.draw import (
     legend,
     legend_height,
 )
-from quicsm.render.svg_charts.text import fit, text_width
+from quicsm.render.svg_charts.text import ASCENT, fit, text_width
 
 PAD: Final[float] = 8
 PLOT_WIDTH: Final[float] = 520
@@ -64,9 +64,7 @@ class _Rows:
         self.x = scales.Scale(domain[0], domain[1], self.left, self.right, log=log)
         self.ticks, self.fmt, self.axis_title = ticks, fmt, axis_title
         self.notes_x = self.right + max(24.0, overhang + 16)
-        notes_w = max(
-            [text_width(n, NOTE_SIZE, bold=s) for n, s in notes] + [0.0]
-        )
+        notes_w = max([text_width(n, NOTE_SIZE, bold=s) for n, s in notes] + [0.0])
         last_tick = text_width(fmt(ticks[-1]), TICK_SIZE) / 2 if ticks else 0.0
         self.width = max(self.notes_x + notes_w, self.right + last_tick) + PAD
         entries = [("box", c, n) for n, c in zip(names, GROUP_COLOURS, strict=True)]
@@ -110,7 +108,7 @@ class _Rows:
             x = self.x(v)
             d.line(x, self.bottom, x, self.bottom + 5, stroke=AXIS)
             if i % every == 0:
-                d.text(x, self.bottom + 8 + 0.93 * TICK_SIZE, self.fmt(v), size=TICK_SIZE,
+                d.text(x, self.bottom + 8 + ASCENT * TICK_SIZE, self.fmt(v), size=TICK_SIZE,
                        anchor="middle", cls="tick")  # fmt: skip
         d.text((self.left + self.right) / 2, self.bottom + 40, self.axis_title, size=12,
                anchor="middle", cls="axis-title")  # fmt: skip
