@@ -342,3 +342,22 @@ def test_the_report_starts_no_javascript_engine(tmp_path: Path) -> None:
          "import vl_convert\n")], capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode != 0 and "vl_convert is blocked" in proc.stderr
+
+
+def test_groups_and_band_names_read_in_every_vision() -> None:
+    """The two groups' colours stay far apart in normal vision and each simulated dichromacy
+    (in greyscale they are told apart by place: A's bar or box above B's in every row); a
+    band's name is dark text on its band at WCAG's 4.5:1 on every state's tint."""
+    from quicsm.render.charts import BAND_TINT
+    from quicsm.render.colours import STATE_COLOURS, tint
+    from quicsm.render.svg_charts.draw import INK
+
+    for vision in VISIONS:
+        if vision != "greyscale":
+            assert delta_e(*GROUP_COLOURS, vision) >= 30, vision
+    for state, colour in STATE_COLOURS.items():
+        assert heatmap.contrast(INK, tint(colour, BAND_TINT)) >= 4.5, state
+    bar = svg_charts.Bar("Init", (0.2, 0.3), (0.1, 0.2), (0.3, 0.4), "", False)
+    root = parse(svg_charts.time_in_state_svg([bar], names=("A", "B")))
+    a, b = (rect_box(r) for r in root.iter(f"{NS}rect") if "bar" in classes(r))
+    assert a.bottom <= b.top
