@@ -348,15 +348,14 @@ def test_groups_and_band_names_read_in_every_vision() -> None:
     """The two groups' colours stay far apart in normal vision and each simulated dichromacy
     (in greyscale they are told apart by place: A's bar or box above B's in every row); a
     band's name is dark text on its band at WCAG's 4.5:1 on every state's tint."""
-    from quicsm.render.charts import BAND_TINT
-    from quicsm.render.colours import STATE_COLOURS, tint
+    from quicsm.render.colours import STATE_COLOURS, STATE_TINT, tint
     from quicsm.render.svg_charts.draw import INK
 
     for vision in VISIONS:
         if vision != "greyscale":
             assert delta_e(*GROUP_COLOURS, vision) >= 30, vision
     for state, colour in STATE_COLOURS.items():
-        assert heatmap.contrast(INK, tint(colour, BAND_TINT)) >= 4.5, state
+        assert heatmap.contrast(INK, tint(colour, STATE_TINT)) >= 4.5, state
     bar = svg_charts.Bar("Init", (0.2, 0.3), (0.1, 0.2), (0.3, 0.4), "", False)
     root = parse(svg_charts.time_in_state_svg([bar], names=("A", "B")))
     a, b = (rect_box(r) for r in root.iter(f"{NS}rect") if "bar" in classes(r))

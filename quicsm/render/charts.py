@@ -33,7 +33,7 @@ from quicsm.core.errors import QuicsmError
 from quicsm.extract.account import SERIES
 from quicsm.extract.raw_events import TraceRecords
 from quicsm.extract.streams import StreamTimeline
-from quicsm.render.colours import STATE_TINT, state_colour, tint
+from quicsm.render.colours import LINE_COLOURS, LOSS_COLOUR, STATE_TINT, state_colour, tint
 from quicsm.render.connection import (
     COUNTS,
     EVENTS,
@@ -67,15 +67,6 @@ Spec = dict[str, Any]
 #: how strongly a state band is filled with its state's colour (0 = white); lines and marks
 #: are dark, so each keeps a contrast of at least 3:1 on every band (tests/test_charts.py)
 BAND_TINT: Final[float] = STATE_TINT
-#: line colour of each plotted metric: dark, none of them close to a state's hue at band tint
-LINE_COLOURS: Final[dict[str, str]] = {
-    "cwnd_bytes": "#a50f15",
-    "bytes_in_flight": "#08519c",
-    "ssthresh_bytes": "#252525",
-    "smoothed_rtt_ms": "#54278f",
-    "min_rtt_ms": "#00441b",
-    "pacing_rate_bps": "#5a2a0a",
-}
 LINE_NAMES: Final[dict[str, str]] = {
     "cwnd_bytes": "cwnd",
     "bytes_in_flight": "bytes in flight",
@@ -88,7 +79,7 @@ DASHED: Final[frozenset[str]] = frozenset({"ssthresh_bytes", "min_rtt_ms"})
 RTT_SAMPLE_COLOUR: Final[str] = "#525252"
 #: mark of each event kind: (shape, colour, filled)
 EVENT_MARKS: Final[dict[str, tuple[str, str, bool]]] = {
-    "packet_lost": ("cross", "#a50f15", True),
+    "packet_lost": ("cross", LOSS_COLOUR, True),
     "spurious_loss": ("diamond", "#08519c", False),
     "pto": ("triangle-down", "#111111", True),
 }
@@ -96,7 +87,7 @@ EVENT_MARKS: Final[dict[str, tuple[str, str, bool]]] = {
 #: the legend draws them (a spurious loss differs from a loss by its shape and colour)
 PACKET_MARKS: Final[dict[str, tuple[str, str, str, bool]]] = {
     "sent": ("data packet", "circle", RTT_SAMPLE_COLOUR, True),
-    "lost": ("declared lost", "cross", "#a50f15", True),
+    "lost": ("declared lost", "cross", LOSS_COLOUR, True),
     "spurious": ("declared lost, acknowledged later (spurious)", "diamond", "#08519c", True),
 }
 #: the packets panel's line: the largest packet number acknowledged so far

@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from quicsm.render.charts import BAND_TINT, EVENT_MARKS, LINE_COLOURS
-from quicsm.render.colours import state_colour, tint
+from quicsm.render.colours import LINE_COLOURS, LOSS_COLOUR, STATE_TINT, state_colour, tint
 from quicsm.render.connection import pixel_bands, reduce_points
 from quicsm.render.svg_charts import scales
 from quicsm.render.svg_charts.data import Series
@@ -38,7 +37,6 @@ LINES: Final[tuple[tuple[str, str, str], ...]] = (
     ("bytes in flight", "in-flight", LINE_COLOURS["bytes_in_flight"]),
     ("cwnd", "cwnd", LINE_COLOURS["cwnd_bytes"]),
 )
-LOSS_COLOUR: Final[str] = EVENT_MARKS["packet_lost"][1]
 #: points kept per line: at most four per this many columns of the time axis
 COLUMNS: Final[int] = 600
 
@@ -101,7 +99,7 @@ class _Panel:
             if b <= a:
                 continue
             d.rect(self.x(a), plot_top, self.x(b) - self.x(a), PLOT_HEIGHT,
-                   fill=tint(state_colour(state), BAND_TINT), cls="band",
+                   fill=tint(state_colour(state), STATE_TINT), cls="band",
                    title=f"{state}: {a:,.1f}–{b:,.1f} ms")  # fmt: skip
         for a, b, state in bands:
             width = self.x(b) - self.x(a)
@@ -172,7 +170,7 @@ def traces_svg(traces: Sequence[tuple[str, str, Series]]) -> str:
         x += panels[-1].width + GAP
     width = max(x - GAP + PAD, 200.0)
     states = list(dict.fromkeys(st for _, _, s in traces for _, _, st in s.bands))
-    state_entries: list[Entry] = [("band", tint(state_colour(st), BAND_TINT), st)
+    state_entries: list[Entry] = [("band", tint(state_colour(st), STATE_TINT), st)
                                   for st in states]  # fmt: skip
     line_entries: list[Entry] = [("line", LINE_COLOURS["cwnd_bytes"], "cwnd"),
                                  ("line", LINE_COLOURS["bytes_in_flight"], "bytes in flight"),
