@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from diff_helpers import patterned_traces, write_group
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from svg_layout import (
     NS,
@@ -182,6 +182,8 @@ def test_dwell_is_sound_for_any_data(data: list[svg_charts.Box], groups: tuple[s
 
 
 @given(st.lists(st.tuples(names, names, series()), min_size=1, max_size=3))
+@example([("0", "0", svg_charts.Series([], [], [], [0.0], [], []))])  # a loss on the left edge
+@example([("0", "0", svg_charts.Series([0.0], [None], [5e-324], [], [], []))])  # a subnormal top
 def test_traces_are_sound_for_any_data(data: list[tuple[str, str, svg_charts.Series]]) -> None:
     svg = svg_charts.traces_svg(data)
     root, cls = _sound(svg)

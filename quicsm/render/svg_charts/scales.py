@@ -36,9 +36,9 @@ class Scale:
 def step(span: float, count: int) -> float:
     """The tick step of 1, 2 or 5 times a power of ten that gives about ``count`` ticks over
     ``span``."""
-    if span <= 0 or not math.isfinite(span):
-        return 1.0
     raw = span / max(count, 1)
+    if not 1e-300 < raw < 1e300:  # an empty span, or one no tick could be written for
+        return 1.0
     power = 10 ** math.floor(math.log10(raw))
     for m in (1, 2, 5, 10):
         if raw <= m * power * 1.0000001:
@@ -59,7 +59,7 @@ def nice_top(hi: float, count: int) -> float:
     if hi <= 0:
         return 1.0
     s = step(hi, count)
-    return math.ceil(hi / s - 1e-9) * s
+    return max(math.ceil(hi / s - 1e-9), 1) * s
 
 
 def fitting_ticks(

@@ -19,7 +19,6 @@ from quicsm.render.svg_charts.draw import (
     Entry,
     baseline_for_centre,
     legend,
-    num,
     step_path,
 )
 from quicsm.render.svg_charts.text import ASCENT, fit, text_width
@@ -117,12 +116,13 @@ class _Panel:
                 d.path(step_path([self.x(t) for t in xs], [y(v) for v in ys]), stroke=colour,
                        width=1.5, cls=f"line {cls}")  # fmt: skip
         d.open("losses", "packets declared lost")
-        seen: set[str] = set()
+        seen: set[int] = set()
         for t in sorted(s.losses_ms):
-            px = num(self.x(t))
-            if px not in seen:  # one tick per position
-                seen.add(px)
-                d.line(self.x(t), bottom - 10, self.x(t), bottom, stroke=LOSS_COLOUR, width=1.5)
+            half_px = round(self.x(t) * 2)
+            if half_px not in seen:  # one tick per half pixel: more would draw the same
+                seen.add(half_px)
+                x = min(max(half_px / 2, self.left), self.right)
+                d.line(x, bottom - 10, x, bottom, stroke=LOSS_COLOUR, width=1.5)
         d.close()
         d.rect(self.left, plot_top, PLOT_WIDTH, PLOT_HEIGHT, fill="none", stroke=AXIS,
                cls="frame")  # fmt: skip
