@@ -18,13 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from quicsm.controllers.batch_features import (
-    _medians,
-    _run_medians,
-    _segment_sums,
-    compute_features,
-)
+from quicsm.controllers.batch_features import compute_features
 from quicsm.controllers.features import FEATURES_SCHEMA, compute_features_per_trace
+from quicsm.controllers.segments import medians, run_medians, segment_sums
 from quicsm.extract.read import read_metrics, read_transitions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -201,7 +197,7 @@ def test_segment_sums_are_numpys(values: list[float], ranges: list[tuple[int, in
     v = np.array(values)
     lo = np.array([min(a, len(v)) for a, _ in ranges], dtype=np.int64)
     hi = np.array([min(a + n, len(v)) for a, n in ranges], dtype=np.int64)
-    got = _segment_sums(v, lo, hi)
+    got = segment_sums(v, lo, hi)
     assert [_bits(float(x)) for x in got] == [
         _bits(float(v[a:b].sum())) for a, b in zip(lo, hi, strict=True)
     ]
@@ -218,7 +214,7 @@ def test_segment_sums_are_numpys(values: list[float], ranges: list[tuple[int, in
 def test_medians_are_numpys(values: list[float], groups: list[int]) -> None:
     v = np.array(values, dtype=float)
     g = np.sort(np.array(groups[: len(v)], dtype=np.int64))
-    for found in (_medians(v, g, 5), _run_medians(v, g, 5)):
+    for found in (medians(v, g, 5), run_medians(v, g, 5)):
         for k in range(5):
             own = v[g == k]
             want = float(np.median(own)) if len(own) else math.nan

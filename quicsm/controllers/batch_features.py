@@ -49,71 +49,15 @@ from quicsm.controllers.features import (
     cubic_w_max_after,
     trace_features,
 )
+from quicsm.controllers.segments import (
+    carried_at,
+    carried_before,
+    medians,
+    ranges,
+    run_medians,
+    segment_sums,
+)
 from quicsm.core.states import BBR_STATES
-
-
-def _ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The positions of every range [lo, hi) one after the other, and the range each is of
-    (empty ranges give nothing)."""
-    lengths = np.maximum(hi - lo, 0)
-    owner = np.repeat(np.arange(len(lo)), lengths)
-    if not len(owner):
-        return owner.astype(np.int64), owner.astype(np.int64)
-    offsets = np.cumsum(lengths) - lengths
-    return lo[owner] + (np.arange(len(owner)) - offsets[owner]), owner
-
-
-def _medians(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
-    """The median of each group's values (NaN for a group without any), as ``np.median``
-    computes it: the middle value, or the two middle ones added and halved."""
-    out = np.full(n_groups, np.nan)
-    if not len(values):
-        return out
-    order = np.lexsort((values, group))
-    ranked = values[order]
-    counts = np.bincount(group, minlength=n_groups)
-    starts = np.cumsum(counts) - counts
-    odd = counts % 2 == 1
-    some = counts > 0
-    upper = starts + counts // 2
-    # np.median's mean of the middle value(s) adds them to 0.0 (so -0.0 comes out 0.0)
-    out[some & odd] = 0.0 + ranked[upper[some & odd]]
-    even = some & ~odd
-    out[even] = ((0.0 + ranked[upper[even] - 1]) + ranked[upper[even]]) / 2.0
-    out[np.bincount(group[np.isnan(values)], minlength=n_groups) > 0] = np.nan  # as np.median
-    return out
-
-
-def _run_medians(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
-    """:func:`_medians` of values whose groups come one after the other (``group``
-    non-decreasing): ``np.median`` of each group's run."""
-    out = np.full(n_groups, np.nan)
-    bounds = np.flatnonzero(np.diff(group)) + 1
-    for first, last in zip(
-        np.concatenate(([0], bounds)).tolist(), np.append(bounds, len(values)).tolist(), strict=True
-    ):
-        size = last - first
-        if size % 2:
-            out[group[first]] = 0.0 + np.partition(values[first:last], size // 2)[size // 2]
-        elif size:
-            middle = np.partition(values[first:last], (size // 2 - 1, size // 2))
-            out[group[first]] = ((0.0 + middle[size // 2 - 1]) + middle[size // 2]) / 2.0
-    return out
-
-
-def _segment_sums(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """``values[lo:hi].sum()`` of every range, as numpy sums each (0 for an empty one): one or
-    two values added directly, more by numpy (whose order of additions, in pairs and blocks,
-    is its own)."""
-    out = np.zeros(len(lo))
-    lengths = hi - lo
-    one = lengths == 1
-    out[one] = values[lo[one]]
-    two = lengths == 2
-    out[two] = values[lo[two]] + values[lo[two] + 1]
-    for k in np.flatnonzero(lengths > 2).tolist():
-        out[k] = values[lo[k] : hi[k]].sum()
-    return out
 
 
 class _Columns:
@@ -198,27 +142,6 @@ class _Columns:
         )
 
 
-def _carried_before(values: np.ndarray, trace: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """The last value logged strictly before each row in its trace (NaN before the first)."""
-    if not len(values):
-        return values.copy()
-    known = ~np.isnan(values)
-    last = np.maximum.accumulate(np.where(known, np.arange(len(values)), -1))
-    before = np.concatenate(([-1], last[:-1]))
-    valid = before >= starts[trace]
-    return np.where(valid, values[np.maximum(before, 0)], np.nan)
-
-
-def _carried_at(values: np.ndarray, trace: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """The last value logged at or before each row in its trace (NaN before the first)."""
-    if not len(values):
-        return values.copy()
-    known = ~np.isnan(values)
-    last = np.maximum.accumulate(np.where(known, np.arange(len(values)), -1))
-    valid = last >= starts[trace]
-    return np.where(valid, values[np.maximum(last, 0)], np.nan)
-
-
 def _transitions_by_trace(transitions: pl.DataFrame) -> tuple[list[str], pl.DataFrame]:
     """The traces in their order of first appearance, and the transitions with each row's trace
     number (``code``) and the end of its interval (``next_ms``: the next row's time in the
@@ -296,7 +219,7 @@ def _reductions(
         flight_before[some] = np.fmax.reduceat(np.append(c.flight, np.nan), bounds)[0::2]
     # each event's first row and its later rows with a window logged, in order: every step
     # between two of them that drops the window by more than DROP_SHARE is a reduction
-    rows, event = _ranges(first, end)
+    rows, event = ranges(first, end)
     keep = (rows == first[event]) | (is_metrics[rows] & ~np.isnan(c.cwnd[rows]))
     rows, event = rows[keep], event[keep]
     previous, current = c.cwnd[rows[:-1]], c.cwnd[rows[1:]]
@@ -335,7 +258,7 @@ def _acked_rounds(
             & ~(n_up / n_clean < ACKED_UP_SHARE)
             & ~(n_down / n_clean < ACKED_DOWN_SHARE)
         )
-    window = _carried_at(c.cwnd, c.trace, c.starts)
+    window = carried_at(c.cwnd, c.trace, c.starts)
     acked = np.where(crossed | (steps > 0), 0.0, -steps)
     later = logged[1:][same]
     per_row = np.zeros(len(c.times))
@@ -349,9 +272,9 @@ def _acked_rounds(
 
 def _limited_rounds(c: _Columns, has: np.ndarray, acked: np.ndarray) -> np.ndarray:
     """``features._window_limited_rounds`` of the traces that count rounds by acked data."""
-    window = _carried_before(c.cwnd, c.trace, c.starts)
+    window = carried_before(c.cwnd, c.trace, c.starts)
     floor = np.minimum(window - LIMITED_SLACK_BYTES, LIMITED_SHARE * window)
-    flight = _carried_before(c.flight, c.trace, c.starts)
+    flight = carried_before(c.flight, c.trace, c.starts)
     limited = np.nan_to_num(flight, nan=-1.0) >= np.nan_to_num(floor, nan=np.inf)
     step = acked - np.concatenate(([0.0], acked[:-1]))
     step[c.starts[c.ends > c.starts]] = acked[c.starts[c.ends > c.starts]] - 0.0
@@ -431,7 +354,7 @@ def _steps(
     step_bytes: list[float | None] = [None] * c.n_traces
     step_share: list[float | None] = [None] * c.n_traces
     rise = np.diff(c.cwnd[known])  # rise[p]: from the p-th window logged to the next
-    pairs, owner = _ranges(spans.lo, np.maximum(spans.hi - 1, spans.lo))
+    pairs, owner = ranges(spans.lo, np.maximum(spans.hi - 1, spans.lo))
     d = rise[pairs]
     up = d > 0
     increases, trace = np.round(d[up]), spans.trace[owner][up]
@@ -469,15 +392,15 @@ def _growth_below_max(
     rounds_seen = [0.0] * c.n_traces
     use = np.flatnonzero(applies[spans.trace] & (spans.hi - spans.lo >= 2))
     window = c.cwnd[known]
-    pairs, owner = _ranges(spans.lo[use], spans.hi[use] - 1)
+    pairs, owner = ranges(spans.lo[use], spans.hi[use] - 1)
     g = spans.trace[use][owner]
     below = window[pairs] < BELOW_MAX_SHARE * window[spans.lo[use][owner]] / beta[g]
     rounds = (counted[known[pairs + 1]] - counted[known[pairs]])[below]
     grown = np.maximum(window[pairs + 1] - window[pairs], 0.0)[below]
     n_below = np.bincount(owner[below], minlength=len(use))
     ends = np.cumsum(n_below)
-    rounds_sums = _segment_sums(rounds, ends - n_below, ends)
-    grown_sums = _segment_sums(grown, ends - n_below, ends)
+    rounds_sums = segment_sums(rounds, ends - n_below, ends)
+    grown_sums = segment_sums(grown, ends - n_below, ends)
     totals = [0.0] * c.n_traces
     for trace, r, w in zip(
         spans.trace[use].tolist(), rounds_sums.tolist(), grown_sums.tolist(), strict=True
@@ -535,7 +458,7 @@ def _cut_fits(
     margin = 1e-9 * (np.abs(t_cut) + np.abs(srtt)) + 1e-300
     limit = c.search(trace, t_cut + UNDO_RTTS * srtt + margin, "right")
     scan_end = np.maximum(np.searchsorted(known, limit, side="left"), p + 2)
-    scanned, owner = _ranges(p + 2, scan_end)
+    scanned, owner = ranges(p + 2, scan_end)
     previous, current = window[scanned - 1], window[scanned]
     stop = (c.times[known[scanned]] - t_cut[owner] > UNDO_RTTS * srtt[owner]) | (
         current < (1 - DROP_SHARE) * previous
@@ -635,13 +558,13 @@ def compute_features(metrics: pl.DataFrame, transitions: pl.DataFrame) -> pl.Dat
     first_rtt = np.full(n, np.nan)
     with_rtt = np.unique(c.trace[rtt_rows])
     first_rtt[with_rtt] = c.rtt_raw[rtt_rows[np.searchsorted(rtt_rows, c.starts[with_rtt])]]
-    median_raw = _run_medians(c.rtt_raw[rtt_rows], c.trace[rtt_rows], n)
+    median_raw = run_medians(c.rtt_raw[rtt_rows], c.trace[rtt_rows], n)
     seconds = (np.abs(first_rtt - 0.333) < 0.0005) & (median_raw < 1.0)
     rtt = np.where(seconds[c.trace], c.rtt_raw * 1000.0, c.rtt_raw)
     rtt_median = median_raw.copy()
     if seconds.any():
         scaled = seconds[c.trace[rtt_rows]]
-        rtt_median[seconds] = _run_medians(rtt[rtt_rows][scaled], c.trace[rtt_rows][scaled], n)[
+        rtt_median[seconds] = run_medians(rtt[rtt_rows][scaled], c.trace[rtt_rows][scaled], n)[
             seconds
         ]
     # the loss markers: loss events, or entries into Recovery where none is logged
@@ -656,9 +579,9 @@ def compute_features(metrics: pl.DataFrame, transitions: pl.DataFrame) -> pl.Dat
     # window reductions
     betas, beta_trace, flights, flight_trace, collapses = _reductions(c, is_loss, is_metrics, rtt)
     n_betas = np.bincount(beta_trace, minlength=n)
-    beta = _medians(betas, beta_trace, n)
-    spread = _medians(np.abs(betas - beta[beta_trace]), beta_trace, n)
-    beta_flight = _medians(flights, flight_trace, n)
+    beta = medians(betas, beta_trace, n)
+    spread = medians(np.abs(betas - beta[beta_trace]), beta_trace, n)
+    beta_flight = medians(flights, flight_trace, n)
     has_acked, acked = _acked_rounds(c, is_loss, is_metrics)
     counted = _limited_rounds(c, has_acked, acked)
     # congestion-avoidance intervals, else (no usable one, some reduction) between losses
@@ -731,9 +654,9 @@ def compute_features(metrics: pl.DataFrame, transitions: pl.DataFrame) -> pl.Dat
     # the medians over each trace's epochs and cut fits
     fitted = np.array([g for g in range(n) for _ in epochs[g]], dtype=np.int64)
     fits = np.array([e for own in epochs for e in own], dtype=float).reshape(-1, 4)
-    growth, curvature, cubic_fit = (_medians(fits[:, k], fitted, n) for k in (0, 1, 3))
+    growth, curvature, cubic_fit = (medians(fits[:, k], fitted, n) for k in (0, 1, 3))
     scored = np.array([g for g in range(n) for _ in cuts[g]], dtype=np.int64)
-    cut_fit = _medians(np.array([x for own in cuts for x in own], dtype=float), scored, n)
+    cut_fit = medians(np.array([x for own in cuts for x in own], dtype=float), scored, n)
     n_flights = np.bincount(flight_trace, minlength=n)
     rows: list[dict[str, Any]] = []
     for g in range(n):
