@@ -92,6 +92,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -392,7 +393,7 @@ def _epoch(
     interval from its rows with a window logged (times ``t``, windows ``w``, smoothed RTTs
     ``r``, cumulative ack-clocked rounds ``a`` or None), or None when it is not usable: fewer
     than :data:`MIN_EPOCH_POINTS` distinct windows or shorter than :data:`MIN_EPOCH_RTTS`
-    rounds."""
+    rounds; or when its times or windows lie past the range of floats (hostile input)."""
     if len(w) < 2:
         return None
     keep = np.concatenate(([True], np.diff(w) != 0))  # one point per window value
@@ -413,13 +414,22 @@ def _epoch(
         # the x axis counts round trips, each as long as the smoothed RTT of its time, so
         # that a queue that lengthens the RTT does not bend a per-RTT (Reno) growth line
         r = np.where(np.isnan(r), srtt, r)
-        rounds = np.concatenate(([0.0], np.cumsum(np.diff(t) / np.maximum(r[1:], 1e-3))))
+        with np.errstate(over="ignore", invalid="ignore"):  # past float range: tested below
+            rounds = np.concatenate(([0.0], np.cumsum(np.diff(t) / np.maximum(r[1:], 1e-3))))
     total = float(rounds[-1])
-    if total < MIN_EPOCH_RTTS:
+    if not total >= MIN_EPOCH_RTTS:  # NaN too
         return None
-    s = rounds / total
-    slope = float(np.polyfit(s, w, 1)[0])
-    quad = float(np.polyfit(s, w, 2)[0])
+    with np.errstate(invalid="ignore"):
+        s = rounds / total
+    if not (math.isfinite(total) and np.isfinite(s).all() and np.isfinite(w).all()):
+        return None  # times or windows past float range: no line can be fitted to them
+    try:
+        with warnings.catch_warnings():  # a poorly conditioned fit is still the best one
+            warnings.simplefilter("ignore", np.exceptions.RankWarning)
+            slope = float(np.polyfit(s, w, 1)[0])
+            quad = float(np.polyfit(s, w, 2)[0])
+    except np.linalg.LinAlgError:  # a degenerate interval: not usable, like a short one
+        return None
     growth = slope / total / SEGMENT_BYTES
     curvature = quad / max(abs(slope), SEGMENT_BYTES)
     cubic = _cubic_fit((t - t[0]) / 1000.0, w / SEGMENT_BYTES)
