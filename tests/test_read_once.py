@@ -8,7 +8,9 @@ named exactly as before), cold and from the cache."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,10 +22,12 @@ from hypothesis import strategies as st
 from test_skipped_once import BAD_LOSS, BAD_PACKET, _broken
 
 from quicsm.cli import main
+from quicsm.compare import load
 from quicsm.compare.load import compare_paths
 from quicsm.core.diagnostics import QuicsmWarning
 from quicsm.qlog import blocks
 from quicsm.qlog.blocks import DecompressedFile, ReadLimits, keep_decompressed
+from quicsm.qlog.paths import TraceSpans
 
 ROOT = Path(__file__).resolve().parents[1]
 V48 = ROOT / "traces" / "quic-go-v0.48.2.qlog"
@@ -117,14 +121,59 @@ def _outputs(
 def _same_kept_or_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, a: Path, b: Path, *extra: str
 ) -> dict[str, tuple[int, str, str, bytes]]:
+    """The outputs, and the same outputs when nothing is kept (every read decompresses its file
+    again, and the account reads the chosen traces' files whole, as before)."""
     kept = _outputs(tmp_path, "kept", a, b, *extra)
     with monkeypatch.context() as m:
-        m.setattr(blocks, "KEEP_BYTES", 0)
+        m.setattr(load, "keep_decompressed", contextlib.nullcontext)
         streamed = _outputs(tmp_path, "streamed", a, b, *extra)
     assert kept.keys() == streamed.keys()
     for key in kept:
         assert kept[key] == streamed[key], key
     return kept
+
+
+def test_a_subset_is_counted_from_its_own_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The account of some traces of a file read whole earlier in the command, by a read that
+    reported nothing, reads their spans only (as when the file's index is kept), and counts and
+    reports what the file read whole counts and reports: here a bad loss record in the chosen
+    trace of file A, which the hybrid states' read of quic-go does not decode (its states are
+    logged) and the metrics' and the account's reads skip, named once either way."""
+    from quicsm.cli.engine_options import EngineChoice
+    from quicsm.engine import accounts
+
+    a, b = _pair(tmp_path, BAD_LOSS)
+    read: list[object] = []
+    inner = accounts.read_packet_timelines
+
+    def spied(paths: list[object], *args: object, **kwargs: object) -> object:
+        read.extend(paths)
+        return inner(paths, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(accounts, "read_packet_timelines", spied)
+    engine = EngineChoice("local", None, None, tmp_path / "cache", False)
+    where = {"vantage": "server"}
+
+    def compared() -> tuple[object, ...]:
+        with pytest.warns(QuicsmWarning, match="skipped 1 record; first 1 reason"):
+            c = compare_paths(
+                [str(a)], [str(b)], where=where, on_error="skip",
+                reader=engine.reader(), accounts=engine.accounts(),
+            )  # fmt: skip
+        assert c.a.account is not None and c.b.account is not None
+        assert c.a.account.height == c.b.account.height == 1
+        return c.a.account.rows(), c.b.account.rows()
+
+    kept = compared()
+    assert [os.fspath(p) for p in read] == [str(a), str(b)]  # type: ignore[call-overload]
+    assert all(isinstance(p, TraceSpans) and len(p.spans) == 1 for p in read)
+    read.clear()
+    with monkeypatch.context() as m:
+        m.setattr(load, "keep_decompressed", contextlib.nullcontext)
+        assert compared() == kept
+    assert not any(isinstance(p, TraceSpans) for p in read)
 
 
 def test_hostile_files_read_leniently_report_the_same_skipped_records(
@@ -135,6 +184,10 @@ def test_hostile_files_read_leniently_report_the_same_skipped_records(
     and the same outputs, kept or not."""
     a, b = _pair(tmp_path, BAD_LOSS, BAD_PACKET)
     got = _same_kept_or_not(tmp_path, monkeypatch, a, b, "--lenient")
+    chosen = _same_kept_or_not(
+        tmp_path, monkeypatch, a, b, "--lenient", "--where", "vantage=server"
+    )
+    got.update({f"{key}, chosen": value for key, value in chosen.items()})
     for key, (code, _, err, body) in got.items():
         assert code == 0, (key, err)
         assert "warning: skipped 2 records; first 2 reasons:" in err, (key, err)

@@ -13,7 +13,9 @@ cap the size of one record (:attr:`ReadLimits.max_record_bytes`). Exceeding a li
 A command that reads the same files several times (``diff`` and ``report`` read each for its
 states, its metrics and its packets) opens :func:`keep_decompressed`: while it is open, a
 compressed file decompressed to its end is kept (its blocks, within a byte budget) and read
-again from memory, so each file is decompressed once per command.
+again from memory, so each file is decompressed once per command; and where each trace of a
+file lies (:func:`keep_spans`, found by a whole read that reported nothing) is kept, so a
+later read of a few of its traces reads their bytes only.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any, BinaryIO
 import zstandard
 
 from quicsm.core.errors import InputError, QlogError
-from quicsm.qlog.paths import check_name, shown
+from quicsm.qlog.paths import PathLike, Span, check_name, shown
 
 #: decompressed bytes handed to the parser at a time
 BLOCK_SIZE = 8 << 20
@@ -134,6 +136,8 @@ class _Kept:
     budget: int
     held: int = 0
     contents: dict[tuple[object, ...], tuple[list[bytes], int]] = field(default_factory=dict)
+    #: each trace's span in a file's decompressed content, by the file's identity
+    spans: dict[tuple[object, ...], tuple[Span, ...]] = field(default_factory=dict)
 
 
 #: the store of the innermost :func:`keep_decompressed` open (None: nothing is kept)
@@ -156,6 +160,34 @@ def keep_decompressed(max_bytes: int | None = None) -> Iterator[None]:
         yield
     finally:
         _kept = previous
+
+
+def _identity(path: PathLike, st: os.stat_result) -> tuple[object, ...]:
+    """What tells one content of a file from another while a command runs."""
+    return (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def keep_spans(path: PathLike, spans: list[Span]) -> None:
+    """Where each trace of ``path`` lies in its decompressed content (``(trace index, start,
+    end)``, as :attr:`quicsm.qlog.source.FileRead.spans`), as a whole read of the file found it
+    without reporting anything, kept while :func:`keep_decompressed` is open (else nothing is
+    kept)."""
+    if _kept is None:
+        return
+    try:
+        _kept.spans[_identity(path, os.stat(path))] = tuple(spans)
+    except OSError:
+        return
+
+
+def kept_spans(path: PathLike) -> tuple[Span, ...] | None:
+    """The spans :func:`keep_spans` kept of the content ``path`` has now, else None."""
+    if _kept is None:
+        return None
+    try:
+        return _kept.spans.get(_identity(path, os.stat(path)))
+    except OSError:
+        return None
 
 
 class DecompressedFile:
@@ -219,16 +251,7 @@ class DecompressedFile:
         open (None: it is not open)."""
         if _kept is None:
             return None
-        st = os.fstat(raw.fileno())
-        return (
-            os.path.abspath(self.path),
-            st.st_dev,
-            st.st_ino,
-            st.st_size,
-            st.st_mtime_ns,
-            self.block_size,
-            self.limits,
-        )
+        return (*_identity(self.path, os.fstat(raw.fileno())), self.block_size, self.limits)
 
     def _decompress_kept(
         self, raw: BinaryIO, key: tuple[object, ...], kept: _Kept
