@@ -164,6 +164,19 @@ def test_the_receivers_log_shows_the_peers_packets_and_no_losses() -> None:
     assert list(p.sent[1]) == [0, 1, 2, 3, 4] and p.acknowledged == 5
 
 
+def test_losses_with_and_without_a_trigger_at_one_time_are_ordered() -> None:
+    """Two declarations of one packet at one time, one naming its trigger and one not (a
+    hostile log): ordered (none first), not compared (a TypeError before)."""
+    c = PacketColumns()
+    c.packet(1.0, "packet_sent", {"header": {"packet_type": "1RTT", "packet_number": 0},
+             "raw": {"length": 1200}, "frames": [{"frame_type": "stream"}]}, 1.0)  # fmt: skip
+    header = {"packet_type": "1RTT", "packet_number": 0}
+    c.loss(2.0, "packet_lost", {"header": header, "trigger": "time_threshold"}, 1.0)
+    c.loss(2.0, "packet_lost", {"header": header}, 1.0)
+    p = c.timeline(0.0)
+    assert p.lost == [(2.0, 0, False, None), (2.0, 0, False, "time_threshold")]
+
+
 def _acknowledged_after_by_sweep(
     lost: list[tuple[float, int]], acks: list[tuple[float, int, int]]
 ) -> list[bool]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -112,6 +113,7 @@ def _outputs(
             )  # fmt: skip
             body = written.read_bytes() if written.exists() else b""
             text = body.replace(str(written).encode(), b"OUT")  # the report names its output
+            text = re.sub(rb"\d{4}-\d\d-\d\d \d\d:\d\d UTC", b"WHEN", text)  # and its time
             shown = stderr.replace(str(written), "OUT").replace(str(cache), "CACHE")
             out[f"{run} {command}"] = (code, stdout, shown, text)
             written.unlink(missing_ok=True)

@@ -300,6 +300,25 @@ class PacketColumns:
             code = self.trigger_names.setdefault(trigger, len(self.trigger_names) + 1)
         self.lost_triggers.append(code)
 
+    def absorb_losses(
+        self, times: bytes, numbers: bytes, codes: bytes, triggers: Sequence[str]
+    ) -> None:
+        """``packet_lost`` events the native core read (``quicsm._native.packet_records``),
+        kept as :meth:`loss` keeps them: ``codes`` are 0 (no trigger) or 1 + an index in
+        ``triggers`` (in the order the chunk first named them)."""
+        if not times:
+            return
+        lost_t, lost_n, local = array("d"), array("q"), array("H")
+        lost_t.frombytes(times)
+        lost_n.frombytes(numbers)
+        local.frombytes(codes)
+        names = self.trigger_names
+        code_of = [0, *(names.setdefault(name, len(names) + 1) for name in triggers)]
+        self._streams.losses.extend(zip(lost_t.tolist(), lost_n.tolist(), strict=True))
+        self.lost_times.extend(lost_t)
+        self.lost_numbers.extend(lost_n)
+        self.lost_triggers.extend(code_of[c] for c in local)
+
     def __call__(self, event: object) -> None:  # the metric sink: keeps nothing
         return None
 
@@ -359,11 +378,16 @@ class PacketColumns:
             lost_t = np.frombuffer(self.lost_times, dtype=np.float64)
             lost_n = np.frombuffer(self.lost_numbers, dtype=np.int64)
             later = _acknowledged_after(lost_t, lost_n, ack_t, lo, hi).tolist()
+            # by time, number, spurious, then trigger (none first: a declaration without one
+            # and one with one at the same time and number are ordered, not compared)
             lost = sorted(
-                (round(when - start, 3), number, late, names[code])
-                for when, number, late, code in zip(
-                    self.lost_times, self.lost_numbers, later, self.lost_triggers, strict=True
-                )
+                (
+                    (round(when - start, 3), number, late, names[code])
+                    for when, number, late, code in zip(
+                        self.lost_times, self.lost_numbers, later, self.lost_triggers, strict=True
+                    )
+                ),
+                key=lambda r: (r[0], r[1], r[2], r[3] is not None, r[3] or ""),
             )
         return PacketTimeline(
             own_sends=own,
