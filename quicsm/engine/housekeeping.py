@@ -7,9 +7,11 @@ The cache directory (:func:`quicsm.engine.cache.default_cache_dir`) grows as fil
   :func:`quicsm.engine.cache.extractor_fingerprint`, changes with every change of the code that
   turns bytes into rows, so an upgrade starts a new directory and leaves the old one unused);
 - ``<fingerprint>-<strict|lenient>-index/``: the index of each file's traces, likewise;
-- ``charts/``, ``vega/``, ``families/``: drawn charts, compiled chart shapes and controller
-  families, each under a hash of what made it (an older version's entries are never read again
-  but cannot be told apart by name);
+- ``vega/``, ``families/``: compiled chart shapes and controller families, each under a hash
+  of what made it (an older version's entries are never read again but cannot be told apart
+  by name);
+- ``charts/``: the report's charts as older versions drew them (with Vega); the report now
+  draws its own (:mod:`quicsm.render.svg_charts`) and keeps none, so they are never read again;
 - ``vega-bundle-*.js`` and ``*.js.packed``: the chart renderer's script bundle, when the
   installation has none of its own.
 
@@ -37,6 +39,8 @@ from quicsm.engine.cache import default_cache_dir, extractor_fingerprint
 _VERSIONED: Final = re.compile(r"^([0-9a-f]{16})-(strict|lenient)-([a-z]+)$")
 #: directories of content-hashed entries, each file one entry
 _HASHED: Final = {"charts": "drawn charts", "vega": "compiled chart shapes", "families": "families"}
+#: of those, what this version never reads
+_UNREAD: Final = frozenset({"charts"})
 _BUNDLE: Final = re.compile(r"^vega-bundle-[^/]+\.js(\.packed)?$")
 
 
@@ -49,7 +53,8 @@ class Entry:
     #: ``partitions``, ``trace index``, ``drawn charts``, ``compiled chart shapes``,
     #: ``families``, ``script bundle`` or ``unknown``
     kind: str
-    #: written by a version of the readers other than this one: never read again
+    #: written by a version of the readers other than this one, or of a kind this version no
+    #: longer reads: never read again
     stale: bool
     bytes: int
     #: the newest modification time in it (seconds since the epoch)
@@ -96,7 +101,7 @@ def entries(cache_dir: Path | str | None = None) -> list[Entry]:
         elif name in _HASHED and path.is_dir() and not path.is_symlink():
             for item in sorted(path.iterdir()):
                 size, written = _size_and_time(item)
-                found.append(Entry(item, _HASHED[name], False, size, written))
+                found.append(Entry(item, _HASHED[name], name in _UNREAD, size, written))
         elif _BUNDLE.match(name) and path.is_file():
             size, written = _size_and_time(path)
             found.append(Entry(path, "script bundle", False, size, written))
