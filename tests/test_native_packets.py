@@ -73,7 +73,15 @@ def _columns(path: Path, *, on: bool, lenient: bool) -> tuple[Any, ...]:
         for i, c in kept.items()
     }
     traces = [
-        (t.index, t.n_events, t.first_time, t.last_time, t.event_counts, t.repaired)
+        (
+            t.index,
+            t.n_events,
+            t.first_time,
+            t.last_time,
+            t.last_derive_time,
+            t.event_counts,
+            t.repaired,
+        )
         for t in read.traces
     ]
     return ("columns", values, traces, read.skipped, [str(p) for p in read.problems])
@@ -104,33 +112,54 @@ def _same(path: Path, *, lenient: bool, timelines: bool = True) -> None:
 
 
 def test_packets_are_read_natively(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With the native core the packet events reach the columns without ``packet_of``; only
-    the records it hands back (here: ``packet_lost`` and ``parameters_set``) are decoded in
-    Python."""
+    """With the native core the packet events reach the columns without ``packet_of``, and
+    the loss events without ``lost_packet_of``; only the records it hands back (here:
+    ``parameters_set``) are decoded in Python."""
     calls: list[object] = []
-    python = PacketColumns.packet
+    losses: list[object] = []
+    python, loss = PacketColumns.packet, PacketColumns.absorb_losses
 
     def counting(self: PacketColumns, *args: Any) -> None:
         calls.append(args)
         python(self, *args)
 
+    def counting_losses(self: PacketColumns, times: bytes, *args: Any) -> None:
+        losses.append(len(times) // 8)
+        loss(self, times, *args)
+
     monkeypatch.setattr(PacketColumns, "packet", counting)
-    path = ROOT / "traces" / "quic-go-v0.65.0.qlog"
+    monkeypatch.setattr(PacketColumns, "absorb_losses", counting_losses)
+    path = ROOT / "traces" / "quic-go-v0.48.2.qlog"
+    traces = [trace_id(str(path), i) for i in range(10)]
     with native(True):
-        out = read_packet_timelines(path, [trace_id(str(path), 0)])
-    assert len(out[trace_id(str(path), 0)].sent[0]) > 1000
+        out = read_packet_timelines(path, traces)
+    assert len(out[traces[0]].sent[0]) > 1000
     assert calls == []
+    native_lost = [len(t.lost) for t in out.values()]
+    assert sum(losses) == sum(native_lost) > 100  # every loss of these traces read natively
     with native(False):
-        read_packet_timelines(path, [trace_id(str(path), 0)])
+        python_out = read_packet_timelines(path, traces)
     assert len(calls) > 1000
+    assert [len(t.lost) for t in python_out.values()] == native_lost
 
 
 def test_the_chunks_read_natively_are_appended_together(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The native core stops at each record it hands back (every ``packet_lost`` of these
-    traces), and the chunks it read in between are held back and appended to the columns
-    together: far fewer appends than chunks, never more than ``_PENDING_CHUNKS`` held at a
-    time (what they hold is checked against the Python reader by the tests around)."""
+    """The native core stops at each record it hands back (here every ``packet_lost`` of these
+    traces: it is asked not to read them), and the chunks it read in between are held back and
+    appended to the columns together: far fewer appends than chunks, never more than
+    ``_PENDING_CHUNKS`` held at a time (what they hold is checked against the Python reader by
+    the tests around)."""
+    from quicsm.core import native as core
     from quicsm.extract import packets
+
+    ext = core.module()
+    assert ext is not None
+    read_losses = ext.packet_records
+
+    def without_losses(*args: Any) -> Any:
+        return read_losses(*args[:6], False, args[7])
+
+    monkeypatch.setattr(ext, "packet_records", without_losses)
 
     chunks: list[int] = []
     appends: list[int] = []
@@ -231,6 +260,37 @@ _RECORDS = [
     b'{"time":%T,"name":"transport:packet_tx","data":{"header":{"packet_number":%N}}}',
     b'{"time":%T,"name":"recovery:packet_lost","data":{"header":{"packet_type":"1RTT",'
     b'"packet_number":%N},"trigger":"time_threshold"}}',
+    # loss events as producers write them (read natively) and as they should not (handed back)
+    b'{"time":%T,"name":"recovery:packet_lost","data":{"header":{"packet_type":"1RTT",'
+    b'"packet_number":%N},"trigger":"reordering_threshold"}}',
+    b'{"name":"recovery:packet_lost","data":{"trigger":"pto_expired","header":{"packet_number":'
+    b'%N,"packet_type":"handshake"}},"time":%T}',
+    b'{"time":%T,"name":"recovery:packet_lost","data":{"header":{"packet_number":%N}}}',
+    b'{"time":%T,"name":"recovery:packet_lost","data":{"type":"1RTT","packet_number":%N,'
+    b'"trigger":"time_threshold"}}',
+    b'{"time":%T,"name":"recovery:packet_lost","data":{"packet_type":"initial","type":"1RTT",'
+    b'"packet_number":%N}}',
+    b'{"time":%T,"name":"recovery:packet_lost","data":{"packet_number_space":"application_data",'
+    b'"packet_number":%N,"trigger":"\xc3\xa9t\xc3\xa9"}}',
+    b'{"time":%T,"name":"recovery:packet_lost","data":{"header":{"packet_type":"INITIAL"},'
+    b'"packet_number":%N}}',
+    b'{"time":%T,"name":"recovery:packet_lost","data":{}}',
+    b'{"time":%T,"name":"loss:packet_lost","data":{"header":{"packet_type":"1RTT",'
+    b'"packet_number":%N},"trigger":"time_threshold","frames":[{"frame_type":"stream"}]}}',
+    b'{"time":%T,"name":"recovery:packet_lost","data":{"header":{"packet_number":%N},'
+    b'"trigger":"time\\u005fthreshold"}}',
+    b'{"time":%T,"name":"recovery:packet_lost","data":{"header":{"packet_number":%N},'
+    b'"trigger":null}}',
+    b'{"time":%T,"name":"recovery:packet_lost","data":{"header":{"packet_number":%N},"trigger":7}}',
+    b'{"time":%T,"name":"recovery:packet_lost","data":{"header":{"packet_number":%N},'
+    b'"trigger":"a","trigger":"b"}}',
+    b'{"time":%T,"name":"recovery:packet_lost","data":{"header":"1RTT","packet_number":%N}}',
+    b'{"time":%T,"name":"recovery:packet_lost","data":{"header":{"packet_number":'
+    b"4611686018427387904}}}",
+    b'{"time":%T,"name":"recovery:packet_lost","data":{"header":{"packet_number":%N.5}}}',
+    b'{"time":%T,"name":"recovery:packet_lost","data":[%N]}',
+    b'{"time":%T,"name":"recovery:Packet_Lost","data":{"header":{"packet_number":%N}}}',
+    b'{"time":%T,"name":"recovery:packet_lost","data":{"header":{"packet_number":%N}}} x',
     b'{"time":%T,"name":"transport:parameters_set","data":{"owner":"remote",'
     b'"initial_max_data":%O,"initial_max_stream_data_bidi_remote":%O}}',
     b'{"time":%T,"name":"transport:packet_sent","data":{"header":{"packet_number":%N}',

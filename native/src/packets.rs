@@ -13,6 +13,7 @@
 //! being more lenient never is.
 
 use crate::record::{event_kind, parts, Data, Fallback, Parser};
+use crate::tables::EventKind;
 
 type R<T> = Result<T, Fallback>;
 
@@ -515,9 +516,124 @@ fn push3(times: &mut Vec<f64>, columns: &mut [Vec<i64>; 3], time: f64, values: [
     }
 }
 
+/// The `packet_lost` events of the 1-RTT space read natively (`PacketColumns.loss`): time,
+/// packet number and trigger (0: none, else 1 + its index in `triggers`, in the order first
+/// seen).
+#[derive(Default, Debug)]
+pub struct Losses {
+    pub times: Vec<f64>,
+    pub numbers: Vec<i64>,
+    pub codes: Vec<u16>,
+    pub triggers: Vec<Vec<u8>>,
+}
+
+/// What `TraceBuilder.add` checks and keeps of a loss event's time: the time it may not be
+/// earlier than (`_latest_of[False]`, else the trace's first time), the latest time of the
+/// trace and the latest time of an event states are derived from; `moved`: a loss was read.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct Clock {
+    pub bound: Option<f64>,
+    pub latest: Option<f64>,
+    pub last_derive: Option<f64>,
+    pub moved: bool,
+}
+
+/// One `packet_lost` record into `losses`, its time checked and kept as `TraceBuilder.add`
+/// does (`_check_order`, then `last_derive_time`) and its data read as
+/// `metric_event` and `wire.lost_packet_of` read it; `Err(Fallback)`: the Python reader's
+/// (nothing of it was kept), a time earlier than the clock allows included (Python reports it).
+pub fn loss_record(record: &[u8], scale: f64, losses: &mut Losses, clock: &mut Clock) -> R<()> {
+    let mut unread = Data::new();
+    let (parts, end) = parts(record, false, &mut unread)?;
+    let mut p = Parser { b: record, i: end, lines: 0 };
+    p.ws();
+    if p.i != record.len() || event_kind(parts.name)? != Some(EventKind::PacketLost) {
+        return Err(Fallback);
+    }
+    let (a, _) = parts.data_span.ok_or(Fallback)?;
+    let time = parts.time * scale;
+    let (mut hdr_type, mut hdr_number) = (Once::Absent, Once::Absent);
+    let (mut packet_type, mut type_, mut space) = (Once::Absent, Once::Absent, Once::Absent);
+    let (mut number, mut trigger, mut header) = (Once::Absent, Once::Absent, Once::Absent);
+    let mut p = Parser { b: record, i: a, lines: 0 };
+    p.object(|p, key, escaped| {
+        if escaped {
+            return Err(Fallback);
+        }
+        match key {
+            b"header" => {
+                header.set(())?;
+                if p.peek()? != b'{' {
+                    return Err(Fallback); // not an object: Python's
+                }
+                p.object(|p, key, escaped| {
+                    if escaped {
+                        return Err(Fallback);
+                    }
+                    match key {
+                        b"packet_type" => hdr_type.set(ascii(p)?),
+                        b"packet_number" => hdr_number.set(packet_number(p)?),
+                        _ => p.skip(3),
+                    }
+                })?;
+                Ok(())
+            }
+            b"packet_type" => packet_type.set(ascii(p)?),
+            b"type" => type_.set(ascii(p)?),
+            b"packet_number_space" => space.set(ascii(p)?),
+            b"packet_number" => number.set(packet_number(p)?),
+            b"trigger" => {
+                let t = plain(p)?;
+                std::str::from_utf8(t).map_err(|_| Fallback)?;
+                trigger.set(t)
+            }
+            _ => p.skip(2),
+        }
+    })?;
+    // TraceBuilder._check_order: a loss may not come before the last one (or the first event)
+    if clock.bound.is_some_and(|bound| time < bound) {
+        return Err(Fallback);
+    }
+    // wire.lost_packet_of, in its order of choices; PacketColumns.loss keeps the 1-RTT ones
+    let kind = hdr_type.get().or(packet_type.get()).or(type_.get()).or(space.get());
+    let number = hdr_number.get().or(number.get());
+    let row = match (application(kind), number) {
+        (true, Some(n)) => {
+            let known = trigger.get().map(|t| losses.triggers.iter().position(|k| k == t));
+            let code = match known {
+                None => 0,
+                Some(Some(i)) => i + 1,
+                Some(None) => losses.triggers.len() + 1,
+            };
+            Some((n, u16::try_from(code).map_err(|_| Fallback)?))
+        }
+        _ => None,
+    };
+    // nothing is kept before here: a record handed back left everything as it was
+    clock.bound = Some(time);
+    if clock.latest.is_none_or(|l| time > l) {
+        clock.latest = Some(time);
+    }
+    if clock.last_derive.is_none_or(|l| time > l) {
+        clock.last_derive = Some(time);
+    }
+    clock.moved = true;
+    if let Some((n, code)) = row {
+        if code as usize > losses.triggers.len() {
+            losses.triggers.push(trigger.get().unwrap_or_default().to_vec());
+        }
+        losses.times.push(time);
+        losses.numbers.push(n);
+        losses.codes.push(code);
+    }
+    Ok(())
+}
+
 /// Reads the records `records[from..]` (`(rs, re)`: the separators around each, in file
 /// order, as native-endian 64-bit pairs) of `buf` until one is the Python reader's; returns its
-/// position (the number of records: none).
+/// position (the number of records: none). With `losses`, `packet_lost` records are read into
+/// it too, their times checked against `clock` (`loss_record`).
+#[allow(clippy::too_many_arguments)]
 pub fn packet_records(
     buf: &[u8],
     records: &[u8],
@@ -526,6 +642,8 @@ pub fn packet_records(
     rows: &mut PacketRows,
     row_base: i64,
     first_scid: &mut Option<Vec<u8>>,
+    mut losses: Option<&mut Losses>,
+    clock: &mut Clock,
 ) -> R<usize> {
     let n = records.len() / 16;
     let at = |k: usize, j: usize| {
@@ -539,10 +657,17 @@ pub fn packet_records(
             return Err(Fallback); // not records of this buffer: the caller's mistake
         }
         let record = &buf[rs + 1..re];
-        if crate::scan::may_be_over_budget(record)
-            || packet_record(record, scale, rows, row_base, first_scid, &mut acks).is_err()
-        {
+        if crate::scan::may_be_over_budget(record) {
             return Ok(k);
+        }
+        if packet_record(record, scale, rows, row_base, first_scid, &mut acks).is_err() {
+            let read = match losses.as_deref_mut() {
+                Some(l) => loss_record(record, scale, l, clock).is_ok(),
+                None => false,
+            };
+            if !read {
+                return Ok(k);
+            }
         }
     }
     Ok(n)

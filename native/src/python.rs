@@ -461,8 +461,12 @@ fn packet_candidates(
     Ok(bytes_of(py, &pairs))
 }
 
-/// What `packet_records` returns: `(stop, first_scid, bytes, columns)`.
-type PacketsOut = (usize, Option<String>, [i64; 4], Vec<Py<PyBytes>>);
+/// What `packet_records` returns: `(stop, first_scid, bytes, columns, losses, clock)`.
+type PacketsOut = (usize, Option<String>, [i64; 4], Vec<Py<PyBytes>>, LossesOut, ClockOut);
+/// The losses read: times (float64), numbers (int64), trigger codes (uint16) and the triggers.
+type LossesOut = (Py<PyBytes>, Py<PyBytes>, Py<PyBytes>, Vec<String>);
+/// The clock after them: `(bound, latest, last_derive, moved)` (`packets::Clock`).
+type ClockOut = (Option<f64>, Option<f64>, Option<f64>, bool);
 
 /// The packet events among `records` (from `packet_candidates`), from the `start`-th on, read
 /// into columns until one is the Python reader's (`native/src/packets.rs`). `first_scid`: the
@@ -472,9 +476,13 @@ type PacketsOut = (usize, Option<String>, [i64; 4], Vec<Py<PyBytes>>);
 /// bytes: times (float64), numbers (int64), flags (uint8), ACK rows, lowest, highest (int64),
 /// stream times (float64), sent, stream, offset, length, number (int64), limit times
 /// (float64), sent, stream, maximum (int64), blocked times (float64), sent, stream, limit
-/// (int64).
+/// (int64). With `losses`, the `packet_lost` events of the 1-RTT space are read too (their
+/// times checked against `clock`: `(bound, latest, last_derive)`, `packets::Clock`), returned
+/// as times, numbers, trigger codes (0: none, else 1 + the index in the triggers returned) and
+/// the clock after them; without it they are the Python reader's, as before.
 #[pyfunction]
-#[pyo3(signature = (buf, records, start, scale, first_scid, row_base))]
+#[pyo3(signature = (buf, records, start, scale, first_scid, row_base, losses=false, clock=(None, None, None)))]
+#[allow(clippy::too_many_arguments)]
 fn packet_records(
     py: Python<'_>,
     buf: &Bound<'_, PyAny>,
@@ -483,6 +491,8 @@ fn packet_records(
     scale: f64,
     first_scid: Option<String>,
     row_base: i64,
+    losses: bool,
+    clock: (Option<f64>, Option<f64>, Option<f64>),
 ) -> PyResult<PacketsOut> {
     let view = PyBuffer::<u8>::get(buf)?;
     if !view.is_c_contiguous() {
@@ -493,11 +503,35 @@ fn packet_records(
         unsafe { std::slice::from_raw_parts(view.buf_ptr() as *const u8, view.len_bytes()) };
     let mut rows = packets::PacketRows::default();
     let mut scid = first_scid.map(String::into_bytes);
-    let stop =
-        packets::packet_records(bytes, records, start, scale, &mut rows, row_base, &mut scid)
-            .map_err(|_| PyValueError::new_err("records are not (rs, re) pairs of buf"))?;
+    let mut lost = packets::Losses::default();
+    let mut clock =
+        packets::Clock { bound: clock.0, latest: clock.1, last_derive: clock.2, moved: false };
+    let stop = packets::packet_records(
+        bytes,
+        records,
+        start,
+        scale,
+        &mut rows,
+        row_base,
+        &mut scid,
+        if losses { Some(&mut lost) } else { None },
+        &mut clock,
+    )
+    .map_err(|_| PyValueError::new_err("records are not (rs, re) pairs of buf"))?;
     let (scid, columns) = packet_columns(py, rows, scid)?;
-    Ok((stop, scid, columns.0, columns.1))
+    let triggers = lost
+        .triggers
+        .into_iter()
+        .map(|t| String::from_utf8(t).map_err(|_| PyValueError::new_err("trigger")))
+        .collect::<PyResult<Vec<String>>>()?;
+    let lost_out = (
+        bytes_of(py, &lost.times),
+        bytes_of(py, &lost.numbers),
+        bytes_of(py, &lost.codes),
+        triggers,
+    );
+    let clock_out = (clock.bound, clock.latest, clock.last_derive, clock.moved);
+    Ok((stop, scid, columns.0, columns.1, lost_out, clock_out))
 }
 
 /// The rows read and the first source connection ID, as `packet_records` returns them.

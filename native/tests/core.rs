@@ -291,3 +291,39 @@ fn packet_events_are_read_into_rows_or_handed_back() {
         assert_eq!(rows.times.len(), before);
     }
 }
+
+/// The loss reader (`packets::loss_record`): quic-go's and aioquic's `packet_lost` read into
+/// one loss each (the 1-RTT ones), their times moving the clock; a loss before the clock's
+/// bound, and what Python must decide, handed back with nothing kept.
+#[test]
+fn loss_events_are_read_or_handed_back() {
+    use quicsm_native::packets::{loss_record, Clock, Losses};
+    let mut losses = Losses::default();
+    let mut clock = Clock { bound: Some(1.0), latest: Some(4.0), ..Clock::default() };
+    let quic_go = br#"{"time":2.5,"name":"recovery:packet_lost","data":{"header":{"packet_type":"1RTT","packet_number":7},"trigger":"reordering_threshold"}}"#;
+    let aioquic = br#"{"data":{"type":"1RTT","packet_number":9,"trigger":"time_threshold"},"name":"recovery:packet_lost","time":3}"#;
+    let initial = br#"{"time":5,"name":"recovery:packet_lost","data":{"header":{"packet_type":"initial","packet_number":0}}}"#;
+    assert!(loss_record(quic_go, 1.0, &mut losses, &mut clock).is_ok());
+    assert!(loss_record(aioquic, 1.0, &mut losses, &mut clock).is_ok());
+    assert!(loss_record(initial, 1.0, &mut losses, &mut clock).is_ok());
+    assert_eq!((losses.times, losses.numbers), (vec![2.5, 3.0], vec![7, 9]));
+    assert_eq!(losses.codes, vec![1, 2]);
+    assert_eq!(losses.triggers, vec![b"reordering_threshold".to_vec(), b"time_threshold".to_vec()]);
+    assert_eq!((clock.bound, clock.latest, clock.last_derive), (Some(5.0), Some(5.0), Some(5.0)));
+    let mut losses = Losses::default();
+    let before = clock;
+    for handed_back in [
+        &br#"{"time":4.5,"name":"recovery:packet_lost","data":{"header":{"packet_number":1}}}"#[..],
+        br#"{"time":6,"name":"recovery:packet_lost","data":{"header":{"packet_number":-1}}}"#,
+        br#"{"time":6,"name":"recovery:packet_lost","data":{"trigger":"a","trigger":"b"}}"#,
+        br#"{"time":6,"name":"recovery:packet_lost","data":{"trigger":"\u0061"}}"#,
+        br#"{"time":6,"name":"recovery:packet_lost","data":{"trigger":null}}"#,
+        br#"{"time":6,"name":"recovery:packet_lost","data":{"header":"1RTT"}}"#,
+        br#"{"time":6,"name":"recovery:packet_lost","data":[1]}"#,
+        br#"{"time":6,"name":"transport:packet_sent","data":{"header":{"packet_number":1}}}"#,
+    ] {
+        assert!(loss_record(handed_back, 1.0, &mut losses, &mut clock).is_err());
+        assert!(losses.times.is_empty() && losses.triggers.is_empty());
+        assert_eq!((clock.bound, clock.latest), (before.bound, before.latest));
+    }
+}

@@ -8,6 +8,10 @@ With ``metrics=True`` (the default) the congestion metrics
 (:func:`quicsm.extract.read.read_metrics`) are read as well and attached to each group: the
 report's representative traces and the explanations of changes (losses, PTOs, spurious losses)
 come from them.
+
+Each file is decompressed once for the whole comparison, however many times it is read (its
+states, its metrics, its packets): :func:`quicsm.qlog.blocks.keep_decompressed` is open while
+the groups are read.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from quicsm.compare.grouping import (
 )
 from quicsm.core.diagnostics import Diagnostics, warned_once
 from quicsm.core.errors import InputError
+from quicsm.qlog.blocks import keep_decompressed
 
 __all__ = [
     "Accounts",
@@ -205,7 +210,7 @@ def compare_paths(
     :class:`~quicsm.core.diagnostics.QuicsmWarning` for the call (a record is in one warning,
     however many reads skipped it)."""
     own = Diagnostics()
-    with warned_once(own):
+    with warned_once(own), keep_decompressed():
         out = _compare_paths(
             a_paths,
             b_paths,
@@ -307,7 +312,7 @@ def compare_by_label(
     (``accounts``: see :func:`attach_accounts`; ``split_app_limited`` and ``diagnostics`` as
     in :func:`compare_paths`)."""
     own = Diagnostics()
-    with warned_once(own):
+    with warned_once(own), keep_decompressed():
         out = _compare_by_label(
             paths,
             label,

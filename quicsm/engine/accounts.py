@@ -9,10 +9,11 @@ cache's directory, :class:`quicsm.engine.cache.PartitionCache`; ``key`` is
 :func:`quicsm.engine.cache.file_key`), one row per trace counted so far with its number in the
 file, and renamed to the path the file has now when it is loaded. Traces not counted yet are
 counted together, their packets read from their own bytes only when the file's index
-(:mod:`quicsm.engine.index`) is kept already and locates them (a file not indexed yet is read
-whole, once: indexing it would read it whole as well), and added to the file's rows. Only
-what was counted without anything to report is kept (a lenient read that skipped records is
-counted again).
+(:mod:`quicsm.engine.index`) is kept already and locates them, or a whole read of the file
+earlier in the same command found where they lie (:func:`quicsm.qlog.blocks.kept_spans`;
+else the file is read whole, once: indexing it would read it whole as well), and added to the
+file's rows. Only what was counted without anything to report is kept (a lenient read that
+skipped records is counted again).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from quicsm.engine.index import load_kept, trace_index, write_kept
 from quicsm.extract.account import ACCOUNT_SCHEMA, read_account
 from quicsm.extract.index import spans_of
 from quicsm.extract.packets import read_packet_timelines
-from quicsm.qlog.paths import PathLike
+from quicsm.qlog.blocks import kept_spans
+from quicsm.qlog.paths import PathLike, TraceSpans
 
 __all__ = ["cached_account"]
 
@@ -147,7 +149,7 @@ def _count(
         spans_of(keep(index.with_columns(pl.col("trace").cast(pl.String))))
     )
     indexed = {str(f) for f in index.get_column("file").cast(pl.String).unique()}
-    located += [f for f in files if f not in indexed]
+    located += [_spans_read(f, ids) for f in files if f not in indexed]
     packets = read_packet_timelines(
         located, ids, on_error=on_error, diagnostics=own, byte_offsets=False
     )
@@ -166,6 +168,18 @@ def _count(
         for f, t in account.select(pl.col("file", "trace").cast(pl.String)).iter_rows()
     ]
     return account.select(pl.Series("number", numbers, dtype=pl.Int64), pl.all())
+
+
+def _spans_read(file: str, ids: Sequence[str]) -> PathLike:
+    """``file`` to be read for the traces of ``ids`` it holds: in their spans where a whole
+    read of its content earlier in this command found them and reported nothing
+    (:func:`quicsm.qlog.blocks.kept_spans`: the traces' own bytes hold what is counted, as
+    when the index locates them), else whole."""
+    known = kept_spans(file)
+    numbers = {n for n in (_number(t, file) for t in ids) if n is not None}
+    if known is None or not numbers or not numbers <= {index for index, _, _ in known}:
+        return file
+    return TraceSpans(file, tuple(span for span in known if span[0] in numbers))
 
 
 def _store(where: Path, rows: pl.DataFrame) -> None:

@@ -18,9 +18,8 @@ traces of some files, strict or lenient, and keeps only those traces' packets.
 
 from __future__ import annotations
 
-import bisect
 from array import array
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -301,6 +300,25 @@ class PacketColumns:
             code = self.trigger_names.setdefault(trigger, len(self.trigger_names) + 1)
         self.lost_triggers.append(code)
 
+    def absorb_losses(
+        self, times: bytes, numbers: bytes, codes: bytes, triggers: Sequence[str]
+    ) -> None:
+        """``packet_lost`` events the native core read (``quicsm._native.packet_records``),
+        kept as :meth:`loss` keeps them: ``codes`` are 0 (no trigger) or 1 + an index in
+        ``triggers`` (in the order the chunk first named them)."""
+        if not times:
+            return
+        lost_t, lost_n, local = array("d"), array("q"), array("H")
+        lost_t.frombytes(times)
+        lost_n.frombytes(numbers)
+        local.frombytes(codes)
+        names = self.trigger_names
+        code_of = [0, *(names.setdefault(name, len(names) + 1) for name in triggers)]
+        self._streams.losses.extend(zip(lost_t.tolist(), lost_n.tolist(), strict=True))
+        self.lost_times.extend(lost_t)
+        self.lost_numbers.extend(lost_n)
+        self.lost_triggers.extend(code_of[c] for c in local)
+
     def __call__(self, event: object) -> None:  # the metric sink: keeps nothing
         return None
 
@@ -357,13 +375,19 @@ class PacketColumns:
         lost: list[tuple[float, int, bool, str | None]] = []
         if losses_here and self.lost_times:
             names = [None, *self.trigger_names]
-            declared = list(zip(self.lost_times, self.lost_numbers, strict=True))
-            later = _acknowledged_after(declared, _rows(ack_t, lo, hi))
+            lost_t = np.frombuffer(self.lost_times, dtype=np.float64)
+            lost_n = np.frombuffer(self.lost_numbers, dtype=np.int64)
+            later = _acknowledged_after(lost_t, lost_n, ack_t, lo, hi).tolist()
+            # by time, number, spurious, then trigger (none first: a declaration without one
+            # and one with one at the same time and number are ordered, not compared)
             lost = sorted(
-                (round(when - start, 3), number, late, names[code])
-                for (when, number), late, code in zip(
-                    declared, later, self.lost_triggers, strict=True
-                )
+                (
+                    (round(when - start, 3), number, late, names[code])
+                    for when, number, late, code in zip(
+                        self.lost_times, self.lost_numbers, later, self.lost_triggers, strict=True
+                    )
+                ),
+                key=lambda r: (r[0], r[1], r[2], r[3] is not None, r[3] or ""),
             )
         return PacketTimeline(
             own_sends=own,
@@ -454,17 +478,6 @@ def _lists(columns: Sequence[bytes]) -> list[list[object]]:
     ]
 
 
-#: ACK ranges turned into Python numbers at a time (bounded transient objects)
-_CHUNK = 1 << 14
-
-
-def _rows(times: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> Iterator[tuple[float, int, int]]:
-    """``(time, lo, hi)`` of each ACK range, a chunk at a time."""
-    for i in range(0, len(times), _CHUNK):
-        j = i + _CHUNK
-        yield from zip(times[i:j].tolist(), lo[i:j].tolist(), hi[i:j].tolist(), strict=True)
-
-
 def _floats(values: np.ndarray) -> array[float]:
     out = array("d")
     out.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
@@ -495,29 +508,44 @@ def _covered(numbers: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> int:
 
 
 def _acknowledged_after(
-    lost: Sequence[tuple[float, int]], acks: Iterable[tuple[float, int, int]]
-) -> list[bool]:
-    """For each loss ``(time, number)``: whether an ACK range ``(time, lo, hi)`` (in time
-    order) arriving after it covers its number. Each loss leaves the pending list once, so the
-    cost is about (ACK ranges + losses) x log(losses)."""
-    out = [False] * len(lost)
-    by_time = sorted(range(len(lost)), key=lambda j: lost[j])
-    pending: list[tuple[int, int]] = []  # (number, loss index), sorted
-    i = 0
-    for t, lo, hi in acks:
-        while i < len(by_time) and lost[by_time[i]][0] < t:
-            j = by_time[i]
-            bisect.insort(pending, (lost[j][1], j))
-            i += 1
-        if not pending:
-            continue
-        a = bisect.bisect_left(pending, (lo, -1))
-        b = bisect.bisect_right(pending, (hi, len(lost)))
-        if a < b:
-            for _, j in pending[a:b]:
-                out[j] = True
-            del pending[a:b]
-    return out
+    lost_t: np.ndarray, lost_n: np.ndarray, ack_t: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray:
+    """For each loss (time ``lost_t[j]``, number ``lost_n[j]``): whether an ACK range
+    ``[lo[k], hi[k]]`` that arrived later (``ack_t[k] > lost_t[j]``) covers its number; times
+    are finite (:meth:`quicsm.qlog.trace.TraceBuilder.event_time` bounds them).
+
+    That is the latest arrival among the ranges covering the number, compared with the loss's
+    time. The latest arrival per number is a range update of a maximum with point queries,
+    done on a segment tree over the distinct lost numbers, one level at a time for every range
+    at once: about (ACK ranges + losses) x log(losses) steps, each an array operation."""
+    if not len(lost_n):
+        return np.zeros(0, dtype=bool)
+    numbers = np.unique(lost_n)
+    # the lost numbers each range covers: those at positions [first, stop) of ``numbers``
+    first = np.searchsorted(numbers, lo, side="left")
+    stop = np.searchsorted(numbers, hi, side="right")
+    some = first < stop
+    size = 1 << (len(numbers) - 1).bit_length()  # leaves: a power of two >= len(numbers)
+    latest = np.full(2 * size, -np.inf)  # per tree node: the latest range covering it whole
+    left, right, when = first[some] + size, stop[some] + size, ack_t[some]
+    while len(left):
+        # a left end that is a right child, and a right end after a left child, are covered
+        # whole here; their parents are not
+        take = (left & 1).astype(bool) & (left < right)
+        np.maximum.at(latest, left[take], when[take])
+        left = left + take
+        take = (right & 1).astype(bool) & (left < right)
+        right = right - take
+        np.maximum.at(latest, right[take], when[take])
+        left, right = left >> 1, right >> 1
+        live = left < right
+        left, right, when = left[live], right[live], when[live]
+    level = 2
+    while level < 2 * size:  # each node inherits what covers its parent, top down
+        nodes = np.arange(level, 2 * level)
+        latest[nodes] = np.maximum(latest[nodes], latest[nodes >> 1])
+        level *= 2
+    return latest[size + np.searchsorted(numbers, lost_n)] > lost_t
 
 
 class _Discard:

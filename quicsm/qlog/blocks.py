@@ -9,6 +9,13 @@ one call can never inflate more than :data:`FEED_BYTES` times the best ratio zst
 reach, the total decompressed size of a file and its expansion ratio are capped, and the parsers
 cap the size of one record (:attr:`ReadLimits.max_record_bytes`). Exceeding a limit is a
 :class:`quicsm.core.errors.QlogError` naming the file and the limit.
+
+A command that reads the same files several times (``diff`` and ``report`` read each for its
+states, its metrics and its packets) opens :func:`keep_decompressed`: while it is open, a
+compressed file decompressed to its end is kept (its blocks, within a byte budget) and read
+again from memory, so each file is decompressed once per command; and where each trace of a
+file lies (:func:`keep_spans`, found by a whole read that reported nothing) is kept, so a
+later read of a few of its traces reads their bytes only.
 """
 
 from __future__ import annotations
@@ -18,14 +25,14 @@ import stat
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import zstandard
 
 from quicsm.core.errors import InputError, QlogError
-from quicsm.qlog.paths import check_name, shown
+from quicsm.qlog.paths import PathLike, Span, check_name, shown
 
 #: decompressed bytes handed to the parser at a time
 BLOCK_SIZE = 8 << 20
@@ -116,6 +123,73 @@ def open_input(path: Path) -> BinaryIO:
         raise
 
 
+#: what :func:`keep_decompressed` keeps by default: the decompressed bytes of every file kept at
+#: once (a file that would pass it is decompressed again each time it is read, as without it)
+KEEP_BYTES = 256 << 20
+
+
+@dataclass
+class _Kept:
+    """The decompressed blocks of the files read to their end while :func:`keep_decompressed`
+    is open, keyed by what identifies their content and how they were read."""
+
+    budget: int
+    held: int = 0
+    contents: dict[tuple[object, ...], tuple[list[bytes], int]] = field(default_factory=dict)
+    #: each trace's span in a file's decompressed content, by the file's identity
+    spans: dict[tuple[object, ...], tuple[Span, ...]] = field(default_factory=dict)
+
+
+#: the store of the innermost :func:`keep_decompressed` open (None: nothing is kept)
+_kept: _Kept | None = None
+
+
+@contextmanager
+def keep_decompressed(max_bytes: int | None = None) -> Iterator[None]:
+    """While open, each compressed file decompressed to its end without a problem keeps its
+    blocks (at most ``max_bytes``, default :data:`KEEP_BYTES`, decompressed bytes of all files
+    together; a file that does not fit is not kept), and a later
+    :meth:`DecompressedFile.blocks` of the same content (the same path, device, inode, size and
+    modification time, block size and limits) yields them again instead of decompressing it:
+    the same blocks, so every reader reads the same bytes. A read stopped before the end of
+    its file, a stream that ends early or fails, and a file not compressed keep nothing.
+    Everything kept is let go when the block is left."""
+    global _kept
+    previous, _kept = _kept, _Kept(KEEP_BYTES if max_bytes is None else max_bytes)
+    try:
+        yield
+    finally:
+        _kept = previous
+
+
+def _identity(path: PathLike, st: os.stat_result) -> tuple[object, ...]:
+    """What tells one content of a file from another while a command runs."""
+    return (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def keep_spans(path: PathLike, spans: list[Span]) -> None:
+    """Where each trace of ``path`` lies in its decompressed content (``(trace index, start,
+    end)``, as :attr:`quicsm.qlog.source.FileRead.spans`), as a whole read of the file found it
+    without reporting anything, kept while :func:`keep_decompressed` is open (else nothing is
+    kept)."""
+    if _kept is None:
+        return
+    try:
+        _kept.spans[_identity(path, os.stat(path))] = tuple(spans)
+    except OSError:
+        return
+
+
+def kept_spans(path: PathLike) -> tuple[Span, ...] | None:
+    """The spans :func:`keep_spans` kept of the content ``path`` has now, else None."""
+    if _kept is None:
+        return None
+    try:
+        return _kept.spans.get(_identity(path, os.stat(path)))
+    except OSError:
+        return None
+
+
 class DecompressedFile:
     """A file's decompressed content in blocks; notes a compressed stream that ends early.
 
@@ -142,6 +216,14 @@ class DecompressedFile:
         """Fresh ``bytes`` blocks of at most ``block_size`` bytes (never an empty block)."""
         try:
             with open_input(self.path) as raw:
+                key = self._kept_key(raw) if self.compression is not None else None
+                kept = _kept.contents.get(key) if _kept is not None and key else None
+                if kept is not None:  # decompressed before while keep_decompressed is open
+                    blocks, stored = kept
+                    if _byte_counter is not None:
+                        _byte_counter(stored)
+                    yield from blocks
+                    return
                 if self.compression is None:
                     # a small file is read in one call of its own size, not a full block
                     size = os.fstat(raw.fileno()).st_size
@@ -151,8 +233,10 @@ class DecompressedFile:
                             _byte_counter(len(block))
                         yield block
                         del block  # freed before the next read (when the consumer drops it)
-                else:
+                elif key is None or _kept is None:
                     yield from self._decompress(raw)
+                else:
+                    yield from self._decompress_kept(raw, key, _kept)
         except (OSError, zlib.error, zstandard.ZstdError) as exc:
             if isinstance(exc, OSError):
                 raise InputError(
@@ -161,6 +245,33 @@ class DecompressedFile:
             raise QlogError(
                 str(self.path), f"a readable {self.compression} stream", got=str(exc)
             ) from None
+
+    def _kept_key(self, raw: BinaryIO) -> tuple[object, ...] | None:
+        """What identifies this file's decompressed blocks while :func:`keep_decompressed` is
+        open (None: it is not open)."""
+        if _kept is None:
+            return None
+        return (*_identity(self.path, os.fstat(raw.fileno())), self.block_size, self.limits)
+
+    def _decompress_kept(
+        self, raw: BinaryIO, key: tuple[object, ...], kept: _Kept
+    ) -> Iterator[bytes]:
+        """:meth:`_decompress`, its blocks kept in ``kept`` when the stream was read to its end
+        whole (not cut short) and they fit in what ``kept`` may still hold."""
+        blocks: list[bytes] | None = []
+        size = 0
+        for block in self._decompress(raw):
+            if blocks is not None:
+                size += len(block)
+                if kept.held + size > kept.budget:
+                    blocks = None  # it does not fit: streamed, as without the store
+                else:
+                    blocks.append(block)
+            yield block
+            del block
+        if blocks is not None and not self.cut_short and key not in kept.contents:
+            kept.contents[key] = (blocks, os.fstat(raw.fileno()).st_size)
+            kept.held += size
 
     def _decompressor(self) -> Any:
         if self.compression == "gzip":

@@ -611,9 +611,11 @@ class SeqScanner:
     ) -> None:
         """The packet pass of :meth:`_decode_hits` done by the native core
         (``native/src/packets.rs``): it visits the same records in the same order, reads the
-        packet events into ``columns`` and hands back each record it cannot read exactly as the
-        Python reader would (``packet_lost``, ``parameters_set``, any unusual shape or a bad
-        record); that record is decoded here, its hook fed between the chunks read natively."""
+        packet events into ``columns`` (and the ``packet_lost`` events, when the columns are
+        the trace's loss hook, their times checked as :meth:`TraceBuilder.add` checks them)
+        and hands back each record it cannot read exactly as the Python reader would
+        (``parameters_set``, any unusual shape or a bad record); that record is decoded
+        here, its hook fed between the chunks read natively."""
         import numpy as np  # (a reader of packets has imported it: the columns are numpy's)
 
         pairs = ext.packet_candidates(buf, s, e, self.sep[0], list(PACKET_NEEDLES))
@@ -622,12 +624,24 @@ class SeqScanner:
             at = at[~np.isin(at[:, 0], np.fromiter(done, dtype=np.int64))]
             pairs = at.tobytes()
         keep = not trace.discards()  # a derive pass follows: it skips what was read here
+        # the loss events too, when they go to these columns (their times checked as add does)
+        losses = trace.loss_hook is not None and trace.loss_hook == columns.loss
         n, start = len(at), 0
         while start < n:
-            stop, scid, sizes, chunk = ext.packet_records(
-                buf, pairs, start, trace.scale, columns.first_scid, columns.rows()
+            stop, scid, sizes, chunk, lost, clock = ext.packet_records(
+                buf,
+                pairs,
+                start,
+                trace.scale,
+                columns.first_scid,
+                columns.rows(),
+                losses,
+                trace.loss_clock(),
             )
             columns.absorb(scid, sizes, chunk)
+            if clock[3]:  # loss events were read
+                columns.absorb_losses(*lost)
+                trace.set_loss_clock(*clock[:3])
             if keep:
                 done.update(at[start:stop, 0].tolist())
             if stop >= n:

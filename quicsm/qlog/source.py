@@ -34,6 +34,7 @@ from quicsm.qlog.blocks import (
     DEFAULT_LIMITS,
     DecompressedFile,
     ReadLimits,
+    keep_spans,
     record_too_large,
 )
 from quicsm.qlog.seq import LF, RS, Buffer, SeqScanner
@@ -367,6 +368,8 @@ def _read_qlog(
     result.skipped = skipped
     result.problems = [to_error(path, p, source, sep) for p in problems[:max_problems]]
     result.problem_keys = [record_key(p) for p in problems[:max_problems]]
+    if spans is None and result.spans and not (problems or skipped or result.truncated):
+        keep_spans(path, result.spans)  # a later read of some traces reads their bytes only
     return result
 
 

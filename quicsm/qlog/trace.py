@@ -94,6 +94,15 @@ class NativePackets(Protocol):
         """A chunk of rows read natively (what ``packet_records`` returns after its stop)."""
         ...
 
+    def loss(self, time: float, short: str, data: object, scale: float) -> None:
+        """A ``packet_lost`` event decoded in Python (:attr:`TraceBuilder.loss_hook`)."""
+        ...
+
+    def absorb_losses(self, times: bytes, numbers: bytes, codes: bytes, triggers: Any) -> None:
+        """The ``packet_lost`` events the native core read, as :meth:`loss` keeps them: when
+        the columns' :meth:`loss` is the trace's loss hook, ``packet_records`` reads them too."""
+        ...
+
 
 #: given a trace's builder (its header is read), the sink of its metric, loss and timer events
 #: (instead of keeping them in ``metrics``), or ``None`` to keep them
@@ -263,6 +272,19 @@ class TraceBuilder:
             return None
         scan: NativeScan | None = getattr(self._sink, "scan_records", None)
         return scan
+
+    def loss_clock(self) -> tuple[float | None, float | None, float | None]:
+        """What :meth:`add` checks a loss event's time against and keeps of it: the time it may
+        not be earlier than, the latest time and the latest time of an event states are derived
+        from (the native core reads loss events so, ``quicsm._native.packet_records``)."""
+        return self._latest_of.get(False, self.first_time), self.latest, self.last_derive_time
+
+    def set_loss_clock(self, bound: float, latest: float, last_derive: float) -> None:
+        """:meth:`loss_clock` after loss events :meth:`add` did not see (read natively: the
+        last one's time, then the latest times)."""
+        self._latest_of[False] = bound
+        self.latest = latest
+        self.last_derive_time = last_derive
 
     def native_plan(self) -> tuple[bool, Any] | None:
         """How a contained-JSON reader may read this trace's events natively

@@ -249,6 +249,39 @@ fn check_packet_record(record: &[u8], scale: f64) {
     assert!(rows.bytes.iter().all(|&b| b >= 0), "{:?}", show());
 }
 
+/// The loss reader (`packets::loss_record`) accepts only what a JSON parser accepts, as an
+/// object with a numeric time, a `packet_lost` name and a `data` object; a record it hands
+/// back leaves the losses and the clock as they were; one it reads moves the clock to its time
+/// (never back) and keeps at most one loss, numbered in 0..2^62-1, its trigger named.
+fn check_loss_record(record: &[u8], scale: f64) {
+    let mut losses = packets::Losses::default();
+    let before = packets::Clock { bound: Some(5.0), latest: Some(9.0), ..Default::default() };
+    let mut clock = before;
+    if packets::loss_record(record, scale, &mut losses, &mut clock).is_err() {
+        assert!(losses.times.is_empty() && losses.triggers.is_empty(), "losses left");
+        assert!(!clock.moved && clock.bound == before.bound && clock.latest == before.latest);
+        return;
+    }
+    let show = || String::from_utf8_lossy(record).into_owned();
+    let mut de = serde_json::Deserializer::from_slice(record);
+    de.disable_recursion_limit();
+    let value: serde_json::Value = serde::Deserialize::deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v))
+        .unwrap_or_else(|e| panic!("read a loss record that is not JSON ({e}): {:?}", show()));
+    let time = value.get("time").and_then(|t| t.as_f64());
+    assert!(time.is_some(), "no numeric time: {:?}", show());
+    let name = value.get("name").and_then(|n| n.as_str()).unwrap_or_default().to_lowercase();
+    assert!(name.ends_with("packet_lost"), "not a loss event: {:?}", show());
+    assert!(value.get("data").is_some_and(|d| d.is_object()), "no data object: {:?}", show());
+    let t = clock.bound.unwrap_or(f64::NAN);
+    assert!(clock.moved && t >= 5.0 && t.is_finite(), "clock {clock:?}: {:?}", show());
+    assert!(clock.latest == Some(t.max(9.0)) && clock.last_derive == Some(t), "{clock:?}");
+    assert!(losses.times.len() <= 1 && losses.times.iter().all(|&x| x == t), "{:?}", show());
+    let max = (1i64 << 62) - 1;
+    assert!(losses.numbers.iter().all(|n| (0..=max).contains(n)), "{:?}", show());
+    assert!(losses.codes.iter().all(|&c| c as usize <= losses.triggers.len()), "{:?}", show());
+}
+
 /// The deriver's rows: in time order, no state repeated, known states, every trigger named.
 pub fn assert_rows_invariants(times: &[f64], states: &[u8], triggers: &[u16], names: usize) {
     let show = || format!("times {times:?} states {states:?} triggers {triggers:?}");
@@ -274,6 +307,7 @@ pub fn check(data: &[u8]) {
         for w in seps.windows(2) {
             check_record(&buf[w[0] + 1..w[1]], scale);
             check_packet_record(&buf[w[0] + 1..w[1]], scale);
+            check_loss_record(&buf[w[0] + 1..w[1]], scale);
         }
         let resumed = read(&buf, &[0, end], sep, scale, true);
         let searched = read(&buf, &[0, end], sep, scale, false);
