@@ -347,11 +347,16 @@ def _finish(
         if column not in held:
             fills.append(pl.lit(before, dtype=dtype).alias(column))
             continue
-        logged = pl.col(column).cast(pl.Int64) if column == "pto_count" else pl.col(column)
-        filled = logged.forward_fill()
-        if before is not None:
-            filled = filled.fill_null(pl.lit(before, dtype=dtype))
+        logged = part.get_column(column)
+        filled = pl.col(column).cast(pl.Int64) if column == "pto_count" else pl.col(column)
+        if logged.null_count():  # (a column logged at every event is as it was)
+            filled = filled.forward_fill()
+            if before is not None and logged[0] is None:
+                filled = filled.fill_null(pl.lit(before, dtype=dtype))
         fills.append(filled)
+        last: Any = logged.last(ignore_nulls=True)  # what the next part carries in (a float)
+        if last is not None:
+            carry[column] = int(last) if column == "pto_count" else last
     if _SAMPLE not in held:  # the event's own: null where the part carries none
         fills.append(pl.lit(None, dtype=METRICS_SCHEMA[_SAMPLE]).alias(_SAMPLE))
     trigger = (
@@ -375,15 +380,9 @@ def _finish(
         replaced[_SAMPLE].alias(_SAMPLE),  # the event's own: not carried
         trigger.alias("trigger"),
     )
-    learnt = frame.select(
-        *(pl.col(c).last().alias(f"last:{c}") for c in METRIC_COLUMNS),
-        slow.alias("_slow"),
-        *learning,
-    )
-    out, summary = pl.collect_all([rows, learnt])
+    learnt = frame.select(slow.alias("_slow"), *learning)
+    out, summary = pl.collect_all([rows, learnt], engine="in-memory")
     seen = summary.row(0, named=True)
-    for column in METRIC_COLUMNS:
-        carry[column] = seen[f"last:{column}"] if n else carry.get(column)
     learn(carry, seen)  # sentinels and placeholders as null, RTTs in ms: what the part showed
     if seen["_slow"]:  # rare: a time next to a half, or beyond 2**31 ms
         out = out.with_columns(round_ms(part.get_column("_t") - start).alias("time_ms"))
