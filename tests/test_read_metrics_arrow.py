@@ -3,7 +3,8 @@
 recorded (NaN as null, the times and codes as they were), blocks joined by ``concat_blocks``
 equal the frames of each block stacked, columns taken one by one (``ArrowBlock.take``) equal
 the block's, and ``read_metrics`` of a JSON-SEQ file imports no
-numpy (polars is the result type; numpy would cost the process about as much again)."""
+numpy (polars is the result type; numpy would cost the process about as much again) nor the
+modules of the deriving path."""
 
 from __future__ import annotations
 
@@ -122,16 +123,33 @@ def test_a_block_never_exported_frees_its_buffers() -> None:
         del schema, array, block
 
 
-def test_read_metrics_of_json_seq_imports_no_numpy() -> None:
+#: what a process that reads metrics does not import: numpy, and the deriving path (the rule
+#: table, the derivers, the packet pass), which only the readers of states need
+NOT_IMPORTED = (
+    "numpy",
+    "quicsm.extract.derive",
+    "quicsm.extract.deriver",
+    "quicsm.extract.rules",
+    "quicsm.extract.streaming",
+    "quicsm.extract.wire",
+)
+
+
+def test_read_metrics_of_json_seq_imports_no_numpy_nor_the_deriving_path() -> None:
     code = (
         "import sys, warnings\nwarnings.simplefilter('ignore')\n"
         "from quicsm.extract.read import read_metrics\n"
         f"frame = read_metrics({str(ROOT / 'traces' / 'aioquic-1.7.2.qlog')!r})\n"
         "assert frame.height > 0\n"
-        "print('NUMPY', 'numpy' in sys.modules)\n"
+        f"print('IMPORTED', [m for m in {NOT_IMPORTED!r} if m in sys.modules])\n"
+        "from quicsm.extract.read import read_transitions\n"
+        f"assert read_transitions({str(ROOT / 'traces' / 'aioquic-1.7.2.qlog')!r}).height\n"
+        f"print('THEN', [m for m in {NOT_IMPORTED!r} if m in sys.modules])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip().splitlines()[-1] == "NUMPY False"
+    lines = out.stdout.strip().splitlines()
+    assert lines[-2] == "IMPORTED []"
+    assert lines[-1].startswith("THEN [") and "quicsm.extract.deriver" in lines[-1]  # the probe
 
 
 _TIMES = st.lists(

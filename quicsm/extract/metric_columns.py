@@ -22,7 +22,6 @@ import polars as pl
 
 from quicsm.core import native, tables
 from quicsm.core.frames import EVENT_DTYPE, METRICS_SCHEMA
-from quicsm.extract.native import make_recorder
 from quicsm.extract.sentinels import NORMALISED_COLUMNS, learn, normalise_batch, part_plan
 from quicsm.extract.times import round_ms, round_ms_exprs
 from quicsm.qlog.events import METRIC_FIELDS, MetricEvent
@@ -83,10 +82,13 @@ class MetricColumns:
         self.ordered = True
         self.last = -math.inf
         self.trigger_codes: dict[str, int] = {}
-        #: where the native core is used, a recorder that the native scan and contained-JSON
-        #: reader fill with the events they decode (they find it as the derived path finds its
-        #: deriver); records handed back to Python are fed to it by :meth:`__call__`, in order
-        self.native_deriver = make_recorder()
+        #: where the native core is used, a recorder (``quicsm._native.Deriver.recorder()``: it
+        #: derives nothing and keeps the events as columns) that the native scan and
+        #: contained-JSON reader fill with the events they decode (they find it as the derived
+        #: path finds its deriver); records handed back to Python are fed to it by
+        #: :meth:`__call__`, in order
+        ext = native.module()
+        self.native_deriver: Any = None if ext is None else ext.Deriver.recorder()
         self.scan_records = self._scan if self.native_deriver is not None else None
         self._new_block()
 
