@@ -258,8 +258,10 @@ _Pending = tuple[Any, list[str], int]
 
 def _frame(sources: list[Any]) -> pl.DataFrame:
     """Blocks of events (:data:`_Pending`'s columns, all of one kind) as ONE frame: native
-    blocks joined by the native core and handed over through the Arrow C data interface,
-    numpy arrays (the Python reader's) joined by numpy."""
+    blocks joined by the native core and handed over through the Arrow C data interface (the
+    columns of :data:`_KEPT`, each on its own, so a column the frame returned keeps holds only
+    itself; a float column of nulls only as one that takes no memory), numpy arrays (the Python
+    reader's) joined by numpy."""
     if isinstance(sources[0], dict):
         import numpy as np  # the Python reader's path only
 
@@ -268,7 +270,16 @@ def _frame(sources: list[Any]) -> pl.DataFrame:
         return frame.with_columns(pl.col(pl.Float64).exclude("_t").fill_nan(None))
     ext = native.module()
     assert ext is not None  # native blocks come from the native core
-    return pl.DataFrame(sources[0] if len(sources) == 1 else ext.concat_blocks(sources))
+    block = sources[0] if len(sources) == 1 else ext.concat_blocks(sources)
+    n = block.length
+    return pl.DataFrame(
+        [
+            pl.repeat(None, n, dtype=pl.Float64, eager=True).alias(name)
+            if column is None
+            else pl.Series(column)
+            for name, column in zip(_KEPT, block.take(list(_KEPT)), strict=True)
+        ]
+    )
 
 
 def _kept(source: Any) -> pl.DataFrame:
@@ -464,13 +475,7 @@ class MetricsBatch:
         )
         for column in METRIC_COLUMNS:
             columns[column] = carried.get_column(column)
-        # the event's own: not carried. No column of ``whole`` itself is returned: polars holds
-        # the columns of the native core's block through the block, so one kept in the frame
-        # would keep all of them (a sample logged is replaced by normalise_batch, below)
-        sample = whole.get_column(_SAMPLE)
-        if sample.null_count() == sample.len():
-            sample = pl.repeat(None, sample.len(), dtype=pl.Float64, eager=True)
-        columns[_SAMPLE] = sample
+        columns[_SAMPLE] = whole.get_column(_SAMPLE)  # the event's own: not carried
         # each trace's trigger codes index its own names: mapped to one table of names
         table: dict[str, int] = {}
         flat: list[int] = []
