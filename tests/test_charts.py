@@ -1,5 +1,5 @@
 """The report's pictures as drawn: the scenario heatmap's diverging colours and legend, and the
-diff graph's edge labels in one unit."""
+diff graph's edge labels in one unit; the Vega-Lite renderer's kept charts and script bundle."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from quicsm.render import charts
+from quicsm.render import charts, svg_charts
 from quicsm.render.dot import diff_dot
 
 
@@ -28,16 +28,15 @@ def test_heatmap_colours_diverge_from_white_with_a_legend() -> None:
     """−96 % is drawn dark red, +30 % blue, a small difference near white (the old heatmap drew
     every cell white, so −96 % looked like −0 %); the colour scale has a legend."""
     cells = {
-        ("jitter", "c"): charts.Cell(-96.0, True, "p < 0.001", (10, 10)),
-        ("baseline", "c"): charts.Cell(-2.0, False, "n.s.", (5, 5)),
-        ("loss", "c"): charts.Cell(30.0, True, "p = 0.003", (5, 5)),
+        ("jitter", "c"): svg_charts.Cell(-96.0, True, "p < 0.001", (10, 10)),
+        ("baseline", "c"): svg_charts.Cell(-2.0, False, "n.s.", (5, 5)),
+        ("loss", "c"): svg_charts.Cell(30.0, True, "p = 0.003", (5, 5)),
     }
-    spec = charts.heatmap_spec(["jitter", "baseline", "loss"], ["c"], cells, row_label="scenario",
-                               col_label="", title="completion_ms")  # fmt: skip
-    svg = charts.to_svg(spec)
+    svg = svg_charts.heatmap_svg(["jitter", "baseline", "loss"], ["c"], cells,
+                                 row_label="scenario", col_label="",
+                                 title="completion_ms")  # fmt: skip
     cell = re.compile(
-        r'aria-label="col: c; scenario: (\w+);[^"]*"[^>]*?aria-roledescription="rect mark"'
-        r'[^>]*?fill="([^"]+)"'
+        r'<g class="cell[^"]*" aria-label="(\w+), c: [^"]*"><rect [^>]*?fill="([^"]+)"'
     )
     fills = {m.group(1): _rgb(m.group(2)) for m in cell.finditer(svg)}
     assert set(fills) == {"jitter", "baseline", "loss"}, fills
@@ -46,9 +45,9 @@ def test_heatmap_colours_diverge_from_white_with_a_legend() -> None:
     r, g, b = fills["loss"]
     assert b > r + 40  # blue
     assert min(fills["baseline"]) > 200  # near white
-    assert "role-legend-gradient" in svg
+    assert '<g class="legend gradient"' in svg
     labels = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
-    assert "−100" in labels and "+100" in labels and "-96%" in labels
+    assert "−100" in labels and "+100" in labels and "−96%" in labels
 
 
 def test_diff_graph_labels_every_edge_in_percentage_points() -> None:
@@ -193,46 +192,23 @@ def test_the_script_bundle_is_kept_and_a_damaged_copy_built_again(
     charts._bundle.cache_clear()
 
 
-def test_a_drawn_chart_is_kept_and_read_back_as_drawn(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """With a cache directory, a chart is drawn once and kept (``charts/<hash>.svg``); the same
-    specification again is read back, not drawn, into the same bytes as a chart drawn without
-    the cache (in any CSS class); a damaged copy is drawn again, another chart is kept apart,
-    and a cache that cannot be written only means the chart is drawn every time."""
-    import vl_convert
+def test_a_plot_svg_is_the_same_bytes_in_any_process() -> None:
+    """The renderer's ids are renamed after the specification: the same chart drawn in two
+    processes gives the same bytes, in the CSS class asked for."""
+    import subprocess
+    import sys
 
-    cells = {("jitter", "c"): charts.Cell(-96.0, True, "p < 0.001", (10, 10))}
-    spec = charts.heatmap_spec(["jitter"], ["c"], cells, row_label="scenario", col_label="",
-                               title="completion_ms")  # fmt: skip
-    drawn = charts.to_svg(spec)
-    calls: list[int] = []
-    real = vl_convert.vegalite_to_svg
-
-    def counting(*args: object, **kwargs: object) -> str:
-        calls.append(1)
-        return str(real(*args, **kwargs))
-
-    monkeypatch.setattr(vl_convert, "vegalite_to_svg", counting)
-    cache = tmp_path / "cache"
-    assert charts.to_svg(spec, cache_dir=cache) == drawn and len(calls) == 1
-    (kept,) = (cache / "charts").glob("*.svg")
-    assert charts.to_svg(spec, cache_dir=cache) == drawn and len(calls) == 1  # read, not drawn
-    other = charts.to_svg(spec, css_class="chart wide", cache_dir=cache)
-    assert len(calls) == 1 and other == charts.to_svg(spec, css_class="chart wide")
-    assert len(calls) == 2 and ' class="chart wide"' in other[: other.index(">")]
-    kept.write_text(kept.read_text().replace("jitter", "jitteR", 1))
-    assert charts.to_svg(spec, cache_dir=cache) == drawn and len(calls) == 3  # damaged: drawn
-    assert charts.to_svg(spec, cache_dir=cache) == drawn and len(calls) == 3  # and kept again
-    cells[("loss", "c")] = charts.Cell(30.0, True, "p = 0.003", (5, 5))
-    spec2 = charts.heatmap_spec(["jitter", "loss"], ["c"], cells, row_label="scenario",
-                                col_label="", title="completion_ms")  # fmt: skip
-    assert charts.to_svg(spec2, cache_dir=cache) != drawn and len(calls) == 4
-    assert len(list((cache / "charts").glob("*.svg"))) == 2
-    blocked = tmp_path / "file"
-    blocked.write_text("not a directory")
-    assert charts.to_svg(spec, cache_dir=blocked) == drawn and len(calls) == 5
-    assert charts.to_svg(spec, cache_dir=blocked) == drawn and len(calls) == 6
+    spec = {"data": {"values": [{"name": n, "v": i + 1} for i, n in enumerate("ab")]},
+            "mark": "bar", "encoding": {"x": {"field": "v", "type": "quantitative"},
+                                        "y": {"field": "name", "type": "nominal"}}}  # fmt: skip
+    code = (
+        "import json, sys; from quicsm.render import charts; "
+        "sys.stdout.write(charts.to_svg(json.loads(sys.argv[1]), css_class='chart wide'))"
+    )
+    drawn = [subprocess.run([sys.executable, "-c", code, json.dumps(spec)], check=True,
+                            capture_output=True, text=True).stdout for _ in range(2)]  # fmt: skip
+    assert drawn[0] == drawn[1] == charts.to_svg(spec, css_class="chart wide")
+    assert ' class="chart wide"' in drawn[0][: drawn[0].index(">")]
 
 
 def _shared_by_definition(spec: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quicsm.controllers.features import _rows_between, compute_features, trace_features
+from quicsm.controllers.batch_features import compute_features
+from quicsm.controllers.features import _rows_between, trace_features
 from quicsm.extract.read import read_metrics, read_transitions
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -665,7 +665,7 @@ def test_cross_implementation_corpus_is_named_rightly_or_unknown() -> None:
 def test_cubic_fit_is_positive_for_cubic_and_negative_for_reno(rtt: float, rounds: int) -> None:
     """RFC 9438's curve fits a CUBIC window better than a line and a Reno window worse, at any
     RTT and epoch length where CUBIC is out of its Reno-friendly region."""
-    from quicsm.controllers.features import compute_features
+    from quicsm.controllers.batch_features import compute_features
 
     shape = {"beta": 0.7, "rtt_ms": rtt, "rounds_between_losses": rounds}
     cubic = compute_features(*window_trace(cubic=True, **shape)).row(0, named=True)  # type: ignore[arg-type]

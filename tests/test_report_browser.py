@@ -126,10 +126,9 @@ def test_harness_sees_errors_and_requests(chromium: str, tmp_path: Path) -> None
 
 
 #: per small multiple of the representative traces: [drawn width of its lines, plot width]
-_TRACE_WIDTHS = """Array.from(document.querySelectorAll('svg.traces g.role-scope')).filter(g =>
-  /concat_\\d+_group/.test(g.getAttribute('class'))).map(g => {
-  const plot = g.querySelector(':scope > g > path.background').getBoundingClientRect();
-  const lines = Array.from(g.querySelectorAll('g.mark-line path')).map(p =>
+_TRACE_WIDTHS = """Array.from(document.querySelectorAll('svg.traces g.panel')).map(g => {
+  const plot = g.querySelector(':scope > rect.frame').getBoundingClientRect();
+  const lines = Array.from(g.querySelectorAll(':scope > path.line')).map(p =>
     p.getBoundingClientRect());
   const left = Math.min(...lines.map(r => r.left)), right = Math.max(...lines.map(r => r.right));
   return [right - left, plot.width]; })"""
@@ -179,10 +178,9 @@ def test_version_report_reads_at_a_glance(chromium: str, tmp_path: Path) -> None
         )
         assert smallest >= 9, smallest
         legend = browser.evaluate(
-            session, "document.querySelectorAll('svg g.role-legend-gradient, "
-            "svg g.mark-rect.role-legend-gradient').length"
-        )  # fmt: skip
-        assert legend >= 1  # the heatmap's colour scale has a legend
+            session, "document.querySelectorAll('svg.heatmap g.legend.gradient rect').length"
+        )
+        assert legend >= 10  # the heatmap's colour scale has a legend, its colours drawn
         # ApplicationLimited time by cause: its seven lines, both groups' cells, within the page
         rows = browser.evaluate(
             session,

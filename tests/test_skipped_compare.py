@@ -232,3 +232,38 @@ def test_identify_merges_its_reads_as_their_union(
     union = {(f, k) for f, keys, _ in reads for k in keys}
     assert into.skipped_records == len(union) + sum(u for _, _, u in reads)
     assert len(into.reasons) == len(set(into.reasons))
+
+
+def test_diff_terminal_view_says_what_it_skipped(tmp_path: Path) -> None:
+    """On a terminal ``quicsm diff`` draws its fitted view (not the text the other outputs
+    carry): what a lenient read skipped is said there too, above the comparison, as the Markdown,
+    text and JSON outputs say it. Run in a real pseudo-terminal."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    bad = _broken(tmp_path, BAD_PACKET)
+    clean = _clean(tmp_path)
+    leader, follower = pty.openpty()
+    env = {**os.environ, "COLUMNS": "160", "QUICSM_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "quicsm", "diff", str(bad), "--vs", str(clean), "--lenient"],
+        stdout=follower, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed: the command is done
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    _, err = proc.communicate(timeout=120)
+    os.close(leader)
+    shown = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0, err
+    assert "skipped 1 record" in shown, shown
+    assert shown.index("skipped 1 record") < shown.index("Recovery"), shown

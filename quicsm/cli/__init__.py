@@ -21,6 +21,7 @@ from quicsm.core.version import __version__
 
 #: command name -> "module:attribute" of its click command
 COMMANDS: dict[str, str] = {
+    "cache": "quicsm.cli.cache:cache",
     "lab": "quicsm.cli.lab:lab",
     "infer": "quicsm.cli.infer:infer_command",
     "diff": "quicsm.cli.diff:diff_command",

@@ -186,6 +186,11 @@ def diff_command(
         from quicsm.cli.diff_view import print_diff
 
         console = Console()
+        if anything_skipped(skipped):  # said above the comparisons, as in the other views
+            console.print(
+                terminal_safe("\n".join(skipped_text(skipped))), markup=False, highlight=False
+            )
+            console.rule()
         for i, c in enumerate(done):
             if i:
                 console.rule()

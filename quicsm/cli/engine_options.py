@@ -118,7 +118,7 @@ def engine_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--cache-dir",
             type=click.Path(file_okay=False, path_type=Path),
             help="Cache of extracted partitions, keyed by file content (default: "
-            "$QUICSM_CACHE_DIR, else ~/.cache/quicsm; delete it to clear).",
+            "$QUICSM_CACHE_DIR, else ~/.cache/quicsm; `quicsm cache` shows and prunes it).",
         ),
         click.option("--no-cache", is_flag=True, help="Neither use nor fill the cache."),
     ]

@@ -23,7 +23,8 @@ from typing import Any, Final
 import orjson
 import polars as pl
 
-from quicsm.controllers.features import FEATURES_SCHEMA, compute_features
+from quicsm.controllers.batch_features import compute_features
+from quicsm.controllers.features import FEATURES_SCHEMA
 from quicsm.controllers.fitted import DEFAULT_CALIBRATION, DEFAULT_SIGNATURES
 from quicsm.controllers.signatures import Box, classify
 from quicsm.core.aliases import CC_ALGORITHM_KEYS

@@ -19,8 +19,8 @@ import numpy as np
 import orjson
 import polars as pl
 
+from quicsm.controllers.batch_features import compute_features
 from quicsm.controllers.calibration import kind_of
-from quicsm.controllers.features import compute_features
 from quicsm.controllers.signatures import (
     BBR1,
     BBR2,

@@ -370,46 +370,60 @@ def _epochs(
     acked: np.ndarray | None = None,
 ) -> list[tuple[float, float, float, float]]:
     """(growth in segments per round, curvature, length in rounds, cubic fit) of each usable CA
-    interval. A round is a window of acknowledged data when ``acked`` (cumulative rounds per
-    row, :func:`_acked_rounds`) is given, else a smoothed RTT of wall-clock time."""
+    interval (:func:`_epoch`). A round is a window of acknowledged data when ``acked``
+    (cumulative rounds per row, :func:`_acked_rounds`) is given, else a smoothed RTT of
+    wall-clock time."""
     out = []
     ordered = bool(np.all(times[1:] >= times[:-1]))
     for start, end in intervals:
         inside = _rows_between(times, cwnd, start, end, ordered=ordered)
-        t = times[inside]
-        w = cwnd[inside]
-        if len(w) < 2:
-            continue
-        keep = np.concatenate(([True], np.diff(w) != 0))  # one point per window value
-        t, w = t[keep], w[keep]
-        if len(w) < MIN_EPOCH_POINTS or len(np.unique(w)) < MIN_EPOCH_POINTS:
-            continue
-        r = rtt[inside][keep]
-        known = r[~np.isnan(r)]  # the median of the known RTTs (nanmedian's, without its checks)
-        srtt = float(np.median(known)) if len(known) else DEFAULT_RTT_MS
-        if srtt <= 0:
-            continue
-        if acked is not None:
-            # ack-clocked rounds: windows of data acknowledged, whatever the wall clock did
-            # (a Reno sender adds one segment per window acknowledged, RFC 9002 section 7.3.3)
-            a = acked[inside][keep]
-            rounds = a - a[0]
-        else:
-            # the x axis counts round trips, each as long as the smoothed RTT of its time, so
-            # that a queue that lengthens the RTT does not bend a per-RTT (Reno) growth line
-            r = np.where(np.isnan(r), srtt, r)
-            rounds = np.concatenate(([0.0], np.cumsum(np.diff(t) / np.maximum(r[1:], 1e-3))))
-        total = float(rounds[-1])
-        if total < MIN_EPOCH_RTTS:
-            continue
-        s = rounds / total
-        slope = float(np.polyfit(s, w, 1)[0])
-        quad = float(np.polyfit(s, w, 2)[0])
-        growth = slope / total / SEGMENT_BYTES
-        curvature = quad / max(abs(slope), SEGMENT_BYTES)
-        cubic = _cubic_fit((t - t[0]) / 1000.0, w / SEGMENT_BYTES)
-        out.append((growth, curvature, total, cubic))
+        epoch = _epoch(
+            times[inside], cwnd[inside], rtt[inside], None if acked is None else acked[inside]
+        )
+        if epoch is not None:
+            out.append(epoch)
     return out
+
+
+def _epoch(
+    t: np.ndarray, w: np.ndarray, r: np.ndarray, a: np.ndarray | None
+) -> tuple[float, float, float, float] | None:
+    """(growth in segments per round, curvature, length in rounds, cubic fit) of one CA
+    interval from its rows with a window logged (times ``t``, windows ``w``, smoothed RTTs
+    ``r``, cumulative ack-clocked rounds ``a`` or None), or None when it is not usable: fewer
+    than :data:`MIN_EPOCH_POINTS` distinct windows or shorter than :data:`MIN_EPOCH_RTTS`
+    rounds."""
+    if len(w) < 2:
+        return None
+    keep = np.concatenate(([True], np.diff(w) != 0))  # one point per window value
+    t, w = t[keep], w[keep]
+    if len(w) < MIN_EPOCH_POINTS or len(np.unique(w)) < MIN_EPOCH_POINTS:
+        return None
+    r = r[keep]
+    known = r[~np.isnan(r)]  # the median of the known RTTs (nanmedian's, without its checks)
+    srtt = float(np.median(known)) if len(known) else DEFAULT_RTT_MS
+    if srtt <= 0:
+        return None
+    if a is not None:
+        # ack-clocked rounds: windows of data acknowledged, whatever the wall clock did
+        # (a Reno sender adds one segment per window acknowledged, RFC 9002 section 7.3.3)
+        a = a[keep]
+        rounds = a - a[0]
+    else:
+        # the x axis counts round trips, each as long as the smoothed RTT of its time, so
+        # that a queue that lengthens the RTT does not bend a per-RTT (Reno) growth line
+        r = np.where(np.isnan(r), srtt, r)
+        rounds = np.concatenate(([0.0], np.cumsum(np.diff(t) / np.maximum(r[1:], 1e-3))))
+    total = float(rounds[-1])
+    if total < MIN_EPOCH_RTTS:
+        return None
+    s = rounds / total
+    slope = float(np.polyfit(s, w, 1)[0])
+    quad = float(np.polyfit(s, w, 2)[0])
+    growth = slope / total / SEGMENT_BYTES
+    curvature = quad / max(abs(slope), SEGMENT_BYTES)
+    cubic = _cubic_fit((t - t[0]) / 1000.0, w / SEGMENT_BYTES)
+    return growth, curvature, total, cubic
 
 
 def _carried(values: np.ndarray) -> np.ndarray:
@@ -658,26 +672,52 @@ def _cut_fits(
         later = loss_times[loss_times > t_cut]
         end = float(later[0]) if len(later) else float(times[-1]) + 1.0
         inside = rows[(times[rows] > t_cut) & (times[rows] < end)]
-        if len(inside) < MIN_EPOCH_POINTS or len(np.unique(cwnd[inside])) < MIN_EPOCH_POINTS:
-            continue
-        if (times[inside[-1]] - t_cut) < MIN_EPOCH_RTTS * srtt:
-            continue
-        seconds = (times[inside] - t_cut) / 1000.0
-        if limited is not None:
-            rounds = limited[inside] - limited[b]
-        else:
-            rounds = (times[inside] - t_cut) / srtt
-        scores.append(
-            cut_score(
-                before / SEGMENT_BYTES,
-                after / before,
-                seconds,
-                rounds,
-                cwnd[inside] / SEGMENT_BYTES,
-                cubic_w_max=w_max,
-            )
+        score = _cut_fit(
+            times[inside],
+            cwnd[inside],
+            None if limited is None else limited[inside] - limited[b],
+            t_cut=t_cut,
+            srtt=srtt,
+            before=before,
+            after=after,
+            w_max=w_max,
         )
+        if score is not None:
+            scores.append(score)
     return scores, undone, into_slow_start
+
+
+def _cut_fit(
+    t: np.ndarray,
+    w: np.ndarray,
+    rounds: np.ndarray | None,
+    *,
+    t_cut: float,
+    srtt: float,
+    before: float,
+    after: float,
+    w_max: float,
+) -> float | None:
+    """:func:`cut_score` of one cut that stood, from the rows with a window logged after it
+    and before the next loss (times ``t``, windows ``w``, window-limited rounds since the cut
+    ``rounds`` or None for rounds of wall-clock time), or None when they are fewer than
+    :data:`MIN_EPOCH_POINTS` distinct windows or span less than :data:`MIN_EPOCH_RTTS`
+    smoothed RTTs."""
+    if len(w) < MIN_EPOCH_POINTS or len(np.unique(w)) < MIN_EPOCH_POINTS:
+        return None
+    if (t[-1] - t_cut) < MIN_EPOCH_RTTS * srtt:
+        return None
+    seconds = (t - t_cut) / 1000.0
+    if rounds is None:
+        rounds = (t - t_cut) / srtt
+    return cut_score(
+        before / SEGMENT_BYTES,
+        after / before,
+        seconds,
+        rounds,
+        w / SEGMENT_BYTES,
+        cubic_w_max=w_max,
+    )
 
 
 def _rtt_ms(rtt: np.ndarray) -> np.ndarray:
@@ -854,8 +894,10 @@ def trace_features(
     }
 
 
-def compute_features(metrics: pl.DataFrame, transitions: pl.DataFrame) -> pl.DataFrame:
-    """One row of :data:`FEATURES_SCHEMA` per trace of ``transitions`` (in its order)."""
+def compute_features_per_trace(metrics: pl.DataFrame, transitions: pl.DataFrame) -> pl.DataFrame:
+    """One row of :data:`FEATURES_SCHEMA` per trace of ``transitions`` (in its order), one trace
+    at a time: the reference :func:`quicsm.controllers.batch_features.compute_features` is
+    tested against, and its path for traces whose times are not in order."""
     by_trace = _columns_by_trace(metrics)
     empty = TraceColumns.of(metrics.clear())
     rows: list[dict[str, Any]] = []

@@ -1,8 +1,9 @@
-"""The one charting layer: every chart of ``quicsm plot``, the comparison report and the
-notebooks is a Vega-Lite specification built here, drawn by the same library everywhere.
+"""The Vega-Lite charts: every chart of ``quicsm plot`` and the notebooks is a Vega-Lite
+specification built here, drawn by the same library everywhere (the comparison report's static
+charts are drawn by :mod:`quicsm.render.svg_charts`, with no script engine).
 
 - static SVG and PNG: :func:`to_svg` and :func:`to_png` (``vl-convert-python``, an embedded
-  JavaScript engine: no browser, no network); the report inlines the SVG (no script);
+  JavaScript engine: no browser, no network);
 - interactive HTML: :func:`interactive_page` inlines Vega, Vega-Lite and Vega-Embed and the
   specification in one file; a Content-Security-Policy allows exactly those scripts (by their
   SHA-256 hashes), and Vega runs its expression interpreter (no ``eval``), so the page works
@@ -22,11 +23,9 @@ import contextlib
 import functools
 import hashlib
 import json
-import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -34,7 +33,7 @@ from quicsm.core.errors import QuicsmError
 from quicsm.extract.account import SERIES
 from quicsm.extract.raw_events import TraceRecords
 from quicsm.extract.streams import StreamTimeline
-from quicsm.render.colours import STATE_TINT, state_colour, tint
+from quicsm.render.colours import LINE_COLOURS, LOSS_COLOUR, STATE_TINT, state_colour, tint
 from quicsm.render.connection import (
     COUNTS,
     EVENTS,
@@ -65,20 +64,9 @@ from quicsm.render.record_table import UNPACK_RECORDS_JS, pack_records
 
 Spec = dict[str, Any]
 
-#: colours of group A and group B in every chart
-GROUP_COLOURS: Final[tuple[str, str]] = ("#4e79a7", "#e15759")
 #: how strongly a state band is filled with its state's colour (0 = white); lines and marks
 #: are dark, so each keeps a contrast of at least 3:1 on every band (tests/test_charts.py)
 BAND_TINT: Final[float] = STATE_TINT
-#: line colour of each plotted metric: dark, none of them close to a state's hue at band tint
-LINE_COLOURS: Final[dict[str, str]] = {
-    "cwnd_bytes": "#a50f15",
-    "bytes_in_flight": "#08519c",
-    "ssthresh_bytes": "#252525",
-    "smoothed_rtt_ms": "#54278f",
-    "min_rtt_ms": "#00441b",
-    "pacing_rate_bps": "#5a2a0a",
-}
 LINE_NAMES: Final[dict[str, str]] = {
     "cwnd_bytes": "cwnd",
     "bytes_in_flight": "bytes in flight",
@@ -91,7 +79,7 @@ DASHED: Final[frozenset[str]] = frozenset({"ssthresh_bytes", "min_rtt_ms"})
 RTT_SAMPLE_COLOUR: Final[str] = "#525252"
 #: mark of each event kind: (shape, colour, filled)
 EVENT_MARKS: Final[dict[str, tuple[str, str, bool]]] = {
-    "packet_lost": ("cross", "#a50f15", True),
+    "packet_lost": ("cross", LOSS_COLOUR, True),
     "spurious_loss": ("diamond", "#08519c", False),
     "pto": ("triangle-down", "#111111", True),
 }
@@ -99,7 +87,7 @@ EVENT_MARKS: Final[dict[str, tuple[str, str, bool]]] = {
 #: the legend draws them (a spurious loss differs from a loss by its shape and colour)
 PACKET_MARKS: Final[dict[str, tuple[str, str, str, bool]]] = {
     "sent": ("data packet", "circle", RTT_SAMPLE_COLOUR, True),
-    "lost": ("declared lost", "cross", "#a50f15", True),
+    "lost": ("declared lost", "cross", LOSS_COLOUR, True),
     "spurious": ("declared lost, acknowledged later (spurious)", "diamond", "#08519c", True),
 }
 #: the packets panel's line: the largest packet number acknowledged so far
@@ -134,28 +122,6 @@ CONFIG: Final[Spec] = {
     "header": {"labelFontSize": 12},
     "view": {"stroke": "#999999"},
 }  # fmt: skip
-
-
-#: room around a report chart: the browser's fallback fonts are wider than the renderer's
-#: (a long state name lost its first letter at the left edge)
-REPORT_PADDING: Final[Spec] = {"left": 36, "top": 6, "right": 16, "bottom": 6}
-
-
-def wrap_title(text: str, width_px: float, *, size: int) -> str | list[str]:
-    """``text`` as lines of at most ``width_px`` at font size ``size`` (about 0.58 em per
-    character), broken after a space; one line when it fits."""
-    room = max(int(width_px / (0.58 * size)), 10)
-    if len(text) <= room:
-        return text
-    lines: list[str] = []
-    rest = text
-    while len(rest) > room:
-        cut = rest.rfind(" ", 0, room)
-        if cut <= 0:
-            break
-        lines.append(rest[:cut])
-        rest = rest[cut + 1 :]
-    return [*lines, rest]
 
 
 def _r(x: float, digits: int = 3) -> float:
@@ -1062,277 +1028,6 @@ def _connections_spec(series: Sequence[ConnectionSeries], *, points: int, static
     }
 
 
-# -- the comparison report --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Bar:
-    label: str
-    values: tuple[float, float]  # group A, group B (fractions)
-    lows: tuple[float, float]
-    highs: tuple[float, float]
-    note: str  # "p < 0.001 *" etc.
-    significant: bool
-
-
-@dataclass(frozen=True)
-class Box:
-    label: str
-    quantiles: tuple[list[float] | None, list[float] | None]  # p10, p25, p50, p75, p90 per group
-    counts: tuple[int, int]
-    note: str
-    significant: bool
-
-
-@dataclass(frozen=True)
-class Series:
-    """The congestion window of one trace for the report's small multiples."""
-
-    times_ms: list[float]
-    cwnd_bytes: list[float | None]
-    in_flight_bytes: list[float | None]
-    losses_ms: list[float]
-    ptos_ms: list[float]
-    bands: list[tuple[float, float, str]]  # start_ms, end_ms, state
-
-
-@dataclass(frozen=True)
-class Cell:
-    percent: float | None  # (mean_b - mean_a) / mean_a * 100
-    significant: bool
-    text: str  # second line: "p = 0.003" / "n.s." / "n=2 < 3: no test"
-    counts: tuple[int, int]
-
-
-def _group_scale(names: tuple[str, str]) -> Spec:
-    return {"domain": list(names), "range": list(GROUP_COLOURS)}
-
-
-def _notes_column(rows: Sequence[tuple[str, str, bool]], order: list[str], height: int) -> Spec:
-    return {
-        "width": 190,
-        "height": height,
-        "data": {"values": [{"label": a, "note": b, "sig": s} for a, b, s in rows]},
-        "mark": {"type": "text", "align": "left", "fontSize": 11},
-        "encoding": {
-            "y": {"field": "label", "type": "nominal", "sort": order, "axis": None},
-            "x": {"value": 4},
-            "text": {"field": "note"},
-            "fontWeight": {"condition": {"test": "datum.sig", "value": "bold"}, "value": "normal"},
-            "color": {"condition": {"test": "datum.sig", "value": "#b00020"}, "value": "#555555"},
-        },
-        "view": {"stroke": None},
-    }
-
-
-def time_in_state_spec(bars: Sequence[Bar], *, names: tuple[str, str]) -> Spec:
-    """Horizontal bars of the mean of per-trace time shares per group, 95% CI whiskers."""
-    order = [b.label for b in bars]
-    rows = []
-    for b in bars:
-        for g in range(2):
-            v, lo, hi = b.values[g], b.lows[g], b.highs[g]
-            if v is None or v != v:
-                continue
-            row: dict[str, Any] = {"label": b.label, "group": names[g], "v": _r(v, 5),
-                                   "text": f"{100 * v:.1f}%"}  # fmt: skip
-            if lo == lo and hi == hi and lo is not None and hi is not None and hi > lo:
-                row |= {"lo": _r(max(lo, 0.0), 5), "hi": _r(min(hi, 1.0), 5)}
-            # the value's label right of its whisker, never printed over it
-            row["at"] = row.get("hi", row["v"])
-            rows.append(row)
-    height = max(34 * len(bars), 40)
-    y = {"field": "label", "type": "nominal", "sort": order, "title": None,
-         "axis": {"labelFontSize": 12, "labelLimit": 220}}  # fmt: skip
-    x = {"field": "v", "type": "quantitative", "scale": {"domain": [0, 1]}, "axis": {"format": "%"},
-         "title": "% of time: mean of per-trace shares (95% CI)"}  # fmt: skip
-    offset = {"field": "group", "type": "nominal", "sort": list(names)}
-    bars_view = {
-        "width": 520,
-        "height": height,
-        "data": {"values": rows},
-        "encoding": {"y": y, "yOffset": offset},
-        "layer": [
-            {"mark": {"type": "bar", "height": {"band": 0.9}},
-             "encoding": {"x": x, "color": {"field": "group", "type": "nominal", "title": None,
-                                           "scale": _group_scale(names)}}},
-            {"mark": {"type": "rule", "color": "#222222", "strokeWidth": 1.2},
-             "encoding": {"x": {"field": "lo", "type": "quantitative"}, "x2": {"field": "hi"}}},
-            {"mark": {"type": "text", "align": "left", "dx": 4, "fontSize": 10},
-             "encoding": {"x": {"field": "at", "type": "quantitative"},
-                          "text": {"field": "text"}}},
-        ],
-    }  # fmt: skip
-    notes = _notes_column([(b.label, b.note, b.significant) for b in bars], order, height)
-    return {
-        "hconcat": [bars_view, notes],
-        "spacing": 40,
-        "padding": REPORT_PADDING,
-        "config": CONFIG,
-    }
-
-
-#: lowest value of the dwell-time axis (ms)
-_MIN_DWELL_AXIS_MS = 0.01
-
-
-def dwell_spec(boxes: Sequence[Box], *, names: tuple[str, str]) -> Spec | None:
-    """Box plots (p10-p25-median-p75-p90) of dwell time per state, log-scaled axis; None when
-    there is no dwell time."""
-    values = [q for b in boxes for qs in b.quantiles if qs for q in qs if q > 0]
-    if not values:
-        return None
-    lo = 10 ** math.floor(math.log10(max(min(values), _MIN_DWELL_AXIS_MS)))
-    hi = 10 ** math.ceil(math.log10(max(values)))
-    hi = max(hi, lo * 10)
-    order = [b.label for b in boxes]
-    rows = []
-    for b in boxes:
-        for g in range(2):
-            qs = b.quantiles[g]
-            if not qs:
-                continue
-            p10, p25, p50, p75, p90 = (min(max(q, lo), hi) for q in qs)
-            rows.append({"label": b.label, "group": names[g], "p10": _r(p10, 4), "p25": _r(p25, 4),
-                         "p50": _r(p50, 4), "p75": _r(p75, 4), "p90": _r(p90, 4)})  # fmt: skip
-    height = max(34 * len(boxes), 40)
-    x = {"field": "p10", "type": "quantitative", "title": "dwell time per visit (ms, log scale)",
-         "scale": {"type": "log", "domain": [lo, hi]}, "axis": {"format": "~g"}}  # fmt: skip
-    colour = {"field": "group", "type": "nominal", "title": None, "scale": _group_scale(names)}
-    view = {
-        "width": 520,
-        "height": height,
-        "data": {"values": rows},
-        "encoding": {"y": {"field": "label", "type": "nominal", "sort": order, "title": None,
-                           "axis": {"labelLimit": 220}},
-                     "yOffset": {"field": "group", "type": "nominal", "sort": list(names)}},
-        "layer": [
-            {"mark": {"type": "rule", "strokeWidth": 1.5},
-             "encoding": {"x": x, "x2": {"field": "p90"}, "color": colour}},
-            {"mark": {"type": "bar", "height": {"band": 0.8}, "opacity": 0.6},
-             "encoding": {"x": {"field": "p25", "type": "quantitative"}, "x2": {"field": "p75"},
-                          "color": colour}},
-            {"mark": {"type": "tick", "color": "#222222", "thickness": 2},
-             "encoding": {"x": {"field": "p50", "type": "quantitative"}}},
-        ],
-    }  # fmt: skip
-    notes = _notes_column([(b.label, b.note, b.significant) for b in boxes], order, height)
-    return {"hconcat": [view, notes], "spacing": 40, "padding": REPORT_PADDING, "config": CONFIG}
-
-
-def traces_spec(traces: Sequence[tuple[str, str, Series]]) -> Spec:
-    """Representative traces as small multiples, side by side, each on its own axes (time from
-    its start to its end, window from zero to its largest value): (title, subtitle, series)."""
-    states = list(dict.fromkeys(s for _, _, ser in traces for _, _, s in ser.bands))
-    names = ["cwnd", "bytes in flight"]
-    views = []
-    for title, subtitle, s in traces:
-        end = max([*s.times_ms, *(b[1] for b in s.bands), 1e-3])
-        bands = ConnectionSeries("", "", end, s.bands, {})
-        rows = []
-        for name, values in (("cwnd", s.cwnd_bytes), ("bytes in flight", s.in_flight_bytes)):
-            pts = [(t, v) for t, v in zip(s.times_ms, values, strict=True) if v is not None]
-            xs, ys = reduce_points([p[0] for p in pts], [p[1] for p in pts], columns=600,
-                                   span=(0.0, end))  # fmt: skip
-            if xs and xs[-1] < end:
-                xs, ys = [*xs, end], [*ys, ys[-1]]
-            rows += [{"t": _r(x), "v": _r(y), "m": name} for x, y in zip(xs, ys, strict=True)]
-        loss_rows = [{"t": _r(t)} for t in s.losses_ms]
-        views.append(
-            {
-                "width": 470,
-                "height": 220,
-                "title": {"text": title, "subtitle": subtitle},
-                "layer": [
-                    _bands_layer(bands, states, columns=470),
-                    {"data": {"values": rows},
-                     "mark": {"type": "line", "interpolate": "step-after", "strokeWidth": 1.5},
-                     "encoding": {"x": {"field": "t", "type": "quantitative"},
-                                  "y": {"field": "v", "type": "quantitative",
-                                        "title": "bytes", "axis": {"format": "~s"}},
-                                  "stroke": {"field": "m", "type": "nominal", "title": "line",
-                                             "scale": {"domain": names, "range": [
-                                                 LINE_COLOURS["cwnd_bytes"],
-                                                 LINE_COLOURS["bytes_in_flight"]]}}}},
-                    {"data": {"values": loss_rows},
-                     "mark": {"type": "tick", "color": EVENT_MARKS["packet_lost"][1],
-                              "orient": "vertical", "size": 10, "thickness": 1.5},
-                     "encoding": {"x": {"field": "t", "type": "quantitative"},
-                                  "y": {"value": 215}}},
-                ],
-                "encoding": {"x": {**_x("time (ms)", (0.0, end))}},
-            }
-        )  # fmt: skip
-    return {
-        "hconcat": views,
-        "spacing": 30,
-        "padding": REPORT_PADDING,
-        "resolve": {"scale": {"x": "independent", "y": "independent", "fill": "shared",
-                              "stroke": "shared"}},
-        "config": CONFIG,
-    }  # fmt: skip
-
-
-def heatmap_spec(
-    rows: Sequence[str],
-    cols: Sequence[str],
-    cells: Mapping[tuple[str, str], Cell],
-    *,
-    row_label: str,
-    col_label: str,
-    title: str,
-) -> Spec:
-    """The scenario matrix: each cell coloured by the percent difference of B from A on a
-    diverging scale (red: B lower, blue: B higher, white: no difference) with a legend; a
-    cell whose difference is not significant is drawn pale with "n.s."."""
-    data: list[dict[str, Any]] = []
-    for (r, c), cell in sorted(cells.items()):
-        pct = cell.percent
-        data.append({
-            "row": r, "col": c, "pct": None if pct is None else _r(pct, 2),
-            "big": "–" if pct is None else ("±0%" if abs(pct) < 0.5 else f"{pct:+.0f}%"),
-            "small": cell.text,
-            "sig": cell.significant,
-        })  # fmt: skip
-    extent = max([abs(c.percent) for c in cells.values() if c.percent is not None] + [10.0])
-    extent = min(float(math.ceil(extent / 10) * 10), 100.0) if extent <= 100 else extent
-    x = {"field": "col", "type": "nominal", "sort": list(cols), "title": col_label or None,
-         "axis": {"orient": "top", "labelAngle": 0, "labelFontSize": 12}}  # fmt: skip
-    y = {"field": "row", "type": "nominal", "sort": list(rows), "title": row_label,
-         "axis": {"labelFontSize": 12}}  # fmt: skip
-    dark = f"datum.sig && datum.pct != null && abs(datum.pct) > {0.55 * extent}"
-    return {
-        "title": {"text": wrap_title(title, max(120 * len(cols), 160) + 160, size=14)},
-        "padding": REPORT_PADDING,
-        "data": {"values": data},
-        "width": max(120 * len(cols), 160),
-        "height": 52 * len(rows),
-        "encoding": {"x": x, "y": y},
-        "layer": [
-            {"mark": {"type": "rect", "stroke": "#999999"},
-             "encoding": {
-                 "color": {"field": "pct", "type": "quantitative",
-                           "title": ["% difference", "of B from A"],
-                           "scale": {"scheme": "redblue", "domain": [-extent, extent],
-                                     "domainMid": 0, "clamp": True},
-                           "legend": {"orient": "right", "direction": "vertical",
-                                      "gradientLength": 160, "format": "+d"}},
-                 "opacity": {"condition": {"test": "datum.sig", "value": 1}, "value": 0.4}}},
-            {"mark": {"type": "text", "dy": -8, "fontSize": 14},
-             "encoding": {"text": {"field": "big"},
-                          "fontWeight": {"condition": {"test": "datum.sig", "value": "bold"},
-                                         "value": "normal"},
-                          "color": {"condition": {"test": dark, "value": "#ffffff"},
-                                    "value": "#222222"}}},
-            {"mark": {"type": "text", "dy": 10, "fontSize": 10},
-             "encoding": {"text": {"field": "small"},
-                          "color": {"condition": {"test": dark, "value": "#ffffff"},
-                                    "value": "#222222"}}},
-        ],
-        "config": CONFIG,
-    }  # fmt: skip
-
-
 # -- output -----------------------------------------------------------------------------------
 
 
@@ -1349,50 +1044,19 @@ def _vl_convert() -> Any:
 _ID = re.compile(r'\bid="([^"]+)"')
 
 
-#: what :func:`to_svg` makes of the renderer's output; bump when that changes (charts kept in
-#: a cache directory by an older version are then drawn anew)
-SVG_FORMAT: Final = "quicsm-svg/1"
-
-
-def to_svg(spec: Spec, *, css_class: str = "chart", cache_dir: Path | None = None) -> str:
+def to_svg(spec: Spec, *, css_class: str = "chart") -> str:
     """The chart as an ``<svg>`` element (no XML prolog), with ``class`` ``css_class``.
 
     The renderer numbers gradient and clip ids per process; they are renamed after the
     specification's hash and their order, so the same chart gives the same bytes and two
-    charts inlined in one page never share an id.
-
-    ``cache_dir``: drawn charts are kept there (``charts/<hash>.svg``, the hash of the
-    specification, the renderer's version and :data:`SVG_FORMAT`), so the same chart again is
-    read, not drawn (the renderer's first chart in a process costs about half a second of CPU,
-    starting its script engine). A kept copy that cannot be read or whose digest does not
-    match is drawn again; a cache that cannot be written only means the chart is drawn again
-    next time."""
+    charts inlined in one page never share an id."""
     text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
     prefix = "q" + hashlib.sha256(text.encode()).hexdigest()[:10]
-    kept = _kept_chart(cache_dir, text) if cache_dir is not None else None
-    svg = _read_bundle(kept) if kept is not None else None
-    if svg is None:
-        svg = _draw_svg(spec, prefix)
-        if kept is not None:
-            with contextlib.suppress(OSError):  # a read-only or full cache: drawn again
-                _write_bundle(kept, svg)
+    svg = _draw_svg(spec, prefix)
     root = svg[: svg.index(">")]
     if ' class="marks"' in root:  # the renderer's own class on the root: keep one attribute
         return svg.replace(' class="marks"', f' class="{esc(css_class)}"', 1)
     return svg.replace("<svg ", f'<svg class="{esc(css_class)}" ', 1)
-
-
-def _kept_chart(cache_dir: Path, text: str) -> Path | None:
-    """Where the chart of the specification ``text`` is kept under ``cache_dir`` (None: the
-    renderer's version is unknown, so nothing is kept)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        renderer = version("vl-convert-python")
-    except PackageNotFoundError:  # pragma: no cover - installed without metadata
-        return None
-    key = hashlib.sha256(f"{SVG_FORMAT}\n{renderer}\n{text}".encode()).hexdigest()
-    return cache_dir / "charts" / f"{key}.svg"
 
 
 def _draw_svg(spec: Spec, prefix: str) -> str:

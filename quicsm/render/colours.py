@@ -37,6 +37,19 @@ STATE_COLOURS: Final[dict[str, str]] = {
     "ApplicationLimited (unknown)": "#a9c9cc",
 }
 OTHER_STATE_COLOUR: Final[str] = "#cccccc"
+#: line colour of each plotted metric: dark, none of them close to a state's hue at band tint
+LINE_COLOURS: Final[dict[str, str]] = {
+    "cwnd_bytes": "#a50f15",
+    "bytes_in_flight": "#08519c",
+    "ssthresh_bytes": "#252525",
+    "smoothed_rtt_ms": "#54278f",
+    "min_rtt_ms": "#00441b",
+    "pacing_rate_bps": "#5a2a0a",
+}
+#: a packet declared lost, wherever it is marked
+LOSS_COLOUR: Final[str] = "#a50f15"
+#: colours of group A and group B in every chart (blue and red: apart in every dichromacy)
+GROUP_COLOURS: Final[tuple[str, str]] = ("#4e79a7", "#e15759")
 #: how strongly a state's colour fills a band or a node (0 = white, 1 = the colour)
 STATE_TINT: Final[float] = 0.45
 #: the smallest CIEDE2000 between two of the eight states at :data:`STATE_TINT`, in normal

@@ -47,11 +47,11 @@ def build_report(
     them in; the report never reads the clock, so the same inputs give the same bytes).
     ``conformance``: add the conformance section against the group whose comparison label
     (``--by``, else ``stack``) has this value (:mod:`quicsm.report.conformance`).
-    ``cache_dir``: a directory where the charts drawn (:func:`quicsm.render.charts.to_svg`) and
-    the controllers named (:mod:`quicsm.report.controllers`) are kept and read again by the next
-    report of the same groups (None: all drawn and named anew). ``diagnostics``: what the reads
-    of the groups skipped (``on_error="skip"``), shown in the report (a box above the
-    comparisons and an item of Methods: file, record, line, what was expected, trace).
+    ``cache_dir``: a directory where the controllers named (:mod:`quicsm.report.controllers`)
+    are kept and read again by the next report of the same groups (None: named anew).
+    ``diagnostics``: what the reads of the groups skipped (``on_error="skip"``), shown in the
+    report (a box above the comparisons and an item of Methods: file, record, line, what was
+    expected, trace).
     ``on_error``: how the report's own reads (the metrics of a group that has none, to name
     its controller) read (``"skip"``: lenient, what they skip added to ``diagnostics`` and
     shown)."""
@@ -107,7 +107,7 @@ def build_report(
         )  # fmt: skip
     return render_html(
         views, alpha=alpha, title=title, generated_at=generated_at, command=command,
-        extra=extra, chart_cache=cache_dir, skipped=diagnostics,
+        extra=extra, skipped=diagnostics,
     )  # fmt: skip
 
 

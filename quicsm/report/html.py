@@ -2,20 +2,20 @@
 external references (a Content-Security-Policy forbids every fetch), readable from disk.
 
 Every string that comes from a trace or the command line passes through
-:func:`quicsm.render.escape.esc`; the charts are :mod:`quicsm.render.charts` drawn as static SVG,
-the diagrams Graphviz SVG (:mod:`quicsm.render.dot`).
+:func:`quicsm.render.escape.esc`; the charts are static SVG drawn by :mod:`quicsm.render.svg_charts`
+(no script engine), the diagrams Graphviz SVG (:mod:`quicsm.render.dot`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from quicsm.core.diagnostics import Diagnostics
 from quicsm.core.numbers import format_p, pp
-from quicsm.render import charts, dot
+from quicsm.render import dot, svg_charts
+from quicsm.render.colours import GROUP_COLOURS
 from quicsm.render.diff_format import caveat_lines, what_changed
 from quicsm.render.escape import esc
 from quicsm.render.findings import change_text, evidence_short, scope_text, why_items
@@ -87,13 +87,11 @@ def render_html(
     generated_at: str | None = None,
     command: str | None = None,
     extra: Sequence[str] = (),
-    chart_cache: Path | None = None,
     skipped: Diagnostics | None = None,
 ) -> str:
-    """``extra``: further sections (HTML), placed before Methods; ``chart_cache``: a directory
-    where the charts drawn are kept and read again (:func:`quicsm.render.charts.to_svg`);
-    ``skipped``: what lenient reading skipped, in a box above the comparisons and in Methods
-    (nothing when it skipped nothing)."""
+    """``extra``: further sections (HTML), placed before Methods; ``skipped``: what lenient
+    reading skipped, in a box above the comparisons and in Methods (nothing when it skipped
+    nothing)."""
     head = heading(views, title)
     parts = [
         "<!DOCTYPE html>",
@@ -114,7 +112,7 @@ def render_html(
         links = "".join(f'<a href="#cmp{i}">{esc(v.title)}</a>' for i, v in enumerate(views))
         parts.append(f'<nav>Comparisons: {links}<a href="#methods">Methods</a></nav>')
     for i, view in enumerate(views):
-        parts.append(_comparison(view, i, alpha=alpha, chart_cache=chart_cache))
+        parts.append(_comparison(view, i, alpha=alpha))
     parts.extend(extra)
     parts.append(
         _methods(views, alpha=alpha, generated_at=generated_at, command=command, skipped=skipped)
@@ -131,9 +129,7 @@ def _card(number: int, title: str, body: str) -> str:
     return f'<div class="card"><h3><span class="num">{number}.</span>{esc(title)}</h3>{body}</div>'
 
 
-def _comparison(
-    view: ComparisonView, index: int, *, alpha: float, chart_cache: Path | None = None
-) -> str:
+def _comparison(view: ComparisonView, index: int, *, alpha: float) -> str:
     r = view.result
     a, b = r.names
     groups = (
@@ -141,16 +137,16 @@ def _comparison(
         + "".join(
             f'<span><span class="swatch" style="background:{c}"></span><b>{esc(g.name)}</b> '
             f"— {_plural(g.n_traces, 'trace')}, {_plural(len(g.files), 'file')}</span>"
-            for g, c in zip(view.groups, charts.GROUP_COLOURS, strict=True)
+            for g, c in zip(view.groups, GROUP_COLOURS, strict=True)
         )
         + "</div>"
     )
     out = [f'<section class="comparison" id="cmp{index}"><h2>{esc(view.title)}</h2>', groups]
     out.append(_card(1, "What changed", _summary(view, alpha=alpha)))
     out.append(_card(2, "State machines", _fsms(view)))
-    out.append(_card(3, "Time in state and dwell times", _time_in_state(view, chart_cache)))
-    out.append(_card(4, "Congestion window of a representative trace", _series(view, chart_cache)))
-    out.append(_card(5, "Scenario matrix", _matrix(view, a=a, b=b, chart_cache=chart_cache)))
+    out.append(_card(3, "Time in state and dwell times", _time_in_state(view)))
+    out.append(_card(4, "Congestion window of a representative trace", _series(view)))
+    out.append(_card(5, "Scenario matrix", _matrix(view, a=a, b=b)))
     out.append("</section>")
     return "\n".join(out)
 
@@ -337,7 +333,7 @@ def _tables(view: ComparisonView) -> str:
     )
 
 
-def _time_in_state(view: ComparisonView, chart_cache: Path | None = None) -> str:
+def _time_in_state(view: ComparisonView) -> str:
     r = view.result
     bars = []
     for s in r.states.iter_rows(named=True):
@@ -345,7 +341,7 @@ def _time_in_state(view: ComparisonView, chart_cache: Path | None = None) -> str
         if s["significant"]:
             note += f"  {pp(s['difference'])}"
         bars.append(
-            charts.Bar(
+            svg_charts.Bar(
                 label=s["state"],
                 values=(s["a_fraction"], s["b_fraction"]),
                 lows=(s["a_ci_low"], s["b_ci_low"]),
@@ -361,27 +357,25 @@ def _time_in_state(view: ComparisonView, chart_cache: Path | None = None) -> str
         if d["log2_ratio"] == d["log2_ratio"] and d["log2_ratio"] is not None:
             note += f"  ×{2 ** d['log2_ratio']:.2f}"
         boxes.append(
-            charts.Box(d["state"], q, (d["a_visits"], d["b_visits"]), note, bool(d["significant"]))
+            svg_charts.Box(
+                d["state"], q, (d["a_visits"], d["b_visits"]), note, bool(d["significant"])
+            )
         )
-    dwell = charts.dwell_spec(boxes, names=r.names)
+    dwell = svg_charts.dwell_svg(boxes, names=r.names)
     return (
-        charts.to_svg(charts.time_in_state_spec(bars, names=r.names), cache_dir=chart_cache)
+        svg_charts.time_in_state_svg(bars, names=r.names)
         + f'<p class="quiet">{esc(SHARE_OF_TIME)}; with 95% confidence intervals; ranked by '
         "the size of the difference; the test of each row is in the tables of the diff.</p>"
-        + (
-            charts.to_svg(dwell, cache_dir=chart_cache)
-            if dwell is not None
-            else "<p>No dwell times.</p>"
-        )
+        + (dwell if dwell is not None else "<p>No dwell times.</p>")
         + '<p class="quiet">Dwell time of each visit: whiskers p10–p90, box p25–p75, line '
         f"median (log scale). Test: {esc(describe_tests([r.dwell]))}; the ratio is B's median "
         "over A's.</p>"
     )
 
 
-def _series(view: ComparisonView, chart_cache: Path | None = None) -> str:
+def _series(view: ComparisonView) -> str:
     """The groups' representative traces as small multiples, each on its own axes."""
-    drawn: list[tuple[str, str, charts.Series]] = []
+    drawn: list[tuple[str, str, svg_charts.Series]] = []
     notes = []
     for g in view.groups:
         if g.representative is None:
@@ -398,11 +392,7 @@ def _series(view: ComparisonView, chart_cache: Path | None = None) -> str:
         if g.series is not None and g.series.times_ms:
             end = max([*g.series.times_ms, *(b[1] for b in g.series.bands)])
             drawn.append((g.name, f"{_short(where)} · {end:.0f} ms", g.series))
-    chart = (
-        charts.to_svg(charts.traces_spec(drawn), css_class="chart traces", cache_dir=chart_cache)
-        if drawn
-        else ""
-    )
+    chart = svg_charts.traces_svg(drawn) if drawn else ""
     scope = (
         f"Both traces come from <b>{esc(view.stratum)}</b>"
         + (" (where the first change above was found)" if view.explanations else "")
@@ -426,21 +416,21 @@ def _short(text: str, room: int = 60) -> str:
     return ellipsize(text, room)
 
 
-def _matrix(view: ComparisonView, *, a: str, b: str, chart_cache: Path | None = None) -> str:
+def _matrix(view: ComparisonView, *, a: str, b: str) -> str:
     m = view.matrix
     if m is None:
         return f'<p class="quiet">{esc(view.matrix_note)}</p>'
     what = (
         f"time share of {m.metric.split(':', 1)[1]}" if m.metric.startswith("state:") else m.metric
     )
-    chart = charts.to_svg(charts.heatmap_spec(
+    chart = svg_charts.heatmap_svg(
         m.rows,
         m.cols,
         m.cells,
         row_label=m.row_label,
         col_label=m.col_label or "",
         title=f"{what}: % difference of {b} from {a}",
-    ), cache_dir=chart_cache)  # fmt: skip
+    )
     return chart + (
         f'<p class="legend">Each cell: (mean in {esc(b)} − mean in {esc(a)}) / mean in {esc(a)}. '
         '<b class="up">Red</b>: lower in B, <b class="down">blue</b>: higher in B (for '

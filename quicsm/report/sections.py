@@ -26,7 +26,7 @@ from quicsm.compare.grouping import (
 from quicsm.compare.run import Compared
 from quicsm.core.numbers import format_p
 from quicsm.model.tables import Model
-from quicsm.render import charts as svg
+from quicsm.render import svg_charts as svg
 from quicsm.render.diff_format import cautions
 from quicsm.stats import significance as sig
 
