@@ -69,11 +69,14 @@ def test_read_metrics_holds_events_as_numbers(metrics_zst: Path) -> None:
 #: what read_metrics may add to the peak of read_traces on the same file, per row it returns:
 #: the frame itself takes about 50 bytes a row (file and trace categorical, 4 bytes each, the
 #: event an enum of one byte, five float columns, absent metrics as nulls that take no memory),
-#: plus the parts being read (130 bytes a row measured here); before it was built in compact
-#: parts the events were held as numbers and then the frame beside them (268 bytes a row here;
-#: 1,865 MB on the 1 GiB file, 838 MB with compact parts, 719 MB with the event an enum, 504 MB
-#: with categorical keys)
-METRICS_BYTES_PER_ROW = 150
+#: plus the parts being read (98 bytes a row measured here with each block's columns copied
+#: into polars' memory as they are kept; 127-130 when they were converted through numpy;
+#: 143-146 handed over from the native core but freed only when the trace was finished; 192-198
+#: as one Arrow struct per block, which kept every column of it); before it was built in
+#: compact parts the events were held as numbers and then the frame beside them (268 bytes a
+#: row here; 1,865 MB on the 1 GiB file, 838 MB with compact parts, 719 MB with the event an
+#: enum, 504 MB with categorical keys)
+METRICS_BYTES_PER_ROW = 125
 
 
 @pytest.mark.slow

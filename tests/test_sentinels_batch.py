@@ -47,13 +47,8 @@ def test_the_batch_equals_each_trace_on_its_own(traces: list[dict[str, list[floa
         normalise_part(columns, {})
         for name, series in columns.items():
             expected.setdefault(name, []).extend(series.to_list())
-    lengths = np.array([len(t["ssthresh_bytes"]) for t in traces], dtype=np.int64)
-    owner = np.repeat(np.arange(len(traces)), lengths)
-    firsts = np.zeros(len(traces), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=firsts[1:])
-    batch = {
-        name: _series([v for t in traces for v in t[name]], name) for name in traces[0]
-    }
-    normalise_batch(batch, firsts, owner)
+    owner = pl.Series([i for i, t in enumerate(traces) for _ in t["ssthresh_bytes"]])
+    batch = {name: _series([v for t in traces for v in t[name]], name) for name in traces[0]}
+    normalise_batch(batch, owner)
     for name, values in expected.items():
         assert batch[name].to_list() == values, name

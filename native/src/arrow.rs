@@ -5,10 +5,14 @@
 //!
 //! Only what the metric columns need is written here, by hand, from the specification
 //! (<https://arrow.apache.org/docs/format/CDataInterface.html>): a struct array of primitive
-//! children (float64, uint8, uint16), a float64 child's NaN taken as null (a validity bitmap,
-//! least significant bit first, 1 = valid). The consumer moves the structs out of the capsules
-//! and calls `release` when it lets the buffers go; a capsule never consumed releases them
-//! itself.
+//! children (float64, uint8, uint16), or one primitive array on its own, a float64 column's NaN
+//! taken as null (a validity bitmap, least significant bit first, 1 = valid). The consumer moves
+//! the structs out of the capsules and calls `release` when it lets the buffers go; a capsule
+//! never consumed releases them itself.
+//!
+//! A consumer holds a struct's children through the struct: one child kept keeps every child's
+//! buffers. Columns kept for long (the blocks of a long trace, until the trace is finished) are
+//! therefore exported one by one ([`primitive_array`]), so each is freed when it is let go.
 
 use std::ffi::{c_char, c_void, CString};
 
@@ -54,7 +58,7 @@ pub enum Values {
 }
 
 impl Values {
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             Values::F64(v) => v.len(),
             Values::U8(v) => v.len(),
@@ -84,6 +88,16 @@ pub struct Column {
     pub name: String,
     pub values: Values,
     pub nan_is_null: bool,
+}
+
+impl Column {
+    /// The values that are null (a float64 column's NaN where `nan_is_null`).
+    pub fn null_count(&self) -> usize {
+        match (&self.values, self.nan_is_null) {
+            (Values::F64(v), true) => v.iter().filter(|x| x.is_nan()).count(),
+            _ => 0,
+        }
+    }
 }
 
 struct SchemaPrivate {
@@ -232,6 +246,13 @@ pub fn struct_array(columns: Vec<Column>) -> (ArrowSchema, ArrowArray) {
     (parent_schema, array)
 }
 
+/// One column as a primitive array of its own, and its schema (named as the column).
+pub fn primitive_array(column: Column) -> (ArrowSchema, ArrowArray) {
+    let flags = if column.nan_is_null { NULLABLE } else { 0 };
+    let schema = schema(column.values.format(), &column.name, flags, Vec::new());
+    (schema, child_array(column))
+}
+
 /// Releases what a struct made here still holds (a capsule that was never consumed).
 pub fn release_unconsumed(schema: &mut ArrowSchema, array: &mut ArrowArray) {
     // SAFETY: the structs were made by `struct_array`; a consumer that moved them out set
@@ -275,6 +296,21 @@ mod tests {
         release_unconsumed(&mut s, &mut a);
         assert!(s.release.is_none() && a.release.is_none());
     }
+
+    #[test]
+    fn a_primitive_array_is_made_and_released() {
+        let column = Column {
+            name: "v".into(),
+            values: Values::F64(vec![f64::NAN, 2.0]),
+            nan_is_null: true,
+        };
+        assert_eq!(column.null_count(), 1);
+        let (mut s, mut a) = primitive_array(column);
+        assert_eq!((a.length, a.null_count, a.n_children, s.n_children), (2, 1, 0, 0));
+        assert_eq!(s.flags, NULLABLE);
+        release_unconsumed(&mut s, &mut a);
+        assert!(s.release.is_none() && a.release.is_none());
+    }
 }
 
 /// The Python side (`quicsm._native.Deriver.take_arrow`), registered by `crate::python`.
@@ -287,6 +323,15 @@ pub(crate) mod bindings {
     use pyo3::prelude::*;
 
     use super::{release_unconsumed, ArrowArray, ArrowSchema, Column, Values};
+
+    fn export(
+        py: Python<'_>,
+        (schema, array): (ArrowSchema, ArrowArray),
+    ) -> PyResult<(PyObject, PyObject)> {
+        let schema = capsule(py, Box::into_raw(Box::new(schema)) as _, SCHEMA, drop_schema)?;
+        let array = capsule(py, Box::into_raw(Box::new(array)) as _, ARRAY, drop_array)?;
+        Ok((schema, array))
+    }
 
     const SCHEMA: &CStr = c"arrow_schema";
     const ARRAY: &CStr = c"arrow_array";
@@ -423,10 +468,58 @@ pub(crate) mod bindings {
             let _ = requested_schema; // the columns' own types are the only ones offered
             let columns =
                 self.columns.take().ok_or_else(|| PyValueError::new_err("exported already"))?;
-            let (schema, array) = super::struct_array(columns);
-            let schema = capsule(py, Box::into_raw(Box::new(schema)) as _, SCHEMA, drop_schema)?;
-            let array = capsule(py, Box::into_raw(Box::new(array)) as _, ARRAY, drop_array)?;
-            Ok((schema, array))
+            export(py, super::struct_array(columns))
+        }
+
+        /// The columns named, in that order, taken out of the block (which is then spent: its
+        /// other columns are let go), each to be exported on its own ([`ArrowColumn`]); `None`
+        /// for a column whose every value is null (a float64 column of NaN only). A name the
+        /// block does not hold is an error.
+        fn take(&mut self, names: Vec<String>) -> PyResult<Vec<Option<ArrowColumn>>> {
+            let mut columns =
+                self.columns.take().ok_or_else(|| PyValueError::new_err("exported already"))?;
+            let mut out = Vec::with_capacity(names.len());
+            for name in &names {
+                let at = columns.iter().position(|c| &c.name == name).ok_or_else(|| {
+                    PyValueError::new_err(format!("the block holds no column {name:?}"))
+                })?;
+                let column = columns.swap_remove(at);
+                let length = column.values.len();
+                let nulls = column.null_count();
+                out.push((length == 0 || nulls < length).then_some(ArrowColumn {
+                    column: Some(column),
+                    length,
+                    null_count: nulls,
+                }));
+            }
+            Ok(out)
+        }
+    }
+
+    /// One column of a block ([`ArrowBlock::take`]) that polars takes as a series
+    /// (`pl.Series(column)`): a primitive array of its own, exported once.
+    #[pyclass(module = "quicsm._native")]
+    pub(crate) struct ArrowColumn {
+        column: Option<Column>,
+        #[pyo3(get)]
+        length: usize,
+        #[pyo3(get)]
+        null_count: usize,
+    }
+
+    #[pymethods]
+    impl ArrowColumn {
+        /// `(schema capsule, array capsule)` of the column; exported once.
+        #[pyo3(signature = (requested_schema=None))]
+        fn __arrow_c_array__(
+            &mut self,
+            py: Python<'_>,
+            requested_schema: Option<PyObject>,
+        ) -> PyResult<(PyObject, PyObject)> {
+            let _ = requested_schema; // the column's own type is the only one offered
+            let column =
+                self.column.take().ok_or_else(|| PyValueError::new_err("exported already"))?;
+            export(py, super::primitive_array(column))
         }
     }
 }

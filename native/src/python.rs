@@ -666,6 +666,7 @@ fn shared_tables(py: Python<'_>) -> PyResult<Py<PyDict>> {
 fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDeriver>()?;
     m.add_class::<crate::arrow::bindings::ArrowBlock>()?;
+    m.add_class::<crate::arrow::bindings::ArrowColumn>()?;
     m.add_function(wrap_pyfunction!(crate::arrow::bindings::concat_blocks, m)?)?;
     m.add_function(wrap_pyfunction!(header_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(records_with, m)?)?;

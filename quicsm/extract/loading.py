@@ -11,21 +11,24 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from quicsm.core.diagnostics import Diagnostics, RecordKey
 from quicsm.core.errors import InputError, QlogError
-from quicsm.extract.profiles import Profile
 from quicsm.extract.sidecar import sidecar_labels
-from quicsm.extract.streaming import StreamedStates
-from quicsm.extract.wire import PacketRead
 from quicsm.qlog.blocks import DEFAULT_LIMITS, DecompressedFile, ReadLimits
 from quicsm.qlog.paths import PathLike, expand_spans
 from quicsm.qlog.source import CSV, PARQUET, FileRead, Span, read_qlog, without_bom
 from quicsm.qlog.tabular import read_table
 from quicsm.qlog.trace import Discard, MetricSink
+
+if TYPE_CHECKING:  # the deriving path's modules are imported where it runs (read_metrics does
+    # not derive, and its process need not pay for them)
+    from quicsm.extract.profiles import Profile
+    from quicsm.extract.streaming import StreamedStates
+    from quicsm.extract.wire import PacketRead
 
 #: "raise" (strict, the default) or "skip" (lenient); checked at run time
 OnError = str
@@ -121,6 +124,8 @@ def load_all(
             sink = Discard.of
         try:
             if derive:
+                from quicsm.extract.streaming import StreamedStates
+
                 sidecar = sidecar_labels(path, cache, lenient, diag)
                 streamed = StreamedStates(sidecar=sidecar, profile=profile, hybrid=hybrid)
             read: FileRead | None = read_qlog(

@@ -6,6 +6,10 @@ Where the native core is used, the events are decoded natively into columns by a
 reader fill as they fill the derived path's deriver. The rows of short traces are built
 together (:class:`MetricsBatch`: one frame for many traces, whatever their number), those of a
 long trace one block at a time.
+
+The native core hands its columns to polars through the Arrow C data interface
+(``quicsm._native.ArrowBlock``), and every step after is a polars expression: numpy is not
+imported on this path (it costs a process about as much again as polars' own import).
 """
 
 from __future__ import annotations
@@ -14,14 +18,12 @@ import math
 from array import array
 from typing import Any
 
-import numpy as np
 import polars as pl
 
-from quicsm.core import tables
+from quicsm.core import native, tables
 from quicsm.core.frames import EVENT_DTYPE, METRICS_SCHEMA
-from quicsm.extract.native import make_recorder
-from quicsm.extract.sentinels import normalise_batch, normalise_part
-from quicsm.extract.times import round_ms
+from quicsm.extract.sentinels import NORMALISED_COLUMNS, learn, normalise_batch, part_plan
+from quicsm.extract.times import round_ms, round_ms_exprs
 from quicsm.qlog.events import METRIC_FIELDS, MetricEvent
 from quicsm.qlog.trace import TraceBuilder
 
@@ -65,22 +67,28 @@ class MetricColumns:
         "scan_records",
         "times",
         "trigger_codes",
+        "trigger_names",
         "triggers",
         "values",
     )
 
     def __init__(self) -> None:
-        #: the finished blocks: raw time ``_t``, ``event``, the metric columns (not carried
-        #: forward yet), the sample and ``trigger``
+        #: the finished blocks, as the native core's columns (:func:`_frame`: raw time ``_t``,
+        #: ``kind``, the metrics as logged, ``trigger`` codes into ``trigger_names``, which only
+        #: grows, so its last state names the codes of every block)
         self.parts: list[pl.DataFrame] = []
+        self.trigger_names: list[str] = []
         #: whether every event so far came at or after the one before it (then no sort)
         self.ordered = True
         self.last = -math.inf
         self.trigger_codes: dict[str, int] = {}
-        #: where the native core is used, a recorder that the native scan and contained-JSON
-        #: reader fill with the events they decode (they find it as the derived path finds its
-        #: deriver); records handed back to Python are fed to it by :meth:`__call__`, in order
-        self.native_deriver = make_recorder()
+        #: where the native core is used, a recorder (``quicsm._native.Deriver.recorder()``: it
+        #: derives nothing and keeps the events as columns) that the native scan and
+        #: contained-JSON reader fill with the events they decode (they find it as the derived
+        #: path finds its deriver); records handed back to Python are fed to it by
+        #: :meth:`__call__`, in order
+        ext = native.module()
+        self.native_deriver: Any = None if ext is None else ext.Deriver.recorder()
         self.scan_records = self._scan if self.native_deriver is not None else None
         self._new_block()
 
@@ -156,52 +164,61 @@ class MetricColumns:
         held = self.native_deriver.recorded() if self.native_deriver is not None else 0
         return sum(p.height for p in self.parts) + len(self.times) + held
 
-    def _block(self) -> _Block | None:
-        """The events not yet in a part, as arrays (and let go here); ``None`` if none."""
+    def _block(self) -> _Pending | None:
+        """The events not yet in a part (let go here), ``None`` if none: as the native core's
+        columns (``take_arrow``: ``_t``, ``kind``, the metrics by name, ``trigger`` codes) or,
+        read by Python, as arrays of the same names; with the trigger names and the length."""
         if self.native_deriver is not None:
-            times, kinds, values, triggers, names = self.native_deriver.take_columns()
-            t = np.frombuffer(times, dtype=np.float64)
-            if not len(t):
+            source, names = self.native_deriver.take_arrow()
+            n = source.length
+            if not n:
                 return None
-            if t[0] < self.last or (len(t) > 1 and bool((t[1:] < t[:-1]).any())):
-                self.ordered = False
-            self.last = float(t[-1])
-            metric = {
-                name: np.frombuffer(v, dtype=np.float64)
-                for name, v in zip(_FEED_METRICS, values, strict=True)
-            }
-            pto = metric["pto_count"]
-            present = ~np.isnan(pto)
-            return _Block(
-                t,
-                _FEED_EVENT_CODES[np.frombuffer(kinds, dtype=np.uint8)],
-                metric,
-                np.where(present, pto, 0).astype(np.int64),
-                present,
-                np.frombuffer(triggers, dtype=np.uint16),
-                names,
-            )
-        if not len(self.times):
-            return None
-        block = _Block(
-            np.frombuffer(self.times, dtype=np.float64),
-            np.frombuffer(self.events, dtype=np.uint8),
-            {c: np.frombuffer(v, dtype=np.float64) for c, v in self.values.items()},
-            np.frombuffer(self.pto, dtype=np.int64),
-            np.frombuffer(self.present, dtype=np.uint8).astype(bool),
-            np.frombuffer(self.triggers, dtype=np.uint16),
-            list(self.trigger_codes),
-        )
-        self._new_block()
-        return block
+            first, last, ordered = source.first, source.last, source.ordered
+        else:
+            n = len(self.times)
+            if not n:
+                return None
+            source, names = self._python_arrays(), list(self.trigger_codes)
+            self._new_block()
+            t = source["_t"]
+            first, last, ordered = float(t[0]), float(t[-1]), not bool((t[1:] < t[:-1]).any())
+        if first < self.last or not ordered:
+            self.ordered = False
+        self.last = last
+        return source, names, n
+
+    def _python_arrays(self) -> dict[str, Any]:
+        """The Python reader's arrays as numpy arrays named as the native core's columns."""
+        import numpy as np  # the Python reader's path only
+
+        n = len(self.times)
+        columns: dict[str, Any] = {
+            "_t": np.frombuffer(self.times, dtype=np.float64),
+            "kind": np.frombuffer(self.events, dtype=np.uint8),
+        }
+        for name in _FEED_METRICS:  # the native core's columns, in its order
+            if name == "pto_count":
+                pto = np.frombuffer(self.pto, dtype=np.int64).astype(np.float64)
+                present = np.frombuffer(self.present, dtype=np.uint8).astype(bool)
+                columns[name] = np.where(present, pto, np.nan)
+            elif name in self.values:
+                columns[name] = np.frombuffer(self.values[name], dtype=np.float64)
+            else:
+                columns[name] = np.full(n, np.nan)
+        columns["trigger"] = np.frombuffer(self.triggers, dtype=np.uint16)
+        return columns
 
     def _flush(self) -> None:
         """The current block as a frame part; its arrays are let go."""
         block = self._block()
         if block is not None:
-            self.parts.append(block.raw_part())
+            self._keep(block)
 
-    def take_short(self) -> _Block | None:
+    def _keep(self, block: _Pending) -> None:
+        self.parts.append(_kept(block[0]))
+        self.trigger_names = block[1]
+
+    def take_short(self) -> _Pending | None:
         """All of a short trace's events as one block (for :class:`MetricsBatch`), if it is
         short (no part made yet) and in time order; else ``None`` (it is finished on its own:
         :meth:`frames`)."""
@@ -210,7 +227,7 @@ class MetricColumns:
         block = self._block()
         if block is None or not self.ordered:
             if block is not None:
-                self.parts.append(block.raw_part())
+                self._keep(block)
             return None
         return block
 
@@ -221,92 +238,100 @@ class MetricColumns:
         self._flush()
         parts, self.parts = self.parts, []
         if not self.ordered:  # times went backwards: sorted at once (the only full copy)
-            whole = pl.concat(parts, rechunk=False)
+            whole = pl.concat(parts, how="diagonal", rechunk=False)  # compact parts differ
             parts.clear()
-            order = np.argsort(whole.get_column("_t").to_numpy(), kind="stable")
-            parts = [whole[order]]
-            del whole, order
+            parts = [whole.sort("_t", maintain_order=True)]  # stable: equal times keep order
+            del whole
         carry: dict[str, Any] = {}
         out: list[pl.DataFrame] = []
+        names = pl.Series([None, *self.trigger_names], dtype=pl.String)
         parts.reverse()
         while parts:  # each raw part let go once finished
-            out.append(_finish(parts.pop(), file, tid, vantage, start, carry))
+            out.append(_finish(parts.pop(), file, tid, vantage, start, carry, names))
         return out
 
 
-class _Block:
-    """A block of a trace's events as arrays: times, event codes (``_EVENT_SERIES``), the float
-    metrics and the sample (NaN: absent), the PTO counts and where they are present, trigger
-    codes (0: none, else 1 + the position in ``trigger_names``)."""
-
-    __slots__ = ("events", "present", "pto", "times", "trigger_names", "triggers", "values")
-
-    def __init__(
-        self,
-        times: np.ndarray,
-        events: np.ndarray,
-        values: dict[str, np.ndarray],
-        pto: np.ndarray,
-        present: np.ndarray,
-        triggers: np.ndarray,
-        trigger_names: list[str],
-    ) -> None:
-        self.times = times
-        self.events = events
-        self.values = values
-        self.pto = pto
-        self.present = present
-        self.triggers = triggers
-        self.trigger_names = trigger_names
-
-    def raw_part(self) -> pl.DataFrame:
-        """The block as a raw frame part (:meth:`MetricColumns.frames` finishes it)."""
-        n = len(self.times)
-        columns: dict[str, pl.Series] = {
-            "_t": pl.Series(self.times),
-            "event": _codes_to_names(self.events, _EVENT_SERIES),
-        }
-        for column in METRIC_COLUMNS:
-            if column == "pto_count":
-                columns[column] = _present_ints(self.pto, self.present, n)
-            else:
-                columns[column] = _floats(self.values[column])
-        columns[_SAMPLE] = _floats(self.values[_SAMPLE])
-        names = pl.Series([None, *self.trigger_names], dtype=pl.String)
-        columns["trigger"] = _codes_to_names(self.triggers, names)
-        return pl.DataFrame({k: v.alias(k) for k, v in columns.items()})
+#: a block of events not yet in a frame: its columns (a ``quicsm._native.ArrowBlock``, or numpy
+#: arrays by name), the trigger names its codes index, its length
+_Pending = tuple[Any, list[str], int]
 
 
-def _present_ints(values: np.ndarray, present: np.ndarray, n: int) -> pl.Series:
-    if not present.any():
-        return pl.repeat(None, n, dtype=pl.Int64, eager=True)
-    series = pl.Series(values)
-    return series if present.all() else series.set(pl.Series(~present), None)
+def _frame(sources: list[Any]) -> pl.DataFrame:
+    """Blocks of events (:data:`_Pending`'s columns, all of one kind) as ONE frame: native
+    blocks joined by the native core and handed over through the Arrow C data interface (the
+    columns of :data:`_KEPT`, each on its own, so a column the frame returned keeps holds only
+    itself; a float column of nulls only as one that takes no memory), numpy arrays (the Python
+    reader's) joined by numpy."""
+    if isinstance(sources[0], dict):
+        import numpy as np  # the Python reader's path only
+
+        columns = {name: np.concatenate([s[name] for s in sources]) for name in sources[0]}
+        frame = pl.DataFrame(columns)
+        return frame.with_columns(pl.col(pl.Float64).exclude("_t").fill_nan(None))
+    ext = native.module()
+    assert ext is not None  # native blocks come from the native core
+    block = sources[0] if len(sources) == 1 else ext.concat_blocks(sources)
+    n = block.length
+    return pl.DataFrame(
+        [
+            pl.repeat(None, n, dtype=pl.Float64, eager=True).alias(name)
+            if column is None
+            else pl.Series(column)
+            for name, column in zip(_KEPT, block.take(list(_KEPT)), strict=True)
+        ]
+    )
 
 
-def _floats(values: np.ndarray) -> pl.Series:
-    """A float column with NaN (absent) as null; a column with no value takes no memory."""
-    absent = np.isnan(values)
-    if absent.all():
-        return pl.repeat(None, len(values), dtype=pl.Float64, eager=True)
-    series = pl.Series(values)
-    return series.fill_nan(None) if absent.any() else series
+def _kept(source: Any) -> pl.DataFrame:
+    """A block of events (:data:`_Pending`'s columns) as it is kept until its trace is
+    finished: the time, the event kind, and of the metrics, the sample and the trigger codes
+    only the columns :func:`read_metrics` returns that hold a value in this block (a metric no
+    event of the block carries, or no trigger, is made by :func:`_finish` from the carry), so a
+    kept block takes about what its rows finish as, not a float for every metric of every
+    event.
+
+    The native core's columns are handed over one by one (``ArrowBlock.take``): polars holds
+    the children of an Arrow struct through the struct, so a column left out of a frame of the
+    whole block would stay in memory as long as the block's times. Each kept column is copied
+    into polars' own memory (:func:`_owned`): the native core's buffers are then freed at once
+    and reused by its next block, where kept until the trace is finished they went back to the
+    C allocator only when polars' allocator had already grown by the finished rows (the read's
+    peak: about 100 bytes per row returned instead of 145, ``tests/test_read_memory.py``)."""
+    if isinstance(source, dict):
+        frame = _frame([source])
+        n = frame.height
+        kept = [s for s in frame.get_columns() if s.name in _KEPT and s.null_count() < n]
+    else:
+        kept = [_owned(pl.Series(c)) for c in source.take(list(_KEPT)) if c is not None]
+    return pl.DataFrame([s for s in kept if s.name != "trigger" or s.max() != 0])  # 0: none
 
 
-def _codes_to_names(codes: np.ndarray, names: pl.Series) -> pl.Series:
+def _owned(series: pl.Series) -> pl.Series:
+    """``series`` in a buffer of polars' own: two pieces of it joined into one chunk (a copy
+    at the speed of memory; a series of one value is returned as it is)."""
+    return series.head(1).append(series.slice(1)).rechunk()
+
+
+#: the columns of a block that are kept (where they hold a value): the time, the event kind,
+#: the metrics of read_metrics, the sample and the trigger codes
+_KEPT: tuple[str, ...] = ("_t", "kind", *METRIC_COLUMNS, _SAMPLE, "trigger")
+
+
+def _codes_to_names(codes: pl.Series, names: pl.Series) -> pl.Series:
     """``names[codes]``; one code throughout is one name repeated (its text stored once)."""
     n = len(codes)
-    if n and (codes == codes[0]).all():
-        return pl.repeat(names[int(codes[0])], n, dtype=names.dtype, eager=True)
-    return names.gather(codes.astype(np.uint32))
+    if n and codes.min() == codes.max():
+        return names.new_from_index(int(codes[0]), n)
+    return names.gather(codes.cast(pl.UInt32))
 
 
 _EVENT_SERIES = pl.Series(list(_EVENT_NAMES), dtype=EVENT_DTYPE)
-#: the metrics in the order the native core holds them, and the codes of its event kinds
+#: the metrics in the order the native core holds them, and the codes of its event kinds (the
+#: same order as ``EVENT_DTYPE``'s names: checked below)
 _FEED_METRICS: tuple[str, ...] = tuple(METRIC_FIELDS)
 _FEED_CODES: dict[str, int] = {kind: i for i, kind in enumerate(tables.FEED_KINDS)}
-#: a native event kind (its position in the feed kinds) -> its code in ``_EVENT_SERIES``
-_FEED_EVENT_CODES = np.asarray([_EVENT_CODES[k] for k in tables.FEED_KINDS], dtype=np.uint8)
+if tuple(tables.FEED_KINDS) != _EVENT_NAMES:
+    raise RuntimeError("the native event kinds and EVENT_DTYPE's names differ")
 
 
 def _finish(
@@ -316,35 +341,65 @@ def _finish(
     vantage: str,
     start: float,
     carry: dict[str, Any],
+    trigger_names: pl.Series,
 ) -> pl.DataFrame:
-    """A raw part as rows of :func:`read_metrics`: time from the trace's start, the file and
-    trace, every metric carried forward from the part before (``carry``, updated), stand-ins
-    for "not set yet" as null (:mod:`quicsm.extract.sentinels`)."""
+    """A kept part (:func:`_kept`) as rows of :func:`read_metrics`: time from the trace's
+    start, the file and trace, the event and trigger by name (``trigger_names``: null, then the
+    names the codes count from 1), every metric carried forward from the part before
+    (``carry``, updated; a metric the part left out is the value carried into it throughout),
+    stand-ins for "not set yet" as null (:mod:`quicsm.extract.sentinels`)."""
+    # one query for the part (a few, not one per column): carried forward, timed, normalised
     n = part.height
-    time_ms = round_ms(part.get_column("_t").to_numpy() - start)  # as Python rounds
-    columns: dict[str, pl.Series] = {
-        "file": pl.repeat(file, n, dtype=METRICS_SCHEMA["file"], eager=True),
-        "trace": pl.repeat(tid, n, dtype=METRICS_SCHEMA["trace"], eager=True),
-        "vantage": pl.repeat(vantage, n, dtype=METRICS_SCHEMA["vantage"], eager=True),
-        "time_ms": pl.Series(time_ms, dtype=pl.Float64),
-        "event": part.get_column("event"),
-    }
+    held = set(part.columns)
+    thousands = pl.Series("_k", [1000.0]).new_from_index(0, n)  # a column: not a literal
+    frame = part.hstack([thousands]).lazy()
+    fills = []
     for column in METRIC_COLUMNS:  # every value carried forward within the trace
-        series = part.get_column(column)
         before = carry.get(column)
-        if series.null_count() == n:
-            if before is not None:
-                series = pl.repeat(before, n, dtype=series.dtype, eager=True)
-        elif series.null_count():
-            series = series.forward_fill()
-            if before is not None and series.null_count():
-                series = series.fill_null(before)
-        carry[column] = series[-1] if n else before
-        columns[column] = series
-    columns[_SAMPLE] = part.get_column(_SAMPLE)  # the event's own: not carried
-    columns["trigger"] = part.get_column("trigger")
-    normalise_part(columns, carry)  # sentinels and placeholders as null, RTTs in ms
-    return pl.DataFrame({name: columns[name].alias(name) for name in METRICS_SCHEMA})
+        dtype = METRICS_SCHEMA[column]
+        if column not in held:
+            fills.append(pl.lit(before, dtype=dtype).alias(column))
+            continue
+        logged = part.get_column(column)
+        filled = pl.col(column).cast(pl.Int64) if column == "pto_count" else pl.col(column)
+        if logged.null_count():  # (a column logged at every event is as it was)
+            filled = filled.forward_fill()
+            if before is not None and logged[0] is None:
+                filled = filled.fill_null(pl.lit(before, dtype=dtype))
+        fills.append(filled)
+        last: Any = logged.last(ignore_nulls=True)  # what the next part carries in (a float)
+        if last is not None:
+            carry[column] = int(last) if column == "pto_count" else last
+    if _SAMPLE not in held:  # the event's own: null where the part carries none
+        fills.append(pl.lit(None, dtype=METRICS_SCHEMA[_SAMPLE]).alias(_SAMPLE))
+    trigger = (
+        pl.lit(trigger_names).gather(pl.col("trigger").cast(pl.UInt32))
+        if "trigger" in held
+        else pl.lit(None, dtype=METRICS_SCHEMA["trigger"])
+    )
+    frame = frame.with_columns(fills)
+    # time from the trace's start rounded as Python rounds (quicsm.extract.times: rint of the
+    # product, divided by a column of 1000.0; rows near a half or too large are Python's)
+    time_ms, slow = round_ms_exprs(pl.col("_t") - start, pl.col("_k"))
+    normalised, learning = part_plan(carry, list(NORMALISED_COLUMNS))
+    replaced = {e.meta.output_name(): e for e in normalised}
+    rows = frame.select(
+        pl.lit(file, dtype=METRICS_SCHEMA["file"]).alias("file"),
+        pl.lit(tid, dtype=METRICS_SCHEMA["trace"]).alias("trace"),
+        pl.lit(vantage, dtype=METRICS_SCHEMA["vantage"]).alias("vantage"),
+        time_ms.alias("time_ms"),
+        pl.lit(_EVENT_SERIES).gather(pl.col("kind").cast(pl.UInt32)).alias("event"),
+        *(replaced.get(c, pl.col(c)).alias(c) for c in METRIC_COLUMNS),
+        replaced[_SAMPLE].alias(_SAMPLE),  # the event's own: not carried
+        trigger.alias("trigger"),
+    )
+    learnt = frame.select(slow.alias("_slow"), *learning)
+    out, summary = pl.collect_all([rows, learnt], engine="in-memory")
+    seen = summary.row(0, named=True)
+    learn(carry, seen)  # sentinels and placeholders as null, RTTs in ms: what the part showed
+    if seen["_slow"]:  # rare: a time next to a half, or beyond 2**31 ms
+        out = out.with_columns(round_ms(part.get_column("_t") - start).alias("time_ms"))
+    return out
 
 
 class MetricsStream:
@@ -360,31 +415,21 @@ class MetricsStream:
         return columns
 
 
-def _carried(
-    values: np.ndarray, valid: np.ndarray, firsts: np.ndarray, owner: np.ndarray
-) -> np.ndarray:
-    """Per row, the position of the last valid row at or before it within its trace, -1 where
-    there is none (``firsts``: each trace's first row; ``owner``: each row's trace)."""
-    at = np.where(valid, np.arange(len(values)), -1)
-    np.maximum.accumulate(at, out=at)
-    at[at < firsts[owner]] = -1
-    return at
-
-
 #: rows a short trace may have to be built with others (:class:`MetricsBatch`); longer ones are
 #: built on their own, a block at a time
 SHORT_TRACE_ROWS = METRIC_BLOCK
 
 
 class MetricsBatch:
-    """The rows of many short traces, kept as their blocks of arrays and built into ONE frame
-    when they hold :data:`METRIC_BLOCK` rows (and at the end): no polars call per trace, so a
-    file of thousands of short connections costs what one connection of the same rows costs.
-    Long traces are finished on their own (:meth:`MetricColumns.frames`), in order."""
+    """The rows of many short traces, kept as their blocks of columns and built into ONE frame
+    when they hold :data:`METRIC_BLOCK` rows (and at the end): a few polars calls per trace at
+    most, so a file of thousands of short connections costs about what one connection of the
+    same rows costs. Long traces are finished on their own (:meth:`MetricColumns.frames`), in
+    order."""
 
     def __init__(self) -> None:
         self.out: list[pl.DataFrame] = []
-        self._blocks: list[_Block] = []
+        self._blocks: list[_Pending] = []
         self._keys: list[tuple[str, str, str, float]] = []  # file, trace, vantage, start
         self._rows = 0
 
@@ -396,7 +441,7 @@ class MetricsBatch:
             return
         self._blocks.append(block)
         self._keys.append((file, tid, vantage, start))
-        self._rows += len(block.times)
+        self._rows += block[2]
         if self._rows >= METRIC_BLOCK:
             self.flush()
 
@@ -406,46 +451,42 @@ class MetricsBatch:
             return
         blocks, keys = self._blocks, self._keys
         self._blocks, self._keys, self._rows = [], [], 0
-        lengths = np.asarray([len(b.times) for b in blocks], dtype=np.int64)
+        lengths = [n for _, _, n in blocks]
         k = len(blocks)
-        owner = np.repeat(np.arange(k, dtype=np.int64), lengths)
-        firsts = np.zeros(k, dtype=np.int64)
-        np.cumsum(lengths[:-1], out=firsts[1:])
-        starts = np.asarray([key[3] for key in keys], dtype=np.float64)
-        times = np.concatenate([b.times for b in blocks])
+        whole = _frame([source for source, _, _ in blocks])
+        owner = (
+            pl.DataFrame({"i": range(k), "n": lengths}, schema={"i": pl.UInt32, "n": pl.UInt32})
+            .select(pl.col("i").repeat_by("n").explode())
+            .get_column("i")
+        )
         columns: dict[str, pl.Series] = {}
         for name, i in (("file", 0), ("trace", 1), ("vantage", 2)):
             per_trace = pl.Series(name, [key[i] for key in keys], dtype=pl.String)
             columns[name] = per_trace.cast(METRICS_SCHEMA[name]).gather(owner)
-        columns["time_ms"] = pl.Series("time_ms", round_ms(times - starts[owner]))
-        del times
-        columns["event"] = _codes_to_names(
-            np.concatenate([b.events for b in blocks]), _EVENT_SERIES
+        starts = pl.Series([key[3] for key in keys], dtype=pl.Float64).gather(owner)
+        columns["time_ms"] = round_ms(whole.get_column("_t") - starts)
+        del starts
+        columns["event"] = _codes_to_names(whole.get_column("kind"), _EVENT_SERIES)
+        carried = whole.with_columns(_owner=owner).select(  # carried forward within each trace
+            (pl.col(c).cast(pl.Int64) if c == "pto_count" else pl.col(c))
+            .forward_fill()
+            .over("_owner")
+            for c in METRIC_COLUMNS
         )
-        for column in METRIC_COLUMNS:  # every value carried forward within its trace
-            if column == "pto_count":
-                counts = np.concatenate([b.pto for b in blocks])
-                valid = np.concatenate([b.present for b in blocks])
-                at = _carried(counts, valid, firsts, owner)
-                series = pl.Series(counts[np.maximum(at, 0)])
-                unset = at < 0
-                columns[column] = series.set(pl.Series(unset), None) if unset.any() else series
-            else:
-                floats = np.concatenate([b.values[column] for b in blocks])
-                at = _carried(floats, ~np.isnan(floats), firsts, owner)
-                columns[column] = _floats(np.where(at >= 0, floats[np.maximum(at, 0)], np.nan))
-        sample = np.concatenate([b.values[_SAMPLE] for b in blocks])
-        columns[_SAMPLE] = _floats(sample)  # the event's own: not carried
+        for column in METRIC_COLUMNS:
+            columns[column] = carried.get_column(column)
+        columns[_SAMPLE] = whole.get_column(_SAMPLE)  # the event's own: not carried
         # each trace's trigger codes index its own names: mapped to one table of names
         table: dict[str, int] = {}
-        lookups = [
-            np.asarray([0, *(table.setdefault(t, len(table) + 1) for t in b.trigger_names)])
-            for b in blocks
-        ]
-        codes = np.concatenate(
-            [lookup[b.triggers] for lookup, b in zip(lookups, blocks, strict=True)]
+        flat: list[int] = []
+        offsets: list[int] = []
+        for _, names, _ in blocks:
+            offsets.append(len(flat))
+            flat += [0, *(table.setdefault(t, len(table) + 1) for t in names)]
+        at = pl.Series(offsets, dtype=pl.UInt32).gather(owner) + whole.get_column("trigger").cast(
+            pl.UInt32
         )
-        names = pl.Series([None, *table], dtype=pl.String)
-        columns["trigger"] = _codes_to_names(codes, names)
-        normalise_batch(columns, firsts, owner)  # stand-ins as null, RTTs in ms, per trace
-        self.out.append(pl.DataFrame({c: columns[c].alias(c) for c in METRICS_SCHEMA}))
+        codes = pl.Series(flat, dtype=pl.UInt32).gather(at)
+        columns["trigger"] = _codes_to_names(codes, pl.Series([None, *table], dtype=pl.String))
+        normalise_batch(columns, owner)  # stand-ins as null, RTTs in ms, per trace
+        self.out.append(pl.DataFrame([columns[c].alias(c) for c in METRICS_SCHEMA]))

@@ -139,14 +139,6 @@ class NativeDeriver:
         )
 
 
-def make_recorder() -> Any:
-    """A native recorder (``quicsm._native.Deriver.recorder()``: it derives nothing and keeps
-    the metric, loss and PTO events it is fed or finds as columns) where the native core is
-    installed and enabled, else ``None``."""
-    ext = native.module()
-    return None if ext is None else ext.Deriver.recorder()
-
-
 def make_deriver(
     profile: Profile, *, thresholds: Thresholds | None = None
 ) -> Deriver | NativeDeriver:

@@ -36,14 +36,12 @@ from typing import Any
 
 import polars as pl
 
+from quicsm.core.choices import HYBRID
 from quicsm.core.diagnostics import Diagnostics, QuicsmWarning
 from quicsm.core.frames import METRICS_SCHEMA
-from quicsm.extract.derive import EXPLICIT, HYBRID, check_mode
 from quicsm.extract.loading import TIME_DECIMALS, OnError, check_on_error, load_all, trace_id
 from quicsm.extract.metric_columns import MetricsBatch, MetricsStream
-from quicsm.extract.profiles import profile_named
 from quicsm.extract.traces_frame import TRACES_SCHEMA, trace_rows, traces_frame
-from quicsm.extract.transitions import Transitions
 from quicsm.qlog.blocks import DEFAULT_LIMITS, ReadLimits
 from quicsm.qlog.paths import PathLike, TraceSpans, expand_spans
 
@@ -86,6 +84,10 @@ def scan_transitions(
     with ``Init`` at its first event (0 ms); ``end_ms`` is its last event. ``limits`` caps what
     one file may inflate to (:class:`quicsm.qlog.blocks.ReadLimits`).
     """
+    from quicsm.extract.derive import EXPLICIT, check_mode
+    from quicsm.extract.profiles import profile_named
+    from quicsm.extract.transitions import Transitions
+
     lenient = check_on_error(on_error)
     mode = check_mode(states)
     chosen_profile = profile_named(profile) if profile is not None else None
@@ -133,6 +135,10 @@ def read_batch(
     return for the same list (``states``, ``profile`` and ``limits`` as in
     :func:`read_transitions`).
     """
+    from quicsm.extract.derive import EXPLICIT, check_mode
+    from quicsm.extract.profiles import profile_named
+    from quicsm.extract.transitions import Transitions
+
     lenient = check_on_error(on_error)
     mode = check_mode(states)
     chosen_profile = profile_named(profile) if profile is not None else None

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-if TYPE_CHECKING:  # imported where used: the constants are read without them
-    import numpy as np
+if TYPE_CHECKING:  # imported where used: the constants are read without it
     import polars as pl
 
 #: an ``ssthresh`` at or above this, bytes, means "not set" (u64::MAX and its float image)
@@ -44,79 +43,123 @@ def _real(column: str) -> str:
 
 def normalise_part(columns: dict[str, pl.Series], carry: dict[str, Any]) -> None:
     """Null the stand-ins of one part of a trace's metric rows (``columns``, replaced in place;
-    ``carry`` holds what the trace's earlier parts showed)."""
-    import numpy as np
+    ``carry`` holds what the trace's earlier parts showed). Polars only: no numpy imported."""
     import polars as pl
 
-    if _SCALE not in carry:
-        first = _first_rtt(columns)
-        if first is not None:  # decided by the trace's first RTT
-            carry[_SCALE] = 1000.0 if abs(first - INITIAL_RTT_MS / 1000.0) < 1e-9 else 1.0
-    scale = carry.get(_SCALE, 1.0)
-    for column in RTT_COLUMNS:
-        series = columns.get(column)
-        if series is None or series.null_count() == len(series):
-            continue
-        values = series.to_numpy().astype(np.float64, copy=True)
-        if scale != 1.0:
-            values *= scale
-        unset = values == 0.0
+    present = [c for c in NORMALISED_COLUMNS if c in columns]
+    if not present:
+        return
+    frame = pl.DataFrame([columns[c].alias(c) for c in present]).lazy()
+    exprs, aggregates = part_plan(carry, present)
+    out, learnt = pl.collect_all([frame.select(exprs), frame.select(aggregates)])
+    learn(carry, learnt.row(0, named=True))
+    for column in out.columns:
+        columns[column] = out.get_column(column)
+
+
+#: the columns :func:`part_plan` normalises
+NORMALISED_COLUMNS: Final[tuple[str, ...]] = (*RTT_COLUMNS, "ssthresh_bytes", "pacing_rate_bps")
+#: the aggregates of :func:`part_plan` that :func:`learn` reads
+_FIRST_RTT = "_first_rtt"
+
+
+def part_plan(carry: dict[str, Any], present: list[str]) -> tuple[list[pl.Expr], list[pl.Expr]]:
+    """What :func:`normalise_part` does to one part of a trace, as polars expressions over its
+    columns ``present`` (of :data:`NORMALISED_COLUMNS`): the normalised columns, and the aggregates
+    that :func:`learn` adds to ``carry`` (the trace's RTT unit when this part decides it, the
+    columns where a real RTT was seen). One query can hold both, with the rest of a part's
+    work (:func:`quicsm.extract.metric_columns._finish`)."""
+    import polars as pl
+
+    rtt = [c for c in RTT_COLUMNS if c in present]
+    aggregates: list[pl.Expr] = []
+    if _SCALE in carry:
+        scale: pl.Expr = pl.lit(carry[_SCALE], dtype=pl.Float64)
+    elif rtt:  # decided by the part's first non-zero RTT (the earliest row; then column order)
+        values = [pl.when(pl.col(c) != 0).then(pl.col(c).cast(pl.Float64)) for c in rtt]
+        first = pl.coalesce(values).drop_nulls().first()
+        aggregates.append(first.alias(_FIRST_RTT))
+        seconds = ((first - INITIAL_RTT_MS / 1000.0).abs() < 1e-9).fill_null(False)
+        scale = pl.when(seconds).then(1000.0).otherwise(1.0)
+    else:
+        scale = pl.lit(1.0)
+    exprs: list[pl.Expr] = []
+    for column in rtt:
+        v = pl.col(column).cast(pl.Float64) * scale
+        unset = v == 0.0
         if not carry.get(_real(column)):
             # the placeholder before the first real value of this column
-            known = ~np.isnan(values) & ~unset
-            real = known & (np.abs(values - INITIAL_RTT_MS) > 1e-6)
-            first_real = int(np.argmax(real)) if real.any() else len(values)
-            unset[:first_real] |= np.abs(values[:first_real] - INITIAL_RTT_MS) <= 1e-6
-            if real.any():
-                carry[_real(column)] = True
-        values[unset] = np.nan
-        columns[column] = pl.Series(column, values, dtype=pl.Float64).fill_nan(None)
-    _null_unset_windows_and_rates(columns)
+            near = (v - INITIAL_RTT_MS).abs() <= 1e-6
+            real = ((v != 0.0) & ~near).fill_null(False)
+            unset = unset | (near & (real.cum_sum() == 0))
+            aggregates.append(real.any().alias(_real(column)))
+        exprs.append(pl.when(unset).then(None).otherwise(v).alias(column))
+    if "ssthresh_bytes" in present:  # u64::MAX: not set
+        ssthresh = pl.col("ssthresh_bytes")
+        exprs.append(
+            pl.when(ssthresh >= SSTHRESH_UNSET_FROM)
+            .then(None)
+            .otherwise(ssthresh)
+            .alias("ssthresh_bytes")
+        )
+    if "pacing_rate_bps" in present:  # no rate yet
+        pacing = pl.col("pacing_rate_bps")
+        exprs.append(pl.when(pacing == 0).then(None).otherwise(pacing).alias("pacing_rate_bps"))
+    if not aggregates:
+        aggregates.append(pl.len().alias("_rows"))
+    return exprs, aggregates
 
 
-def normalise_batch(
-    columns: dict[str, pl.Series], firsts: np.ndarray, owner: np.ndarray
-) -> None:
+def learn(carry: dict[str, Any], learnt: dict[str, Any]) -> None:
+    """What the aggregates of :func:`part_plan` showed, added to ``carry``."""
+    first = learnt.get(_FIRST_RTT)
+    if first is not None and _SCALE not in carry:
+        carry[_SCALE] = 1000.0 if abs(first - INITIAL_RTT_MS / 1000.0) < 1e-9 else 1.0
+    for column in RTT_COLUMNS:
+        if learnt.get(_real(column)):
+            carry[_real(column)] = True
+
+
+def normalise_batch(columns: dict[str, pl.Series], owner: pl.Series) -> None:
     """:func:`normalise_part` for the rows of many whole traces at once (``columns``, replaced
-    in place): ``firsts`` holds each trace's first row, ``owner`` each row's trace. The same
-    rows as :func:`normalise_part` applied to each trace on its own, with no call per trace."""
-    import numpy as np
+    in place): ``owner`` holds each row's trace (the rows of a trace together, in order). The
+    same rows as :func:`normalise_part` applied to each trace on its own, with no call per
+    trace."""
     import polars as pl
 
-    k, n = len(firsts), len(owner)
+    n = len(owner)
     if n == 0:
         return
-    rows = np.arange(n, dtype=np.int64)
-    # each trace's unit, decided by its first non-zero RTT (any RTT column, the earliest row)
-    first_row = np.full(k, n, dtype=np.int64)
-    first_value = np.full(k, np.nan)
-    for column in RTT_COLUMNS:
-        series = columns.get(column)
-        if series is None:
+    present = [c for c in RTT_COLUMNS if c in columns]
+    frame = pl.DataFrame(
+        {"_owner": owner, **{c: columns[c].cast(pl.Float64) for c in present}}
+    ).with_row_index("_row")
+    # each trace's unit, decided by its first non-zero RTT (any RTT column, the earliest row;
+    # at one row the first column of RTT_COLUMNS)
+    firsts = [pl.when((pl.col(c) != 0.0).fill_null(False)).then(pl.col(c)) for c in present]
+    first_value = pl.coalesce(firsts).drop_nulls().first().over("_owner") if firsts else None
+    seconds = (
+        ((first_value - INITIAL_RTT_MS / 1000.0).abs() < 1e-9).fill_null(False)
+        if first_value is not None
+        else pl.lit(False)
+    )
+    scale = pl.when(seconds).then(1000.0).otherwise(1.0)
+    scaled = frame.with_columns(_scale=scale)
+    out: list[pl.Expr] = []
+    for column in present:
+        if columns[column].null_count() == n:
             continue
-        values = series.to_numpy().astype(np.float64)
-        at, traces = _first_per_trace(~np.isnan(values) & (values != 0), owner)
-        earlier = at < first_row[traces]
-        first_row[traces[earlier]] = at[earlier]
-        first_value[traces[earlier]] = values[at[earlier]]
-    with np.errstate(invalid="ignore"):
-        seconds = np.abs(first_value - INITIAL_RTT_MS / 1000.0) < 1e-9
-    scale = np.where(seconds, 1000.0, 1.0)[owner]
-    for column in RTT_COLUMNS:
-        series = columns.get(column)
-        if series is None or series.null_count() == len(series):
-            continue
-        values = series.to_numpy().astype(np.float64, copy=True) * scale
-        unset = values == 0.0
-        placeholder = np.abs(values - INITIAL_RTT_MS) <= 1e-6
-        real = ~np.isnan(values) & ~unset & ~placeholder
+        v = pl.col(column) * pl.col("_scale")
+        unset = v == 0.0
+        near = (v - INITIAL_RTT_MS).abs() <= 1e-6
+        real = ((v != 0.0) & ~near).fill_null(False)
         # the placeholder before the first real value of this column, in its trace
-        first_real = np.full(k, n, dtype=np.int64)
-        at, traces = _first_per_trace(real, owner)
-        first_real[traces] = at
-        unset |= placeholder & (rows < first_real[owner])
-        values[unset] = np.nan
-        columns[column] = pl.Series(column, values, dtype=pl.Float64).fill_nan(None)
+        unset = unset | (near & (real.cum_sum().over("_owner") == 0))
+        out.append(pl.when(unset).then(None).otherwise(v).alias(column))
+    if out:
+        done = scaled.select(out)
+        for column in done.columns:
+            columns[column] = done.get_column(column)
     _null_unset_windows_and_rates(columns)
 
 
@@ -128,31 +171,6 @@ def _null_unset_windows_and_rates(columns: dict[str, pl.Series]) -> None:
     pacing = columns.get("pacing_rate_bps")
     if pacing is not None and pacing.null_count() < len(pacing):
         columns["pacing_rate_bps"] = pacing.set(pacing == 0, None)
-
-
-def _first_per_trace(mask: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The first row where ``mask`` holds in each trace that has one: (rows, their traces)."""
-    import numpy as np
-
-    at = np.flatnonzero(mask)
-    traces, first = np.unique(owner[at], return_index=True)
-    return at[first], traces
-
-
-def _first_rtt(columns: dict[str, pl.Series]) -> float | None:
-    """The first non-zero RTT of the part (any RTT column, the earliest row), if any."""
-    import numpy as np
-
-    best: tuple[int, float] | None = None
-    for column in RTT_COLUMNS:
-        series = columns.get(column)
-        if series is None:
-            continue
-        values = series.to_numpy()
-        known = np.flatnonzero(~np.isnan(values.astype(np.float64)) & (values != 0))
-        if len(known) and (best is None or known[0] < best[0]):
-            best = (int(known[0]), float(values[known[0]]))
-    return None if best is None else best[1]
 
 
 def is_stand_in(column: str, value: float) -> bool:

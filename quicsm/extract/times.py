@@ -11,9 +11,10 @@ as Python's parse of the decimal does), and Python's own ``round`` for the other
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import numpy as np
+if TYPE_CHECKING:  # imported where used: the constants are read without it
+    import polars as pl
 
 #: decimals kept (milliseconds to the microsecond)
 DECIMALS: Final[int] = 3
@@ -23,14 +24,38 @@ _FAST_BOUND: Final[float] = float(2**31)
 _NEAR_HALF: Final[float] = 2.0**-10
 
 
-def round_ms(times: np.ndarray) -> np.ndarray:
-    """``[round(t, 3) for t in times]`` as a float64 array."""
-    t = np.asarray(times, dtype=np.float64)
+def round_ms(times: pl.Series) -> pl.Series:
+    """``[round(t, 3) for t in times]`` as a Float64 series (polars only: no numpy). The
+    division is by a column of 1000.0, not a literal: polars divides by a scalar as a
+    multiplication by its reciprocal, which is not the correctly rounded quotient."""
+    import polars as pl
+
+    n = len(times)
+    frame = pl.DataFrame(
+        {"t": times.cast(pl.Float64), "k": pl.repeat(1000.0, n, dtype=pl.Float64, eager=True)}
+    )
+    t = pl.col("t")
     scaled = t * 1000.0
-    out = np.rint(scaled) / 1000.0
-    fraction = scaled - np.floor(scaled)
-    slow = ~(np.abs(t) < _FAST_BOUND) | (np.abs(fraction - 0.5) < _NEAR_HALF)
+    out = frame.select(
+        (scaled.round(0) / pl.col("k")).alias("out"),
+        (~(t.abs() < _FAST_BOUND) | ((scaled - scaled.floor() - 0.5).abs() < _NEAR_HALF))
+        .fill_null(False)
+        .alias("slow"),
+    )
+    result = out.get_column("out")
+    slow = out.get_column("slow")
     if slow.any():
-        where = np.flatnonzero(slow)
-        out[where] = [round(x, DECIMALS) for x in t[where].tolist()]
-    return out
+        where = slow.arg_true()
+        exact = [round(x, DECIMALS) for x in times.gather(where).to_list()]
+        result = result.scatter(where, exact)
+    return result
+
+
+def round_ms_exprs(t: pl.Expr, thousands: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """:func:`round_ms` inside a query: ``(rounded, slow)``, ``rounded`` right wherever
+    ``slow`` (an aggregate: whether any row is one Python must round, see
+    :func:`round_ms`) is false; ``thousands`` is a column of 1000.0."""
+    scaled = t * 1000.0
+    rounded = scaled.round(0) / thousands
+    slow = (~(t.abs() < _FAST_BOUND) | ((scaled - scaled.floor() - 0.5).abs() < _NEAR_HALF)).any()
+    return rounded, slow
