@@ -203,9 +203,7 @@ def fixed_n_for(d: np.ndarray, target: float, *, alpha: float, hypotheses: int) 
 POWERS = (0.90, 0.95)
 
 
-def fixed_equivalence_power(
-    d: np.ndarray, n: int, *, alpha: float, hypotheses: int
-) -> float:
+def fixed_equivalence_power(d: np.ndarray, n: int, *, alpha: float, hypotheses: int) -> float:
     """Power of the fixed-n equivalence design on the first ``n`` pairs: two one-sided paired
     t-tests (TOST) per quantity at α / K, equivalence claimed when every quantity passes (a
     quantity that never varies passes when its mean is inside the margin)."""

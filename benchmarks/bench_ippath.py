@@ -81,11 +81,28 @@ def _relay(names: Any, tmp: Path, up: dict[str, Any], seed: int) -> subprocess.P
     cfg = tmp / "relay.json"
     cfg.write_text(json.dumps({"up": up, "down": {}}))
     relay = subprocess.Popen(
-        [sys.executable, "-m", "quicsm.lab.ippath", "--client-ns", names.client_ns,
-         "--server-ns", names.server_ns, "--client-dev", names.client_dev, "--server-dev",
-         names.server_dev, "--config", str(cfg), "--seed", str(seed), "--stats",
-         str(tmp / "stats.json")],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "quicsm.lab.ippath",
+            "--client-ns",
+            names.client_ns,
+            "--server-ns",
+            names.server_ns,
+            "--client-dev",
+            names.client_dev,
+            "--server-dev",
+            names.server_dev,
+            "--config",
+            str(cfg),
+            "--seed",
+            str(seed),
+            "--stats",
+            str(tmp / "stats.json"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert relay.stdout is not None
     if relay.stdout.readline().strip() != "ready":
         raise RuntimeError("the IP path's relay did not start")
@@ -103,16 +120,31 @@ def run_case(
         idle_s = 1.0 + (up.get("delay_ms", 0) + up.get("jitter_ms", 0)) / 1e3
         receiver = subprocess.Popen(
             netns_exec(names.server_ns, [sys.executable, "-c", RECEIVER, str(log), str(idle_s)]),
-            stdout=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert receiver.stdout is not None
             receiver.stdout.readline()
             cpu0 = bench_relay._cpu_seconds(relay.pid)
             out = subprocess.run(
-                netns_exec(names.client_ns, [sys.executable, "-c", SENDER, SERVER_ADDRESS,
-                                             str(PORT), str(PAYLOAD), str(offered_mbit),
-                                             str(seconds)]),
-                capture_output=True, text=True, check=True).stdout.split()
+                netns_exec(
+                    names.client_ns,
+                    [
+                        sys.executable,
+                        "-c",
+                        SENDER,
+                        SERVER_ADDRESS,
+                        str(PORT),
+                        str(PAYLOAD),
+                        str(offered_mbit),
+                        str(seconds),
+                    ],
+                ),
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
             n, t_send = int(out[0]), float(out[1])
             cpu = bench_relay._cpu_seconds(relay.pid) - cpu0
             receiver.wait(timeout=120)
@@ -154,27 +186,58 @@ def tcp_transfer(cc: str, *, size: int, seed: int = 1) -> dict[str, Any]:
         tmp = Path(tmp_s)
         relay = _relay(names, tmp, {}, seed)
         server = subprocess.Popen(
-            netns_exec(names.server_ns, [sys.executable, "-m", "quicsm.lab.tcpperf", "server",
-                                         "--listen", f"{SERVER_ADDRESS}:{PORT}", "--qlog-dir",
-                                         str(tmp / "s")]),
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+            netns_exec(
+                names.server_ns,
+                [
+                    sys.executable,
+                    "-m",
+                    "quicsm.lab.tcpperf",
+                    "server",
+                    "--listen",
+                    f"{SERVER_ADDRESS}:{PORT}",
+                    "--qlog-dir",
+                    str(tmp / "s"),
+                ],
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
         try:
             assert server.stdout is not None
             server.stdout.readline()
             out = subprocess.run(
-                netns_exec(names.client_ns, [sys.executable, "-m", "quicsm.lab.tcpperf", "client",
-                                             "--connect", f"{SERVER_ADDRESS}:{PORT}",
-                                             "--object-size", str(size), "--qlog-dir",
-                                             str(tmp / "c")]),
-                capture_output=True, text=True, env=env, check=True).stdout
+                netns_exec(
+                    names.client_ns,
+                    [
+                        sys.executable,
+                        "-m",
+                        "quicsm.lab.tcpperf",
+                        "client",
+                        "--connect",
+                        f"{SERVER_ADDRESS}:{PORT}",
+                        "--object-size",
+                        str(size),
+                        "--qlog-dir",
+                        str(tmp / "c"),
+                    ],
+                ),
+                capture_output=True,
+                text=True,
+                env=env,
+                check=True,
+            ).stdout
             result = json.loads(out.strip().splitlines()[-1])
         finally:
             server.terminate()
             server.wait(timeout=10)
             relay.terminate()
             relay.wait(timeout=10)
-    return {"case": f"kernel TCP {cc}, {size // 1_000_000} MB, no impairment",
-            "mbit": result["bytes"] * 8 / result["completion_ms"] / 1e3}
+    return {
+        "case": f"kernel TCP {cc}, {size // 1_000_000} MB, no impairment",
+        "mbit": result["bytes"] * 8 / result["completion_ms"] / 1e3,
+    }
 
 
 def main() -> None:
@@ -192,15 +255,20 @@ def main() -> None:
     print(f"client {CLIENT_ADDRESS} -> server {SERVER_ADDRESS} through the TUN relay")
     seconds = 1.0 if args.quick else 3.0
     results: list[dict[str, Any]] = []
-    print(f"{'case':44} {'pps':>6} {'Mbit/s':>7} {'loss':>7} {'delay ms':>9} {'sd':>5} "
-          f"{'reord':>6} {'relay cpu':>9} {'tun drops':>9}")
+    print(
+        f"{'case':44} {'pps':>6} {'Mbit/s':>7} {'loss':>7} {'delay ms':>9} {'sd':>5} "
+        f"{'reord':>6} {'relay cpu':>9} {'tun drops':>9}"
+    )
     for name, up, offered in CASES:
         r = run_case(name, up, offered_mbit=offered, seconds=seconds)
         results.append(r)
         drops = sum(v for side in r["tun_drops"].values() for v in side.values())
-        print(f"{name:44} {r['offered_pps']:6d} {r['rate_achieved_mbit']:7.1f} "
-              f"{r['loss_realised']:7.2%} {r['delay_mean_ms']:9.2f} {r['delay_stdev_ms']:5.2f} "
-              f"{r['reordered_seen']:6d} {r['relay_cpu_share']:9.0%} {drops:9d}", flush=True)
+        print(
+            f"{name:44} {r['offered_pps']:6d} {r['rate_achieved_mbit']:7.1f} "
+            f"{r['loss_realised']:7.2%} {r['delay_mean_ms']:9.2f} {r['delay_stdev_ms']:5.2f} "
+            f"{r['reordered_seen']:6d} {r['relay_cpu_share']:9.0%} {drops:9d}",
+            flush=True,
+        )
     for cc in ("cubic", "bbr"):
         rows = [tcp_transfer(cc, size=20_000_000) for _ in range(2)]
         print(f"{rows[0]['case']}: Mbit/s runs {[round(r['mbit'], 1) for r in rows]}")

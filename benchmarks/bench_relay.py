@@ -67,17 +67,32 @@ def run_case(
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "received.bin"
         idle_s = 1.0 + (up.get("delay_ms", 0) + up.get("jitter_ms", 0)) / 1e3
-        receiver = subprocess.Popen([sys.executable, "-c", RECEIVER, str(log), str(idle_s)],
-                                    stdout=subprocess.PIPE, text=True)
+        receiver = subprocess.Popen(
+            [sys.executable, "-c", RECEIVER, str(log), str(idle_s)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert receiver.stdout is not None
         sink_port = int(receiver.stdout.readline())
         cfg = Path(tmp) / "relay.json"
         cfg.write_text(json.dumps({"up": up, "down": {}}))
         stats = Path(tmp) / "stats.json"
         relay = subprocess.Popen(
-            [sys.executable, "-m", "quicsm.lab.relay", "--target", f"127.0.0.1:{sink_port}",
-             "--config", str(cfg), "--seed", str(seed), "--stats", str(stats)],
-            stdout=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "quicsm.lab.relay",
+                "--target",
+                f"127.0.0.1:{sink_port}",
+                "--config",
+                str(cfg),
+                "--seed",
+                str(seed),
+                "--stats",
+                str(stats),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
         )
         try:
             assert relay.stdout is not None
@@ -149,8 +164,15 @@ CASES: list[tuple[str, dict[str, Any], float]] = [
     ("gilbert p=0.01 r=0.3 (mean 3.2%)", {"gilbert": {"p": 0.01, "r": 0.3}}, 50.0),
     (
         "rate 50-150 Mbit/s every 1 s, offered 160",
-        {"rate_schedule": {"kind": "uniform", "low_mbit": 50, "high_mbit": 150,
-                           "interval_s": 1.0}, "queue_packets": 300},
+        {
+            "rate_schedule": {
+                "kind": "uniform",
+                "low_mbit": 50,
+                "high_mbit": 150,
+                "interval_s": 1.0,
+            },
+            "queue_packets": 300,
+        },
         160.0,
     ),
 ]
@@ -168,25 +190,55 @@ def stack_through_relay(stack_key: str, *, size: int, repeats: int) -> list[dict
         port = sock.getsockname()[1]
         sock.close()
         server = subprocess.Popen(
-            [*stack.server, "server", "--listen", f"127.0.0.1:{port}", "--qlog-dir",
-             f"{tmp}/s"], stdout=subprocess.PIPE, text=True, start_new_session=True)
+            [*stack.server, "server", "--listen", f"127.0.0.1:{port}", "--qlog-dir", f"{tmp}/s"],
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         cfg = Path(tmp) / "relay.json"
         cfg.write_text(json.dumps({"up": {}, "down": {}}))
         relay = subprocess.Popen(
-            [sys.executable, "-m", "quicsm.lab.relay", "--target", f"127.0.0.1:{port}",
-             "--config", str(cfg)], stdout=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                "-m",
+                "quicsm.lab.relay",
+                "--target",
+                f"127.0.0.1:{port}",
+                "--config",
+                str(cfg),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert server.stdout is not None and relay.stdout is not None
             server.stdout.readline()
             relay_addr = relay.stdout.readline().split()[1]
             for path, addr in (("direct", f"127.0.0.1:{port}"), ("relay", relay_addr)) * repeats:
                 res = subprocess.run(
-                    [*stack.client, "client", "--connect", addr, "--objects", "1",
-                     "--object-size", str(size), "--qlog-dir", f"{tmp}/c"],
-                    capture_output=True, text=True, timeout=120)
+                    [
+                        *stack.client,
+                        "client",
+                        "--connect",
+                        addr,
+                        "--objects",
+                        "1",
+                        "--object-size",
+                        str(size),
+                        "--qlog-dir",
+                        f"{tmp}/c",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
                 r = json.loads(res.stdout.strip().splitlines()[-1])
-                out.append({"case": f"{stack.key} {path}", "mbit": r["bytes"] * 8
-                            / r["completion_ms"] / 1e3})
+                out.append(
+                    {
+                        "case": f"{stack.key} {path}",
+                        "mbit": r["bytes"] * 8 / r["completion_ms"] / 1e3,
+                    }
+                )
         finally:
             relay.terminate()
             os.killpg(server.pid, 15)
@@ -204,21 +256,29 @@ def main() -> None:
         default=Path(__file__).resolve().parent / "results" / "bench_relay.json",
         help="the results file",
     )
-    ap.add_argument("--stack", default=None,
-                    help='also compare a built stack\'s transfer direct vs through the relay, '
-                         'e.g. "quic-go@v0.65.0" (qlog writing off is not possible: both pay it)')
+    ap.add_argument(
+        "--stack",
+        default=None,
+        help="also compare a built stack's transfer direct vs through the relay, "
+        'e.g. "quic-go@v0.65.0" (qlog writing off is not possible: both pay it)',
+    )
     args = ap.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores shared with everything else)")
     seconds = 1.0 if args.quick else 3.0
     results = []
-    print(f"{'case':44} {'pps':>6} {'Mbit/s':>7} {'loss':>7} {'delay ms':>9} {'sd':>5} "
-          f"{'reord':>6} {'relay cpu':>9}")
+    print(
+        f"{'case':44} {'pps':>6} {'Mbit/s':>7} {'loss':>7} {'delay ms':>9} {'sd':>5} "
+        f"{'reord':>6} {'relay cpu':>9}"
+    )
     for name, up, offered in CASES:
         r = run_case(name, up, offered_mbit=offered, seconds=seconds)
         results.append(r)
-        print(f"{name:44} {r['offered_pps']:6d} {r['rate_achieved_mbit']:7.1f} "
-              f"{r['loss_realised']:7.2%} {r['delay_mean_ms']:9.2f} {r['delay_stdev_ms']:5.2f} "
-              f"{r['reordered_seen']:6d} {r['relay_cpu_share']:9.0%}", flush=True)
+        print(
+            f"{name:44} {r['offered_pps']:6d} {r['rate_achieved_mbit']:7.1f} "
+            f"{r['loss_realised']:7.2%} {r['delay_mean_ms']:9.2f} {r['delay_stdev_ms']:5.2f} "
+            f"{r['reordered_seen']:6d} {r['relay_cpu_share']:9.0%}",
+            flush=True,
+        )
     if args.stack:
         rows = stack_through_relay(args.stack, size=20_000_000, repeats=3)
         for path in ("direct", "relay"):

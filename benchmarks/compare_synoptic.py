@@ -414,7 +414,6 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return head + "\n".join(lines) + "\n"
 
 
-
 def add_synoptic_options(ap: argparse.ArgumentParser) -> None:
     """The options of every benchmark that runs Synoptic itself (this one and
     bench_synoptic_logs.py): where its build is and the JVM's heap."""

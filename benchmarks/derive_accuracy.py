@@ -98,9 +98,7 @@ def stack_table(pairs: pl.DataFrame) -> list[str]:
     ]
     for (stack,), part in sorted(pairs.group_by("stack"), key=lambda kv: str(kv[0][0])):
         by_state = agreement_by_state(part).filter(pl.col("share") >= MIN_SHARE)
-        cells = ", ".join(
-            f"{r} {_pct(a)} ({_pct(s)})" for r, s, a in by_state.iter_rows()
-        )
+        cells = ", ".join(f"{r} {_pct(a)} ({_pct(s)})" for r, s, a in by_state.iter_rows())
         lines.append(
             f"| {stack} | {part['trace'].n_unique()} | {_pct(overall_agreement(part))} | {cells} |"
         )
@@ -160,8 +158,10 @@ def main(argv: list[str] | None = None) -> int:
         part = pairs.filter(pl.col("split") == split)
         if not part.height:
             continue
-        print(f"\n## {split}: {part['trace'].n_unique()} traces, "
-              f"overall agreement {_pct(overall_agreement(part))} %\n")
+        print(
+            f"\n## {split}: {part['trace'].n_unique()} traces, "
+            f"overall agreement {_pct(overall_agreement(part))} %\n"
+        )
         print("\n".join(stack_table(part)))
         if args.by_vantage:
             for (vantage,), sub in sorted(part.group_by("vantage"), key=lambda kv: str(kv[0][0])):

@@ -49,9 +49,7 @@ def wire_frame(
     frames; the others' ids are added to ``skipped``. ``generic``: no producer's controller
     model, the estimate of :mod:`quicsm.extract.wire` for every trace."""
     wanted = set(explicit["trace"].unique().to_list())
-    starts = dict(
-        explicit.group_by("trace").agg(pl.col("end_ms").max()).iter_rows()
-    )
+    starts = dict(explicit.group_by("trace").agg(pl.col("end_ms").max()).iter_rows())
     rows: dict[str, list[object]] = {k: [] for k in TRANSITIONS_SCHEMA}
     for path in files:
         file = str(path)
@@ -110,8 +108,10 @@ def load(paths: list[str], *, generic: bool = False) -> pl.DataFrame:
     skipped: list[str] = []
     derived = wire_frame(expand_paths(paths), explicit, skipped, generic=generic)
     if skipped:
-        print(f"{len(skipped)} traces log no ACK frames (not derivable from packets), e.g. "
-              f"{skipped[0]}; left out")
+        print(
+            f"{len(skipped)} traces log no ACK frames (not derivable from packets), e.g. "
+            f"{skipped[0]}; left out"
+        )
     explicit = explicit.filter(~pl.col("trace").is_in(skipped))
     info = traces.select(
         "trace",

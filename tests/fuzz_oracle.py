@@ -84,6 +84,7 @@ class Oracle:
     def _check(self) -> None:
         from quicsm.extract.read import read_metrics, read_traces, read_transitions
         from quicsm.qlog.inspect import inspect_file
+
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             for lenient in (False, True):

@@ -94,14 +94,26 @@ def _tracked_copy(tmp_path: Path) -> Path:
 def _status(copy: Path) -> str:
     return subprocess.run(
         ["git", "-C", str(copy), "status", "--porcelain", "--untracked-files=all"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
 
 
 #: a tiny run of each benchmark whose results the docs quote, with its default output
 TINY = {
-    "ab_sequential.py": ["--repetitions", "4", "--scenarios", "1", "--max-pairs", "12",
-                         "--fixed-pairs", "16", "--only", "null"],
+    "ab_sequential.py": [
+        "--repetitions",
+        "4",
+        "--scenarios",
+        "1",
+        "--max-pairs",
+        "12",
+        "--fixed-pairs",
+        "16",
+        "--only",
+        "null",
+    ],
     "diff_power.py": ["--repetitions", "1", "--sizes", "3", "--alpha", "0.05"],
     "diff_calibration.py": ["--repetitions", "1", "--permutations", "19"],
 }
@@ -125,7 +137,11 @@ def test_benchmarks_with_their_defaults_change_nothing_tracked(tmp_path: Path) -
     for name, args in TINY.items():
         proc = subprocess.run(
             [sys.executable, str(copy / "benchmarks" / name), *args],
-            capture_output=True, text=True, env=env, timeout=600, check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+            check=False,
         )
         assert proc.returncode == 0, f"{name}: {proc.stderr[-2000:]}"
         stem = name.removesuffix(".py")

@@ -174,8 +174,9 @@ def test_lenient_with_every_file_skipped_says_so(tmp_path: Path) -> None:
         "Error: no model to infer: all 2 input files were skipped (the reasons are above)"
     )
     code, _, stderr = run(files[0], "-o", tmp_path / "o", "--lenient")
-    assert stderr.rstrip().endswith("Error: no model to infer: the input file was skipped "
-                                    "(the reasons are above)")
+    assert stderr.rstrip().endswith(
+        "Error: no model to infer: the input file was skipped (the reasons are above)"
+    )
 
 
 def test_unknown_algorithm_lists_choices(csv_input: Path) -> None:

@@ -166,9 +166,28 @@ def test_a_dask_run_prints_no_noise(tmp_path: Path) -> None:
             pass  # already in use: the situation this test is about
         env = dict(os.environ, PYTHONWARNINGS="default")
         proc = subprocess.run(
-            [sys.executable, "-m", "quicsm", "infer", *TRACES[:2], "-o", str(tmp_path / "o"),
-             "--engine", "dask", "--workers", "2", "--no-cache", "-q", "--format", "json"],
-            capture_output=True, text=True, env=env, timeout=300, check=False,
+            [
+                sys.executable,
+                "-m",
+                "quicsm",
+                "infer",
+                *TRACES[:2],
+                "-o",
+                str(tmp_path / "o"),
+                "--engine",
+                "dask",
+                "--workers",
+                "2",
+                "--no-cache",
+                "-q",
+                "--format",
+                "json",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            check=False,
         )
     assert proc.returncode == 0, proc.stderr
     for noise in ("8787", "unclosed", "ResourceWarning", "already in use", "distributed."):

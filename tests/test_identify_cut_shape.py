@@ -268,9 +268,7 @@ def test_real_growth_since_the_cut_names_only_cubic() -> None:
 
 
 @settings(max_examples=50, deadline=None)
-@given(
-    undone=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=20)
-)
+@given(undone=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=20))
 def test_undo_summary_counts_senders_and_cuts(undone: list[tuple[int, int]]) -> None:
     """The benchmark's table of undone cuts: per stack, version and controller, every sender
     counted once, those with a cut undone (into slow start), and the cuts undone summed."""

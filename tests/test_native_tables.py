@@ -40,8 +40,14 @@ def test_states_are_the_same_on_both_sides() -> None:
 def test_event_classes_are_the_same_on_both_sides() -> None:
     assert tuple(NATIVE["event_classes"]) == rules.EVENT_CLASSES
     assert rules.EVENT_CLASSES == (
-        rules.ACK, rules.SEND, rules.CUTBACK, rules.COLLAPSE,
-        rules.LOSS, rules.PTO, rules.UNDO, rules.FLAG,
+        rules.ACK,
+        rules.SEND,
+        rules.CUTBACK,
+        rules.COLLAPSE,
+        rules.LOSS,
+        rules.PTO,
+        rules.UNDO,
+        rules.FLAG,
     )
     for name in ("ACK", "SEND", "CUTBACK", "COLLAPSE", "LOSS", "PTO", "UNDO", "FLAG"):
         assert rules.EVENT_CLASSES[NATIVE["indices"][name]] == getattr(rules, name)
@@ -50,7 +56,11 @@ def test_event_classes_are_the_same_on_both_sides() -> None:
 def test_event_names_and_kinds_are_the_same_on_both_sides() -> None:
     assert dict(NATIVE["event_kinds"]) == events.EVENT_KINDS
     assert set(events.EVENT_KINDS.values()) == {
-        events.STATE, events.METRICS, events.LOST, events.TIMER, events.SPURIOUS,
+        events.STATE,
+        events.METRICS,
+        events.LOST,
+        events.TIMER,
+        events.SPURIOUS,
         events.MVFST_METRIC,
     }
 
@@ -62,8 +72,15 @@ def test_metric_names_are_the_same_on_both_sides() -> None:
     timed = [key in events.RTT_METRICS for key in events.METRIC_FIELDS]
     assert list(NATIVE["time_metrics"]) == timed
     keys = list(events.METRIC_FIELDS)
-    for name in ("CWND_BYTES", "BYTES_IN_FLIGHT", "SSTHRESH_BYTES", "SMOOTHED_RTT_MS",
-                 "LATEST_RTT_MS", "RTT_VARIANCE_MS", "PTO_COUNT"):
+    for name in (
+        "CWND_BYTES",
+        "BYTES_IN_FLIGHT",
+        "SSTHRESH_BYTES",
+        "SMOOTHED_RTT_MS",
+        "LATEST_RTT_MS",
+        "RTT_VARIANCE_MS",
+        "PTO_COUNT",
+    ):
         assert keys[NATIVE["indices"][name]] == name.lower()
 
 
@@ -120,9 +137,13 @@ def test_no_table_is_written_out_in_the_rust_sources() -> None:
 
 
 def test_python_modules_take_their_tables_from_the_shared_file() -> None:
-    for module, attr in [(events, "EVENT_KINDS"), (events, "METRIC_FIELDS"),
-                         (events, "APP_LIMITED_FIELDS"), (rules, "EVENT_CLASSES"),
-                         (states, "PAPER_STATES")]:
+    for module, attr in [
+        (events, "EVENT_KINDS"),
+        (events, "METRIC_FIELDS"),
+        (events, "APP_LIMITED_FIELDS"),
+        (rules, "EVENT_CLASSES"),
+        (states, "PAPER_STATES"),
+    ]:
         source = inspect.getsource(module)
         line = next(ln for ln in source.splitlines() if ln.startswith(f"{attr}:"))
         assert "tables." in line, f"{module.__name__}.{attr} is not taken from tables.json"

@@ -108,8 +108,9 @@ def test_plot_html_in_chromium(chromium: str, tmp_path: Path) -> None:
     hostile = tmp_path / f"{XSS}.sqlog.zst"
     shutil.copy(SERVER, hostile)
     # hostile labels too, as the report's XSS suite has (they make the plot's subtitle)
-    (tmp_path / "run.json").write_text(json.dumps({"stack": "quic-go", "version": SCRIPT,
-                                                   "scenario": "a&amp;b \" onload=alert(3)"}))
+    (tmp_path / "run.json").write_text(
+        json.dumps({"stack": "quic-go", "version": SCRIPT, "scenario": 'a&amp;b " onload=alert(3)'})
+    )
     page = tmp_path / "connection.html"
     result = CliRunner().invoke(main, ["plot", f"{hostile}#0", "-o", str(page)])
     assert result.exit_code == 0, result.stderr
@@ -189,8 +190,11 @@ def test_plot_html_in_chromium(chromium: str, tmp_path: Path) -> None:
         panel = browser.evaluate(session, PACKETS_PANEL)
         before_rect = json.loads(browser.evaluate(session, DOMAINS))
         px, py = panel[0] + panel[2] * 0.4, panel[1] + panel[3] * 0.3
-        for kind, at in (("mousePressed", (px, py)), ("mouseMoved", (px + 150, py + 60)),
-                         ("mouseReleased", (px + 150, py + 60))):
+        for kind, at in (
+            ("mousePressed", (px, py)),
+            ("mouseMoved", (px + 150, py + 60)),
+            ("mouseReleased", (px + 150, py + 60)),
+        ):
             browser.send("Input.dispatchMouseEvent",
                          {"type": kind, "x": at[0], "y": at[1], "button": "left", "buttons": 1,
                           "clickCount": 1, "modifiers": 8}, session=session)  # fmt: skip
@@ -561,8 +565,11 @@ def test_a_resize_keeps_the_zoom(chromium: str, producer_pages: dict[str, Path])
         browser.evaluate(session, f"window.scrollTo(0, {panel[1] - 300}); 1")
         panel = browser.evaluate(session, PACKETS_PANEL)
         px, py = panel[0] + panel[2] * 0.4, panel[1] + panel[3] * 0.3
-        for kind, at in (("mousePressed", (px, py)), ("mouseMoved", (px + 150, py + 60)),
-                         ("mouseReleased", (px + 150, py + 60))):
+        for kind, at in (
+            ("mousePressed", (px, py)),
+            ("mouseMoved", (px + 150, py + 60)),
+            ("mouseReleased", (px + 150, py + 60)),
+        ):
             browser.send("Input.dispatchMouseEvent",
                          {"type": kind, "x": at[0], "y": at[1], "button": "left", "buttons": 1,
                           "clickCount": 1, "modifiers": 8}, session=session)  # fmt: skip

@@ -38,26 +38,55 @@ def _capture() -> dict[str, Any]:
     rows: list[Any] = [["0", "transport", "ALPN_update", {"old": "", "new": "h3"}]]
     for n in range(40):
         t = str(n)
-        rows.append([t, "transport", "packet_sent", "line", {
-            "packet_type": "1RTT", "header": {"packet_number": str(n), "packet_size": 1200},
-            "frames": [{"frame_type": "stream"}]}])
+        rows.append(
+            [
+                t,
+                "transport",
+                "packet_sent",
+                "line",
+                {
+                    "packet_type": "1RTT",
+                    "header": {"packet_number": str(n), "packet_size": 1200},
+                    "frames": [{"frame_type": "stream"}],
+                },
+            ]
+        )
         if n % 10 == 9:
-            rows.append([str(n + 30), "transport", "packet_received", "line", {
-                "packet_type": "1RTT", "header": {"packet_number": str(n), "packet_size": 40},
-                "frames": [{"frame_type": "ack", "acked_ranges": [["0", str(n)]]}]}])
+            rows.append(
+                [
+                    str(n + 30),
+                    "transport",
+                    "packet_received",
+                    "line",
+                    {
+                        "packet_type": "1RTT",
+                        "header": {"packet_number": str(n), "packet_size": 40},
+                        "frames": [{"frame_type": "ack", "acked_ranges": [["0", str(n)]]}],
+                    },
+                ]
+            )
     rows.sort(key=lambda r: int(r[0]))
-    trace = {"vantage_point": {"type": "server"}, "title": "Connection 1",
-             "event_fields": ["relative_time", "category", "event", "trigger", "data"],
-             "events": rows}
+    trace = {
+        "vantage_point": {"type": "server"},
+        "title": "Connection 1",
+        "event_fields": ["relative_time", "category", "event", "trigger", "data"],
+        "events": rows,
+    }
     return {"qlog_version": "draft-01", "traces": [trace]}
 
 
 def _backwards() -> dict[str, Any]:
-    events = [[10, "recovery", "metrics_updated", {"cwnd": 12000, "bytes_in_flight": 1200}],
-              [5, "recovery", "metrics_updated", {"cwnd": 13000, "bytes_in_flight": 0}],
-              [20, "recovery", "metrics_updated", {"cwnd": 14000, "bytes_in_flight": 1200}]]
-    trace = {"vantage_point": {"type": "server"}, "title": "other",
-             "event_fields": ["relative_time", "category", "event", "data"], "events": events}
+    events = [
+        [10, "recovery", "metrics_updated", {"cwnd": 12000, "bytes_in_flight": 1200}],
+        [5, "recovery", "metrics_updated", {"cwnd": 13000, "bytes_in_flight": 0}],
+        [20, "recovery", "metrics_updated", {"cwnd": 14000, "bytes_in_flight": 1200}],
+    ]
+    trace = {
+        "vantage_point": {"type": "server"},
+        "title": "other",
+        "event_fields": ["relative_time", "category", "event", "data"],
+        "events": events,
+    }
     return {"qlog_version": "draft-01", "traces": [trace]}
 
 
@@ -77,7 +106,10 @@ def test_the_table_classifies_every_file(bench: ModuleType, tmp_path: Path) -> N
     results = {r.file: r for r in (bench.examine(p, tmp_path) for p in bench.files_under(tmp_path))}
     capture = results["pcap2qlog/capture.qlog"]
     assert (capture.result, capture.format, capture.traces, capture.init_only) == (
-        "read", "JSON draft-01", 1, 0
+        "read",
+        "JSON draft-01",
+        1,
+        0,
     )
     assert "SlowStart" in capture.states
     wrapped = results["qvis/capture.qlog.js"]
@@ -88,11 +120,21 @@ def test_the_table_classifies_every_file(bench: ModuleType, tmp_path: Path) -> N
     assert results["other/notes.txt"].result == "error"
     rows = bench.summary_rows(list(results.values()))
     assert rows[-1] == {
-        "source": "all", "qlog": "", "files": 4, "read by default": 1, "lenient only": 1,
-        "clean errors": 2, "tracebacks": 0, "traces": 2, "Init-only traces": 1,
+        "source": "all",
+        "qlog": "",
+        "files": 4,
+        "read by default": 1,
+        "lenient only": 1,
+        "clean errors": 2,
+        "tracebacks": 0,
+        "traces": 2,
+        "Init-only traces": 1,
     }
     assert [(r["source"], r["qlog"]) for r in rows[:-1]] == [
-        ("other", "-"), ("other", "draft-01"), ("pcap2qlog", "draft-01"), ("qvis", "-")
+        ("other", "-"),
+        ("other", "draft-01"),
+        ("pcap2qlog", "draft-01"),
+        ("qvis", "-"),
     ]
 
 

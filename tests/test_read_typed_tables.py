@@ -152,8 +152,7 @@ def test_the_guard_drops_panic_reports_and_keeps_other_output(
         b"   1: core::panicking::panic_fmt\n"
         b"note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose "
         b"backtrace.\n",
-        b"\nthread 'tokio-rt-worker' (9) panicked at b.rs:2:2:\nboom\nstack backtrace:\n"
-        b"   0: x\n",
+        b"\nthread 'tokio-rt-worker' (9) panicked at b.rs:2:2:\nboom\nstack backtrace:\n   0: x\n",
     )
     with quiet_panics():
         os.write(2, b"ours: before\n")

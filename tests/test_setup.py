@@ -18,8 +18,13 @@ def test_setup_again_is_quiet() -> None:
     and prints one line: no warnings, no build output."""
     env = dict(os.environ)
     proc = subprocess.run(
-        [str(ROOT / "scripts" / "setup")], capture_output=True, text=True, env=env, timeout=900,
-        check=False, cwd=ROOT,
+        [str(ROOT / "scripts" / "setup")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        check=False,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "setup: done\n", proc.stdout
@@ -49,12 +54,25 @@ def test_setup_without_rust_finishes_with_the_python_deriver(tmp_path: Path) -> 
     home.mkdir()
     env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
     for tool in ("cargo", "rustc"):
-        assert subprocess.run(["bash", "-c", f"command -v {tool}"], env=env,
-                              capture_output=True, check=False).returncode != 0
+        assert (
+            subprocess.run(
+                ["bash", "-c", f"command -v {tool}"], env=env, capture_output=True, check=False
+            ).returncode
+            != 0
+        )
     proc = subprocess.run(
-        ["bash", "-c", "scripts/setup && .venv/bin/quicsm infer traces/*.qlog -o out -q"
-                       " && .venv/bin/quicsm --version"],
-        cwd=clone, env=env, capture_output=True, text=True, timeout=1200, check=False,
+        [
+            "bash",
+            "-c",
+            "scripts/setup && .venv/bin/quicsm infer traces/*.qlog -o out -q"
+            " && .venv/bin/quicsm --version",
+        ],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     notes = [line for line in proc.stdout.splitlines() if line.startswith("setup: note:")]
@@ -84,8 +102,12 @@ def _hold(lock: Path, seconds: float) -> subprocess.Popen[str]:
 def _wait_for_apt(lock: Path, wait_s: int) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "QUICSM_APT_LOCKS": str(lock), "QUICSM_APT_LOCK_WAIT": str(wait_s)}
     return subprocess.run(
-        [str(ROOT / "scripts" / "wait_for_apt")], capture_output=True, text=True, env=env,
-        timeout=60, check=False,
+        [str(ROOT / "scripts" / "wait_for_apt")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
     )
 
 

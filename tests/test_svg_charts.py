@@ -52,9 +52,14 @@ def bars(draw: st.DrawFn) -> list[svg_charts.Bar]:
     labels = draw(st.lists(names | st.sampled_from(CANONICAL_STATES), min_size=1, max_size=10,
                            unique=True))  # fmt: skip
     return [
-        svg_charts.Bar(label, (draw(fractions), draw(fractions)),
-                       (draw(fractions), draw(fractions)), (draw(fractions), draw(fractions)),
-                       draw(names), draw(st.booleans()))  # fmt: skip
+        svg_charts.Bar(
+            label,
+            (draw(fractions), draw(fractions)),
+            (draw(fractions), draw(fractions)),
+            (draw(fractions), draw(fractions)),
+            draw(names),
+            draw(st.booleans()),
+        )  # fmt: skip
         for label in labels
     ]
 
@@ -66,9 +71,13 @@ quantiles = st.lists(st.floats(min_value=0.0, max_value=1e7), min_size=5, max_si
 def boxes(draw: st.DrawFn) -> list[svg_charts.Box]:
     labels = draw(st.lists(names, min_size=1, max_size=10, unique=True))
     return [
-        svg_charts.Box(label, (draw(st.none() | quantiles), draw(st.none() | quantiles)),
-                       (draw(st.integers(0, 10**6)), draw(st.integers(0, 10**6))),
-                       draw(names), draw(st.booleans()))  # fmt: skip
+        svg_charts.Box(
+            label,
+            (draw(st.none() | quantiles), draw(st.none() | quantiles)),
+            (draw(st.integers(0, 10**6)), draw(st.integers(0, 10**6))),
+            draw(names),
+            draw(st.booleans()),
+        )  # fmt: skip
         for label in labels
     ]
 

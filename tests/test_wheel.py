@@ -18,7 +18,11 @@ pytestmark = pytest.mark.slow
 
 def _run(argv: list[str | Path], **kw: object) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        [str(a) for a in argv], capture_output=True, text=True, check=False, **kw  # type: ignore[call-overload]
+        [str(a) for a in argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        **kw,  # type: ignore[call-overload]
     )
     assert proc.returncode == 0, f"{argv}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
@@ -43,8 +47,17 @@ def test_the_wheel_installs_and_runs_without_rust(tmp_path: Path) -> None:
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", venv])
-    _run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
-          wheel])
+    _run(
+        [
+            venv / "bin" / "python",
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            wheel,
+        ]
+    )
     # no cargo, no rustc: only the system's directories and the new venv
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("CARGO", "RUST"))}
     clean["PATH"] = f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin"
@@ -53,8 +66,7 @@ def test_the_wheel_installs_and_runs_without_rust(tmp_path: Path) -> None:
     assert "state deriver: native (quicsm._native " in version.stdout
     out = tmp_path / "out"
     _run(
-        [venv / "bin" / "quicsm", "infer", ROOT / "traces" / "aioquic-1.7.2.qlog", "-o", out,
-         "-q"],
+        [venv / "bin" / "quicsm", "infer", ROOT / "traces" / "aioquic-1.7.2.qlog", "-o", out, "-q"],
         env=clean,
         cwd=tmp_path,
     )

@@ -401,7 +401,6 @@ class Deriver:
             STATE_CODES.index(ctx.state),
         )
 
-
     def notices(self) -> list[tuple[tuple[str, ...], str]]:
         """``(states, reason)`` for every group of states this trace's events cannot show
         (an empty ``states`` means all of them)."""

@@ -941,8 +941,11 @@ def _overview(series: ConnectionSeries, *, states: Sequence[str], index: int, en
     return {
         "width": PLOT_WIDTH,
         "height": OVERVIEW_HEIGHT,
-        "title": {"text": "overview: the range shown above (drag here to choose it)",
-                  "fontSize": 12, "fontWeight": "normal"},
+        "title": {
+            "text": "overview: the range shown above (drag here to choose it)",
+            "fontSize": 12,
+            "fontWeight": "normal",
+        },
         "layer": [{**bands, "name": f"c{index}ov"}, window],
         "encoding": {"x": {**_x(None, (0.0, end)), "axis": None}},
     }

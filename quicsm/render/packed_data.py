@@ -207,9 +207,7 @@ function unpackSpec(spec) {
 
 #: the 85 characters packed bytes are written with: printable ASCII less the quotes, ``&``,
 #: ``<``, ``>`` and the backslash, so the text never ends or escapes the element it is in
-ALPHABET: Final[str] = "".join(
-    c for c in map(chr, range(33, 127)) if c not in "\"&'<>\\"
-)[:85]
+ALPHABET: Final[str] = "".join(c for c in map(chr, range(33, 127)) if c not in "\"&'<>\\")[:85]
 
 
 def bytes_to_text(data: bytes) -> str:

@@ -319,9 +319,7 @@ def stopping_pairs(
     return first + 1, verdict
 
 
-def fewest_pairs(
-    alpha: float, hypotheses: int, *, claim: Literal["change", "equivalent"]
-) -> int:
+def fewest_pairs(alpha: float, hypotheses: int, *, claim: Literal["change", "equivalent"]) -> int:
     """The fewest pairs a claim can take: wealth grows at most ``1 + MAX_STAKE`` per pair
     (the price of a test that assumes nothing about the differences' distribution, like an
     exact sign test's ``2^-n`` floor). An equivalence needs each one-sided wealth at the
