@@ -80,3 +80,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         name = f"{module}::{item.originalname if isinstance(item, pytest.Function) else item.name}"
         if module in SLOW_MODULES or name in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """The headless browser of the browser tests (``tests/cdp.py``); a machine without it
+    fails them, never skips them."""
+    from cdp import find_chromium
+
+    path = find_chromium()
+    if path is None:
+        pytest.fail("chromium is missing: scripts/setup --test installs Debian's chromium")
+    return path

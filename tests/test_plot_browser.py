@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cdp import Browser, find_chromium, screenshot_then_settle
+from cdp import Browser, screenshot_then_settle
 from click.testing import CliRunner
 
 from quicsm.cli import main
@@ -20,14 +20,6 @@ from quicsm.cli import main
 SERVER = Path(__file__).parent / "fixtures" / "real" / "quic-go-v0.65.0" / "server.sqlog.zst"
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    path = find_chromium()
-    if path is None:
-        pytest.fail("chromium is missing: scripts/setup installs the Debian package chromium")
-    return path
 
 
 XSS = "<img src=x onerror=alert(1)>"

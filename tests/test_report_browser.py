@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cdp import Browser, find_chromium
+from cdp import Browser
 from diff_helpers import patterned_traces, write_group
 
 from quicsm.compare.load import compare_by_label
@@ -21,14 +21,6 @@ from quicsm.report import write_report
 XSS = "<script>alert(1)</script>"
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    path = find_chromium()
-    if path is None:
-        pytest.fail("chromium is missing: scripts/setup --test installs Debian's chromium")
-    return path
 
 
 @pytest.fixture(scope="module")

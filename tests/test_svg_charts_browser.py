@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cdp import Browser, find_chromium
+from cdp import Browser
 
 from quicsm.render import svg_charts
 from quicsm.render.svg_charts.text import text_width
@@ -51,14 +51,6 @@ def _problems(charts: list[dict[str, object]]) -> list[str]:
                 if dx > 0.5 and dy > 0.5:
                     out.append(f"{chart['cls']}: {a!r} overlaps {b!r}")
     return out
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    path = find_chromium()
-    if path is None:
-        pytest.fail("chromium is missing: scripts/setup --test installs Debian's chromium")
-    return path
 
 
 @pytest.fixture(scope="module")
